@@ -1,0 +1,67 @@
+"""An agent's definition: instructions, tools, and the declarations hooks act on (SPEC §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hookgate.tools.tool import Tool
+
+ConfirmationMode = Literal["auto", "inline_only", "channel_only"]
+ApproverScope = Literal["initiator", "agent_owner", "org_members"]
+
+CONFIRMATION_MODES: tuple[str, ...] = ("auto", "inline_only", "channel_only")
+APPROVER_SCOPES: tuple[str, ...] = ("initiator", "agent_owner", "org_members")
+
+
+@dataclass(eq=False)
+class Agent:
+    """What an engine runs. Every field after ``tools`` has a default."""
+
+    id: str
+    name: str
+    instructions: str
+    tools: list[Tool]
+    model_config_json: dict[str, Any] = field(default_factory=dict)
+    require_confirmation_for_all: bool = False
+    confirmation_mode: ConfirmationMode = "auto"
+    confirmation_approver_scope: ApproverScope = "initiator"
+    owner_user_id: str | None = None
+    org_id: str | None = None
+    approval_channel_id: str | None = None
+    confirmation_timeout_s: float = 3600.0
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.confirmation_mode not in CONFIRMATION_MODES:
+            raise ValueError(
+                f"agent '{self.id}': confirmation_mode must be one of "
+                f"{', '.join(CONFIRMATION_MODES)}, not {self.confirmation_mode!r}"
+            )
+        if self.confirmation_approver_scope not in APPROVER_SCOPES:
+            raise ValueError(
+                f"agent '{self.id}': confirmation_approver_scope must be one of "
+                f"{', '.join(APPROVER_SCOPES)}, not {self.confirmation_approver_scope!r}"
+            )
+        names = [t.name for t in self.tools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"agent '{self.id}': tool names repeat: {', '.join(dupes)}")
+
+    def toolbox(self) -> dict[str, Tool]:
+        """The agent's tools by exact name (no case folding: a near-miss is unknown)."""
+        return {t.name: t for t in self.tools}
+
+    def with_tools(self, extra: Iterable[Tool]) -> Agent:
+        """A copy of this agent with more tools (e.g. the engine's ``call_agent``)."""
+        from dataclasses import replace
+
+        have = {t.name for t in self.tools}
+        return replace(self, tools=[*self.tools, *(t for t in extra if t.name not in have)])
+
+
+def hook_declaration(agent: Agent) -> Mapping[str, Any]:
+    """The agent's ``model_config_json.hooks`` section (empty when absent)."""
+    hooks = (agent.model_config_json or {}).get("hooks")
+    return hooks if isinstance(hooks, Mapping) else {}

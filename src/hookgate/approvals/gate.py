@@ -1,0 +1,92 @@
+"""The approval gate: the PreToolUse hook that makes a call wait for a person's decision.
+
+It runs after every argument-rewriting hook (highest priority number), asks the approval
+service for a decision on the exact final arguments, and on approval records their digest
+in the context, which the guarded path checks once more before the tool runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookgate.agent import Agent
+from hookgate.approvals.service import ApprovalAsk, ApprovalService
+from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
+from hookgate.tools.guarded import APPROVED_DIGEST_KEY
+from hookgate.tools.tool import args_digest
+
+#: The gate runs last among PreToolUse hooks, after every hook that may rewrite arguments.
+GATE_PRIORITY = 1_000_000
+
+
+class ApprovalGate(PreToolUseHook):
+    """Blocks a call that needs confirmation until a person approves these exact arguments."""
+
+    name = "feishu_gate"
+    priority = GATE_PRIORITY
+    fail_mode = "closed"
+    timeout = None
+
+    def __init__(self, agent: Agent | None = None, service: ApprovalService | None = None):
+        self.agent = agent
+        self.service = service
+
+    @classmethod
+    def from_declaration(cls, params: dict[str, Any], env: Any) -> ApprovalGate:
+        if params:
+            raise ValueError(
+                f"the approval gate takes no params (got {', '.join(sorted(params))}); "
+                "configure it on the agent (confirmation_mode, approver scope, timeout)"
+            )
+        return cls(agent=env.agent, service=env.services.approvals)
+
+    def should_trigger(self, ctx: HookContext) -> bool:
+        return bool(ctx.metadata.get("requires_confirmation"))
+
+    async def execute(self, ctx: HookContext) -> HookResult:
+        if self.agent is None or self.service is None:
+            return HookResult(
+                allow=False,
+                error=(
+                    f"Blocked: '{ctx.tool_name}' needs a person's approval, but no approval "
+                    "service is configured for this engine, so it cannot be asked for."
+                ),
+            )
+        digest = args_digest(ctx.tool_args)
+        ask = ApprovalAsk(
+            agent=self.agent,
+            run_id=str(ctx.metadata.get("run_id")),
+            tool_call_id=str(ctx.metadata.get("tool_call_id")),
+            tool_name=str(ctx.tool_name),
+            args=dict(ctx.tool_args),
+            args_sha256=digest,
+            user_id=ctx.user_id,
+            org_id=ctx.metadata.get("org_id"),
+            conversation_id=ctx.metadata.get("conversation_id"),
+            metadata=dict(ctx.metadata),
+            emit=ctx.emit,
+        )
+        decision = await self.service.request_and_wait(ask)
+        who = f" by {decision.decided_by}" if decision.decided_by else ""
+        if decision.status == "approved" and decision.args_sha256 == digest:
+            ctx.metadata[APPROVED_DIGEST_KEY] = digest
+            return HookResult(
+                side_effects=[f"request {decision.request_id} approved{who}"],
+            )
+        if decision.status == "approved":
+            return HookResult(
+                allow=False,
+                error=(
+                    f"Blocked: request {decision.request_id} approved different arguments "
+                    "than the ones that would run."
+                ),
+            )
+        reason = f": {decision.reason}" if decision.reason else ""
+        return HookResult(
+            allow=False,
+            error=(
+                f"Not approved: '{ctx.tool_name}' was {decision.status}{who} "
+                f"(request {decision.request_id}){reason}. The call did not run."
+            ),
+            side_effects=[f"request {decision.request_id} {decision.status}{who}"],
+        )

@@ -1,0 +1,47 @@
+"""The contract between the approval gate (a hook) and whatever keeps and decides requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from hookgate.agent import Agent
+from hookgate.hooks.model import EventEmitter
+
+DecisionStatus = Literal["approved", "rejected", "expired", "cancelled"]
+
+
+@dataclass(slots=True)
+class ApprovalAsk:
+    """A call that needs a person: who asks, for which exact arguments, in which run."""
+
+    agent: Agent
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    args_sha256: str
+    user_id: str | None
+    org_id: str | None
+    conversation_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    emit: EventEmitter | None = None
+
+
+@dataclass(slots=True)
+class ApprovalDecision:
+    """How a request ended. Only ``approved`` with a matching digest lets the call run."""
+
+    request_id: str
+    status: DecisionStatus
+    args_sha256: str
+    decided_by: str | None = None
+    reason: str | None = None
+    responded_at: str | None = None
+
+
+class ApprovalService(Protocol):
+    """Creates (or finds) the request for a call and waits for its decision."""
+
+    async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
+        ...

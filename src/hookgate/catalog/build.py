@@ -1,0 +1,145 @@
+"""Build a fresh HookRegistry for one session from an agent's declaration (SPEC §1.6, §4).
+
+Building fails closed: any entry that cannot be turned into a hook raises HookBuildError
+naming the agent and the entry, and the engine refuses to run the agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hookgate.agent import Agent, hook_declaration
+from hookgate.catalog.catalog import catalog, import_target
+from hookgate.catalog.services import HookServices
+from hookgate.hooks.errors import DuplicateHookError, HookBuildError
+from hookgate.hooks.model import HOOK_BASES
+from hookgate.hooks.registry import HookRegistry
+
+GATE_NAME = "feishu_gate"
+_KNOWN_SECTIONS = frozenset({"class_hooks", "command_hooks", "python_hooks", "http_hooks"})
+
+
+@dataclass(frozen=True, slots=True)
+class BuildEnv:
+    """What a hook class's ``from_declaration(params, env)`` receives."""
+
+    agent: Agent
+    services: HookServices
+
+
+def _fail(agent: Agent, msg: str, entry: object = None) -> HookBuildError:
+    return HookBuildError(f"agent '{agent.id}': {msg}", agent_id=agent.id, entry=entry)
+
+
+def _describe(index: int, entry: object) -> str:
+    name = entry.get("name") if isinstance(entry, Mapping) else entry
+    return f"hook entry {index} {name!r}" if isinstance(name, str) else f"hook entry {index}"
+
+
+def parse_entry(agent: Agent, index: int, entry: object) -> tuple[str, dict[str, Any]]:
+    """An entry is a name, or ``{name, params}``; return (name, params) or raise."""
+    label = _describe(index, entry)
+    if isinstance(entry, str):
+        if not entry.strip():
+            raise _fail(agent, f"{label}: an empty name", entry)
+        return entry.strip(), {}
+    if isinstance(entry, Mapping):
+        unknown = set(entry) - {"name", "params"}
+        if unknown:
+            raise _fail(agent, f"{label}: unknown keys {', '.join(sorted(map(str, unknown)))} "
+                               "(an entry has 'name' and optional 'params')", entry)
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise _fail(agent, f"{label}: 'name' must be a non-empty string", entry)
+        params = entry.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, Mapping):
+            raise _fail(agent, f"{label}: 'params' must be a mapping, got "
+                               f"{type(params).__name__}", entry)
+        return name.strip(), dict(params)
+    raise _fail(agent, f"{label}: must be a catalog name, 'module:Class', or "
+                       f"{{name, params}}; got {type(entry).__name__}", entry)
+
+
+def resolve_hook_class(agent: Agent, index: int, name: str, entry: object) -> type:
+    """A catalog name or ``module:Class`` to the hook class it stands for."""
+    label = _describe(index, entry)
+    known = catalog()
+    if name in known:
+        target = known[name].target
+    elif ":" in name:
+        target = name
+    else:
+        raise _fail(agent, f"{label}: unknown hook '{name}' (catalog: "
+                           f"{', '.join(sorted(known))}; or give 'module:Class')", entry)
+    try:
+        obj = import_target(target)
+    except ImportError as exc:
+        raise _fail(agent, f"{label}: '{target}' cannot be imported: {exc}", entry) from exc
+    except Exception as exc:
+        raise _fail(agent, f"{label}: importing '{target}' raised "
+                           f"{type(exc).__name__}: {exc}", entry) from exc
+    if not isinstance(obj, type) or not issubclass(obj, HOOK_BASES):
+        raise _fail(agent, f"{label}: '{target}' is not a hook class (subclass "
+                           "PreToolUseHook, PostToolUseHook or SessionStartHook)", entry)
+    return obj
+
+
+def instantiate(agent: Agent, index: int, cls: type, params: dict[str, Any], entry: object,
+                env: BuildEnv) -> Any:
+    label = _describe(index, entry)
+    try:
+        factory = getattr(cls, "from_declaration", None)
+        hook = factory(params, env) if callable(factory) else cls(**params)
+    except HookBuildError as exc:
+        raise _fail(agent, f"{label}: {exc}", entry) from exc
+    except Exception as exc:
+        raise _fail(agent, f"{label}: bad params {params!r}: {type(exc).__name__}: {exc}",
+                    entry) from exc
+    if not isinstance(hook, HOOK_BASES):
+        raise _fail(agent, f"{label}: building it gave {type(hook).__name__}, not a hook", entry)
+    return hook
+
+
+def build_registry(agent: Agent, services: HookServices | None = None) -> HookRegistry:
+    """A new registry with the agent's declared hooks and the approval gate."""
+    services = services or HookServices()
+    env = BuildEnv(agent, services)
+    decl = hook_declaration(agent)
+    raw_hooks = (agent.model_config_json or {}).get("hooks")
+    if raw_hooks is not None and not isinstance(raw_hooks, Mapping):
+        raise _fail(agent, f"model_config_json.hooks must be a mapping, got "
+                           f"{type(raw_hooks).__name__}")
+    unknown = set(decl) - _KNOWN_SECTIONS
+    if unknown:
+        raise _fail(agent, f"model_config_json.hooks has unknown keys "
+                           f"{', '.join(sorted(map(str, unknown)))} (known: "
+                           f"{', '.join(sorted(_KNOWN_SECTIONS))})")
+    class_hooks = decl.get("class_hooks", [])
+    if class_hooks is None:
+        class_hooks = []
+    if not isinstance(class_hooks, list):
+        raise _fail(agent, f"hooks.class_hooks must be a list, got {type(class_hooks).__name__}")
+
+    registry = HookRegistry()
+    for index, entry in enumerate(class_hooks, start=1):
+        name, params = parse_entry(agent, index, entry)
+        cls = resolve_hook_class(agent, index, name, entry)
+        hook = instantiate(agent, index, cls, params, entry, env)
+        try:
+            registry.register(hook)
+        except DuplicateHookError as exc:
+            raise _fail(agent, f"{_describe(index, entry)}: {exc}", entry) from exc
+
+    from hookgate.catalog.declarative_build import add_declarative_hooks
+
+    add_declarative_hooks(registry, env, decl, _fail)
+
+    if registry.get(GATE_NAME) is None:
+        from hookgate.approvals.gate import ApprovalGate
+
+        registry.register(ApprovalGate.from_declaration({}, env))
+    return registry

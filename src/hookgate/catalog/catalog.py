@@ -1,0 +1,81 @@
+"""The hook catalog: names a declaration may use, built in or added by other packages.
+
+A package adds hooks with an entry point in the group ``hookgate.hooks``::
+
+    [project.entry-points."hookgate.hooks"]
+    spend_limit = "mypkg.policies:SpendLimit"
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+ENTRY_POINT_GROUP = "hookgate.hooks"
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """One catalog name and the class it stands for (``module:Class``)."""
+
+    name: str
+    target: str
+    description: str
+    aliases: tuple[str, ...] = ()
+    source: str = "builtin"
+
+    def load(self) -> object:
+        return import_target(self.target)
+
+
+BUILTIN: tuple[CatalogEntry, ...] = (
+    CatalogEntry(
+        "feishu_gate",
+        "hookgate.approvals.gate:ApprovalGate",
+        "Human approval gate: a call that needs confirmation waits for a person's decision "
+        "(web inbox, Feishu/Lark, Slack or WeCom). Added to every agent automatically.",
+        aliases=("approval_gate",),
+    ),
+)
+
+
+def import_target(target: str) -> object:
+    """Import ``module:attr`` (``module.attr`` also accepted); errors say what was missing."""
+    if ":" in target:
+        module_name, _, attr = target.partition(":")
+    else:
+        module_name, _, attr = target.rpartition(".")
+    if not module_name or not attr:
+        raise ImportError(f"'{target}' is not of the form 'module:Name'")
+    module = importlib.import_module(module_name)
+    obj: object = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ImportError(f"module '{module_name}' has no attribute '{attr}'") from None
+    return obj
+
+
+def catalog() -> dict[str, CatalogEntry]:
+    """Every catalog name (aliases included) to its entry; built-ins win over plug-ins."""
+    out: dict[str, CatalogEntry] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        origin = ep.dist.name if ep.dist else "an installed package"
+        out.setdefault(
+            ep.name, CatalogEntry(ep.name, ep.value, f"from {origin}", source="plugin")
+        )
+    for entry in BUILTIN:
+        out[entry.name] = entry
+        for alias in entry.aliases:
+            out[alias] = entry
+    return out
+
+
+def catalog_entries() -> list[CatalogEntry]:
+    """The distinct entries (no alias twice), built-ins first, for listings."""
+    seen: dict[str, CatalogEntry] = {}
+    for entry in catalog().values():
+        seen.setdefault(entry.name, entry)
+    return sorted(seen.values(), key=lambda e: (e.source != "builtin", e.name))

@@ -1,0 +1,186 @@
+"""`ReActEngine`: the model picks tools, the tools run through the hooks, repeat to an answer.
+
+`run()` returns a RunResult; `stream()` yields the same events live; `resume()` continues
+a saved RunState (e.g. after a restart while a call waited for approval).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from hookgate.agent import Agent
+from hookgate.catalog.services import HookServices
+from hookgate.engines.driver import (
+    Lineage,
+    ResumeResolver,
+    RunDriver,
+    RunStore,
+    assistant_message,
+    tool_message,
+)
+from hookgate.engines.events import EventSink, RunEvent
+from hookgate.engines.result import RunResult
+from hookgate.engines.state import RunState
+from hookgate.llm.base import ChatModel, ModelError
+from hookgate.tools.calls import ToolCall
+from hookgate.tools.ledger import ExecutionLedger, InMemoryLedger
+from hookgate.tools.tool import Tool
+
+DEFAULT_MAX_STEPS = 20
+
+
+class ReActEngine:
+    """Runs agents with a model in a reason-act loop; every tool call takes the guarded path."""
+
+    name = "react"
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        *,
+        services: HookServices | None = None,
+        ledger: ExecutionLedger | None = None,
+        store: RunStore | None = None,
+        resume_resolver: ResumeResolver | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        extra_tools: list[Tool] | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.llm = llm
+        self.services = services or HookServices()
+        self.ledger = ledger if ledger is not None else InMemoryLedger()
+        self.store = store
+        self.resume_resolver = resume_resolver
+        self.max_steps = max_steps
+        self.extra_tools = {t.name: t for t in extra_tools or []}
+
+    # -- public API --------------------------------------------------------------------------
+
+    def new_state(self, agent: Agent, message: str, *, user_id: str | None = None,
+                  org_id: str | None = None, conversation_id: str | None = None,
+                  run_id: str | None = None) -> RunState:
+        state = RunState(agent_id=agent.id, user_id=user_id,
+                         org_id=org_id if org_id is not None else agent.org_id,
+                         conversation_id=conversation_id, message=message, engine=self.name)
+        if run_id:
+            state.run_id = run_id
+        return state
+
+    async def run(self, agent: Agent, message: str, *, user_id: str | None = None,
+                  org_id: str | None = None, conversation_id: str | None = None,
+                  run_id: str | None = None, lineage: Lineage | None = None) -> RunResult:
+        state = self.new_state(agent, message, user_id=user_id, org_id=org_id,
+                               conversation_id=conversation_id, run_id=run_id)
+        return await self.execute(agent, state, lineage=lineage)
+
+    async def resume(self, agent: Agent, state: RunState,
+                     lineage: Lineage | None = None) -> RunResult:
+        """Continue a saved run where it stopped; a finished run is returned as it is."""
+        return await self.execute(agent, state, lineage=lineage)
+
+    async def execute(self, agent: Agent, state: RunState, *, sink: EventSink | None = None,
+                      lineage: Lineage | None = None) -> RunResult:
+        driver = self._driver(agent, state, sink or (lambda e: None), lineage)
+        await self._drive(driver)
+        return RunResult.from_state(driver.state)
+
+    def stream(self, agent: Agent, message: str, *, user_id: str | None = None,
+               org_id: str | None = None, conversation_id: str | None = None,
+               run_id: str | None = None) -> AsyncIterator[RunEvent]:
+        """Yield the run's events as they happen; the last one is ``done``."""
+        state = self.new_state(agent, message, user_id=user_id, org_id=org_id,
+                               conversation_id=conversation_id, run_id=run_id)
+        return self.stream_state(agent, state)
+
+    async def stream_state(self, agent: Agent, state: RunState) -> AsyncIterator[RunEvent]:
+        queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+        task = asyncio.create_task(self.execute(agent, state, sink=queue.put_nowait))
+        task.add_done_callback(lambda _t: queue.put_nowait(None))
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    break
+                yield event
+            task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def _driver(self, agent: Agent, state: RunState, sink: EventSink,
+                lineage: Lineage | None) -> RunDriver:
+        return RunDriver(
+            agent, state, sink,
+            services=self.services, ledger=self.ledger, store=self.store,
+            resume_resolver=self.resume_resolver,
+            lineage=lineage or Lineage(execution_path="react"),
+            extra_tools=self.extra_tools,
+        )
+
+    async def _drive(self, d: RunDriver) -> None:
+        if d.state.finished:
+            return
+        if not d.build():
+            await d.checkpoint()
+            return
+        if not await d.start_session():
+            return
+        try:
+            await self._loop(d)
+        except asyncio.CancelledError:
+            raise
+        except ModelError as exc:
+            await d.finish("failed", error=f"model error: {exc}")
+        except Exception as exc:  # the run ends visibly instead of hanging its stream
+            await d.finish("failed", error=f"{type(exc).__name__}: {exc}")
+
+    async def _loop(self, d: RunDriver) -> None:
+        state = d.state
+        while True:
+            if state.pending_calls:
+                calls = [ToolCall.from_dict(c) for c in state.pending_calls]
+                outcomes = await d.run_calls(calls)
+                state.messages.extend(tool_message(o) for o in outcomes)
+                state.pending_calls = []
+                state.outcomes = {}
+                state.status = "running"
+                await d.checkpoint()
+            if state.step >= self.max_steps:
+                await d.finish("max_steps", error=(
+                    f"the run stopped after {self.max_steps} model turns without an answer"))
+                return
+            turn = await self.llm.complete(list(state.messages), self._tool_schemas(d))
+            state.step += 1
+            if not turn.tool_calls:
+                answer = turn.answer if turn.answer is not None else (turn.content or "")
+                state.messages.append({"role": "assistant", "content": answer})
+                await d.finish("completed", answer=answer)
+                return
+            calls = _unique_ids(turn.tool_calls, state.step)
+            state.messages.append(assistant_message(calls, turn.content))
+            state.pending_calls = [c.to_dict() for c in calls]
+            d.emit("model_turn", {"step": state.step,
+                                  "tool_calls": [c.to_dict() for c in calls]})
+            await d.checkpoint()
+
+    def _tool_schemas(self, d: RunDriver) -> list[dict[str, Any]]:
+        return [t.schema() for t in d.tools.values()]
+
+
+def _unique_ids(calls: list[ToolCall], step: int) -> list[ToolCall]:
+    # Tool call ids key the approval requests and the at-most-once ledger, so they must be
+    # unique within a run even if a model reuses one.
+    seen: set[str] = set()
+    out = []
+    for i, c in enumerate(calls):
+        cid = c.id or f"call_{step}_{i}"
+        if cid in seen:
+            cid = f"{cid}_{step}_{i}"
+        seen.add(cid)
+        out.append(ToolCall(cid, c.name, c.args))
+    return out

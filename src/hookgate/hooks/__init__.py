@@ -1,0 +1,37 @@
+"""The hook model (SPEC §1): points, context, results, the three bases and the registry.
+
+This package imports nothing else from hookgate; every other room depends on it.
+"""
+
+from hookgate.hooks.errors import DuplicateHookError, HookBuildError, HookError
+from hookgate.hooks.model import (
+    FailMode,
+    Hook,
+    HookContext,
+    HookPoint,
+    HookResult,
+    PostToolUseHook,
+    PreToolUseHook,
+    SessionStartHook,
+    is_hook,
+)
+from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.trace import ChainResult, HookEvent
+
+__all__ = [
+    "ChainResult",
+    "DuplicateHookError",
+    "FailMode",
+    "Hook",
+    "HookBuildError",
+    "HookContext",
+    "HookError",
+    "HookEvent",
+    "HookPoint",
+    "HookRegistry",
+    "HookResult",
+    "PostToolUseHook",
+    "PreToolUseHook",
+    "SessionStartHook",
+    "is_hook",
+]

@@ -1,0 +1,101 @@
+"""The hook model's values: where a hook fires, what it sees, what it answers.
+
+These types are the public contract (SPEC §1, pinned). They import nothing else from
+hookgate, so every other room can depend on them and they on none.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+FailMode = Literal["closed", "open"]
+
+#: Receives live progress from a hook (e.g. "confirmation_pending"); the engine forwards it
+#: to the run's event stream. ``None`` outside an engine.
+EventEmitter = Callable[[str, dict[str, Any]], None]
+
+
+class HookPoint(enum.StrEnum):
+    """The three fixed points of the agent loop where hooks run."""
+
+    SESSION_START = "SessionStart"
+    PRE_TOOL_USE = "PreToolUse"
+    POST_TOOL_USE = "PostToolUse"
+
+
+@dataclass(slots=True)
+class HookContext:
+    """What a hook sees. ``metadata`` carries the request facts the engine knows."""
+
+    hook_point: HookPoint
+    tool_name: str | None = None
+    tool_args: dict[str, Any] = field(default_factory=dict)
+    tool_result: Any = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    emit: EventEmitter | None = None
+
+
+@dataclass(slots=True)
+class HookResult:
+    """What a hook answers. The defaults mean "allow, change nothing"."""
+
+    allow: bool = True
+    error: str | None = None
+    modified_args: dict[str, Any] | None = None
+    modified_result: Any | None = None
+    side_effects: list[str] = field(default_factory=list)
+    additional_context: str | None = None
+
+
+class _Hook(ABC):
+    """Shared shape of the three hook bases."""
+
+    point: ClassVar[HookPoint]
+    name: str = ""
+    priority: int = 100
+    fail_mode: FailMode = "closed"
+    timeout: float | None = None
+
+    @abstractmethod
+    async def execute(self, ctx: HookContext) -> HookResult:
+        """Decide about ``ctx``; raising or returning anything but a HookResult is a failure."""
+
+    def should_trigger(self, ctx: HookContext) -> bool:
+        """Return False to skip this hook for ``ctx`` (default: always run)."""
+        return True
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} priority={self.priority}>"
+
+
+class PreToolUseHook(_Hook):
+    """Runs after the model picked a tool and before it runs; may block or rewrite args."""
+
+    point = HookPoint.PRE_TOOL_USE
+
+
+class PostToolUseHook(_Hook):
+    """Runs after the tool returned and before the model sees it; may rewrite the result."""
+
+    point = HookPoint.POST_TOOL_USE
+
+
+class SessionStartHook(_Hook):
+    """Runs once before the first model call; may add context to the initial prompt."""
+
+    point = HookPoint.SESSION_START
+
+
+Hook = PreToolUseHook | PostToolUseHook | SessionStartHook
+HOOK_BASES: tuple[type[_Hook], ...] = (PreToolUseHook, PostToolUseHook, SessionStartHook)
+
+
+def is_hook(obj: object) -> bool:
+    """True when ``obj`` is an instance of one of the three hook bases."""
+    return isinstance(obj, HOOK_BASES)

@@ -1,0 +1,6 @@
+"""Models: the offline ScriptedLLM and a client for OpenAI-compatible endpoints."""
+
+from hookgate.llm.base import ChatModel, Message, ModelError, ModelTurn
+from hookgate.llm.scripted import ScriptedLLM
+
+__all__ = ["ChatModel", "Message", "ModelError", "ModelTurn", "ScriptedLLM"]

@@ -1,0 +1,30 @@
+"""What an engine needs from a model: given the messages and tools, the next turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hookgate.tools.calls import ToolCall
+
+Message = dict[str, Any]
+
+
+class ModelError(Exception):
+    """The model could not produce a turn (endpoint down, bad reply, script exhausted)."""
+
+
+@dataclass(slots=True)
+class ModelTurn:
+    """One model turn: tool calls to make, or a final answer."""
+
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    answer: str | None = None
+    content: str | None = None
+
+
+class ChatModel(Protocol):
+    """Anything that can take the next turn of a conversation."""
+
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelTurn:
+        ...

@@ -1,0 +1,88 @@
+"""Values that cross the guarded path: a requested call, who asks, and what came of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hookgate.hooks.model import EventEmitter
+
+ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval"]
+OutcomeStatus = Literal["ok", "blocked", "invalid", "error", "withheld", "unknown_tool"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A tool call as the model asked for it (arguments not yet validated)."""
+
+    id: str
+    name: str
+    args: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "args": self.args}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(id=str(data["id"]), name=str(data["name"]), args=data.get("args", {}))
+
+
+@dataclass(slots=True)
+class CallIdentity:
+    """Who makes the call and on which path; becomes the hooks' context metadata."""
+
+    agent_id: str
+    user_id: str | None
+    org_id: str | None
+    run_id: str
+    conversation_id: str | None = None
+    execution_path: ExecutionPath = "react"
+    parent_agent_id: str | None = None
+    depth: int = 0
+    require_confirmation_for_all: bool = False
+    emit: EventEmitter | None = None
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """What one guarded call came to; ``observation`` is exactly what the model is shown."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    allowed: bool
+    status: OutcomeStatus
+    observation: str
+    error: str | None = None
+    side_effects: list[str] = field(default_factory=list)
+    hooks: list[dict[str, Any]] = field(default_factory=list)
+    blocked_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "args": self.args,
+            "allowed": self.allowed,
+            "status": self.status,
+            "observation": self.observation,
+            "error": self.error,
+            "side_effects": list(self.side_effects),
+            "hooks": list(self.hooks),
+            "blocked_by": self.blocked_by,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolOutcome:
+        return cls(
+            tool_call_id=data["tool_call_id"],
+            tool_name=data["tool_name"],
+            args=data.get("args"),
+            allowed=bool(data["allowed"]),
+            status=data["status"],
+            observation=data["observation"],
+            error=data.get("error"),
+            side_effects=list(data.get("side_effects") or []),
+            hooks=list(data.get("hooks") or []),
+            blocked_by=data.get("blocked_by"),
+        )

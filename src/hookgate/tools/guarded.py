@@ -1,0 +1,205 @@
+"""The one guarded path: every tool call of every engine goes through `execute_tool_call`.
+
+validate → PreToolUse chain → validate again if rewritten → approval check → run the tool
+(claimed in the execution ledger) → PostToolUse chain → observation. Nothing else in
+hookgate invokes a tool's function; tests/test_architecture.py fails if something does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.hooks.registry import HookRegistry
+from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
+from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.ledger import ExecutionLedger
+from hookgate.tools.tool import Tool, args_digest
+
+#: Set by the approval gate on the hook context when a person approved these exact args.
+APPROVED_DIGEST_KEY = "approved_args_sha256"
+
+
+def render_observation(result: Any) -> str:
+    """Turn a tool's return value into the text the model reads."""
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def build_metadata(
+    identity: CallIdentity, call: ToolCall, tool: Tool, requires_confirmation: bool
+) -> dict[str, Any]:
+    """The request facts every hook can read (SPEC §1's list, and a few more)."""
+    return {
+        "org_id": identity.org_id,
+        "conversation_id": identity.conversation_id,
+        "run_id": identity.run_id,
+        "tool_call_id": call.id,
+        "requires_confirmation": requires_confirmation,
+        "connector": tool.connector,
+        "writes": tool.writes,
+        "execution_path": identity.execution_path,
+        "parent_agent_id": identity.parent_agent_id,
+        "depth": identity.depth,
+    }
+
+
+async def execute_tool_call(
+    call: ToolCall,
+    *,
+    tools: Mapping[str, Tool],
+    registry: HookRegistry,
+    identity: CallIdentity,
+    ledger: ExecutionLedger | None = None,
+    resume_at: str | None = None,
+    hooks_bypassed: bool = False,
+) -> ToolOutcome:
+    """Run one tool call through the hooks and return what the model will see.
+
+    ``resume_at`` restarts an interrupted PreToolUse chain at the named hook (the arguments
+    in ``call`` are then the ones that hook saw). ``hooks_bypassed`` is for evals only.
+    """
+    tool = tools.get(call.name) if isinstance(call.name, str) else None
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        msg = f"Error: unknown tool '{call.name}'. Available tools: {known}."
+        return ToolOutcome(call.id, str(call.name), call.args, False, "unknown_tool", msg, msg)
+
+    try:
+        args = tool.validate(call.args)
+    except ToolArgumentsError as exc:
+        msg = f"Error: {exc}"
+        return ToolOutcome(call.id, tool.name, call.args, False, "invalid", msg, msg)
+
+    if hooks_bypassed:
+        return await _run_tool(call, tool, args, identity, ledger, None, registry, bypass=True)
+
+    needs = identity.require_confirmation_for_all or tool.needs_confirmation(args)
+    ctx = HookContext(
+        hook_point=HookPoint.PRE_TOOL_USE,
+        tool_name=tool.name,
+        tool_args=args,
+        agent_id=identity.agent_id,
+        user_id=identity.user_id,
+        metadata=build_metadata(identity, call, tool, needs),
+        emit=identity.emit,
+    )
+    pre = await registry.run_pre_tool_use(ctx, start_at=resume_at)
+    hooks = pre.trace
+    final_args = ctx.tool_args
+    if not pre.allow:
+        error = pre.error or "Blocked."
+        return ToolOutcome(
+            call.id, tool.name, final_args, False, "blocked", error, error,
+            side_effects=pre.side_effects, hooks=hooks, blocked_by=pre.blocked_by,
+        )
+
+    if pre.modified_args is not None:
+        try:
+            final_args = tool.validate(final_args)
+        except ToolArgumentsError as exc:
+            msg = f"Error: a hook rewrote the arguments into invalid ones: {exc}"
+            return ToolOutcome(
+                call.id, tool.name, final_args, False, "invalid", msg, msg,
+                side_effects=pre.side_effects, hooks=hooks,
+            )
+
+    refusal = _approval_refusal(ctx.metadata, tool, final_args, identity)
+    if refusal is not None:
+        return ToolOutcome(
+            call.id, tool.name, final_args, False, "blocked", refusal, refusal,
+            side_effects=pre.side_effects, hooks=hooks, blocked_by="approval_check",
+        )
+
+    ctx.tool_args = final_args
+    outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry)
+    outcome.side_effects[:0] = pre.side_effects
+    outcome.hooks[:0] = hooks
+    return outcome
+
+
+def _approval_refusal(
+    metadata: dict[str, Any], tool: Tool, final_args: dict[str, Any], identity: CallIdentity
+) -> str | None:
+    # The gate approves a digest of the exact arguments; the call may run only with those.
+    needs = bool(metadata.get("requires_confirmation")) or tool.needs_confirmation(final_args)
+    approved = metadata.get(APPROVED_DIGEST_KEY)
+    if approved is None:
+        if needs or identity.require_confirmation_for_all:
+            return (
+                f"Blocked: '{tool.name}' requires a person's approval and no approval was "
+                "recorded for this call."
+            )
+        return None
+    if approved != args_digest(final_args):
+        return (
+            f"Blocked: the arguments of '{tool.name}' changed after they were approved; "
+            "the approved call is not the one that would run."
+        )
+    return None
+
+
+async def _run_tool(
+    call: ToolCall,
+    tool: Tool,
+    args: dict[str, Any],
+    identity: CallIdentity,
+    ledger: ExecutionLedger | None,
+    ctx: HookContext | None,
+    registry: HookRegistry,
+    *,
+    bypass: bool = False,
+) -> ToolOutcome:
+    if ledger is not None:
+        prior = await ledger.claim(identity.run_id, call.id, tool.name, args_digest(args))
+        if prior is not None:
+            if prior.observation is None:
+                msg = (
+                    f"Error: '{tool.name}' (call {call.id}) was started before an interruption "
+                    "and its outcome is unknown; it is not run a second time."
+                )
+                return ToolOutcome(call.id, tool.name, args, True, "error", msg, msg)
+            return ToolOutcome(
+                call.id, tool.name, args, True, "ok" if prior.ok else "error",
+                prior.observation, None if prior.ok else prior.observation,
+            )
+
+    ok = True
+    error: str | None = None
+    try:
+        result: Any = await tool._invoke(args)
+    except Exception as exc:
+        ok = False
+        error = f"Error: tool '{tool.name}' failed: {type(exc).__name__}: {exc}"
+        result = error
+
+    if bypass or ctx is None:
+        observation = render_observation(result)
+        if ledger is not None:
+            await ledger.finish(identity.run_id, call.id, observation, ok)
+        return ToolOutcome(call.id, tool.name, args, True, "ok" if ok else "error",
+                           observation, error)
+
+    ctx.hook_point = HookPoint.POST_TOOL_USE
+    ctx.tool_result = result
+    if not ok:
+        ctx.metadata["tool_error"] = error
+    post = await registry.run_post_tool_use(ctx)
+    observation = render_observation(ctx.tool_result)
+    status: Any = "ok" if ok else "error"
+    if post.withheld:
+        status = "withheld"
+        error = post.error
+    if ledger is not None:
+        await ledger.finish(identity.run_id, call.id, observation, ok and not post.withheld)
+    return ToolOutcome(
+        call.id, tool.name, args, True, status, observation, error,
+        side_effects=list(post.side_effects), hooks=post.trace,
+        blocked_by=post.blocked_by if post.withheld else None,
+    )

@@ -1,0 +1,220 @@
+"""Tools: a name, a description, a JSON schema, the flags hooks read, and the callable.
+
+The callable is private on purpose: the only place that invokes it is the guarded path
+(`hookgate.tools.guarded`), so every call passes the hooks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from hookgate.tools.errors import ToolArgumentsError, ToolDefinitionError
+
+ConfirmationRule = bool | Callable[[Mapping[str, Any]], bool]
+ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+
+def args_digest(args: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``args``: what a person approves is pinned by this."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(eq=False)
+class Tool:
+    """A callable the model may pick, with the flags the hooks read."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    _fn: ToolFunction = field(repr=False)
+    requires_confirmation: ConfirmationRule = False
+    connector: str | None = None
+    writes: bool = False
+    _args_model: type[BaseModel] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise ToolDefinitionError("a tool needs a non-empty string name")
+        if self.connector is None and "__" in self.name:
+            self.connector = self.name.split("__", 1)[0]
+
+    def needs_confirmation(self, args: Mapping[str, Any]) -> bool:
+        """The tool's own rule (flag or predicate) for these arguments.
+
+        A predicate that raises counts as "needs confirmation": a rule that cannot be
+        evaluated must not wave a call through.
+        """
+        rule = self.requires_confirmation
+        if callable(rule):
+            try:
+                return bool(rule(args))
+            except Exception:
+                return True
+        return bool(rule)
+
+    def validate(self, args: Any) -> dict[str, Any]:
+        """Check ``args`` against the parameters; return them in canonical JSON form."""
+        if not isinstance(args, dict):
+            raise ToolArgumentsError(
+                f"arguments for '{self.name}' must be a JSON object, got {type(args).__name__}"
+            )
+        if self._args_model is None:
+            return _validate_with_schema(self.name, self.parameters, args)
+        try:
+            model = self._args_model.model_validate(args)
+        except ValidationError as exc:
+            raise ToolArgumentsError(_explain(self.name, exc)) from None
+        return model.model_dump(mode="json")
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI-style function description of this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def _invoke(self, args: dict[str, Any]) -> Any:
+        # Called only by the guarded path (enforced by tests/test_architecture.py).
+        if self._args_model is not None:
+            model = self._args_model.model_validate(args)
+            kwargs = {k: getattr(model, k) for k in type(model).model_fields}
+        else:
+            kwargs = dict(args)
+        result = self._fn(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def _explain(name: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {err['msg']}")
+    return f"invalid arguments for '{name}': " + "; ".join(parts)
+
+
+def _validate_with_schema(
+    name: str, schema: dict[str, Any], args: dict[str, Any]
+) -> dict[str, Any]:
+    # Tools built by hand with a raw JSON schema get the checks that matter for safety:
+    # required keys present and no unknown keys.
+    props = schema.get("properties", {}) or {}
+    missing = [k for k in schema.get("required", []) or [] if k not in args]
+    unknown = [k for k in args if props and k not in props]
+    if missing or unknown:
+        bits = []
+        if missing:
+            bits.append("missing " + ", ".join(missing))
+        if unknown:
+            bits.append("unknown " + ", ".join(unknown))
+        raise ToolArgumentsError(f"invalid arguments for '{name}': " + "; ".join(bits))
+    return dict(args)
+
+
+def _model_for(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    try:
+        hints = get_type_hints(fn)
+    except Exception as exc:
+        raise ToolDefinitionError(f"tool '{name}': cannot read type hints: {exc}") from exc
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(f"tool '{name}': *args/**kwargs are not supported")
+        if pname not in hints:
+            raise ToolDefinitionError(f"tool '{name}': parameter '{pname}' needs a type hint")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (hints[pname], default)
+    model: type[BaseModel] = create_model(
+        f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+def _make_tool(
+    fn: ToolFunction,
+    *,
+    name: str | None,
+    description: str | None,
+    requires_confirmation: ConfirmationRule,
+    connector: str | None,
+    writes: bool,
+) -> Tool:
+    tool_name = name or getattr(fn, "__name__", None)
+    if not tool_name:
+        raise ToolDefinitionError("cannot infer a tool name; pass name=...")
+    model = _model_for(fn, tool_name)
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    doc = description if description is not None else inspect.getdoc(fn) or ""
+    return Tool(
+        name=tool_name,
+        description=doc.strip(),
+        parameters=schema,
+        _fn=fn,
+        requires_confirmation=requires_confirmation,
+        connector=connector,
+        writes=writes,
+        _args_model=model,
+    )
+
+
+@overload
+def tool(fn: ToolFunction, /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_confirmation: ConfirmationRule = False,
+    connector: str | None = None,
+    writes: bool = False,
+) -> Callable[[ToolFunction], Tool]: ...
+
+
+def tool(
+    fn: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_confirmation: ConfirmationRule = False,
+    connector: str | None = None,
+    writes: bool = False,
+) -> Tool | Callable[[ToolFunction], Tool]:
+    """Turn a typed (async or sync) function into a Tool.
+
+    ``@tool`` or ``@tool(requires_confirmation=lambda a: a["amount"] > 50_000, writes=True)``.
+    Parameters come from the type hints; the docstring is the description.
+    """
+
+    def wrap(f: ToolFunction) -> Tool:
+        return _make_tool(
+            f,
+            name=name,
+            description=description,
+            requires_confirmation=requires_confirmation,
+            connector=connector,
+            writes=writes,
+        )
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap

@@ -1,0 +1,1 @@
+"""Shared fixtures. Test modules build what they need from real components."""
