@@ -1,0 +1,160 @@
+"""The channel interface: what the approval gate asks of a chat platform, and nothing more.
+
+The gate owns the approval state machine; a channel owns one platform's mechanics: post the
+approval card, update it after the decision, verify and parse a click, answer handshakes.
+A fake platform in tests is just another base URL the channel talks to.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+
+class ChannelError(Exception):
+    """Base class of channel errors."""
+
+
+class ChannelConfigError(ChannelError):
+    """A channel's configuration is unusable (e.g. a secret needed to verify is missing)."""
+
+
+class DeliveryError(ChannelError):
+    """The platform did not take the card or update after the retries."""
+
+
+class CallbackRejected(ChannelError):
+    """A callback failed verification or cannot be parsed; nothing may change.
+
+    ``status`` is the HTTP status to answer (401 for bad signatures/tokens/staleness and
+    replays, 400 for bodies that cannot be decrypted or parsed).
+    """
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class ApprovalCard:
+    """What an approval card shows. ``args`` are the exact arguments that will run;
+    the channel masks secrets and cuts long values when it renders them."""
+
+    request_id: str
+    tool_name: str
+    args: dict[str, Any]
+    agent_id: str
+    agent_name: str
+    requester: str | None
+    expires_at: datetime
+    inbox_url: str | None = None
+    org_id: str | None = None
+
+
+@dataclass(slots=True)
+class DeliveredCard:
+    """Where the card landed: the platform ids needed to update it later (JSON-able)."""
+
+    channel_id: str
+    ref: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CardOutcome:
+    """The decision a card is updated with."""
+
+    request_id: str
+    status: Literal["approved", "rejected", "expired", "cancelled"]
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class CallbackRequest:
+    """A platform's HTTP request to our callback URL, as received (raw body kept for
+    signature checks). Header names are lower-cased."""
+
+    method: str
+    headers: dict[str, str]
+    query: dict[str, str]
+    body: bytes
+
+
+@dataclass(slots=True)
+class CallbackAction:
+    """One verified callback, normalised across platforms.
+
+    ``kind``: ``decision`` (a button click), ``handshake`` (URL verification: answer with
+    ``handshake_reply``), or ``ignored`` (a verified event we do not act on).
+    """
+
+    kind: Literal["decision", "handshake", "ignored"]
+    request_id: str | None = None
+    decision: Literal["approve", "reject"] | None = None
+    platform_user_id: str | None = None
+    dedupe_key: str | None = None
+    ref: dict[str, Any] = field(default_factory=dict)
+    handshake_reply: bytes | None = None
+    handshake_content_type: str = "application/json"
+
+
+@dataclass(slots=True)
+class CallbackReply:
+    """The synchronous HTTP answer to a platform callback."""
+
+    status_code: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+
+
+class Channel(ABC):
+    """One configured chat channel (one platform app and one destination)."""
+
+    type: str = ""
+
+    def __init__(self, channel_id: str, org_id: str, config: dict[str, Any]) -> None:
+        self.id = channel_id
+        self.org_id = org_id
+        self.config = config
+
+    @abstractmethod
+    async def send_card(self, card: ApprovalCard) -> DeliveredCard:
+        """Post the approval card; raise DeliveryError when it finally fails."""
+
+    @abstractmethod
+    async def update_card(self, delivered: DeliveredCard, outcome: CardOutcome) -> None:
+        """Show the outcome (who, when) on the card, with no buttons left."""
+
+    @abstractmethod
+    def parse_callback(self, request: CallbackRequest, now: float) -> CallbackAction:
+        """Verify (signature, token, time window, decryption) and parse a callback.
+
+        Raise CallbackRejected for anything unverified. Replay detection by dedupe key is
+        the caller's job (it keeps the seen keys), the time window is the channel's.
+        """
+
+    @abstractmethod
+    def reply(
+        self,
+        request: CallbackRequest,
+        action: CallbackAction,
+        *,
+        outcome: CardOutcome | None,
+        message: str,
+    ) -> CallbackReply:
+        """The immediate answer to a click: e.g. Feishu's toast and decided card.
+
+        ``outcome`` is the request's state after the click (None if nothing changed);
+        ``message`` is a short text for the clicker ("Approved", "not allowed", ...).
+        """
+
+    @abstractmethod
+    async def notify(self, text: str) -> None:
+        """Post a plain message to the channel's destination (channel_notify, summaries)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional for channels without clients
+        """Release HTTP clients."""
