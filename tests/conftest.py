@@ -1,1 +1,100 @@
-"""Shared fixtures. Test modules build what they need from real components."""
+"""Shared fixtures: real databases (SQLite files and a throwaway PostgreSQL cluster).
+
+PostgreSQL: ``HOOKGATE_TEST_POSTGRES_URL`` (set by .ci/run) is used when present; otherwise
+a cluster is started from the machine's binaries for the session. Without binaries the
+PostgreSQL cases skip with the reason shown, unless ``CI`` is set, where they fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import pgcluster  # noqa: E402
+
+from hookgate.storage.database import Database  # noqa: E402
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    url = os.environ.get("HOOKGATE_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    if pgcluster.find_bindir() is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but no PostgreSQL binaries exist: .ci/run must install them")
+        pytest.skip("PostgreSQL tests skipped: no PostgreSQL server binaries (initdb, pg_ctl) "
+                    "on this machine; install the 'postgresql' package to run them")
+    datadir = Path(tempfile.mkdtemp(prefix="hookgate-pg-"))
+    os.chmod(datadir, 0o755)
+    url = pgcluster.start(datadir)
+    try:
+        yield url
+    finally:
+        pgcluster.stop(datadir)
+
+
+def _fresh_pg_database(server_url: str) -> str:
+    import asyncpg  # type: ignore[import-untyped]
+
+    name = "t_" + uuid.uuid4().hex[:16]
+    dsn = server_url.replace("postgresql+asyncpg://", "postgresql://")
+
+    async def create() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    base, _, _ = server_url.rpartition("/")
+    return f"{base}/{name}"
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL of an empty database of the backend under test (default: SQLite)."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}"
+    server = request.getfixturevalue("postgres_server_url")
+    return _fresh_pg_database(server)
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    """A migrated database of the backend under test."""
+    database = Database(database_url)
+    await database.upgrade()
+    try:
+        yield database
+    finally:
+        await database.dispose()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Tests marked ``both_databases`` run once on SQLite and once on PostgreSQL.
+    if metafunc.definition.get_closest_marker("both_databases") and (
+        "database_url" in metafunc.fixturenames
+    ):
+        metafunc.parametrize("database_url", BACKENDS, indirect=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "both_databases: run the test on SQLite and on PostgreSQL"
+    )

@@ -1,0 +1,32 @@
+"""Who may decide a request: the approver scope rules (initiator, agent_owner, org_members)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hookgate.approvals.records import ConfirmationRequest
+
+
+@dataclass(slots=True, frozen=True)
+class Approver:
+    """A person deciding: their hookgate user, org, and (for chat clicks) platform identity."""
+
+    user_id: str
+    org_id: str | None
+    admin: bool = False
+    channel_identity: str | None = None
+
+
+def refusal(request: ConfirmationRequest, who: Approver) -> str | None:
+    """Why ``who`` may not decide ``request`` (None when they may)."""
+    if who.org_id != request.org_id:
+        return f"user '{who.user_id}' is not a member of org '{request.org_id}'"
+    scope = request.approver_scope
+    if scope == "initiator" and who.user_id != request.requested_by:
+        return (f"only the user who started the run ('{request.requested_by}') may decide "
+                "this request")
+    if scope == "agent_owner" and who.user_id != request.agent_owner_id:
+        return (f"only the agent's owner ('{request.agent_owner_id}') may decide this request")
+    if scope not in ("initiator", "agent_owner", "org_members"):
+        return f"unknown approver scope '{scope}'"
+    return None

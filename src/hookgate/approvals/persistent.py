@@ -1,0 +1,305 @@
+"""`PersistentApprovals`: the approval state machine over the database.
+
+A request is a row before anyone is asked. Waiting is a future (no polling); deciding is a
+compare-and-set from ``pending`` followed by a wake-up; expiry is the same compare-and-set
+to ``expired``. Runs interrupted by a restart find their request again by (run, tool call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from hookgate.approvals.eligibility import Approver, refusal
+from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
+from hookgate.approvals.records import ConfirmationRequest
+from hookgate.approvals.routing import ChannelDirectory, route
+from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
+from hookgate.approvals.store import ConfirmationStore
+from hookgate.approvals.waiters import WaiterHub
+from hookgate.channels.base import ApprovalCard, CardOutcome, DeliveredCard, DeliveryError
+from hookgate.storage.database import Database
+from hookgate.storage.types import utcnow
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[ConfirmationRequest], None]
+
+
+class ApprovalDeliveryFailed(Exception):
+    """The approval card could not be delivered; the request was cancelled."""
+
+
+class PersistentApprovals:
+    """Creates, delivers, waits for and decides confirmation requests."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        channels: ChannelDirectory | None = None,
+        inbox_url: Callable[[str], str | None] | None = None,
+        sweep_interval: float = 2.0,
+        expiry_interval: float = 30.0,
+    ) -> None:
+        self.db = db
+        self.store = ConfirmationStore(db)
+        self.hub = WaiterHub()
+        self.channels = channels
+        self.inbox_url = inbox_url or (lambda _id: None)
+        self.sweep_interval = sweep_interval
+        self.expiry_interval = expiry_interval
+        self._listeners: list[Listener] = []
+        self._shutting_down = False
+        self._background: set[asyncio.Task[Any]] = set()
+        self._expiry_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._shutting_down = False
+        await self.expire_overdue()
+        self.hub.start_sweep(self.store.decided_since, self.sweep_interval)
+        if self._expiry_task is None:
+            self._expiry_task = asyncio.create_task(self._expire_loop())
+
+    async def stop(self) -> None:
+        """Stop background work. Pending requests stay pending: their runs are checkpointed
+        and resume on the next start."""
+        self._shutting_down = True
+        await self.hub.stop_sweep()
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry_task
+            self._expiry_task = None
+        for task in list(self._background):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(task, 5)
+
+    def on_change(self, listener: Listener) -> None:
+        """Call ``listener`` with every request this process creates or decides."""
+        self._listeners.append(listener)
+
+    def _changed(self, request: ConfirmationRequest) -> None:
+        for listener in self._listeners:
+            try:
+                listener(request)
+            except Exception:
+                log.exception("approval listener failed")
+
+    # -- the gate's side ---------------------------------------------------------------------
+
+    async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
+        request = await self.store.for_call(ask.run_id, ask.tool_call_id)
+        resumed = request is not None
+        if request is None:
+            request = await self._create(ask)
+        if request.pending:
+            if request.mode == "channel" and request.delivery_ref is None:
+                await self._deliver(request, ask)
+            _emit(ask, "confirmation_pending", _pending_event(request, resumed))
+            request = await self._wait(request, ask)
+        decision = ApprovalDecision(
+            request_id=request.id,
+            status=request.status,  # type: ignore[arg-type]
+            args_sha256=request.args_sha256,
+            decided_by=request.responded_by,
+            reason=request.reason,
+            responded_at=request.responded_at.isoformat() if request.responded_at else None,
+        )
+        _emit(ask, "confirmation_resolved", {
+            "request_id": request.id, "tool_call_id": request.tool_call_id,
+            "tool_name": request.tool_name, "status": request.status,
+            "decided_by": request.responded_by, "reason": request.reason,
+        })
+        return decision
+
+    async def _create(self, ask: ApprovalAsk) -> ConfirmationRequest:
+        agent = ask.agent
+        mode, channel = route(agent, self.channels)
+        now = utcnow()
+        request, created = await self.store.create(
+            run_id=ask.run_id,
+            tool_call_id=ask.tool_call_id,
+            agent_id=agent.id,
+            requested_by=ask.user_id,
+            org_id=ask.org_id if ask.org_id is not None else agent.org_id,
+            mode=mode,
+            channel_id=channel.id if channel else None,
+            approver_scope=agent.confirmation_approver_scope,
+            agent_owner_id=agent.owner_user_id,
+            tool_name=ask.tool_name,
+            args=ask.args,
+            args_sha256=ask.args_sha256,
+            created_at=now,
+            expires_at=now + timedelta(seconds=agent.confirmation_timeout_s),
+        )
+        if created:
+            self._changed(request)
+        return request
+
+    async def _deliver(self, request: ConfirmationRequest, ask: ApprovalAsk) -> None:
+        channel = self.channels.get(request.channel_id) if (
+            self.channels and request.channel_id) else None
+        try:
+            if channel is None:
+                raise DeliveryError(f"channel '{request.channel_id}' is not available")
+            delivered = await channel.send_card(ApprovalCard(
+                request_id=request.id, tool_name=request.tool_name, args=request.args,
+                agent_id=ask.agent.id, agent_name=ask.agent.name, requester=request.requested_by,
+                expires_at=request.expires_at, inbox_url=self.inbox_url(request.id),
+                org_id=request.org_id,
+            ))
+        except Exception as exc:
+            reason = f"approval card delivery failed: {exc}"
+            await self.store.transition(request.id, "cancelled", reason=reason)
+            self.hub.wake(request.id)
+            updated = await self.store.get(request.id)
+            if updated is not None:
+                self._changed(updated)
+            raise ApprovalDeliveryFailed(
+                f"request {request.id} cancelled: {reason}") from exc
+        await self.store.set_delivery(request.id, {"channel_id": delivered.channel_id,
+                                                   **delivered.ref})
+
+    async def _wait(self, request: ConfirmationRequest, ask: ApprovalAsk) -> ConfirmationRequest:
+        while True:
+            fut = self.hub.waiter(request.id)
+            try:
+                current = await self.store.get(request.id)
+                if current is None:
+                    raise RequestNotFound(f"request {request.id} disappeared while waiting")
+                if not current.pending:
+                    return current
+                left = current.seconds_left()
+                if left > 0:
+                    try:
+                        await asyncio.wait_for(fut, left)
+                        continue
+                    except TimeoutError:
+                        pass
+                await self._finish(current.id, "expired",
+                                   reason="no decision before the request expired")
+            except asyncio.CancelledError:
+                if not self._shutting_down:
+                    await asyncio.shield(self._finish(
+                        request.id, "cancelled", reason="the run was cancelled"))
+                raise
+            finally:
+                self.hub.discard(request.id, fut)
+
+    # -- the deciders' side ------------------------------------------------------------------
+
+    async def decide(
+        self, request_id: str, decision: str, who: Approver, reason: str | None = None
+    ) -> ConfirmationRequest:
+        """Approve or reject. Raises RequestNotFound, NotEligible or AlreadyDecided;
+        in each of those cases nothing changed."""
+        if decision not in ("approve", "reject"):
+            raise ValueError(f"decision must be 'approve' or 'reject', not {decision!r}")
+        request = await self.store.get(request_id)
+        if request is None:
+            raise RequestNotFound(f"no confirmation request '{request_id}'")
+        why_not = refusal(request, who)
+        if why_not is not None:
+            raise NotEligible(why_not)
+        if not request.pending:
+            raise AlreadyDecided(request)
+        if request.seconds_left() <= 0:
+            await self._finish(request.id, "expired",
+                               reason="no decision before the request expired")
+            expired = await self.store.get(request_id)
+            assert expired is not None
+            raise AlreadyDecided(expired)
+        status = "approved" if decision == "approve" else "rejected"
+        changed = await self.store.transition(
+            request_id, status, responded_by=who.user_id,
+            channel_identity=who.channel_identity, reason=reason,
+        )
+        after = await self.store.get(request_id)
+        assert after is not None
+        if not changed:
+            raise AlreadyDecided(after)
+        self.hub.wake(request_id)
+        self._changed(after)
+        self._update_card_later(after)
+        return after
+
+    async def cancel(self, request_id: str, reason: str) -> bool:
+        return await self._finish(request_id, "cancelled", reason=reason)
+
+    async def cancel_run(self, run_id: str, reason: str) -> int:
+        """Cancel every pending request of a run (e.g. a run that cannot be resumed)."""
+        n = 0
+        for request in await self.store.pending_for_run(run_id):
+            n += await self._finish(request.id, "cancelled", reason=reason)
+        return n
+
+    async def expire_overdue(self) -> int:
+        n = 0
+        for request_id in await self.store.overdue(utcnow()):
+            n += await self._finish(request_id, "expired",
+                                    reason="no decision before the request expired")
+        return n
+
+    async def _finish(self, request_id: str, status: str, *, reason: str) -> bool:
+        changed = await self.store.transition(request_id, status, reason=reason)
+        self.hub.wake(request_id)
+        if changed:
+            after = await self.store.get(request_id)
+            if after is not None:
+                self._changed(after)
+                self._update_card_later(after)
+        return changed
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.expiry_interval)
+            try:
+                await self.expire_overdue()
+            except Exception:
+                log.exception("expiring overdue requests failed")
+
+    def _update_card_later(self, request: ConfirmationRequest) -> None:
+        if not request.delivery_ref or self.channels is None or not request.channel_id:
+            return
+        channel = self.channels.get(request.channel_id)
+        if channel is None:
+            return
+        ref = {k: v for k, v in request.delivery_ref.items() if k != "channel_id"}
+        outcome = CardOutcome(request.id, request.status,  # type: ignore[arg-type]
+                              request.responded_by, request.responded_at, request.reason)
+
+        async def update() -> None:
+            try:
+                await channel.update_card(DeliveredCard(request.channel_id or "", ref), outcome)
+            except Exception:
+                log.exception("updating the card of request %s failed", request.id)
+
+        task = asyncio.create_task(update())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def _emit(ask: ApprovalAsk, type_: str, data: dict[str, Any]) -> None:
+    if ask.emit is not None:
+        ask.emit(type_, data)
+
+
+def _pending_event(request: ConfirmationRequest, resumed: bool) -> dict[str, Any]:
+    return {
+        "request_id": request.id,
+        "tool_call_id": request.tool_call_id,
+        "tool_name": request.tool_name,
+        "args": request.args,
+        "mode": request.mode,
+        "channel_id": request.channel_id,
+        "approver_scope": request.approver_scope,
+        "expires_at": request.expires_at.isoformat(),
+        "resumed": resumed,
+    }

@@ -1,0 +1,85 @@
+"""`ConfirmationRequest`: the typed value of one request, as read from the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.types import utcnow
+
+STATUSES = ("pending", "approved", "rejected", "expired", "cancelled")
+
+
+@dataclass(slots=True, frozen=True)
+class ConfirmationRequest:
+    """A call waiting for (or past) a person's decision, with its full decision record."""
+
+    id: str
+    run_id: str
+    tool_call_id: str
+    agent_id: str
+    requested_by: str | None
+    org_id: str | None
+    mode: str
+    channel_id: str | None
+    approver_scope: str
+    agent_owner_id: str | None
+    status: str
+    tool_name: str
+    args: dict[str, Any]
+    args_sha256: str
+    created_at: datetime
+    expires_at: datetime
+    responded_at: datetime | None
+    responded_by: str | None
+    responder_channel_identity: str | None
+    reason: str | None
+    delivery_ref: dict[str, Any] | None
+
+    @classmethod
+    def from_row(cls, row: ConfirmationRequestRow) -> ConfirmationRequest:
+        return cls(
+            id=row.id, run_id=row.run_id, tool_call_id=row.tool_call_id,
+            agent_id=row.agent_id, requested_by=row.requested_by, org_id=row.org_id,
+            mode=row.mode, channel_id=row.channel_id, approver_scope=row.approver_scope,
+            agent_owner_id=row.agent_owner_id, status=row.status, tool_name=row.tool_name,
+            args=dict(row.args or {}), args_sha256=row.args_sha256, created_at=row.created_at,
+            expires_at=row.expires_at, responded_at=row.responded_at,
+            responded_by=row.responded_by,
+            responder_channel_identity=row.responder_channel_identity, reason=row.reason,
+            delivery_ref=row.delivery_ref,
+        )
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+    def seconds_left(self, now: datetime | None = None) -> float:
+        return max(0.0, (self.expires_at - (now or utcnow())).total_seconds())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "run_id": self.run_id,
+            "tool_call_id": self.tool_call_id,
+            "agent_id": self.agent_id,
+            "requested_by": self.requested_by,
+            "org_id": self.org_id,
+            "mode": self.mode,
+            "channel_id": self.channel_id,
+            "approver_scope": self.approver_scope,
+            "status": self.status,
+            "payload": {"tool_name": self.tool_name, "args": self.args,
+                        "args_sha256": self.args_sha256},
+            "created_at": self.created_at.isoformat(),
+            "expires_at": self.expires_at.isoformat(),
+            "seconds_left": round(self.seconds_left(), 1) if self.pending else 0,
+            "decision": {
+                "responded_at": self.responded_at.isoformat() if self.responded_at else None,
+                "responded_by": self.responded_by,
+                "channel_identity": self.responder_channel_identity,
+                "reason": self.reason,
+            },
+        }

@@ -1,0 +1,130 @@
+"""Reading and writing confirmation requests. Every status change is compare-and-set from
+``pending`` in one UPDATE, so the first decision wins on SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from hookgate.approvals.records import ConfirmationRequest
+from hookgate.storage.database import Database
+from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.types import utcnow
+
+
+def new_request_id() -> str:
+    return "cr_" + uuid.uuid4().hex[:24]
+
+
+class ConfirmationStore:
+    """The ``confirmation_requests`` table behind a small typed API."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, **fields: Any) -> tuple[ConfirmationRequest, bool]:
+        """Insert a pending request; if one exists for (run, tool call), return it instead.
+
+        Returns (request, created).
+        """
+        row = ConfirmationRequestRow(id=new_request_id(), status="pending", **fields)
+        try:
+            async with self.db.transaction() as s:
+                s.add(row)
+        except IntegrityError:
+            existing = await self.for_call(fields["run_id"], fields["tool_call_id"])
+            if existing is None:
+                raise
+            return existing, False
+        return ConfirmationRequest.from_row(row), True
+
+    async def get(self, request_id: str) -> ConfirmationRequest | None:
+        async with self.db.session() as s:
+            row = await s.get(ConfirmationRequestRow, request_id)
+            return ConfirmationRequest.from_row(row) if row else None
+
+    async def for_call(self, run_id: str, tool_call_id: str) -> ConfirmationRequest | None:
+        async with self.db.session() as s:
+            row = (await s.execute(
+                select(ConfirmationRequestRow).where(
+                    ConfirmationRequestRow.run_id == run_id,
+                    ConfirmationRequestRow.tool_call_id == tool_call_id,
+                )
+            )).scalar_one_or_none()
+            return ConfirmationRequest.from_row(row) if row else None
+
+    async def transition(
+        self,
+        request_id: str,
+        status: str,
+        *,
+        responded_by: str | None = None,
+        channel_identity: str | None = None,
+        reason: str | None = None,
+        now: datetime | None = None,
+    ) -> bool:
+        """Move a pending request to ``status``; False if it was no longer pending."""
+        async with self.db.transaction() as s:
+            result = await s.execute(
+                update(ConfirmationRequestRow)
+                .where(ConfirmationRequestRow.id == request_id,
+                       ConfirmationRequestRow.status == "pending")
+                .values(status=status, responded_at=now or utcnow(), responded_by=responded_by,
+                        responder_channel_identity=channel_identity, reason=reason)
+            )
+            return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+    async def set_delivery(self, request_id: str, ref: dict[str, Any]) -> None:
+        async with self.db.transaction() as s:
+            await s.execute(update(ConfirmationRequestRow)
+                            .where(ConfirmationRequestRow.id == request_id)
+                            .values(delivery_ref=ref))
+
+    async def list_for_org(
+        self,
+        *,
+        org_id: str | None,
+        status: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[ConfirmationRequest]:
+        q = select(ConfirmationRequestRow).where(ConfirmationRequestRow.org_id == org_id)
+        if status:
+            q = q.where(ConfirmationRequestRow.status == status)
+        q = q.order_by(ConfirmationRequestRow.created_at.desc()).limit(limit).offset(offset)
+        async with self.db.session() as s:
+            rows = (await s.execute(q)).scalars().all()
+        return [ConfirmationRequest.from_row(r) for r in rows]
+
+    async def decided_since(self, since: datetime) -> list[tuple[str, datetime]]:
+        """Ids of requests that left pending at or after ``since`` (the cross-process sweep)."""
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(ConfirmationRequestRow.id, ConfirmationRequestRow.responded_at)
+                .where(ConfirmationRequestRow.responded_at >= since)
+            )).all()
+        return [(r[0], r[1]) for r in rows if r[1] is not None]
+
+    async def overdue(self, now: datetime) -> list[str]:
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(ConfirmationRequestRow.id).where(
+                    ConfirmationRequestRow.status == "pending",
+                    ConfirmationRequestRow.expires_at <= now,
+                )
+            )).scalars().all()
+        return list(rows)
+
+    async def pending_for_run(self, run_id: str) -> list[ConfirmationRequest]:
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(ConfirmationRequestRow).where(
+                    ConfirmationRequestRow.run_id == run_id,
+                    ConfirmationRequestRow.status == "pending",
+                )
+            )).scalars().all()
+        return [ConfirmationRequest.from_row(r) for r in rows]

@@ -1,0 +1,129 @@
+"""The database handle: one async engine per process, sessions, migrations, query counting.
+
+SQLite (the embedded default) runs in WAL mode with foreign keys on and a busy timeout, so
+several writers queue instead of failing; PostgreSQL is used as given by URL (asyncpg).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+DEFAULT_URL = "sqlite+aiosqlite:///hookgate.db"
+
+
+class DatabaseError(Exception):
+    """The database cannot be reached, migrated or used."""
+
+
+def _normalise(url: str) -> str:
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        url = "postgresql+asyncpg://" + url[len("postgresql://"):]
+    if url.startswith("sqlite:///") or url == "sqlite://":
+        url = "sqlite+aiosqlite" + url[len("sqlite"):]
+    return url
+
+
+class Database:
+    """An async SQLAlchemy engine plus a session factory; ``queries`` counts statements."""
+
+    def __init__(self, url: str = DEFAULT_URL, *, echo: bool = False) -> None:
+        self.url = _normalise(url)
+        kwargs: dict[str, Any] = {"echo": echo}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+        try:
+            self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
+        except (ArgumentError, ImportError) as exc:
+            raise DatabaseError(f"database URL {url!r} is not usable: {exc}") from exc
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.queries = 0
+        event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
+        if self.is_sqlite:
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.url.startswith("sqlite")
+
+    def _count(self, *_: Any) -> None:
+        self.queries += 1
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        async with self.sessions() as s:
+            yield s
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        async with self.sessions() as s, s.begin():
+            yield s
+
+    async def upgrade(self, revision: str = "head") -> None:
+        """Bring the schema to ``revision`` with the bundled Alembic migrations."""
+        try:
+            async with self.engine.begin() as conn:
+                await conn.run_sync(_run_upgrade, revision)
+        except Exception as exc:
+            raise DatabaseError(f"migrating {self.safe_url} failed: {exc}") from exc
+
+    @property
+    def safe_url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def alembic_config() -> AlembicConfig:
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return cfg
+
+
+def _run_upgrade(conn: Connection, revision: str) -> None:
+    cfg = alembic_config()
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, revision)
+
+
+def run_upgrade_sync(url: str, revision: str = "head") -> None:
+    """Upgrade from synchronous code (the CLI)."""
+    db = Database(url)
+
+    async def go() -> None:
+        try:
+            await db.upgrade(revision)
+        finally:
+            await db.dispose()
+
+    asyncio.run(go())

@@ -1,0 +1,70 @@
+"""Run checkpoints in the ``runs`` table: the engine saves its RunState as JSON."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from hookgate.engines.state import RunState
+from hookgate.storage.database import Database
+from hookgate.storage.tables import RunRow
+from hookgate.storage.types import utcnow
+
+RESUMABLE = ("running", "awaiting_approval")
+
+
+class DatabaseRunStore:
+    """Implements the engines' RunStore: one upsert per checkpoint."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def save(self, state: RunState) -> None:
+        values = {
+            "id": state.run_id,
+            "agent_id": state.agent_id,
+            "org_id": state.org_id,
+            "user_id": state.user_id,
+            "conversation_id": state.conversation_id,
+            "engine": state.engine,
+            "status": state.status,
+            "state_json": state.to_json(),
+            "answer": state.answer,
+            "error": state.error,
+            "updated_at": utcnow(),
+        }
+        insert = sqlite_insert if self.db.is_sqlite else pg_insert
+        stmt = insert(RunRow).values(created_at=utcnow(), **values)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[RunRow.id],
+            set_={k: v for k, v in values.items() if k != "id"},
+        )
+        async with self.db.transaction() as s:
+            await s.execute(stmt)
+
+    async def load(self, run_id: str) -> RunState | None:
+        async with self.db.session() as s:
+            row = await s.get(RunRow, run_id)
+            return RunState.from_json(row.state_json) if row else None
+
+    async def row(self, run_id: str) -> RunRow | None:
+        async with self.db.session() as s:
+            return await s.get(RunRow, run_id)
+
+    async def resumable(self) -> list[RunState]:
+        """Runs that were in flight when their process stopped."""
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(RunRow.state_json).where(RunRow.status.in_(RESUMABLE))
+                .order_by(RunRow.created_at)
+            )).scalars().all()
+        return [RunState.from_json(r) for r in rows]
+
+    async def list_for_org(self, org_id: str | None, limit: int = 50) -> list[RunRow]:
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(RunRow).where(RunRow.org_id == org_id)
+                .order_by(RunRow.created_at.desc()).limit(limit)
+            )).scalars().all()
+        return list(rows)

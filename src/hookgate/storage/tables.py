@@ -1,0 +1,158 @@
+"""The database tables (SQLAlchemy 2 ORM). Schema changes go through Alembic migrations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from hookgate.storage.types import UTCDateTime, utcnow
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
+
+
+class Org(Base):
+    __tablename__ = "orgs"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    name: Mapped[str] = mapped_column(String(256), default="")
+    read_only: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id"), index=True)
+    name: Mapped[str] = mapped_column(String(256), default="")
+    admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: sha256 of the API token; the token itself is never stored.
+    token_sha256: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
+    feishu_open_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    slack_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    wecom_userid: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AgentRow(Base):
+    __tablename__ = "agents"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    org_id: Mapped[str | None] = mapped_column(ForeignKey("orgs.id"), nullable=True, index=True)
+    name: Mapped[str] = mapped_column(String(256), default="")
+    owner_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    definition: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class ChannelRow(Base):
+    __tablename__ = "channels"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id"), index=True)
+    type: Mapped[str] = mapped_column(String(32))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: The channel's config (secrets included), encrypted with the secrets key (Fernet).
+    config_encrypted: Mapped[str] = mapped_column(Text, default="")
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConfirmationRequestRow(Base):
+    __tablename__ = "confirmation_requests"
+    __table_args__ = (
+        UniqueConstraint("run_id", "tool_call_id", name="uq_confirmation_run_call"),
+        Index("ix_confirmation_org_status", "org_id", "status"),
+        Index("ix_confirmation_responded_at", "responded_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(64))
+    tool_call_id: Mapped[str] = mapped_column(String(128))
+    agent_id: Mapped[str] = mapped_column(String(128))
+    requested_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    org_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    mode: Mapped[str] = mapped_column(String(16))
+    channel_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    approver_scope: Mapped[str] = mapped_column(String(32))
+    agent_owner_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    tool_name: Mapped[str] = mapped_column(String(256))
+    args: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    args_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    responded_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    responded_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    responder_channel_identity: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    delivery_ref: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_status", "status"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(128))
+    org_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    user_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    engine: Mapped[str] = mapped_column(String(32), default="react")
+    status: Mapped[str] = mapped_column(String(32))
+    state_json: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class RunEventRow(Base):
+    __tablename__ = "run_events"
+    __table_args__ = (UniqueConstraint("run_id", "seq", name="uq_run_event_seq"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(64), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    type: Mapped[str] = mapped_column(String(64))
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ToolExecutionRow(Base):
+    """Claimed before a tool runs: makes each (run, tool call) run at most once."""
+
+    __tablename__ = "tool_executions"
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tool_call_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    tool_name: Mapped[str] = mapped_column(String(256))
+    args_sha256: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    observation: Mapped[str | None] = mapped_column(Text, nullable=True)
+    ok: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+
+
+class ChannelCallbackSeen(Base):
+    """Dedupe keys of channel callbacks already acted on (replays change nothing)."""
+
+    __tablename__ = "channel_callbacks_seen"
+
+    channel_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    dedupe_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow)
