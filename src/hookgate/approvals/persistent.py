@@ -67,10 +67,15 @@ class PersistentApprovals:
         if self._expiry_task is None:
             self._expiry_task = asyncio.create_task(self._expire_loop())
 
+    def begin_shutdown(self) -> None:
+        """From now on, a waiting call that is cancelled leaves its request pending: the
+        process is stopping, and the run resumes from its checkpoint on the next start."""
+        self._shutting_down = True
+
     async def stop(self) -> None:
         """Stop background work. Pending requests stay pending: their runs are checkpointed
         and resume on the next start."""
-        self._shutting_down = True
+        self.begin_shutdown()
         await self.hub.stop_sweep()
         if self._expiry_task is not None:
             self._expiry_task.cancel()

@@ -1,0 +1,1 @@
+"""The hookgate server: HTTP API, live run streams, the web inbox, channel callbacks."""

@@ -1,0 +1,59 @@
+"""What a server runs: orgs, users, agents and their models, channels — independent of
+where it was declared (the YAML configuration, the demo's defaults, a test)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hookgate.agent import Agent
+from hookgate.llm.base import ChatModel
+
+
+def token_digest(token: str) -> str:
+    """sha256 hex of an API token; only this is stored."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(slots=True)
+class OrgSpec:
+    id: str
+    name: str = ""
+    read_only: bool = False
+
+
+@dataclass(slots=True)
+class UserSpec:
+    id: str
+    org: str
+    admin: bool = False
+    token_sha256: str | None = None
+    name: str = ""
+    feishu_open_id: str | None = None
+    slack_user_id: str | None = None
+    wecom_userid: str | None = None
+
+
+@dataclass(slots=True)
+class ChannelSpec:
+    id: str
+    type: str
+    org: str
+    config: dict[str, Any] = field(default_factory=dict)
+    enabled: bool = True
+
+
+@dataclass
+class Deployment:
+    """Everything the server needs to know about what it serves."""
+
+    database_url: str
+    orgs: list[OrgSpec] = field(default_factory=list)
+    users: list[UserSpec] = field(default_factory=list)
+    agents: dict[str, Agent] = field(default_factory=dict)
+    model_for: Callable[[str], ChatModel] | None = None
+    channels: list[ChannelSpec] = field(default_factory=list)
+    public_url: str | None = None
+    max_steps: int = 20

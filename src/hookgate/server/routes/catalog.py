@@ -1,0 +1,34 @@
+"""The hook catalog and the caller's view of the deployment (agents, identity)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from hookgate.catalog.catalog import catalog_entries
+from hookgate.server.auth import CallerDep, RuntimeDep
+
+router = APIRouter(prefix="/api", tags=["catalog"])
+
+
+@router.get("/hooks")
+async def hooks() -> list[dict[str, Any]]:
+    return [{"name": e.name, "aliases": list(e.aliases), "description": e.description,
+             "source": e.source, "target": e.target} for e in catalog_entries()]
+
+
+@router.get("/me")
+async def me(caller: CallerDep) -> dict[str, Any]:
+    return {"user_id": caller.user_id, "org_id": caller.org_id, "admin": caller.admin,
+            "name": caller.name}
+
+
+@router.get("/agents")
+async def agents(caller: CallerDep,
+                 rt: RuntimeDep) -> list[dict[str, Any]]:
+    return [
+        {"id": a.id, "name": a.name, "tools": [t.name for t in a.tools],
+         "confirmation_mode": a.confirmation_mode}
+        for a in rt.deployment.agents.values() if a.org_id == caller.org_id
+    ]

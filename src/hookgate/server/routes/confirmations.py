@@ -1,0 +1,95 @@
+"""Confirmation requests: the inbox, one request's record, and deciding it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from sse_starlette.sse import EventSourceResponse
+
+from hookgate.approvals.eligibility import Approver, refusal
+from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
+from hookgate.approvals.records import STATUSES, ConfirmationRequest
+from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.runtime import Caller, Runtime
+from hookgate.server.schemas import Respond
+
+router = APIRouter(prefix="/api", tags=["confirmations"])
+
+
+def _view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str, Any]:
+    out = request.to_dict()
+    agent = rt.deployment.agents.get(request.agent_id)
+    out["agent_name"] = agent.name if agent else request.agent_id
+    out["can_decide"] = request.pending and refusal(
+        request, Approver(caller.user_id, caller.org_id)) is None
+    return out
+
+
+@router.get("/confirmations")
+async def list_confirmations(
+    caller: CallerDep,
+    rt: RuntimeDep,
+    status: Annotated[str | None, Query(description="pending, approved, ...")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[dict[str, Any]]:
+    if status is not None and status not in STATUSES:
+        raise HTTPException(422, f"status must be one of {', '.join(STATUSES)}")
+    rows = await rt.approvals.store.list_for_org(org_id=caller.org_id, status=status,
+                                                 limit=limit, offset=offset)
+    return [_view(r, caller, rt) for r in rows]
+
+
+@router.get("/confirmations/events")
+async def confirmation_events(request: Request, caller: CallerDep,
+                              rt: RuntimeDep) -> EventSourceResponse:
+    """Live changes of the caller's org's requests (for the inbox page)."""
+    queue = rt.inbox.subscribe(caller.org_id)
+
+    async def stream() -> AsyncIterator[dict[str, Any]]:
+        try:
+            while True:
+                item = await queue.get()
+                yield {"event": "confirmation",
+                       "data": json.dumps(_view(item, caller, rt), default=str)}
+        except asyncio.CancelledError:
+            raise
+        finally:
+            rt.inbox.unsubscribe(caller.org_id, queue)
+
+    return EventSourceResponse(stream(), ping=request.app.state.keepalive_s)
+
+
+async def _visible(request_id: str, caller: Caller, rt: Runtime) -> ConfirmationRequest:
+    request = await rt.approvals.store.get(request_id)
+    if request is None or request.org_id != caller.org_id:
+        raise HTTPException(404, f"no confirmation request '{request_id}'")
+    return request
+
+
+@router.get("/confirmations/{request_id}")
+async def get_confirmation(request_id: str, caller: CallerDep,
+                           rt: RuntimeDep) -> dict[str, Any]:
+    return _view(await _visible(request_id, caller, rt), caller, rt)
+
+
+@router.post("/confirmations/{request_id}/respond")
+async def respond(request_id: str, body: Respond, caller: CallerDep,
+                  rt: RuntimeDep) -> dict[str, Any]:
+    await _visible(request_id, caller, rt)
+    try:
+        decided = await rt.approvals.decide(
+            request_id, body.decision, Approver(caller.user_id, caller.org_id, caller.admin),
+            reason=body.reason,
+        )
+    except RequestNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+    except NotEligible as exc:
+        raise HTTPException(403, f"not allowed: {exc}") from None
+    except AlreadyDecided as exc:
+        raise HTTPException(409, str(exc)) from None
+    return _view(decided, caller, rt)

@@ -1,0 +1,18 @@
+"""Routers beyond the core API, added by their own modules (one line each)."""
+
+from __future__ import annotations
+
+import importlib
+
+from fastapi import APIRouter
+
+#: Modules under hookgate.server.routes that expose ``router``.
+EXTRA_ROUTE_MODULES: tuple[str, ...] = ()
+
+
+def routers() -> list[APIRouter]:
+    out = []
+    for name in EXTRA_ROUTE_MODULES:
+        module = importlib.import_module(f"hookgate.server.routes.{name}")
+        out.append(module.router)
+    return out

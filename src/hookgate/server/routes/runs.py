@@ -1,0 +1,86 @@
+"""Runs: start one, read it, follow its events live (SSE, with Last-Event-ID replay)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from sse_starlette.sse import EventSourceResponse
+
+from hookgate.engines.state import RunState
+from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.run_manager import UnknownAgent, UnknownEngine
+from hookgate.server.runtime import Caller, Runtime
+from hookgate.server.schemas import StartRun
+
+router = APIRouter(prefix="/api", tags=["runs"])
+
+
+@router.post("/runs")
+async def start_run(body: StartRun, caller: CallerDep,
+                    rt: RuntimeDep) -> dict[str, Any]:
+    try:
+        state = await rt.runs.start(body.agent_id, body.message, user_id=caller.user_id,
+                                    org_id=caller.org_id, conversation_id=body.conversation_id,
+                                    engine=body.engine)
+    except UnknownAgent as exc:
+        raise HTTPException(404, str(exc)) from None
+    except UnknownEngine as exc:
+        raise HTTPException(422, str(exc)) from None
+    return {"run_id": state.run_id, "status": state.status}
+
+
+@router.get("/runs")
+async def list_runs(caller: CallerDep,
+                    rt: RuntimeDep) -> list[dict[str, Any]]:
+    rows = await rt.runs.store.list_for_org(caller.org_id)
+    return [{"run_id": r.id, "agent_id": r.agent_id, "user_id": r.user_id, "status": r.status,
+             "answer": r.answer, "created_at": r.created_at.isoformat()} for r in rows]
+
+
+async def _visible_state(run_id: str, caller: Caller, rt: Runtime) -> RunState:
+    row = await rt.runs.store.row(run_id)
+    if row is None or row.org_id != caller.org_id:
+        raise HTTPException(404, f"no run '{run_id}'")
+    return RunState.from_json(row.state_json)
+
+
+@router.get("/runs/{run_id}")
+async def get_run(run_id: str, caller: CallerDep,
+                  rt: RuntimeDep) -> dict[str, Any]:
+    state = await _visible_state(run_id, caller, rt)
+    feed = rt.runs.bus.feeds.get(run_id)
+    trace = [e.to_dict() for e in feed.events] if feed else state.trace
+    return {
+        "run_id": state.run_id,
+        "agent_id": state.agent_id,
+        "user_id": state.user_id,
+        "org_id": state.org_id,
+        "conversation_id": state.conversation_id,
+        "engine": state.engine,
+        "message": state.message,
+        "status": state.status,
+        "answer": state.answer,
+        "error": state.error,
+        "trace": trace,
+    }
+
+
+@router.get("/runs/{run_id}/events")
+async def run_events(run_id: str, request: Request, caller: CallerDep,
+                     rt: RuntimeDep) -> EventSourceResponse:
+    await _visible_state(run_id, caller, rt)
+    raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    try:
+        after = int(raw) if raw else 0
+    except ValueError:
+        raise HTTPException(422, "Last-Event-ID must be an event number") from None
+
+    async def stream() -> AsyncIterator[dict[str, Any]]:
+        async for event in rt.runs.bus.subscribe(run_id, after):
+            yield {"id": str(event.seq), "event": event.type,
+                   "data": json.dumps(event.to_dict(), ensure_ascii=False, default=str)}
+
+    return EventSourceResponse(stream(), ping=request.app.state.keepalive_s)

@@ -1,0 +1,152 @@
+"""Runs on the server: start them, checkpoint them, stream them, resume them after a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from hookgate.agent import Agent
+from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.catalog.build import GATE_NAME
+from hookgate.catalog.services import HookServices
+from hookgate.engines.events import RunEvent
+from hookgate.engines.react import ReActEngine
+from hookgate.engines.state import RunState
+from hookgate.llm.base import ChatModel
+from hookgate.server.events_bus import EventBus
+from hookgate.storage.database import Database
+from hookgate.storage.ledger import DatabaseLedger
+from hookgate.storage.run_events import RunEventLog
+from hookgate.storage.runs import DatabaseRunStore
+from hookgate.tools.calls import ToolCall
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("react",)
+
+
+class UnknownAgent(LookupError):
+    """No such agent (or not in the caller's org)."""
+
+
+class UnknownEngine(ValueError):
+    """The requested engine does not exist."""
+
+
+class RunManager:
+    """Owns the tasks of the runs this process executes."""
+
+    def __init__(
+        self,
+        db: Database,
+        approvals: PersistentApprovals,
+        services: HookServices,
+        agents: dict[str, Agent],
+        model_for: Any,
+        *,
+        max_steps: int = 20,
+    ) -> None:
+        self.db = db
+        self.approvals = approvals
+        self.services = services
+        self.agents = agents
+        self.model_for = model_for
+        self.max_steps = max_steps
+        self.store = DatabaseRunStore(db)
+        self.ledger = DatabaseLedger(db)
+        self.bus = EventBus(RunEventLog(db))
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self._stopping = False
+
+    def engine(self, agent: Agent, name: str = "react") -> ReActEngine:
+        if name not in ENGINES:
+            raise UnknownEngine(f"unknown engine '{name}' (available: {', '.join(ENGINES)})")
+        llm: ChatModel = self.model_for(agent.id)
+        return ReActEngine(llm, services=self.services, ledger=self.ledger, store=self.store,
+                           resume_resolver=self._resume_point, max_steps=self.max_steps)
+
+    async def _resume_point(self, state: RunState, call: ToolCall
+                            ) -> tuple[str, dict[str, Any]] | None:
+        # A call that already reached the gate before a restart continues at the gate, with
+        # the arguments stored in its request (the hooks before it already ran).
+        request = await self.approvals.store.for_call(state.run_id, call.id)
+        if request is None:
+            return None
+        return GATE_NAME, dict(request.args)
+
+    async def start(self, agent_id: str, message: str, *, user_id: str, org_id: str | None,
+                    conversation_id: str | None = None, engine: str = "react") -> RunState:
+        agent = self.agents.get(agent_id)
+        if agent is None or agent.org_id != org_id:
+            raise UnknownAgent(f"no agent '{agent_id}' in org '{org_id}'")
+        eng = self.engine(agent, engine)
+        state = eng.new_state(agent, message, user_id=user_id, org_id=org_id,
+                              conversation_id=conversation_id)
+        await self.store.save(state)
+        self._spawn(eng, agent, state)
+        return state
+
+    def _spawn(self, engine: ReActEngine, agent: Agent, state: RunState) -> None:
+        history = [RunEvent.from_dict(e) for e in state.trace]
+        self.bus.open(state.run_id, history)
+
+        async def go() -> None:
+            try:
+                await engine.execute(agent, state,
+                                     sink=lambda e: self.bus.publish(state.run_id, e))
+            except asyncio.CancelledError:
+                if not self._stopping:
+                    state.status = "cancelled"
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(self.store.save(state))
+                raise
+            except Exception:
+                log.exception("run %s crashed", state.run_id)
+            finally:
+                await self.bus.close(state.run_id)
+                self.tasks.pop(state.run_id, None)
+
+        self.tasks[state.run_id] = asyncio.create_task(go(), name=f"run-{state.run_id}")
+
+    async def resume_all(self) -> int:
+        """Continue every run that was in flight when the last process stopped."""
+        n = 0
+        for state in await self.store.resumable():
+            if state.run_id in self.tasks:
+                continue
+            agent = self.agents.get(state.agent_id)
+            if agent is None:
+                reason = f"agent '{state.agent_id}' no longer exists; the run cannot resume"
+                await self.approvals.cancel_run(state.run_id, reason)
+                state.status = "failed"
+                state.error = reason
+                await self.store.save(state)
+                continue
+            # The event log may hold events emitted after the last checkpoint.
+            logged = await self.bus.log.after(state.run_id, 0)
+            if len(logged) > len(state.trace):
+                state.trace = [e.to_dict() for e in logged]
+            self._spawn(self.engine(agent, state.engine), agent, state)
+            n += 1
+        return n
+
+    async def cancel(self, run_id: str) -> bool:
+        task = self.tasks.get(run_id)
+        if task is None:
+            return False
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return True
+
+    async def stop(self) -> None:
+        """Stop this process's runs without cancelling their requests: they resume later."""
+        self._stopping = True
+        tasks = list(self.tasks.values())
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t

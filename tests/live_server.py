@@ -1,0 +1,79 @@
+"""A real hookgate server on 127.0.0.1 for tests: uvicorn in a thread with its own loop."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+
+from hookgate.server.app import create_app
+from hookgate.server.deployment import Deployment
+from hookgate.server.runtime import Runtime
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    def __init__(self, runtime: Runtime, server: uvicorn.Server, thread: threading.Thread,
+                 port: int) -> None:
+        self.runtime = runtime
+        self.server = server
+        self.thread = thread
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+
+    def call(self, coro: Any, timeout: float = 30) -> Any:
+        """Run a coroutine on the server's loop (e.g. to inspect its runtime)."""
+        loop = self.server_loop
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+    @property
+    def server_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop  # type: ignore[no-any-return]
+
+
+@contextmanager
+def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
+                sweep_interval: float = 0.2, max_body: int | None = None) -> Iterator[LiveServer]:
+    runtime = Runtime(deployment, sweep_interval=sweep_interval)
+    kwargs: dict[str, Any] = {"keepalive_s": keepalive_s}
+    if max_body is not None:
+        kwargs["max_body"] = max_body
+    app = create_app(runtime, **kwargs)
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                            lifespan="on")
+    server = uvicorn.Server(config)
+    holder: dict[str, asyncio.AbstractEventLoop] = {}
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        holder["loop"] = loop
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.serve())
+        loop.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    live = LiveServer(runtime, server, thread, port)
+    live._loop = holder["loop"]  # type: ignore[attr-defined]
+    try:
+        yield live
+    finally:
+        server.should_exit = True
+        thread.join(30)
