@@ -162,11 +162,7 @@ class PersistentApprovals:
             ))
         except Exception as exc:
             reason = f"approval card delivery failed: {exc}"
-            await self.store.transition(request.id, "cancelled", reason=reason)
-            self.hub.wake(request.id)
-            updated = await self.store.get(request.id)
-            if updated is not None:
-                self._changed(updated)
+            await self._finish(request.id, "cancelled", reason=reason)
             raise ApprovalDeliveryFailed(
                 f"request {request.id} cancelled: {reason}") from exc
         await self.store.set_delivery(request.id, {"channel_id": delivered.channel_id,
@@ -184,10 +180,13 @@ class PersistentApprovals:
                 left = current.seconds_left()
                 if left > 0:
                     try:
-                        await asyncio.wait_for(fut, left)
-                        continue
+                        woken_with = await asyncio.wait_for(fut, left)
                     except TimeoutError:
-                        pass
+                        woken_with = None
+                    else:
+                        if woken_with is not None and not woken_with.pending:
+                            return woken_with
+                        continue
                 await self._finish(current.id, "expired",
                                    reason="no decision before the request expired")
             except asyncio.CancelledError:
@@ -222,15 +221,15 @@ class PersistentApprovals:
             assert expired is not None
             raise AlreadyDecided(expired)
         status = "approved" if decision == "approve" else "rejected"
-        changed = await self.store.transition(
+        after = await self.store.transition(
             request_id, status, responded_by=who.user_id,
             channel_identity=who.channel_identity, reason=reason,
         )
-        after = await self.store.get(request_id)
-        assert after is not None
-        if not changed:
-            raise AlreadyDecided(after)
-        self.hub.wake(request_id)
+        if after is None:
+            latest = await self.store.get(request_id)
+            assert latest is not None
+            raise AlreadyDecided(latest)
+        self.hub.wake(request_id, after)
         self._changed(after)
         self._update_card_later(after)
         return after
@@ -253,14 +252,13 @@ class PersistentApprovals:
         return n
 
     async def _finish(self, request_id: str, status: str, *, reason: str) -> bool:
-        changed = await self.store.transition(request_id, status, reason=reason)
-        self.hub.wake(request_id)
-        if changed:
-            after = await self.store.get(request_id)
-            if after is not None:
-                self._changed(after)
-                self._update_card_later(after)
-        return changed
+        after = await self.store.transition(request_id, status, reason=reason)
+        self.hub.wake(request_id, after)
+        if after is None:
+            return False
+        self._changed(after)
+        self._update_card_later(after)
+        return True
 
     async def _expire_loop(self) -> None:
         while True:

@@ -66,8 +66,9 @@ class ConfirmationStore:
         channel_identity: str | None = None,
         reason: str | None = None,
         now: datetime | None = None,
-    ) -> bool:
-        """Move a pending request to ``status``; False if it was no longer pending."""
+    ) -> ConfirmationRequest | None:
+        """Move a pending request to ``status`` and return it as it now is, in one
+        statement; None if it was no longer pending (someone else decided first)."""
         async with self.db.transaction() as s:
             result = await s.execute(
                 update(ConfirmationRequestRow)
@@ -75,8 +76,10 @@ class ConfirmationStore:
                        ConfirmationRequestRow.status == "pending")
                 .values(status=status, responded_at=now or utcnow(), responded_by=responded_by,
                         responder_channel_identity=channel_identity, reason=reason)
+                .returning(ConfirmationRequestRow)
             )
-            return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+            row = result.scalar_one_or_none()
+            return ConfirmationRequest.from_row(row) if row is not None else None
 
     async def set_delivery(self, request_id: str, ref: dict[str, Any]) -> None:
         async with self.db.transaction() as s:

@@ -8,8 +8,12 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from hookgate.storage.types import utcnow
+
+if TYPE_CHECKING:
+    from hookgate.approvals.records import ConfirmationRequest
 
 log = logging.getLogger(__name__)
 
@@ -17,18 +21,22 @@ DecidedSince = Callable[[datetime], Awaitable[list[tuple[str, datetime]]]]
 
 
 class WaiterHub:
-    """Futures keyed by request id. ``wake(id)`` resolves every waiter of that request."""
+    """Futures keyed by request id. ``wake(id, request)`` resolves every waiter of that
+    request; a waiter woken with the decided request needs no query to learn the outcome
+    (the cross-process sweep wakes with None, and the waiter reads the row)."""
 
     def __init__(self) -> None:
-        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._waiters: dict[str, list[asyncio.Future[ConfirmationRequest | None]]] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
-    def waiter(self, request_id: str) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def waiter(self, request_id: str) -> asyncio.Future[ConfirmationRequest | None]:
+        fut: asyncio.Future[ConfirmationRequest | None] = (
+            asyncio.get_running_loop().create_future())
         self._waiters.setdefault(request_id, []).append(fut)
         return fut
 
-    def discard(self, request_id: str, fut: asyncio.Future[None]) -> None:
+    def discard(self, request_id: str,
+                fut: asyncio.Future[ConfirmationRequest | None]) -> None:
         futs = self._waiters.get(request_id)
         if not futs:
             return
@@ -37,11 +45,11 @@ class WaiterHub:
         if not futs:
             del self._waiters[request_id]
 
-    def wake(self, request_id: str) -> int:
+    def wake(self, request_id: str, request: ConfirmationRequest | None = None) -> int:
         futs = self._waiters.pop(request_id, [])
         for fut in futs:
             if not fut.done():
-                fut.set_result(None)
+                fut.set_result(request)
         return len(futs)
 
     @property
