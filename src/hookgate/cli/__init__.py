@@ -1,0 +1,1 @@
+"""The ``hookgate`` command line: one module per command group, all on one Typer app."""

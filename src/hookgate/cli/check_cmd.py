@@ -1,0 +1,79 @@
+"""``hookgate check``: load a configuration and build every agent's hook registry, so a bad
+file or declaration is found before anything runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from hookgate.catalog import HookServices, build_registry
+from hookgate.cli.app import app, console, fail
+from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.config import AgentSpec, ConfigError, HookgateConfig
+from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.registry import HookRegistry
+
+
+def _chain_table(registry: HookRegistry) -> Table:
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("#", "point", "hook", "priority", "fail mode", "timeout", "matcher"):
+        if column == "matcher":
+            table.add_column(column, overflow="fold")
+        else:
+            table.add_column(column, no_wrap=True)
+    for i, hook in enumerate(registry.hooks(), start=1):
+        matcher: Any = getattr(hook, "matcher", None)
+        table.add_row(
+            str(i), hook.point.value, hook.name, str(hook.priority), hook.fail_mode,
+            "-" if hook.timeout is None else f"{hook.timeout:g}s",
+            "-" if matcher is None else str(matcher),
+        )
+    return table
+
+
+def _agent_summary(cfg: HookgateConfig, spec: AgentSpec) -> str:
+    model = cfg.models[spec.model]
+    return (
+        f"agent [bold]{spec.id}[/bold] ({spec.name or spec.id}): org {spec.org or '-'}, "
+        f"owner {spec.owner or '-'}, model {spec.model} ({model.type}), "
+        f"tools {', '.join(spec.tools) or '-'}; confirmation {spec.confirmation_mode}, "
+        f"approver {spec.confirmation_approver_scope}, timeout {spec.confirmation_timeout_s:g}s"
+        f"{', for all calls' if spec.require_confirmation_for_all else ''}"
+    )
+
+
+@app.command("check")
+def check_command(config: ConfigOption = None, example: ExampleOption = None) -> None:
+    """Check a configuration and print each agent's hook chain in run order.
+
+    Loads the file, builds each agent's model and hook registry, and prints the chain:
+    point, hook, priority, fail mode, timeout and matcher.
+
+    Exit code 0 when everything builds; 1 at the first problem, naming the file, the agent
+    and the entry. Example: hookgate check --example purchasing
+    """
+    cfg = load_from_options(config, example, code=1)
+    console.print(f"config {cfg.source}", highlight=False, soft_wrap=True)
+    for index, spec in enumerate(cfg.agents):
+        at = f"{cfg.source}: agents[{index}] ('{spec.id}')"
+        try:
+            cfg.model_for(spec.id)
+        except ConfigError as exc:
+            fail(f"{at}: model '{spec.model}': {exc.problem}")
+        try:
+            registry = build_registry(cfg.build_agent(spec.id), HookServices())
+        except HookBuildError as exc:
+            fail(f"{at}: {exc}")
+        console.print()
+        console.print(_agent_summary(cfg, spec), highlight=False, soft_wrap=True)
+        console.print(_chain_table(registry))
+    console.print()
+    console.print(
+        f"ok: {len(cfg.agents)} agent(s), {len(cfg.tool_objects)} tool(s), "
+        f"{len(cfg.models)} model(s), {len(cfg.channels)} channel(s)",
+        style="bold green", highlight=False,
+    )
+    raise typer.Exit(0)

@@ -1,0 +1,57 @@
+"""``--config FILE`` or ``--example NAME``: the options that name a configuration, shared by
+the commands that load one, and loading it with errors printed the way a user can act on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hookgate.cli.app import fail
+from hookgate.config import ConfigError, HookgateConfig, load_config
+from hookgate.examples import available_examples, example_path
+
+_EXAMPLES = available_examples()
+_EXAMPLES_DIR = example_path(_EXAMPLES[0]).parent if _EXAMPLES else None
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", dir_okay=False, help="The configuration file (YAML).",
+                 show_default=False),
+]
+ExampleOption = Annotated[
+    str | None,
+    typer.Option(
+        "--example",
+        help=(
+            f"Use a bundled example instead of --config: {', '.join(_EXAMPLES) or 'none'}. "
+            f"The files are in {_EXAMPLES_DIR}; copy one to start your own."
+        ),
+        show_default=False,
+    ),
+]
+
+
+def config_path(config: Path | None, example: str | None, *, code: int) -> Path:
+    """The file the options name; exits with ``code`` unless exactly one was given."""
+    if config is not None and example is not None:
+        fail("give --config FILE or --example NAME, not both", code)
+    if example is not None:
+        try:
+            return example_path(example)
+        except LookupError as exc:
+            fail(str(exc), code)
+    if config is None:
+        fail("give --config FILE (or --example NAME for a bundled example: "
+             f"{', '.join(_EXAMPLES) or 'none'})", code)
+    return config
+
+
+def load_from_options(config: Path | None, example: str | None, *, code: int) -> HookgateConfig:
+    """Load the configuration the options name; on any problem print it and exit with ``code``."""
+    try:
+        return load_config(config_path(config, example, code=code))
+    except ConfigError as exc:
+        fail(str(exc), code)

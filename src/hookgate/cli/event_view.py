@@ -1,0 +1,140 @@
+"""A run's events as readable lines: calls with their arguments, every hook decision
+(blocks with the hook and its reason, rewrites, side effects, failures), results, the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from hookgate.engines.events import RunEvent
+
+MAX_SHOWN_CHARS = 500
+_LABEL_WIDTH = 10
+
+
+def _brief(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                            default=str)
+    if len(text) > limit:
+        return f"{text[:limit]}… ({len(text) - limit} more characters)"
+    return text
+
+
+class EventView:
+    """Prints each event of a run on ``console`` as it arrives."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.status: str | None = None
+        self._render: dict[str, Callable[[dict[str, Any]], None]] = {
+            "session_start": self._session_start,
+            "model_turn": self._model_turn,
+            "tool_call": self._tool_call,
+            "tool_result": self._tool_outcome,
+            "tool_blocked": self._tool_outcome,
+            "confirmation_pending": self._confirmation_pending,
+            "confirmation_resolved": self._confirmation_resolved,
+            "answer": self._answer,
+            "error": self._error,
+            "done": self._done,
+        }
+
+    def show(self, event: RunEvent) -> None:
+        render = self._render.get(event.type)
+        if render is None:  # plan, delegate_start, … : shown plainly
+            self._line(event.type, "dim", _brief(event.data))
+        else:
+            render(event.data)
+
+    # -- lines -------------------------------------------------------------------------------
+
+    def _line(self, label: str, style: str, message: str | Text, indent: int = 0) -> None:
+        pad = " " * indent
+        text = Text.assemble(pad, (label.ljust(_LABEL_WIDTH - indent), style), message)
+        self.console.print(text, soft_wrap=True)
+
+    def _hook_lines(self, hooks: list[dict[str, Any]], final_args: Any,
+                    skip_block_of: str | None = None) -> None:
+        for h in hooks:
+            name, kind, detail = h.get("hook"), h.get("kind"), h.get("detail", "")
+            if kind == "blocked" and name == skip_block_of:
+                continue
+            if kind == "rewrote_args":
+                self._line("rewrite", "cyan",
+                           f"hook '{name}' rewrote the arguments → {_brief(final_args)}", 2)
+            elif kind == "rewrote_result":
+                self._line("rewrite", "cyan", f"hook '{name}' rewrote the result", 2)
+            elif kind == "side_effect":
+                self._line("effect", "blue", f"{name}: {detail}", 2)
+            elif kind == "failed":
+                mode = h.get("fail_mode") or "closed"
+                said = detail if detail.startswith(f"hook '{name}'") else (
+                    f"hook '{name}' failed: {detail}")
+                self._line("FAILED", "bold red", f"{said} (fail_mode={mode})", 2)
+            elif kind == "blocked":
+                self._line("blocked", "red", f"hook '{name}': {detail}", 2)
+            else:
+                self._line(str(kind), "dim", f"{name}: {detail}", 2)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _session_start(self, data: dict[str, Any]) -> None:
+        self._line("session", "bold", f"started for agent '{data.get('agent_id')}'")
+        if data.get("additional_context"):
+            self._line("context", "cyan",
+                       f"hooks added to the prompt: {_brief(data['additional_context'])}", 2)
+        self._hook_lines(list(data.get("hooks") or []), None)
+
+    def _model_turn(self, data: dict[str, Any]) -> None:
+        calls = data.get("tool_calls") or []
+        self._line("model", "dim", f"turn {data.get('step')}: {len(calls)} tool call(s)")
+
+    def _tool_call(self, data: dict[str, Any]) -> None:
+        self._line("call", "bold yellow",
+                   Text.assemble((str(data.get("tool_name")), "bold"), " ",
+                                 _brief(data.get("args"))))
+
+    def _tool_outcome(self, data: dict[str, Any]) -> None:
+        name, status = data.get("tool_name"), data.get("status")
+        hooks = list(data.get("hooks") or [])
+        blocked_by = data.get("blocked_by")
+        if status == "blocked":
+            self._hook_lines(hooks, data.get("args"), skip_block_of=blocked_by)
+            who = (f"hook '{blocked_by}'" if blocked_by and blocked_by != "approval_check"
+                   else "the approval check")
+            self._line("BLOCKED", "bold red", f"{name} by {who}: {data.get('error')}")
+            return
+        if status in ("invalid", "unknown_tool"):
+            self._line("REJECTED", "bold red", f"{name} did not run: {data.get('error')}")
+            return
+        self._hook_lines(hooks, data.get("args"))
+        if status == "ok":
+            self._line("result", "green", f"{name}: {_brief(data.get('observation'))}")
+        elif status == "withheld":
+            self._line("WITHHELD", "bold red",
+                       f"{name} ran, its output was withheld: {data.get('error')}")
+        else:
+            self._line("ERROR", "bold red", f"{name}: {data.get('error')}")
+
+    def _confirmation_pending(self, data: dict[str, Any]) -> None:
+        detail = {k: v for k, v in data.items() if k not in ("args",)}
+        self._line("waiting", "magenta", f"for a person's approval: {_brief(detail)}", 2)
+
+    def _confirmation_resolved(self, data: dict[str, Any]) -> None:
+        self._line("decided", "magenta", _brief(data), 2)
+
+    def _answer(self, data: dict[str, Any]) -> None:
+        self._line("answer", "bold green", str(data.get("answer") or ""))
+
+    def _error(self, data: dict[str, Any]) -> None:
+        self._line("ERROR", "bold red", str(data.get("error")))
+
+    def _done(self, data: dict[str, Any]) -> None:
+        self.status = str(data.get("status"))
+        style = "bold green" if self.status == "completed" else "bold red"
+        self._line("done", style, f"run {self.status}")

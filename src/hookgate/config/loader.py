@@ -1,0 +1,328 @@
+"""Load a configuration file: YAML → ``${VAR}`` expansion → typed sections → cross-checks.
+
+Every problem becomes a ConfigError naming the file and the key path; tools are imported
+here, so a missing module is found when the file is loaded, not when an agent first runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from hookgate.catalog.catalog import import_target
+from hookgate.config.channel_validators import channel_validator
+from hookgate.config.environment import References, UnsetVariable, expand, key_path
+from hookgate.config.errors import ConfigError
+from hookgate.config.schema import HookgateConfig, OpenAIModelSpec
+from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from hookgate.tools.tool import Tool
+
+Problem = tuple[str, str]  # (key path, what is wrong)
+
+
+def load_config(path: str | os.PathLike[str], *,
+                env: Mapping[str, str] | None = None) -> HookgateConfig:
+    """Read, check and resolve the configuration file at ``path``.
+
+    ``env`` replaces ``os.environ`` for ``${VAR}`` references and model settings.
+    """
+    source = os.fspath(path)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(source, None, f"cannot read the file: {exc.strerror or exc}") from exc
+    return parse_config(text, source=source, env=env)
+
+
+def parse_config(document: str | Mapping[str, Any], *, source: str = "<config>",
+                 env: Mapping[str, str] | None = None) -> HookgateConfig:
+    """Like `load_config`, from YAML text or an already parsed mapping."""
+    environ = os.environ if env is None else env
+    refs = References()
+    raw = (_parse_yaml(refs.hide(document), source) if isinstance(document, str)
+           else dict(document))
+    if not isinstance(raw, dict):
+        raise ConfigError(source, None, "the file must be a YAML mapping with keys such as "
+                                        "database, orgs, users, channels, tools, models, agents")
+    try:
+        data = expand(raw, environ, refs)
+    except UnsetVariable as exc:
+        raise ConfigError(source, exc.key or None, str(exc)) from None
+    _load_channel_plugins()
+    try:
+        config = HookgateConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(source, exc, data) from None
+    config._source = source
+    _Resolver(config, environ).run()
+    return config
+
+
+# -- YAML ----------------------------------------------------------------------------------
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key repeated in one mapping (PyYAML keeps the last)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key '{key}' (first at line {seen[key] + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line
+        except TypeError:  # an unhashable key: let PyYAML report it
+            break
+    return loader.construct_mapping(node, deep=True)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,
+)
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        raise ConfigError(source, where, f"invalid YAML: {what}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(source, None, f"invalid YAML: {exc}") from None
+
+
+def _load_channel_plugins() -> None:
+    # The channels package registers its per-type config validators when imported.
+    try:
+        importlib.import_module("hookgate.channels")
+    except ModuleNotFoundError as exc:
+        if exc.name != "hookgate.channels":
+            raise
+
+
+# -- pydantic errors -----------------------------------------------------------------------
+
+
+def _from_validation(source: str, exc: ValidationError, data: Any) -> ConfigError:
+    problems = [(key_path(_file_loc(err["loc"], data)), _describe(err))
+                for err in exc.errors()]
+    return _error(source, problems)
+
+
+def _file_loc(loc: tuple[str | int, ...], data: Any) -> tuple[str | int, ...]:
+    """The error's location as keys of the file: drop the union tags pydantic inserts."""
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part not in node and node.get("type") == part:
+            continue  # ('models', 'gpt', 'openai', ...): 'openai' is the tag, not a key
+        out.append(part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return tuple(out)
+
+
+def _describe(err: Any) -> str:
+    kind, msg, ctx = err["type"], str(err["msg"]), err.get("ctx") or {}
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "unknown_key":
+        return msg
+    if kind == "union_tag_invalid":
+        return (f"unknown {ctx.get('discriminator', 'type')} '{ctx.get('tag')}' "
+                f"(expected one of {ctx.get('expected_tags')})")
+    if kind == "union_tag_not_found":
+        return f"missing {ctx.get('discriminator', 'type')}"
+    if kind == "value_error":
+        return msg.removeprefix("Value error, ")
+    value = err.get("input")
+    if isinstance(value, dict | list):
+        return f"{msg} (got a {'mapping' if isinstance(value, dict) else 'list'})"
+    return f"{msg} (got {value!r})"
+
+
+def _error(source: str, problems: list[Problem]) -> ConfigError:
+    key, problem = problems[0]
+    more = [f"{source}: {k}: {p}" if k else f"{source}: {p}" for k, p in problems[1:]]
+    return ConfigError(source, key or None, problem, more)
+
+
+# -- cross-checks and resolution -----------------------------------------------------------
+
+
+def _listing(ids: Any) -> str:
+    names = list(ids)
+    return ", ".join(names) if names else "none"
+
+
+class _Resolver:
+    """Checks what one section says about another, and imports the tools."""
+
+    def __init__(self, config: HookgateConfig, env: Mapping[str, str]) -> None:
+        self.config = config
+        self.env = env
+        self.problems: list[Problem] = []
+
+    def run(self) -> None:
+        self._unique_ids()
+        self._users()
+        self._channels()
+        tools_ok = self._tools()
+        self._models()
+        self._agents(check_tools=tools_ok)
+        if self.problems:
+            raise _error(self.config.source, self.problems)
+
+    def fail(self, key: str, problem: str) -> None:
+        self.problems.append((key, problem))
+
+    def _unique_ids(self) -> None:
+        c = self.config
+        sections: dict[str, list[str]] = {
+            "orgs": [o.id for o in c.orgs], "users": [u.id for u in c.users],
+            "channels": [ch.id for ch in c.channels], "agents": [a.id for a in c.agents],
+        }
+        for section, ids in sections.items():
+            first: dict[str, int] = {}
+            for i, ident in enumerate(ids):
+                if ident in first:
+                    self.fail(f"{section}[{i}].id", f"duplicate id '{ident}' "
+                                                    f"(first at {section}[{first[ident]}])")
+                else:
+                    first[ident] = i
+
+    def _org_known(self, key: str, org: str) -> bool:
+        if self.config.org(org) is None:
+            known = _listing(o.id for o in self.config.orgs)
+            self.fail(key, f"unknown org '{org}' (orgs: {known})")
+            return False
+        return True
+
+    def _users(self) -> None:
+        for i, user in enumerate(self.config.users):
+            self._org_known(f"users[{i}].org", user.org)
+
+    def _channels(self) -> None:
+        for i, channel in enumerate(self.config.channels):
+            self._org_known(f"channels[{i}].org", channel.org)
+            validate = channel_validator(channel.type)
+            if validate is None:
+                continue
+            try:
+                normalised = validate(dict(channel.config))
+            except ValidationError as exc:
+                for err in exc.errors():
+                    where = key_path((f"channels[{i}].config", *err["loc"]))
+                    self.fail(where, _describe(err))
+                continue
+            except ValueError as exc:
+                self.fail(f"channels[{i}].config", f"invalid {channel.type} channel: {exc}")
+                continue
+            except Exception as exc:  # a validator's own error type: still the file's fault
+                self.fail(f"channels[{i}].config",
+                          f"invalid {channel.type} channel: {type(exc).__name__}: {exc}")
+                continue
+            if isinstance(normalised, Mapping):
+                channel.config = dict(normalised)
+
+    def _tools(self) -> bool:
+        resolved: dict[str, Tool] = {}
+        origin: dict[str, int] = {}
+        ok = True
+        for i, target in enumerate(self.config.tools):
+            key = f"tools[{i}]"
+            try:
+                obj = import_target(target)
+            except ImportError as exc:
+                self.fail(key, f"'{target}' cannot be imported: {exc}")
+                ok = False
+                continue
+            except Exception as exc:
+                self.fail(key, f"importing '{target}' raised {type(exc).__name__}: {exc}")
+                ok = False
+                continue
+            if not isinstance(obj, Tool):
+                self.fail(key, f"'{target}' is a {type(obj).__name__}, not a Tool (decorate "
+                               "the function with @hookgate.tool, or point at a Tool)")
+                ok = False
+                continue
+            if obj.name in resolved:
+                first = origin[obj.name]
+                self.fail(key, f"tool name '{obj.name}' is already taken by "
+                               f"tools[{first}] ('{self.config.tools[first]}')")
+                continue
+            resolved[obj.name] = obj
+            origin[obj.name] = i
+        self.config._tool_objects = resolved
+        return ok
+
+    def _models(self) -> None:
+        for name, spec in self.config.models.items():
+            if not isinstance(spec, OpenAIModelSpec):
+                continue
+            for field, env_var in (("base_url", ENV_BASE_URL), ("api_key", ENV_API_KEY),
+                                   ("model", ENV_MODEL)):
+                if getattr(spec, field):
+                    continue
+                if self.env.get(env_var):
+                    setattr(spec, field, self.env[env_var])
+                else:
+                    self.fail(f"models.{name}.{field}", f"missing (give it here, or set {env_var})")
+
+    def _agents(self, *, check_tools: bool) -> None:
+        c = self.config
+        for i, agent in enumerate(c.agents):
+            at = f"agents[{i}]"
+            org_ok = agent.org is not None and self._org_known(f"{at}.org", agent.org)
+            if agent.owner is not None:
+                owner = c.user(agent.owner)
+                if owner is None:
+                    self.fail(f"{at}.owner", f"unknown user '{agent.owner}' "
+                                             f"(users: {_listing(u.id for u in c.users)})")
+                elif org_ok and owner.org != agent.org:
+                    self.fail(f"{at}.owner", f"user '{owner.id}' belongs to org '{owner.org}', "
+                                             f"not the agent's org '{agent.org}'")
+            if agent.model not in c.models:
+                self.fail(f"{at}.model", f"unknown model '{agent.model}' "
+                                         f"(models: {_listing(c.models)})")
+            if agent.approval_channel_id is not None:
+                channel = c.channel(agent.approval_channel_id)
+                if channel is None:
+                    self.fail(f"{at}.approval_channel_id",
+                              f"unknown channel '{agent.approval_channel_id}' "
+                              f"(channels: {_listing(ch.id for ch in c.channels)})")
+                elif org_ok and channel.org != agent.org:
+                    self.fail(f"{at}.approval_channel_id",
+                              f"channel '{channel.id}' belongs to org '{channel.org}', "
+                              f"not the agent's org '{agent.org}'")
+            if check_tools:
+                self._agent_tools(at, agent.tools)
+
+    def _agent_tools(self, at: str, names: list[str]) -> None:
+        known = self.config.tool_objects
+        seen: set[str] = set()
+        for j, name in enumerate(names):
+            if name not in known:
+                self.fail(f"{at}.tools[{j}]", f"unknown tool '{name}' "
+                                              f"(configured tools: {_listing(known)})")
+            elif name in seen:
+                self.fail(f"{at}.tools[{j}]", f"tool '{name}' is listed twice")
+            seen.add(name)

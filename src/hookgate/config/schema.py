@@ -1,0 +1,284 @@
+"""The configuration file's shape (SPEC §6, pinned): typed sections that forbid unknown keys.
+
+`HookgateConfig` is what the loader returns; besides the sections it knows the tools the
+file imported, and turns its declarations into `Agent` objects and models.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import hmac
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from hookgate.agent import Agent, ApproverScope, ConfirmationMode
+from hookgate.config.channel_validators import channel_types
+from hookgate.config.errors import ConfigError
+from hookgate.llm.base import ChatModel, ModelError
+from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
+from hookgate.llm.scripted import ScriptedLLM, parse_turn
+from hookgate.tools.tool import Tool
+
+DEFAULT_DATABASE = "sqlite+aiosqlite:///hookgate.db"
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class _Section(BaseModel):
+    """A mapping in the file: unknown keys are errors, with a suggestion for typos."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = list(cls.model_fields)
+            for key in data:
+                if key in known:
+                    continue
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise PydanticCustomError(
+                    "unknown_key", "{detail}",
+                    {"detail": f"unknown key '{key}'{hint} (allowed keys: {', '.join(known)})"},
+                )
+        return data
+
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class OrgSpec(_Section):
+    id: NonEmpty
+    name: str | None = None
+    read_only: bool = False
+
+
+class ChatIdentities(_Section):
+    """Who a user is on each chat platform (to match an approver's click to a user)."""
+
+    feishu_open_id: str | None = None
+    slack_user_id: str | None = None
+    wecom_userid: str | None = None
+
+
+class UserSpec(_Section):
+    id: NonEmpty
+    org: NonEmpty
+    admin: bool = False
+    name: str | None = None
+    token: str | None = Field(default=None, repr=False)
+    token_sha256: str | None = None
+    chat: ChatIdentities = Field(default_factory=ChatIdentities)
+
+    @field_validator("token_sha256")
+    @classmethod
+    def _hex_digest(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip().lower()
+        if not _SHA256_HEX.fullmatch(value):
+            raise ValueError("token_sha256 must be 64 hex digits (sha256 of the token)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_token_form(self) -> UserSpec:
+        if self.token is not None and self.token_sha256 is not None:
+            raise ValueError("give 'token' or 'token_sha256', not both")
+        if self.token is not None and not self.token:
+            raise ValueError("'token' must not be empty")
+        return self
+
+    @property
+    def token_digest(self) -> str | None:
+        """sha256 hex of the user's API token, whichever way the file gave it."""
+        if self.token is not None:
+            return hashlib.sha256(self.token.encode("utf-8")).hexdigest()
+        return self.token_sha256
+
+    def has_token(self, presented: str) -> bool:
+        """True when ``presented`` is this user's token (constant-time comparison)."""
+        digest = self.token_digest
+        if digest is None:
+            return False
+        given = hashlib.sha256(presented.encode("utf-8")).hexdigest()
+        return hmac.compare_digest(given, digest)
+
+
+class ChannelSpec(_Section):
+    id: NonEmpty
+    type: str
+    org: NonEmpty
+    config: dict[str, Any] = Field(default_factory=dict)
+    enabled: bool = True
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        known = channel_types()
+        if value not in known:
+            raise ValueError(f"unknown channel type '{value}' (known: {', '.join(known)})")
+        return value
+
+
+class OpenAIModelSpec(_Section):
+    """A chat-completions endpoint; unset settings come from HOOKGATE_LLM_* at load time."""
+
+    type: Literal["openai"]
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    model: str | None = None
+    timeout: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+
+    def build(self) -> ChatModel:
+        return OpenAICompatibleModel(self.base_url, self.api_key, self.model,
+                                     timeout=self.timeout, extra_headers=self.extra_headers,
+                                     max_retries=self.max_retries)
+
+
+class ScriptedModelSpec(_Section):
+    """An offline model playing ``turns`` (see ScriptedLLM)."""
+
+    type: Literal["scripted"]
+    turns: list[dict[str, Any]] = Field(min_length=1)
+
+    @field_validator("turns")
+    @classmethod
+    def _turns_parse(cls, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, turn in enumerate(turns):
+            try:
+                parse_turn(turn, index)
+            except ModelError as exc:
+                raise ValueError(str(exc)) from None
+        return turns
+
+    def build(self) -> ChatModel:
+        return ScriptedLLM(copy.deepcopy(self.turns))
+
+
+ModelSpec = Annotated[OpenAIModelSpec | ScriptedModelSpec, Field(discriminator="type")]
+
+
+class AgentSpec(_Section):
+    id: NonEmpty
+    name: str | None = None
+    org: str | None = None
+    owner: str | None = None
+    model: NonEmpty
+    instructions: str = ""
+    tools: list[str] = Field(default_factory=list)
+    require_confirmation_for_all: bool = False
+    confirmation_mode: ConfirmationMode = "auto"
+    confirmation_approver_scope: ApproverScope = "initiator"
+    confirmation_timeout_s: float = Field(default=3600.0, gt=0)
+    approval_channel_id: str | None = None
+    model_config_json: dict[str, Any] = Field(default_factory=dict)
+
+
+class ServerSpec(_Section):
+    public_url: str | None = None
+
+
+class HookgateConfig(_Section):
+    """A loaded configuration file. Build it with `load_config` or `parse_config`."""
+
+    database: NonEmpty = DEFAULT_DATABASE
+    orgs: list[OrgSpec] = Field(default_factory=list)
+    users: list[UserSpec] = Field(default_factory=list)
+    channels: list[ChannelSpec] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    agents: list[AgentSpec] = Field(default_factory=list)
+    server: ServerSpec = Field(default_factory=ServerSpec)
+
+    _source: str = PrivateAttr(default="<config>")
+    _tool_objects: dict[str, Tool] = PrivateAttr(default_factory=dict)
+
+    # -- what the loader resolved ------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        """The file this configuration came from (as given to the loader)."""
+        return self._source
+
+    @property
+    def tool_objects(self) -> dict[str, Tool]:
+        """The imported tools by name."""
+        return dict(self._tool_objects)
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def org(self, org_id: str) -> OrgSpec | None:
+        return next((o for o in self.orgs if o.id == org_id), None)
+
+    def user(self, user_id: str) -> UserSpec | None:
+        return next((u for u in self.users if u.id == user_id), None)
+
+    def user_for_token(self, token: str) -> UserSpec | None:
+        """The user whose API token this is, if any."""
+        return next((u for u in self.users if u.has_token(token)), None)
+
+    def channel(self, channel_id: str) -> ChannelSpec | None:
+        return next((c for c in self.channels if c.id == channel_id), None)
+
+    def agent_spec(self, agent_id: str) -> AgentSpec:
+        """The agent declared as ``agent_id``; ConfigError naming the known ones if none."""
+        found = next((a for a in self.agents if a.id == agent_id), None)
+        if found is None:
+            known = ", ".join(a.id for a in self.agents) or "none"
+            raise ConfigError(self._source, "agents", f"no agent '{agent_id}' (agents: {known})")
+        return found
+
+    # -- building ----------------------------------------------------------------------------
+
+    def build_agent(self, agent_id: str) -> Agent:
+        """The `Agent` for ``agent_id`` (``owner`` → owner_user_id, ``org`` → org_id)."""
+        spec = self.agent_spec(agent_id)
+        return Agent(
+            id=spec.id,
+            name=spec.name or spec.id,
+            instructions=spec.instructions,
+            tools=[self._tool_objects[name] for name in spec.tools],
+            model_config_json=copy.deepcopy(spec.model_config_json),
+            require_confirmation_for_all=spec.require_confirmation_for_all,
+            confirmation_mode=spec.confirmation_mode,
+            confirmation_approver_scope=spec.confirmation_approver_scope,
+            owner_user_id=spec.owner,
+            org_id=spec.org,
+            approval_channel_id=spec.approval_channel_id,
+            confirmation_timeout_s=spec.confirmation_timeout_s,
+            model=spec.model,
+        )
+
+    def build_agents(self) -> dict[str, Agent]:
+        """Every declared agent, by id, in file order."""
+        return {spec.id: self.build_agent(spec.id) for spec in self.agents}
+
+    def build_model(self, name: str) -> ChatModel:
+        """A fresh model client for the model declared as ``name``."""
+        spec = self.models.get(name)
+        if spec is None:
+            known = ", ".join(self.models) or "none"
+            raise ConfigError(self._source, "models", f"no model '{name}' (models: {known})")
+        try:
+            return spec.build()
+        except ModelError as exc:
+            raise ConfigError(self._source, f"models.{name}", str(exc)) from exc
+
+    def model_for(self, agent_id: str) -> ChatModel:
+        """A fresh model client for the agent's ``model``."""
+        return self.build_model(self.agent_spec(agent_id).model)

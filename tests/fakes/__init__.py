@@ -1,0 +1,1 @@
+"""Real stand-ins for outside systems (chat-completions endpoints, chat platforms) on loopback."""
