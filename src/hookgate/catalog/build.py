@@ -134,7 +134,7 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
         except DuplicateHookError as exc:
             raise _fail(agent, f"{_describe(index, entry)}: {exc}", entry) from exc
 
-    from hookgate.catalog.declarative_build import add_declarative_hooks
+    from hookgate.catalog.declarative.build import add_declarative_hooks
 
     add_declarative_hooks(registry, env, decl, _fail)
 

@@ -37,6 +37,13 @@ BUILTIN: tuple[CatalogEntry, ...] = (
         "(web inbox, Feishu/Lark, Slack or WeCom). Added to every agent automatically.",
         aliases=("approval_gate",),
     ),
+    CatalogEntry(
+        "result_truncate",
+        "hookgate.catalog.builtin.result_truncate:ResultTruncate",
+        "Cuts tool output over max_chars characters (default 8000; keep_tail keeps the end "
+        "too) with a marker stating the original size, so one huge result cannot flood the "
+        "model's context.",
+    ),
 )
 
 

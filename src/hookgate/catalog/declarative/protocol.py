@@ -1,0 +1,232 @@
+"""The contract every declarative hook speaks: Claude Code's hook JSON, in and out.
+
+In: the object Claude Code gives a hook (``hook_event_name``, ``session_id``, ``cwd``,
+``tool_name``, ``tool_input``, ``tool_use_id``, ``tool_response``; ``source`` at
+SessionStart) plus hookgate's request facts (``agent_id``, ``user_id``, ``org_id``,
+``metadata``). Out: Claude Code's answer (``hookSpecificOutput.permissionDecision``,
+``updatedInput``, ``updatedToolOutput``, ``additionalContext``, top-level ``decision`` /
+``reason``, ``continue`` / ``stopReason``, ``systemMessage``), turned into a HookResult.
+Command, Python and HTTP hooks differ only in how these two cross.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hookgate.hooks.model import HookContext, HookPoint, HookResult
+
+_PRE_DECISIONS = ("allow", "deny", "ask", "defer")
+#: Claude Code's older PreToolUse form: top-level ``decision`` with ``reason``.
+_LEGACY_PRE_DECISIONS = {"approve": "allow", "block": "deny"}
+
+
+class HookProtocolError(Exception):
+    """A hook's answer breaks the contract; the hook counts as failed (its fail mode applies)."""
+
+
+class SessionStopped(Exception):
+    """A SessionStart hook answered ``continue: false``: the session must not start."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookReply:
+    """What came back from a hook, before it is applied to the context.
+
+    ``answer`` is the decoded JSON answer (None: nothing to say, i.e. allow); ``block_reason``
+    is set by a command hook's exit status 2 (its stderr); ``text`` is plain, non-JSON
+    output, which only SessionStart accepts (as context, as in Claude Code).
+    """
+
+    answer: Mapping[str, Any] | None = None
+    block_reason: str | None = None
+    text: str | None = None
+
+
+def hook_input(ctx: HookContext, *, cwd: str) -> dict[str, Any]:
+    """The JSON object a hook receives for ``ctx``, as plain JSON data (a copy)."""
+    meta = ctx.metadata
+    data: dict[str, Any] = {
+        "hook_event_name": ctx.hook_point.value,
+        "session_id": meta.get("run_id"),
+        "cwd": cwd,
+    }
+    if ctx.hook_point is HookPoint.SESSION_START:
+        data["source"] = "startup"
+    else:
+        data["tool_name"] = ctx.tool_name
+        data["tool_input"] = ctx.tool_args
+        data["tool_use_id"] = meta.get("tool_call_id")
+        if ctx.hook_point is HookPoint.POST_TOOL_USE:
+            data["tool_response"] = ctx.tool_result
+    data["agent_id"] = ctx.agent_id
+    data["user_id"] = ctx.user_id
+    data["org_id"] = meta.get("org_id")
+    data["metadata"] = meta
+    # The round trip makes every value plain JSON and cuts all ties to the live context.
+    plain: dict[str, Any] = json.loads(json.dumps(data, ensure_ascii=False, default=str))
+    return plain
+
+
+def reply_from_text(text: str, point: HookPoint) -> HookReply:
+    """Decode a command's stdout or an HTTP body: empty means allow, else a JSON object."""
+    stripped = text.strip()
+    if not stripped:
+        return HookReply()
+    if point is HookPoint.SESSION_START and not stripped.startswith(("{", "[")):
+        return HookReply(text=stripped)
+    try:
+        answer = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        raise HookProtocolError(
+            f"the answer is not valid JSON ({exc.msg} at line {exc.lineno} column "
+            f"{exc.colno}); it began {_excerpt(stripped)!r}"
+        ) from None
+    return reply_from_value(answer)
+
+
+def reply_from_value(value: object) -> HookReply:
+    """A Python hook's return value (or decoded JSON): None or a JSON object."""
+    if value is None:
+        return HookReply()
+    if not isinstance(value, Mapping):
+        raise HookProtocolError(
+            f"the answer must be a JSON object (or nothing), got {type(value).__name__}"
+        )
+    return HookReply(answer=value)
+
+
+def apply_reply(reply: HookReply, ctx: HookContext, hook: str) -> HookResult:
+    """Turn a hook's reply into its HookResult; an ``ask`` also flags ``ctx`` for a person.
+
+    Raises HookProtocolError for an answer that breaks the contract and SessionStopped for
+    ``continue: false`` at SessionStart.
+    """
+    point = ctx.hook_point
+    if reply.block_reason is not None:
+        if point is HookPoint.SESSION_START:
+            # As in Claude Code, exit status 2 here is reported, not a stop (its stderr is
+            # for people); `continue: false` is how a hook stops a session.
+            why = f": {reply.block_reason}" if reply.block_reason else ""
+            return HookResult(side_effects=[f"reported (exit status 2){why}"])
+        return _block(point, hook, reply.block_reason, [])
+    if reply.text is not None:
+        return HookResult(additional_context=reply.text)
+    answer = reply.answer
+    if not answer:
+        return HookResult()
+    notes = []
+    message = _text(answer, "systemMessage")
+    if message:
+        notes.append(f"message: {message}")
+    specific = _specific_output(answer, point)
+    go_on = answer.get("continue", True)
+    if not isinstance(go_on, bool):
+        raise HookProtocolError(f"'continue' must be true or false, got {go_on!r}")
+    if not go_on:
+        reason = _text(answer, "stopReason") or ""
+        if point is HookPoint.SESSION_START:
+            raise SessionStopped(reason or f"hook '{hook}' answered continue: false")
+        return _block(point, hook, reason, notes)
+    if point is HookPoint.PRE_TOOL_USE:
+        return _pre_tool_use(answer, specific, ctx, hook, notes)
+    if point is HookPoint.POST_TOOL_USE:
+        return _post_tool_use(answer, specific, hook, notes)
+    context = _text(specific, "additionalContext", "hookSpecificOutput.")
+    return HookResult(additional_context=context or None, side_effects=notes)
+
+
+def _pre_tool_use(answer: Mapping[str, Any], specific: Mapping[str, Any], ctx: HookContext,
+                  hook: str, notes: list[str]) -> HookResult:
+    decision = _text(specific, "permissionDecision", "hookSpecificOutput.")
+    reason = _text(specific, "permissionDecisionReason", "hookSpecificOutput.")
+    if decision is None:
+        legacy = _text(answer, "decision")
+        if legacy is not None:
+            if legacy not in _LEGACY_PRE_DECISIONS:
+                raise HookProtocolError(
+                    f"'decision' must be 'approve' or 'block' at PreToolUse, got {legacy!r}"
+                )
+            decision = _LEGACY_PRE_DECISIONS[legacy]
+            reason = _text(answer, "reason")
+    elif decision not in _PRE_DECISIONS:
+        raise HookProtocolError(
+            f"'permissionDecision' must be one of {', '.join(_PRE_DECISIONS)}, got {decision!r}"
+        )
+    if decision == "deny":
+        return _block(HookPoint.PRE_TOOL_USE, hook, reason or "", notes)
+    effects = list(notes)
+    if decision in ("ask", "defer"):
+        # The approval gate runs after every other PreToolUse hook and takes any call with
+        # this flag to a person; "allow" never clears it: a hook cannot approve for a person.
+        ctx.metadata["requires_confirmation"] = True
+        effects.append("asked for a person's approval" + (f": {reason}" if reason else ""))
+    elif decision == "allow" and reason:
+        effects.append(f"allowed: {reason}")
+    updated = specific.get("updatedInput")
+    if updated is not None and not isinstance(updated, Mapping):
+        raise HookProtocolError(
+            f"'updatedInput' must be a JSON object, got {type(updated).__name__}"
+        )
+    context = _text(specific, "additionalContext", "hookSpecificOutput.")
+    if context:
+        effects.append(f"context: {context}")
+    return HookResult(
+        modified_args=dict(updated) if updated is not None else None, side_effects=effects
+    )
+
+
+def _post_tool_use(answer: Mapping[str, Any], specific: Mapping[str, Any], hook: str,
+                   notes: list[str]) -> HookResult:
+    decision = _text(answer, "decision")
+    if decision is not None and decision != "block":
+        raise HookProtocolError(f"'decision' can only be 'block' at PostToolUse, got {decision!r}")
+    if decision == "block":
+        return _block(HookPoint.POST_TOOL_USE, hook, _text(answer, "reason") or "", notes)
+    effects = list(notes)
+    context = _text(specific, "additionalContext", "hookSpecificOutput.")
+    if context:
+        effects.append(f"context: {context}")
+    # updatedMCPToolOutput is the name Claude Code used before the rewrite covered all tools.
+    output = specific.get("updatedToolOutput", specific.get("updatedMCPToolOutput"))
+    return HookResult(modified_result=output, side_effects=effects)
+
+
+def _block(point: HookPoint, hook: str, reason: str, notes: list[str]) -> HookResult:
+    why = f": {reason}" if reason else "."
+    if point is HookPoint.PRE_TOOL_USE:
+        return HookResult(allow=False, error=f"Blocked by hook '{hook}'{why}", side_effects=notes)
+    # The tool already ran; what is blocked is its output reaching the model.
+    return HookResult(
+        modified_result=f"The tool ran, but hook '{hook}' blocked its output{why}",
+        side_effects=[*notes, f"blocked the output{why}"],
+    )
+
+
+def _specific_output(answer: Mapping[str, Any], point: HookPoint) -> Mapping[str, Any]:
+    specific = answer.get("hookSpecificOutput")
+    if specific is None:
+        return {}
+    if not isinstance(specific, Mapping):
+        raise HookProtocolError(
+            f"'hookSpecificOutput' must be a JSON object, got {type(specific).__name__}"
+        )
+    event = specific.get("hookEventName")
+    if event is not None and event != point.value:
+        raise HookProtocolError(
+            f"hookSpecificOutput.hookEventName is {event!r}, but this is a {point.value} hook"
+        )
+    return specific
+
+
+def _text(data: Mapping[str, Any], key: str, prefix: str = "") -> str | None:
+    value = data.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise HookProtocolError(f"'{prefix}{key}' must be a string, got {type(value).__name__}")
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
