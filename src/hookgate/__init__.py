@@ -5,7 +5,7 @@ The names here are the public contract (SPEC §1–§3).
 
 from hookgate.agent import Agent
 from hookgate.catalog import HookServices, build_registry
-from hookgate.engines import ReActEngine, RunEvent, RunResult, RunState
+from hookgate.engines import DAGEngine, ReActEngine, RunEvent, RunResult, RunState
 from hookgate.hooks import (
     HookBuildError,
     HookContext,
@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "DAGEngine",
     "HookBuildError",
     "HookContext",
     "HookPoint",

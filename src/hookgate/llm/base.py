@@ -16,11 +16,16 @@ class ModelError(Exception):
 
 @dataclass(slots=True)
 class ModelTurn:
-    """One model turn: tool calls to make, or a final answer."""
+    """One model turn: tool calls to make, or a final answer.
+
+    ``plan`` is set when a scripted model plays a plan turn for the DAG engine; other
+    models write their plan as JSON in the answer text (see `hookgate.engines.plan`).
+    """
 
     tool_calls: list[ToolCall] = field(default_factory=list)
     answer: str | None = None
     content: str | None = None
+    plan: dict[str, Any] | None = None
 
 
 class ChatModel(Protocol):

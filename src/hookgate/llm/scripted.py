@@ -2,11 +2,14 @@
 
 The turn to play is chosen from the conversation (how many assistant turns it already
 has), not from a counter, so a run resumed in a fresh process continues the script.
+A turn is ``{"tool_calls": [...]}``, ``{"answer": str}``, or for the DAG engine
+``{"plan": {"steps": [...]}}`` (the shape is in `hookgate.engines.plan`).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -21,9 +24,15 @@ def parse_turn(turn: Any, index: int) -> ModelTurn:
     """Check a scripted turn's shape and turn it into a ModelTurn."""
     if not isinstance(turn, dict):
         raise ModelError(f"scripted turn {index} must be a mapping, got {type(turn).__name__}")
-    unknown = set(turn) - {"tool_calls", "answer"}
+    unknown = set(turn) - {"tool_calls", "answer", "plan"}
     if unknown:
         raise ModelError(f"scripted turn {index}: unknown keys {', '.join(sorted(unknown))}")
+    if "plan" in turn:
+        # The DAG engine checks the plan's contents; here only its outer shape.
+        if not isinstance(turn["plan"], dict):
+            raise ModelError(f"scripted turn {index}: 'plan' must be a mapping with 'steps'")
+        return ModelTurn(plan=turn["plan"], content=json.dumps({"plan": turn["plan"]},
+                                                               ensure_ascii=False, default=str))
     if "answer" in turn:
         return ModelTurn(answer=str(turn["answer"]))
     calls = turn.get("tool_calls")

@@ -1,0 +1,105 @@
+"""Dependency graphs shared by the DAG engine and workflows: check one, then run it.
+
+A node starts as soon as everything it depends on has settled; nodes that do not wait on
+each other run concurrently. Whether a node runs or is skipped is the caller's rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal
+
+Readiness = tuple[Literal["run", "wait", "skip"], str]
+
+
+class GraphError(ValueError):
+    """The graph's shape is wrong: a repeated id, an unknown dependency, or a cycle."""
+
+
+def check_graph(order: Sequence[str], deps: Mapping[str, Sequence[str]], what: str) -> None:
+    """Raise GraphError naming the problem; ``what`` is the word for a node ("step", "node")."""
+    seen: set[str] = set()
+    for node in order:
+        if node in seen:
+            raise GraphError(f"{what} id '{node}' is used twice")
+        seen.add(node)
+    for node in order:
+        for dep in deps.get(node, ()):
+            if dep == node:
+                raise GraphError(f"{what} '{node}' depends on itself")
+            if dep not in seen:
+                raise GraphError(f"{what} '{node}' depends on unknown {what} '{dep}' "
+                                 f"(known: {', '.join(order)})")
+    cycle = _find_cycle(order, deps)
+    if cycle:
+        raise GraphError(f"the {what}s form a cycle: {' → '.join(cycle)}")
+
+
+def _find_cycle(order: Sequence[str], deps: Mapping[str, Sequence[str]]) -> list[str]:
+    colour: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        colour[node] = 1
+        path.append(node)
+        for dep in deps.get(node, ()):
+            if colour.get(dep) == 1:
+                return [*path[path.index(dep):], dep]
+            if dep not in colour:
+                found = visit(dep)
+                if found:
+                    return found
+        path.pop()
+        colour[node] = 2
+        return []
+
+    for node in order:
+        if node not in colour:
+            found = visit(node)
+            if found:
+                return found
+    return []
+
+
+async def run_graph(
+    order: Sequence[str],
+    settled: Callable[[str], bool],
+    readiness: Callable[[str], Readiness],
+    run: Callable[[str], Coroutine[Any, Any, None]],
+    skip: Callable[[str, str], Awaitable[None]],
+) -> None:
+    """Run every unsettled node once it is ready, concurrently where the graph allows.
+
+    ``readiness(node)`` says "run", "wait" (something it depends on has not settled) or
+    "skip" with the reason; ``run`` and ``skip`` must leave the node settled. An error in a
+    node cancels the others and propagates.
+    """
+    running: dict[asyncio.Task[None], str] = {}
+    try:
+        while True:
+            changed = True
+            while changed:
+                changed = False
+                active = set(running.values())
+                for node in order:
+                    if node in active or settled(node):
+                        continue
+                    decision, reason = readiness(node)
+                    if decision == "skip":
+                        await skip(node, reason)
+                        changed = True
+                    elif decision == "run":
+                        running[asyncio.create_task(run(node))] = node
+                        active.add(node)
+            if not running:
+                return
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                running.pop(task)
+                task.result()
+    finally:
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
