@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import platform
 import statistics
@@ -28,6 +29,9 @@ from hookgate.catalog.services import HookServices
 from hookgate.storage.database import Database
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.guarded import execute_tool_call
+
+
+ARRIVAL_WAVE = 250
 
 
 def rss_mb() -> float:
@@ -70,13 +74,21 @@ async def measure(n: int, idle_s: float, sample: int) -> dict[str, Any]:
         return CallIdentity(agent_id="buyer", user_id="alice", org_id="acme",
                             run_id=f"run_{i}", emit=emit)
 
+    # Calls arrive in waves (as runs reach the gate over time), not all in one instant.
     t_create = time.perf_counter()
-    tasks = [asyncio.create_task(execute_tool_call(
-        ToolCall(f"c{i}", "oa__purchase_pay", {"call_no": i}), tools=tools,
-        registry=registry, identity=identity(i))) for i in range(n)]
-    while len(pending) < n:
-        await asyncio.sleep(0.05)
+    tasks: list[asyncio.Task[Any]] = []
+    for start in range(0, n, ARRIVAL_WAVE):
+        wave = range(start, min(n, start + ARRIVAL_WAVE))
+        tasks += [asyncio.create_task(execute_tool_call(
+            ToolCall(f"c{i}", "oa__purchase_pay", {"call_no": i}), tools=tools,
+            registry=registry, identity=identity(i))) for i in wave]
+        while len(pending) < wave.stop:
+            failed = [t for t in tasks if t.done()]
+            if failed:
+                raise RuntimeError(f"a call ended before it was pending: {failed[0].result()}")
+            await asyncio.sleep(0.01)
     create_s = time.perf_counter() - t_create
+    gc.collect()
     await asyncio.sleep(0.5)
 
     db.queries = 0

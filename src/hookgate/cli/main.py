@@ -4,7 +4,16 @@ adding one is one import line here.
 
 from __future__ import annotations
 
-from hookgate.cli import check_cmd, hooks_cmd, run_cmd  # noqa: F401  (they register commands)
+from hookgate.cli import (  # noqa: F401  (they register commands)
+    approvals_cmd,
+    check_cmd,
+    db_cmd,
+    demo_cmd,
+    hooks_cmd,
+    run_cmd,
+    serve_cmd,
+    users_cmd,
+)
 from hookgate.cli.app import app
 
 __all__ = ["app"]

@@ -71,6 +71,7 @@ class RunDriver:
         self.tools: dict[str, Tool] = {**agent.toolbox(), **(extra_tools or {})}
         self.registry: HookRegistry | None = None
         self._save_lock = asyncio.Lock()
+        self._pending_saves: set[asyncio.Task[None]] = set()
 
     # -- events and checkpoints ------------------------------------------------------------
 
@@ -79,9 +80,20 @@ class RunDriver:
         self.state.trace.append(event.to_dict())
         if type_ == "confirmation_pending":
             self.state.status = "awaiting_approval"
+            self._checkpoint_soon()
         elif type_ == "confirmation_resolved" and self.state.status == "awaiting_approval":
             self.state.status = "running"
+            self._checkpoint_soon()
         self._sink(event)
+
+    def _checkpoint_soon(self) -> None:
+        # emit() is synchronous; the status change is saved by a task of its own so that
+        # readers of the stored run see "awaiting_approval" while a person is asked.
+        if self.store is None:
+            return
+        task = asyncio.get_running_loop().create_task(self.checkpoint())
+        self._pending_saves.add(task)
+        task.add_done_callback(self._pending_saves.discard)
 
     async def checkpoint(self) -> None:
         if self.store is None:

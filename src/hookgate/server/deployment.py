@@ -57,3 +57,24 @@ class Deployment:
     channels: list[ChannelSpec] = field(default_factory=list)
     public_url: str | None = None
     max_steps: int = 20
+
+
+def deployment_from_config(cfg: Any) -> Deployment:
+    """A Deployment from a loaded configuration (`hookgate.config.HookgateConfig`)."""
+    return Deployment(
+        database_url=cfg.database,
+        orgs=[OrgSpec(o.id, o.name or o.id, o.read_only) for o in cfg.orgs],
+        users=[
+            UserSpec(
+                id=u.id, org=u.org, admin=u.admin, token_sha256=u.token_digest,
+                name=u.name or u.id, feishu_open_id=u.chat.feishu_open_id,
+                slack_user_id=u.chat.slack_user_id, wecom_userid=u.chat.wecom_userid,
+            )
+            for u in cfg.users
+        ],
+        agents=cfg.build_agents(),
+        model_for=cfg.model_for,
+        channels=[ChannelSpec(c.id, c.type, c.org, dict(c.config), c.enabled)
+                  for c in cfg.channels],
+        public_url=cfg.server.public_url,
+    )

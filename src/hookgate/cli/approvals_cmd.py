@@ -1,0 +1,82 @@
+"""``hookgate approvals list | approve ID | reject ID``: decide requests on a running server."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.table import Table
+
+from hookgate.cli.app import app, console, fail
+
+approvals_app = typer.Typer(help="Confirmation requests on a running server.",
+                            no_args_is_help=True)
+app.add_typer(approvals_app, name="approvals")
+
+UrlOption = Annotated[str, typer.Option(envvar="HOOKGATE_URL",
+                                        help="The server's base URL.")]
+TokenOption = Annotated[str | None, typer.Option(envvar="HOOKGATE_TOKEN",
+                                                 help="Your API token.", show_default=False)]
+ReasonOption = Annotated[str | None, typer.Option(help="Why (recorded with the decision).")]
+
+
+def _call(method: str, url: str, path: str, token: str | None,
+          body: dict[str, Any] | None = None) -> Any:
+    if not token:
+        fail("give --token or set HOOKGATE_TOKEN", 2)
+    try:
+        r = httpx.request(method, url.rstrip("/") + path, json=body, timeout=30,
+                          headers={"Authorization": f"Bearer {token}"})
+    except httpx.HTTPError as exc:
+        fail(f"cannot reach the server at {url}: {exc}")
+    if r.status_code >= 400:
+        try:
+            message = r.json().get("error") or r.text
+        except (json.JSONDecodeError, AttributeError):
+            message = r.text
+        fail(f"{r.status_code}: {message}")
+    return r.json()
+
+
+@approvals_app.command("list")
+def list_(
+    url: UrlOption = "http://127.0.0.1:8000",
+    token: TokenOption = None,
+    status: Annotated[str, typer.Option(help="pending, approved, rejected, expired, "
+                                             "cancelled, or all")] = "pending",
+) -> None:
+    """List confirmation requests of your org."""
+    path = "/api/confirmations" + ("" if status == "all" else f"?status={status}")
+    items = _call("GET", url, path, token)
+    table = Table("id", "status", "tool", "arguments", "agent", "requested by", "left")
+    for it in items:
+        table.add_row(it["id"], it["status"], it["payload"]["tool_name"],
+                      json.dumps(it["payload"]["args"], ensure_ascii=False),
+                      it.get("agent_name") or it["agent_id"], it.get("requested_by") or "",
+                      f"{it['seconds_left']:.0f}s" if it["status"] == "pending" else "")
+    console.print(table if items else f"no {status} requests")
+
+
+def _decide(decision: str, request_id: str, url: str, token: str | None,
+            reason: str | None) -> None:
+    body: dict[str, Any] = {"decision": decision}
+    if reason:
+        body["reason"] = reason
+    out = _call("POST", url, f"/api/confirmations/{request_id}/respond", token, body)
+    console.print(f"{request_id}: {out['status']} by {out['decision']['responded_by']}")
+
+
+@approvals_app.command()
+def approve(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
+            token: TokenOption = None, reason: ReasonOption = None) -> None:
+    """Approve a pending request: the waiting call runs with exactly its arguments."""
+    _decide("approve", request_id, url, token, reason)
+
+
+@approvals_app.command()
+def reject(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
+           token: TokenOption = None, reason: ReasonOption = None) -> None:
+    """Reject a pending request: the call does not run and the agent is told."""
+    _decide("reject", request_id, url, token, reason)

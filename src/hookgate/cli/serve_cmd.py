@@ -1,0 +1,32 @@
+"""``hookgate serve``: the HTTP API, the web inbox and channel callbacks for a configuration."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from hookgate.cli.app import app, console
+from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+
+HostOption = Annotated[str, typer.Option(help="Interface to listen on.")]
+PortOption = Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)]
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    example: ExampleOption = None,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the API and the web inbox; runs waiting for approval resume on start."""
+    from hookgate.server.deployment import deployment_from_config
+    from hookgate.server.serving import build_server
+
+    cfg = load_from_options(config, example, code=2)
+    server, _ = build_server(deployment_from_config(cfg), host, port, log_level=log_level)
+    console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/ "
+                  f"(database: {cfg.database.split('://')[0]})")
+    server.run()

@@ -1,0 +1,1 @@
+"""`hookgate demo`: the approval gate end to end on embedded defaults."""
