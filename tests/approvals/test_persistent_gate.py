@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import textwrap
 from typing import Any
@@ -292,8 +291,9 @@ async def test_decision_written_by_another_process_wakes_the_waiting_call(
             await db.dispose()
         asyncio.run(main())
     """)
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=60,
-                   env={**os.environ})
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script,
+                                                env={**os.environ})
+    assert await asyncio.wait_for(proc.wait(), 60) == 0
     result = await asyncio.wait_for(task, 10)
     assert result.status == "completed"
     assert len(bank.payments) == 1
