@@ -22,7 +22,27 @@ class ChannelConfigError(ChannelError):
 
 
 class DeliveryError(ChannelError):
-    """The platform did not take the card or update after the retries."""
+    """The platform did not take the card or update after the retries.
+
+    The optional fields say where it failed: ``platform`` (``feishu``...), ``endpoint``
+    (method and path, never the query, which may hold a token), the last HTTP ``status``
+    (None after a transport error) and the start of the last response ``body``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        platform: str | None = None,
+        endpoint: str | None = None,
+        status: int | None = None,
+        body: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.platform = platform
+        self.endpoint = endpoint
+        self.status = status
+        self.body = body
 
 
 class CallbackRejected(ChannelError):
@@ -109,6 +129,16 @@ class CallbackReply:
     status_code: int = 200
     body: bytes = b""
     content_type: str = "application/json"
+
+    @classmethod
+    def handshake(cls, action: CallbackAction) -> CallbackReply:
+        """The answer to a URL-verification handshake: the reply the channel prepared."""
+        return cls(body=action.handshake_reply or b"", content_type=action.handshake_content_type)
+
+    @classmethod
+    def empty(cls) -> CallbackReply:
+        """A bare 200 acknowledgement (Slack's ack; WeCom's "no passive reply")."""
+        return cls(body=b"", content_type="text/plain")
 
 
 class Channel(ABC):

@@ -1,0 +1,180 @@
+"""Sending to a chat platform's API with bounded retries.
+
+Rate limits (429, or a platform's own "slow down" answer), 5xx and transport errors are
+retried with exponential backoff, waiting as long as the platform asks (``Retry-After``,
+Feishu's ``x-ogw-ratelimit-reset``); attempts and total time are bounded, and giving up
+raises DeliveryError naming the platform, the endpoint and the last answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from hookgate.channels.base import ChannelConfigError, DeliveryError
+
+#: Headers that say how many seconds to wait before retrying, in order of preference.
+RETRY_AFTER_HEADERS = ("retry-after", "x-ogw-ratelimit-reset")
+
+Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], float]
+#: Whether a non-5xx, non-429 answer still means "rate limited, retry later".
+RateLimitedBody = Callable[[httpx.Response], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    total_timeout: float = 60.0
+    request_timeout: float = 10.0
+
+    @classmethod
+    def from_config(cls, platform: str, value: Any) -> RetryPolicy:
+        """Read the optional ``retry`` mapping of a channel's config."""
+        if value is None:
+            return cls()
+        if not isinstance(value, Mapping):
+            raise ChannelConfigError(f"{platform} channel: 'retry' must be a mapping")
+        unknown = set(value) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ChannelConfigError(
+                f"{platform} channel: unknown retry setting(s) {sorted(unknown)}"
+            )
+        for name, raw in value.items():
+            if isinstance(raw, bool) or not isinstance(raw, int | float) or raw <= 0:
+                raise ChannelConfigError(
+                    f"{platform} channel: retry.{name} must be a positive number, got {raw!r}"
+                )
+        settings: dict[str, Any] = dict(value)
+        if "max_attempts" in settings:
+            settings["max_attempts"] = int(settings["max_attempts"])
+        return cls(**settings)
+
+    def backoff(self, attempt: int) -> float:
+        """The wait after failed attempt number ``attempt`` (1-based) when none was asked."""
+        return float(min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
+
+
+def requested_delay(response: httpx.Response) -> float | None:
+    """The seconds the platform asked us to wait, if it said."""
+    for name in RETRY_AFTER_HEADERS:
+        raw = response.headers.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw.strip())
+        except ValueError:
+            continue  # an HTTP date or garbage: fall back to our own backoff
+        return max(0.0, seconds)
+    return None
+
+
+class PlatformSender:
+    """An HTTP client for one platform that retries what is worth retrying."""
+
+    def __init__(
+        self,
+        platform: str,
+        base_url: str,
+        *,
+        policy: RetryPolicy | None = None,
+        rate_limited_body: RateLimitedBody | None = None,
+        sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.monotonic,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.platform = platform
+        self.policy = policy or RetryPolicy()
+        self._rate_limited_body = rate_limited_body
+        self._sleep = sleep
+        self._clock = clock
+        self._client = httpx.AsyncClient(
+            base_url=base_url, timeout=self.policy.request_timeout, transport=transport
+        )
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """The first answer that is not worth retrying (which may still be a 4xx)."""
+        endpoint = f"{method} {path}"
+        policy = self.policy
+        deadline = self._clock() + policy.total_timeout
+        status: int | None = None
+        body = ""
+        for attempt in range(1, policy.max_attempts + 1):
+            wait: float | None = None
+            try:
+                response = await self._client.request(
+                    method, path, params=params, json=json, headers=headers
+                )
+            except httpx.TransportError as exc:
+                status, body = None, f"{type(exc).__name__}: {exc}"
+            else:
+                if not self._worth_retrying(response):
+                    return response
+                status, body = response.status_code, response.text[:500]
+                wait = requested_delay(response)
+            if attempt == policy.max_attempts:
+                break
+            delay = policy.backoff(attempt) if wait is None else wait
+            if self._clock() + delay > deadline:
+                raise self._gave_up(
+                    endpoint, status, body,
+                    f"the next retry (in {delay:g} s) would pass the "
+                    f"{policy.total_timeout:g} s limit",
+                )
+            await self._sleep(delay)
+        raise self._gave_up(endpoint, status, body, f"{policy.max_attempts} attempts failed")
+
+    def _worth_retrying(self, response: httpx.Response) -> bool:
+        if response.status_code == 429 or response.status_code >= 500:
+            return True
+        return self._rate_limited_body is not None and self._rate_limited_body(response)
+
+    def _gave_up(
+        self, endpoint: str, status: int | None, body: str, why: str
+    ) -> DeliveryError:
+        last = f"HTTP {status}" if status is not None else "no answer"
+        return DeliveryError(
+            f"{self.platform}: {endpoint} failed, giving up: {why}; last: {last} {body}".rstrip(),
+            platform=self.platform,
+            endpoint=endpoint,
+            status=status,
+            body=body,
+        )
+
+    def refused(self, method: str, path: str, response: httpx.Response, why: str) -> DeliveryError:
+        """A DeliveryError for an answer that came back but is not a success."""
+        body = response.text[:500]
+        return DeliveryError(
+            f"{self.platform}: {method} {path} was refused: {why} (HTTP {response.status_code})",
+            platform=self.platform,
+            endpoint=f"{method} {path}",
+            status=response.status_code,
+            body=body,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def json_body(response: httpx.Response) -> dict[str, Any]:
+    """The response's JSON object, or an empty dict when it is not one."""
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,1 @@
+"""Feishu / Lark: approval cards in a group chat, clicks via the card callback (schema 2.0)."""

@@ -1,0 +1,98 @@
+"""How a tool call's arguments appear on an approval card: secrets masked, long values cut.
+
+A card is seen by everyone in the chat, so any key that looks like a secret is masked at
+any depth, and the text is bounded; whatever is cut says so and points to the inbox, where
+the approver can read the exact arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MASK = "••••"
+
+#: Substrings of a key (any case) whose value never appears on a card.
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
+    "password",
+    "secret",
+    "token",
+    "key",
+    "authorization",
+    "cookie",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ArgsLimits:
+    """How much of the arguments a card may show.
+
+    ``value_chars``: the longest single value shown whole; ``budget``: the whole rendering.
+    """
+
+    value_chars: int = 300
+    budget: int = 3000
+    indent: int | None = 2
+
+
+def secret_patterns(extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """The default patterns plus ``extra`` (lower-cased); extra patterns never replace them."""
+    patterns = list(DEFAULT_SECRET_PATTERNS)
+    for pattern in extra:
+        lowered = pattern.lower()
+        if lowered and lowered not in patterns:
+            patterns.append(lowered)
+    return tuple(patterns)
+
+
+def is_secret_key(key: object, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> bool:
+    lowered = str(key).lower()
+    return any(pattern.lower() in lowered for pattern in patterns)
+
+
+def mask_secrets(value: Any, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> Any:
+    """A copy of ``value`` where every value under a secret-looking key is ``MASK``."""
+    pats = tuple(patterns)
+    if isinstance(value, Mapping):
+        return {
+            k: MASK if is_secret_key(k, pats) else mask_secrets(v, pats)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [mask_secrets(item, pats) for item in value]
+    return value
+
+
+def cut_marker(total_chars: int, inbox_url: str | None) -> str:
+    where = f"see the inbox: {inbox_url}" if inbox_url else "see the inbox"
+    return f"… [cut, {total_chars} chars in all — {where}]"
+
+
+def render_args(
+    args: Mapping[str, Any],
+    *,
+    patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS,
+    limits: ArgsLimits = ArgsLimits(),
+    inbox_url: str | None = None,
+) -> str:
+    """The arguments as JSON text for a card: masked, each long value cut, within budget."""
+    shown = _cut_long_values(mask_secrets(args, patterns), limits.value_chars, inbox_url)
+    separators = (",", ": ") if limits.indent is not None else (", ", ": ")
+    text = json.dumps(
+        shown, indent=limits.indent, ensure_ascii=False, default=str, separators=separators
+    )
+    if len(text) <= limits.budget:
+        return text
+    return text[: limits.budget] + "\n" + cut_marker(len(text), inbox_url)
+
+
+def _cut_long_values(value: Any, limit: int, inbox_url: str | None) -> Any:
+    if isinstance(value, dict):
+        return {k: _cut_long_values(v, limit, inbox_url) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut_long_values(item, limit, inbox_url) for item in value]
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + cut_marker(len(value), inbox_url)
+    return value

@@ -1,0 +1,60 @@
+"""The channel types by name: build a configured channel, or check a config before saving it.
+
+Importing this module also registers each type's check with the configuration loader, so
+``hookgate check`` refuses a channel whose secrets are missing before a server starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hookgate.channels.base import Channel, ChannelConfigError
+from hookgate.channels.feishu.channel import FeishuChannel
+from hookgate.channels.slack.channel import SlackChannel
+from hookgate.channels.wecom.channel import WeComChannel
+from hookgate.config.channel_validators import ChannelValidator, register_channel_validator
+
+ChannelClass = type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
+
+CHANNEL_TYPES: dict[str, ChannelClass] = {
+    "feishu": FeishuChannel,  # Lark too: base_url https://open.larksuite.com
+    "slack": SlackChannel,
+    "wecom": WeComChannel,
+}
+
+
+def _channel_class(channel_type: str) -> ChannelClass:
+    try:
+        return CHANNEL_TYPES[channel_type]
+    except KeyError:
+        known = ", ".join(sorted(CHANNEL_TYPES))
+        raise ChannelConfigError(
+            f"unknown channel type {channel_type!r} (known: {known})"
+        ) from None
+
+
+def validate_channel_config(channel_type: str, config: Mapping[str, Any]) -> None:
+    """Raise ChannelConfigError naming the first missing or unusable setting."""
+    _channel_class(channel_type).validate_config(config)
+
+
+def create_channel(
+    channel_id: str, channel_type: str, org_id: str, config: dict[str, Any]
+) -> Channel:
+    """A ready channel (validates its config first; opens no connection yet)."""
+    return _channel_class(channel_type)(channel_id, org_id, config)
+
+
+def _loader_check(channel_type: str) -> ChannelValidator:
+    def check(config: dict[str, Any]) -> None:
+        try:
+            validate_channel_config(channel_type, config)
+        except ChannelConfigError as exc:  # the loader already says which channel it is
+            raise ValueError(str(exc).removeprefix(f"{channel_type} channel: ")) from None
+
+    return check
+
+
+for _type in CHANNEL_TYPES:
+    register_channel_validator(_type, _loader_check(_type))

@@ -1,0 +1,1 @@
+"""Slack: approval messages with Block Kit buttons, clicks via the interactivity URL."""

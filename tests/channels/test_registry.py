@@ -1,0 +1,59 @@
+"""Building channels by type name, and checking a config before it is saved."""
+
+from __future__ import annotations
+
+import pytest
+
+from hookgate.channels.base import ChannelConfigError
+from hookgate.channels.feishu.channel import FeishuChannel
+from hookgate.channels.registry import CHANNEL_TYPES, create_channel, validate_channel_config
+
+FEISHU = {"app_id": "cli_1", "app_secret": "s", "chat_id": "oc_1",
+          "verification_token": "v", "encrypt_key": "e"}
+
+
+async def test_create_channel_builds_the_named_type_with_its_ids() -> None:
+    channel = create_channel("ch-9", "feishu", "org-3", dict(FEISHU))
+    try:
+        assert isinstance(channel, FeishuChannel)
+        assert (channel.id, channel.org_id, channel.type) == ("ch-9", "org-3", "feishu")
+    finally:
+        await channel.aclose()
+
+
+def test_every_type_names_its_first_missing_setting() -> None:
+    for channel_type in CHANNEL_TYPES:
+        with pytest.raises(ChannelConfigError, match=f"^{channel_type} channel: config is "
+                                                     "missing '"):
+            validate_channel_config(channel_type, {})
+
+
+def test_an_unknown_type_is_a_config_error_listing_the_known_ones() -> None:
+    with pytest.raises(ChannelConfigError, match=r"unknown channel type 'teams'.*feishu"):
+        validate_channel_config("teams", {})
+    with pytest.raises(ChannelConfigError):
+        create_channel("c", "teams", "o", {})
+
+
+def test_bad_retry_and_mask_settings_are_config_errors() -> None:
+    with pytest.raises(ChannelConfigError, match=r"retry\.max_attempts"):
+        validate_channel_config("feishu", {**FEISHU, "retry": {"max_attempts": 0}})
+    with pytest.raises(ChannelConfigError, match="unknown retry setting"):
+        validate_channel_config("feishu", {**FEISHU, "retry": {"tries": 3}})
+    with pytest.raises(ChannelConfigError, match="mask_patterns"):
+        validate_channel_config("feishu", {**FEISHU, "mask_patterns": "iban"})
+
+
+def test_the_configuration_loader_refuses_a_channel_missing_a_secret() -> None:
+    from hookgate.config import ConfigError, parse_config
+
+    text = """
+orgs: [{id: acme, name: ACME}]
+channels:
+  - id: ops
+    type: slack
+    org: acme
+    config: {bot_token: xoxb-1, channel: C1}
+"""
+    with pytest.raises(ConfigError, match=r"channels\[0\]\.config.*'signing_secret'"):
+        parse_config(text, source="hookgate.yaml")
