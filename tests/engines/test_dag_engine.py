@@ -9,6 +9,11 @@ import json
 from typing import Any
 
 import pytest
+
+from hookgate import DAGEngine, HookServices, RunState, ScriptedLLM, tool
+from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.llm.openai_compat import OpenAICompatibleModel
+from hookgate.storage.database import Database
 from tests.engines.world import (
     ALICE,
     GATED,
@@ -21,11 +26,6 @@ from tests.engines.world import (
     services,
 )
 from tests.fakes.chat_completions import FakeChatCompletions
-
-from hookgate import DAGEngine, HookServices, RunState, ScriptedLLM, tool
-from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.llm.openai_compat import OpenAICompatibleModel
-from hookgate.storage.database import Database
 
 __all__ = ["approvals"]
 

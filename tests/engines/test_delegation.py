@@ -8,6 +8,12 @@ import asyncio
 from typing import Any
 
 import pytest
+
+from hookgate import HookServices, ScriptedLLM
+from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.engines import DelegatingReActEngine, Delegation
+from hookgate.llm.base import ChatModel
+from hookgate.storage.database import Database
 from tests.engines.world import (
     ALICE,
     READ_ONLY,
@@ -18,12 +24,6 @@ from tests.engines.world import (
     pending,
     services,
 )
-
-from hookgate import HookServices, ScriptedLLM
-from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.engines import DelegatingReActEngine, Delegation
-from hookgate.llm.base import ChatModel
-from hookgate.storage.database import Database
 
 __all__ = ["approvals"]
 

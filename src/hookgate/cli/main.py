@@ -9,10 +9,12 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     check_cmd,
     db_cmd,
     demo_cmd,
+    eval_cmd,
     hooks_cmd,
     run_cmd,
     serve_cmd,
     users_cmd,
+    workflow_cmd,
 )
 from hookgate.cli.app import app
 

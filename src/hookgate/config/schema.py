@@ -30,6 +30,7 @@ from hookgate.llm.base import ChatModel, ModelError
 from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
 from hookgate.llm.scripted import ScriptedLLM, parse_turn
 from hookgate.tools.tool import Tool
+from hookgate.workflows.schema import Workflow
 
 DEFAULT_DATABASE = "sqlite+aiosqlite:///hookgate.db"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -204,6 +205,7 @@ class HookgateConfig(_Section):
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     agents: list[AgentSpec] = Field(default_factory=list)
     server: ServerSpec = Field(default_factory=ServerSpec)
+    workflows: list[Workflow] = Field(default_factory=list)
 
     _source: str = PrivateAttr(default="<config>")
     _tool_objects: dict[str, Tool] = PrivateAttr(default_factory=dict)
@@ -242,6 +244,10 @@ class HookgateConfig(_Section):
             known = ", ".join(a.id for a in self.agents) or "none"
             raise ConfigError(self._source, "agents", f"no agent '{agent_id}' (agents: {known})")
         return found
+
+    def workflows_by_id(self) -> dict[str, Workflow]:
+        """The declared workflows (``workflows:``, see `hookgate.workflows`), by id."""
+        return {w.id: w for w in self.workflows}
 
     # -- building ----------------------------------------------------------------------------
 

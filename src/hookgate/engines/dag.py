@@ -17,16 +17,13 @@ from hookgate.agent import Agent
 from hookgate.engines.delegation import DelegatingReActEngine
 from hookgate.engines.driver import Lineage, RunDriver
 from hookgate.engines.events import EventSink
-from hookgate.engines.graph import Readiness, run_graph
+from hookgate.engines.graph import Readiness, run_graph, settle
 from hookgate.engines.plan import Plan, PlanError, PlanStep, parse_plan, planning_prompt, raw_plan
 from hookgate.engines.state import RunState
 from hookgate.llm.base import ChatModel, ModelTurn
-from hookgate.tools.calls import ToolCall, ToolOutcome
+from hookgate.tools.calls import ToolCall
 
 DEFAULT_MAX_PLAN_STEPS = 50
-
-#: How a tool step's outcome settles the step: only "ok" lets its dependents run.
-_STEP_STATUS = {"ok": "ok", "error": "failed", "withheld": "failed"}
 
 
 class DAGEngine(DelegatingReActEngine):
@@ -72,7 +69,7 @@ class DAGEngine(DelegatingReActEngine):
         async def run(step_id: str) -> None:
             step = plan.step(step_id)
             if step.tool is not None:
-                settled = _settle(await d.run_call(ToolCall(f"step_{step.id}", step.tool,
+                settled = settle(await d.run_call(ToolCall(f"step_{step.id}", step.tool,
                                                             step.args)))
             else:
                 async with model_turn:
@@ -128,12 +125,6 @@ class DAGEngine(DelegatingReActEngine):
         reply = turn.answer or turn.content or ""
         d.state.messages.extend([messages[-1], {"role": "assistant", "content": reply}])
         return turn
-
-
-def _settle(outcome: ToolOutcome) -> dict[str, Any]:
-    status = _STEP_STATUS.get(outcome.status, "blocked")
-    return {"status": status, "result": outcome.observation,
-            "reason": None if status == "ok" else outcome.error or outcome.observation}
 
 
 def _summary(plan: Plan, steps: dict[str, dict[str, Any]]) -> str:

@@ -207,7 +207,19 @@ class RunDriver:
                 call = ToolCall(call.id, call.name, args)
         self.emit("tool_call", {"tool_call_id": call.id, "tool_name": call.name,
                                 "args": call.args})
-        outcome = await execute_tool_call(
+        outcome = await self.guarded_call(call, resume_at)
+        self.state.outcomes[call.id] = outcome.to_dict()
+        self.emit("tool_result" if outcome.allowed else "tool_blocked", outcome.to_dict())
+        await self.checkpoint()
+        return outcome
+
+    async def guarded_call(self, call: ToolCall, resume_at: str | None) -> ToolOutcome:
+        """One call through the guarded path with this run's registry and identity.
+
+        Only the eval driver (hookgate.evals) overrides this, to bypass hooks on purpose.
+        """
+        assert self.registry is not None
+        return await execute_tool_call(
             call,
             tools=self.tools,
             registry=self.registry,
@@ -215,10 +227,6 @@ class RunDriver:
             ledger=self.ledger,
             resume_at=resume_at,
         )
-        self.state.outcomes[call.id] = outcome.to_dict()
-        self.emit("tool_result" if outcome.allowed else "tool_blocked", outcome.to_dict())
-        await self.checkpoint()
-        return outcome
 
 
 def assistant_message(calls: list[ToolCall], content: str | None = None) -> dict[str, Any]:

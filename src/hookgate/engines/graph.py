@@ -10,7 +10,12 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
+from hookgate.tools.calls import ToolOutcome
+
 Readiness = tuple[Literal["run", "wait", "skip"], str]
+
+#: How a guarded call settles the node that made it: only "ok" lets its dependents run.
+_SETTLED_AS = {"ok": "ok", "error": "failed", "withheld": "failed"}
 
 
 class GraphError(ValueError):
@@ -103,3 +108,10 @@ async def run_graph(
             task.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)
+
+
+def settle(outcome: ToolOutcome) -> dict[str, Any]:
+    """A node's record after its tool call: status (ok, blocked, failed), result, reason."""
+    status = _SETTLED_AS.get(outcome.status, "blocked")
+    return {"status": status, "result": outcome.observation,
+            "reason": None if status == "ok" else outcome.error or outcome.observation}

@@ -10,6 +10,7 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.llm.base import ChatModel
+from hookgate.workflows.schema import Workflow
 
 
 def token_digest(token: str) -> str:
@@ -57,6 +58,7 @@ class Deployment:
     channels: list[ChannelSpec] = field(default_factory=list)
     public_url: str | None = None
     max_steps: int = 20
+    workflows: dict[str, Workflow] = field(default_factory=dict)
 
 
 def deployment_from_config(cfg: Any) -> Deployment:
@@ -77,4 +79,5 @@ def deployment_from_config(cfg: Any) -> Deployment:
         channels=[ChannelSpec(c.id, c.type, c.org, dict(c.config), c.enabled)
                   for c in cfg.channels],
         public_url=cfg.server.public_url,
+        workflows=cfg.workflows_by_id(),
     )

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import GATE_NAME
 from hookgate.catalog.services import HookServices
-from hookgate.engines.events import RunEvent
+from hookgate.engines.dag import DAGEngine
+from hookgate.engines.delegation import DelegatingReActEngine, Delegation
+from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.react import ReActEngine
 from hookgate.engines.state import RunState
 from hookgate.llm.base import ChatModel
@@ -21,10 +24,15 @@ from hookgate.storage.ledger import DatabaseLedger
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore
 from hookgate.tools.calls import ToolCall
+from hookgate.workflows import Workflow, WorkflowRunner
+from hookgate.workflows.runner import ENGINE_NAME as WORKFLOW_ENGINE
 
 log = logging.getLogger(__name__)
 
-ENGINES = ("react",)
+#: The engines a run may ask for. Each builds every agent's registry itself; none of them
+#: can bypass hooks (that exists only in hookgate.evals, which the server never imports).
+ENGINES: dict[str, type[DelegatingReActEngine]] = {"react": DelegatingReActEngine,
+                                                   "dag": DAGEngine}
 
 
 class UnknownAgent(LookupError):
@@ -33,6 +41,10 @@ class UnknownAgent(LookupError):
 
 class UnknownEngine(ValueError):
     """The requested engine does not exist."""
+
+
+class UnknownWorkflow(LookupError):
+    """No such workflow (or not in the caller's org)."""
 
 
 class RunManager:
@@ -47,6 +59,7 @@ class RunManager:
         model_for: Any,
         *,
         max_steps: int = 20,
+        workflows: Mapping[str, Workflow] | None = None,
     ) -> None:
         self.db = db
         self.approvals = approvals
@@ -54,6 +67,7 @@ class RunManager:
         self.agents = agents
         self.model_for = model_for
         self.max_steps = max_steps
+        self.workflows: dict[str, Workflow] = dict(workflows or {})
         self.store = DatabaseRunStore(db)
         self.ledger = DatabaseLedger(db)
         self.bus = EventBus(RunEventLog(db))
@@ -64,8 +78,14 @@ class RunManager:
         if name not in ENGINES:
             raise UnknownEngine(f"unknown engine '{name}' (available: {', '.join(ENGINES)})")
         llm: ChatModel = self.model_for(agent.id)
-        return ReActEngine(llm, services=self.services, ledger=self.ledger, store=self.store,
-                           resume_resolver=self._resume_point, max_steps=self.max_steps)
+        return ENGINES[name](llm, services=self.services, ledger=self.ledger, store=self.store,
+                             resume_resolver=self._resume_point, max_steps=self.max_steps,
+                             delegation=Delegation(self.agents, self.model_for))
+
+    def workflow_runner(self) -> WorkflowRunner:
+        return WorkflowRunner(self.workflows, self.agents, self.model_for,
+                              services=self.services, ledger=self.ledger, store=self.store,
+                              resume_resolver=self._resume_point)
 
     async def _resume_point(self, state: RunState, call: ToolCall
                             ) -> tuple[str, dict[str, Any]] | None:
@@ -85,17 +105,32 @@ class RunManager:
         state = eng.new_state(agent, message, user_id=user_id, org_id=org_id,
                               conversation_id=conversation_id)
         await self.store.save(state)
-        self._spawn(eng, agent, state)
+        self._spawn(state, lambda sink: eng.execute(agent, state, sink=sink))
         return state
 
-    def _spawn(self, engine: ReActEngine, agent: Agent, state: RunState) -> None:
+    async def start_workflow(self, workflow_id: str, message: str, *, user_id: str,
+                             org_id: str | None,
+                             conversation_id: str | None = None) -> RunState:
+        """Start a declared workflow; its run streams and resumes like any other run."""
+        workflow = self.workflows.get(workflow_id)
+        agent = self.agents.get(workflow.as_agent) if workflow else None
+        if agent is None or agent.org_id != org_id:
+            raise UnknownWorkflow(f"no workflow '{workflow_id}' in org '{org_id}'")
+        runner = self.workflow_runner()
+        state = runner.new_state(workflow_id, message, user_id=user_id, org_id=org_id,
+                                 conversation_id=conversation_id)
+        await self.store.save(state)
+        self._spawn(state, lambda sink: runner.execute(state, sink=sink))
+        return state
+
+    def _spawn(self, state: RunState, execute: Callable[[EventSink], Awaitable[object]]
+               ) -> None:
         history = [RunEvent.from_dict(e) for e in state.trace]
         self.bus.open(state.run_id, history)
 
         async def go() -> None:
             try:
-                await engine.execute(agent, state,
-                                     sink=lambda e: self.bus.publish(state.run_id, e))
+                await execute(lambda e: self.bus.publish(state.run_id, e))
             except asyncio.CancelledError:
                 if not self._stopping:
                     state.status = "cancelled"
@@ -117,8 +152,12 @@ class RunManager:
             if state.run_id in self.tasks:
                 continue
             agent = self.agents.get(state.agent_id)
-            if agent is None:
-                reason = f"agent '{state.agent_id}' no longer exists; the run cannot resume"
+            workflow_id = state.extra.get("workflow", {}).get("id")
+            gone = (f"agent '{state.agent_id}'" if agent is None else
+                    f"workflow '{workflow_id}'" if state.engine == WORKFLOW_ENGINE
+                    and workflow_id not in self.workflows else None)
+            if agent is None or gone is not None:
+                reason = f"{gone} no longer exists; the run cannot resume"
                 await self.approvals.cancel_run(state.run_id, reason)
                 state.status = "failed"
                 state.error = reason
@@ -128,9 +167,17 @@ class RunManager:
             logged = await self.bus.log.after(state.run_id, 0)
             if len(logged) > len(state.trace):
                 state.trace = [e.to_dict() for e in logged]
-            self._spawn(self.engine(agent, state.engine), agent, state)
+            self._spawn(state, self._resumer(agent, state))
             n += 1
         return n
+
+    def _resumer(self, agent: Agent, state: RunState
+                 ) -> Callable[[EventSink], Awaitable[object]]:
+        if state.engine == WORKFLOW_ENGINE:
+            runner = self.workflow_runner()
+            return lambda sink: runner.execute(state, sink=sink)
+        engine = self.engine(agent, state.engine)
+        return lambda sink: engine.execute(agent, state, sink=sink)
 
     async def cancel(self, run_id: str) -> bool:
         task = self.tasks.get(run_id)

@@ -47,7 +47,8 @@ class Runtime:
         if deployment.model_for is None:
             raise ValueError("the deployment declares no models")
         self.runs = RunManager(self.db, self.approvals, self.services, deployment.agents,
-                               deployment.model_for, max_steps=deployment.max_steps)
+                               deployment.model_for, max_steps=deployment.max_steps,
+                               workflows=deployment.workflows)
         self.started = False
 
     def inbox_url(self, request_id: str) -> str | None:

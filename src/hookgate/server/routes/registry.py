@@ -7,7 +7,7 @@ import importlib
 from fastapi import APIRouter
 
 #: Modules under hookgate.server.routes that expose ``router``.
-EXTRA_ROUTE_MODULES: tuple[str, ...] = ()
+EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows",)
 
 
 def routers() -> list[APIRouter]:

@@ -1,0 +1,51 @@
+"""Safe expressions over a workflow's input and node outputs (``simpleeval``, never eval).
+
+A condition node's ``expr`` is one expression. In a tool node's ``args`` and an agent
+node's ``message``, ``${expr}`` is replaced: a value that is exactly ``${expr}`` takes the
+expression's value (a number stays a number), otherwise its text is spliced in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import simpleeval  # type: ignore[import-untyped]
+
+_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_FUNCTIONS = {**simpleeval.DEFAULT_FUNCTIONS, "len": len, "min": min, "max": max,
+              "abs": abs, "round": round}
+
+
+class ExpressionError(ValueError):
+    """An expression could not be evaluated; the message names it and the cause."""
+
+
+def evaluate(expr: str, names: Mapping[str, Any]) -> Any:
+    evaluator = simpleeval.EvalWithCompoundTypes(names=dict(names), functions=_FUNCTIONS)
+    try:
+        return evaluator.eval(expr)
+    except Exception as exc:
+        raise ExpressionError(f"expression {expr!r} failed: {type(exc).__name__}: {exc}"
+                              ) from None
+
+
+def render(value: Any, names: Mapping[str, Any]) -> Any:
+    """``value`` with every ``${expr}`` inside it (strings, lists, mappings) evaluated."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value.strip())
+        if whole:
+            return evaluate(whole.group(1), names)
+        return _PLACEHOLDER.sub(lambda m: _text(evaluate(m.group(1), names)), value)
+    if isinstance(value, list):
+        return [render(v, names) for v in value]
+    if isinstance(value, dict):
+        return {k: render(v, names) for k, v in value.items()}
+    return value
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=str)
