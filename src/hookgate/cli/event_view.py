@@ -122,11 +122,19 @@ class EventView:
             self._line("ERROR", "bold red", f"{name}: {data.get('error')}")
 
     def _confirmation_pending(self, data: dict[str, Any]) -> None:
-        detail = {k: v for k, v in data.items() if k not in ("args",)}
-        self._line("waiting", "magenta", f"for a person's approval: {_brief(detail)}", 2)
+        where = (f"channel '{data['channel_id']}'" if data.get("channel_id")
+                 else "the web inbox")
+        again = " (resumed after a restart)" if data.get("resumed") else ""
+        self._line("waiting", "magenta",
+                   f"request {data.get('request_id')}: {data.get('tool_name')} needs a "
+                   f"person's approval via {where} (approver: {data.get('approver_scope')}, "
+                   f"expires {data.get('expires_at')}){again}", 2)
 
     def _confirmation_resolved(self, data: dict[str, Any]) -> None:
-        self._line("decided", "magenta", _brief(data), 2)
+        who = f" by {data['decided_by']}" if data.get("decided_by") else ""
+        why = f": {data['reason']}" if data.get("reason") else ""
+        self._line("decided", "magenta",
+                   f"request {data.get('request_id')} {data.get('status')}{who}{why}", 2)
 
     def _answer(self, data: dict[str, Any]) -> None:
         self._line("answer", "bold green", str(data.get("answer") or ""))
