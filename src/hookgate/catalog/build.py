@@ -6,6 +6,7 @@ naming the agent and the entry, and the engine refuses to run the agent.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,10 @@ from hookgate.hooks.model import HOOK_BASES
 from hookgate.hooks.registry import HookRegistry
 
 GATE_NAME = "feishu_gate"
+
+# Errors quote the offending value, cut short only when it is long.
+_quote = reprlib.Repr()
+_quote.maxstring = _quote.maxother = 120
 _KNOWN_SECTIONS = frozenset({"class_hooks", "command_hooks", "python_hooks", "http_hooks"})
 
 
@@ -35,7 +40,8 @@ def _fail(agent: Agent, msg: str, entry: object = None) -> HookBuildError:
 
 def _describe(index: int, entry: object) -> str:
     name = entry.get("name") if isinstance(entry, Mapping) else entry
-    return f"hook entry {index} {name!r}" if isinstance(name, str) else f"hook entry {index}"
+    return f"hook entry {index} {name!r}" if isinstance(name, str) else (
+        f"hook entry {index} {_quote.repr(entry)}")
 
 
 def parse_entry(agent: Agent, index: int, entry: object) -> tuple[str, dict[str, Any]]:
@@ -122,7 +128,8 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
     if class_hooks is None:
         class_hooks = []
     if not isinstance(class_hooks, list):
-        raise _fail(agent, f"hooks.class_hooks must be a list, got {type(class_hooks).__name__}")
+        raise _fail(agent, f"hooks.class_hooks must be a list, got {type(class_hooks).__name__} "
+                           f"{_quote.repr(class_hooks)}", class_hooks)
 
     registry = HookRegistry()
     for index, entry in enumerate(class_hooks, start=1):

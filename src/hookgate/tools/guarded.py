@@ -67,8 +67,7 @@ async def execute_tool_call(
     """
     tool = tools.get(call.name) if isinstance(call.name, str) else None
     if tool is None:
-        known = ", ".join(sorted(tools)) or "none"
-        msg = f"Error: unknown tool '{call.name}'. Available tools: {known}."
+        msg = _unknown_tool_message(call.name, tools)
         return ToolOutcome(call.id, str(call.name), call.args, False, "unknown_tool", msg, msg)
 
     try:
@@ -90,6 +89,9 @@ async def execute_tool_call(
         metadata=build_metadata(identity, call, tool, needs),
         emit=identity.emit,
     )
+    # A hook should rewrite through modified_args, but one that edits ctx.tool_args in place
+    # must not slip unvalidated arguments past the check below.
+    seen_args = dict(args)
     pre = await registry.run_pre_tool_use(ctx, start_at=resume_at)
     hooks = pre.trace
     final_args = ctx.tool_args
@@ -100,7 +102,7 @@ async def execute_tool_call(
             side_effects=pre.side_effects, hooks=hooks, blocked_by=pre.blocked_by,
         )
 
-    if pre.modified_args is not None:
+    if pre.modified_args is not None or final_args is not args or final_args != seen_args:
         try:
             final_args = tool.validate(final_args)
         except ToolArgumentsError as exc:
@@ -122,6 +124,21 @@ async def execute_tool_call(
     outcome.side_effects[:0] = pre.side_effects
     outcome.hooks[:0] = hooks
     return outcome
+
+
+def _unknown_tool_message(name: Any, tools: Mapping[str, Tool]) -> str:
+    # Tool names are exact: no case folding or trimming, so a near miss never runs the
+    # real tool, but the model is told precisely what was wrong so it can correct itself.
+    known = ", ".join(sorted(tools)) or "none"
+    msg = f"Error: unknown tool {name!r}. Available tools: {known}."
+    if not isinstance(name, str):
+        return msg
+    if not name.isascii():
+        msg += f" The name has non-ASCII characters: {name!a}."
+    near = [t for t in tools if t.casefold() == name.strip().casefold() and t != name]
+    if near:
+        msg += f" Tool names are exact; did you mean {near[0]!r}?"
+    return msg
 
 
 def _approval_refusal(

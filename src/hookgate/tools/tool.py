@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from hookgate.tools.errors import ToolArgumentsError, ToolDefinitionError
 
@@ -73,7 +73,7 @@ class Tool:
             model = self._args_model.model_validate(args)
         except ValidationError as exc:
             raise ToolArgumentsError(_explain(self.name, exc)) from None
-        return model.model_dump(mode="json")
+        return model.model_dump(mode="json", by_alias=True)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function description of this tool."""
@@ -90,7 +90,7 @@ class Tool:
         # Called only by the guarded path (enforced by tests/test_architecture.py).
         if self._args_model is not None:
             model = self._args_model.model_validate(args)
-            kwargs = {k: getattr(model, k) for k in type(model).model_fields}
+            kwargs = {f.alias or k: getattr(model, k) for k, f in type(model).model_fields.items()}
         else:
             kwargs = dict(args)
         result = self._fn(**kwargs)
@@ -131,13 +131,19 @@ def _model_for(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     except Exception as exc:
         raise ToolDefinitionError(f"tool '{name}': cannot read type hints: {exc}") from exc
     fields: dict[str, Any] = {}
-    for pname, param in inspect.signature(fn).parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolDefinitionError(f"tool '{name}': *args/**kwargs are not supported")
+    for i, (pname, param) in enumerate(inspect.signature(fn).parameters.items()):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise ToolDefinitionError(
+                f"tool '{name}': parameter '{pname}' must be passable by keyword "
+                "(no *args, **kwargs or positional-only parameters)"
+            )
         if pname not in hints:
             raise ToolDefinitionError(f"tool '{name}': parameter '{pname}' needs a type hint")
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (hints[pname], default)
+        # Neutral field names with the parameter name as alias: a parameter may then be
+        # called anything (json, schema, model_config, _draft) without clashing with
+        # pydantic's own attributes or being taken for a private one.
+        fields[f"p{i}"] = (hints[pname], Field(default, alias=pname))
     model: type[BaseModel] = create_model(
         f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
@@ -156,8 +162,14 @@ def _make_tool(
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name:
         raise ToolDefinitionError("cannot infer a tool name; pass name=...")
-    model = _model_for(fn, tool_name)
-    schema = model.model_json_schema()
+    try:
+        model = _model_for(fn, tool_name)
+        schema = model.model_json_schema()
+    except ToolDefinitionError:
+        raise
+    except Exception as exc:  # pydantic cannot model or describe a parameter's type
+        raise ToolDefinitionError(
+            f"tool '{tool_name}': cannot describe its parameters: {exc}") from exc
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)

@@ -1,0 +1,251 @@
+"""Building a session's registry from an agent's declaration (SPEC §1.6, §1.7, §4): catalog
+names, ``{name, params}``, ``module:Class`` and plug-ins build; anything else stops the agent
+with an error that names the entry; the approval gate is always there, after the declared
+hooks (a hook that asks for a priority above the gate's cannot slip a call past a person)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hookgate import (
+    Agent,
+    HookBuildError,
+    HookPoint,
+    HookServices,
+    ReActEngine,
+    ScriptedLLM,
+    build_registry,
+)
+from hookgate.approvals.gate import ApprovalGate
+from hookgate.catalog import catalog
+from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
+from tests.hookfixtures import SpendLimit, VeryLate, agent_with, pay_tool
+
+FIXTURES = "tests.hookfixtures"
+
+
+def pre_hook_names(agent: Agent) -> list[str]:
+    return [h.name for h in build_registry(agent).hooks(HookPoint.PRE_TOOL_USE)]
+
+
+# -- what builds --------------------------------------------------------------------------
+
+
+def test_the_approval_gate_is_in_the_catalog_under_both_names() -> None:
+    entries = catalog()
+
+    assert entries["feishu_gate"].target == "hookgate.approvals.gate:ApprovalGate"
+    assert entries["approval_gate"] is entries["feishu_gate"]
+
+
+@pytest.mark.parametrize("name", ["feishu_gate", "approval_gate"])
+def test_a_catalog_name_builds_its_hook_and_the_gate_is_not_added_twice(name: str) -> None:
+    registry = build_registry(agent_with([], name))
+
+    [gate] = registry.hooks()
+    assert isinstance(gate, ApprovalGate)
+    assert gate.name == "feishu_gate"
+
+
+def test_a_module_class_entry_builds_that_class() -> None:
+    registry = build_registry(agent_with([], f"{FIXTURES}:VeryLate"))
+
+    assert isinstance(registry.get("very_late"), VeryLate)
+
+
+def test_an_entry_with_params_builds_the_class_with_them() -> None:
+    registry = build_registry(agent_with([], {"name": f"{FIXTURES}:SpendLimit",
+                                              "params": {"limit": 1000}}))
+
+    hook = registry.get("spend_limit")
+    assert isinstance(hook, SpendLimit)
+    assert hook.limit == 1000
+
+
+def test_every_build_makes_a_fresh_registry_of_fresh_hooks() -> None:
+    agent = agent_with([], f"{FIXTURES}:VeryLate",
+                       {"name": f"{FIXTURES}:SpendLimit", "params": {"limit": 5}})
+
+    first, second = build_registry(agent), build_registry(agent)
+
+    assert first is not second
+    assert [h.name for h in first.hooks()] == [h.name for h in second.hooks()]
+    assert not {id(h) for h in first.hooks()} & {id(h) for h in second.hooks()}
+
+
+def test_the_gate_is_added_to_an_agent_that_declares_no_hooks() -> None:
+    plain = Agent(id="plain", name="Plain", instructions="", tools=[])
+
+    assert [type(h) for h in build_registry(plain).hooks()] == [ApprovalGate]
+
+
+@pytest.mark.parametrize("entries", [
+    [f"{FIXTURES}:RecordCall", {"name": f"{FIXTURES}:SpendLimit", "params": {"limit": 5}}],
+    ["feishu_gate", f"{FIXTURES}:RecordCall"],
+    [f"{FIXTURES}:RecordCall", "approval_gate", {"name": f"{FIXTURES}:SetArgs",
+                                                 "params": {"values": {}, "priority": 999_999}}],
+])
+def test_the_gate_runs_after_every_declared_hook_wherever_it_is_declared(
+    entries: list[Any],
+) -> None:
+    names = pre_hook_names(agent_with([], *entries))
+
+    assert names[-1] == "feishu_gate"
+    assert names.count("feishu_gate") == 1
+
+
+async def test_a_rewrite_after_the_gate_that_makes_a_call_need_a_person_is_blocked() -> None:
+    # A hook that asks for a priority above the gate's raises the amount past the
+    # confirmation threshold after the gate has passed the call: the call must not run.
+    runs: list[dict[str, Any]] = []
+    pay = pay_tool(runs, requires_confirmation=lambda a: a["amount"] > 50_000)
+    registry = build_registry(agent_with([pay], {"name": f"{FIXTURES}:SetArgs", "params": {
+        "values": {"amount": 90_000}, "priority": 10**13}}))
+    assert [h.name for h in registry.hooks(HookPoint.PRE_TOOL_USE)] == [
+        "feishu_gate", "set_args"]
+
+    outcome = await execute_tool_call(
+        ToolCall("c1", pay.name, {"amount": 10, "vendor": "ACME"}), tools={pay.name: pay},
+        registry=registry,
+        identity=CallIdentity(agent_id="buyer", user_id="alice", org_id="acme", run_id="r1"),
+    )
+
+    assert runs == []
+    assert not outcome.allowed
+    assert outcome.args == {"amount": 90_000, "vendor": "ACME"}
+    assert "requires a person's approval" in outcome.observation
+
+
+# -- what does not build ------------------------------------------------------------------
+
+GOOD = f"{FIXTURES}:VeryLate"
+
+#: (case, class_hooks, text the error must contain besides the agent id)
+BAD_DECLARATIONS: list[tuple[str, Any, str]] = [
+    ("unknown name", [GOOD, "audit_logg"], "hook entry 2 'audit_logg': unknown hook"),
+    ("missing module", [GOOD, "tests.no_such_module:Policy"],
+     "hook entry 2 'tests.no_such_module:Policy': 'tests.no_such_module:Policy' cannot be "
+     "imported"),
+    ("missing attribute", [GOOD, f"{FIXTURES}:SpendLimt"],
+     f"hook entry 2 '{FIXTURES}:SpendLimt': '{FIXTURES}:SpendLimt' cannot be imported: "
+     f"module '{FIXTURES}' has no attribute 'SpendLimt'"),
+    ("class not a hook", [GOOD, f"{FIXTURES}:NotAHook"],
+     f"hook entry 2 '{FIXTURES}:NotAHook': '{FIXTURES}:NotAHook' is not a hook class"),
+    ("constructor rejects params", [GOOD, {"name": f"{FIXTURES}:SpendLimit",
+                                           "params": {"ceiling": 5}}],
+     f"hook entry 2 '{FIXTURES}:SpendLimit': bad params {{'ceiling': 5}}: TypeError"),
+    ("required param missing", [f"{FIXTURES}:SpendLimit"],
+     f"hook entry 1 '{FIXTURES}:SpendLimit': bad params {{}}: TypeError"),
+    ("class_hooks not a list", f"{FIXTURES}:SpendLimit",
+     f"hooks.class_hooks must be a list, got str '{FIXTURES}:SpendLimit'"),
+    ("entry neither string nor mapping", [GOOD, 42],
+     "hook entry 2 42: must be a catalog name, 'module:Class', or {name, params}; got int"),
+    ("entry with unknown keys", [{"name": f"{FIXTURES}:SpendLimit", "parms": {"limit": 1}}],
+     f"hook entry 1 '{FIXTURES}:SpendLimit': unknown keys parms"),
+    ("params not a mapping", [{"name": f"{FIXTURES}:SpendLimit", "params": [1000]}],
+     f"hook entry 1 '{FIXTURES}:SpendLimit': 'params' must be a mapping, got list"),
+]
+
+
+def bad_agent(class_hooks: Any, tools: list[Any] | None = None) -> Agent:
+    return Agent(id="buyer", name="Purchasing agent", instructions="Buy.", tools=tools or [],
+                 model_config_json={"hooks": {"class_hooks": class_hooks}})
+
+
+@pytest.mark.parametrize(("case", "class_hooks", "expected"), BAD_DECLARATIONS,
+                         ids=[c[0] for c in BAD_DECLARATIONS])
+def test_a_bad_entry_fails_the_build_with_an_error_naming_agent_and_entry(
+    case: str, class_hooks: Any, expected: str
+) -> None:
+    with pytest.raises(HookBuildError) as raised:
+        build_registry(bad_agent(class_hooks))
+
+    message = str(raised.value)
+    assert message.startswith("agent 'buyer': ")
+    assert expected in message
+    assert raised.value.agent_id == "buyer"
+
+
+@pytest.mark.parametrize(("case", "class_hooks", "expected"), BAD_DECLARATIONS,
+                         ids=[c[0] for c in BAD_DECLARATIONS])
+async def test_the_engine_refuses_to_run_an_agent_whose_hooks_do_not_build(
+    case: str, class_hooks: Any, expected: str
+) -> None:
+    asked: list[Any] = []
+    runs: list[dict[str, Any]] = []
+
+    def model(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        asked.append(messages)
+        return {"tool_calls": [{"name": "oa__purchase_pay",
+                                "args": {"amount": 1, "vendor": "ACME"}}]}
+
+    result = await ReActEngine(ScriptedLLM(model)).run(
+        bad_agent(class_hooks, [pay_tool(runs)]), "pay", user_id="alice")
+
+    assert result.status == "blocked_build"
+    assert asked == []
+    assert runs == []
+    assert result.answer is None
+    assert expected in (result.error or "")
+    assert [e["type"] for e in result.trace] == ["error", "done"]
+
+
+# -- third-party hooks --------------------------------------------------------------------
+
+
+async def test_a_third_party_package_adds_catalog_names_through_the_entry_point_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    module = f"acme_policies_{uuid.uuid4().hex[:8]}"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent("""
+        from hookgate import HookResult, PreToolUseHook
+
+        class AcmeSpendLimit(PreToolUseHook):
+            name = "acme_spend_limit"
+            priority = 40
+
+            def __init__(self, limit: int) -> None:
+                self.limit = limit
+
+            async def execute(self, ctx):
+                if ctx.tool_args["amount"] > self.limit:
+                    return HookResult(allow=False, error=f"over ACME's limit of {self.limit}")
+                return HookResult()
+    """))
+    dist_info = tmp_path / "acme_policies-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: acme-policies\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(
+        f"[hookgate.hooks]\nacme_spend_limit = {module}:AcmeSpendLimit\n")
+    assert "acme_spend_limit" not in catalog()
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    entry = catalog()["acme_spend_limit"]
+    assert (entry.target, entry.source) == (f"{module}:AcmeSpendLimit", "plugin")
+    assert "acme-policies" in entry.description
+
+    runs: list[dict[str, Any]] = []
+    pay = pay_tool(runs)
+    agent = agent_with([pay], {"name": "acme_spend_limit", "params": {"limit": 100}})
+    llm = ScriptedLLM([
+        {"tool_calls": [{"name": pay.name, "args": {"amount": 500, "vendor": "A"}, "id": "a"},
+                        {"name": pay.name, "args": {"amount": 50, "vendor": "B"}, "id": "b"}]},
+        {"answer": "done"},
+    ])
+
+    result = await ReActEngine(llm, services=HookServices()).run(agent, "pay", user_id="al")
+
+    assert [h.name for h in build_registry(agent).hooks()] == [
+        "acme_spend_limit", "feishu_gate"]
+    assert runs == [{"amount": 50, "vendor": "B"}]
+    blocked = next(e for e in result.tool_events() if e["tool_call_id"] == "a")
+    assert blocked["observation"] == "over ACME's limit of 100"
