@@ -505,3 +505,21 @@ async def test_a_hook_without_a_name_is_registered_under_its_class_name() -> Non
     assert result.blocked_by == "Anonymous"
     assert result.error == "Blocked by hook 'Anonymous'."
 
+
+
+async def test_a_chain_where_nothing_happened_answers_with_a_shared_read_only_result() -> None:
+    import dataclasses
+
+    from hookgate.hooks.trace import UNCHANGED
+
+    registry = HookRegistry()
+    ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name="t", tool_args={"a": 1})
+    first = await registry.run_pre_tool_use(ctx)
+    second = await registry.run_pre_tool_use(ctx)
+    assert first is second is UNCHANGED
+    assert first.allow is True and first.modified_args is None and not first.side_effects
+    with pytest.raises(AttributeError, match="read-only"):
+        first.allow = False
+    copy = dataclasses.replace(first, allow=False)
+    copy.error = "editable"
+    assert copy.error == "editable" and UNCHANGED.allow is True

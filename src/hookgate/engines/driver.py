@@ -168,7 +168,7 @@ class RunDriver:
             "allowed": result.allow,
             "error": result.error,
             "additional_context": result.additional_context,
-            "side_effects": result.side_effects,
+            "side_effects": list(result.side_effects),
             "hooks": result.trace,
         })
         if not result.allow:

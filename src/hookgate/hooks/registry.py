@@ -25,7 +25,7 @@ from hookgate.hooks.model import (
     SessionStartHook,
     _Hook,
 )
-from hookgate.hooks.trace import ChainResult, HookEvent, HookEventKind
+from hookgate.hooks.trace import UNCHANGED, ChainResult, HookEvent, HookEventKind
 
 _DEFAULT_TRIGGER = _Hook.should_trigger
 
@@ -213,7 +213,7 @@ class HookRegistry:
                 rewritten = True
                 trace = _Trace.add(trace, name, _PRE, "rewrote_args", "arguments rewritten")
         if trace is None:
-            return ChainResult()
+            return UNCHANGED
         return trace.result(modified_args=ctx.tool_args if rewritten else None)
 
     async def run_post_tool_use(self, ctx: HookContext) -> ChainResult:
@@ -255,7 +255,7 @@ class HookRegistry:
                 rewritten = True
                 trace = _Trace.add(trace, name, _POST, "rewrote_result", "result rewritten")
         if trace is None:
-            return ChainResult()
+            return UNCHANGED
         if withheld is not None:
             return trace.result(
                 error=withheld, modified_result=withheld, blocked_by=withheld_by,
@@ -297,7 +297,7 @@ class HookRegistry:
                     f"added {len(r.additional_context)} characters of context",
                 )
         if trace is None:
-            return ChainResult()
+            return UNCHANGED
         return trace.result(additional_context="\n\n".join(context) if context else None)
 
 

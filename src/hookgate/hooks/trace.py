@@ -50,3 +50,36 @@ class ChainResult(HookResult):
     @property
     def trace(self) -> list[dict[str, Any]]:
         return [e.to_dict() for e in self.events or ()]
+
+
+class _UnchangedResult(ChainResult):
+    """The answer of a chain in which no hook did anything: allow, change nothing.
+
+    One read-only instance serves every such call (it is the common case on the hot path);
+    assigning to it raises instead of silently changing what later calls see.
+    """
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self is UNCHANGED:
+            raise AttributeError(
+                "this chain result is shared and read-only; copy it with dataclasses.replace()"
+            )
+        object.__setattr__(self, name, value)
+
+
+def _make_unchanged() -> ChainResult:
+    result = object.__new__(_UnchangedResult)
+    defaults: dict[str, Any] = {
+        "allow": True, "error": None, "modified_args": None, "modified_result": None,
+        "side_effects": (), "additional_context": None, "events": None, "blocked_by": None,
+        "withheld": False, "failed_closed": False,
+    }
+    for name, value in defaults.items():
+        object.__setattr__(result, name, value)
+    return result
+
+
+#: Returned by a chain when no hook blocked, rewrote, failed or reported a side effect.
+UNCHANGED: ChainResult = _make_unchanged()

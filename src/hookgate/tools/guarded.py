@@ -7,12 +7,15 @@ hookgate invokes a tool's function; tests/test_architecture.py fails if somethin
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.trace import HookEvent
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.ledger import ExecutionLedger
@@ -20,6 +23,21 @@ from hookgate.tools.tool import Tool, args_digest
 
 #: Set by the approval gate on the hook context when a person approved these exact args.
 APPROVED_DIGEST_KEY = "approved_args_sha256"
+#: ``time.perf_counter()`` when the call entered the hooks, for hooks that time calls.
+CALL_STARTED_KEY = "call_started"
+
+
+class BlockedCallObserver(Protocol):
+    """A hook (of any point) that also hears about calls that never ran.
+
+    A call stopped before its tool runs — blocked by a PreToolUse hook or the approval
+    check, or given invalid arguments by a hook's rewrite — never reaches PostToolUse. A hook
+    that defines ``on_blocked`` is awaited with the context and the outcome once such a call
+    is decided (the audit log records the attempt this way). It cannot change the outcome;
+    a failure is added to the outcome's trace.
+    """
+
+    async def on_blocked(self, ctx: HookContext, outcome: ToolOutcome) -> None: ...
 
 
 def render_observation(result: Any) -> str:
@@ -89,6 +107,7 @@ async def execute_tool_call(
         metadata=build_metadata(identity, call, tool, needs),
         emit=identity.emit,
     )
+    ctx.metadata[CALL_STARTED_KEY] = time.perf_counter()
     # A hook should rewrite through modified_args, but one that edits ctx.tool_args in place
     # must not slip unvalidated arguments past the check below.
     seen_args = dict(args)
@@ -97,32 +116,51 @@ async def execute_tool_call(
     final_args = ctx.tool_args
     if not pre.allow:
         error = pre.error or "Blocked."
-        return ToolOutcome(
+        return await _blocked(registry, ctx, ToolOutcome(
             call.id, tool.name, final_args, False, "blocked", error, error,
-            side_effects=pre.side_effects, hooks=hooks, blocked_by=pre.blocked_by,
-        )
+            side_effects=list(pre.side_effects), hooks=hooks, blocked_by=pre.blocked_by,
+        ))
 
     if pre.modified_args is not None or final_args is not args or final_args != seen_args:
         try:
             final_args = tool.validate(final_args)
         except ToolArgumentsError as exc:
             msg = f"Error: a hook rewrote the arguments into invalid ones: {exc}"
-            return ToolOutcome(
+            return await _blocked(registry, ctx, ToolOutcome(
                 call.id, tool.name, final_args, False, "invalid", msg, msg,
-                side_effects=pre.side_effects, hooks=hooks,
-            )
+                side_effects=list(pre.side_effects), hooks=hooks,
+            ))
 
     refusal = _approval_refusal(ctx.metadata, tool, final_args, identity)
     if refusal is not None:
-        return ToolOutcome(
+        return await _blocked(registry, ctx, ToolOutcome(
             call.id, tool.name, final_args, False, "blocked", refusal, refusal,
-            side_effects=pre.side_effects, hooks=hooks, blocked_by="approval_check",
-        )
+            side_effects=list(pre.side_effects), hooks=hooks, blocked_by="approval_check",
+        ))
 
     ctx.tool_args = final_args
     outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry)
     outcome.side_effects[:0] = pre.side_effects
     outcome.hooks[:0] = hooks
+    return outcome
+
+
+async def _blocked(registry: HookRegistry, ctx: HookContext, outcome: ToolOutcome
+                   ) -> ToolOutcome:
+    """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one."""
+    for hook in registry.hooks():
+        observe = getattr(hook, "on_blocked", None)
+        if observe is None:
+            continue
+        try:
+            async with asyncio.timeout(hook.timeout):
+                await observe(ctx, outcome)
+        except Exception as exc:
+            outcome.hooks.append(HookEvent(
+                hook.name, hook.point, "failed",
+                f"hook '{hook.name}' failed on the blocked call: {type(exc).__name__}: {exc}",
+                hook.fail_mode,
+            ).to_dict())
     return outcome
 
 
