@@ -249,9 +249,9 @@ def test_a_misspelt_key_is_named_with_a_suggestion(tmp_path):
 
 
 def test_an_unknown_top_level_section_is_refused(tmp_path):
-    error = load_error(tmp_path, MINIMAL + "\nworkflows: []\n")
+    error = load_error(tmp_path, MINIMAL + "\nplugins: []\n")
 
-    assert "unknown key 'workflows'" in str(error)
+    assert "unknown key 'plugins'" in str(error)
 
 
 def test_a_value_of_the_wrong_type_names_the_key_and_the_value(tmp_path):

@@ -35,7 +35,7 @@ nodes:
   - {id: has_acme, type: condition, expr: "'ACME' in vendors"}
   - {id: small, type: tool, tool: oa__purchase_pay, args: {amount: 12000, vendor: ACME}}
   - {id: large, type: tool, tool: oa__purchase_pay, args: {amount: 60000, vendor: ACME}}
-  - {id: close, type: agent, agent: writer, message: "Close the month for ${input}"}
+  - {id: close, type: agent, agent: writer, message: "Close the month for {{ input }}"}
 edges:
   - {from: vendors, to: has_acme}
   - {from: has_acme, to: small, when: true}

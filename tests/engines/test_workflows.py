@@ -11,6 +11,7 @@ import pytest
 
 from hookgate import HookServices, ScriptedLLM
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.config import ConfigError, parse_config
 from hookgate.storage.database import Database
 from hookgate.workflows import WorkflowError, WorkflowRunner, parse_workflow
 from tests.engines.world import (
@@ -29,7 +30,8 @@ __all__ = ["approvals"]
 RECORD = {"name": "tests.hookfixtures:RecordCall"}
 
 
-def pay_if_cheap(limit: int = 50_000, amount: str = "${quote.amount}") -> dict[str, Any]:
+def pay_if_cheap(limit: int = 50_000,
+                 amount: str = "{{ quote.amount }}") -> dict[str, Any]:
     return {
         "id": "pay_if_cheap",
         "as_agent": "buyer",
@@ -37,9 +39,9 @@ def pay_if_cheap(limit: int = 50_000, amount: str = "${quote.amount}") -> dict[s
             {"id": "quote", "type": "tool", "tool": "oa__quote", "args": {"vendor": "ACME"}},
             {"id": "cheap", "type": "condition", "expr": f"quote.amount <= {limit}"},
             {"id": "pay", "type": "tool", "tool": "oa__purchase_pay",
-             "args": {"amount": amount, "vendor": "${quote.vendor}"}},
+             "args": {"amount": amount, "vendor": "{{ quote.vendor }}"}},
             {"id": "note", "type": "tool", "tool": "db__write_note",
-             "args": {"text": "paid ${quote.amount} to ${quote['vendor']}"}},
+             "args": {"text": "paid {{ quote.amount }} to {{ quote['vendor'] }}"}},
         ],
         "edges": [{"from": "quote", "to": "cheap"}, {"from": "cheap", "to": "pay", "when": True},
                   {"from": "pay", "to": "note"}],
@@ -110,7 +112,7 @@ async def test_an_agent_node_runs_its_agent_with_that_agents_own_hooks() -> None
     workflow = {"id": "report", "as_agent": "buyer", "nodes": [
         {"id": "quote", "type": "tool", "tool": "oa__quote", "args": {"vendor": "ACME"}},
         {"id": "write", "type": "agent", "agent": "writer",
-         "message": "ACME charges ${quote.amount}"}],
+         "message": "ACME charges {{ quote.amount }}"}],
         "edges": [{"from": "quote", "to": "write"}]}
     wf = runner(bank, workflow, agents={"buyer": make_agent(bank, "buyer"), "writer": writer},
                 models=models, services=HookServices(extra={"journal": journal}))
@@ -180,3 +182,14 @@ def test_a_malformed_workflow_is_refused_with_the_reason(change: dict[str, Any],
         {"id": "b", "type": "tool", "tool": "oa__quote"}], **change}
     with pytest.raises(WorkflowError, match=why):
         parse_workflow(workflow)
+
+
+def test_workflows_are_declared_in_the_configuration_file() -> None:
+    models = {"s": {"type": "scripted", "turns": [{"answer": "x"}]}}
+    cfg = parse_config({"models": models, "workflows": [pay_if_cheap()]})
+    assert list(cfg.workflows_by_id()) == ["pay_if_cheap"]
+
+    broken = pay_if_cheap()
+    broken["edges"].append({"from": "note", "to": "quote"})
+    with pytest.raises(ConfigError, match=r"workflows\[0\].*cycle"):
+        parse_config({"models": models, "workflows": [broken]})

@@ -47,7 +47,7 @@ def run_workflow(
     config: ConfigOption = None,
     example: ExampleOption = None,
     message: Annotated[str, typer.Option("--input", "-i",
-                                         help="The workflow's input (${input}).")] = "",
+                                         help="The workflow's input ({{ input }}).")] = "",
     user: Annotated[str | None, typer.Option(
         "--user", "-u", help="Who starts the run (default: the as_agent's owner).",
         show_default=False)] = None,

@@ -1,8 +1,9 @@
 """Safe expressions over a workflow's input and node outputs (``simpleeval``, never eval).
 
 A condition node's ``expr`` is one expression. In a tool node's ``args`` and an agent
-node's ``message``, ``${expr}`` is replaced: a value that is exactly ``${expr}`` takes the
-expression's value (a number stays a number), otherwise its text is spliced in.
+node's ``message``, ``{{ expr }}`` is replaced: a value that is exactly ``{{ expr }}``
+takes the expression's value (a number stays a number), otherwise its text is spliced in.
+(Not ``${...}``: the configuration file uses that for environment variables.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import simpleeval  # type: ignore[import-untyped]
 
-_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 _FUNCTIONS = {**simpleeval.DEFAULT_FUNCTIONS, "len": len, "min": min, "max": max,
               "abs": abs, "round": round}
 
@@ -33,7 +34,7 @@ def evaluate(expr: str, names: Mapping[str, Any]) -> Any:
 
 
 def render(value: Any, names: Mapping[str, Any]) -> Any:
-    """``value`` with every ``${expr}`` inside it (strings, lists, mappings) evaluated."""
+    """``value`` with every ``{{ expr }}`` inside it (strings, lists, mappings) evaluated."""
     if isinstance(value, str):
         whole = _PLACEHOLDER.fullmatch(value.strip())
         if whole:

@@ -213,8 +213,8 @@ class WorkflowRunner:
         last = workflow.output or next(
             (n.id for n in reversed(workflow.nodes) if nodes[n.id]["status"] == "ok"), None)
         output = nodes[last]["output"] if last is not None else None
-        answer = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
-                                                                   default=str)
+        answer = output if isinstance(output, str) else "" if output is None else json.dumps(
+            output, ensure_ascii=False, default=str)
         await d.finish("completed", answer=answer)
 
     async def _agent_node(self, d: RunDriver, node: AgentNode, message: str,

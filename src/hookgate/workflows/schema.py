@@ -9,8 +9,8 @@ whole of a workflow file::
       - {id: quote, type: tool, tool: oa__quote, args: {vendor: ACME}}
       - {id: cheap, type: condition, expr: "quote.amount <= 50000"}
       - {id: pay, type: tool, tool: oa__purchase_pay,
-         args: {amount: "${quote.amount}", vendor: ACME}}
-      - {id: report, type: agent, agent: writer, message: "Summarise: ${pay}"}
+         args: {amount: "{{ quote.amount }}", vendor: ACME}}
+      - {id: report, type: agent, agent: writer, message: "Summarise: {{ pay }}"}
     edges:
       - {from: quote, to: cheap}
       - {from: cheap, to: pay, when: true}
@@ -56,7 +56,7 @@ class AgentNode(_Strict):
     id: NodeId
     type: Literal["agent"]
     agent: str = Field(min_length=1)
-    message: str = "${input}"
+    message: str = "{{ input }}"
 
 
 class ConditionNode(_Strict):
