@@ -297,3 +297,18 @@ async def test_decision_written_by_another_process_wakes_the_waiting_call(
     result = await asyncio.wait_for(task, 10)
     assert result.status == "completed"
     assert len(bank.payments) == 1
+
+
+async def test_an_unreachable_database_blocks_the_call_with_a_clear_error(
+        tmp_path: Any) -> None:
+    bank = Bank()
+    broken = Database(f"sqlite+aiosqlite:///{tmp_path}/missing-dir/hookgate.db")
+    approvals = PersistentApprovals(broken)
+    engine = ReActEngine(pay_script(), services=HookServices(approvals=approvals))
+    result = await engine.run(make_agent(bank), "buy", user_id="alice")
+    await broken.dispose()
+    assert bank.payments == []
+    blocked = result.tool_events()[0]
+    assert blocked["allowed"] is False
+    assert "feishu_gate" in blocked["observation"]
+    assert "unable to open database file" in blocked["observation"]
