@@ -26,6 +26,8 @@ from hookgate.storage.database import Database  # noqa: E402
 
 BACKENDS = ["sqlite", "postgresql"]
 
+pytest_plugins = ["tests.adversarial_tally"]
+
 
 @pytest.fixture(scope="session")
 def postgres_server_url() -> Iterator[str]:
