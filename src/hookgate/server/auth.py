@@ -1,4 +1,8 @@
-"""Bearer-token authentication: ``Authorization: Bearer <token>`` identifies the user."""
+"""Bearer-token authentication: ``Authorization: Bearer <token>`` identifies the user.
+
+The two Server-Sent Events routes also take the token as ``?access_token=`` (see
+``require_stream_caller``); every other route takes the header only.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +12,55 @@ from fastapi import Depends, HTTPException, Request
 
 from hookgate.server.runtime import Caller, Runtime
 
+STREAM_TOKEN_PARAM = "access_token"
+
 
 def runtime_of(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
     return runtime
 
 
-async def require_caller(request: Request) -> Caller:
+def _bearer_token(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer <token>'",
-                            headers={"WWW-Authenticate": "Bearer"})
-    caller = await runtime_of(request).authenticate(token.strip())
+        return None
+    return token.strip()
+
+
+async def _caller_for(request: Request, token: str | None, missing: str) -> Caller:
+    if token is None:
+        raise HTTPException(401, missing, headers={"WWW-Authenticate": "Bearer"})
+    caller = await runtime_of(request).authenticate(token)
     if caller is None:
         raise HTTPException(401, "the bearer token is not valid",
                             headers={"WWW-Authenticate": "Bearer"})
     return caller
 
 
+async def require_caller(request: Request) -> Caller:
+    return await _caller_for(request, _bearer_token(request),
+                             "missing bearer token: send 'Authorization: Bearer <token>'")
+
+
+async def require_stream_caller(request: Request) -> Caller:
+    """The caller of an SSE route: the header, or else ``?access_token=<token>``.
+
+    A browser's ``EventSource`` cannot send an Authorization header, so the portal has no
+    other way to open a live stream. A URL is the wrong place for a secret (it reaches access
+    logs, proxies and browser history), so the query token is accepted only where there is no
+    alternative: the two streams, which only read. Every other route, and any that decides
+    something, keeps to the header.
+    """
+    token = _bearer_token(request)
+    if token is None:
+        token = (request.query_params.get(STREAM_TOKEN_PARAM) or "").strip() or None
+    return await _caller_for(
+        request, token,
+        f"missing bearer token: send 'Authorization: Bearer <token>' or "
+        f"'?{STREAM_TOKEN_PARAM}=<token>'")
+
+
 CallerDep = Annotated[Caller, Depends(require_caller)]
+StreamCallerDep = Annotated[Caller, Depends(require_stream_caller)]
 RuntimeDep = Annotated[Runtime, Depends(runtime_of)]

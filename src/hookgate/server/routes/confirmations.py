@@ -13,7 +13,7 @@ from sse_starlette.sse import EventSourceResponse
 from hookgate.approvals.eligibility import Approver, refusal
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
-from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
 
@@ -45,7 +45,7 @@ async def list_confirmations(
 
 
 @router.get("/confirmations/events")
-async def confirmation_events(request: Request, caller: CallerDep,
+async def confirmation_events(request: Request, caller: StreamCallerDep,
                               rt: RuntimeDep) -> EventSourceResponse:
     """Live changes of the caller's org's requests (for the inbox page)."""
     queue = rt.inbox.subscribe(caller.org_id)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from sse_starlette.sse import EventSourceResponse
 
 from hookgate.engines.state import RunState
-from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.run_manager import UnknownAgent, UnknownEngine
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import StartRun
@@ -69,7 +69,7 @@ async def get_run(run_id: str, caller: CallerDep,
 
 
 @router.get("/runs/{run_id}/events")
-async def run_events(run_id: str, request: Request, caller: CallerDep,
+async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
                      rt: RuntimeDep) -> EventSourceResponse:
     await _visible_state(run_id, caller, rt)
     raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")

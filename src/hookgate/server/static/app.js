@@ -1,0 +1,809 @@
+/* The hookgate portal: sign in with a token, decide the org's approval requests, start runs
+   and follow them live. Plain DOM and no framework; data from the API reaches the page only
+   through text nodes (textContent), never as markup. */
+"use strict";
+
+(() => {
+  const TOKEN_KEY = "hookgate.token";
+  const main = document.getElementById("main");
+
+  const session = {
+    token: localStorage.getItem(TOKEN_KEY),
+    me: null,
+    pending: new Set(), // ids of the org's pending requests, for the count in the nav
+    inbox: null, // the org's live confirmation stream
+    view: null, // {cleanup?, onConfirmation?, refresh?} of the page on screen
+  };
+
+  // -- talking to the API ---------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  async function api(path, { method = "GET", body, token = session.token } = {}) {
+    const headers = { Authorization: `Bearer ${token}` };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(path, {
+        method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch {
+      throw new ApiError(0, "The server could not be reached; check the connection and try again.");
+    }
+    const text = await response.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null;
+    }
+    if (!response.ok) {
+      const said = data && (data.error || data.detail);
+      const message = typeof said === "string" ? said : `${response.status} ${response.statusText}`;
+      if (response.status === 401 && token === session.token && session.token) {
+        signOut(`You were signed out: ${message}.`);
+      }
+      throw new ApiError(response.status, message);
+    }
+    return data;
+  }
+
+  /** An EventSource for one of the two streaming routes (they take the token in the URL,
+      because EventSource cannot send an Authorization header). */
+  function stream(path) {
+    const sep = path.includes("?") ? "&" : "?";
+    return new EventSource(`${path}${sep}access_token=${encodeURIComponent(session.token)}`);
+  }
+
+  // -- building the page ----------------------------------------------------------------------
+
+  /** An element with properties and children; strings become text nodes. */
+  function h(tag, props = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props)) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "dataset") Object.assign(node.dataset, value);
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  let uid = 0;
+  const nextId = (prefix) => `${prefix}-${++uid}`;
+
+  // Characters that would hide or reorder what a person reads (controls, bidi overrides,
+  // zero-width marks) are shown as escapes: the approver must see exactly what will run.
+  const HIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF]/g;
+  const visible = (text) => String(text).replace(
+    HIDDEN, (c) => `\\u${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`);
+
+  const json = (value) => visible(JSON.stringify(value, null, 2));
+  const shown = (value) => (typeof value === "string" ? visible(value) : json(value));
+  const isRecord = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+
+  function argsView(args) {
+    if (!isRecord(args) || Object.keys(args).length === 0) {
+      return h("pre", { class: "code" }, json(args));
+    }
+    return h("dl", { class: "args" }, Object.entries(args).map(([key, value]) => [
+      h("dt", {}, visible(key)),
+      h("dd", {}, typeof value === "string" || typeof value === "number"
+        ? shown(value) : h("pre", { class: "code" }, json(value))),
+    ]));
+  }
+
+  function when(iso) {
+    const date = new Date(iso);
+    return Number.isNaN(date.getTime()) ? String(iso) : date.toLocaleString();
+  }
+
+  function ago(iso) {
+    const seconds = (Date.now() - new Date(iso).getTime()) / 1000;
+    if (!Number.isFinite(seconds)) return String(iso);
+    if (seconds < 45) return "just now";
+    if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
+    if (seconds < 86400) return `${Math.round(seconds / 3600)} h ago`;
+    return new Date(iso).toLocaleDateString();
+  }
+
+  function duration(totalSeconds) {
+    const s = Math.max(0, Math.floor(totalSeconds));
+    const pad = (n) => String(n).padStart(2, "0");
+    const days = Math.floor(s / 86400);
+    const hours = Math.floor((s % 86400) / 3600);
+    const minutes = Math.floor((s % 3600) / 60);
+    if (days) return `${days}d ${hours}h`;
+    if (hours) return `${hours}h ${pad(minutes)}m`;
+    if (minutes) return `${minutes}m ${pad(s % 60)}s`;
+    return `${s % 60}s`;
+  }
+
+  const STATUS_TEXT = {
+    pending: "Pending", approved: "Approved", rejected: "Rejected", expired: "Expired",
+    cancelled: "Cancelled", running: "Running", awaiting_approval: "Waiting for approval",
+    completed: "Completed", failed: "Failed", blocked_build: "Hooks failed to build",
+    session_blocked: "Blocked at start", max_steps: "Stopped (too many turns)",
+  };
+  const STATUS_TONE = {
+    pending: "wait", awaiting_approval: "wait", running: "info", approved: "good",
+    completed: "good", rejected: "bad", expired: "bad", cancelled: "muted", failed: "bad",
+    blocked_build: "bad", session_blocked: "bad", max_steps: "bad",
+  };
+
+  function badge(status) {
+    return h("span", { class: `badge ${STATUS_TONE[status] || "muted"}` },
+      STATUS_TEXT[status] || String(status).replaceAll("_", " "));
+  }
+
+  /** Time left until ``seconds`` from now; the clock ticks in ``tick`` below. */
+  function countdown(seconds, expiresAt) {
+    return h("time", {
+      class: "countdown", datetime: expiresAt,
+      dataset: { deadline: String(Date.now() + seconds * 1000) },
+    }, duration(seconds));
+  }
+
+  function tick() {
+    for (const node of document.querySelectorAll("[data-deadline]")) {
+      const left = (Number(node.dataset.deadline) - Date.now()) / 1000;
+      node.textContent = left > 0 ? duration(left) : "time is up";
+      node.classList.toggle("soon", left < 300);
+    }
+  }
+
+  function announce(message) {
+    const live = document.getElementById("announcer");
+    live.textContent = "";
+    setTimeout(() => { live.textContent = message; }, 50);
+  }
+
+  /** Put a page on screen: its title, its content, focus on its heading. */
+  function show(title, ...content) {
+    document.title = `${title} · hookgate`;
+    const heading = h("h1", { tabindex: "-1" }, title);
+    main.replaceChildren(heading, ...content);
+    heading.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
+    return heading;
+  }
+
+  function failure(err) {
+    return h("p", { class: "alert", role: "alert" }, err instanceof ApiError ? err.message : String(err));
+  }
+
+  // -- approval requests ----------------------------------------------------------------------
+
+  const cardRequests = new WeakMap(); // card element → the request it shows
+
+  const SCOPE_TEXT = {
+    initiator: "only the person who started the run",
+    agent_owner: "only the agent's owner",
+    org_members: "any member of the organisation",
+  };
+
+  /** One approval request: what will run, who asked, time left, and the decision. */
+  function requestCard(req, { notice = null, showRun = true } = {}) {
+    const headingId = nextId("request");
+    const card = h("article", {
+      class: `card request ${req.status}`, "aria-labelledby": headingId,
+      dataset: { requestId: req.id },
+    });
+    cardRequests.set(card, req);
+    const payload = req.payload || {};
+    card.append(
+      h("header", { class: "card-head" },
+        h("h3", { id: headingId, tabindex: "-1" },
+          h("span", { class: "visually-hidden" }, "Call of "),
+          h("code", { class: "tool" }, visible(payload.tool_name))),
+        badge(req.status)),
+      h("p", { class: "meta" },
+        h("span", {}, visible(req.agent_name || req.agent_id)),
+        h("span", {}, "requested by ", h("strong", {}, visible(req.requested_by))),
+        h("time", { datetime: req.created_at, title: when(req.created_at) }, ago(req.created_at))),
+      argsView(payload.args),
+      h("details", { class: "exact" },
+        h("summary", {}, "Exact arguments"),
+        h("pre", { class: "code" }, json(payload.args)),
+        h("p", { class: "digest" }, "SHA-256 ", h("code", {}, payload.args_sha256 || "—"))),
+    );
+    if (notice) card.append(h("p", { class: "alert", role: "alert" }, notice));
+    if (req.status === "pending") {
+      card.append(h("p", { class: "left" }, "Time left: ", countdown(req.seconds_left, req.expires_at)));
+      card.append(req.can_decide ? decisionForm(req) : h("p", { class: "note" },
+        `You cannot decide this request: ${SCOPE_TEXT[req.approver_scope] || req.approver_scope} may.`));
+    } else {
+      card.append(decisionRecord(req));
+    }
+    const links = [h("a", { href: `#/confirmations/${encodeURIComponent(req.id)}` }, "Permalink")];
+    if (showRun) links.unshift(h("a", { href: `#/runs/${encodeURIComponent(req.run_id)}` }, "Open the run"));
+    card.append(h("p", { class: "links" }, links));
+    return card;
+  }
+
+  function decisionRecord(req) {
+    const d = req.decision || {};
+    const verb = STATUS_TEXT[req.status] || req.status;
+    const parts = [h("strong", {}, verb)];
+    if (d.responded_by) parts.push(" by ", h("strong", {}, visible(d.responded_by)));
+    if (d.channel_identity) parts.push(` (${visible(d.channel_identity)})`);
+    if (d.responded_at) {
+      parts.push(" at ", h("time", { datetime: d.responded_at }, when(d.responded_at)));
+    }
+    const out = h("div", { class: "decision" }, h("p", {}, parts));
+    if (d.reason) out.append(h("blockquote", {}, visible(d.reason)));
+    return out;
+  }
+
+  function decisionForm(req) {
+    const reasonId = nextId("reason");
+    const error = h("p", { class: "alert", role: "alert", hidden: true });
+    const form = h("form", { class: "decide", "aria-label": `Decide on ${req.payload.tool_name}` },
+      h("label", { for: reasonId }, "Reason ", h("span", { class: "optional" }, "(optional)")),
+      h("textarea", { id: reasonId, name: "reason", rows: "2", maxlength: "2000" }),
+      h("div", { class: "actions" },
+        h("button", { type: "submit", name: "decision", value: "approve", class: "button approve" }, "Approve"),
+        h("button", { type: "submit", name: "decision", value: "reject", class: "button reject" }, "Reject")),
+      error);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const decision = event.submitter && event.submitter.value;
+      if (decision !== "approve" && decision !== "reject") return;
+      const reason = form.elements.reason.value.trim();
+      // Disabling the pressed button drops its focus; remember to put focus on the result.
+      const focus = form.contains(document.activeElement);
+      const buttons = form.querySelectorAll("button");
+      buttons.forEach((b) => { b.disabled = true; });
+      error.hidden = true;
+      try {
+        const decided = await api(`/api/confirmations/${encodeURIComponent(req.id)}/respond`, {
+          method: "POST", body: reason ? { decision, reason } : { decision },
+        });
+        updateCards(decided, { focus });
+        announce(`${STATUS_TEXT[decided.status]}: ${decided.payload.tool_name}.`);
+      } catch (err) {
+        if (err.status === 409 || err.status === 404) {
+          // Someone else decided first (or it is gone): show the current record with why.
+          const fresh = await api(`/api/confirmations/${encodeURIComponent(req.id)}`).catch(() => null);
+          if (fresh) {
+            updateCards(fresh, { notice: err.message, force: true, focus });
+            return;
+          }
+        }
+        error.textContent = err.message;
+        error.hidden = false;
+        buttons.forEach((b) => { b.disabled = false; });
+        if (focus && event.submitter) event.submitter.focus();
+      }
+    });
+    return form;
+  }
+
+  /** Redraw every card of ``req`` on the page; a card someone is typing in stays while the
+      request is still pending. */
+  function updateCards(req, { notice = null, force = false, focus = false } = {}) {
+    const selector = `[data-request-id="${CSS.escape(req.id)}"]`;
+    for (const old of document.querySelectorAll(selector)) {
+      const before = cardRequests.get(old);
+      const same = before && before.status === req.status
+        && (before.decision || {}).responded_at === (req.decision || {}).responded_at;
+      if (same && !force) {
+        if (focus) old.querySelector("h3").focus(); // the live stream drew it first
+        continue;
+      }
+      const hadFocus = focus || old.contains(document.activeElement);
+      const fresh = requestCard(req, { notice, showRun: old.dataset.showRun !== "no" });
+      fresh.dataset.showRun = old.dataset.showRun || "";
+      old.replaceWith(fresh);
+      if (hadFocus) fresh.querySelector("h3").focus();
+    }
+    trackPending(req);
+  }
+
+  function trackPending(req) {
+    if (req.status === "pending") session.pending.add(req.id);
+    else session.pending.delete(req.id);
+    const count = document.getElementById("pending-count");
+    count.replaceChildren(String(session.pending.size), h("span", { class: "visually-hidden" }, " waiting"));
+    count.hidden = session.pending.size === 0;
+  }
+
+  async function refreshPending() {
+    const pending = await api("/api/confirmations?status=pending");
+    session.pending.clear();
+    pending.forEach(trackPending);
+    if (!pending.length) trackPending({ id: "", status: "none" });
+    return pending;
+  }
+
+  /** The org's confirmation stream, open while signed in: counts, cards and the inbox. */
+  function openInboxStream() {
+    closeInboxStream();
+    const source = stream("/api/confirmations/events");
+    let dropped = false;
+    source.addEventListener("confirmation", (event) => {
+      const req = JSON.parse(event.data);
+      const known = session.pending.has(req.id);
+      updateCards(req);
+      if (session.view && session.view.onConfirmation) session.view.onConfirmation(req);
+      if (req.status === "pending" && !known) {
+        announce(`New approval request: ${req.payload.tool_name} from ${req.requested_by}.`);
+      }
+    });
+    source.addEventListener("open", () => {
+      if (!dropped) return;
+      dropped = false;
+      banner(null);
+      // Whatever changed while the stream was down: fetch it again.
+      refreshPending().catch(() => {});
+      if (session.view && session.view.refresh) session.view.refresh();
+    });
+    source.addEventListener("error", () => {
+      dropped = true;
+      if (source.readyState === EventSource.CLOSED) {
+        // Refused (e.g. the token was revoked): api() signs out on 401, else try again later.
+        api("/api/me").then(() => {
+          banner("Live updates stopped; reconnecting…");
+          setTimeout(() => { if (session.inbox === source) openInboxStream(); }, 5000);
+        }, () => {});
+      }
+    });
+    session.inbox = source;
+  }
+
+  function closeInboxStream() {
+    if (session.inbox) session.inbox.close();
+    session.inbox = null;
+  }
+
+  function banner(text) {
+    const node = document.getElementById("banner");
+    node.textContent = text || "";
+    node.hidden = !text;
+  }
+
+  // -- pages ----------------------------------------------------------------------------------
+
+  function signInView(message) {
+    document.getElementById("topbar").hidden = true;
+    const error = h("p", { class: "alert", role: "alert", hidden: !message }, message || "");
+    const form = h("form", { class: "panel signin" },
+      h("label", { for: "token" }, "Access token"),
+      h("input", {
+        id: "token", name: "token", type: "password", required: true,
+        autocomplete: "current-password", spellcheck: "false",
+        "aria-describedby": "token-help",
+      }),
+      h("p", { id: "token-help", class: "help" },
+        "The token from your hookgate configuration. It is kept in this browser until you sign out."),
+      h("button", { type: "submit", class: "button primary" }, "Sign in"),
+      error);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const token = form.elements.token.value.trim();
+      if (!token) return;
+      const button = form.querySelector("button");
+      button.disabled = true;
+      try {
+        const me = await api("/api/me", { token });
+        localStorage.setItem(TOKEN_KEY, token);
+        session.token = token;
+        session.me = me;
+        await startSession();
+        route();
+      } catch (err) {
+        error.textContent = err.status === 401 ? "That token is not valid." : err.message;
+        error.hidden = false;
+        button.disabled = false;
+        form.elements.token.focus();
+      }
+    });
+    show("Sign in to hookgate",
+      h("p", { class: "lede" }, "Approve or reject the tool calls your agents want to make, and follow their runs."),
+      form);
+    form.elements.token.focus();
+  }
+
+  async function startSession() {
+    document.getElementById("topbar").hidden = false;
+    const me = session.me;
+    document.getElementById("who").textContent = `${me.name || me.user_id} · ${me.org_id || "no org"}`;
+    openInboxStream();
+    await refreshPending().catch(() => {});
+  }
+
+  function signOut(message) {
+    localStorage.removeItem(TOKEN_KEY);
+    session.token = null;
+    session.me = null;
+    session.pending.clear();
+    closeInboxStream();
+    leaveView();
+    banner(null);
+    signInView(message);
+  }
+
+  async function inboxView() {
+    const waiting = h("div", { class: "cards", id: "waiting" });
+    const decided = h("div", { class: "cards", id: "decided" });
+    const empty = h("p", { class: "empty" }, "Nothing is waiting for a decision. New requests appear here as they come.");
+    const decidedSection = h("section", { "aria-labelledby": "decided-h", hidden: true },
+      h("h2", { id: "decided-h" }, "Recently decided"), decided);
+    const status = h("div");
+    show("Inbox",
+      h("p", { class: "lede" }, "Tool calls waiting for a person's decision in your organisation."),
+      status,
+      h("section", { "aria-labelledby": "waiting-h" }, h("h2", { id: "waiting-h" }, "Waiting for a decision"), empty, waiting),
+      decidedSection);
+
+    const syncEmpty = () => {
+      empty.hidden = waiting.children.length > 0;
+      decidedSection.hidden = decided.children.length === 0;
+    };
+    const place = (req) => {
+      if (document.querySelector(`[data-request-id="${CSS.escape(req.id)}"]`)) return;
+      (req.status === "pending" ? waiting : decided).prepend(requestCard(req));
+      syncEmpty();
+    };
+    const load = async () => {
+      try {
+        const [pending, recent] = await Promise.all([
+          refreshPending(), api("/api/confirmations?limit=20"),
+        ]);
+        status.replaceChildren();
+        waiting.replaceChildren(...pending.map((r) => requestCard(r)));
+        decided.replaceChildren(...recent.filter((r) => r.status !== "pending").map((r) => requestCard(r)));
+        syncEmpty();
+      } catch (err) {
+        status.replaceChildren(failure(err));
+      }
+    };
+    session.view = { onConfirmation: place, refresh: load };
+    await load();
+  }
+
+  async function confirmationView(id) {
+    const holder = h("div", { class: "cards" });
+    show("Approval request", h("p", {}, h("a", { href: "#/inbox" }, "← All requests")), holder);
+    try {
+      const req = await api(`/api/confirmations/${encodeURIComponent(id)}`);
+      holder.replaceChildren(requestCard(req));
+    } catch (err) {
+      holder.replaceChildren(failure(err));
+    }
+  }
+
+  async function runsView() {
+    const agentSelect = h("select", { id: "agent", name: "agent_id", required: true });
+    const error = h("p", { class: "alert", role: "alert", hidden: true });
+    const form = h("form", { class: "panel start", "aria-labelledby": "start-h" },
+      h("h2", { id: "start-h" }, "Start a run"),
+      h("div", { class: "field" }, h("label", { for: "agent" }, "Agent"), agentSelect),
+      h("div", { class: "field" },
+        h("label", { for: "message" }, "Message"),
+        h("textarea", { id: "message", name: "message", rows: "3", required: true, maxlength: "100000",
+          placeholder: "What should the agent do?" })),
+      h("button", { type: "submit", class: "button primary" }, "Start run"),
+      error);
+    const list = h("ul", { class: "runs" });
+    const listStatus = h("div");
+    show("Runs", form,
+      h("section", { "aria-labelledby": "recent-h" }, h("h2", { id: "recent-h" }, "Recent runs"), listStatus, list));
+
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const message = form.elements.message.value.trim();
+      error.hidden = true;
+      if (!message) {
+        error.textContent = "Type a message for the agent.";
+        error.hidden = false;
+        form.elements.message.focus();
+        return;
+      }
+      const button = form.querySelector("button[type=submit]");
+      button.disabled = true;
+      try {
+        const run = await api("/api/runs", { method: "POST", body: { agent_id: agentSelect.value, message } });
+        location.hash = `#/runs/${encodeURIComponent(run.run_id)}`;
+      } catch (err) {
+        error.textContent = err.message;
+        error.hidden = false;
+        button.disabled = false;
+      }
+    });
+
+    const [agents, runs] = await Promise.allSettled([api("/api/agents"), api("/api/runs")]);
+    if (agents.status === "fulfilled") {
+      session.agents = agents.value;
+      agentSelect.replaceChildren(...agents.value.map((a) => h("option", { value: a.id }, visible(a.name || a.id))));
+      if (!agents.value.length) {
+        error.textContent = "No agents are configured for your organisation.";
+        error.hidden = false;
+        form.querySelector("button[type=submit]").disabled = true;
+      }
+    } else {
+      error.textContent = agents.reason.message;
+      error.hidden = false;
+    }
+    if (runs.status === "rejected") {
+      listStatus.replaceChildren(failure(runs.reason));
+      return;
+    }
+    const names = Object.fromEntries((session.agents || []).map((a) => [a.id, a.name]));
+    if (!runs.value.length) listStatus.replaceChildren(h("p", { class: "empty" }, "No runs yet."));
+    list.replaceChildren(...runs.value.map((r) => h("li", {},
+      h("a", { href: `#/runs/${encodeURIComponent(r.run_id)}`, class: "run-link" },
+        h("span", { class: "run-agent" }, visible(names[r.agent_id] || r.agent_id)),
+        badge(r.status),
+        h("span", { class: "run-meta" },
+          `by ${visible(r.user_id)} · `, h("time", { datetime: r.created_at, title: when(r.created_at) }, ago(r.created_at))),
+        r.answer ? h("span", { class: "run-answer" }, visible(r.answer)) : null))));
+  }
+
+  // -- one run, live --------------------------------------------------------------------------
+
+  async function agentName(agentId) {
+    if (!session.agents) session.agents = await api("/api/agents").catch(() => null);
+    const agent = (session.agents || []).find((a) => a.id === agentId);
+    return agent ? agent.name || agent.id : agentId;
+  }
+
+  const FINISHED = new Set(["completed", "failed", "blocked_build", "session_blocked", "max_steps", "cancelled"]);
+
+  const HOOK_KIND_TEXT = {
+    blocked: "blocked the call", rewrote_args: "rewrote the arguments",
+    rewrote_result: "rewrote the result", side_effect: "side effect", failed: "failed",
+    context: "added context",
+  };
+
+  /** What the hooks did (blocks, rewrites, side effects, failures), one line each; side
+      effects reported without a hook event are listed after them. */
+  function hookLines(hooks, sideEffects = []) {
+    const items = (hooks || []).map((x) => h("li", {},
+      h("code", {}, visible(x.hook)), ` ${HOOK_KIND_TEXT[x.kind] || visible(x.kind)}`,
+      x.kind === "failed" ? ` (fail_mode=${visible(x.fail_mode || "closed")})` : null,
+      x.detail ? [": ", visible(x.detail)] : null));
+    if (!(hooks || []).some((x) => x.kind === "side_effect")) {
+      items.push(...(sideEffects || []).map((effect) => h("li", {}, shown(effect))));
+    }
+    return items.length ? h("ul", { class: "hooks", "aria-label": "What the hooks did" }, items) : null;
+  }
+
+  function step(kind, title, ...body) {
+    return h("li", { class: `step ${kind}` },
+      h("div", { class: "step-title" }, title), ...body);
+  }
+
+  /** A run event as a step of the timeline (null for events that add nothing to read). */
+  function eventStep(event, page) {
+    switch (event.type) {
+      case "session_start": {
+        const details = hookLines(event.hooks, event.side_effects);
+        if (event.allowed === false) {
+          return step("bad", "The session was blocked", h("p", {}, visible(event.error || "")), details);
+        }
+        return step(details || event.additional_context ? "info" : "muted", "Session started",
+          event.additional_context ? h("p", {}, "Hooks added context: ", visible(event.additional_context)) : null,
+          details);
+      }
+      case "model_turn": {
+        const n = (event.tool_calls || []).length;
+        return step("muted", `Model turn ${event.step}: ${n} tool call${n === 1 ? "" : "s"}`);
+      }
+      case "tool_call":
+        return step("call", ["Calls ", h("code", {}, visible(event.tool_name))], argsView(event.args));
+      case "confirmation_pending":
+        return page.waitStep(event);
+      case "confirmation_resolved": {
+        page.resolved(event);
+        const title = [`${STATUS_TEXT[event.status] || event.status}`];
+        if (event.decided_by) title.push(" by ", h("strong", {}, visible(event.decided_by)));
+        return step(event.status === "approved" ? "good" : "bad", title,
+          event.reason ? h("blockquote", {}, visible(event.reason)) : null);
+      }
+      case "tool_result":
+      case "tool_blocked":
+        return outcomeStep(event);
+      case "answer":
+        return step("answer", "Answer", h("p", { class: "answer-text" }, visible(event.answer || "")));
+      case "error":
+        return step("bad", "Error", h("p", {}, visible(event.error || "")));
+      case "done":
+        return step(FINISHED.has(event.status) && event.status !== "completed" ? "bad" : "done",
+          ["Run finished: ", badge(event.status)]);
+      default:
+        return step("muted", visible(event.type), h("pre", { class: "code" }, json(event)));
+    }
+  }
+
+  function outcomeStep(event) {
+    const name = h("code", {}, visible(event.tool_name));
+    if (event.status === "blocked" || !event.allowed) {
+      const by = event.blocked_by && event.blocked_by !== "approval_check"
+        ? ["hook ", h("code", {}, visible(event.blocked_by))] : "the approval check";
+      return step("bad", ["Blocked: ", name],
+        h("p", { class: "reason" }, "By ", by, ": ", visible(event.error || event.observation || "")),
+        hookLines((event.hooks || []).filter((x) => !(x.kind === "blocked" && x.hook === event.blocked_by)),
+          event.side_effects));
+    }
+    if (event.status !== "ok") {
+      return step("bad", [`${STATUS_TEXT[event.status] || event.status}: `, name],
+        h("p", {}, visible(event.error || "")), hookLines(event.hooks, event.side_effects));
+    }
+    return step("good", ["Result of ", name],
+      h("pre", { class: "code" }, shown(event.observation)),
+      hookLines(event.hooks, event.side_effects));
+  }
+
+  async function runView(runId) {
+    const statusBadge = h("span", { class: "run-status" });
+    const facts = h("dl", { class: "facts" });
+    const timeline = h("ol", { class: "timeline", "aria-label": "What the run did" });
+    const note = h("div");
+    const heading = show("Run");
+    heading.append(" ", statusBadge);
+    main.append(h("p", {}, h("a", { href: "#/runs" }, "← All runs")), facts, note, timeline);
+
+    const setStatus = (status) => statusBadge.replaceChildren(badge(status));
+    const waits = new Map(); // request id → its waiting step
+
+    const page = {
+      waitStep(event) {
+        if (waits.has(event.request_id)) return null; // the same wait, after a restart
+        const body = h("div", { class: "wait-body" },
+          h("p", {}, h("code", {}, visible(event.tool_name)), " runs only once a person approves it. ",
+            h("a", { href: `#/confirmations/${encodeURIComponent(event.request_id)}` }, "Open the request in the inbox"), "."));
+        const item = step("wait", "Waiting for approval", body);
+        waits.set(event.request_id, item);
+        setStatus("awaiting_approval");
+        announce("The run is waiting for approval.");
+        api(`/api/confirmations/${encodeURIComponent(event.request_id)}`).then((req) => {
+          if (!item.isConnected || item.classList.contains("settled") || req.status !== "pending") return;
+          const card = requestCard(req, { showRun: false });
+          card.dataset.showRun = "no";
+          body.append(card);
+        }, (err) => body.append(failure(err)));
+        return item;
+      },
+      resolved(event) {
+        const item = waits.get(event.request_id);
+        if (!item) return;
+        item.classList.add("settled");
+        item.querySelector(".step-title").textContent = "Asked a person for approval";
+        const hadFocus = item.contains(document.activeElement);
+        for (const card of item.querySelectorAll(".request")) card.remove();
+        if (hadFocus) {
+          item.tabIndex = -1;
+          item.focus();
+        }
+        setStatus("running");
+      },
+    };
+
+    let source = null;
+    let lastSeq = 0;
+    const finish = () => { if (source) source.close(); source = null; };
+    session.view = { cleanup: finish };
+
+    try {
+      const run = await api(`/api/runs/${encodeURIComponent(runId)}`);
+      document.title = `Run ${run.run_id} · hookgate`;
+      facts.append(
+        h("dt", {}, "Agent"), h("dd", {}, visible(await agentName(run.agent_id))),
+        h("dt", {}, "Started by"), h("dd", {}, visible(run.user_id)),
+        h("dt", {}, "Message"), h("dd", { class: "message" }, visible(run.message)),
+        h("dt", {}, "Run id"), h("dd", {}, h("code", {}, run.run_id)));
+      setStatus(run.status);
+    } catch (err) {
+      note.replaceChildren(failure(err));
+      return;
+    }
+    if (session.view?.cleanup !== finish) return; // left the page meanwhile
+
+    source = stream(`/api/runs/${encodeURIComponent(runId)}/events`);
+    const onEvent = (message) => {
+      const event = JSON.parse(message.data);
+      if (event.seq && event.seq <= lastSeq) return; // replayed after a reconnect
+      lastSeq = event.seq || lastSeq;
+      const item = eventStep(event, page);
+      if (item) timeline.append(item);
+      if (event.type === "confirmation_resolved") setStatus("running");
+      if (event.type === "answer") announce("The run has an answer.");
+      if (event.type === "done") {
+        setStatus(event.status);
+        finish();
+      }
+    };
+    const types = ["session_start", "model_turn", "tool_call", "tool_blocked", "confirmation_pending",
+      "confirmation_resolved", "tool_result", "answer", "error", "done", "plan", "step_skipped",
+      "delegate_start", "delegate_end", "message"];
+    types.forEach((t) => source.addEventListener(t, onEvent));
+    source.addEventListener("error", async () => {
+      if (!source) return;
+      // EventSource reconnects by itself (sending Last-Event-ID); stop when the run is over or
+      // the stream was refused, and say why.
+      try {
+        const run = await api(`/api/runs/${encodeURIComponent(runId)}`);
+        if (FINISHED.has(run.status) && source && source.readyState !== EventSource.OPEN) {
+          setStatus(run.status);
+          finish();
+        }
+      } catch (err) {
+        finish();
+        note.replaceChildren(failure(err));
+      }
+    });
+  }
+
+  function notFoundView() {
+    show("Page not found", h("p", {}, "There is nothing at this address. ", h("a", { href: "#/inbox" }, "Go to the inbox"), "."));
+  }
+
+  // -- routing --------------------------------------------------------------------------------
+
+  const ROUTES = [
+    [/^#\/inbox$/, "inbox", () => inboxView()],
+    [/^#\/confirmations\/([^/]+)$/, "inbox", (id) => confirmationView(decodeURIComponent(id))],
+    [/^#\/runs$/, "runs", () => runsView()],
+    [/^#\/runs\/([^/]+)$/, "runs", (id) => runView(decodeURIComponent(id))],
+  ];
+
+  function leaveView() {
+    if (session.view && session.view.cleanup) session.view.cleanup();
+    session.view = null;
+  }
+
+  async function route() {
+    if (!session.token) {
+      signInView();
+      return;
+    }
+    if (!session.me) {
+      try {
+        session.me = await api("/api/me");
+      } catch (err) {
+        if (session.token) {
+          show("hookgate", failure(err), h("p", {}, h("button", { type: "button", class: "button", onclick: route }, "Try again")));
+        }
+        return;
+      }
+      await startSession();
+    }
+    const hash = location.hash || "";
+    if (hash === "" || hash === "#" || hash === "#/") {
+      location.replace("#/inbox");
+      return;
+    }
+    leaveView();
+    for (const [pattern, section, render] of ROUTES) {
+      const match = pattern.exec(hash);
+      if (!match) continue;
+      for (const link of document.querySelectorAll("[data-nav]")) {
+        if (link.dataset.nav === section) link.setAttribute("aria-current", "page");
+        else link.removeAttribute("aria-current");
+      }
+      await render(...match.slice(1));
+      return;
+    }
+    notFoundView();
+  }
+
+  document.getElementById("sign-out").addEventListener("click", () => signOut());
+  document.getElementById("skip-link").addEventListener("click", (event) => {
+    event.preventDefault(); // a plain #main link would change the route
+    main.focus();
+  });
+  window.addEventListener("hashchange", route);
+  setInterval(tick, 1000);
+  route();
+})();

@@ -1,0 +1,286 @@
+"""The portal in a real headless Chromium against a real server: what a person does with it.
+
+Sign in, start a run, watch it wait, approve it in the inbox, see the answer; on a phone-wide
+screen; with the keyboard alone; with live updates and the server's refusals shown.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+from hookgate.server.deployment import Deployment
+from tests.live_server import LiveServer, live_server
+from tests.portal.browser import PHONE, chromium, console_errors, find_binaries, set_viewport
+from tests.portal.steps import WAIT_S, pending_request, run_status, start_run
+from tests.server.demo_world import TOKENS, auth, world
+
+
+class Portal:
+    """The portal page in the browser, in the words a person would use."""
+
+    def __init__(self, driver: Any, server: LiveServer) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.driver = driver
+        self.server = server
+        self.by = By
+
+    def open(self, route: str = "#/inbox") -> None:
+        self.driver.get(f"{self.server.url}/{route}")
+
+    def until(self, what: str, check: Callable[[], Any], timeout: float = WAIT_S) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                value = check()
+            except Exception:  # the element is not there yet, or was just redrawn
+                value = None
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; the page shows:\n"
+                                     f"{self.text()}")
+            time.sleep(0.05)
+
+    def find(self, css: str) -> Any:
+        return self.driver.find_element(self.by.CSS_SELECTOR, css)
+
+    def find_all(self, css: str) -> list[Any]:
+        return list(self.driver.find_elements(self.by.CSS_SELECTOR, css))
+
+    def text(self, css: str = "body") -> str:
+        return str(self.find(css).text)
+
+    def sees(self, css: str, text: str, timeout: float = WAIT_S) -> Any:
+        return self.until(f"'{text}' in {css}", lambda: text in self.text(css) and self.find(css),
+                          timeout)
+
+    def sign_in(self, user: str) -> None:
+        field = self.until("the sign-in form", lambda: self.find("#token"))
+        field.send_keys(TOKENS[user])
+        self.find("form.signin button[type=submit]").click()
+        self.sees("#who", user)
+
+    def overflow(self) -> int:
+        """How many CSS pixels the page is wider than the viewport (0: no sideways scroll)."""
+        return int(self.driver.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth"))
+
+    def focused(self) -> Any:
+        return self.driver.switch_to.active_element
+
+
+@contextmanager
+def portal_for(deployment: Deployment) -> Iterator[tuple[Portal, httpx.Client]]:
+    """A live server, a fresh browser on its portal, and an API client for the same server.
+
+    The browser quits before the server stops: its open live streams would otherwise hold
+    the server's shutdown until they time out.
+    """
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c, \
+            chromium() as driver:
+        yield Portal(driver, srv), c
+
+
+def test_a_payment_is_approved_in_the_portal_and_the_run_reaches_its_answer(
+        database_url: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    deployment, bank = world(database_url)
+    with portal_for(deployment) as (page, c):
+        page.open()
+        page.sign_in("alice")
+
+        page.find("a[data-nav=runs]").click()
+        agent = page.until("the agent list", lambda: Select(page.find("#agent")))
+        page.until("the agents", lambda: agent.options)
+        agent.select_by_visible_text("Purchasing agent")
+        page.find("#message").send_keys("Pay ACME 60000 for the servers")
+        page.find("form.start button[type=submit]").click()
+
+        # The run page shows the call and the wait for a person, live.
+        page.until("the run page", lambda: re.search(r"#/runs/run_\w+$", page.driver.current_url))
+        page.sees(".timeline", "Waiting for approval")
+        page.sees("h1 .badge", "Waiting for approval")
+        assert "Pay ACME 60000 for the servers" in page.text(".facts")
+        assert page.find(".step.wait a[href^='#/confirmations/']")
+        assert bank.payments == []
+
+        page.find("a[data-nav=inbox]").click()
+        card = page.sees("#waiting .request", "oa__purchase_pay")
+        args = dict(zip([e.text for e in card.find_elements(page.by.CSS_SELECTOR, ".args dt")],
+                        [e.text for e in card.find_elements(page.by.CSS_SELECTOR, ".args dd")],
+                        strict=True))
+        assert args == {"amount": "60000", "vendor": "ACME"}
+        assert "Purchasing agent" in card.text and "requested by alice" in card.text
+        assert re.search(r"\d+m \d\ds", page.text("#waiting .countdown"))
+        assert page.text("#pending-count").split() == ["1", "waiting"]
+
+        page.find("#waiting textarea[name=reason]").send_keys("within budget")
+        page.find("#waiting button.approve").click()
+        decided = page.sees("#waiting .request", "Approved by alice")
+        assert "within budget" in decided.text
+        page.until("the count to clear", lambda: not page.find("#pending-count").is_displayed())
+
+        decided.find_element(page.by.LINK_TEXT, "Open the run").click()
+        page.sees(".step.answer", "Paid ACME.")
+        page.sees("h1 .badge", "Completed")
+        timeline = page.text(".timeline")
+        assert "Approved by alice" in timeline and "paid 60000 to ACME" in timeline
+        assert bank.payments == [{"amount": 60000.0, "vendor": "ACME"}]
+        record = c.get("/api/confirmations", headers=auth("alice")).json()[0]
+        assert record["decision"]["reason"] == "within budget"
+        assert console_errors(page.driver) == []
+
+
+def test_pages_fit_a_phone_screen_without_sideways_scrolling(
+        database_url: str) -> None:
+    long_vendor = "ACME-Intergalactic-Procurement-Holdings-" * 4
+    deployment, _ = world(database_url, turns=[
+        {"tool_calls": [{"name": "oa__purchase_pay",
+                         "args": {"amount": 60000, "vendor": long_vendor}}]},
+        {"answer": "Paid " + long_vendor},
+    ])
+    with portal_for(deployment) as (page, c):
+        set_viewport(page.driver, *PHONE)
+        page.open()
+        page.sign_in("alice")
+        assert page.driver.execute_script("return window.innerWidth") == PHONE[0]
+        assert page.overflow() == 0
+
+        run_id = start_run(c, "x" * 300)
+        page.sees("#waiting .request", long_vendor)
+        assert page.overflow() == 0, "the inbox scrolls sideways at 375px"
+
+        page.open(f"#/runs/{run_id}")
+        page.sees(".timeline", "Waiting for approval")
+        assert page.overflow() == 0, "the run page scrolls sideways at 375px"
+        page.find(".step.wait button.approve").click()
+        page.sees(".step.answer", "Paid ")
+        assert page.overflow() == 0
+
+        page.open("#/runs")
+        page.until("the runs list", lambda: page.find_all(".runs li"))
+        assert page.overflow() == 0
+        assert console_errors(page.driver) == []
+
+
+def test_a_request_linked_from_a_chat_card_is_approved_with_the_keyboard_alone(
+        database_url: str) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    deployment, bank = world(database_url)
+    with portal_for(deployment) as (page, c):
+        run_id = start_run(c)
+        request = pending_request(c)
+        # The link a channel card carries: <public_url>/#/confirmations/<id>.
+        page.open(f"#/confirmations/{request['id']}")
+        token = page.until("the sign-in form", lambda: page.find("#token"))
+        assert page.focused() == token
+        token.send_keys(TOKENS["alice"], Keys.ENTER)
+        page.sees(".request", "oa__purchase_pay")
+
+        keys = ActionChains(page.driver)
+        for _ in range(40):
+            if page.focused().get_attribute("class") == "button approve":
+                break
+            keys.send_keys(Keys.TAB).perform()
+        approve = page.focused()
+        assert approve.text == "Approve", "Tab never reached the Approve button"
+        outline = page.driver.execute_script(
+            "return getComputedStyle(document.activeElement).outlineStyle")
+        assert outline != "none", "the focused button shows no focus ring"
+        keys.send_keys(Keys.ENTER).perform()
+
+        page.sees(".request", "Approved by alice")
+        # Focus stays on the request that was just decided, not lost to the page's top.
+        assert page.focused().tag_name == "h3"
+        page.until("the run to finish", lambda: run_status(c, run_id) == "completed")
+        assert bank.payments == [{"amount": 60000.0, "vendor": "ACME"}]
+
+        page.find("#sign-out").click()
+        page.until("the sign-in form", lambda: page.find("#token"))
+        assert page.driver.execute_script("return localStorage.length") == 0
+        assert console_errors(page.driver) == []
+
+
+def test_the_inbox_updates_live_and_shows_arguments_as_plain_text(
+        database_url: str) -> None:
+    markup = '<img src=x onerror="window.pwned=1">'
+    deployment, bank = world(database_url, scope="org_members", turns=[
+        {"tool_calls": [{"name": "oa__purchase_pay",
+                         "args": {"amount": 75000, "vendor": markup}}]},
+        {"answer": "done"},
+    ])
+    with portal_for(deployment) as (page, c):
+        page.open()
+        page.sign_in("bob")
+        page.sees("#waiting + *, main", "Nothing is waiting")
+
+        start_run(c)  # alice starts a run elsewhere: the request appears without a reload
+        card = page.sees("#waiting .request", "75000")
+        assert markup in card.text
+        assert page.find_all("main img") == []
+        assert page.driver.execute_script("return window.pwned") is None
+
+        request = pending_request(c)
+        c.post(f"/api/confirmations/{request['id']}/respond",
+               json={"decision": "reject", "reason": "unknown vendor"}, headers=auth("olivia"))
+        decided = page.sees("#waiting .request", "Rejected by olivia")
+        assert "unknown vendor" in decided.text
+        assert bank.payments == []
+        assert console_errors(page.driver) == []
+
+
+def test_a_request_decided_elsewhere_first_shows_who_decided_it(
+        database_url: str) -> None:
+    deployment, bank = world(database_url, scope="org_members")
+    with portal_for(deployment) as (page, c):
+        start_run(c)
+        request = pending_request(c)
+        # Hold back the live stream so this page still shows the request as pending when
+        # someone else decides it: the click must then be refused and say by whom.
+        page.driver.execute_cdp_cmd("Network.enable", {})
+        page.driver.execute_cdp_cmd("Network.setBlockedURLs",
+                                {"urls": ["*/api/confirmations/events*"]})
+        page.open()
+        page.sign_in("bob")
+        page.sees("#waiting .request", "oa__purchase_pay")
+        assert c.post(f"/api/confirmations/{request['id']}/respond",
+                      json={"decision": "approve"}, headers=auth("alice")).status_code == 200
+
+        page.find("#waiting button.reject").click()
+        alert = page.sees("#waiting .request [role=alert]", "already decided: approved by alice")
+        assert alert.is_displayed()
+        page.sees("#waiting .request", "Approved by alice")
+        page.until("the run to finish", lambda: len(bank.payments) == 1)
+
+
+def test_a_bad_token_is_refused_with_a_message(database_url: str) -> None:
+    deployment, _ = world(database_url)
+    with portal_for(deployment) as (page, _):
+        page.open()
+        page.until("the sign-in form", lambda: page.find("#token")).send_keys("not-a-token")
+        page.find("form.signin button[type=submit]").click()
+        page.sees("form.signin [role=alert]", "That token is not valid.")
+        assert page.driver.execute_script("return localStorage.length") == 0
+        assert page.find("#topbar").is_displayed() is False
+
+
+def test_without_a_browser_the_tests_skip_outside_ci_and_fail_in_ci(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="chromium and chromedriver not found"):
+        find_binaries()
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="'chromium' and 'chromium-driver'"):
+        find_binaries()
