@@ -52,7 +52,7 @@ def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
     app = create_app(runtime, **kwargs)
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on")
+                            lifespan="on", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     holder: dict[str, asyncio.AbstractEventLoop] = {}
 
