@@ -44,6 +44,26 @@ BUILTIN: tuple[CatalogEntry, ...] = (
         "too) with a marker stating the original size, so one huge result cannot flood the "
         "model's context.",
     ),
+    CatalogEntry(
+        "audit_log",
+        "hookgate.catalog.builtin.audit_log:AuditLog",
+        "A tamper-evident row per tool call, blocked attempts included: who, the arguments "
+        "(secrets masked), outcome, result size and digest, latency; hash-chained per org "
+        "(`hookgate audit verify`). A row that cannot be written withholds the result.",
+    ),
+    CatalogEntry(
+        "readonly_guard",
+        "hookgate.catalog.builtin.readonly_guard:ReadonlyGuard",
+        "Blocks tools that write while the org is read-only (a database flag set with "
+        "PUT /api/orgs/{id}/read_only or `hookgate orgs read-only`), from the next call on.",
+    ),
+    CatalogEntry(
+        "connector_rate_limit",
+        "hookgate.catalog.builtin.rate_limit:ConnectorRateLimit",
+        "At most N calls per window per connector, per user or per org (params: limits "
+        "{oa: '10/minute'}, per, redis_url); counters shared by every process; the refusal "
+        "says when to retry.",
+    ),
 )
 
 

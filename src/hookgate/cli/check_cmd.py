@@ -15,6 +15,7 @@ from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_op
 from hookgate.config import AgentSpec, ConfigError, HookgateConfig
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.registry import HookRegistry
+from hookgate.storage.database import Database, DatabaseError
 
 
 def _chain_table(registry: HookRegistry) -> Table:
@@ -57,6 +58,11 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
     """
     cfg = load_from_options(config, example, code=1)
     console.print(f"config {cfg.source}", highlight=False, soft_wrap=True)
+    # The database is named, not opened: hooks that keep records build against it.
+    try:
+        services = HookServices(database=Database(cfg.database))
+    except DatabaseError as exc:
+        fail(f"{cfg.source}: database: {exc}")
     for index, spec in enumerate(cfg.agents):
         at = f"{cfg.source}: agents[{index}] ('{spec.id}')"
         try:
@@ -64,7 +70,7 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
         except ConfigError as exc:
             fail(f"{at}: model '{spec.model}': {exc.problem}")
         try:
-            registry = build_registry(cfg.build_agent(spec.id), HookServices())
+            registry = build_registry(cfg.build_agent(spec.id), services)
         except HookBuildError as exc:
             fail(f"{at}: {exc}")
         console.print()

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from hookgate.cli import (  # noqa: F401  (they register commands)
     approvals_cmd,
+    audit_cmd,
     check_cmd,
     db_cmd,
     demo_cmd,
     eval_cmd,
     hooks_cmd,
+    orgs_cmd,
     run_cmd,
     serve_cmd,
     users_cmd,

@@ -9,11 +9,14 @@ import typer
 
 import hookgate.engines
 from hookgate.agent import Agent
+from hookgate.catalog.services import HookServices
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
 from hookgate.cli.event_view import EventView
 from hookgate.config import ConfigError, HookgateConfig
 from hookgate.llm.base import ChatModel
+from hookgate.storage.database import Database
+from hookgate.storage.orgs import add_missing_orgs
 
 #: Config, agent, user or engine problems exit with this; a run that does not complete, 1.
 USAGE_ERROR = 2
@@ -41,16 +44,22 @@ def _initiator(cfg: HookgateConfig, agent: Agent, user: str | None) -> str | Non
 
 
 async def _stream(engine_cls: Any, model: ChatModel, agent: Agent, message: str,
-                  user_id: str | None) -> str | None:
+                  user_id: str | None, cfg: HookgateConfig) -> str | None:
     view = EventView(console)
-    engine = engine_cls(llm=model)
+    # The configuration's database backs the hooks that keep records (audit log, read-only
+    # flags, rate-limit counters), as on the server.
+    db = Database(cfg.database)
     try:
+        await db.upgrade()
+        await add_missing_orgs(db, [(o.id, o.name or o.id, o.read_only) for o in cfg.orgs])
+        engine = engine_cls(llm=model, services=HookServices(database=db))
         async for event in engine.stream(agent, message, user_id=user_id, org_id=agent.org_id):
             view.show(event)
     finally:
         close = getattr(model, "aclose", None)  # connections of an OpenAI-compatible model
         if close is not None:
             await close()
+        await db.dispose()
     return view.status
 
 
@@ -74,7 +83,8 @@ def run_command(
 
     Exit code 0 when the run completed, 1 when it did not (failed, stopped by a hook, …),
     2 when the configuration, agent, user or engine is wrong. There is no approval service
-    here: a call that needs a person's approval is blocked, and the output says so.
+    here: a call that needs a person's approval is blocked, and the output says so. The
+    configuration's database is used (and migrated) for the hooks that keep records.
 
     Example: hookgate run --example purchasing --agent buyer "buy"
     """
@@ -89,7 +99,7 @@ def run_command(
         fail(f"unknown engine '{engine}' (engines: {', '.join(engines)})", USAGE_ERROR)
     user_id = _initiator(cfg, the_agent, user)
     try:
-        status = asyncio.run(_stream(engines[engine], model, the_agent, message, user_id))
+        status = asyncio.run(_stream(engines[engine], model, the_agent, message, user_id, cfg))
     except Exception as exc:  # the engine itself broke: say so instead of a traceback
         fail(f"the run broke: {type(exc).__name__}: {exc}", 1)
     raise typer.Exit(0 if status == "completed" else 1)

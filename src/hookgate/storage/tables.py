@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     ForeignKey,
     Index,
@@ -156,3 +157,65 @@ class ChannelCallbackSeen(Base):
     channel_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     dedupe_key: Mapped[str] = mapped_column(String(512), primary_key=True)
     seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConnectorCallLog(Base):
+    """One tool call as the audit log saw it, hash-chained to the row before it in its chain.
+
+    ``args_json`` keeps the masked arguments as the exact text that was hashed, so checking
+    a row never depends on how a database round-trips JSON. ``storage/audit.py`` defines
+    the canonical form and the chain.
+    """
+
+    __tablename__ = "connector_call_logs"
+    __table_args__ = (
+        UniqueConstraint("chain", "seq", name="uq_call_log_chain_seq"),
+        Index("ix_call_log_org_created", "org_id", "created_at"),
+        Index("ix_call_log_org_tool", "org_id", "tool_name"),
+        Index("ix_call_log_org_agent", "org_id", "agent_id"),
+        Index("ix_call_log_org_user", "org_id", "user_id"),
+    )
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    chain: Mapped[str] = mapped_column(String(128))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime]
+    tool_name: Mapped[str] = mapped_column(String(256))
+    connector: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    agent_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    user_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    org_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    tool_call_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    execution_path: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    args_json: Mapped[str] = mapped_column(Text)
+    args_sha256: Mapped[str] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(String(16))
+    blocked_by: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    result_chars: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    result_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    latency_us: Mapped[int] = mapped_column(BigInteger)
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    row_hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditChainHead(Base):
+    """The last row of each audit chain: appends lock it, and it shows a cut-off tail."""
+
+    __tablename__ = "audit_chain_heads"
+
+    chain: Mapped[str] = mapped_column(String(128), primary_key=True)
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+    last_hash: Mapped[str] = mapped_column(String(64))
+
+
+class RateLimitCounter(Base):
+    """One fixed-window counter per (connector, user or org): the window and its count."""
+
+    __tablename__ = "rate_limit_counters"
+
+    key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    window_start: Mapped[int] = mapped_column(BigInteger)
+    count: Mapped[int] = mapped_column(Integer)

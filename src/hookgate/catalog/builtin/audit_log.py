@@ -1,0 +1,115 @@
+"""`audit_log`: a hash-chained row for every tool call, blocked attempts included.
+
+It is the last PostToolUse hook, so a row says what the model was shown; a call that never
+ran (blocked by any hook or the approval check) is recorded through ``on_blocked`` (the
+guarded path's BlockedCallObserver). A row that cannot be written withholds the tool's
+output from the model: the hook raises, and the chain fails closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from hookgate.catalog.builtin.params import reject_unknown_params, require_database
+from hookgate.channels.masking import mask_secrets, secret_patterns
+from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook
+from hookgate.storage.audit import AuditLogStore, AuditRecord, canonical_json
+from hookgate.storage.types import utcnow
+from hookgate.tools.calls import ToolOutcome
+from hookgate.tools.guarded import CALL_STARTED_KEY, render_observation
+from hookgate.tools.tool import args_digest
+
+#: After every other PostToolUse hook: the row records the observation the model gets.
+AUDIT_PRIORITY = 10_000_000
+_PARAMS = ("mask",)
+_ALLOW = HookResult()
+
+#: Where records go; returns once the record is durable, raises when it cannot be written.
+AuditSink = Callable[[AuditRecord], Awaitable[Any]]
+
+
+class AuditLog(PostToolUseHook):
+    """Writes one `connector_call_logs` row per tool call: who, what (arguments with
+    secrets masked, plus the digest of the exact ones), the outcome, the result's size and
+    digest, and the latency. ``mask`` adds key patterns to the secret ones masked on cards.
+    """
+
+    name = "audit_log"
+    priority = AUDIT_PRIORITY
+    fail_mode = "closed"
+
+    #: What `hookgate check` shows in its matcher column.
+    matcher = "every call"
+
+    def __init__(self, sink: AuditSink, *, mask: Iterable[str] = ()) -> None:
+        self.sink = sink
+        self.patterns = secret_patterns(mask)
+
+    @classmethod
+    def from_declaration(cls, params: dict[str, Any], env: Any) -> AuditLog:
+        reject_unknown_params("audit_log", params, _PARAMS)
+        mask = params.get("mask", [])
+        if not isinstance(mask, list) or not all(isinstance(m, str) and m for m in mask):
+            raise HookBuildError(f"mask must be a list of key patterns, got {mask!r}")
+        store = AuditLogStore.for_database(require_database("audit_log", env, "its rows"))
+        return cls(store.append, mask=mask)
+
+    async def execute(self, ctx: HookContext) -> HookResult:
+        meta = ctx.metadata
+        if meta.get("output_withheld"):
+            outcome, detail = "withheld", ctx.tool_result
+        elif meta.get("tool_error") is not None:
+            outcome, detail = "error", meta["tool_error"]
+        else:
+            outcome, detail = "ok", None
+        observation = render_observation(ctx.tool_result).encode("utf-8", "surrogatepass")
+        await self.sink(self.record(
+            ctx, ctx.tool_args, outcome, None, detail,
+            len(observation), hashlib.sha256(observation).hexdigest()))
+        return _ALLOW
+
+    async def on_blocked(self, ctx: HookContext, outcome: ToolOutcome) -> None:
+        blocked_by = outcome.blocked_by
+        if outcome.status == "invalid":
+            blocked_by = "argument_validation"
+        args = outcome.args if isinstance(outcome.args, Mapping) else ctx.tool_args
+        await self.sink(self.record(ctx, args, "blocked", blocked_by, outcome.error))
+
+    def record(self, ctx: HookContext, args: Mapping[str, Any], outcome: str,
+               blocked_by: str | None, detail: str | None, result_chars: int | None = None,
+               result_sha256: str | None = None) -> AuditRecord:
+        """The row for this call (pure: what the benchmark's decision-logic figure times)."""
+        meta = ctx.metadata
+        started = meta.get(CALL_STARTED_KEY)
+        latency = time.perf_counter() - started if isinstance(started, float) else 0.0
+        return AuditRecord(
+            created_at=utcnow(),
+            tool_name=str(ctx.tool_name),
+            connector=meta.get("connector"),
+            agent_id=ctx.agent_id,
+            user_id=ctx.user_id,
+            org_id=meta.get("org_id"),
+            run_id=meta.get("run_id"),
+            tool_call_id=meta.get("tool_call_id"),
+            execution_path=meta.get("execution_path"),
+            args_json=canonical_json(mask_secrets(args, self.patterns)),
+            args_sha256=args_digest(args),
+            outcome=outcome,
+            blocked_by=blocked_by,
+            detail=_storable(detail),
+            result_chars=result_chars,
+            result_sha256=result_sha256,
+            latency_us=max(0, round(latency * 1_000_000)),
+        )
+
+
+def _storable(text: Any) -> str | None:
+    # PostgreSQL text holds no NUL and no lone surrogate; keep both visible as escapes.
+    if text is None:
+        return None
+    return (str(text).replace("\x00", "\\x00")
+            .encode("utf-8", "backslashreplace").decode("utf-8"))

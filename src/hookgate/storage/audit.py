@@ -1,0 +1,424 @@
+"""The audit log's storage: hash-chained rows in ``connector_call_logs``, appended with group
+commit, read page by page, and verified.
+
+**The chain.** There is one chain per org (``chain`` is the org id; ``""`` for calls without
+an org), so an org's log can be checked and exported on its own and appends in different orgs
+never wait for each other. Each row stores ``prev_hash``, the ``row_hash`` of the row before
+it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the sha256 of
+``"hookgate-audit-v1\\n"`` followed by the row's canonical form (see ``canonical_form``). The
+order of a chain is its hash links; ``seq`` numbers the rows for reading and is not hashed.
+``audit_chain_heads`` keeps each chain's last seq and hash, which shows a cut-off tail.
+
+**Appending.** A batch is one transaction: an upsert on the chain head reserves the seq
+numbers and returns the previous hash — being a write, it takes the head's row lock on
+PostgreSQL and SQLite's one write lock before anything is read, so no snapshot can go stale
+— then the rows, then the head's new hash. Writers in any number of processes queue on that
+lock, so a chain never forks. Within a process, rows that arrive while a batch is being
+written go together into the next one (group commit), and each append returns only once
+the transaction holding its row has committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Literal, cast
+
+from sqlalchemy import Table, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from hookgate.storage.database import Database
+from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
+from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
+
+GENESIS = "0" * 64
+HASH_PREFIX = b"hookgate-audit-v1\n"
+Outcome = Literal["ok", "error", "blocked", "withheld"]
+OUTCOMES: tuple[str, ...] = ("ok", "error", "blocked", "withheld")
+
+_LOG = cast(Table, ConnectorCallLog.__table__)
+_HEAD = cast(Table, AuditChainHead.__table__)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """What one row says about one tool call (everything but its place in the chain)."""
+
+    created_at: datetime
+    tool_name: str
+    connector: str | None
+    agent_id: str | None
+    user_id: str | None
+    org_id: str | None
+    run_id: str | None
+    tool_call_id: str | None
+    execution_path: str | None
+    #: The masked arguments as canonical JSON text: exactly what is hashed and stored.
+    args_json: str
+    #: sha256 of the exact (unmasked) arguments, as the approval gate pins them.
+    args_sha256: str
+    outcome: str
+    blocked_by: str | None
+    detail: str | None
+    result_chars: int | None
+    result_sha256: str | None
+    latency_us: int
+
+    @property
+    def chain(self) -> str:
+        return self.org_id or ""
+
+
+_CONTENT = tuple(f.name for f in fields(AuditRecord))
+
+
+def canonical_json(value: Any) -> str:
+    """Keys sorted, no spaces, everything beyond ASCII escaped: one text for one value,
+    which any database stores as it is (a lone surrogate in a tool's arguments included)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      default=str)
+
+
+def canonical_form(record: AuditRecord, prev_hash: str) -> bytes:
+    """The bytes a row's hash covers: the JSON object of every field of ``record`` (with
+    ``created_at`` as ISO-8601 UTC to the microsecond), plus ``chain`` and ``prev_hash``."""
+    content: dict[str, Any] = {name: getattr(record, name) for name in _CONTENT}
+    content["created_at"] = _timestamp(record.created_at)
+    content["chain"] = record.chain
+    content["prev_hash"] = prev_hash
+    return canonical_json(content).encode("utf-8")
+
+
+def row_hash(record: AuditRecord, prev_hash: str) -> str:
+    return hashlib.sha256(HASH_PREFIX + canonical_form(record, prev_hash)).hexdigest()
+
+
+def _timestamp(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def record_of(row: Mapping[str, Any]) -> AuditRecord:
+    """The record a stored row holds (for re-hashing it)."""
+    return AuditRecord(**{name: row[name] for name in _CONTENT})
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """Where a record went: its chain, seq and hash."""
+
+    chain: str
+    seq: int
+    row_hash: str
+
+
+class AuditLogStore:
+    """Appends records to their chains; one per database per process (``for_database``)."""
+
+    _instances: weakref.WeakKeyDictionary[Database, AuditLogStore] = (
+        weakref.WeakKeyDictionary())
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._pending: list[tuple[AuditRecord, asyncio.Future[Appended]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def for_database(cls, db: Database) -> AuditLogStore:
+        """The process's store for ``db``, so every session's hooks share one group commit."""
+        store = cls._instances.get(db)
+        if store is None:
+            store = cls._instances[db] = cls(db)
+        return store
+
+    async def append(self, record: AuditRecord) -> Appended:
+        """Add ``record`` to its chain; returns once the row is committed, raises if not."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop (tests, a CLI's asyncio.run)
+            self._loop, self._pending, self._writer = loop, [], None
+        done: asyncio.Future[Appended] = loop.create_future()
+        self._pending.append((record, done))
+        if self._writer is None:
+            # The writer is a task of its own: a caller that is cancelled while waiting
+            # must not cancel the transaction that holds other callers' rows.
+            self._writer = loop.create_task(self._write_pending())
+        return await done
+
+    async def _write_pending(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    placed = await self._write([r for r, _ in batch])
+                except BaseException as exc:
+                    for _, done in batch:
+                        if not done.done():
+                            done.set_exception(exc if isinstance(exc, Exception)
+                                               else RuntimeError(f"audit write stopped: {exc!r}"))
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                for (_, done), where in zip(batch, placed, strict=True):
+                    if not done.done():
+                        done.set_result(where)
+        finally:
+            self._writer = None
+
+    async def _write(self, records: Sequence[AuditRecord]) -> list[Appended]:
+        by_chain: dict[str, list[int]] = {}
+        for i, record in enumerate(records):
+            by_chain.setdefault(record.chain, []).append(i)
+        # Chains in a fixed order: two processes that write the same chains lock them the
+        # same way round and cannot deadlock.
+        groups = [(chain, [records[i] for i in by_chain[chain]]) for chain in sorted(by_chain)]
+        lane = SqliteLane.for_database(self.db)
+        if lane is not None:
+            appended = await lane.write(partial(_append_sqlite, groups))
+        else:
+            appended = []
+            async with self.db.engine.begin() as conn:
+                for chain, group in groups:
+                    appended.append(await _append_chain(conn, chain, group))
+        placed: list[Appended | None] = [None] * len(records)
+        for (chain, _), where in zip(groups, appended, strict=True):
+            for i, one in zip(by_chain[chain], where, strict=True):
+                placed[i] = one
+        return [p for p in placed if p is not None]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def page(self, org_id: str, *, limit: int = 50, before_id: int | None = None,
+                   agent_id: str | None = None, user_id: str | None = None,
+                   tool_name: str | None = None, outcome: str | None = None,
+                   since: datetime | None = None, until: datetime | None = None,
+                   ) -> list[dict[str, Any]]:
+        """The org's rows, newest first, ``limit`` of them, older than row ``before_id``."""
+        t = ConnectorCallLog
+        q = select(_LOG).where(t.org_id == org_id)
+        for column, value in ((t.agent_id, agent_id), (t.user_id, user_id),
+                              (t.tool_name, tool_name), (t.outcome, outcome)):
+            if value is not None:
+                q = q.where(column == value)
+        if since is not None:
+            q = q.where(t.created_at >= since)
+        if until is not None:
+            q = q.where(t.created_at < until)
+        if before_id is not None:
+            q = q.where(t.id < before_id)
+        q = q.order_by(t.id.desc()).limit(limit)
+        async with self.db.engine.connect() as conn:
+            rows = (await conn.execute(q)).mappings().all()
+        return [public_row(dict(r)) for r in rows]
+
+
+# The same statements serve SQLite and PostgreSQL. Reserving seq numbers is a write, so it
+# takes the chain's lock (the head row on PostgreSQL, the database on SQLite) first.
+_RESERVE = (
+    "INSERT INTO audit_chain_heads (chain, last_seq, last_hash) VALUES (:chain, :n, :genesis) "
+    "ON CONFLICT (chain) DO UPDATE SET last_seq = audit_chain_heads.last_seq + :n "
+    "RETURNING last_seq, last_hash"
+)
+_SET_HEAD = "UPDATE audit_chain_heads SET last_hash = :last_hash WHERE chain = :chain"
+_COLUMNS = ("chain", "seq", *_CONTENT, "prev_hash", "row_hash")
+_INSERT_ROW = (f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
+               f"VALUES ({', '.join(':' + c for c in _COLUMNS)})")
+
+
+def _linked(chain: str, records: Sequence[AuditRecord], last_seq: int, prev: str
+            ) -> tuple[list[dict[str, Any]], list[Appended]]:
+    """The rows of ``records`` placed after the ``last_seq`` reserved for them."""
+    seq = last_seq - len(records)
+    rows, out = [], []
+    for record in records:
+        seq += 1
+        digest = row_hash(record, prev)
+        rows.append({**asdict(record), "chain": chain, "seq": seq, "prev_hash": prev,
+                     "row_hash": digest})
+        out.append(Appended(chain, seq, digest))
+        prev = digest
+    return rows, out
+
+
+async def _append_chain(conn: AsyncConnection, chain: str,
+                        records: Sequence[AuditRecord]) -> list[Appended]:
+    reserved = await conn.execute(
+        text(_RESERVE), {"chain": chain, "n": len(records), "genesis": GENESIS})
+    last_seq, prev = reserved.one()
+    rows, out = _linked(chain, records, last_seq, prev)
+    await conn.execute(_LOG.insert(), rows)
+    await conn.execute(text(_SET_HEAD), {"chain": chain, "last_hash": out[-1].row_hash})
+    return out
+
+
+def _append_sqlite(groups: Sequence[tuple[str, Sequence[AuditRecord]]],
+                   conn: sqlite3.Connection) -> list[list[Appended]]:
+    appended = []
+    for chain, records in groups:
+        last_seq, prev = conn.execute(
+            _RESERVE, {"chain": chain, "n": len(records), "genesis": GENESIS}).fetchone()
+        rows, out = _linked(chain, records, last_seq, prev)
+        for row in rows:
+            row["created_at"] = sqlite_timestamp(row["created_at"])
+        conn.executemany(_INSERT_ROW, rows)
+        conn.execute(_SET_HEAD, {"chain": chain, "last_hash": out[-1].row_hash})
+        appended.append(out)
+    return appended
+
+
+def public_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row as the API shows it: arguments as JSON, times as ISO-8601."""
+    out = {k: row[k] for k in ("id", "chain", "seq", *_CONTENT, "prev_hash", "row_hash")}
+    out["created_at"] = _timestamp(row["created_at"])
+    out["args"] = json.loads(out.pop("args_json"))
+    return out
+
+
+# -- verifying ---------------------------------------------------------------------------
+
+ProblemKind = Literal["edited", "inserted", "deleted"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChainProblem:
+    """One place where a chain is not what the audit log wrote, naming the row(s)."""
+
+    chain: str
+    kind: ProblemKind
+    message: str
+    row_id: int | None = None
+    seq: int | None = None
+
+
+@dataclass(slots=True)
+class VerifyReport:
+    """What ``verify`` found: rows checked, each chain's head, and the problems."""
+
+    rows: int = 0
+    heads: dict[str, tuple[int, str]] = field(default_factory=dict)
+    problems: list[ChainProblem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+async def verify(db: Database, *, chain: str | None = None) -> VerifyReport:
+    """Re-hash every row and follow the links of every chain (or of ``chain``)."""
+    async with db.engine.connect() as conn:
+        q = select(_HEAD)
+        if chain is not None:
+            q = q.where(_HEAD.c.chain == chain)
+        heads = {r.chain: (int(r.last_seq), r.last_hash) for r in await conn.execute(q)}
+        cq = select(_LOG.c.chain).distinct()
+        if chain is not None:
+            cq = cq.where(_LOG.c.chain == chain)
+        chains = sorted(set(heads) | set((await conn.execute(cq)).scalars()))
+        report = VerifyReport(heads=heads)
+        for name in chains:
+            result = await conn.stream(
+                select(_LOG).where(_LOG.c.chain == name).order_by(_LOG.c.seq, _LOG.c.id))
+            rows = [dict(r) async for r in result.mappings()]
+            report.rows += len(rows)
+            report.problems.extend(check_chain(name, rows, heads.get(name)))
+    return report
+
+
+def check_chain(chain: str, rows: Sequence[Mapping[str, Any]],
+                head: tuple[int, str] | None) -> list[ChainProblem]:
+    """The problems of one chain's rows (in seq order) against its head.
+
+    An edited row no longer matches its own hash (or, re-hashed, the hash its successor
+    recorded); an inserted row is skipped by the links around it; a deleted row leaves a
+    link pointing at a hash no row has, or the head pointing past the last row.
+    """
+    problems: list[ChainProblem] = []
+
+    def report(kind: ProblemKind, row: Mapping[str, Any] | None, message: str) -> None:
+        problems.append(ChainProblem(chain, kind, message,
+                                     row["id"] if row else None, row["seq"] if row else None))
+
+    index_of_hash = {r["row_hash"]: i for i, r in enumerate(rows)}
+    first_linking_to: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        first_linking_to.setdefault(r["prev_hash"], i)
+
+    expected = GENESIS  # the hash the next genuine row must point at
+    last_genuine: Mapping[str, Any] | None = None
+    i = 0
+    while i < len(rows):
+        row = rows[i]
+        if row_hash(record_of(row), row["prev_hash"]) != row["row_hash"]:
+            report("edited", row, f"{_name(row)} was edited: its content no longer matches "
+                                  "its hash")
+        if row["prev_hash"] != expected:
+            later = first_linking_to.get(expected)
+            if later is not None and later > i:
+                # The chain goes on at a later row: everything up to it was slipped in.
+                for extra in rows[i:later]:
+                    report("inserted", extra, f"{_name(extra)} was inserted: the chain "
+                                              f"links {_around(last_genuine, rows[later])} "
+                                              "past it")
+                i = later
+                continue
+            j = index_of_hash.get(row["prev_hash"])
+            if j is not None and j < i:
+                # Links back to an earlier row: the rows in between were slipped in.
+                for extra in rows[j + 1:i]:
+                    report("inserted", extra, f"{_name(extra)} was inserted: "
+                                              f"{_name(row)} links straight to "
+                                              f"{_name(rows[j])}")
+            else:
+                report(*_explain_break(last_genuine, row))
+        expected, last_genuine = row["row_hash"], row
+        i += 1
+
+    if head is not None:
+        head_seq, head_hash = head
+        if head_hash != expected:
+            j = index_of_hash.get(head_hash)
+            if j is not None:
+                for extra in rows[j + 1:]:
+                    report("inserted", extra, f"{_name(extra)} was inserted after the last "
+                                              f"append the audit log made (seq {head_seq})")
+            else:
+                last_seq = last_genuine["seq"] if last_genuine else 0
+                span = (f"seq {last_seq + 1}" if head_seq == last_seq + 1
+                        else f"seq {last_seq + 1} to {head_seq}")
+                problems.append(ChainProblem(
+                    chain, "deleted",
+                    f"the last row(s) of chain {chain!r} were deleted ({span}): its head "
+                    f"records seq {head_seq}, but the rows end at seq {last_seq}",
+                    None, last_seq + 1))
+    return problems
+
+
+def _explain_break(before: Mapping[str, Any] | None,
+                   row: Mapping[str, Any]) -> tuple[ProblemKind, Mapping[str, Any] | None, str]:
+    """``row`` points at a hash no present row has: rows were deleted, or re-hashed."""
+    prev_seq = before["seq"] if before else 0
+    if row["seq"] > prev_seq + 1:
+        span = (f"seq {prev_seq + 1}" if row["seq"] == prev_seq + 2
+                else f"seq {prev_seq + 1} to {row['seq'] - 1}")
+        return ("deleted", row, f"row(s) {span} were deleted: {_name(row)} links to a row "
+                                "that is gone")
+    if before is None:
+        return ("deleted", row, f"the first row(s) were deleted: {_name(row)} is not the "
+                                "start of the chain")
+    return ("edited", before, f"{_name(before)} was edited and re-hashed (or replaced): "
+                              f"{_name(row)} recorded a different hash for it")
+
+
+def _name(row: Mapping[str, Any]) -> str:
+    return f"row {row['id']} (seq {row['seq']}, {row['tool_name']})"
+
+
+def _around(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:
+    start = _name(before) if before else "the start of the chain"
+    return f"from {start} to {_name(after)}"
