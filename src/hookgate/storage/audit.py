@@ -2,11 +2,12 @@
 commit, read page by page, and verified.
 
 **The chain.** There is one chain per org (``chain`` is the org id; ``""`` for calls without
-an org), so an org's log can be checked and exported on its own and appends in different orgs
-never wait for each other. Each row stores ``prev_hash``, the ``row_hash`` of the row before
-it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the sha256 of
-``"hookgate-audit-v1\\n"`` followed by the row's canonical form (see ``canonical_form``). The
-order of a chain is its hash links; ``seq`` numbers the rows for reading and is not hashed.
+an org), so an org's log can be checked and exported on its own and, on PostgreSQL, other
+orgs' appends never wait for its lock. Each row stores ``prev_hash``, the ``row_hash`` of
+the row before it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the
+sha256 of ``"hookgate-audit-v1\\n"`` followed by the row's canonical form (see
+``canonical_form``). The order of a chain is its hash links; ``seq`` numbers the rows for
+reading and is not hashed.
 ``audit_chain_heads`` keeps each chain's last seq and hash, which shows a cut-off tail.
 
 **Appending.** A batch is one transaction: an upsert on the chain head reserves the seq
@@ -15,7 +16,8 @@ PostgreSQL and SQLite's one write lock before anything is read, so no snapshot c
 — then the rows, then the head's new hash. Writers in any number of processes queue on that
 lock, so a chain never forks. Within a process, rows that arrive while a batch is being
 written go together into the next one (group commit), and each append returns only once
-the transaction holding its row has committed.
+the transaction holding its row has committed. On a SQLite file the transaction runs in
+one hop on the database's SqliteLane; elsewhere through SQLAlchemy.
 """
 
 from __future__ import annotations
