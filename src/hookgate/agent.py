@@ -32,6 +32,9 @@ class Agent:
     approval_channel_id: str | None = None
     confirmation_timeout_s: float = 3600.0
     model: str | None = None
+    #: Post a summary (outcome, duration, tools used, answer, link) to the agent's chat
+    #: channel when a run on a server ends.
+    notify_on_completion: bool = False
 
     def __post_init__(self) -> None:
         if self.confirmation_mode not in CONFIRMATION_MODES:

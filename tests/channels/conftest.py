@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from hookgate.channels.base import ApprovalCard, CallbackAction, CallbackRejected, Channel
+from hookgate.server.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.fakes.feishu import FakeFeishu
 from tests.fakes.server import BuiltCallback
 from tests.fakes.slack import FakeSlack
@@ -61,3 +62,11 @@ def slack() -> Iterator[FakeSlack]:
 def wecom() -> Iterator[FakeWeCom]:
     with FakeWeCom() as fake:
         yield fake
+
+
+@pytest.fixture
+def secrets_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh HOOKGATE_SECRETS_KEY for this test (servers with channels need one)."""
+    key = SecretsKey.generate()
+    monkeypatch.setenv(SECRETS_KEY_ENV, key)
+    return key

@@ -14,6 +14,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     hooks_cmd,
     orgs_cmd,
     run_cmd,
+    secrets_cmd,
     serve_cmd,
     users_cmd,
     workflow_cmd,

@@ -187,6 +187,7 @@ class AgentSpec(_Section):
     confirmation_approver_scope: ApproverScope = "initiator"
     confirmation_timeout_s: float = Field(default=3600.0, gt=0)
     approval_channel_id: str | None = None
+    notify_on_completion: bool = False
     model_config_json: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -219,8 +220,13 @@ class HookgateConfig(_Section):
 
     @property
     def tool_objects(self) -> dict[str, Tool]:
-        """The imported tools by name."""
-        return dict(self._tool_objects)
+        """The imported tools by name, plus the built-in ``channel_notify`` (a server binds
+        it to its channels) when an agent lists it and no ``tools:`` entry takes the name."""
+        from hookgate.channels.notify_tool import CHANNEL_NOTIFY, UNBOUND_CHANNEL_NOTIFY
+
+        builtin = ({CHANNEL_NOTIFY: UNBOUND_CHANNEL_NOTIFY}
+                   if any(CHANNEL_NOTIFY in a.tools for a in self.agents) else {})
+        return {**builtin, **self._tool_objects}
 
     # -- lookups -----------------------------------------------------------------------------
 
@@ -254,11 +260,12 @@ class HookgateConfig(_Section):
     def build_agent(self, agent_id: str) -> Agent:
         """The `Agent` for ``agent_id`` (``owner`` → owner_user_id, ``org`` → org_id)."""
         spec = self.agent_spec(agent_id)
+        known = self.tool_objects
         return Agent(
             id=spec.id,
             name=spec.name or spec.id,
             instructions=spec.instructions,
-            tools=[self._tool_objects[name] for name in spec.tools],
+            tools=[known[name] for name in spec.tools],
             model_config_json=copy.deepcopy(spec.model_config_json),
             require_confirmation_for_all=spec.require_confirmation_for_all,
             confirmation_mode=spec.confirmation_mode,
@@ -268,6 +275,7 @@ class HookgateConfig(_Section):
             approval_channel_id=spec.approval_channel_id,
             confirmation_timeout_s=spec.confirmation_timeout_s,
             model=spec.model,
+            notify_on_completion=spec.notify_on_completion,
         )
 
     def build_agents(self) -> dict[str, Agent]:

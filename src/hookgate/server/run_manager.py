@@ -73,6 +73,9 @@ class RunManager:
         self.bus = EventBus(RunEventLog(db))
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
+        #: Called (in the background) with the state of every run that ends here.
+        self.on_run_end: Callable[[RunState], Awaitable[None]] | None = None
+        self._after_runs: set[asyncio.Task[None]] = set()
 
     def engine(self, agent: Agent, name: str = "react") -> ReActEngine:
         if name not in ENGINES:
@@ -142,8 +145,25 @@ class RunManager:
             finally:
                 await self.bus.close(state.run_id)
                 self.tasks.pop(state.run_id, None)
+                if state.finished and not self._stopping:
+                    self._after_run(state)
 
         self.tasks[state.run_id] = asyncio.create_task(go(), name=f"run-{state.run_id}")
+
+    def _after_run(self, state: RunState) -> None:
+        hook = self.on_run_end
+        if hook is None:
+            return
+
+        async def call() -> None:
+            try:
+                await hook(state)
+            except Exception:
+                log.exception("the end-of-run hook of run %s failed", state.run_id)
+
+        task = asyncio.create_task(call(), name=f"after-{state.run_id}")
+        self._after_runs.add(task)
+        task.add_done_callback(self._after_runs.discard)
 
     async def resume_all(self) -> int:
         """Continue every run that was in flight when the last process stopped."""
@@ -197,3 +217,5 @@ class RunManager:
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+        if self._after_runs:  # summaries of runs that ended just before
+            await asyncio.wait(list(self._after_runs), timeout=5)

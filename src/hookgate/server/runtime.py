@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.services import HookServices
-from hookgate.server.channel_directory import ConfiguredChannels
+from hookgate.server.channel_directory import CompletionNotices, ConfiguredChannels
 from hookgate.server.deployment import Deployment, token_digest
 from hookgate.server.inbox import InboxFeed
 from hookgate.server.run_manager import RunManager
@@ -46,14 +46,24 @@ class Runtime:
         self.approvals.on_change(self.inbox.publish)
         if deployment.model_for is None:
             raise ValueError("the deployment declares no models")
-        self.runs = RunManager(self.db, self.approvals, self.services, deployment.agents,
+        # Agents listing channel_notify get one that posts through this server's channels.
+        agents = self.channels.with_notify_tool(deployment.agents)
+        self.runs = RunManager(self.db, self.approvals, self.services, agents,
                                deployment.model_for, max_steps=deployment.max_steps,
                                workflows=deployment.workflows)
+        self.runs.on_run_end = CompletionNotices(self.channels, agents, self.runs.store,
+                                                 self.run_url).run_ended
         self.started = False
 
     def inbox_url(self, request_id: str) -> str | None:
+        return self._portal_link(f"confirmations/{request_id}")
+
+    def run_url(self, run_id: str) -> str | None:
+        return self._portal_link(f"runs/{run_id}")
+
+    def _portal_link(self, route: str) -> str | None:
         base = self.deployment.public_url
-        return f"{base.rstrip('/')}/#/confirmations/{request_id}" if base else None
+        return f"{base.rstrip('/')}/#/{route}" if base else None
 
     async def start(self) -> None:
         await self.db.upgrade()

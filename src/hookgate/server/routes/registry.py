@@ -7,7 +7,7 @@ import importlib
 from fastapi import APIRouter
 
 #: Modules under hookgate.server.routes that expose ``router``.
-EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows", "audit", "orgs")
+EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows", "channel_callbacks", "audit", "orgs")
 
 
 def routers() -> list[APIRouter]:

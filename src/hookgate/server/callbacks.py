@@ -1,0 +1,145 @@
+"""A chat platform's callback, from raw request to decision.
+
+The channel verifies and parses it (signature, token, time window, decryption); then, in
+order: a dedupe key seen before is a replay (401); the clicker must be a hookgate user of the
+channel's org by their chat identity; the request must have been sent through this very
+channel, in its org; and the approver scope must let that user decide. Any refusal leaves the
+request as it was and the card answers "not allowed"; only a decision changes anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import InstrumentedAttribute
+
+from hookgate.approvals.eligibility import Approver
+from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
+from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.approvals.records import ConfirmationRequest
+from hookgate.channels.base import (
+    CallbackAction,
+    CallbackRejected,
+    CallbackReply,
+    CallbackRequest,
+    CardOutcome,
+    Channel,
+)
+from hookgate.server.channel_directory import ConfiguredChannels
+from hookgate.storage.database import Database
+from hookgate.storage.tables import ChannelCallbackSeen, User
+
+log = logging.getLogger(__name__)
+
+#: The users column holding each platform's identity of a person (``users[].chat``).
+IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
+    "feishu": User.feishu_open_id,
+    "slack": User.slack_user_id,
+    "wecom": User.wecom_userid,
+}
+#: Longer dedupe keys are stored as their sha256 (the column holds 512 characters).
+MAX_DEDUPE_KEY = 512
+
+
+class NotAllowed(Exception):
+    """The click may not decide the request; the message is shown to the clicker."""
+
+
+class ChannelCallbacks:
+    """Handles callbacks for the server's configured channels."""
+
+    def __init__(self, db: Database, approvals: PersistentApprovals,
+                 channels: ConfiguredChannels, *, clock: Callable[[], float] = time.time
+                 ) -> None:
+        self.db = db
+        self.approvals = approvals
+        self.channels = channels
+        self.clock = clock
+
+    async def handle(self, channel_id: str, request: CallbackRequest) -> CallbackReply:
+        """The answer for the platform. Raises CallbackRejected (with the HTTP status) for
+        an unknown (404) or disabled (403) channel, an unverified callback (401/400) and a
+        replay (401); in each of those cases nothing changed."""
+        channel = self._enabled(channel_id)
+        action = channel.parse_callback(request, self.clock())
+        if action.kind != "decision":
+            return channel.reply(request, action, outcome=None, message="")
+        await self._first_delivery(channel, action)
+        outcome, message = await self._decide(channel, action)
+        return channel.reply(request, action, outcome=outcome, message=message)
+
+    def _enabled(self, channel_id: str) -> Channel:
+        spec = self.channels.spec(channel_id)
+        if spec is None:
+            raise CallbackRejected(404, f"no channel '{channel_id}'")
+        channel = self.channels.get(channel_id)
+        if channel is None:  # declared with enabled: false
+            raise CallbackRejected(403, f"channel '{channel_id}' is disabled")
+        return channel
+
+    async def _first_delivery(self, channel: Channel, action: CallbackAction) -> None:
+        """Record the callback's dedupe key; a key already recorded is a replay."""
+        key = action.dedupe_key
+        if not key:
+            raise CallbackRejected(400, "callback without a dedupe key")
+        if len(key) > MAX_DEDUPE_KEY:
+            key = "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+        try:
+            async with self.db.transaction() as s:
+                s.add(ChannelCallbackSeen(channel_id=channel.id, dedupe_key=key))
+        except IntegrityError:
+            log.warning("channel %s: replayed callback %s refused", channel.id, key)
+            raise CallbackRejected(401, "replayed callback: this one was already received"
+                                   ) from None
+
+    async def _decide(self, channel: Channel, action: CallbackAction
+                      ) -> tuple[CardOutcome | None, str]:
+        """(the card's outcome, the clicker's message); no outcome when nothing changed."""
+        assert action.request_id is not None and action.decision is not None
+        try:
+            approver = await self._approver(channel, action.platform_user_id)
+            request = await self._request_of(channel, action.request_id)
+            decided = await self.approvals.decide(request.id, action.decision, approver)
+        except (NotAllowed, NotEligible, RequestNotFound) as exc:
+            log.warning("channel %s: %s user %s may not decide %s: %s", channel.id,
+                        channel.type, action.platform_user_id, action.request_id, exc)
+            return None, f"not allowed: {exc}"
+        except AlreadyDecided as exc:
+            return None, str(exc)
+        return _outcome(decided), "Approved" if decided.status == "approved" else "Rejected"
+
+    async def _approver(self, channel: Channel, platform_user_id: str | None) -> Approver:
+        column = IDENTITY_COLUMNS.get(channel.type)
+        if column is None or not platform_user_id:
+            raise NotAllowed(f"{channel.type} clicks cannot be matched to hookgate users")
+        async with self.db.session() as s:
+            users = (await s.execute(
+                select(User).where(column == platform_user_id, User.org_id == channel.org_id)
+                .limit(2)
+            )).scalars().all()
+        if len(users) != 1:
+            linked = "is not linked to a" if not users else "is linked to more than one"
+            raise NotAllowed(f"{channel.type} user '{platform_user_id}' {linked} hookgate "
+                             f"user of org '{channel.org_id}' (users[].chat)")
+        user = users[0]
+        return Approver(user.id, user.org_id, user.admin,
+                        channel_identity=f"{channel.type}:{platform_user_id}")
+
+    async def _request_of(self, channel: Channel, request_id: str) -> ConfirmationRequest:
+        request = await self.approvals.store.get(request_id)
+        # One answer for "no such request", "another channel" and "another org", so a click
+        # learns nothing about requests outside this channel.
+        if (request is None or request.channel_id != channel.id
+                or request.org_id != channel.org_id):
+            raise NotAllowed(f"request '{request_id}' was not sent through this channel")
+        return request
+
+
+def _outcome(request: ConfirmationRequest) -> CardOutcome:
+    return CardOutcome(request.id, request.status,  # type: ignore[arg-type]
+                       request.responded_by, request.responded_at, request.reason)
