@@ -47,3 +47,22 @@ def test_db_upgrade_reports_an_unusable_database(tmp_path: Path) -> None:
                    f"sqlite+aiosqlite:///{tmp_path}/no/such/dir/x.db")
     assert bad.returncode == 1
     assert "migrating" in bad.stderr and "failed" in bad.stderr
+
+
+def test_serve_refuses_channels_without_a_secrets_key(tmp_path: Path) -> None:
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(f"""
+database: sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}
+orgs: [{{id: acme}}]
+channels:
+  - {{id: ops, type: slack, org: acme,
+     config: {{bot_token: xoxb-1, channel: C1, signing_secret: s3cret}}}}
+""")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "HOOKGATE_SECRETS_KEY"}
+    served = subprocess.run([*HOOKGATE, "serve", "--config", str(config), "--port", "1"],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert served.returncode == 2
+    assert "HOOKGATE_SECRETS_KEY is not set" in served.stderr
+    assert "Traceback" not in served.stderr

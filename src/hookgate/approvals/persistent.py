@@ -167,6 +167,11 @@ class PersistentApprovals:
                 f"request {request.id} cancelled: {reason}") from exc
         await self.store.set_delivery(request.id, {"channel_id": delivered.channel_id,
                                                    **delivered.ref})
+        # A decision can land between the card going out and its delivery being recorded;
+        # that decision found no card to update, so update it now.
+        after = await self.store.get(request.id)
+        if after is not None and not after.pending:
+            self._update_card_later(after)
 
     async def _wait(self, request: ConfirmationRequest, ask: ApprovalAsk) -> ConfirmationRequest:
         while True:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from hookgate.cli.app import app, console
+from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
 
 HostOption = Annotated[str, typer.Option(help="Interface to listen on.")]
@@ -22,10 +22,16 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the API and the web inbox; runs waiting for approval resume on start."""
+    from hookgate.server.channel_records import SecretsKey, SecretsKeyError
     from hookgate.server.deployment import deployment_from_config
     from hookgate.server.serving import build_server
 
     cfg = load_from_options(config, example, code=2)
+    if cfg.channels:
+        try:
+            SecretsKey.from_environment()
+        except SecretsKeyError as exc:
+            fail(str(exc), 2)
     server, _ = build_server(deployment_from_config(cfg), host, port, log_level=log_level)
     console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/ "
                   f"(database: {cfg.database.split('://')[0]})")
