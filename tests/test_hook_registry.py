@@ -523,3 +523,36 @@ async def test_a_chain_where_nothing_happened_answers_with_a_shared_read_only_re
     copy = dataclasses.replace(first, allow=False)
     copy.error = "editable"
     assert copy.error == "editable" and UNCHANGED.allow is True
+
+
+async def test_plain_hooks_hand_over_mid_chain_without_running_anything_twice() -> None:
+    """A chain of plain hooks runs on the fast loop until one does something; from there the
+    full loop continues with that hook's answer, and no hook runs twice."""
+    ran: list[str] = []
+
+    def plain(name: str, answer: Any) -> PreToolUseHook:
+        class Plain(PreToolUseHook):
+            async def execute(self, ctx: HookContext) -> HookResult:
+                ran.append(name)
+                if isinstance(answer, Exception):
+                    raise answer
+                return answer(ctx) if callable(answer) else answer
+
+        hook = Plain()
+        hook.name = name
+        return hook
+
+    registry = HookRegistry([
+        plain("quiet", HookResult()),
+        plain("rewriter", lambda ctx: HookResult(modified_args={**ctx.tool_args, "n": 2})),
+        plain("reader", lambda ctx: HookResult(side_effects=[f"saw n={ctx.tool_args['n']}"])),
+        plain("breaks", RuntimeError("boom")),
+        plain("never", HookResult()),
+    ])
+    ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name="t", tool_args={"n": 1})
+    result = await registry.run_pre_tool_use(ctx)
+    assert ran == ["quiet", "rewriter", "reader", "breaks"]
+    assert result.allow is False and result.blocked_by == "breaks"
+    assert "RuntimeError: boom" in (result.error or "")
+    assert result.side_effects == ["reader: saw n=2"]
+    assert ctx.tool_args == {"n": 2}

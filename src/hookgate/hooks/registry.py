@@ -50,6 +50,10 @@ class _NotAHookResult(Exception):
     pass
 
 
+#: Marks "the first hook of this chain has not run yet" for the full loops.
+_NOT_RUN = object()
+
+
 def _entry(hook: _Hook) -> _Entry:
     custom_trigger = type(hook).should_trigger is not _DEFAULT_TRIGGER
     opts = _Options(
@@ -95,6 +99,10 @@ class HookRegistry:
         self._pre: tuple[_Entry, ...] = ()
         self._post: tuple[_Entry, ...] = ()
         self._session: tuple[_Entry, ...] = ()
+        # The bound ``execute`` of each hook when every hook of the point is plain (always
+        # triggers, no timeout, fails closed): the loop over these does nothing else.
+        self._pre_fast: tuple[Callable[[HookContext], Awaitable[Any]], ...] | None = ()
+        self._post_fast: tuple[Callable[[HookContext], Awaitable[Any]], ...] | None = ()
         for hook in hooks:
             self.register(hook)
 
@@ -146,10 +154,11 @@ class HookRegistry:
         )
         self._members[point] = members
         chain = tuple(_entry(h) for h in members)
+        fast = tuple(e[0] for e in chain) if all(e[2] is None for e in chain) else None
         if point is _PRE:
-            self._pre = chain
+            self._pre, self._pre_fast = chain, fast
         elif point is _POST:
-            self._post = chain
+            self._post, self._post_fast = chain, fast
         else:
             self._session = chain
 
@@ -169,11 +178,34 @@ class HookRegistry:
         ``start_at`` resumes a chain that was interrupted (a restart while the approval
         gate waited): hooks before the named one already ran and are skipped.
         """
+        fast = self._pre_fast
+        if fast is not None and start_at is None:
+            for execute in fast:
+                try:
+                    r = await execute(ctx)
+                except Exception as exc:
+                    return await self._run_pre(ctx, self._pre[fast.index(execute):], exc)
+                if (r.__class__ is HookResult and r.modified_args is None and r.allow
+                        and not r.side_effects):
+                    continue
+                return await self._run_pre(ctx, self._pre[fast.index(execute):], r)
+            return UNCHANGED
+        chain = self._pre if start_at is None else _from(self._pre, start_at)
+        return await self._run_pre(ctx, chain, _NOT_RUN)
+
+    async def _run_pre(self, ctx: HookContext, chain: tuple[_Entry, ...],
+                       first: object) -> ChainResult:
+        # The full PreToolUse loop; ``first`` is what the chain's first hook already
+        # answered (or raised) on the fast path, or _NOT_RUN.
         trace: _Trace | None = None
         rewritten = False
-        for execute, name, opts in self._pre if start_at is None else _from(self._pre, start_at):
+        for execute, name, opts in chain:
             try:
-                if opts is None:
+                if first is not _NOT_RUN:
+                    r, first = first, _NOT_RUN
+                    if isinstance(r, Exception):
+                        raise r
+                elif opts is None:
                     r = await execute(ctx)
                 elif opts.trigger is not None and not opts.trigger(ctx):
                     continue
@@ -222,13 +254,34 @@ class HookRegistry:
         A closed failure withholds the raw output: later hooks see the error observation
         instead (so an audit hook still records the call), and the model gets that error.
         """
+        fast = self._post_fast
+        if fast is not None:
+            for execute in fast:
+                try:
+                    r = await execute(ctx)
+                except Exception as exc:
+                    return await self._run_post(ctx, self._post[fast.index(execute):], exc)
+                if (r.__class__ is HookResult and r.modified_result is None
+                        and not r.side_effects):
+                    continue
+                return await self._run_post(ctx, self._post[fast.index(execute):], r)
+            return UNCHANGED
+        return await self._run_post(ctx, self._post, _NOT_RUN)
+
+    async def _run_post(self, ctx: HookContext, chain: tuple[_Entry, ...],
+                        first: object) -> ChainResult:
+        # The full PostToolUse loop; ``first`` as in _run_pre.
         trace: _Trace | None = None
         rewritten = False
         withheld: str | None = None
         withheld_by: str | None = None
-        for execute, name, opts in self._post:
+        for execute, name, opts in chain:
             try:
-                if opts is None:
+                if first is not _NOT_RUN:
+                    r, first = first, _NOT_RUN
+                    if isinstance(r, Exception):
+                        raise r
+                elif opts is None:
                     r = await execute(ctx)
                 elif opts.trigger is not None and not opts.trigger(ctx):
                     continue
