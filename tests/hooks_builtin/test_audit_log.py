@@ -29,6 +29,26 @@ REPO = Path(__file__).resolve().parents[2]
 RATE = {"name": "connector_rate_limit", "params": {"limits": {"oa": "3/minute"}}}
 
 
+async def test_calls_refused_before_any_hook_still_leave_a_row(db: Database) -> None:
+    await with_orgs(db, ("acme", False))
+    oa = OA()
+    buyer = agent(oa, "audit_log")
+    await run(
+        db, buyer,
+        call("OA__purchase_pay", "u1", amount=100, vendor="ACME"),   # not a tool name
+        call("oa__purchase_pay", "v1", amount="lots", vendor="ACME"),  # invalid arguments
+    )
+    rows = await log_rows(db)
+    assert [(r["tool_call_id"], r["tool_name"], r["outcome"], r["blocked_by"])
+            for r in rows] == [
+        ("u1", "OA__purchase_pay", "blocked", "unknown_tool"),
+        ("v1", "oa__purchase_pay", "blocked", "argument_validation"),
+    ]
+    assert "unknown tool" in rows[0]["detail"] and "invalid arguments" in rows[1]["detail"]
+    assert oa.payments == []
+    assert (await verify(db)).ok
+
+
 @pytest.mark.both_databases
 async def test_every_call_leaves_a_row_ok_failed_and_blocked_by_whom(db: Database) -> None:
     await with_orgs(db, ("acme", False))

@@ -30,8 +30,9 @@ CALL_STARTED_KEY = "call_started"
 class BlockedCallObserver(Protocol):
     """A hook (of any point) that also hears about calls that never ran.
 
-    A call stopped before its tool runs — blocked by a PreToolUse hook or the approval
-    check, or given invalid arguments by a hook's rewrite — never reaches PostToolUse. A hook
+    A call stopped before its tool runs — an unknown tool name, invalid arguments (from the
+    model or a hook's rewrite), or a block by a PreToolUse hook or the approval check —
+    never reaches PostToolUse. A hook
     that defines ``on_blocked`` is awaited with the context and the outcome once such a call
     is decided (the audit log records the attempt this way). It cannot change the outcome;
     a failure is added to the outcome's trace.
@@ -51,7 +52,7 @@ def render_observation(result: Any) -> str:
 
 
 def build_metadata(
-    identity: CallIdentity, call: ToolCall, tool: Tool, requires_confirmation: bool
+    identity: CallIdentity, call: ToolCall, tool: Tool | None, requires_confirmation: bool
 ) -> dict[str, Any]:
     """The request facts every hook can read (SPEC §1's list, and a few more)."""
     return {
@@ -60,8 +61,8 @@ def build_metadata(
         "run_id": identity.run_id,
         "tool_call_id": call.id,
         "requires_confirmation": requires_confirmation,
-        "connector": tool.connector,
-        "writes": tool.writes,
+        "connector": tool.connector if tool is not None else None,
+        "writes": tool.writes if tool is not None else False,
         "execution_path": identity.execution_path,
         "parent_agent_id": identity.parent_agent_id,
         "depth": identity.depth,
@@ -86,13 +87,20 @@ async def execute_tool_call(
     tool = tools.get(call.name) if isinstance(call.name, str) else None
     if tool is None:
         msg = _unknown_tool_message(call.name, tools)
-        return ToolOutcome(call.id, str(call.name), call.args, False, "unknown_tool", msg, msg)
+        outcome = ToolOutcome(call.id, str(call.name), call.args, False, "unknown_tool", msg,
+                              msg)
+        if hooks_bypassed:
+            return outcome
+        return await _blocked(registry, _attempt_context(call, identity, None), outcome)
 
     try:
         args = tool.validate(call.args)
     except ToolArgumentsError as exc:
         msg = f"Error: {exc}"
-        return ToolOutcome(call.id, tool.name, call.args, False, "invalid", msg, msg)
+        outcome = ToolOutcome(call.id, tool.name, call.args, False, "invalid", msg, msg)
+        if hooks_bypassed:
+            return outcome
+        return await _blocked(registry, _attempt_context(call, identity, tool), outcome)
 
     if hooks_bypassed:
         return await _run_tool(call, tool, args, identity, ledger, None, registry, bypass=True)
@@ -143,6 +151,23 @@ async def execute_tool_call(
     outcome.side_effects[:0] = pre.side_effects
     outcome.hooks[:0] = hooks
     return outcome
+
+
+def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) -> HookContext:
+    # The context of a call refused before any hook ran (unknown tool, invalid arguments):
+    # only BlockedCallObserver hooks see it, to record the attempt.
+    args = call.args if isinstance(call.args, dict) else {"raw_arguments": str(call.args)}
+    ctx = HookContext(
+        hook_point=HookPoint.PRE_TOOL_USE,
+        tool_name=str(call.name),
+        tool_args=args,
+        agent_id=identity.agent_id,
+        user_id=identity.user_id,
+        metadata=build_metadata(identity, call, tool, False),
+        emit=identity.emit,
+    )
+    ctx.metadata[CALL_STARTED_KEY] = time.perf_counter()
+    return ctx
 
 
 async def _blocked(registry: HookRegistry, ctx: HookContext, outcome: ToolOutcome

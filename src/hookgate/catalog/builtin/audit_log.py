@@ -76,6 +76,8 @@ class AuditLog(PostToolUseHook):
         blocked_by = outcome.blocked_by
         if outcome.status == "invalid":
             blocked_by = "argument_validation"
+        elif outcome.status == "unknown_tool":
+            blocked_by = "unknown_tool"
         args = outcome.args if isinstance(outcome.args, Mapping) else ctx.tool_args
         await self.sink(self.record(ctx, args, "blocked", blocked_by, outcome.error))
 
