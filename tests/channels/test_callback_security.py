@@ -237,3 +237,29 @@ async def test_an_oversized_callback_body_is_refused_unread(
         reply = await scene.send(feishu.sign_body(b'{"encrypt":"' + b"A" * 300_000 + b'"}'))
         assert reply.status_code in (400, 413)
         await scene.untouched()
+
+
+async def test_old_dedupe_keys_are_pruned_and_fresh_ones_kept(
+        database_url: str, feishu: FakeFeishu, secrets_key: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import select
+
+    from hookgate.storage.database import Database
+    from hookgate.storage.tables import ChannelCallbackSeen
+
+    db = Database(database_url)
+    try:
+        async with feishu_scene(database_url, feishu) as scene:
+            async with db.transaction() as s:
+                s.add(ChannelCallbackSeen(channel_id="ops-feishu", dedupe_key="old",
+                                          seen_at=datetime.now(UTC) - timedelta(hours=2)))
+                s.add(ChannelCallbackSeen(channel_id="ops-feishu", dedupe_key="recent",
+                                          seen_at=datetime.now(UTC) - timedelta(minutes=20)))
+            click = feishu.card_click(scene.request_id, "approve", "ou_alice")
+            assert (await scene.send(click)).status_code == 200
+            async with db.session() as s:
+                keys = set((await s.execute(select(ChannelCallbackSeen.dedupe_key))).scalars())
+        assert "old" not in keys and "recent" in keys and len(keys) == 2
+    finally:
+        await db.dispose()

@@ -13,8 +13,9 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -46,6 +47,11 @@ IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
 MAX_DEDUPE_KEY = 512
 
 
+#: Dedupe keys are kept this long: far beyond the ±5-minute window channels accept.
+SEEN_KEY_TTL_S = 3600.0
+PRUNE_EVERY_S = 600.0
+
+
 class NotAllowed(Exception):
     """The click may not decide the request; the message is shown to the clicker."""
 
@@ -60,6 +66,7 @@ class ChannelCallbacks:
         self.approvals = approvals
         self.channels = channels
         self.clock = clock
+        self._last_prune = 0.0
 
     async def handle(self, channel_id: str, request: CallbackRequest) -> CallbackReply:
         """The answer for the platform. Raises CallbackRejected (with the HTTP status) for
@@ -92,6 +99,14 @@ class ChannelCallbacks:
         try:
             async with self.db.transaction() as s:
                 s.add(ChannelCallbackSeen(channel_id=channel.id, dedupe_key=key))
+                now = self.clock()
+                if now - self._last_prune > PRUNE_EVERY_S:
+                    # Callbacks older than the channels' time window are refused before they
+                    # get here, so their keys are no longer needed to spot a replay.
+                    self._last_prune = now
+                    cutoff = datetime.fromtimestamp(now - SEEN_KEY_TTL_S, UTC)
+                    await s.execute(delete(ChannelCallbackSeen)
+                                    .where(ChannelCallbackSeen.seen_at < cutoff))
         except IntegrityError:
             log.warning("channel %s: replayed callback %s refused", channel.id, key)
             raise CallbackRejected(401, "replayed callback: this one was already received"
