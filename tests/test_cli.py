@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from tests.fakes.chat_completions import FakeChatCompletions, closed_port_url, tool_then_answer
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
+from hookgate import Agent, ReActEngine, tool
+from hookgate.llm import ModelError, OpenAICompatibleModel
 from tests.fakes.chat_completions import (
     FakeChatCompletions,
     RawReply,
@@ -10,9 +13,6 @@ from tests.fakes.chat_completions import (
     tool_call,
     tool_then_answer,
 )
-
-from hookgate import Agent, ReActEngine, tool
-from hookgate.llm import ModelError, OpenAICompatibleModel
 
 KEY = "sk-test-key"
 MODEL = "gpt-fake"
