@@ -14,6 +14,7 @@ from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
 from hookgate.cli.event_view import EventView
 from hookgate.config import ConfigError, HookgateConfig
+from hookgate.engines.delegation import Delegation
 from hookgate.llm.base import ChatModel
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import add_missing_orgs
@@ -23,11 +24,7 @@ USAGE_ERROR = 2
 
 
 def _engines() -> dict[str, Any]:
-    found: dict[str, Any] = {"react": hookgate.engines.ReActEngine}
-    dag = getattr(hookgate.engines, "DAGEngine", None)
-    if dag is not None:
-        found["dag"] = dag
-    return found
+    return dict(hookgate.engines.ENGINES)
 
 
 def _initiator(cfg: HookgateConfig, agent: Agent, user: str | None) -> str | None:
@@ -52,7 +49,8 @@ async def _stream(engine_cls: Any, model: ChatModel, agent: Agent, message: str,
     try:
         await db.upgrade()
         await add_missing_orgs(db, [(o.id, o.name or o.id, o.read_only) for o in cfg.orgs])
-        engine = engine_cls(llm=model, services=HookServices(database=db))
+        engine = engine_cls(model, services=HookServices(database=db),
+                            delegation=Delegation(cfg.build_agents(), cfg.model_for))
         async for event in engine.stream(agent, message, user_id=user_id, org_id=agent.org_id):
             view.show(event)
     finally:

@@ -8,7 +8,14 @@ from hookgate.engines.react import ReActEngine
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
 
+#: The engines a run can be started with, by name (`engine` in POST /api/runs, `--engine` in
+#: the CLI). Each gives agents that declare delegates the ``call_agent`` tool. None of them
+#: can bypass hooks: that exists only in hookgate.evals.
+ENGINES: dict[str, type[DelegatingReActEngine]] = {"react": DelegatingReActEngine,
+                                                   "dag": DAGEngine}
+
 __all__ = [
+    "ENGINES",
     "DAGEngine",
     "DelegatingReActEngine",
     "Delegation",

@@ -12,8 +12,8 @@ from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import GATE_NAME
 from hookgate.catalog.services import HookServices
-from hookgate.engines.dag import DAGEngine
-from hookgate.engines.delegation import DelegatingReActEngine, Delegation
+from hookgate.engines import ENGINES
+from hookgate.engines.delegation import Delegation
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.react import ReActEngine
 from hookgate.engines.state import RunState
@@ -28,11 +28,6 @@ from hookgate.workflows import Workflow, WorkflowRunner
 from hookgate.workflows.runner import ENGINE_NAME as WORKFLOW_ENGINE
 
 log = logging.getLogger(__name__)
-
-#: The engines a run may ask for. Each builds every agent's registry itself; none of them
-#: can bypass hooks (that exists only in hookgate.evals, which the server never imports).
-ENGINES: dict[str, type[DelegatingReActEngine]] = {"react": DelegatingReActEngine,
-                                                   "dag": DAGEngine}
 
 
 class UnknownAgent(LookupError):
