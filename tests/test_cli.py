@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -83,7 +84,8 @@ def hookgate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
                PYTHONPATH=os.pathsep.join([*paths, str(REPO), env.get("PYTHONPATH", "")]))
     return subprocess.run(
         [sys.executable, "-m", "hookgate.cli.main", *args],
-        capture_output=True, text=True, env=env, cwd=cwd or REPO, timeout=120,
+        # Not the repository: `run` creates the example's SQLite file in its working folder.
+        capture_output=True, text=True, env=env, cwd=cwd or tempfile.mkdtemp(), timeout=120,
     )
 
 
