@@ -18,6 +18,7 @@ from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
+from hookgate.llm.base import ModelError
 from hookgate.tools.calls import CallIdentity, ExecutionPath, ToolCall, ToolOutcome
 from hookgate.tools.guarded import execute_tool_call
 from hookgate.tools.ledger import ExecutionLedger
@@ -113,6 +114,18 @@ class RunDriver:
             self.emit("answer", {"answer": answer})
         self.emit("done", {"status": status, "answer": self.state.answer})
         await self.checkpoint()
+
+    async def run_to_end(self, body: Awaitable[None]) -> None:
+        """Await an engine's main loop; a model error or any other exception ends the run
+        as ``failed`` with the reason, so its stream closes instead of hanging."""
+        try:
+            await body
+        except asyncio.CancelledError:
+            raise
+        except ModelError as exc:
+            await self.finish("failed", error=f"model error: {exc}")
+        except Exception as exc:
+            await self.finish("failed", error=f"{type(exc).__name__}: {exc}")
 
     # -- phases ----------------------------------------------------------------------------
 

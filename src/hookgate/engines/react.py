@@ -23,7 +23,7 @@ from hookgate.engines.driver import (
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
-from hookgate.llm.base import ChatModel, ModelError
+from hookgate.llm.base import ChatModel
 from hookgate.tools.calls import ToolCall
 from hookgate.tools.ledger import ExecutionLedger, InMemoryLedger
 from hookgate.tools.tool import Tool
@@ -130,14 +130,7 @@ class ReActEngine:
             return
         if not await d.start_session():
             return
-        try:
-            await self._loop(d)
-        except asyncio.CancelledError:
-            raise
-        except ModelError as exc:
-            await d.finish("failed", error=f"model error: {exc}")
-        except Exception as exc:  # the run ends visibly instead of hanging its stream
-            await d.finish("failed", error=f"{type(exc).__name__}: {exc}")
+        await d.run_to_end(self._loop(d))
 
     async def _loop(self, d: RunDriver) -> None:
         state = d.state

@@ -24,7 +24,7 @@ from hookgate.engines.graph import Readiness, run_graph, settle
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
-from hookgate.llm.base import ChatModel, ModelError
+from hookgate.llm.base import ChatModel
 from hookgate.tools.calls import ToolCall
 from hookgate.tools.ledger import ExecutionLedger, InMemoryLedger
 from hookgate.workflows.expressions import ExpressionError, evaluate, render
@@ -130,14 +130,7 @@ class WorkflowRunner:
             return
         if not await d.start_session():
             return
-        try:
-            await self._nodes(d, workflow)
-        except asyncio.CancelledError:
-            raise
-        except ModelError as exc:
-            await d.finish("failed", error=f"model error: {exc}")
-        except Exception as exc:  # the run ends visibly instead of hanging its stream
-            await d.finish("failed", error=f"{type(exc).__name__}: {exc}")
+        await d.run_to_end(self._nodes(d, workflow))
 
     def _mismatch(self, workflow: Workflow, as_agent: Agent) -> str | None:
         tools = as_agent.toolbox()
