@@ -171,6 +171,11 @@ class RunManager:
             gone = (f"agent '{state.agent_id}'" if agent is None else
                     f"workflow '{workflow_id}'" if state.engine == WORKFLOW_ENGINE
                     and workflow_id not in self.workflows else None)
+            # The event log may hold events emitted after the last checkpoint.
+            logged = await self.bus.log.after(state.run_id, 0)
+            if len(logged) > len(state.trace):
+                state.trace = [e.to_dict() for e in logged]
+            await self._cancel_child_requests(state)
             if agent is None or gone is not None:
                 reason = f"{gone} no longer exists; the run cannot resume"
                 await self.approvals.cancel_run(state.run_id, reason)
@@ -178,13 +183,22 @@ class RunManager:
                 state.error = reason
                 await self.store.save(state)
                 continue
-            # The event log may hold events emitted after the last checkpoint.
-            logged = await self.bus.log.after(state.run_id, 0)
-            if len(logged) > len(state.trace):
-                state.trace = [e.to_dict() for e in logged]
             self._spawn(state, self._resumer(agent, state))
             n += 1
         return n
+
+    async def _cancel_child_requests(self, state: RunState) -> None:
+        # Child runs (delegates, workflow agent nodes) are not checkpointed on their own: a
+        # child interrupted by the restart does not resume (the parent's call reports an
+        # unknown outcome and is not run again), so requests it was waiting on would wait
+        # for nobody. Their pending events reached the parent's trace; cancel them.
+        for event in state.trace:
+            if (event.get("type") == "confirmation_pending" and event.get("child_run_id")
+                    and event.get("request_id")):
+                await self.approvals.cancel(
+                    str(event["request_id"]),
+                    "the delegated run waiting for this request was interrupted by a "
+                    "restart and does not resume")
 
     def _resumer(self, agent: Agent, state: RunState
                  ) -> Callable[[EventSink], Awaitable[object]]:
