@@ -141,3 +141,17 @@ def test_read_only_set_from_the_cli_reaches_a_running_server_at_the_next_call(
 def orgs_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "hookgate.cli.main", "orgs", *args],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+async def test_redeclaring_an_org_renames_it_but_keeps_its_read_only_flag(db: Database) -> None:
+    from hookgate.storage.orgs import org_read_only, set_org_read_only, sync_orgs
+    from hookgate.storage.tables import Org
+
+    await sync_orgs(db, [("acme", "ACME", False)])
+    await set_org_read_only(db, "acme", True)
+    await sync_orgs(db, [("acme", "ACME Corp", False), ("globex", "Globex", True)])
+    assert await org_read_only(db, "acme") is True
+    assert await org_read_only(db, "globex") is True
+    async with db.session() as s:
+        row = await s.get(Org, "acme")
+        assert row is not None and row.name == "ACME Corp"

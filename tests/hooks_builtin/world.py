@@ -12,7 +12,7 @@ from hookgate import Agent, ReActEngine, ScriptedLLM, Tool, tool
 from hookgate.catalog.services import HookServices
 from hookgate.engines.result import RunResult
 from hookgate.storage.database import Database
-from hookgate.storage.orgs import add_missing_orgs
+from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.tables import ConnectorCallLog
 
 
@@ -69,7 +69,7 @@ def tool_events(result: RunResult) -> list[dict[str, Any]]:
 
 
 async def with_orgs(db: Database, *orgs: tuple[str, bool]) -> None:
-    await add_missing_orgs(db, [(o, o.upper(), ro) for o, ro in orgs])
+    await sync_orgs(db, [(o, o.upper(), ro) for o, ro in orgs])
 
 
 async def log_rows(db: Database) -> list[dict[str, Any]]:

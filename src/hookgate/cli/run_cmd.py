@@ -17,7 +17,7 @@ from hookgate.config import ConfigError, HookgateConfig
 from hookgate.engines.delegation import Delegation
 from hookgate.llm.base import ChatModel
 from hookgate.storage.database import Database
-from hookgate.storage.orgs import add_missing_orgs
+from hookgate.storage.orgs import sync_orgs
 
 #: Config, agent, user or engine problems exit with this; a run that does not complete, 1.
 USAGE_ERROR = 2
@@ -48,7 +48,7 @@ async def _stream(engine_cls: Any, model: ChatModel, agent: Agent, message: str,
     db = Database(cfg.database)
     try:
         await db.upgrade()
-        await add_missing_orgs(db, [(o.id, o.name or o.id, o.read_only) for o in cfg.orgs])
+        await sync_orgs(db, [(o.id, o.name or o.id, o.read_only) for o in cfg.orgs])
         engine = engine_cls(model, services=HookServices(database=db),
                             delegation=Delegation(cfg.build_agents(), cfg.model_for))
         async for event in engine.stream(agent, message, user_id=user_id, org_id=agent.org_id):

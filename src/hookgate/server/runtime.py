@@ -15,7 +15,8 @@ from hookgate.server.deployment import Deployment, token_digest
 from hookgate.server.inbox import InboxFeed
 from hookgate.server.run_manager import RunManager
 from hookgate.storage.database import Database
-from hookgate.storage.tables import AgentRow, Org, User
+from hookgate.storage.orgs import sync_orgs
+from hookgate.storage.tables import AgentRow, User
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +90,8 @@ class Runtime:
         that it is operational state, changed through the API or CLI.
         """
         d = self.deployment
+        await sync_orgs(self.db, [(o.id, o.name, o.read_only) for o in d.orgs])
         async with self.db.transaction() as s:
-            for org in d.orgs:
-                row = await s.get(Org, org.id)
-                if row is None:
-                    s.add(Org(id=org.id, name=org.name, read_only=org.read_only))
-                else:
-                    row.name = org.name
-            await s.flush()
             for u in d.users:
                 user = await s.get(User, u.id)
                 if user is None:

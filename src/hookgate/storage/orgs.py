@@ -43,10 +43,14 @@ async def set_org_read_only(db: Database, org_id: str, read_only: bool) -> None:
             raise UnknownOrg(f"no org '{org_id}' in the database")
 
 
-async def add_missing_orgs(db: Database, orgs: Iterable[tuple[str, str, bool]]) -> None:
-    """Insert the (id, name, read_only) orgs the database lacks; existing ones keep their
-    flag, which is operational state from the moment the org exists."""
+async def sync_orgs(db: Database, orgs: Iterable[tuple[str, str, bool]]) -> None:
+    """Write the declared (id, name, read_only) orgs: missing ones are inserted with their
+    flag; existing ones take the declared name but keep their flag, which is operational
+    state (set through the API or CLI) from the moment the org exists."""
     async with db.transaction() as s:
         for org_id, name, read_only in orgs:
-            if await s.get(Org, org_id) is None:
+            row = await s.get(Org, org_id)
+            if row is None:
                 s.add(Org(id=org_id, name=name, read_only=read_only))
+            else:
+                row.name = name
