@@ -200,8 +200,10 @@ async def test_notify_posts_a_plain_text_message(
 
 
 async def test_a_lark_base_url_is_accepted(feishu: FakeFeishu) -> None:
-    validate_channel_config("feishu", feishu.channel_config(
-        base_url="https://open.larksuite.com"))
+    config = feishu.channel_config(base_url="https://open.larksuite.com")
+    validate_channel_config("feishu", config)
+    lark = FeishuChannel("lark", "org1", config)
+    assert lark.settings.base_url.rstrip("/") == "https://open.larksuite.com"
 
 
 # -- callbacks ---------------------------------------------------------------------------------

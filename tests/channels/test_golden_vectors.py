@@ -12,6 +12,7 @@ import json
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from hookgate.channels.base import CallbackRejected
 from hookgate.channels.feishu import crypto as feishu_crypto
 from hookgate.channels.slack import signing as slack_signing
 from hookgate.channels.wecom import crypto as wecom_crypto
@@ -76,7 +77,10 @@ def test_slack_official_signing_vector_matches_byte_for_byte() -> None:
 
 def test_slack_official_vector_verifies_inside_its_time_window() -> None:
     headers = {"x-slack-request-timestamp": "1531420618", "x-slack-signature": SLACK_SIGNATURE}
-    slack_signing.verify(SLACK_SECRET, headers, SLACK_BODY, now=1531420618 + 299)
+    assert slack_signing.verify(SLACK_SECRET, headers, SLACK_BODY, now=1531420618 + 299) is None
+    with pytest.raises(CallbackRejected) as stale:
+        slack_signing.verify(SLACK_SECRET, headers, SLACK_BODY, now=1531420618 + 301)
+    assert stale.value.status == 401
 
 
 # -- WeCom -----------------------------------------------------------------------------------
