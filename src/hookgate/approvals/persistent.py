@@ -24,6 +24,7 @@ from hookgate.approvals.waiters import WaiterHub
 from hookgate.channels.base import ApprovalCard, CardOutcome, DeliveredCard, DeliveryError
 from hookgate.storage.database import Database
 from hookgate.storage.types import utcnow
+from hookgate.telemetry.approvals import timed_wait
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class PersistentApprovals:
             if request.mode == "channel" and request.delivery_ref is None:
                 await self._deliver(request, ask)
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
-            request = await self._wait(request, ask)
+            request = await timed_wait(self._wait(request, ask), request, resumed=resumed)
         decision = ApprovalDecision(
             request_id=request.id,
             status=request.status,  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from hookgate.channels.base import ChannelConfigError, DeliveryError
+from hookgate.telemetry.channels import delivery_failed
 
 #: Headers that say how many seconds to wait before retrying, in order of preference.
 RETRY_AFTER_HEADERS = ("retry-after", "x-ogw-ratelimit-reset")
@@ -148,6 +149,7 @@ class PlatformSender:
         self, endpoint: str, status: int | None, body: str, why: str
     ) -> DeliveryError:
         last = f"HTTP {status}" if status is not None else "no answer"
+        delivery_failed(self.platform, status)
         return DeliveryError(
             f"{self.platform}: {endpoint} failed, giving up: {why}; last: {last} {body}".rstrip(),
             platform=self.platform,
@@ -159,6 +161,7 @@ class PlatformSender:
     def refused(self, method: str, path: str, response: httpx.Response, why: str) -> DeliveryError:
         """A DeliveryError for an answer that came back but is not a success."""
         body = response.text[:500]
+        delivery_failed(self.platform, response.status_code)
         return DeliveryError(
             f"{self.platform}: {method} {path} was refused: {why} (HTTP {response.status_code})",
             platform=self.platform,

@@ -1,5 +1,6 @@
 """``--config FILE`` or ``--example NAME``: the options that name a configuration, shared by
-the commands that load one, and loading it with errors printed the way a user can act on.
+the commands that load one, and loading it (and its process-wide telemetry) with errors
+printed the way a user can act on.
 """
 
 from __future__ import annotations
@@ -55,3 +56,13 @@ def load_from_options(config: Path | None, example: str | None, *, code: int) ->
         return load_config(config_path(config, example, code=code))
     except ConfigError as exc:
         fail(str(exc), code)
+
+
+def start_telemetry(cfg: HookgateConfig, *, code: int = 2) -> None:
+    """Install OpenTelemetry as the ``telemetry:`` section and OTEL_* variables say."""
+    from hookgate.telemetry.setup import TelemetrySetupError, install
+
+    try:
+        install(cfg.telemetry.settings())
+    except TelemetrySetupError as exc:
+        fail(f"{cfg.source}: telemetry: {exc}", code)

@@ -11,7 +11,12 @@ import hookgate.engines
 from hookgate.agent import Agent
 from hookgate.catalog.services import HookServices
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import (
+    ConfigOption,
+    ExampleOption,
+    load_from_options,
+    start_telemetry,
+)
 from hookgate.cli.event_view import EventView
 from hookgate.config import ConfigError, HookgateConfig
 from hookgate.engines.delegation import Delegation
@@ -96,6 +101,7 @@ def run_command(
     if engine not in engines:
         fail(f"unknown engine '{engine}' (engines: {', '.join(engines)})", USAGE_ERROR)
     user_id = _initiator(cfg, the_agent, user)
+    start_telemetry(cfg)
     try:
         status = asyncio.run(_stream(engines[engine], model, the_agent, message, user_id, cfg))
     except Exception as exc:  # the engine itself broke: say so instead of a traceback

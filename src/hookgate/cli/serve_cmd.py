@@ -7,7 +7,12 @@ from typing import Annotated
 import typer
 
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import (
+    ConfigOption,
+    ExampleOption,
+    load_from_options,
+    start_telemetry,
+)
 
 HostOption = Annotated[str, typer.Option(help="Interface to listen on.")]
 PortOption = Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)]
@@ -32,6 +37,7 @@ def serve(
             SecretsKey.from_environment()
         except SecretsKeyError as exc:
             fail(str(exc), 2)
+    start_telemetry(cfg)
     server, _ = build_server(deployment_from_config(cfg), host, port, log_level=log_level)
     console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/ "
                   f"(database: {cfg.database.split('://')[0]})")

@@ -29,6 +29,7 @@ from hookgate.config.errors import ConfigError
 from hookgate.llm.base import ChatModel, ModelError
 from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
 from hookgate.llm.scripted import ScriptedLLM, parse_turn
+from hookgate.telemetry.setup import TelemetrySettings
 from hookgate.tools.tool import Tool
 from hookgate.workflows.schema import Workflow
 
@@ -195,6 +196,23 @@ class ServerSpec(_Section):
     public_url: str | None = None
 
 
+class TelemetrySpec(_Section):
+    """``telemetry:``: OpenTelemetry export; the OTEL_* variables configure the rest.
+
+    ``enabled`` unset means on when an OTLP endpoint or exporter variable is set.
+    """
+
+    enabled: bool | None = None
+    service_name: NonEmpty | None = None
+    endpoint: NonEmpty | None = None
+    capture_content: bool = False
+    mask_patterns: list[NonEmpty] = Field(default_factory=list)
+
+    def settings(self) -> TelemetrySettings:
+        return TelemetrySettings(self.enabled, self.service_name, self.endpoint,
+                                 self.capture_content, tuple(self.mask_patterns))
+
+
 class HookgateConfig(_Section):
     """A loaded configuration file. Build it with `load_config` or `parse_config`."""
 
@@ -207,6 +225,7 @@ class HookgateConfig(_Section):
     agents: list[AgentSpec] = Field(default_factory=list)
     server: ServerSpec = Field(default_factory=ServerSpec)
     workflows: list[Workflow] = Field(default_factory=list)
+    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
 
     _source: str = PrivateAttr(default="<config>")
     _tool_objects: dict[str, Tool] = PrivateAttr(default_factory=dict)

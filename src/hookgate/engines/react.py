@@ -24,6 +24,7 @@ from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
 from hookgate.llm.base import ChatModel
+from hookgate.telemetry.runs import traced_run
 from hookgate.tools.calls import ToolCall
 from hookgate.tools.ledger import ExecutionLedger, InMemoryLedger
 from hookgate.tools.tool import Tool
@@ -122,6 +123,7 @@ class ReActEngine:
             extra_tools=self.extra_tools,
         )
 
+    @traced_run()
     async def _drive(self, d: RunDriver) -> None:
         if d.state.finished:
             return

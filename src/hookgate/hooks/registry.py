@@ -29,6 +29,11 @@ from hookgate.hooks.trace import UNCHANGED, ChainResult, HookEvent, HookEventKin
 
 _DEFAULT_TRIGGER = _Hook.should_trigger
 
+#: Given a hook, the callable to run instead of its ``execute`` (hookgate.telemetry sets it
+#: to time and trace every hook while telemetry is on); taken at registration, so None
+#: costs the chains nothing.
+instrument: Callable[[_Hook], Callable[[HookContext], Awaitable[Any]]] | None = None
+
 
 class _Options(NamedTuple):
     """What makes a hook more than "always run, no timeout, fail closed"."""
@@ -61,7 +66,8 @@ def _entry(hook: _Hook) -> _Entry:
         hook.timeout,
         hook.fail_mode != "open",
     )
-    return hook.execute, hook.name, None if opts == _PLAIN else opts
+    execute = hook.execute if instrument is None else instrument(hook)
+    return execute, hook.name, None if opts == _PLAIN else opts
 
 
 async def _execute_with_timeout(

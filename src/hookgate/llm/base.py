@@ -14,6 +14,17 @@ class ModelError(Exception):
     """The model could not produce a turn (endpoint down, bad reply, script exhausted)."""
 
 
+@dataclass(slots=True, frozen=True)
+class ResponseInfo:
+    """What an endpoint said about its reply besides the turn (for telemetry and logs)."""
+
+    id: str | None = None
+    model: str | None = None
+    finish_reasons: tuple[str, ...] = ()
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
 @dataclass(slots=True)
 class ModelTurn:
     """One model turn: tool calls to make, or a final answer.
@@ -26,6 +37,7 @@ class ModelTurn:
     answer: str | None = None
     content: str | None = None
     plan: dict[str, Any] | None = None
+    response: ResponseInfo | None = None
 
 
 class ChatModel(Protocol):

@@ -15,7 +15,9 @@ from typing import Any, cast
 import openai
 from openai import AsyncOpenAI
 
-from hookgate.llm.base import Message, ModelError, ModelTurn
+from hookgate.llm.base import Message, ModelError, ModelTurn, ResponseInfo
+from hookgate.telemetry.models import traced_chat
+from hookgate.telemetry.propagation import with_trace_headers
 from hookgate.tools.calls import ToolCall
 
 ENV_BASE_URL = "HOOKGATE_LLM_BASE_URL"
@@ -75,6 +77,7 @@ class OpenAICompatibleModel:
         """How errors name this endpoint: the model and the base URL."""
         return f"model '{self.model}' at {self.base_url}"
 
+    @traced_chat("openai")
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelTurn:
         try:
             completion = await self._client.chat.completions.create(
@@ -82,6 +85,7 @@ class OpenAICompatibleModel:
                 # Messages are already OpenAI-shaped dicts (engines/driver.py builds them).
                 messages=cast(Any, messages),
                 tools=cast(Any, tools) if tools else openai.omit,
+                extra_headers=with_trace_headers({}) or None,
             )
         except openai.APITimeoutError as exc:
             raise ModelError(
@@ -124,9 +128,28 @@ def _parse_completion(completion: Any) -> ModelTurn:
         raise ModelError("the first choice has no message")
     content = message.content if isinstance(message.content, str) else None
     calls = [_parse_tool_call(raw, i) for i, raw in enumerate(message.tool_calls or [])]
+    info = _response_info(completion, choices)
     if calls:
-        return ModelTurn(tool_calls=calls, content=content)
-    return ModelTurn(answer=content or "", content=content)
+        return ModelTurn(tool_calls=calls, content=content, response=info)
+    return ModelTurn(answer=content or "", content=content, response=info)
+
+
+def _response_info(completion: Any, choices: Any) -> ResponseInfo:
+    # Endpoints differ in what they fill in; take only values of the expected types.
+    usage = getattr(completion, "usage", None)
+
+    def count(name: str) -> int | None:
+        value = getattr(usage, name, None)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def string(value: Any) -> str | None:
+        return value if isinstance(value, str) and value else None
+
+    reasons = tuple(r for c in choices if (r := string(getattr(c, "finish_reason", None))))
+    return ResponseInfo(id=string(getattr(completion, "id", None)),
+                        model=string(getattr(completion, "model", None)),
+                        finish_reasons=reasons, input_tokens=count("prompt_tokens"),
+                        output_tokens=count("completion_tokens"))
 
 
 def _parse_tool_call(raw: Any, index: int) -> ToolCall:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from hookgate.llm.base import Message, ModelError, ModelTurn
+from hookgate.telemetry.models import traced_chat
 from hookgate.tools.calls import ToolCall
 
 Turn = dict[str, Any]
@@ -61,6 +62,7 @@ class ScriptedLLM:
         self._turns = turns
         self.calls = 0
 
+    @traced_chat("hookgate.scripted")
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelTurn:
         index = sum(1 for m in messages if m.get("role") == "assistant")
         self.calls += 1

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.trace import HookEvent
+from hookgate.telemetry.tools import traced_tool_call
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.ledger import ExecutionLedger
@@ -69,6 +70,7 @@ def build_metadata(
     }
 
 
+@traced_tool_call
 async def execute_tool_call(
     call: ToolCall,
     *,

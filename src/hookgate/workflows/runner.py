@@ -25,6 +25,8 @@ from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
 from hookgate.llm.base import ChatModel
+from hookgate.telemetry.names import OP_INVOKE_WORKFLOW
+from hookgate.telemetry.runs import traced_run
 from hookgate.tools.calls import ToolCall
 from hookgate.tools.ledger import ExecutionLedger, InMemoryLedger
 from hookgate.workflows.expressions import ExpressionError, evaluate, render
@@ -115,6 +117,7 @@ class WorkflowRunner:
             raise WorkflowError(f"no workflow '{workflow_id}' (workflows: {known})")
         return workflow
 
+    @traced_run(OP_INVOKE_WORKFLOW)
     async def _drive(self, d: RunDriver, workflow: Workflow) -> None:
         problem = self._mismatch(workflow, d.agent)
         if problem is not None:

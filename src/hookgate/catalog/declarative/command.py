@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from hookgate.catalog.declarative.protocol import HookProtocolError, HookReply, reply_from_text
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookPoint
+from hookgate.telemetry.propagation import subprocess_env
 
 #: Keys a command hook entry takes besides the common ones.
 KEYS = frozenset({"command", "cwd"})
@@ -49,6 +50,7 @@ class CommandRunner:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=self.cwd,
+            env=subprocess_env(),
             start_new_session=True,
         )
         try:

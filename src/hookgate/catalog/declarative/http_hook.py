@@ -16,6 +16,7 @@ import httpx
 from hookgate.catalog.declarative.protocol import HookProtocolError, HookReply, reply_from_text
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookPoint
+from hookgate.telemetry.propagation import with_trace_headers
 
 #: Keys an http hook entry takes besides the common ones.
 KEYS = frozenset({"url", "headers"})
@@ -54,7 +55,8 @@ class HttpEndpoint:
 
     async def ask(self, payload: dict[str, Any], point: HookPoint) -> HookReply:
         async with httpx.AsyncClient(timeout=None, follow_redirects=False) as client:
-            response = await client.post(self.url, json=payload, headers=dict(self.headers))
+            response = await client.post(self.url, json=payload,
+                                         headers=with_trace_headers(self.headers))
         if not response.is_success:
             body = response.text.strip()
             detail = f": {body[:200]}" if body else ""

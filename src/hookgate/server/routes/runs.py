@@ -14,17 +14,20 @@ from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.run_manager import UnknownAgent, UnknownEngine
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import StartRun
+from hookgate.telemetry.propagation import continue_trace
 
 router = APIRouter(prefix="/api", tags=["runs"])
 
 
 @router.post("/runs")
-async def start_run(body: StartRun, caller: CallerDep,
-                    rt: RuntimeDep) -> dict[str, Any]:
+async def start_run(body: StartRun, caller: CallerDep, rt: RuntimeDep,
+                    request: Request) -> dict[str, Any]:
     try:
-        state = await rt.runs.start(body.agent_id, body.message, user_id=caller.user_id,
-                                    org_id=caller.org_id, conversation_id=body.conversation_id,
-                                    engine=body.engine)
+        with continue_trace(request.headers):
+            state = await rt.runs.start(body.agent_id, body.message,
+                                        user_id=caller.user_id, org_id=caller.org_id,
+                                        conversation_id=body.conversation_id,
+                                        engine=body.engine)
     except UnknownAgent as exc:
         raise HTTPException(404, str(exc)) from None
     except UnknownEngine as exc:
