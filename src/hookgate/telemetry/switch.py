@@ -63,8 +63,10 @@ def refresh() -> bool:
     if on != SWITCH.on:
         from hookgate.hooks import registry
         from hookgate.telemetry.hooks import traced_execute
+        from hookgate.telemetry.instruments import instruments
 
         registry.instrument = traced_execute if on else None
+        instruments.cache_clear()  # made again from the provider now installed
     SWITCH.on = on
     return on
 
