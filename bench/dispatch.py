@@ -6,6 +6,11 @@ awaits the same 2N hooks' `execute()` with none of the registry's logic. The who
 path (`execute_tool_call`, trivial async tool body) is timed too, with nothing subtracted.
 Each figure is the median of several rounds' medians, in microseconds. Prints JSON.
 
+``otel`` (when the OpenTelemetry SDK is installed, ``pip install 'hookgate[otel]'``): the
+guarded path with 5 hooks per point with telemetry off and on, in alternating rounds. "On"
+is the SDK recording every span (1 execute_tool + 10 hook spans per call) and aggregating
+the metrics in memory, with nothing exported; the main figures above are all "off".
+
     python bench/dispatch.py [--iterations 20000] [--rounds 5]
 """
 
@@ -128,10 +133,52 @@ async def _measure(n: int, iterations: int, rounds: int) -> dict[str, object]:
     }
 
 
+async def _otel(iterations: int, rounds: int, n: int = 5) -> dict[str, object] | None:
+    try:
+        from opentelemetry import metrics, trace
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+    except ImportError:
+        return None
+    from hookgate.hooks import registry as registry_module
+    from hookgate.telemetry.switch import SWITCH, refresh
+
+    plain = _registry(n)  # registered with telemetry off: the hooks are not wrapped
+    trace.set_tracer_provider(TracerProvider())
+    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    assert refresh() and registry_module.instrument is not None
+    traced = _registry(n)
+    tools = {echo.name: echo}
+    identity = CallIdentity(agent_id="bench", user_id="u", org_id="o", run_id="run_bench")
+    call = ToolCall("call_0", "echo", {"text": "hi"})
+
+    async def off() -> None:
+        await execute_tool_call(call, tools=tools, registry=plain, identity=identity)
+
+    async def on() -> None:
+        await execute_tool_call(call, tools=tools, registry=traced, identity=identity)
+
+    # The switch is what a process without a provider has: flip it per round, so the two
+    # figures alternate like the ones above.
+    samples: dict[str, list[float]] = {"off": [], "on": []}
+    for state, step in ((False, off), (True, on)):
+        SWITCH.on = state
+        await _round_median_us(step, 1_000)
+    for _ in range(rounds):
+        for state, key, step in ((False, "off", off), (True, "on", on)):
+            SWITCH.on = state
+            samples[key].append(await _round_median_us(step, iterations // 4))
+    off_us, on_us = (statistics.median(samples[k]) for k in ("off", "on"))
+    return {"hooks_per_point": n, "guarded_path_us_off": round(off_us, 3),
+            "guarded_path_us_on": round(on_us, 3), "spans_per_call": 1 + 2 * n}
+
+
 async def main(iterations: int, rounds: int) -> dict[str, object]:
     gc.disable()  # as timeit does: a collection landing in one sample is noise, not cost
     try:
         results = [await _measure(n, iterations, rounds) for n in SIZES]
+        otel = await _otel(iterations, rounds)
     finally:
         gc.enable()
     at_5 = next(r for r in results if r["hooks_per_point"] == 5)
@@ -156,6 +203,7 @@ async def main(iterations: int, rounds: int) -> dict[str, object]:
                                             "bare_loop": first["bare_loop_us"]},
         "target_ratio_at_5": TARGET_RATIO_AT_5,
         "ratio_at_5": at_5["ratio"],
+        "otel": otel,
     }
 
 
