@@ -6,14 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from tests.live_server import free_port
+from tests.server.test_restart import wait_for
 from tests.telemetry.collector import Collector, collector
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,16 +45,6 @@ agents:
 telemetry:
   service_name: hookgate-under-test
 """
-
-
-def wait_for(fn: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def serve(tmp_path: Path, got: Collector) -> tuple[subprocess.Popen[bytes], str]:
