@@ -12,6 +12,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     demo_cmd,
     eval_cmd,
     hooks_cmd,
+    mcp_cmd,
     orgs_cmd,
     run_cmd,
     secrets_cmd,

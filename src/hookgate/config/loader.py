@@ -21,6 +21,7 @@ from hookgate.config.environment import References, UnsetVariable, expand, key_p
 from hookgate.config.errors import ConfigError
 from hookgate.config.schema import HookgateConfig, OpenAIModelSpec
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from hookgate.mcp.config import check_access
 from hookgate.tools.tool import Tool
 
 Problem = tuple[str, str]  # (key path, what is wrong)
@@ -199,6 +200,7 @@ class _Resolver:
         sections: dict[str, list[str]] = {
             "orgs": [o.id for o in c.orgs], "users": [u.id for u in c.users],
             "channels": [ch.id for ch in c.channels], "agents": [a.id for a in c.agents],
+            "mcp_servers": [m.id for m in c.mcp_servers],
         }
         for section, ids in sections.items():
             first: dict[str, int] = {}
@@ -315,6 +317,9 @@ class _Resolver:
                               f"not the agent's org '{agent.org}'")
             if check_tools:
                 self._agent_tools(at, agent.tools)
+            if agent.mcp is not None:
+                self.problems.extend(
+                    check_access(at, agent.mcp, {m.id: m for m in c.mcp_servers}))
 
     def _agent_tools(self, at: str, names: list[str]) -> None:
         known = self.config.tool_objects

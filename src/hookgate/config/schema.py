@@ -30,6 +30,7 @@ from hookgate.llm.base import ChatModel, ModelError
 from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
 from hookgate.llm.scripted import ScriptedLLM, parse_turn
 from hookgate.telemetry.setup import TelemetrySettings
+from hookgate.mcp.config import AgentMcpAccess, McpServerSpec
 from hookgate.tools.tool import Tool
 from hookgate.workflows.schema import Workflow
 
@@ -190,6 +191,8 @@ class AgentSpec(_Section):
     approval_channel_id: str | None = None
     notify_on_completion: bool = False
     model_config_json: dict[str, Any] = Field(default_factory=dict)
+    #: What the agent may use through the MCP gateway (hookgate.mcp).
+    mcp: AgentMcpAccess | None = None
 
 
 class ServerSpec(_Section):
@@ -226,6 +229,7 @@ class HookgateConfig(_Section):
     server: ServerSpec = Field(default_factory=ServerSpec)
     workflows: list[Workflow] = Field(default_factory=list)
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
+    mcp_servers: list[McpServerSpec] = Field(default_factory=list)
 
     _source: str = PrivateAttr(default="<config>")
     _tool_objects: dict[str, Tool] = PrivateAttr(default_factory=dict)

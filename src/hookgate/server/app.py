@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from hookgate.mcp.http import McpHttpEndpoint
 from hookgate.server import errors
 from hookgate.server.limits import DEFAULT_MAX_BODY, BodySizeLimit
 from hookgate.server.routes import catalog, confirmations, runs
@@ -22,17 +23,21 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
                max_body: int = DEFAULT_MAX_BODY) -> FastAPI:
     """An app serving ``runtime``; the runtime starts and stops with the app."""
 
+    mcp = McpHttpEndpoint(runtime)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await runtime.start()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             await runtime.stop()
 
     app = FastAPI(title="hookgate", version="0.1.0", lifespan=lifespan,
                   description="Hooks that make rules about an LLM agent's tool calls hold.")
     app.state.runtime = runtime
+    app.state.mcp = mcp
     app.state.keepalive_s = keepalive_s
     errors.install(app)
     app.include_router(runs.router)
@@ -40,6 +45,7 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
     app.include_router(catalog.router)
     _include_optional_routes(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount("/mcp", mcp, name="mcp")
 
     @app.get("/", include_in_schema=False)
     async def portal() -> FileResponse:

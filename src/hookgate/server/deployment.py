@@ -10,6 +10,7 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.llm.base import ChatModel
+from hookgate.mcp.config import AgentMcpAccess, McpServerSpec
 from hookgate.workflows.schema import Workflow
 
 
@@ -59,6 +60,9 @@ class Deployment:
     public_url: str | None = None
     max_steps: int = 20
     workflows: dict[str, Workflow] = field(default_factory=dict)
+    #: Downstream MCP servers and, per agent id, what it may use of them (hookgate.mcp).
+    mcp_servers: list[McpServerSpec] = field(default_factory=list)
+    mcp_access: dict[str, AgentMcpAccess] = field(default_factory=dict)
 
 
 def deployment_from_config(cfg: Any) -> Deployment:
@@ -80,4 +84,6 @@ def deployment_from_config(cfg: Any) -> Deployment:
                   for c in cfg.channels],
         public_url=cfg.server.public_url,
         workflows=cfg.workflows_by_id(),
+        mcp_servers=list(cfg.mcp_servers),
+        mcp_access={a.id: a.mcp for a in cfg.agents if a.mcp is not None},
     )

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from hookgate.hooks.model import EventEmitter
 
-ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval"]
+ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval", "mcp"]
 OutcomeStatus = Literal["ok", "blocked", "invalid", "error", "withheld", "unknown_tool"]
 
 

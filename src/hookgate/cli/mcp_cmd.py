@@ -1,0 +1,37 @@
+"""``hookgate mcp``: the MCP gateway's commands (``stdio`` serves one local MCP client)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Annotated
+
+import typer
+
+from hookgate.cli.app import app, fail
+from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+
+mcp_app = typer.Typer(help="The MCP gateway: downstream MCP servers behind hookgate's hooks.",
+                      no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+
+
+@mcp_app.command()
+def stdio(
+    agent: Annotated[str, typer.Option("--agent", help="The agent whose tools to serve.")],
+    config: ConfigOption = None,
+    example: ExampleOption = None,
+) -> None:
+    """Serve the gateway over stdin/stdout; the user is the token in HOOKGATE_TOKEN."""
+    from hookgate.mcp.stdio import TOKEN_ENV, StdioRefusal, serve_stdio
+
+    # stdout carries the protocol: every log line goes to stderr.
+    logging.basicConfig(level=logging.WARNING)
+    cfg = load_from_options(config, example, code=2)
+    try:
+        asyncio.run(serve_stdio(cfg, agent, os.environ.get(TOKEN_ENV)))
+    except StdioRefusal as exc:
+        fail(str(exc), 2)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,73 @@
+"""Which attempt a ``tools/call`` belongs to, so a client's retry never runs a call twice.
+
+A call is keyed by agent, user, tool and the digest of its arguments; the key names a run
+(``mcp-<key>``). The call joins the latest confirmation request of that run while it is
+pending, or decided (approved or rejected) within the retry window: the retry then meets the
+same decision, and the execution ledger hands back the recorded result instead of calling the
+downstream server again. Past the window, or with no request, the call is a new attempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from hookgate.storage.database import Database
+from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.types import utcnow
+from hookgate.tools.tool import args_digest
+
+#: Statuses whose decision a retry inherits; an expired or cancelled request is asked anew.
+_INHERITED = ("approved", "rejected")
+
+
+def call_key(agent_id: str, user_id: str, tool: str, args: object) -> str:
+    """The identity of "this user asks this agent to run this tool with these arguments"."""
+    digest = args_digest(args) if isinstance(args, dict) else args_digest({"raw": str(args)})
+    material = "\x00".join((agent_id, user_id, tool, digest))
+    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """The (run, tool call) a call runs under; ``joined`` when it continues an earlier one."""
+
+    run_id: str
+    tool_call_id: str
+    joined: bool
+
+
+class AttemptFinder:
+    """Finds the attempt for a call key in the ``confirmation_requests`` table."""
+
+    def __init__(self, db: Database, retry_window_s: float) -> None:
+        self.db = db
+        self.window = timedelta(seconds=retry_window_s)
+
+    async def attempt_for(self, key: str) -> Attempt:
+        run_id = f"mcp-{key[:48]}"
+        async with self.db.session() as s:
+            latest = (await s.execute(
+                select(ConfirmationRequestRow)
+                .where(ConfirmationRequestRow.run_id == run_id)
+                .order_by(ConfirmationRequestRow.created_at.desc())
+                .limit(1)
+            )).scalar_one_or_none()
+        if latest is not None and self._joinable(latest):
+            return Attempt(run_id, latest.tool_call_id, joined=True)
+        return Attempt(run_id, f"mcpcall-{uuid.uuid4().hex}", joined=False)
+
+    def _joinable(self, row: ConfirmationRequestRow) -> bool:
+        if row.status == "pending":
+            return True
+        if row.status not in _INHERITED or row.responded_at is None:
+            return False
+        responded = row.responded_at
+        now = utcnow()
+        if responded.tzinfo is None:
+            now = now.replace(tzinfo=None)
+        return now - responded <= self.window

@@ -1,0 +1,241 @@
+"""One downstream MCP server: its connection (official ``mcp`` client), started on demand.
+
+The connection lives in a task of its own, because the SDK's client is an anyio context
+that must be entered and left by the same task. A server that crashed is started again at
+the next request; the request that saw the crash fails, since its outcome is unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Awaitable
+from typing import Any, TextIO, TypeVar
+
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CONNECTION_CLOSED
+from pydantic import ValidationError
+
+from hookgate.mcp.config import McpServerSpec
+from hookgate.mcp.errors import DownstreamError
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+#: Upper bound on pages of one listing, so a server that paginates forever cannot hang us.
+_MAX_PAGES = 100
+
+
+class DownstreamServer:
+    """A started-on-demand connection to one ``mcp_servers:`` entry."""
+
+    def __init__(self, spec: McpServerSpec, *, errlog: TextIO | None = None) -> None:
+        self.spec = spec
+        self.errlog = errlog or sys.stderr
+        self._client: Client | None = None
+        self._tools: list[types.Tool] = []
+        self._holder: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
+        self._lock = asyncio.Lock()
+        #: How many times a connection was opened (restarts included).
+        self.starts = 0
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def running(self) -> bool:
+        return self._client is not None and self._holder is not None and not self._holder.done()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def client(self) -> Client:
+        """The live connection, starting the server first if it is not running."""
+        if self.running:
+            assert self._client is not None
+            return self._client
+        async with self._lock:
+            if not self.running:
+                await self._start()
+            assert self._client is not None
+            return self._client
+
+    async def tools(self) -> list[types.Tool]:
+        """The server's tools as listed when it (last) started."""
+        await self.client()
+        return list(self._tools)
+
+    async def restart(self) -> None:
+        """Stop the server (if running) and start it again."""
+        async with self._lock:
+            await self._stop()
+            await self._start()
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._stop()
+
+    async def _start(self) -> None:
+        await self._stop()
+        ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._holder = asyncio.create_task(self._hold(ready, self._closing),
+                                           name=f"mcp-downstream-{self.id}")
+        try:
+            async with asyncio.timeout(self.spec.startup_timeout_s):
+                client = await asyncio.shield(ready)
+                self._tools = await self._list_tools(client)
+        except TimeoutError:
+            await self._stop()
+            raise DownstreamError(self.id, f"did not complete its start within "
+                                           f"{self.spec.startup_timeout_s:g}s") from None
+        except DownstreamError:
+            await self._stop()
+            raise
+        except Exception as exc:
+            await self._stop()
+            raise DownstreamError(self.id, f"could not start: {_reason(exc)}") from exc
+        self._client = client
+        self.starts += 1
+
+    async def _stop(self) -> None:
+        self._client = None
+        holder, self._holder = self._holder, None
+        if holder is None:
+            return
+        if self._closing is not None:
+            self._closing.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(holder), 5)
+        except (TimeoutError, Exception):
+            holder.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await holder
+
+    async def _hold(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
+        try:
+            async with Client(self._target(), cache=None) as client:
+                ready.set_result(client)
+                await closing.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else
+                                    RuntimeError(f"interrupted: {type(exc).__name__}"))
+            elif not closing.is_set():
+                log.warning("MCP server '%s' connection ended: %s", self.id, _reason(exc))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._client = None
+
+    def _target(self) -> Any:
+        spec = self.spec
+        if spec.command is not None:
+            return StdioServerParameters(command=spec.command, args=list(spec.args),
+                                         env=dict(spec.env) or None, cwd=spec.cwd)
+        assert spec.url is not None
+        http = httpx2.AsyncClient(headers=dict(spec.headers),
+                                  timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 5))
+        return _HttpTransport(spec.url, http)
+
+    async def _list_tools(self, client: Client) -> list[types.Tool]:
+        out: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            out.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return out
+        raise DownstreamError(self.id, f"listed more than {_MAX_PAGES} pages of tools")
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def call_tool(self, name: str, args: dict[str, Any]) -> types.CallToolResult:
+        """Call a tool once. Any failure raises DownstreamError; nothing is retried."""
+        client = await self.client()
+        return await self._request(client, "tools/call", client.call_tool(name, args),
+                                   unknown_outcome=True)
+
+    async def list_resources(self) -> types.ListResourcesResult:
+        client = await self.client()
+        return await self._request(client, "resources/list", client.list_resources())
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        client = await self.client()
+        return await self._request(client, "resources/read", client.read_resource(uri))
+
+    async def list_prompts(self) -> types.ListPromptsResult:
+        client = await self.client()
+        return await self._request(client, "prompts/list", client.list_prompts())
+
+    async def get_prompt(self, name: str, args: dict[str, str] | None) -> types.GetPromptResult:
+        client = await self.client()
+        return await self._request(client, "prompts/get", client.get_prompt(name, args))
+
+    async def _request(self, client: Client, what: str, call: Awaitable[_T],
+                       unknown_outcome: bool = False) -> _T:
+        after = "; its outcome is unknown and it is not retried" if unknown_outcome else ""
+        try:
+            async with asyncio.timeout(self.spec.timeout_s):
+                return await call
+        except TimeoutError:
+            raise DownstreamError(self.id, f"did not answer {what} within "
+                                           f"{self.spec.timeout_s:g}s{after}") from None
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                await self._forget(client)
+                raise DownstreamError(self.id, f"closed the connection during {what} (it "
+                                               f"crashed or exited){after}; it is started "
+                                               "again on the next call") from None
+            raise DownstreamError(self.id, f"answered {what} with an error: "
+                                           f"{exc.message} (code {exc.code})") from None
+        except ValidationError as exc:
+            raise DownstreamError(self.id, f"returned a malformed {what} result: "
+                                           f"{exc.error_count()} problem(s), first: "
+                                           f"{exc.errors()[0]['msg']}") from None
+        except Exception as exc:
+            await self._forget(client)
+            raise DownstreamError(self.id, f"failed during {what}: {_reason(exc)}{after}; "
+                                           "it is started again on the next call") from exc
+
+    async def _forget(self, client: Client) -> None:
+        # Only the connection that failed is dropped; a restart may already have replaced it.
+        async with self._lock:
+            if self._client is client:
+                await self._stop()
+
+
+class _HttpTransport:
+    """The SDK's streamable-HTTP client transport with our own httpx2 client (headers)."""
+
+    def __init__(self, url: str, http: httpx2.AsyncClient) -> None:
+        self._cm = streamable_http_client(url, http_client=http)
+        self._http = http
+
+    async def __aenter__(self) -> Any:
+        return await self._cm.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._cm.__aexit__(*exc)
+        finally:
+            await self._http.aclose()
+
+
+def _reason(exc: BaseException) -> str:
+    # anyio wraps failures of task groups in exception groups; the leaf says what happened.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found ({exc.filename or exc})"
+    if isinstance(exc, MCPError):
+        return f"{exc.message} (code {exc.code})"
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text

@@ -1,0 +1,330 @@
+"""`McpGateway`: what an MCP client of one agent may see and do, each call on the guarded path.
+
+``tools/list`` shows the downstream tools the agent may use; ``tools/call`` runs through
+`execute_tool_call` (hooks, read-only guard, rate limits, audit, truncation, the gate) and only
+then reaches the downstream server. A call waits on the gate in a task of the gateway, not of
+the client's request: a client that disconnects and retries the identical call joins the same
+attempt (see `hookgate.mcp.attempts`), and the approved call runs downstream once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import mcp_types as types
+
+from hookgate.agent import Agent
+from hookgate.catalog.build import build_registry
+from hookgate.catalog.builtin.audit_log import AuditLog
+from hookgate.catalog.services import HookServices
+from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.hooks.registry import HookRegistry
+from hookgate.mcp.attempts import AttemptFinder, call_key
+from hookgate.mcp.config import AgentMcpAccess, McpServerSpec, split_tool_name, tool_name
+from hookgate.mcp.downstream import DownstreamServer
+from hookgate.mcp.errors import DownstreamError
+from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
+from hookgate.storage.database import Database
+from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
+from hookgate.tools.guarded import build_metadata, execute_tool_call
+from hookgate.tools.ledger import ExecutionLedger, PriorExecution
+from hookgate.tools.tool import Tool
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RETRY_WINDOW_S = 600.0
+DEFAULT_PROGRESS_INTERVAL_S = 10.0
+
+
+class GatewayRefusal(Exception):
+    """A request the gateway does not serve (a resource or prompt the agent may not use)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is on the other end of an MCP session: a hookgate user acting through an agent."""
+
+    agent: Agent
+    access: AgentMcpAccess
+    user_id: str
+    org_id: str
+    session_id: str | None = None
+
+
+class WaitReporter(Protocol):
+    """How a served session keeps its client informed while a call waits for a person."""
+
+    async def waiting(self, request_id: str, inbox_url: str | None, waited_s: float) -> None: ...
+
+    async def finished(self, request_id: str) -> None: ...
+
+
+@dataclass(eq=False)
+class _Attempt:
+    """One guarded call in flight in this process; identical calls join it."""
+
+    request_id: str | None = None
+    pending: asyncio.Event = field(default_factory=asyncio.Event)
+    replayed: bool = False
+    task: asyncio.Task[types.CallToolResult] | None = None
+
+    def on_event(self, type_: str, data: dict[str, Any]) -> None:
+        if type_ == "confirmation_pending":
+            self.request_id = str(data.get("request_id"))
+            self.pending.set()
+
+
+class _WatchedLedger:
+    """The execution ledger, noting when it hands back an earlier result (a replay)."""
+
+    def __init__(self, inner: ExecutionLedger, attempt: _Attempt) -> None:
+        self.inner = inner
+        self.attempt = attempt
+
+    async def claim(self, run_id: str, tool_call_id: str, tool_name: str, args_sha256: str
+                    ) -> PriorExecution | None:
+        prior = await self.inner.claim(run_id, tool_call_id, tool_name, args_sha256)
+        if prior is not None:
+            self.attempt.replayed = True
+        return prior
+
+    async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool) -> None:
+        await self.inner.finish(run_id, tool_call_id, observation, ok)
+
+
+@dataclass(slots=True)
+class _Toolbox:
+    starts: tuple[int, ...]
+    tools: dict[str, Tool]
+    listed: dict[str, types.Tool]
+    unavailable: dict[str, str]
+
+
+class McpGateway:
+    """The gateway's state in one process: downstream connections, toolboxes, calls in flight."""
+
+    def __init__(
+        self,
+        servers: Sequence[McpServerSpec],
+        *,
+        services: HookServices,
+        db: Database,
+        ledger: ExecutionLedger,
+        inbox_url: Callable[[str], str | None] = lambda _id: None,
+        retry_window_s: float = DEFAULT_RETRY_WINDOW_S,
+        progress_interval_s: float = DEFAULT_PROGRESS_INTERVAL_S,
+    ) -> None:
+        self.servers = {s.id: DownstreamServer(s) for s in servers}
+        self.services = services
+        self.ledger = ledger
+        self.inbox_url = inbox_url
+        self.progress_interval_s = progress_interval_s
+        self.attempts = AttemptFinder(db, retry_window_s)
+        self._registries: dict[str, HookRegistry] = {}
+        self._toolboxes: dict[str, _Toolbox] = {}
+        self._inflight: dict[str, _Attempt] = {}
+        self._resource_owner: dict[tuple[str, str], str] = {}
+
+    async def aclose(self) -> None:
+        """Stop the calls in flight (their requests stay pending when the approval service
+        is shutting down) and the downstream servers."""
+        tasks = [a.task for a in self._inflight.values() if a.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for server in self.servers.values():
+            await server.close()
+
+    async def restart(self, server_id: str) -> None:
+        """Restart one downstream server (DownstreamError if it does not come back)."""
+        server = self.servers.get(server_id)
+        if server is None:
+            raise GatewayRefusal(f"no MCP server '{server_id}' "
+                                 f"(mcp_servers: {', '.join(self.servers) or 'none'})")
+        await server.restart()
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    async def list_tools(self, who: Principal) -> list[types.Tool]:
+        box = await self._toolbox(who)
+        return [listed_tool(box.tools[name], listed) for name, listed in box.listed.items()]
+
+    async def call_tool(self, who: Principal, name: str, args: Any,
+                        reporter: WaitReporter | None = None) -> types.CallToolResult:
+        """Run one call through the guarded path (joining an identical call in flight)."""
+        key = call_key(who.agent.id, who.user_id, name, args)
+        attempt = self._inflight.get(key)
+        if attempt is None:
+            attempt = _Attempt()
+            self._inflight[key] = attempt
+            attempt.task = asyncio.create_task(self._run(who, name, args, key, attempt),
+                                               name=f"mcp-call-{key[:12]}")
+            attempt.task.add_done_callback(functools.partial(self._done, key, attempt))
+        return await self._follow(attempt, reporter)
+
+    def _done(self, key: str, attempt: _Attempt, _task: object) -> None:
+        if self._inflight.get(key) is attempt:
+            del self._inflight[key]
+
+    async def _follow(self, attempt: _Attempt, reporter: WaitReporter | None
+                      ) -> types.CallToolResult:
+        # The caller's request may be cancelled (the client went away); the attempt goes on.
+        task = attempt.task
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        pending = asyncio.ensure_future(attempt.pending.wait())
+        try:
+            await asyncio.wait({task, pending}, return_when=asyncio.FIRST_COMPLETED)
+            while not task.done():
+                if reporter is not None and attempt.request_id is not None:
+                    await reporter.waiting(attempt.request_id,
+                                           self.inbox_url(attempt.request_id),
+                                           loop.time() - started)
+                await asyncio.wait({task}, timeout=self.progress_interval_s)
+        finally:
+            pending.cancel()
+        if reporter is not None and attempt.request_id is not None:
+            await reporter.finished(attempt.request_id)
+        return task.result()
+
+    async def _run(self, who: Principal, name: str, args: Any, key: str,
+                   attempt: _Attempt) -> types.CallToolResult:
+        box = await self._toolbox(who)
+        try:
+            registry = self._registry(who.agent)
+        except HookBuildError as exc:
+            return _refused(f"Error: agent '{who.agent.id}' cannot run: {exc}")
+        found = await self.attempts.attempt_for(key)
+        identity = CallIdentity(
+            agent_id=who.agent.id, user_id=who.user_id, org_id=who.org_id,
+            run_id=found.run_id, conversation_id=who.session_id, execution_path="mcp",
+            require_confirmation_for_all=who.agent.require_confirmation_for_all,
+            emit=attempt.on_event,
+        )
+        call = ToolCall(found.tool_call_id, name, args)
+        outcome = await execute_tool_call(call, tools=box.tools, registry=registry,
+                                          identity=identity,
+                                          ledger=_WatchedLedger(self.ledger, attempt))
+        if attempt.replayed:
+            await self._audit_replay(registry, identity, call, box.tools.get(name), outcome)
+        note = None
+        parts = split_tool_name(name) if isinstance(name, str) else None
+        if outcome.status == "unknown_tool" and parts and parts[0] in box.unavailable:
+            note = f"MCP server '{parts[0]}' is not available: {box.unavailable[parts[0]]}"
+        return result_of(outcome, note=note, request_id=attempt.request_id)
+
+    async def _audit_replay(self, registry: HookRegistry, identity: CallIdentity,
+                            call: ToolCall, tool: Tool | None, outcome: ToolOutcome) -> None:
+        # A replay runs no PostToolUse hook (nothing ran), yet the attempt is recorded.
+        audit = registry.get("audit_log")
+        if not isinstance(audit, AuditLog) or not isinstance(outcome.args, dict):
+            return
+        ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=outcome.tool_name,
+                          tool_args=outcome.args, agent_id=identity.agent_id,
+                          user_id=identity.user_id,
+                          metadata=build_metadata(identity, call, tool, True))
+        await audit.sink(audit.record(
+            ctx, outcome.args, "ok", None,
+            "replay: a retry of an approved call that had run already; its recorded result was "
+            "returned and the downstream server was not called again"))
+
+    def _registry(self, agent: Agent) -> HookRegistry:
+        registry = self._registries.get(agent.id)
+        if registry is None:
+            registry = self._registries[agent.id] = build_registry(agent, self.services)
+        return registry
+
+    async def _toolbox(self, who: Principal) -> _Toolbox:
+        ids = [i for i in who.access.server_ids() if i in self.servers]
+        starts = tuple(self.servers[i].starts for i in ids)
+        box = self._toolboxes.get(who.agent.id)
+        if box is not None and box.starts == starts and not box.unavailable and all(
+                self.servers[i].running for i in ids):
+            return box
+        tools: dict[str, Tool] = {}
+        listed: dict[str, types.Tool] = {}
+        unavailable: dict[str, str] = {}
+        for server_id in ids:
+            server = self.servers[server_id]
+            try:
+                downstream = await server.tools()
+            except DownstreamError as exc:
+                log.warning("%s", exc)
+                unavailable[server_id] = str(exc)
+                continue
+            for entry in downstream:
+                name = tool_name(server_id, entry.name)
+                if not who.access.allows(name):
+                    continue
+                tools[name] = gateway_tool(server, entry, who.agent.id, who.agent.org_id)
+                listed[name] = entry
+        box = _Toolbox(tuple(self.servers[i].starts for i in ids), tools, listed, unavailable)
+        self._toolboxes[who.agent.id] = box
+        return box
+
+    # -- resources and prompts (read-only pass-through) ------------------------------------------
+
+    def _readable(self, who: Principal, what: str) -> list[DownstreamServer]:
+        allowed = who.access.resources if what == "resources" else who.access.prompts
+        if not allowed:
+            return []
+        return [self.servers[i] for i in who.access.server_ids() if i in self.servers]
+
+    async def list_resources(self, who: Principal) -> list[types.Resource]:
+        out: list[types.Resource] = []
+        for server in self._readable(who, "resources"):
+            try:
+                listing = await server.list_resources()
+            except DownstreamError as exc:
+                log.info("%s", exc)
+                continue
+            for resource in listing.resources:
+                self._resource_owner[(who.agent.id, str(resource.uri))] = server.id
+                out.append(resource)
+        return out
+
+    async def read_resource(self, who: Principal, uri: str) -> types.ReadResourceResult:
+        if not self._readable(who, "resources"):
+            raise GatewayRefusal(f"agent '{who.agent.id}' may not read MCP resources")
+        owner = self._resource_owner.get((who.agent.id, uri))
+        if owner is None:
+            await self.list_resources(who)
+            owner = self._resource_owner.get((who.agent.id, uri))
+        if owner is None:
+            raise GatewayRefusal(f"no resource {uri!r} on the MCP servers of agent "
+                                 f"'{who.agent.id}'")
+        return await self.servers[owner].read_resource(uri)
+
+    async def list_prompts(self, who: Principal) -> list[types.Prompt]:
+        out: list[types.Prompt] = []
+        for server in self._readable(who, "prompts"):
+            try:
+                listing = await server.list_prompts()
+            except DownstreamError as exc:
+                log.info("%s", exc)
+                continue
+            out.extend(p.model_copy(update={"name": tool_name(server.id, p.name)})
+                       for p in listing.prompts)
+        return out
+
+    async def get_prompt(self, who: Principal, name: str,
+                         args: Mapping[str, str] | None) -> types.GetPromptResult:
+        parts = split_tool_name(name)
+        servers = {s.id: s for s in self._readable(who, "prompts")}
+        if parts is None or parts[0] not in servers:
+            raise GatewayRefusal(f"agent '{who.agent.id}' has no MCP prompt {name!r}")
+        return await servers[parts[0]].get_prompt(parts[1], dict(args) if args else None)
+
+
+def _refused(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)

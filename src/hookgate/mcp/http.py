@@ -1,0 +1,118 @@
+"""``/mcp/{agent_id}``: the gateway over streamable HTTP, mounted on the hookgate server.
+
+The bearer token is a hookgate user's; a session belongs to the user and agent that opened
+it (the SDK refuses the session to any other credential). Everything else is the SDK's
+streamable-HTTP session manager, serving both the handshake and the per-request protocol eras.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcp import MCPError
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import INVALID_REQUEST
+from starlette.types import Receive, Scope, Send
+
+from hookgate.mcp.gateway import McpGateway, Principal
+from hookgate.mcp.served import build_mcp_server
+from hookgate.mcp.wiring import gateway_for, principal_for
+from hookgate.server.deployment import token_digest
+from hookgate.server.runtime import Runtime
+
+_PRINCIPAL = "hookgate.mcp.principal"
+
+
+class McpHttpEndpoint:
+    """The ASGI app behind ``/mcp``; `running()` belongs in the server's lifespan."""
+
+    def __init__(self, runtime: Runtime, **settings: Any) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.gateway: McpGateway | None = None
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        gateway = self.gateway = gateway_for(self.runtime, **self.settings)
+        # No DNS-rebinding host check: every request needs a bearer token, which a
+        # rebinding page cannot borrow from the browser.
+        manager = self._manager = StreamableHTTPSessionManager(
+            build_mcp_server(gateway, _principal_of), stateless=False)
+        try:
+            async with manager.run():
+                yield
+        finally:
+            # Calls waiting on the gate stop with their requests still pending.
+            self.runtime.approvals.begin_shutdown()
+            await gateway.aclose()
+            self._manager = self.gateway = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        root = scope.get("root_path", "")
+        path = scope["path"][len(root):] if scope["path"].startswith(root) else scope["path"]
+        agent_id = path.strip("/")
+        if not agent_id or "/" in agent_id:
+            await _error(send, 404, "use /mcp/<agent id>")
+            return
+        token = _bearer(scope)
+        if token is None:
+            await _error(send, 401, "missing bearer token: send 'Authorization: Bearer <token>'")
+            return
+        caller = await self.runtime.authenticate(token)
+        if caller is None:
+            await _error(send, 401, "the bearer token is not valid")
+            return
+        session_id = _header(scope, b"mcp-session-id")
+        who = principal_for(self.runtime, agent_id, caller, session_id)
+        if who is None:
+            await _error(send, 404, f"no MCP gateway for agent '{agent_id}' in org "
+                                    f"'{caller.org_id}'")
+            return
+        if self._manager is None:
+            await _error(send, 503, "the MCP gateway is not running")
+            return
+        scope = dict(scope)
+        scope[_PRINCIPAL] = who
+        # The session manager binds a session to the credential that opened it.
+        scope["user"] = AuthenticatedUser(AccessToken(
+            token=token_digest(token), client_id=caller.user_id, scopes=[], subject=agent_id))
+        await self._manager.handle_request(scope, receive, send)
+
+
+def _principal_of(ctx: ServerRequestContext[Any, Any]) -> Principal:
+    request = ctx.request
+    who = request.scope.get(_PRINCIPAL) if request is not None else None
+    if not isinstance(who, Principal):
+        raise MCPError(INVALID_REQUEST, "this request carries no authenticated hookgate user")
+    return who
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _bearer(scope: Scope) -> str | None:
+    scheme, _, token = (_header(scope, b"authorization") or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+async def _error(send: Send, status: int, message: str) -> None:
+    headers = [(b"content-type", b"application/json")]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps({"error": message}).encode()})

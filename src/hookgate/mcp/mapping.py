@@ -1,0 +1,146 @@
+"""Downstream MCP tools as hookgate `Tool` objects, and guarded outcomes back as MCP results.
+
+A mapped tool's callable is the downstream ``tools/call``; like every tool it is invoked only
+by the guarded path. ``readOnlyHint``/``destructiveHint`` decide ``writes`` unless the
+configuration says otherwise; gate rules become the tool's ``requires_confirmation``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
+from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.mcp.config import McpServerSpec, tool_name
+from hookgate.mcp.downstream import DownstreamServer
+from hookgate.mcp.errors import DownstreamToolError
+from hookgate.tools.calls import ToolOutcome
+from hookgate.tools.tool import ConfirmationRule, Tool
+
+#: ``_meta`` key of a gateway result: how the guarded path decided the call.
+OUTCOME_META = "io.hookgate/outcome"
+
+
+def writes_of(listed: types.Tool, spec: McpServerSpec) -> bool:
+    """Whether a downstream tool changes anything, for the read-only guard.
+
+    The configuration wins; else a tool is read-only only when it says so
+    (``readOnlyHint``) and does not also claim to be destructive.
+    """
+    override = spec.tools.get(listed.name)
+    if override is not None and override.writes is not None:
+        return override.writes
+    hints = listed.annotations
+    if hints is None:
+        return True
+    return not hints.read_only_hint or hints.destructive_hint is True
+
+
+def confirmation_of(listed: types.Tool, spec: McpServerSpec, agent_id: str,
+                    org_id: str | None) -> ConfirmationRule:
+    """The tool's ``requires_confirmation``: a per-tool flag, else the server's rules."""
+    override = spec.tools.get(listed.name)
+    if override is not None and override.requires_confirmation is not None:
+        return override.requires_confirmation
+    rules = spec.requires_confirmation
+    if isinstance(rules, bool):
+        return rules
+    conditions: list[Condition] = []
+    for rule in rules:
+        if not ToolMatcher.parse(rule.matcher).matches(listed.name):
+            continue
+        if rule.when is None:
+            return True
+        conditions.append(Condition(rule.when))
+    if not conditions:
+        return False
+    name = tool_name(spec.id, listed.name)
+
+    def needs(args: Mapping[str, Any]) -> bool:
+        # Tool.needs_confirmation treats a condition that raises as "needs approval".
+        ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=name,
+                          tool_args=dict(args), agent_id=agent_id, user_id=None,
+                          metadata={"org_id": org_id})
+        return any(c.holds(ctx) for c in conditions)
+
+    return needs
+
+
+def gateway_tool(server: DownstreamServer, listed: types.Tool, agent_id: str,
+                 org_id: str | None) -> Tool:
+    """The hookgate Tool standing for ``listed`` on ``server``, for one agent."""
+    spec = server.spec
+    downstream_name = listed.name
+
+    async def call_downstream(**args: Any) -> dict[str, Any]:
+        result = await server.call_tool(downstream_name, args)
+        if result.is_error:
+            raise DownstreamToolError(_text_of(result) or "the tool reported an error")
+        out: dict[str, Any] = {"content": [
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in result.content]}
+        if result.structured_content is not None:
+            out["structuredContent"] = result.structured_content
+        return out
+
+    schema = dict(listed.input_schema) if listed.input_schema else {"type": "object"}
+    return Tool(
+        name=tool_name(spec.id, downstream_name),
+        description=listed.description or "",
+        parameters=schema,
+        _fn=call_downstream,
+        requires_confirmation=confirmation_of(listed, spec, agent_id, org_id),
+        connector=f"mcp__{spec.id}",
+        writes=writes_of(listed, spec),
+    )
+
+
+def listed_tool(tool: Tool, listed: types.Tool) -> types.Tool:
+    """What ``tools/list`` shows of a gateway tool: the downstream entry under its new name."""
+    hints = listed.annotations or types.ToolAnnotations()
+    return listed.model_copy(update={
+        "name": tool.name,
+        "annotations": hints.model_copy(update={"read_only_hint": not tool.writes}),
+        "meta": None,
+    })
+
+
+def result_of(outcome: ToolOutcome, *, note: str | None = None,
+              request_id: str | None = None) -> types.CallToolResult:
+    """The MCP result for a guarded outcome: the downstream content when the call ran and
+    no hook rewrote it, else the observation text (blocked, failed, truncated...)."""
+    meta: dict[str, Any] = {OUTCOME_META: {
+        "status": outcome.status, "allowed": outcome.allowed,
+        "blocked_by": outcome.blocked_by, "request_id": request_id,
+    }}
+    if outcome.status == "ok":
+        parsed = _downstream_result(outcome.observation)
+        if parsed is not None:
+            parsed.meta = meta
+            return parsed
+    text = outcome.observation if note is None else f"{outcome.observation}\n{note}"
+    return types.CallToolResult(content=[types.TextContent(text=text)],
+                                is_error=outcome.status != "ok", _meta=meta)
+
+
+def _downstream_result(observation: str) -> types.CallToolResult | None:
+    try:
+        data = json.loads(observation)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or set(data) - {"content", "structuredContent"} or \
+            not isinstance(data.get("content"), list):
+        return None
+    try:
+        return types.CallToolResult.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def _text_of(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))

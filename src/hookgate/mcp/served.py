@@ -1,0 +1,134 @@
+"""The MCP server hookgate serves to clients, built on the SDK's low-level `Server`.
+
+The same server object serves stdio and streamable HTTP; ``principal_of`` tells each request's
+handler who is asking (fixed for stdio, from the bearer token and path for HTTP). While a call
+waits for a person the client gets progress notifications and, where its protocol allows,
+one URL-mode elicitation pointing at the request in the inbox. What the client's user answers
+to that elicitation is ignored: only an eligible approver decides, in the inbox or a channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp import MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from hookgate import __version__
+from hookgate.mcp.errors import DownstreamError
+from hookgate.mcp.gateway import GatewayRefusal, McpGateway, Principal
+
+log = logging.getLogger(__name__)
+
+PrincipalOf = Callable[[ServerRequestContext[Any, Any]], Principal]
+
+
+def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[Any]:
+    """The served MCP server: tools, resources and prompts of the asking agent."""
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=await gateway.list_tools(principal_of(ctx)))
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        who = principal_of(ctx)
+        return await gateway.call_tool(who, params.name, params.arguments or {},
+                                       _SessionReporter(ctx))
+
+    async def list_resources(ctx: ServerRequestContext[Any, Any],
+                             params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await gateway.list_resources(principal_of(ctx)))
+
+    async def read_resource(ctx: ServerRequestContext[Any, Any],
+                            params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        with _as_protocol_errors():
+            return await gateway.read_resource(principal_of(ctx), str(params.uri))
+
+    async def list_prompts(ctx: ServerRequestContext[Any, Any],
+                           params: types.PaginatedRequestParams | None
+                           ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=await gateway.list_prompts(principal_of(ctx)))
+
+    async def get_prompt(ctx: ServerRequestContext[Any, Any],
+                         params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        with _as_protocol_errors():
+            return await gateway.get_prompt(principal_of(ctx), params.name, params.arguments)
+
+    return Server(
+        "hookgate", version=__version__,
+        instructions="Tools behind hookgate: some calls wait for a person's approval.",
+        on_list_tools=list_tools, on_call_tool=call_tool,
+        on_list_resources=list_resources, on_read_resource=read_resource,
+        on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+    )
+
+
+@contextlib.contextmanager
+def _as_protocol_errors() -> Any:
+    try:
+        yield
+    except GatewayRefusal as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from None
+    except DownstreamError as exc:
+        raise MCPError(INTERNAL_ERROR, str(exc)) from None
+
+
+class _SessionReporter:
+    """Tells one client request about the approval its call waits for."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self.ctx = ctx
+        self._elicitation: asyncio.Task[None] | None = None
+        self._reports = 0
+
+    async def waiting(self, request_id: str, inbox_url: str | None, waited_s: float) -> None:
+        where = f" at {inbox_url}" if inbox_url else " in the hookgate inbox"
+        message = (f"Waiting for a person to approve request {request_id}{where} "
+                   f"({waited_s:.0f}s so far)")
+        self._reports += 1
+        try:
+            # Progress must grow with every notification; the count of reports does.
+            await self.ctx.session.report_progress(float(self._reports), None, message)
+        except Exception as exc:  # the client went away: the call goes on without it
+            log.debug("progress for request %s not delivered: %s", request_id, exc)
+        if self._elicitation is None and inbox_url and self._can_elicit_url():
+            self._elicitation = asyncio.create_task(self._elicit(request_id, inbox_url))
+
+    async def finished(self, request_id: str) -> None:
+        if self._elicitation is None:
+            return
+        self._elicitation.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._elicitation
+        with contextlib.suppress(Exception):
+            await self.ctx.session.send_elicit_complete(request_id, self.ctx.request_id)
+
+    def _can_elicit_url(self) -> bool:
+        session = self.ctx.session
+        caps = session.client_capabilities
+        return (caps is not None and caps.elicitation is not None
+                and caps.elicitation.url is not None and session.can_send_request
+                and self.ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+
+    async def _elicit(self, request_id: str, url: str) -> None:
+        try:
+            answer = await self.ctx.session.elicit_url(
+                f"A person must approve this call: request {request_id}. Open the inbox to "
+                "follow it (approving here does not count; an eligible approver decides).",
+                url, request_id, related_request_id=self.ctx.request_id)
+        except Exception as exc:
+            log.debug("URL elicitation for request %s not delivered: %s", request_id, exc)
+            return
+        # Deliberately not a decision: the client's user may not be an eligible approver.
+        log.info("client answered the elicitation of request %s with %r (ignored)",
+                 request_id, answer.action)

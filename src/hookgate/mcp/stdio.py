@@ -1,0 +1,57 @@
+"""``hookgate mcp stdio``: the gateway for one local MCP client over stdin/stdout.
+
+The process shares the server's database: requests it creates show in the inbox of a
+``hookgate serve`` on the same database, and decisions made there wake its calls. It does not
+resume or run agent runs; it only serves this client. Identity is the token in the environment.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from mcp.server.stdio import stdio_server
+
+from hookgate.config import HookgateConfig
+from hookgate.mcp.served import build_mcp_server
+from hookgate.mcp.wiring import gateway_for, principal_for
+from hookgate.server.deployment import deployment_from_config
+from hookgate.server.runtime import Runtime
+
+#: Where ``hookgate mcp stdio`` reads the user's API token.
+TOKEN_ENV = "HOOKGATE_TOKEN"
+
+
+class StdioRefusal(Exception):
+    """The stdio gateway cannot serve: a missing or unknown token, or an agent without access."""
+
+
+async def serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> None:
+    """Serve ``agent_id``'s gateway to the client on stdin/stdout until it closes them."""
+    if not token:
+        raise StdioRefusal(f"set {TOKEN_ENV} to your hookgate API token")
+    runtime = Runtime(deployment_from_config(cfg))
+    await runtime.db.upgrade()
+    try:
+        await runtime.sync()
+        await runtime.approvals.start()
+        caller = await runtime.authenticate(token)
+        if caller is None:
+            raise StdioRefusal(f"the token in {TOKEN_ENV} is not a hookgate user's token")
+        who = principal_for(runtime, agent_id, caller, session_id=f"stdio-{uuid.uuid4().hex}")
+        if who is None:
+            raise StdioRefusal(f"agent '{agent_id}' is not in org '{caller.org_id}' or declares "
+                               "no 'mcp:' access")
+        gateway = gateway_for(runtime)
+        server = build_mcp_server(gateway, lambda _ctx: who)
+        try:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        finally:
+            # A client that went away leaves its waiting requests pending: a retry (from
+            # this or another process) joins them.
+            runtime.approvals.begin_shutdown()
+            await gateway.aclose()
+    finally:
+        await runtime.approvals.stop()
+        await runtime.channels.aclose()
+        await runtime.db.dispose()

@@ -1,0 +1,27 @@
+"""The gateway of a hookgate runtime: its database, hook services, ledger and inbox links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookgate.mcp.gateway import McpGateway, Principal
+from hookgate.server.runtime import Caller, Runtime
+
+
+def gateway_for(runtime: Runtime, **settings: Any) -> McpGateway:
+    """A gateway over ``runtime``'s declared MCP servers (settings: see `McpGateway`)."""
+    return McpGateway(runtime.deployment.mcp_servers, services=runtime.services,
+                      db=runtime.db, ledger=runtime.runs.ledger,
+                      inbox_url=runtime.inbox_url, **settings)
+
+
+def principal_for(runtime: Runtime, agent_id: str, caller: Caller,
+                  session_id: str | None = None) -> Principal | None:
+    """``caller`` acting through ``agent_id``; None unless the agent is in the caller's org
+    and declares ``mcp:`` access (the same answer for "no such agent": nothing leaks)."""
+    deployment = runtime.deployment
+    agent = deployment.agents.get(agent_id)
+    access = deployment.mcp_access.get(agent_id)
+    if agent is None or access is None or agent.org_id != caller.org_id:
+        return None
+    return Principal(agent, access, caller.user_id, caller.org_id, session_id)

@@ -1,0 +1,256 @@
+"""The MCP gateway over streamable HTTP at ``/mcp/{agent_id}`` of a real server on loopback,
+driven by the official ``mcp`` client, with ``mcp-server-time`` and ``mcp-server-git``
+(installed from PyPI) behind it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.live_server import LiveServer, live_server
+from tests.mcp_gateway.world import (
+    McpWorld,
+    audit_rows,
+    current_time,
+    decide,
+    eventually,
+    http_client,
+    make_world,
+    one_pending,
+    outcome,
+    pending_requests,
+    text,
+)
+
+
+@pytest.fixture
+def world(tmp_path: Path, database_url: str) -> McpWorld:
+    return make_world(tmp_path, database_url)
+
+
+@pytest.fixture
+def server(world: McpWorld) -> Iterator[LiveServer]:
+    with live_server(world.deployment()) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def api(server: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        yield client
+
+
+def mcp_url(server: LiveServer, agent: str = "coder") -> str:
+    return f"{server.url}/mcp/{agent}"
+
+
+async def test_tools_list_shows_the_agents_downstream_tools_with_their_hints(
+        server: LiveServer) -> None:
+    async with http_client(mcp_url(server), "alice") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert {"mcp__time__get_current_time", "mcp__time__convert_time", "mcp__git__git_status",
+            "mcp__git__git_create_branch", "mcp__git__git_reset"} <= set(tools)
+    clock = tools["mcp__time__get_current_time"]
+    assert "timezone" in clock.input_schema["properties"]
+    assert clock.annotations is not None and clock.annotations.read_only_hint is True
+    reset = tools["mcp__git__git_reset"]
+    assert reset.annotations is not None and reset.annotations.read_only_hint is False
+
+
+async def test_an_agent_with_single_tools_sees_only_those(server: LiveServer) -> None:
+    async with http_client(mcp_url(server, "archivist"), "fred") as client:
+        names = sorted(t.name for t in (await client.list_tools()).tools)
+    assert names == ["mcp__git__git_log", "mcp__git__git_reset", "mcp__git__git_status"]
+
+
+async def test_a_free_call_runs_downstream_and_is_audited(
+        server: LiveServer, api: httpx.AsyncClient) -> None:
+    async with http_client(mcp_url(server), "alice") as client:
+        result = await client.call_tool("mcp__time__get_current_time", {"timezone": "UTC"})
+    assert not result.is_error, text(result)
+    assert current_time(result)["timezone"] == "UTC"
+    assert outcome(result)["status"] == "ok"
+    rows = await audit_rows(api, tool="mcp__time__get_current_time")
+    assert [(r["outcome"], r["execution_path"], r["user_id"]) for r in rows] == [
+        ("ok", "mcp", "alice")]
+
+
+async def test_no_token_a_bad_token_or_another_orgs_agent_get_nothing(
+        server: LiveServer, api: httpx.AsyncClient) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert (await api.post("/mcp/coder", json=body)).status_code == 401
+    bad = {"Authorization": "Bearer nope"}
+    assert (await api.post("/mcp/coder", json=body, headers=bad)).status_code == 401
+    other = {"Authorization": "Bearer tok-mallory-mcp"}
+    r = await api.post("/mcp/coder", json=body, headers=other)
+    assert r.status_code == 404 and "coder" in r.text
+    assert (await api.post("/mcp/nobody", json=body, headers=other)).status_code == 404
+
+
+async def test_a_gated_call_waits_for_the_inbox_and_runs_once_approved(
+        server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    args = {"repo_path": str(world.repo), "branch_name": "feature-x"}
+    async with http_client(mcp_url(server), "alice") as client:
+        call = asyncio.create_task(client.call_tool(
+            "mcp__git__git_create_branch", args, progress_callback=on_progress))
+        request = await one_pending(api)
+        assert request["payload"]["tool_name"] == "mcp__git__git_create_branch"
+        assert request["payload"]["args"] == args
+        assert world.branches() == ["main"]  # nothing ran while waiting
+        await eventually(lambda: progress, "a progress notification while waiting")
+        assert request["id"] in (progress[0][1] or "")
+        assert not call.done()
+        await decide(api, request["id"], "approve")
+        result = await asyncio.wait_for(call, 30)
+    assert not result.is_error, text(result)
+    assert outcome(result) | {"request_id": request["id"]} == outcome(result)
+    assert "feature-x" in text(result)
+    assert world.branches() == ["feature-x", "main"]
+
+
+async def test_a_rejected_call_never_reaches_the_downstream_server(
+        server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
+    args = {"repo_path": str(world.repo), "branch_name": "never"}
+    async with http_client(mcp_url(server), "alice") as client:
+        call = asyncio.create_task(client.call_tool("mcp__git__git_create_branch", args))
+        request = await one_pending(api)
+        await decide(api, request["id"], "reject")
+        result = await asyncio.wait_for(call, 30)
+    assert result.is_error
+    assert "rejected" in text(result) and "did not run" in text(result)
+    assert outcome(result)["blocked_by"] == "feishu_gate"
+    assert world.branches() == ["main"]
+    rows = await audit_rows(api, tool="mcp__git__git_create_branch")
+    assert [(r["outcome"], r["blocked_by"]) for r in rows] == [("blocked", "feishu_gate")]
+
+
+async def test_a_when_rule_gates_only_the_calls_it_matches(
+        server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
+    async with http_client(mcp_url(server), "alice") as client:
+        small = await client.call_tool("mcp__git__git_log",
+                                       {"repo_path": str(world.repo), "max_count": 5})
+        assert not small.is_error and "first" in text(small)
+        assert await pending_requests(api) == []
+        big = asyncio.create_task(client.call_tool(
+            "mcp__git__git_log", {"repo_path": str(world.repo), "max_count": 500}))
+        request = await one_pending(api)
+        await decide(api, request["id"], "reject")
+        assert (await asyncio.wait_for(big, 30)).is_error
+
+
+async def test_the_requesting_user_cannot_approve_through_elicitation(
+        tmp_path: Path, database_url: str) -> None:
+    # With a public URL the gateway asks the client (URL-mode elicitation) to open the
+    # inbox; the client's user answering "accept" decides nothing.
+    world = make_world(tmp_path, database_url, public_url="https://gate.example")
+    elicited: list[Any] = []
+
+    async def accept(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        elicited.append(params)
+        return types.ElicitResult(action="accept")
+
+    with live_server(world.deployment()) as srv:
+        async with httpx.AsyncClient(base_url=srv.url, timeout=30) as api:
+            args = {"repo_path": str(world.repo), "branch_name": "sneaky"}
+            async with http_client(mcp_url(srv), "alice", mode="legacy",
+                                   elicitation_callback=accept) as client:
+                call = asyncio.create_task(
+                    client.call_tool("mcp__git__git_create_branch", args))
+                request = await one_pending(api)
+                await eventually(lambda: elicited, "a URL-mode elicitation")
+                assert elicited[0].mode == "url"
+                assert elicited[0].url == f"https://gate.example/#/confirmations/{request['id']}"
+                await asyncio.sleep(0.5)
+                assert not call.done()
+                assert world.branches() == ["main"]
+                still = await api.get(f"/api/confirmations/{request['id']}",
+                                      headers={"Authorization": "Bearer tok-alice-mcp"})
+                assert still.json()["status"] == "pending"
+                await decide(api, request["id"], "reject")
+                assert (await asyncio.wait_for(call, 30)).is_error
+    assert world.branches() == ["main"]
+
+
+async def test_a_read_only_org_cannot_use_a_destructive_tool(
+        server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
+    (world.repo / "README.md").write_text("changed\n")
+    world.git("add", "README.md")
+    async with http_client(mcp_url(server, "archivist"), "fred") as client:
+        status = await client.call_tool("mcp__git__git_status",
+                                        {"repo_path": str(world.repo)})
+        reset = await client.call_tool("mcp__git__git_reset", {"repo_path": str(world.repo)})
+    assert not status.is_error and "README.md" in text(status)
+    assert reset.is_error and outcome(reset)["blocked_by"] == "readonly_guard"
+    assert "README.md" in world.git("diff", "--cached", "--name-only")  # still staged
+    rows = await audit_rows(api, user="fred")
+    assert [(r["tool_name"], r["outcome"]) for r in rows] == [
+        ("mcp__git__git_status", "ok"), ("mcp__git__git_reset", "blocked")]
+
+
+async def test_the_rate_limit_refuses_calls_over_the_limit_and_audits_each(
+        server: LiveServer, api: httpx.AsyncClient) -> None:
+    async with http_client(mcp_url(server), "alice") as client:
+        results = [await client.call_tool("mcp__time__get_current_time", {"timezone": "UTC"})
+                   for _ in range(6)]
+    assert [r.is_error for r in results] == [False] * 4 + [True] * 2
+    assert outcome(results[-1])["blocked_by"] == "connector_rate_limit"
+    rows = await audit_rows(api, tool="mcp__time__get_current_time")
+    assert [r["outcome"] for r in rows] == ["ok"] * 4 + ["blocked"] * 2
+
+
+async def test_unknown_tools_and_bad_arguments_never_run_and_are_audited(
+        server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
+    async with http_client(mcp_url(server), "alice") as client:
+        unknown = await client.call_tool("mcp__git__git_Status", {"repo_path": "x"})
+        missing = await client.call_tool("mcp__git__git_create_branch", {"branch_name": "b"})
+    assert unknown.is_error and "unknown tool" in text(unknown)
+    assert missing.is_error and "repo_path" in text(missing)
+    assert await pending_requests(api) == []
+    rows = await audit_rows(api)
+    assert [(r["outcome"], r["blocked_by"]) for r in rows] == [
+        ("blocked", "unknown_tool"), ("blocked", "argument_validation")]
+    assert world.branches() == ["main"]
+
+
+async def test_a_client_that_disconnects_while_waiting_and_retries_gets_one_execution(
+        server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
+    args = {"repo_path": str(world.repo), "branch_name": "once"}
+    async with http_client(mcp_url(server), "alice") as client:
+        first = asyncio.create_task(client.call_tool("mcp__git__git_create_branch", args))
+        request = await one_pending(api)
+        first.cancel()  # the client gives up and closes its connection
+        with pytest.raises(asyncio.CancelledError):
+            await first
+    await asyncio.sleep(0.3)
+    assert (await api.get(f"/api/confirmations/{request['id']}",
+                          headers={"Authorization": "Bearer tok-alice-mcp"})
+            ).json()["status"] == "pending"
+    await decide(api, request["id"], "approve")
+    await eventually(lambda: "once" in world.branches(), "the approved call to run")
+
+    async with http_client(mcp_url(server), "alice") as client:
+        retry = await client.call_tool("mcp__git__git_create_branch", args)
+        again = await client.call_tool("mcp__git__git_create_branch", args)
+    # Had git run a second time it would say the branch exists; the recorded result is
+    # handed back instead, and no new request was made.
+    for result in (retry, again):
+        assert not result.is_error, text(result)
+        assert "once" in text(result) and "already exists" not in text(result)
+    assert await pending_requests(api) == []
+    rows = await audit_rows(api, tool="mcp__git__git_create_branch")
+    assert [r["outcome"] for r in rows] == ["ok", "ok", "ok"]
+    assert [r["detail"] is not None and r["detail"].startswith("replay:") for r in rows] == [
+        False, True, True]
+    assert len({r["tool_call_id"] for r in rows}) == 1

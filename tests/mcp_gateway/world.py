@@ -1,0 +1,195 @@
+"""A hookgate configuration with real MCP servers from PyPI behind the gateway, and clients.
+
+``mcp-server-time`` is free to call (and rate limited); ``mcp-server-git`` works on a fresh
+repository, and its branch-creating and committing tools need a person's approval. ACME's
+``coder`` may use both; the read-only org Frozen's ``archivist`` may use git only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from hookgate.config import HookgateConfig, load_config
+from hookgate.mcp.mapping import OUTCOME_META
+from hookgate.server.deployment import Deployment, deployment_from_config
+
+TOKENS = {"alice": "tok-alice-mcp", "bob": "tok-bob-mcp", "fred": "tok-fred-mcp",
+          "mallory": "tok-mallory-mcp"}
+WAIT_S = 20.0
+
+CONFIG = """\
+database: {database}
+server: {{public_url: {public_url}}}
+orgs:
+  - {{id: acme, name: ACME}}
+  - {{id: frozen, name: Frozen, read_only: true}}
+  - {{id: other, name: Other}}
+users:
+  - {{id: alice, org: acme, token: {alice}, chat: {{slack_user_id: U_ALICE}}}}
+  - {{id: bob, org: acme, token: {bob}, chat: {{slack_user_id: U_BOB}}}}
+  - {{id: fred, org: frozen, token: {fred}}}
+  - {{id: mallory, org: other, token: {mallory}}}
+models:
+  idle: {{type: scripted, turns: [{{answer: nothing to do}}]}}
+mcp_servers:
+  - id: time
+    command: {python}
+    args: [-m, mcp_server_time, --local-timezone, UTC]
+  - id: git
+    command: {python}
+    args: [-m, mcp_server_git, --repository, {repo}]
+    timeout_s: 20
+    env: {{GIT_TERMINAL_PROMPT: "${{GIT_PROMPT:-0}}"}}
+    requires_confirmation:
+      - matcher: git_create_branch|git_commit|git_checkout
+      - matcher: git_log
+        when: args.max_count > 50
+agents:
+  - id: coder
+    org: acme
+    owner: alice
+    model: idle
+    confirmation_approver_scope: org_members
+    mcp: {{servers: [time, git], resources: true, prompts: true}}
+    model_config_json:
+      hooks:
+        class_hooks:
+          - audit_log
+          - readonly_guard
+          - {{name: connector_rate_limit, params: {{limits: {{mcp__time: 4/minute}}}}}}
+  - id: archivist
+    org: frozen
+    model: idle
+    mcp: {{tools: [mcp__git__git_status, mcp__git__git_reset, mcp__git__git_log]}}
+    model_config_json: {{hooks: {{class_hooks: [audit_log, readonly_guard]}}}}
+"""
+
+
+@dataclass
+class McpWorld:
+    root: Path
+    repo: Path
+    config_path: Path
+
+    def config(self) -> HookgateConfig:
+        return load_config(self.config_path)
+
+    def deployment(self) -> Deployment:
+        return deployment_from_config(self.config())
+
+    def git(self, *args: str) -> str:
+        return subprocess.run(["git", "-C", str(self.repo), *args], check=True,
+                              capture_output=True, text=True).stdout
+
+    def branches(self) -> list[str]:
+        return sorted(self.git("branch", "--format=%(refname:short)").split())
+
+
+def make_world(root: Path, database_url: str, public_url: str = "http://127.0.0.1:9") -> McpWorld:
+    repo = root / "repo"
+    repo.mkdir()
+    world = McpWorld(root, repo, root / "hookgate.yaml")
+    world.git("init", "-q", "-b", "main")
+    world.git("config", "user.email", "dev@example.com")
+    world.git("config", "user.name", "Dev")
+    (repo / "README.md").write_text("hello\n")
+    world.git("add", "README.md")
+    world.git("commit", "-q", "-m", "first")
+    world.config_path.write_text(CONFIG.format(
+        database=database_url, public_url=public_url, python=sys.executable, repo=repo,
+        **TOKENS))
+    return world
+
+
+def auth(user: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[user]}"}
+
+
+@asynccontextmanager
+async def http_client(url: str, user: str, **options: Any) -> AsyncIterator[Client]:
+    """The official MCP client over streamable HTTP, as ``user``."""
+    http = httpx2.AsyncClient(headers=auth(user), timeout=httpx2.Timeout(30.0, read=120.0))
+    async with Client(streamable_http_client(url, http_client=http), **options) as client:
+        yield client
+
+
+def stdio_params(world: McpWorld, agent: str, user: str) -> StdioServerParameters:
+    """``hookgate mcp stdio`` as a subprocess, the way a desktop client starts it."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent,
+              "--config", str(world.config_path)],
+        env={"HOOKGATE_TOKEN": TOKENS[user], "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        cwd=str(world.root),
+    )
+
+
+def outcome(result: types.CallToolResult) -> dict[str, Any]:
+    """How hookgate decided the call (the gateway's ``_meta`` on every result)."""
+    assert result.meta is not None, result
+    return dict(result.meta[OUTCOME_META])
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+def current_time(result: types.CallToolResult) -> dict[str, Any]:
+    return dict(json.loads(text(result)))
+
+
+async def eventually(probe: Callable[[], Any], what: str) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        found = probe()
+        if inspect.isawaitable(found):
+            found = await found
+        if found:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def pending_requests(api: httpx.AsyncClient, user: str = "alice") -> list[dict[str, Any]]:
+    r = await api.get("/api/confirmations", params={"status": "pending"}, headers=auth(user))
+    assert r.status_code == 200, r.text
+    return list(r.json())
+
+
+async def one_pending(api: httpx.AsyncClient) -> dict[str, Any]:
+    found = await eventually(lambda: pending_requests(api), "a pending request in the inbox")
+    assert len(found) == 1, found
+    return dict(found[0])
+
+
+async def decide(api: httpx.AsyncClient, request_id: str, decision: str,
+                 user: str = "bob") -> dict[str, Any]:
+    r = await api.post(f"/api/confirmations/{request_id}/respond",
+                       json={"decision": decision, "reason": f"{decision} by test"},
+                       headers=auth(user))
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+async def audit_rows(api: httpx.AsyncClient, user: str = "alice", **filters: str
+                     ) -> list[dict[str, Any]]:
+    r = await api.get("/api/audit", params={"limit": 500, **filters}, headers=auth(user))
+    assert r.status_code == 200, r.text
+    return list(reversed(r.json()["items"]))
