@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Awaitable
 from typing import Any, TextIO, TypeVar
 
@@ -29,6 +30,9 @@ _T = TypeVar("_T")
 
 #: Upper bound on pages of one listing, so a server that paginates forever cannot hang us.
 _MAX_PAGES = 100
+#: After a failed start, calls fail at once with that failure for this long, instead of
+#: each paying for another start; `restart` tries again immediately.
+START_BACKOFF_S = 15.0
 
 
 class DownstreamServer:
@@ -42,6 +46,7 @@ class DownstreamServer:
         self._holder: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
         self._lock = asyncio.Lock()
+        self._failed: tuple[float, DownstreamError] | None = None
         #: How many times a connection was opened (restarts included).
         self.starts = 0
 
@@ -62,9 +67,17 @@ class DownstreamServer:
             return self._client
         async with self._lock:
             if not self.running:
+                self._raise_recent_failure()
                 await self._start()
             assert self._client is not None
             return self._client
+
+    def _raise_recent_failure(self) -> None:
+        if self._failed is None:
+            return
+        at, error = self._failed
+        if time.monotonic() - at < START_BACKOFF_S:
+            raise error
 
     async def tools(self) -> list[types.Tool]:
         """The server's tools as listed when it (last) started."""
@@ -82,6 +95,14 @@ class DownstreamServer:
             await self._stop()
 
     async def _start(self) -> None:
+        try:
+            await self._open()
+        except DownstreamError as exc:
+            self._failed = (time.monotonic(), exc)
+            raise
+        self._failed = None
+
+    async def _open(self) -> None:
         await self._stop()
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()

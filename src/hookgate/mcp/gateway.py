@@ -254,13 +254,16 @@ class McpGateway:
         tools: dict[str, Tool] = {}
         listed: dict[str, types.Tool] = {}
         unavailable: dict[str, str] = {}
-        for server_id in ids:
+        # Servers start in parallel: a client's first listing waits for the slowest only.
+        listings = await asyncio.gather(*(self.servers[i].tools() for i in ids),
+                                        return_exceptions=True)
+        for server_id, downstream in zip(ids, listings, strict=True):
             server = self.servers[server_id]
-            try:
-                downstream = await server.tools()
-            except DownstreamError as exc:
-                log.warning("%s", exc)
-                unavailable[server_id] = str(exc)
+            if isinstance(downstream, BaseException):
+                if not isinstance(downstream, DownstreamError):
+                    raise downstream
+                log.warning("%s", downstream)
+                unavailable[server_id] = str(downstream)
                 continue
             for entry in downstream:
                 name = tool_name(server_id, entry.name)

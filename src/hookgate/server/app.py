@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from hookgate.mcp import http as mcp_routes
 from hookgate.mcp.http import McpHttpEndpoint
 from hookgate.server import errors
 from hookgate.server.limits import DEFAULT_MAX_BODY, BodySizeLimit
@@ -45,6 +46,7 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
     app.include_router(catalog.router)
     _include_optional_routes(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.include_router(mcp_routes.router)
     app.mount("/mcp", mcp, name="mcp")
 
     @app.get("/", include_in_schema=False)
