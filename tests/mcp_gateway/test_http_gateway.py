@@ -254,3 +254,23 @@ async def test_a_client_that_disconnects_while_waiting_and_retries_gets_one_exec
     assert [r["detail"] is not None and r["detail"].startswith("replay:") for r in rows] == [
         False, True, True]
     assert len({r["tool_call_id"] for r in rows}) == 1
+
+
+async def test_hostile_arguments_are_refused_before_any_hook_or_downstream_call(
+        server: LiveServer, api: httpx.AsyncClient) -> None:
+    deep: dict[str, Any] = {}
+    cursor = deep
+    for _ in range(100):
+        cursor["a"] = {}
+        cursor = cursor["a"]
+    async with http_client(mcp_url(server), "alice") as client:
+        wrong_type = await client.call_tool("mcp__time__get_current_time", {"timezone": 5})
+        nested = await client.call_tool("mcp__time__get_current_time",
+                                        {"timezone": "UTC", "extra": deep})
+        fine = await client.call_tool("mcp__time__get_current_time", {"timezone": "UTC"})
+    assert wrong_type.is_error and "timezone: 5 is not of type 'string'" in text(wrong_type)
+    assert nested.is_error and "invalid arguments" in text(nested)
+    assert not fine.is_error
+    rows = await audit_rows(api, tool="mcp__time__get_current_time")
+    assert [(r["outcome"], r["blocked_by"]) for r in rows] == [
+        ("blocked", "argument_validation"), ("blocked", "argument_validation"), ("ok", None)]
