@@ -224,6 +224,7 @@ async def test_unknown_tools_and_bad_arguments_never_run_and_are_audited(
     assert world.branches() == ["main"]
 
 
+@pytest.mark.both_databases
 async def test_a_client_that_disconnects_while_waiting_and_retries_gets_one_execution(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     args = {"repo_path": str(world.repo), "branch_name": "once"}
