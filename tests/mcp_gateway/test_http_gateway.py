@@ -275,3 +275,21 @@ async def test_hostile_arguments_are_refused_before_any_hook_or_downstream_call(
     rows = await audit_rows(api, tool="mcp__time__get_current_time")
     assert [(r["outcome"], r["blocked_by"]) for r in rows] == [
         ("blocked", "argument_validation"), ("blocked", "argument_validation"), ("ok", None)]
+
+
+async def test_a_session_opened_by_one_user_refuses_another_users_token(
+        server: LiveServer, api: httpx.AsyncClient) -> None:
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "probe", "version": "1"}}}
+    opened = await api.post("/mcp/coder", json=hello,
+                            headers={**headers, "Authorization": "Bearer tok-alice-mcp"})
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    as_bob = await api.post("/mcp/coder", json=listing, headers={
+        **headers, "Authorization": "Bearer tok-bob-mcp", "mcp-session-id": session,
+        "mcp-protocol-version": "2025-06-18"})
+    assert as_bob.status_code == 404

@@ -1,7 +1,7 @@
-"""Which attempt a ``tools/call`` belongs to, so a client's retry never runs a call twice.
+"""Which attempt a gated ``tools/call`` belongs to, so a client's retry never runs it twice.
 
-A call is keyed by agent, user, tool and the digest of its arguments; the key names a run
-(``mcp-<key>``). The call joins the latest confirmation request of that run while it is
+A call that needs a person is keyed by agent, user, tool and the digest of its arguments;
+the key names a run (``mcp-<key>``). The call joins the latest confirmation request of that run while it is
 pending, or decided (approved or rejected) within the retry window: the retry then meets the
 same decision, and the execution ledger hands back the recorded result instead of calling the
 downstream server again. Past the window, or with no request, the call is a new attempt.
@@ -41,6 +41,12 @@ class Attempt:
     joined: bool
 
 
+def fresh_attempt(run_id: str | None = None) -> Attempt:
+    """A new attempt (of the keyed run ``run_id``, or of a one-off run)."""
+    call_id = f"mcpcall-{uuid.uuid4().hex}"
+    return Attempt(run_id or f"mcp-{uuid.uuid4().hex}", call_id, joined=False)
+
+
 class AttemptFinder:
     """Finds the attempt for a call key in the ``confirmation_requests`` table."""
 
@@ -59,7 +65,7 @@ class AttemptFinder:
             )).scalar_one_or_none()
         if latest is not None and self._joinable(latest):
             return Attempt(run_id, latest.tool_call_id, joined=True)
-        return Attempt(run_id, f"mcpcall-{uuid.uuid4().hex}", joined=False)
+        return fresh_attempt(run_id)
 
     def _joinable(self, row: ConfirmationRequestRow) -> bool:
         if row.status == "pending":

@@ -2,9 +2,10 @@
 
 ``tools/list`` shows the downstream tools the agent may use; ``tools/call`` runs through
 `execute_tool_call` (hooks, read-only guard, rate limits, audit, truncation, the gate) and only
-then reaches the downstream server. A call waits on the gate in a task of the gateway, not of
-the client's request: a client that disconnects and retries the identical call joins the same
-attempt (see `hookgate.mcp.attempts`), and the approved call runs downstream once.
+then reaches the downstream server. A call that needs a person waits on the gate in a task of
+the gateway, not of the client's request: a client that disconnects and retries the identical
+call joins the same attempt (see `hookgate.mcp.attempts`), and the approved call runs
+downstream once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from hookgate.catalog.services import HookServices
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
-from hookgate.mcp.attempts import AttemptFinder, call_key
+from hookgate.mcp.attempts import AttemptFinder, call_key, fresh_attempt
 from hookgate.mcp.config import AgentMcpAccess, McpServerSpec, split_tool_name, tool_name
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
@@ -160,13 +161,24 @@ class McpGateway:
 
     async def call_tool(self, who: Principal, name: str, args: Any,
                         reporter: WaitReporter | None = None) -> types.CallToolResult:
-        """Run one call through the guarded path (joining an identical call in flight)."""
+        """Run one call through the guarded path.
+
+        A call that needs a person runs in a task of the gateway and is keyed (see
+        `hookgate.mcp.attempts`): an identical call joins it while it waits, and after the
+        decision meets the same outcome. Any other call simply runs, every time it is made.
+        """
+        box = await self._toolbox(who)
+        tool = box.tools.get(name) if isinstance(name, str) else None
+        gated = who.agent.require_confirmation_for_all or (
+            tool is not None and tool.needs_confirmation(args if isinstance(args, dict) else {}))
+        if not gated:
+            return await self._run(who, name, args, box, None, _Attempt())
         key = call_key(who.agent.id, who.user_id, name, args)
         attempt = self._inflight.get(key)
         if attempt is None:
             attempt = _Attempt()
             self._inflight[key] = attempt
-            attempt.task = asyncio.create_task(self._run(who, name, args, key, attempt),
+            attempt.task = asyncio.create_task(self._run(who, name, args, box, key, attempt),
                                                name=f"mcp-call-{key[:12]}")
             attempt.task.add_done_callback(functools.partial(self._done, key, attempt))
         return await self._follow(attempt, reporter)
@@ -197,14 +209,15 @@ class McpGateway:
             await reporter.finished(attempt.request_id)
         return task.result()
 
-    async def _run(self, who: Principal, name: str, args: Any, key: str,
-                   attempt: _Attempt) -> types.CallToolResult:
-        box = await self._toolbox(who)
+    async def _run(self, who: Principal, name: str, args: Any, box: _Toolbox,
+                   key: str | None, attempt: _Attempt) -> types.CallToolResult:
         try:
             registry = self._registry(who.agent)
         except HookBuildError as exc:
             return _refused(f"Error: agent '{who.agent.id}' cannot run: {exc}")
-        found = await self.attempts.attempt_for(key)
+        # Only a keyed (gated) call has earlier attempts to join and a result to replay.
+        found = await self.attempts.attempt_for(key) if key is not None else fresh_attempt()
+        ledger = _WatchedLedger(self.ledger, attempt) if key is not None else None
         identity = CallIdentity(
             agent_id=who.agent.id, user_id=who.user_id, org_id=who.org_id,
             run_id=found.run_id, conversation_id=who.session_id, execution_path="mcp",
@@ -213,8 +226,7 @@ class McpGateway:
         )
         call = ToolCall(found.tool_call_id, name, args)
         outcome = await execute_tool_call(call, tools=box.tools, registry=registry,
-                                          identity=identity,
-                                          ledger=_WatchedLedger(self.ledger, attempt))
+                                          identity=identity, ledger=ledger)
         if attempt.replayed:
             await self._audit_replay(registry, identity, call, box.tools.get(name), outcome)
         note = None
