@@ -1,10 +1,11 @@
 """Which attempt a gated ``tools/call`` belongs to, so a client's retry never runs it twice.
 
 A call that needs a person is keyed by agent, user, tool and the digest of its arguments;
-the key names a run (``mcp-<key>``). The call joins the latest confirmation request of that run while it is
-pending, or decided (approved or rejected) within the retry window: the retry then meets the
-same decision, and the execution ledger hands back the recorded result instead of calling the
-downstream server again. Past the window, or with no request, the call is a new attempt.
+the key names a run (``mcp-<key>``). The call joins the latest confirmation request of that
+run while it is pending, or decided (approved or rejected) within the retry window: the
+retry then meets the same decision, and the execution ledger hands back the recorded result
+instead of calling the downstream server again. Past the window, or with no request, the
+call is a new attempt.
 """
 
 from __future__ import annotations
