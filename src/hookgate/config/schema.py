@@ -29,8 +29,8 @@ from hookgate.config.errors import ConfigError
 from hookgate.llm.base import ChatModel, ModelError
 from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
 from hookgate.llm.scripted import ScriptedLLM, parse_turn
-from hookgate.telemetry.setup import TelemetrySettings
 from hookgate.mcp.config import AgentMcpAccess, McpServerSpec
+from hookgate.telemetry.setup import TelemetrySettings
 from hookgate.tools.tool import Tool
 from hookgate.workflows.schema import Workflow
 
