@@ -5,7 +5,6 @@ driven by the official ``mcp`` client, with ``mcp-server-time`` and ``mcp-server
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +25,6 @@ from tests.mcp_gateway.world import (
     pending_requests,
     text,
 )
-
-
-@pytest.fixture
-def world(tmp_path: Path, database_url: str) -> McpWorld:
-    return make_world(tmp_path, database_url)
-
-
-@pytest.fixture
-def server(world: McpWorld) -> Iterator[LiveServer]:
-    with live_server(world.deployment()) as srv:
-        yield srv
-
-
-@pytest.fixture
-async def api(server: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
-        yield client
 
 
 def mcp_url(server: LiveServer, agent: str = "coder") -> str:

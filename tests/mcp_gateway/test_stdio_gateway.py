@@ -7,44 +7,25 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from mcp import Client
 
-from tests.live_server import LiveServer, live_server
+from hookgate.mcp.stdio import StdioRefusal, serve_stdio
+from tests.live_server import LiveServer
 from tests.mcp_gateway.world import (
     McpWorld,
     audit_rows,
     current_time,
     decide,
     eventually,
-    make_world,
     one_pending,
     outcome,
     pending_requests,
     stdio_params,
     text,
 )
-
-
-@pytest.fixture
-def world(tmp_path: Path, database_url: str) -> McpWorld:
-    return make_world(tmp_path, database_url)
-
-
-@pytest.fixture
-def server(world: McpWorld) -> Iterator[LiveServer]:
-    with live_server(world.deployment()) as srv:
-        yield srv
-
-
-@pytest.fixture
-async def api(server: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
-        yield client
 
 
 async def test_a_local_client_lists_and_calls_tools_over_stdio(
@@ -116,10 +97,12 @@ def test_without_a_token_the_stdio_gateway_refuses_to_start(world: McpWorld) -> 
         stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert "HOOKGATE_TOKEN" in done.stderr
-    wrong = subprocess.run(
-        [sys.executable, "-m", "hookgate.cli.main", "mcp", "stdio", "--agent", "coder",
-         "--config", str(world.config_path)],
-        env={**env, "HOOKGATE_TOKEN": "tok-fred-mcp"}, cwd=world.root, capture_output=True,
-        text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert wrong.returncode == 2
-    assert "coder" in wrong.stderr and "frozen" in wrong.stderr
+
+
+async def test_a_user_of_another_org_cannot_serve_the_agent(world: McpWorld) -> None:
+    with pytest.raises(StdioRefusal) as caught:
+        await serve_stdio(world.config(), "coder", "tok-fred-mcp")
+    assert "coder" in str(caught.value) and "frozen" in str(caught.value)
+    with pytest.raises(StdioRefusal) as unknown:
+        await serve_stdio(world.config(), "coder", "not-a-token")
+    assert "not a hookgate user's token" in str(unknown.value)

@@ -7,14 +7,11 @@ repository, and its branch-creating and committing tools need a person's approva
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +26,10 @@ from mcp.client.streamable_http import streamable_http_client
 from hookgate.config import HookgateConfig, load_config
 from hookgate.mcp.mapping import OUTCOME_META
 from hookgate.server.deployment import Deployment, deployment_from_config
+from tests.channels.world import eventually
 
 TOKENS = {"alice": "tok-alice-mcp", "bob": "tok-bob-mcp", "fred": "tok-fred-mcp",
           "mallory": "tok-mallory-mcp"}
-WAIT_S = 20.0
 
 CONFIG = """\
 database: {database}
@@ -153,18 +150,6 @@ def text(result: types.CallToolResult) -> str:
 
 def current_time(result: types.CallToolResult) -> dict[str, Any]:
     return dict(json.loads(text(result)))
-
-
-async def eventually(probe: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        found = probe()
-        if inspect.isawaitable(found):
-            found = await found
-        if found:
-            return found
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def pending_requests(api: httpx.AsyncClient, user: str = "alice") -> list[dict[str, Any]]:

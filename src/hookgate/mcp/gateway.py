@@ -101,8 +101,16 @@ class _WatchedLedger:
 
 
 @dataclass(slots=True)
+class _Share:
+    """What one downstream server offers one agent, as of the server's ``starts``-th start."""
+
+    starts: int
+    tools: dict[str, Tool]
+    listed: dict[str, types.Tool]
+
+
+@dataclass(slots=True)
 class _Toolbox:
-    starts: tuple[int, ...]
     tools: dict[str, Tool]
     listed: dict[str, types.Tool]
     unavailable: dict[str, str]
@@ -129,7 +137,7 @@ class McpGateway:
         self.progress_interval_s = progress_interval_s
         self.attempts = AttemptFinder(db, retry_window_s)
         self._registries: dict[str, HookRegistry] = {}
-        self._toolboxes: dict[str, _Toolbox] = {}
+        self._shares: dict[tuple[str, str], _Share] = {}
         self._inflight: dict[str, _Attempt] = {}
         self._resource_owner: dict[tuple[str, str], str] = {}
 
@@ -167,7 +175,7 @@ class McpGateway:
         `hookgate.mcp.attempts`): an identical call joins it while it waits, and after the
         decision meets the same outcome. Any other call simply runs, every time it is made.
         """
-        box = await self._toolbox(who)
+        box = await self._toolbox(who, name)
         tool = box.tools.get(name) if isinstance(name, str) else None
         gated = who.agent.require_confirmation_for_all or (
             tool is not None and tool.needs_confirmation(args if isinstance(args, dict) else {}))
@@ -256,36 +264,43 @@ class McpGateway:
             registry = self._registries[agent.id] = build_registry(agent, self.services)
         return registry
 
-    async def _toolbox(self, who: Principal) -> _Toolbox:
+    async def _toolbox(self, who: Principal, name: Any = None) -> _Toolbox:
+        """The agent's tools: of every server it reaches, or for a call to ``name`` only
+        of that tool's server (a call never waits for an unrelated server to start)."""
         ids = [i for i in who.access.server_ids() if i in self.servers]
-        starts = tuple(self.servers[i].starts for i in ids)
-        box = self._toolboxes.get(who.agent.id)
-        if box is not None and box.starts == starts and not box.unavailable and all(
-                self.servers[i].running for i in ids):
-            return box
-        tools: dict[str, Tool] = {}
-        listed: dict[str, types.Tool] = {}
-        unavailable: dict[str, str] = {}
-        # Servers start in parallel: a client's first listing waits for the slowest only.
-        listings = await asyncio.gather(*(self.servers[i].tools() for i in ids),
-                                        return_exceptions=True)
-        for server_id, downstream in zip(ids, listings, strict=True):
-            server = self.servers[server_id]
-            if isinstance(downstream, BaseException):
-                if not isinstance(downstream, DownstreamError):
-                    raise downstream
-                log.warning("%s", downstream)
-                unavailable[server_id] = str(downstream)
-                continue
-            for entry in downstream:
-                name = tool_name(server_id, entry.name)
-                if not who.access.allows(name):
-                    continue
-                tools[name] = gateway_tool(server, entry, who.agent.id, who.agent.org_id)
-                listed[name] = entry
-        box = _Toolbox(tuple(self.servers[i].starts for i in ids), tools, listed, unavailable)
-        self._toolboxes[who.agent.id] = box
+        parts = split_tool_name(name) if isinstance(name, str) else None
+        if parts is not None and parts[0] in ids:
+            ids = [parts[0]]
+        box = _Toolbox({}, {}, {})
+        # Servers start in parallel: a first listing waits for the slowest only.
+        shares = await asyncio.gather(*(self._share(who, i) for i in ids))
+        for server_id, share in zip(ids, shares, strict=True):
+            if isinstance(share, DownstreamError):
+                box.unavailable[server_id] = str(share)
+            else:
+                box.tools.update(share.tools)
+                box.listed.update(share.listed)
         return box
+
+    async def _share(self, who: Principal, server_id: str) -> _Share | DownstreamError:
+        # One server's tools for one agent, rebuilt when the server (re)started.
+        server = self.servers[server_id]
+        cached = self._shares.get((who.agent.id, server_id))
+        if cached is not None and server.running and cached.starts == server.starts:
+            return cached
+        try:
+            downstream = await server.tools()
+        except DownstreamError as exc:
+            log.warning("%s", exc)
+            return exc
+        share = _Share(server.starts, {}, {})
+        for entry in downstream:
+            name = tool_name(server_id, entry.name)
+            if who.access.allows(name):
+                share.tools[name] = gateway_tool(server, entry, who.agent.id, who.agent.org_id)
+                share.listed[name] = entry
+        self._shares[(who.agent.id, server_id)] = share
+        return share
 
     # -- resources and prompts (read-only pass-through) ------------------------------------------
 
