@@ -43,10 +43,11 @@ def imports_evals(tree: ast.AST) -> bool:
 TREES = {rel(p): ast.parse(p.read_text(encoding="utf-8")) for p in MODULES}
 
 
-def test_only_the_driver_and_the_eval_runner_enter_the_guarded_path() -> None:
+def test_only_the_driver_the_eval_runner_and_the_mcp_gateway_enter_the_guarded_path(
+        ) -> None:
     entering = sorted(name for name, tree in TREES.items()
                       if calls_named(tree, "execute_tool_call"))
-    assert entering == ["engines/driver.py", "evals/runner.py"]
+    assert entering == ["engines/driver.py", "evals/runner.py", "mcp/gateway.py"]
 
 
 def test_only_hookgate_evals_asks_for_hooks_to_be_bypassed() -> None:
