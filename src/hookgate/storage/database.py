@@ -10,10 +10,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import ArgumentError
@@ -23,6 +21,11 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+
+from hookgate.storage.statement_count import COUNT
+
+if TYPE_CHECKING:
+    from alembic.config import Config as AlembicConfig
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 DEFAULT_URL = "sqlite+aiosqlite:///hookgate.db"
@@ -59,6 +62,10 @@ class Database:
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self.queries = 0
         event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
+        if COUNT.enabled:
+            event.listen(self.engine.sync_engine, "before_cursor_execute", COUNT.statement)
+            event.listen(self.engine.sync_engine, "begin", COUNT.transaction)
+            COUNT.start()
         if self.is_sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
 
@@ -105,12 +112,17 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def alembic_config() -> AlembicConfig:
+    # Alembic costs about 0.2 s to import; only migrating pays for it.
+    from alembic.config import Config as AlembicConfig
+
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     return cfg
 
 
 def _run_upgrade(conn: Connection, revision: str) -> None:
+    from alembic import command
+
     cfg = alembic_config()
     cfg.attributes["connection"] = conn
     command.upgrade(cfg, revision)
