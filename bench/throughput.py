@@ -261,38 +261,37 @@ def measure_level(server: Server, runs: int, concurrency: int,
 
 
 @contextmanager
+def postgres_server(url: str | None, workdir: Path) -> Iterator[str | None]:
+    """``url``, or a throwaway cluster's URL when none is given (None: no PostgreSQL)."""
+    if url is not None:
+        yield url
+        return
+    if pgcluster.find_bindir() is None:
+        yield None
+        return
+    cluster = workdir / "pg"
+    cluster.mkdir()
+    os.chmod(workdir, 0o755)
+    os.chmod(cluster, 0o755)
+    try:
+        yield pgcluster.start(cluster)
+    finally:
+        pgcluster.stop(cluster)
+
+
+@contextmanager
 def postgres_database(url: str | None, workdir: Path) -> Iterator[tuple[str, str, str] | None]:
     """(SQLAlchemy URL, admin DSN, database name) of a fresh database, dropped afterwards."""
-    cluster: Path | None = None
-    if url is None:
-        if pgcluster.find_bindir() is None:
+    with postgres_server(url, workdir) as server:
+        if server is None:
             yield None
             return
-        cluster = workdir / "pg"
-        cluster.mkdir()
-        os.chmod(workdir, 0o755)
-        os.chmod(cluster, 0o755)
-        url = pgcluster.start(cluster)
-    import asyncpg
-
-    name = "bench_" + uuid.uuid4().hex[:12]
-    admin = url.replace("postgresql+asyncpg://", "postgresql://")
-
-    async def ddl(sql: str) -> None:
-        conn = await asyncpg.connect(admin)
+        database = pgcluster.create_database(server, "bench_")
         try:
-            await conn.execute(sql)
+            yield (database, server.replace("postgresql+asyncpg://", "postgresql://"),
+                   database.rpartition("/")[2])
         finally:
-            await conn.close()
-
-    try:
-        asyncio.run(ddl(f'CREATE DATABASE "{name}"'))
-        base = url.rsplit("/", 1)[0]
-        yield (f"{base}/{name}", admin, name)
-        asyncio.run(ddl(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        if cluster is not None:
-            pgcluster.stop(cluster)
+            pgcluster.drop_database(server, database)
 
 
 def measure_backend(database_url: str, workdir: Path, runs: int, levels: list[int],

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from hookgate.storage.schema_version import at_head
 from hookgate.storage.statement_count import COUNT
 
 if TYPE_CHECKING:
@@ -89,6 +90,8 @@ class Database:
     async def upgrade(self, revision: str = "head") -> None:
         """Bring the schema to ``revision`` with the bundled Alembic migrations."""
         try:
+            if revision == "head" and await at_head(self.engine, MIGRATIONS / "versions"):
+                return
             async with self.engine.begin() as conn:
                 await conn.run_sync(_run_upgrade, revision)
         except Exception as exc:
