@@ -37,6 +37,7 @@ from sqlalchemy import Table, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hookgate.storage.database import Database
+from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
@@ -181,8 +182,12 @@ class AuditLogStore:
         # same way round and cannot deadlock.
         groups = [(chain, [records[i] for i in by_chain[chain]]) for chain in sorted(by_chain)]
         lane = SqliteLane.for_database(self.db)
+        pg = None if lane is not None else PgLane.for_database(self.db)
         if lane is not None:
             appended = await lane.write(partial(_append_sqlite, groups))
+        elif pg is not None:
+            async with pg.transaction() as conn:
+                appended = [await _append_pg(conn, chain, group) for chain, group in groups]
         else:
             appended = []
             async with self.db.engine.begin() as conn:
@@ -256,6 +261,22 @@ async def _append_chain(conn: AsyncConnection, chain: str,
     rows, out = _linked(chain, records, last_seq, prev)
     await conn.execute(_LOG.insert(), rows)
     await conn.execute(text(_SET_HEAD), {"chain": chain, "last_hash": out[-1].row_hash})
+    return out
+
+
+_RESERVE_PG = (_RESERVE.replace(":chain", "$1").replace(":n", "$2")
+               .replace(":genesis", "$3"))
+_SET_HEAD_PG = "UPDATE audit_chain_heads SET last_hash = $1 WHERE chain = $2"
+_INSERT_ROW_PG = (f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
+                  f"VALUES ({', '.join(f'${i}' for i in range(1, len(_COLUMNS) + 1))})")
+
+
+async def _append_pg(conn: Any, chain: str, records: Sequence[AuditRecord]) -> list[Appended]:
+    """The same three statements as ``_append_chain``, on a raw asyncpg connection."""
+    last_seq, prev = await conn.fetchrow(_RESERVE_PG, chain, len(records), GENESIS)
+    rows, out = _linked(chain, records, last_seq, prev)
+    await conn.executemany(_INSERT_ROW_PG, [tuple(row[c] for c in _COLUMNS) for row in rows])
+    await conn.execute(_SET_HEAD_PG, out[-1].row_hash, chain)
     return out
 
 

@@ -55,7 +55,7 @@ class Database:
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": 30}
         else:
-            kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+            kwargs.update(pool_size=10, max_overflow=20)
         try:
             self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
         except (ArgumentError, ImportError) as exc:
