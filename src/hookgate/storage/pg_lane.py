@@ -50,6 +50,11 @@ class PgLane:
         async with self.connection() as conn:
             return await conn.fetchrow(sql, *args)
 
+    async def execute(self, sql: str, *args: Any) -> str:
+        """One statement in autocommit; its status ("INSERT 0 1", …)."""
+        async with self.connection() as conn:
+            return str(await conn.execute(sql, *args))
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Any]:
         """A connection inside one transaction, committed when the block ends cleanly and
