@@ -4,6 +4,7 @@ only lands on the head it expects, the org flag and rate-limit reads in autocomm
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -33,7 +34,7 @@ async def test_a_store_whose_remembered_head_went_stale_appends_after_the_new_he
         rows = await log_rows(db)
         assert [r["seq"] for r in rows] == [1, 2, 3, 4, 5]
         assert [r["run_id"] for r in rows] == ["run-1", "run-2", "run-3", "run-4", "run-5"]
-        for before, after in zip(rows, rows[1:], strict=False):
+        for before, after in itertools.pairwise(rows):
             assert after["prev_hash"] == before["row_hash"]
         report = await verify(db)
         assert report.ok, report.problems
