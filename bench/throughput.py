@@ -35,7 +35,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,24 +96,39 @@ def pct(values: list[float], p: float) -> float:
 # -- start-up ------------------------------------------------------------------------------
 
 
-def timed(cmd: list[str], repeats: int) -> float:
-    """Median wall time of running ``cmd`` to its end."""
-    times = []
+def run_timed(cmd: list[str], env: dict[str, str]) -> float:
+    """Wall time of running ``cmd`` to its end."""
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=env)
+    return time.perf_counter() - started
+
+
+def startup_times(envs: dict[str, dict[str, str]], repeats: int) -> dict[str, dict[str, float]]:
+    """Median import and --help times per source tree, the trees taking turns."""
+    cmd = hookgate_command()
+    commands = {
+        "import_hookgate_s": [sys.executable, "-c", "import hookgate"],
+        "import_public_names_s": [sys.executable, "-c", "from hookgate import *"],
+        "help_s": [*cmd, "--help"],
+    }
+    times: dict[str, dict[str, list[float]]] = {name: {k: [] for k in commands} for name in envs}
     for _ in range(repeats):
-        started = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - started)
-    return round(statistics.median(times), 3)
+        for key, command in commands.items():
+            for name, env in envs.items():
+                times[name][key].append(run_timed(command, env))
+    return {name: {k: round(statistics.median(v), 3) for k, v in per.items()}
+            for name, per in times.items()}
 
 
 class Server:
     """`hookgate serve` in a subprocess, with its ready time and a SQL count file."""
 
-    def __init__(self, config: Path, workdir: Path) -> None:
+    def __init__(self, config: Path, workdir: Path, env: dict[str, str]) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.count_file = workdir / f"sql-{self.port}.json"
-        env = {**os.environ, "HOOKGATE_SQL_COUNT_FILE": str(self.count_file)}
+        env = {**env, "HOOKGATE_SQL_COUNT_FILE": str(self.count_file)}
         self.log = (workdir / f"serve-{self.port}.log").open("wb")
         started = time.perf_counter()
         self.proc = subprocess.Popen(
@@ -232,29 +247,45 @@ def settle() -> None:
     time.sleep(1.5)
 
 
-def measure_level(server: Server, runs: int, concurrency: int,
-                  pg: tuple[str, str] | None) -> dict[str, Any]:
-    cpu0, sql0 = server.cpu_s(), server.sql()
-    pg0 = pg_transactions(*pg) if pg else 0  # after the previous level's settle time
-    latencies, wall = asyncio.run(drive(server.url, runs, concurrency))
-    cpu1, sql1 = server.cpu_s(), server.sql()
-    done = len(latencies) + 1  # the warm-up run is counted by the server too
-    out: dict[str, Any] = {
-        "concurrency": concurrency,
-        "runs": len(latencies),
-        "runs_per_s": round(len(latencies) / wall, 2),
-        "guarded_calls_per_s": round(len(latencies) / wall, 2),  # one tool call per run
-        "latency_ms": {"p50": round(statistics.median(latencies) * 1000, 1),
-                       "p99": round(pct(latencies, 99) * 1000, 1)},
-        "server_cpu_ms_per_run": round((cpu1 - cpu0) / done * 1000, 2),
-        "sql_statements_per_run": round((sql1["statements"] - sql0["statements"]) / done, 1),
-        "sqlalchemy_transactions_per_run": round(
-            (sql1["transactions"] - sql0["transactions"]) / done, 1),
-    }
-    if pg:
-        settle()
-        out["pg_transactions_per_run"] = round((pg_transactions(*pg) - pg0) / done, 1)
-    return out
+class Level:
+    """What one server did at one concurrency, summed over the slices it was driven."""
+
+    def __init__(self, concurrency: int, pg: tuple[str, str] | None) -> None:
+        self.concurrency, self.pg = concurrency, pg
+        self.latencies: list[float] = []
+        self.wall = self.cpu = 0.0
+        self.runs = self.statements = self.transactions = self.pg_transactions = 0
+
+    def drive(self, server: Server, runs: int) -> None:
+        cpu0, sql0 = server.cpu_s(), server.sql()
+        pg0 = pg_transactions(*self.pg) if self.pg else 0
+        latencies, wall = asyncio.run(drive(server.url, runs, self.concurrency))
+        cpu1, sql1 = server.cpu_s(), server.sql()
+        if self.pg:
+            settle()
+            self.pg_transactions += pg_transactions(*self.pg) - pg0
+        self.latencies += latencies
+        self.wall += wall
+        self.cpu += cpu1 - cpu0
+        self.runs += len(latencies) + 1  # the warm-up run is counted by the server too
+        self.statements += sql1["statements"] - sql0["statements"]
+        self.transactions += sql1["transactions"] - sql0["transactions"]
+
+    def report(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "concurrency": self.concurrency,
+            "runs": len(self.latencies),
+            "runs_per_s": round(len(self.latencies) / self.wall, 2),
+            "guarded_calls_per_s": round(len(self.latencies) / self.wall, 2),  # one per run
+            "latency_ms": {"p50": round(statistics.median(self.latencies) * 1000, 1),
+                           "p99": round(pct(self.latencies, 99) * 1000, 1)},
+            "server_cpu_ms_per_run": round(self.cpu / self.runs * 1000, 2),
+            "sql_statements_per_run": round(self.statements / self.runs, 1),
+            "sqlalchemy_transactions_per_run": round(self.transactions / self.runs, 1),
+        }
+        if self.pg:
+            out["pg_transactions_per_run"] = round(self.pg_transactions / self.runs, 1)
+        return out
 
 
 # -- databases -----------------------------------------------------------------------------
@@ -280,77 +311,104 @@ def postgres_server(url: str | None, workdir: Path) -> Iterator[str | None]:
 
 
 @contextmanager
-def postgres_database(url: str | None, workdir: Path) -> Iterator[tuple[str, str, str] | None]:
-    """(SQLAlchemy URL, admin DSN, database name) of a fresh database, dropped afterwards."""
-    with postgres_server(url, workdir) as server:
-        if server is None:
-            yield None
-            return
-        database = pgcluster.create_database(server, "bench_")
-        try:
-            yield (database, server.replace("postgresql+asyncpg://", "postgresql://"),
-                   database.rpartition("/")[2])
-        finally:
-            pgcluster.drop_database(server, database)
-
-
-def measure_backend(database_url: str, workdir: Path, runs: int, levels: list[int],
-                    pg: tuple[str, str] | None) -> dict[str, Any]:
-    config = workdir / f"hookgate-{uuid.uuid4().hex[:6]}.yaml"
-    config.write_text(CONFIG.format(database=database_url, token=TOKEN))
-    # The first start migrates the database; the ready time is taken on a second start.
-    Server(config, workdir).stop()
-    server = Server(config, workdir)
+def postgres_database(server: str) -> Iterator[tuple[str, str, str]]:
+    """(SQLAlchemy URL, admin DSN, database name) of a fresh database on ``server``,
+    dropped afterwards."""
+    database = pgcluster.create_database(server, "bench_")
     try:
-        if pg:
-            settle()
-        results = [measure_level(server, max(runs, level), level, pg) for level in levels]
+        yield (database, server.replace("postgresql+asyncpg://", "postgresql://"),
+               database.rpartition("/")[2])
     finally:
-        server.stop()
-    return {"serve_ready_s": server.ready_s, "levels": results}
+        pgcluster.drop_database(server, database)
+
+
+def measure_backend(databases: dict[str, tuple[str, tuple[str, str] | None]],
+                    envs: dict[str, dict[str, str]], workdir: Path, runs: int,
+                    levels: list[int], slices: int) -> dict[str, dict[str, Any]]:
+    """Each tree's server on its own database, driven in turns: every level is cut into
+    ``slices`` and the servers take the slices alternately, so machine load hits them alike."""
+    servers: dict[str, Server] = {}
+    try:
+        for name, env in envs.items():
+            config = workdir / f"hookgate-{uuid.uuid4().hex[:6]}.yaml"
+            config.write_text(CONFIG.format(database=databases[name][0], token=TOKEN))
+            # The first start migrates the database; the ready time is a second start's.
+            Server(config, workdir, env).stop()
+            servers[name] = Server(config, workdir, env)
+        if any(pg for _, pg in databases.values()):
+            settle()
+        results: dict[str, list[dict[str, Any]]] = {name: [] for name in envs}
+        for level in levels:
+            measured = {name: Level(level, databases[name][1]) for name in envs}
+            per_slice = max(runs, level) // slices
+            for _ in range(slices):
+                for name, server in servers.items():
+                    measured[name].drive(server, max(per_slice, level))
+            for name in envs:
+                results[name].append(measured[name].report())
+    finally:
+        for server in servers.values():
+            server.stop()
+    return {name: {"serve_ready_s": servers[name].ready_s, "levels": results[name]}
+            for name in envs}
 
 
 def main(options: argparse.Namespace) -> dict[str, Any]:
-    repeats = 1 if options.quick else 5
-    cmd = hookgate_command()
-    startup = {
-        "import_hookgate_s": timed([sys.executable, "-c", "import hookgate"], repeats),
-        "import_public_names_s": timed(
-            [sys.executable, "-c", "from hookgate import *"], repeats),
-        "help_s": timed([*cmd, "--help"], repeats),
-    }
+    envs = {"this": dict(os.environ)}
+    if options.against:
+        envs["against"] = {**os.environ, "PYTHONPATH": str(Path(options.against).resolve())}
+    startup = startup_times(envs, 1 if options.quick else 5)
     levels = [int(x) for x in options.levels.split(",")]
-    backends: dict[str, Any] = {}
+    slices = 1 if options.quick else options.slices
+    backends: dict[str, dict[str, Any]] = {name: {} for name in envs}
     workdir = Path(tempfile.mkdtemp(prefix="hookgate-throughput-"))
     try:
         for backend in options.backends.split(","):
             if backend == "sqlite":
-                backends["sqlite"] = measure_backend(
-                    f"sqlite+aiosqlite:///{workdir / 'bench.db'}", workdir, options.runs,
-                    levels, None)
+                dbs: dict[str, tuple[str, tuple[str, str] | None]] = {
+                    name: (f"sqlite+aiosqlite:///{workdir / f'bench-{name}.db'}", None)
+                    for name in envs}
+                for name, result in measure_backend(dbs, envs, workdir, options.runs,
+                                                    levels, slices).items():
+                    backends[name]["sqlite"] = result
             elif backend == "postgresql":
-                with postgres_database(options.postgres_url, workdir) as pg:
-                    if pg is None:
-                        backends["postgresql"] = {"skipped": "no PostgreSQL server or binaries"}
+                with postgres_server(options.postgres_url, workdir) as server:
+                    if server is None:
+                        for name in envs:
+                            backends[name]["postgresql"] = {
+                                "skipped": "no PostgreSQL server or binaries"}
                         continue
-                    backends["postgresql"] = measure_backend(
-                        pg[0], workdir, options.runs, levels, (pg[1], pg[2]))
+                    with ExitStack() as stack:
+                        dbs = {}
+                        for name in envs:
+                            url, admin, db_name = stack.enter_context(
+                                postgres_database(server))
+                            dbs[name] = (url, (admin, db_name))
+                        for name, result in measure_backend(dbs, envs, workdir, options.runs,
+                                                            levels, slices).items():
+                            backends[name]["postgresql"] = result
             else:
                 raise SystemExit(f"unknown backend {backend!r}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    ready = [b["serve_ready_s"] for b in backends.values() if "serve_ready_s" in b]
-    startup["serve_ready_s"] = min(ready) if ready else None
-    return {
+    report: dict[str, dict[str, Any]] = {}
+    for name in envs:
+        ready = [b["serve_ready_s"] for b in backends[name].values() if "serve_ready_s" in b]
+        report[name] = {"startup": {**startup[name],
+                                    "serve_ready_s": min(ready) if ready else None},
+                        "backends": backends[name]}
+    out: dict[str, Any] = {
         "benchmark": "throughput",
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "workload": "one run = scripted model, one call of a cheap tool, audit_log on",
-        "startup": startup,
-        "backends": backends,
+        **report["this"],
         "targets": TARGETS,
     }
+    if options.against:
+        out["against"] = {"source": str(Path(options.against).resolve()), **report["against"]}
+    return out
 
 
 if __name__ == "__main__":
@@ -359,6 +417,11 @@ if __name__ == "__main__":
     parser.add_argument("--levels", default="1,8,64")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--postgres-url", default=os.environ.get("HOOKGATE_TEST_POSTGRES_URL"))
+    parser.add_argument("--slices", type=int, default=3,
+                        help="turns per level when comparing (--against)")
+    parser.add_argument("--against", metavar="SRC",
+                        help="another source tree (its src/ directory) to measure in turns "
+                             "with this one, e.g. an export of the main branch")
     parser.add_argument("--quick", action="store_true",
                         help="a few runs at concurrency 1 and 8 (checks the bench works)")
     options = parser.parse_args()
