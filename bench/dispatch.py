@@ -11,7 +11,7 @@ guarded path with 5 hooks per point with telemetry off and on, in alternating ro
 is the SDK recording every span (1 execute_tool + 10 hook spans per call) and aggregating
 the metrics in memory, with nothing exported; the main figures above are all "off".
 
-    python bench/dispatch.py [--iterations 20000] [--rounds 5]
+    python bench/dispatch.py [--iterations 20000] [--rounds 5] [--quick]
 """
 
 from __future__ import annotations
@@ -189,6 +189,7 @@ async def main(iterations: int, rounds: int) -> dict[str, object]:
         return round((float(last[key]) - float(first[key])) / hooks_added, 4)  # type: ignore[arg-type]
 
     return {
+        "benchmark": "hook dispatch",
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "what": "per tool call: run_pre_tool_use + run_post_tool_use with N no-op PreToolUse "
@@ -211,5 +212,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="a few iterations (checks the "
+                        "bench works)")
     args = parser.parse_args()
+    if args.quick:
+        args.iterations, args.rounds = 400, 2
     print(json.dumps(asyncio.run(main(args.iterations, args.rounds)), indent=2))

@@ -2,19 +2,24 @@
 
 Every figure times one whole guarded call (`execute_tool_call` with a trivial async tool that
 writes, connector ``oa``) and reports p50/p99 in microseconds; ``hook_p50_us`` is the p50
-minus that of the same call with no hooks, i.e. what the hooks add.
+minus that of the same call with no hooks, i.e. what the hooks add. All contenders run
+interleaved in one process — round after round, each times a slice of its calls — so the
+baseline and every figure share the same machine state (no baseline minutes apart).
 
   - ``with_database``: audit_log, readonly_guard, connector_rate_limit and result_truncate
-    built from their declarations over a SQLite file, each alone and the four together
-    (every call appends an audit row, reads the org's read-only flag and takes a
-    rate-limit slot). Target for the four: p50 <= 1000 us.
+    built from their declarations, each alone and the four together (every call appends an
+    audit row, reads the org's read-only flag and takes a rate-limit slot), over a SQLite
+    file and over PostgreSQL (a fresh database on --postgres-url or
+    HOOKGATE_TEST_POSTGRES_URL; skipped without one). Targets for the four: p50 <= 300 us
+    on SQLite, <= 1000 us on PostgreSQL.
   - ``decision_logic``: the same hooks with their records kept in memory (the row is still
     built, masked and hashed; the flag and counter are dicts). Target for the four:
     hook_p50 <= 50 us.
   - ``declarative``: a PreToolUse command hook (``/bin/sh -c``, a process per call) against
     a Python hook (``module:function``), each answering "allow".
 
-    python bench/hooks.py [--calls 3000] [--spawn-calls 200]
+    python bench/hooks.py [--calls 3000] [--spawn-calls 200] [--rounds 10]
+                          [--postgres-url URL] [--quick]
 """
 
 from __future__ import annotations
@@ -22,12 +27,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
+import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +52,14 @@ from hookgate.hooks.model import Hook
 from hookgate.hooks.registry import HookRegistry
 from hookgate.storage.audit import GENESIS, AuditRecord, row_hash
 from hookgate.storage.database import Database
-from hookgate.storage.orgs import add_missing_orgs
+from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.rate_limits import Slot, window_start
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
 
-TARGET_FOUR_WITH_DB_P50_US = 1000
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import pgcluster
+
+TARGET_FOUR_P50_US = {"sqlite": 300, "postgresql": 1000}
 TARGET_FOUR_DECISION_P50_US = 50
 BUILTINS = ("audit_log", "readonly_guard", "connector_rate_limit", "result_truncate")
 UNLIMITED = {"limits": {"oa": "1000000000/day"}}
@@ -67,24 +80,32 @@ AGENT = Agent(id="buyer", name="Purchasing agent", instructions="", tools=[oa__p
               org_id="acme", owner_user_id="alice")
 TOOLS = {"oa__purchase_pay": oa__purchase_pay}
 IDENTITY = CallIdentity(agent_id="buyer", user_id="alice", org_id="acme", run_id="bench")
+CALL_NUMBERS = itertools.count()
 ARGS = {"amount": 1200, "vendor": "ACME", "api_key": "sk-bench"}
 
 
-async def time_calls(registry: HookRegistry, calls: int, warmup: int) -> list[float]:
-    """Seconds per guarded call, after ``warmup`` untimed ones."""
-    times: list[float] = []
-    gc.collect()
-    for i in range(warmup + calls):
-        call = ToolCall(f"c{i}", "oa__purchase_pay", dict(ARGS))
+@dataclass
+class Contender:
+    """One registry under test and the seconds per call it has taken so far."""
+
+    registry: HookRegistry
+    per_round: int
+    times: list[float] = field(default_factory=list)
+
+
+async def time_calls(contender: Contender, calls: int, keep: bool = True) -> None:
+    """Time ``calls`` guarded calls through the contender's registry."""
+    registry, times = contender.registry, contender.times
+    for _ in range(calls):
+        call = ToolCall(f"c{next(CALL_NUMBERS)}", "oa__purchase_pay", dict(ARGS))
         started = time.perf_counter()
         outcome = await execute_tool_call(call, tools=TOOLS, registry=registry,
                                           identity=IDENTITY)
         elapsed = time.perf_counter() - started
         if not outcome.allowed or outcome.status != "ok":
             raise RuntimeError(f"the benchmark call did not run: {outcome.observation}")
-        if i >= warmup:
+        if keep:
             times.append(elapsed)
-    return times
 
 
 def summary(times: list[float], baseline_p50: float | None = None) -> dict[str, float]:
@@ -141,18 +162,7 @@ def database_hooks(db: Database) -> dict[str, Hook]:
     }
 
 
-async def measure_set(make: Callable[[], Awaitable[dict[str, Hook]]], calls: int,
-                      warmup: int, baseline_p50: float) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in (*BUILTINS, "all_four"):
-        hooks = await make()
-        chosen = list(hooks.values()) if name == "all_four" else [hooks[name]]
-        out[name] = summary(await time_calls(HookRegistry(chosen), calls, warmup),
-                            baseline_p50)
-    return out
-
-
-async def declarative(spawn_calls: int, warmup: int, baseline_p50: float) -> dict[str, Any]:
+def declarative_registries() -> dict[str, HookRegistry]:
     declarations = {
         "command_hook": {"command_hooks": [
             {"event": "PreToolUse", "matcher": "oa__purchase_pay",
@@ -161,57 +171,92 @@ async def declarative(spawn_calls: int, warmup: int, baseline_p50: float) -> dic
             {"event": "PreToolUse", "matcher": "oa__purchase_pay",
              "function": "__main__:allow"}]},
     }
-    out: dict[str, Any] = {}
+    out = {}
     for name, hooks in declarations.items():
         agent = Agent(id="buyer", name="b", instructions="", tools=[oa__purchase_pay],
                       model_config_json={"hooks": hooks})
-        registry = build_registry(agent, HookServices())
-        calls = spawn_calls if name == "command_hook" else spawn_calls * 10
-        out[name] = summary(await time_calls(registry, calls, warmup), baseline_p50)
+        out[name] = build_registry(agent, HookServices())
     return out
 
 
-async def main(calls: int, spawn_calls: int) -> dict[str, Any]:
-    warmup = max(50, calls // 10)
-    # One untimed pass through every hook first, so no figure pays for first-use costs.
-    await time_calls(HookRegistry(list(memory_hooks().values())), warmup, warmup)
-    baseline = summary(await time_calls(HookRegistry(), calls, warmup))
-    base = baseline["p50_us"]
-
-    async def in_memory() -> dict[str, Hook]:
-        return memory_hooks()
-
-    with tempfile.TemporaryDirectory(prefix="hookgate-bench-") as tmp:
-        db = Database(f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}")
-        await db.upgrade()
-        await add_missing_orgs(db, [("acme", "ACME", False)])
-
-        async def on_sqlite() -> dict[str, Hook]:
-            return database_hooks(db)
-
-        try:
-            with_db = await measure_set(on_sqlite, calls, warmup, base)
-        finally:
+@asynccontextmanager
+async def databases(tmp: Path, postgres_url: str | None) -> AsyncIterator[dict[str, Database]]:
+    """A migrated SQLite file, and a fresh PostgreSQL database when a server is named."""
+    dbs = {"sqlite": Database(f"sqlite+aiosqlite:///{tmp / 'bench.db'}")}
+    pg_url = None
+    if postgres_url:
+        pg_url = await asyncio.to_thread(pgcluster.create_database, postgres_url, "bench_")
+        dbs["postgresql"] = Database(pg_url)
+    try:
+        for db in dbs.values():
+            await db.upgrade()
+            await sync_orgs(db, [("acme", "ACME", False)])
+        yield dbs
+    finally:
+        for db in dbs.values():
             await db.dispose()
-    decision = await measure_set(in_memory, calls, warmup, base)
-    spawned = await declarative(spawn_calls, max(5, spawn_calls // 10), base)
+        if postgres_url and pg_url:
+            await asyncio.to_thread(pgcluster.drop_database, postgres_url, pg_url)
+
+
+def sets(hooks: dict[str, Hook]) -> dict[str, HookRegistry]:
+    """Each hook alone and the four together (separate instances: no shared state)."""
+    return {name: HookRegistry([hooks[name]]) for name in BUILTINS}
+
+
+async def main(calls: int, spawn_calls: int, rounds: int,
+               postgres_url: str | None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="hookgate-bench-") as tmp:
+        async with databases(Path(tmp), postgres_url) as dbs:
+            contenders: dict[str, Contender] = {
+                "no_hooks": Contender(HookRegistry(), calls // rounds)}
+            for backend, db in dbs.items():
+                for name, registry in sets(database_hooks(db)).items():
+                    contenders[f"{backend}/{name}"] = Contender(registry, calls // rounds)
+                contenders[f"{backend}/all_four"] = Contender(
+                    HookRegistry(list(database_hooks(db).values())), calls // rounds)
+            for name, registry in sets(memory_hooks()).items():
+                contenders[f"memory/{name}"] = Contender(registry, calls // rounds)
+            contenders["memory/all_four"] = Contender(
+                HookRegistry(list(memory_hooks().values())), calls // rounds)
+            for name, registry in declarative_registries().items():
+                n = spawn_calls if name == "command_hook" else spawn_calls * 10
+                contenders[f"declarative/{name}"] = Contender(registry, max(1, n // rounds))
+
+            # One untimed slice each first, so no figure pays for first-use costs.
+            for c in contenders.values():
+                await time_calls(c, max(5, c.per_round // 2), keep=False)
+            for _ in range(rounds):
+                for c in contenders.values():
+                    gc.collect()
+                    await time_calls(c, c.per_round)
+    base = summary(contenders["no_hooks"].times)["p50_us"]
+
+    def group(prefix: str) -> dict[str, Any]:
+        return {name.split("/", 1)[1]: summary(c.times, base)
+                for name, c in contenders.items() if name.startswith(prefix + "/")}
+
+    with_db = {backend: group(backend) for backend in dbs}
+    decision = group("memory")
+    targets: dict[str, Any] = {}
+    for backend, figures in with_db.items():
+        targets[f"four_with_{backend}_p50_us"] = TARGET_FOUR_P50_US[backend]
+        targets[f"four_with_{backend}_met"] = (
+            figures["all_four"]["p50_us"] <= TARGET_FOUR_P50_US[backend])
+    targets["four_decision_logic_hook_p50_us"] = TARGET_FOUR_DECISION_P50_US
+    targets["four_decision_logic_met"] = (
+        decision["all_four"]["hook_p50_us"] <= TARGET_FOUR_DECISION_P50_US)
     return {
         "benchmark": "built-in hooks per guarded tool call",
         "python": platform.python_version(),
         "machine": platform.machine(),
         "calls_per_figure": calls,
-        "no_hooks": baseline,
-        "with_database": {"database": "SQLite file (WAL)", **with_db},
+        "rounds": rounds,
+        "no_hooks": summary(contenders["no_hooks"].times),
+        "with_database": with_db,
         "decision_logic": decision,
-        "declarative": spawned,
-        "targets": {
-            "four_with_database_p50_us": TARGET_FOUR_WITH_DB_P50_US,
-            "four_with_database_met": with_db["all_four"]["p50_us"]
-            <= TARGET_FOUR_WITH_DB_P50_US,
-            "four_decision_logic_hook_p50_us": TARGET_FOUR_DECISION_P50_US,
-            "four_decision_logic_met": decision["all_four"]["hook_p50_us"]
-            <= TARGET_FOUR_DECISION_P50_US,
-        },
+        "declarative": group("declarative"),
+        "targets": targets,
     }
 
 
@@ -219,5 +264,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--spawn-calls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--postgres-url", default=os.environ.get("HOOKGATE_TEST_POSTGRES_URL"))
+    parser.add_argument("--quick", action="store_true", help="a few calls (checks the bench works)")
     options = parser.parse_args()
-    print(json.dumps(asyncio.run(main(options.calls, options.spawn_calls)), indent=2))
+    if options.quick:
+        options.calls, options.spawn_calls, options.rounds = 100, 10, 2
+    print(json.dumps(asyncio.run(main(options.calls, options.spawn_calls, options.rounds,
+                                      options.postgres_url)), indent=2))

@@ -83,6 +83,39 @@ def stop(datadir: Path) -> None:
     )
 
 
+def _admin(server_url: str, sql: str) -> None:
+    """Run one statement on the server of ``server_url`` (a postgresql+asyncpg:// URL)."""
+    import asyncio
+
+    import asyncpg  # type: ignore[import-untyped]
+
+    async def run() -> None:
+        conn = await asyncpg.connect(server_url.replace("postgresql+asyncpg://",
+                                                        "postgresql://"))
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def create_database(server_url: str, prefix: str = "t_") -> str:
+    """A new, empty database on the server of ``server_url``; returns its URL."""
+    import uuid
+
+    name = prefix + uuid.uuid4().hex[:16]
+    _admin(server_url, f'CREATE DATABASE "{name}"')
+    base, _, _ = server_url.rpartition("/")
+    return f"{base}/{name}"
+
+
+def drop_database(server_url: str, database_url: str) -> None:
+    """Drop the database of ``database_url`` (made by ``create_database``), sessions and all."""
+    name = database_url.rpartition("/")[2]
+    _admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] not in ("start", "stop"):
         print(__doc__, file=sys.stderr)

@@ -7,11 +7,9 @@ PostgreSQL cases skip with the reason shown, unless ``CI`` is set, where they fa
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import tempfile
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -50,21 +48,7 @@ def postgres_server_url() -> Iterator[str]:
 
 
 def _fresh_pg_database(server_url: str) -> str:
-    import asyncpg  # type: ignore[import-untyped]
-
-    name = "t_" + uuid.uuid4().hex[:16]
-    dsn = server_url.replace("postgresql+asyncpg://", "postgresql://")
-
-    async def create() -> None:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
-
-    asyncio.run(create())
-    base, _, _ = server_url.rpartition("/")
-    return f"{base}/{name}"
+    return pgcluster.create_database(server_url)
 
 
 @pytest.fixture

@@ -249,3 +249,26 @@ async def test_a_third_party_package_adds_catalog_names_through_the_entry_point_
     assert runs == [{"amount": 50, "vendor": "B"}]
     blocked = next(e for e in result.tool_events() if e["tool_call_id"] == "a")
     assert blocked["observation"] == "over ACME's limit of 100"
+
+
+def test_the_entry_points_are_scanned_once_per_import_path(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The package exports a function of the module's name: reach the module itself.
+    catalog_module = sys.modules["hookgate.catalog.catalog"]
+    scans: list[str] = []
+    real = catalog_module.entry_points
+
+    def counting(**kwargs: Any) -> Any:
+        scans.append(kwargs["group"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(catalog_module, "entry_points", counting)
+    catalog_module._catalog.cache_clear()
+    for _ in range(5):
+        assert "audit_log" in catalog()
+    assert scans == ["hookgate.hooks"]
+    monkeypatch.syspath_prepend(str(tmp_path))  # another import path: scanned again
+    catalog()
+    assert scans == ["hookgate.hooks", "hookgate.hooks"]
+    catalog()["audit_log"] = catalog()["readonly_guard"]  # a caller's copy, not the cache
+    assert catalog()["audit_log"].name == "audit_log"

@@ -266,7 +266,9 @@ async def worker(*args: str) -> asyncio.subprocess.Process:
     """A real second process (tests/hooks_builtin/procs.py) on the same database."""
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.hooks_builtin.procs", *args, cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        # The repository root (for ``tests.``) ahead of whatever finds hookgate itself.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
 

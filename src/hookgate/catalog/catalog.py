@@ -9,7 +9,9 @@ A package adds hooks with an entry point in the group ``hookgate.hooks``::
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.metadata import entry_points
 
 ENTRY_POINT_GROUP = "hookgate.hooks"
@@ -87,6 +89,15 @@ def import_target(target: str) -> object:
 
 def catalog() -> dict[str, CatalogEntry]:
     """Every catalog name (aliases included) to its entry; built-ins win over plug-ins."""
+    return dict(_catalog(tuple(sys.path)))
+
+
+@lru_cache(maxsize=4)
+def _catalog(search_path: tuple[str, ...]) -> dict[str, CatalogEntry]:
+    # Scanning every installed distribution's entry points costs milliseconds, and every
+    # registry build (one per run) asks: the scan is made once per import path, so a
+    # process sees the plug-ins installed where it imports from (a changed sys.path scans
+    # again).
     out: dict[str, CatalogEntry] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         origin = ep.dist.name if ep.dist else "an installed package"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.table import Table
 
@@ -24,6 +23,8 @@ ReasonOption = Annotated[str | None, typer.Option(help="Why (recorded with the d
 
 def _call(method: str, url: str, path: str, token: str | None,
           body: dict[str, Any] | None = None) -> Any:
+    import httpx  # not at the top: --help should not pay for the HTTP client
+
     if not token:
         fail("give --token or set HOOKGATE_TOKEN", 2)
     try:

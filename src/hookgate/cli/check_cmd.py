@@ -4,18 +4,17 @@ file or declaration is found before anything runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from hookgate.catalog import HookServices, build_registry
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
-from hookgate.config import AgentSpec, ConfigError, HookgateConfig
-from hookgate.hooks.errors import HookBuildError
-from hookgate.hooks.registry import HookRegistry
-from hookgate.storage.database import Database, DatabaseError
+
+if TYPE_CHECKING:
+    from hookgate.config import AgentSpec, HookgateConfig
+    from hookgate.hooks.registry import HookRegistry
 
 
 def _chain_table(registry: HookRegistry) -> Table:
@@ -56,6 +55,12 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
     Exit code 0 when everything builds; 1 at the first problem, naming the file, the agent
     and the entry. Example: hookgate check --example purchasing
     """
+    # Imported here, not at the top: every command's --help would pay for them.
+    from hookgate.catalog import HookServices, build_registry
+    from hookgate.config import ConfigError
+    from hookgate.hooks.errors import HookBuildError
+    from hookgate.storage.database import Database, DatabaseError
+
     cfg = load_from_options(config, example, code=1)
     console.print(f"config {cfg.source}", highlight=False, soft_wrap=True)
     # The database is named, not opened: hooks that keep records build against it.

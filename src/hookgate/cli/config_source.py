@@ -6,13 +6,15 @@ printed the way a user can act on.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hookgate.cli.app import fail
-from hookgate.config import ConfigError, HookgateConfig, load_config
 from hookgate.examples import available_examples, example_path
+
+if TYPE_CHECKING:
+    from hookgate.config import HookgateConfig
 
 _EXAMPLES = available_examples()
 _EXAMPLES_DIR = example_path(_EXAMPLES[0]).parent if _EXAMPLES else None
@@ -52,6 +54,10 @@ def config_path(config: Path | None, example: str | None, *, code: int) -> Path:
 
 def load_from_options(config: Path | None, example: str | None, *, code: int) -> HookgateConfig:
     """Load the configuration the options name; on any problem print it and exit with ``code``."""
+    # The configuration schema (pydantic models, engines, tools) loads only when a command
+    # reads a file, not for --help.
+    from hookgate.config import ConfigError, load_config
+
     try:
         return load_config(config_path(config, example, code=code))
     except ConfigError as exc:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
-from hookgate.config import ConfigError
-from hookgate.evals import CaseResult, EvalSuiteError, load_suite, run_suite
+
+if TYPE_CHECKING:
+    from hookgate.evals import CaseResult
 
 #: Config or suite problems exit with this; a failed case, 1.
 USAGE_ERROR = 2
@@ -49,6 +50,9 @@ def eval_command(
     made (in order; the arguments listed must match). Exit code 0 when every case passed,
     1 when one failed, 2 for a wrong file or option.
     """
+    from hookgate.config import ConfigError
+    from hookgate.evals import EvalSuiteError, load_suite, run_suite
+
     cfg = load_from_options(config, example, code=USAGE_ERROR)
     try:
         the_suite = load_suite(suite)

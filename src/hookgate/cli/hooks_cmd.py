@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from hookgate.catalog import catalog_entries
 from hookgate.cli.app import app, console
 
 
 @app.command("hooks")
 def hooks_command() -> None:
     """List the hook catalog: names (and aliases) usable in model_config_json.hooks."""
+    from hookgate.catalog import catalog_entries
+
     table = Table(title="hookgate hook catalog", title_justify="left")
     table.add_column("name", style="bold", no_wrap=True)
     table.add_column("aliases", no_wrap=True)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-import hookgate.engines
-from hookgate.agent import Agent
-from hookgate.catalog.services import HookServices
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import (
     ConfigOption,
@@ -17,18 +14,19 @@ from hookgate.cli.config_source import (
     load_from_options,
     start_telemetry,
 )
-from hookgate.cli.event_view import EventView
-from hookgate.config import ConfigError, HookgateConfig
-from hookgate.engines.delegation import Delegation
-from hookgate.llm.base import ChatModel
-from hookgate.storage.database import Database
-from hookgate.storage.orgs import sync_orgs
+
+if TYPE_CHECKING:
+    from hookgate.agent import Agent
+    from hookgate.config import HookgateConfig
+    from hookgate.llm.base import ChatModel
 
 #: Config, agent, user or engine problems exit with this; a run that does not complete, 1.
 USAGE_ERROR = 2
 
 
 def _engines() -> dict[str, Any]:
+    import hookgate.engines
+
     return dict(hookgate.engines.ENGINES)
 
 
@@ -47,6 +45,12 @@ def _initiator(cfg: HookgateConfig, agent: Agent, user: str | None) -> str | Non
 
 async def _stream(engine_cls: Any, model: ChatModel, agent: Agent, message: str,
                   user_id: str | None, cfg: HookgateConfig) -> str | None:
+    from hookgate.catalog.services import HookServices
+    from hookgate.cli.event_view import EventView
+    from hookgate.engines.delegation import Delegation
+    from hookgate.storage.database import Database
+    from hookgate.storage.orgs import sync_orgs
+
     view = EventView(console)
     # The configuration's database backs the hooks that keep records (audit log, read-only
     # flags, rate-limit counters), as on the server.
@@ -91,6 +95,8 @@ def run_command(
 
     Example: hookgate run --example purchasing --agent buyer "buy"
     """
+    from hookgate.config import ConfigError
+
     cfg = load_from_options(config, example, code=USAGE_ERROR)
     try:
         the_agent = cfg.build_agent(agent)

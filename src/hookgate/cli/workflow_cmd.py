@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
-from hookgate.cli.event_view import EventView
-from hookgate.config import ConfigError, HookgateConfig
-from hookgate.workflows import Workflow, WorkflowError, WorkflowRunner, load_workflow
+
+if TYPE_CHECKING:
+    from hookgate.config import HookgateConfig
+    from hookgate.workflows import Workflow, WorkflowRunner
 
 #: Config, workflow or user problems exit with this; a run that does not complete, 1.
 USAGE_ERROR = 2
@@ -24,6 +25,8 @@ app.add_typer(workflow_app, name="workflow")
 
 async def _stream(runner: WorkflowRunner, workflow: Workflow, message: str,
                   user_id: str | None, org_id: str | None) -> str | None:
+    from hookgate.cli.event_view import EventView
+
     view = EventView(console)
     async for event in runner.stream(workflow.id, message, user_id=user_id, org_id=org_id):
         view.show(event)
@@ -60,6 +63,9 @@ def run_workflow(
 
     Exit code 0 when the run completed, 1 when it did not, 2 for a wrong file or option.
     """
+    from hookgate.config import ConfigError
+    from hookgate.workflows import WorkflowError, WorkflowRunner, load_workflow
+
     cfg = load_from_options(config, example, code=USAGE_ERROR)
     try:
         workflow = load_workflow(file)

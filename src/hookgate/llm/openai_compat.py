@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, cast
-
-import openai
-from openai import AsyncOpenAI
+from typing import TYPE_CHECKING, Any, cast
 
 from hookgate.llm.base import Message, ModelError, ModelTurn, ResponseInfo
 from hookgate.telemetry.models import traced_chat
 from hookgate.telemetry.propagation import with_trace_headers
 from hookgate.tools.calls import ToolCall
+
+if TYPE_CHECKING:
+    import openai
 
 ENV_BASE_URL = "HOOKGATE_LLM_BASE_URL"
 ENV_API_KEY = "HOOKGATE_LLM_API_KEY"
@@ -57,6 +57,10 @@ class OpenAICompatibleModel:
         self.base_url = _setting(base_url, ENV_BASE_URL, "base URL", environ)
         self.model = _setting(model, ENV_MODEL, "model name", environ)
         self.timeout = timeout
+        # The openai package takes about half a second to import: only a process that
+        # talks to such a model pays for it (not `import hookgate`, not the CLI's --help).
+        from openai import AsyncOpenAI
+
         self._client = AsyncOpenAI(
             base_url=self.base_url,
             api_key=_setting(api_key, ENV_API_KEY, "API key", environ),
@@ -79,6 +83,8 @@ class OpenAICompatibleModel:
 
     @traced_chat("openai")
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelTurn:
+        import openai  # loaded by __init__ already; this only binds the name
+
         try:
             completion = await self._client.chat.completions.create(
                 model=self.model,

@@ -1,18 +1,31 @@
 """Bearer-token authentication: ``Authorization: Bearer <token>`` identifies the user.
 
 The two Server-Sent Events routes also take the token as ``?access_token=`` (see
-``require_stream_caller``); every other route takes the header only.
+``require_stream_caller``); every other route takes the header only. A valid token's user is
+remembered for two seconds (server/token_cache.py), so revocation holds within that time.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
 from hookgate.server.runtime import Caller, Runtime
+from hookgate.server.token_cache import TokenCache
 
 STREAM_TOKEN_PARAM = "access_token"
+
+_CACHES: weakref.WeakKeyDictionary[Runtime, TokenCache[Caller]] = weakref.WeakKeyDictionary()
+
+
+def token_cache(runtime: Runtime) -> TokenCache[Caller]:
+    """The runtime's memory of recent token lookups."""
+    cache = _CACHES.get(runtime)
+    if cache is None:
+        cache = _CACHES[runtime] = TokenCache()
+    return cache
 
 
 def runtime_of(request: Request) -> Runtime:
@@ -31,7 +44,8 @@ def _bearer_token(request: Request) -> str | None:
 async def _caller_for(request: Request, token: str | None, missing: str) -> Caller:
     if token is None:
         raise HTTPException(401, missing, headers={"WWW-Authenticate": "Bearer"})
-    caller = await runtime_of(request).authenticate(token)
+    runtime = runtime_of(request)
+    caller = await token_cache(runtime).lookup(token, runtime.authenticate)
     if caller is None:
         raise HTTPException(401, "the bearer token is not valid",
                             headers={"WWW-Authenticate": "Bearer"})

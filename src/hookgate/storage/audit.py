@@ -18,6 +18,13 @@ lock, so a chain never forks. Within a process, rows that arrive while a batch i
 written go together into the next one (group commit), and each append returns only once
 the transaction holding its row has committed. On a SQLite file the transaction runs in
 one hop on the database's SqliteLane; elsewhere through SQLAlchemy.
+
+**One round trip on PostgreSQL.** A store remembers the head it last wrote for each chain.
+When a batch holds one chain whose head it knows, it links the rows to that head and sends
+one statement: update the head *only if it is still the remembered one*, and insert the
+rows only if that update happened. The update takes the head's row lock (a writer in
+another process that got there first makes its condition false), so the chain still cannot
+fork; when it matches nothing, the store forgets the head and appends the locking way.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from sqlalchemy import Table, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hookgate.storage.database import Database
+from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
@@ -131,6 +139,8 @@ class AuditLogStore:
         self._pending: list[tuple[AuditRecord, asyncio.Future[Appended]]] = []
         self._writer: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: chain -> (last seq, last hash) as this store last committed them (PostgreSQL).
+        self._heads: dict[str, tuple[int, str]] = {}
 
     @classmethod
     def for_database(cls, db: Database) -> AuditLogStore:
@@ -181,8 +191,11 @@ class AuditLogStore:
         # same way round and cannot deadlock.
         groups = [(chain, [records[i] for i in by_chain[chain]]) for chain in sorted(by_chain)]
         lane = SqliteLane.for_database(self.db)
+        pg = None if lane is not None else PgLane.for_database(self.db)
         if lane is not None:
             appended = await lane.write(partial(_append_sqlite, groups))
+        elif pg is not None:
+            appended = await self._write_pg(pg, groups)
         else:
             appended = []
             async with self.db.engine.begin() as conn:
@@ -193,6 +206,25 @@ class AuditLogStore:
             for i, one in zip(by_chain[chain], where, strict=True):
                 placed[i] = one
         return [p for p in placed if p is not None]
+
+    async def _write_pg(self, pg: PgLane, groups: Sequence[tuple[str, Sequence[AuditRecord]]]
+                        ) -> list[list[Appended]]:
+        if len(groups) == 1 and groups[0][0] in self._heads:
+            chain, records = groups[0]
+            last_seq, last_hash = self._heads.pop(chain)  # back only once committed
+            rows, out = _linked(chain, records, last_seq + len(records), last_hash)
+            status = await pg.execute(
+                _APPEND_IF_HEAD_PG, chain, out[-1].seq, out[-1].row_hash, last_seq, last_hash,
+                *([row[c] for row in rows] for c in _COLUMNS[1:]))
+            if status == f"INSERT 0 {len(records)}":
+                self._heads[chain] = (out[-1].seq, out[-1].row_hash)
+                return [out]
+            # Another process appended since: take the lock and read the head.
+        async with pg.transaction() as conn:
+            appended = [await _append_pg(conn, chain, group) for chain, group in groups]
+        for (chain, _), out in zip(groups, appended, strict=True):
+            self._heads[chain] = (out[-1].seq, out[-1].row_hash)
+        return appended
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -256,6 +288,35 @@ async def _append_chain(conn: AsyncConnection, chain: str,
     rows, out = _linked(chain, records, last_seq, prev)
     await conn.execute(_LOG.insert(), rows)
     await conn.execute(text(_SET_HEAD), {"chain": chain, "last_hash": out[-1].row_hash})
+    return out
+
+
+_RESERVE_PG = (_RESERVE.replace(":chain", "$1").replace(":n", "$2")
+               .replace(":genesis", "$3"))
+_SET_HEAD_PG = "UPDATE audit_chain_heads SET last_hash = $1 WHERE chain = $2"
+_INSERT_ROW_PG = (f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
+                  f"VALUES ({', '.join(f'${i}' for i in range(1, len(_COLUMNS) + 1))})")
+
+
+#: PostgreSQL types of the columns after ``chain``, for the arrays ``unnest`` spreads.
+_PG_TYPES = {"seq": "bigint", "created_at": "timestamptz", "result_chars": "bigint",
+             "latency_us": "bigint"}
+_APPEND_IF_HEAD_PG = (
+    "WITH head AS (UPDATE audit_chain_heads SET last_seq = $2, last_hash = $3 "
+    "WHERE chain = $1 AND last_seq = $4 AND last_hash = $5 RETURNING chain) "
+    f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
+    f"SELECT head.chain, r.* FROM head, unnest("
+    + ", ".join(f"${i}::{_PG_TYPES.get(c, 'text')}[]" for i, c in enumerate(_COLUMNS[1:], 6))
+    + f") AS r({', '.join(_COLUMNS[1:])})"
+)
+
+
+async def _append_pg(conn: Any, chain: str, records: Sequence[AuditRecord]) -> list[Appended]:
+    """The same three statements as ``_append_chain``, on a raw asyncpg connection."""
+    last_seq, prev = await conn.fetchrow(_RESERVE_PG, chain, len(records), GENESIS)
+    rows, out = _linked(chain, records, last_seq, prev)
+    await conn.executemany(_INSERT_ROW_PG, [tuple(row[c] for c in _COLUMNS) for row in rows])
+    await conn.execute(_SET_HEAD_PG, out[-1].row_hash, chain)
     return out
 
 

@@ -10,10 +10,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import ArgumentError
@@ -23,6 +21,12 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+
+from hookgate.storage.schema_version import at_head
+from hookgate.storage.statement_count import COUNT
+
+if TYPE_CHECKING:
+    from alembic.config import Config as AlembicConfig
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 DEFAULT_URL = "sqlite+aiosqlite:///hookgate.db"
@@ -51,7 +55,7 @@ class Database:
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": 30}
         else:
-            kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+            kwargs.update(pool_size=10, max_overflow=20)
         try:
             self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
         except (ArgumentError, ImportError) as exc:
@@ -59,6 +63,10 @@ class Database:
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self.queries = 0
         event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
+        if COUNT.enabled:
+            event.listen(self.engine.sync_engine, "before_cursor_execute", COUNT.statement)
+            event.listen(self.engine.sync_engine, "begin", COUNT.transaction)
+            COUNT.start()
         if self.is_sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
 
@@ -82,6 +90,8 @@ class Database:
     async def upgrade(self, revision: str = "head") -> None:
         """Bring the schema to ``revision`` with the bundled Alembic migrations."""
         try:
+            if revision == "head" and await at_head(self.engine, MIGRATIONS / "versions"):
+                return
             async with self.engine.begin() as conn:
                 await conn.run_sync(_run_upgrade, revision)
         except Exception as exc:
@@ -105,12 +115,17 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def alembic_config() -> AlembicConfig:
+    # Alembic costs about 0.2 s to import; only migrating pays for it.
+    from alembic.config import Config as AlembicConfig
+
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     return cfg
 
 
 def _run_upgrade(conn: Connection, revision: str) -> None:
+    from alembic import command
+
     cfg = alembic_config()
     cfg.attributes["connection"] = conn
     command.upgrade(cfg, revision)

@@ -9,6 +9,7 @@ from typing import cast
 from sqlalchemy import Table, text, update
 
 from hookgate.storage.database import Database
+from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.sqlite_lane import SqliteLane
 from hookgate.storage.tables import Org
 
@@ -20,13 +21,18 @@ class UnknownOrg(LookupError):
 
 
 _READ_ONLY = "SELECT read_only FROM orgs WHERE id = :org"
+_READ_ONLY_PG = "SELECT read_only FROM orgs WHERE id = $1"
 
 
 async def org_read_only(db: Database, org_id: str) -> bool | None:
     """The org's flag as the database has it now; None when there is no such org."""
     lane = SqliteLane.for_database(db)
+    pg = None if lane is not None else PgLane.for_database(db)
     if lane is not None:
         row = await lane.read(lambda c: c.execute(_READ_ONLY, {"org": org_id}).fetchone())
+        flag = None if row is None else row[0]
+    elif pg is not None:  # one statement in autocommit: no BEGIN/ROLLBACK around it
+        row = await pg.fetchrow(_READ_ONLY_PG, org_id)
         flag = None if row is None else row[0]
     else:
         async with db.engine.connect() as conn:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from sqlalchemy import text
 
 from hookgate.storage.database import Database
+from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.sqlite_lane import SqliteLane
 
 
@@ -55,6 +56,7 @@ _TAKE = (
     'OR rate_limit_counters."count" < :limit '
     'RETURNING "count"'
 )
+_TAKE_PG = _TAKE.replace(":key", "$1").replace(":start", "$2").replace(":limit", "$3")
 
 
 class DatabaseRateCounter:
@@ -63,12 +65,15 @@ class DatabaseRateCounter:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._lane = SqliteLane.for_database(db)
+        self._pg = None if self._lane is not None else PgLane.for_database(db)
 
     async def take(self, key: str, limit: int, window_s: int, now: float) -> Slot:
         start = window_start(now, window_s)
         params = {"key": key, "start": start, "limit": limit}
         if self._lane is not None:
             taken = await self._lane.write(lambda c: c.execute(_TAKE, params).fetchone())
+        elif self._pg is not None:  # one atomic statement: autocommit is its transaction
+            taken = await self._pg.fetchrow(_TAKE_PG, key, start, limit)
         else:
             async with self.db.engine.begin() as conn:
                 taken = (await conn.execute(text(_TAKE), params)).first()

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from hookgate.storage.database import Database
+from hookgate.storage.statement_count import COUNT
 
 T = TypeVar("T")
 
@@ -78,6 +79,8 @@ class SqliteLane:
         conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
+        if COUNT.enabled:
+            conn.set_trace_callback(COUNT.statement)  # BEGIN and COMMIT included
         self._conn = conn
         return conn
 

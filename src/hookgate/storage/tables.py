@@ -79,6 +79,8 @@ class ConfirmationRequestRow(Base):
         UniqueConstraint("run_id", "tool_call_id", name="uq_confirmation_run_call"),
         Index("ix_confirmation_org_status", "org_id", "status"),
         Index("ix_confirmation_responded_at", "responded_at"),
+        # The expiry sweep: pending requests whose deadline passed (migration 0008).
+        Index("ix_confirmation_status_expires", "status", "expires_at"),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -91,7 +93,8 @@ class ConfirmationRequestRow(Base):
     channel_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
     approver_scope: Mapped[str] = mapped_column(String(32))
     agent_owner_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    # Indexed (leading) by ix_confirmation_status_expires.
+    status: Mapped[str] = mapped_column(String(16), default="pending")
     tool_name: Mapped[str] = mapped_column(String(256))
     args: Mapped[dict[str, Any]] = mapped_column(default=dict)
     args_sha256: Mapped[str] = mapped_column(String(64))

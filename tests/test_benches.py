@@ -1,0 +1,113 @@
+"""Every script under bench/ runs in its quick mode and prints the JSON it promises, so a
+renamed function or a changed route cannot silently break a benchmark again.
+
+The scripts run as subprocesses (a real `hookgate serve` for bench/throughput.py), against
+SQLite and the test PostgreSQL server. Figures are not checked against targets here: that
+is what the benches are for, on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from numbers import Real
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and value == value
+
+
+def _p50_p99(figure: dict[str, Any]) -> None:
+    assert _number(figure["p50_us"]) and _number(figure["p99_us"]), figure
+    assert 0 < figure["p50_us"] <= figure["p99_us"], figure
+
+
+def check_hooks(out: dict[str, Any]) -> None:
+    _p50_p99(out["no_hooks"])
+    names = {"audit_log", "readonly_guard", "connector_rate_limit", "result_truncate",
+             "all_four"}
+    assert set(out["with_database"]) == {"sqlite", "postgresql"}
+    for figures in (*out["with_database"].values(), out["decision_logic"]):
+        assert set(figures) == names
+        for figure in figures.values():
+            _p50_p99(figure)
+            assert _number(figure["hook_p50_us"])
+    assert set(out["declarative"]) == {"command_hook", "python_hook"}
+    # A process per call costs more than a function call, by any measure.
+    assert (out["declarative"]["command_hook"]["p50_us"]
+            > out["declarative"]["python_hook"]["p50_us"])
+    assert isinstance(out["targets"]["four_with_postgresql_met"], bool)
+
+
+def check_throughput(out: dict[str, Any]) -> None:
+    startup = out["startup"]
+    for key in ("import_hookgate_s", "import_public_names_s", "help_s", "serve_ready_s"):
+        assert _number(startup[key]) and 0 < startup[key] < 60, (key, startup)
+    assert set(out["backends"]) == {"sqlite", "postgresql"}
+    for name, backend in out["backends"].items():
+        assert _number(backend["serve_ready_s"])
+        levels = backend["levels"]
+        assert [level["concurrency"] for level in levels] == [1, 8]
+        for level in levels:
+            assert level["runs"] >= 8
+            for key in ("runs_per_s", "guarded_calls_per_s", "server_cpu_ms_per_run",
+                        "sql_statements_per_run", "sqlalchemy_transactions_per_run"):
+                assert _number(level[key]) and level[key] > 0, (name, key, level)
+            assert 0 < level["latency_ms"]["p50"] <= level["latency_ms"]["p99"]
+            if name == "postgresql":
+                assert level["pg_transactions_per_run"] > 0, level
+
+
+def check_dispatch(out: dict[str, Any]) -> None:
+    assert [r["hooks_per_point"] for r in out["results"]] == [0, 1, 5, 20]
+    for r in out["results"]:
+        assert _number(r["registry_us"]) and _number(r["guarded_path_us"])
+    assert _number(out["ratio_at_5"])
+
+
+def check_approval(out: dict[str, Any]) -> None:
+    assert [r["pending"] for r in out["results"]] == [1, 20]
+    for r in out["results"]:
+        assert r["wake_latency_ms"]["decisions"] >= 1
+        assert _number(r["wake_latency_ms"]["p50"]) and _number(r["rss_mb"])
+
+
+#: Each script's quick-mode arguments and the check of its output. bench/approval.py is run
+#: with small sizes through its own options.
+SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
+    "hooks.py": (["--quick"], check_hooks),
+    "throughput.py": (["--quick"], check_throughput),
+    "dispatch.py": (["--quick"], check_dispatch),
+    "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
+}
+
+
+def test_every_bench_script_is_checked_here() -> None:
+    assert sorted(p.name for p in BENCH.glob("*.py")) == sorted(SCRIPTS)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_the_bench_runs_in_quick_mode_and_prints_its_json(
+        script: str, postgres_server_url: str, tmp_path: Path) -> None:
+    args, check = SCRIPTS[script]
+    if script in ("hooks.py", "throughput.py"):
+        args = [*args, "--postgres-url", postgres_server_url]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert isinstance(out, dict) and out.get("benchmark"), out
+    check(out)
