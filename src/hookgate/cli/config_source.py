@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from hookgate.cli.app import fail
+from hookgate.cli.app import err_console, fail
 from hookgate.config import ConfigError, HookgateConfig, load_config
 from hookgate.examples import available_examples, example_path
 
@@ -28,7 +28,8 @@ ExampleOption = Annotated[
         "--example",
         help=(
             f"Use a bundled example instead of --config: {', '.join(_EXAMPLES) or 'none'}. "
-            f"The files are in {_EXAMPLES_DIR}; copy one to start your own."
+            f"The files are in {_EXAMPLES_DIR}; copy one to start your own. An "
+            "example's SQLite file is made in the working directory."
         ),
         show_default=False,
     ),
@@ -51,9 +52,14 @@ def config_path(config: Path | None, example: str | None, *, code: int) -> Path:
 
 
 def load_from_options(config: Path | None, example: str | None, *, code: int) -> HookgateConfig:
-    """Load the configuration the options name; on any problem print it and exit with ``code``."""
+    """Load the configuration the options name; on any problem print it and exit with ``code``.
+
+    Relative paths in a file follow the file; a bundled example (a template, perhaps in a
+    read-only folder) keeps its SQLite file in the working directory instead.
+    """
+    path = config_path(config, example, code=code)
     try:
-        return load_config(config_path(config, example, code=code))
+        return load_config(path, data_dir=Path.cwd() if example is not None else None)
     except ConfigError as exc:
         fail(str(exc), code)
 
@@ -66,3 +72,11 @@ def start_telemetry(cfg: HookgateConfig, *, code: int = 2) -> None:
         install(cfg.telemetry.settings())
     except TelemetrySetupError as exc:
         fail(f"{cfg.source}: telemetry: {exc}", code)
+
+
+def show_database(url: str) -> None:
+    """Say on stderr which database a command uses, so a wrong one is seen at once."""
+    from hookgate.storage.database import describe_database
+
+    err_console.print(f"database: {describe_database(url)}", style="dim", highlight=False,
+                      soft_wrap=True, markup=False)

@@ -17,6 +17,15 @@ MAX_SHOWN_CHARS = 500
 _LABEL_WIDTH = 10
 
 
+def _reason(error: Any, hook: Any) -> str:
+    """A block's reason without the "Blocked by hook 'x':" the line already says."""
+    text = str(error or "").strip()
+    for prefix in (f"Blocked by hook '{hook}'", "Blocked:", f"hook '{hook}':"):
+        if text.startswith(prefix):
+            text = text[len(prefix):].lstrip(":. ").strip()
+    return text or "no reason given"
+
+
 def _brief(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                             default=str)
@@ -31,6 +40,8 @@ class EventView:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.status: str | None = None
+        #: Calls a hook blocked or whose output it withheld, in order.
+        self.stopped_calls: list[str] = []
         self._render: dict[str, Callable[[dict[str, Any]], None]] = {
             "session_start": self._session_start,
             "model_turn": self._model_turn,
@@ -55,7 +66,9 @@ class EventView:
 
     def _line(self, label: str, style: str, message: str | Text, indent: int = 0) -> None:
         pad = " " * indent
-        text = Text.assemble(pad, (label.ljust(_LABEL_WIDTH - indent), style), message)
+        # A label as long as the column still gets a space before the message.
+        width = max(_LABEL_WIDTH - indent, len(label) + 1)
+        text = Text.assemble(pad, (label.ljust(width), style), message)
         self.console.print(text, soft_wrap=True)
 
     def _hook_lines(self, hooks: list[dict[str, Any]], final_args: Any,
@@ -77,7 +90,7 @@ class EventView:
                     f"hook '{name}' failed: {detail}")
                 self._line("FAILED", "bold red", f"{said} (fail_mode={mode})", 2)
             elif kind == "blocked":
-                self._line("blocked", "red", f"hook '{name}': {detail}", 2)
+                self._line("blocked", "red", f"hook '{name}': {_reason(detail, name)}", 2)
             else:
                 self._line(str(kind), "dim", f"{name}: {detail}", 2)
 
@@ -104,10 +117,12 @@ class EventView:
         hooks = list(data.get("hooks") or [])
         blocked_by = data.get("blocked_by")
         if status == "blocked":
+            self.stopped_calls.append(str(name))
             self._hook_lines(hooks, data.get("args"), skip_block_of=blocked_by)
             who = (f"hook '{blocked_by}'" if blocked_by and blocked_by != "approval_check"
                    else "the approval check")
-            self._line("BLOCKED", "bold red", f"{name} by {who}: {data.get('error')}")
+            self._line("BLOCKED", "bold red",
+                       f"{name} by {who}: {_reason(data.get('error'), blocked_by)}")
             return
         if status in ("invalid", "unknown_tool"):
             self._line("REJECTED", "bold red", f"{name} did not run: {data.get('error')}")
@@ -116,6 +131,7 @@ class EventView:
         if status == "ok":
             self._line("result", "green", f"{name}: {_brief(data.get('observation'))}")
         elif status == "withheld":
+            self.stopped_calls.append(str(name))
             self._line("WITHHELD", "bold red",
                        f"{name} ran, its output was withheld: {data.get('error')}")
         else:
@@ -144,5 +160,12 @@ class EventView:
 
     def _done(self, data: dict[str, Any]) -> None:
         self.status = str(data.get("status"))
-        style = "bold green" if self.status == "completed" else "bold red"
-        self._line("done", style, f"run {self.status}")
+        stopped = len(self.stopped_calls)
+        note = f"; {stopped} tool call(s) stopped by a hook" if stopped else ""
+        style = "bold green" if self.exit_code == 0 else "bold red"
+        self._line("done", style, f"run {self.status}{note}")
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the run completed and no hook stopped a call, else 1 (the CLI's rule)."""
+        return 0 if self.status == "completed" and not self.stopped_calls else 1

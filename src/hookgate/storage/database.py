@@ -15,7 +15,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from sqlalchemy import event
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -40,6 +40,21 @@ def _normalise(url: str) -> str:
     if url.startswith("sqlite:///") or url == "sqlite://":
         url = "sqlite+aiosqlite" + url[len("sqlite"):]
     return url
+
+
+def describe_database(url: str) -> str:
+    """Where ``url`` points, for people: a SQLite file's absolute path, else the URL with its
+    password hidden."""
+    try:
+        parsed = make_url(_normalise(url))
+    except ArgumentError:
+        return url
+    if parsed.drivername.startswith("sqlite"):
+        file = parsed.database or ""
+        if not file or file == ":memory:" or "mode=memory" in str(parsed.query):
+            return "SQLite in memory (gone when the process ends)"
+        return f"SQLite file {Path(file).resolve()}"
+    return parsed.render_as_string(hide_password=True)
 
 
 class Database:
