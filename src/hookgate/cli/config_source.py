@@ -15,7 +15,6 @@ from hookgate.config import ConfigError, HookgateConfig, load_config
 from hookgate.examples import available_examples, example_path
 
 _EXAMPLES = available_examples()
-_EXAMPLES_DIR = example_path(_EXAMPLES[0]).parent if _EXAMPLES else None
 
 ConfigOption = Annotated[
     Path | None,
@@ -27,9 +26,9 @@ ExampleOption = Annotated[
     typer.Option(
         "--example",
         help=(
-            f"Use a bundled example instead of --config: {', '.join(_EXAMPLES) or 'none'}. "
-            f"The files are in {_EXAMPLES_DIR}; copy one to start your own. An "
-            "example's SQLite file is made in the working directory."
+            f"Use a bundled example instead of --config: {', '.join(_EXAMPLES) or 'none'} "
+            "(`hookgate check --example NAME` prints its path; copy it to start your own). "
+            "Its SQLite file is made in the working directory."
         ),
         show_default=False,
     ),

@@ -11,6 +11,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     db_cmd,
     demo_cmd,
     eval_cmd,
+    help_style,
     hooks_cmd,
     mcp_cmd,
     orgs_cmd,
@@ -21,6 +22,8 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     workflow_cmd,
 )
 from hookgate.cli.app import app
+
+help_style.apply(app)
 
 __all__ = ["app"]
 

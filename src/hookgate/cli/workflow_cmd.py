@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
+from hookgate.agent import Agent
 from hookgate.cli.agent_services import agent_services
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
 from hookgate.cli.event_view import EventView
-from hookgate.agent import Agent
 from hookgate.config import ConfigError, HookgateConfig
 from hookgate.storage.database import DatabaseError
 from hookgate.workflows import Workflow, WorkflowError, WorkflowRunner, load_workflow

@@ -110,7 +110,8 @@ async def run_suite(suite: EvalSuite, agents: Mapping[str, Agent],
             raise KeyError(f"case '{case.name}': no agent '{agent_id}' "
                            f"(agents: {', '.join(agents) or 'none'})")
         llm = ScriptedLLM(case.turns) if case.turns is not None else model_for(agent_id)
-        result = await EvalEngine(llm, services=services).run(agent, case.message, user_id=agent.owner_user_id,
-                                           org_id=agent.org_id)
+        engine = EvalEngine(llm, services=services)
+        result = await engine.run(agent, case.message, user_id=agent.owner_user_id,
+                                  org_id=agent.org_id)
         results.append(CaseResult(case, result, check(case, result)))
     return results
