@@ -82,11 +82,12 @@ def hookgate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     paths = [str(cwd)] if cwd else []
     env.update(COLUMNS="200", NO_COLOR="1",
                PYTHONPATH=os.pathsep.join([*paths, str(REPO), env.get("PYTHONPATH", "")]))
-    return subprocess.run(
-        [sys.executable, "-m", "hookgate.cli.main", *args],
-        # Not the repository: `run` creates the example's SQLite file in its working folder.
-        capture_output=True, text=True, env=env, cwd=cwd or tempfile.mkdtemp(), timeout=120,
-    )
+    # Not the repository: `run` creates the example's SQLite file in its working folder.
+    with tempfile.TemporaryDirectory(prefix="hookgate-cli-") as scratch:
+        return subprocess.run(
+            [sys.executable, "-m", "hookgate.cli.main", *args],
+            capture_output=True, text=True, env=env, cwd=cwd or scratch, timeout=120,
+        )
 
 
 @pytest.fixture
