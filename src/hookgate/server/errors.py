@@ -10,7 +10,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-
 #: What a strict field wanted, for "'x' must be …" (bodies are read strictly: schemas.py).
 _EXPECTED = {"bool_type": "true or false", "string_type": "a string",
              "int_type": "a whole number", "float_type": "a number",
