@@ -28,4 +28,4 @@ help_style.apply(app)
 __all__ = ["app"]
 
 if __name__ == "__main__":
-    app()
+    app(prog_name="hookgate")

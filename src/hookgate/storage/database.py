@@ -100,7 +100,16 @@ class Database:
             async with self.engine.begin() as conn:
                 await conn.run_sync(_run_upgrade, revision)
         except Exception as exc:
-            raise DatabaseError(f"migrating {self.safe_url} failed: {exc}") from exc
+            folder = self._missing_sqlite_folder()
+            why = f"the folder {folder} does not exist" if folder else str(exc)
+            raise DatabaseError(f"migrating {self.safe_url} failed: {why}") from exc
+
+    def _missing_sqlite_folder(self) -> Path | None:
+        file = self.engine.url.database if self.is_sqlite else None
+        if not file or file == ":memory:" or file.startswith("file:"):
+            return None
+        folder = Path(file).resolve().parent
+        return None if folder.is_dir() else folder
 
     @property
     def safe_url(self) -> str:
