@@ -5,13 +5,13 @@ the configuration file, exit codes and messages say what happened once, help fit
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 import sqlite3
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -297,39 +297,94 @@ def test_a_busy_port_is_one_line_of_error(command: list[str], elsewhere: Path) -
 # -- help at 80 columns -------------------------------------------------------------------------
 
 
-def _helps(cwd: Path) -> dict[tuple[str, ...], subprocess.CompletedProcess[str]]:
-    """``--help`` of every command and subcommand, found from the help itself."""
-    found: dict[tuple[str, ...], subprocess.CompletedProcess[str]] = {}
-    level: list[tuple[str, ...]] = [()]
-    with ThreadPoolExecutor(4) as pool:
-        while level:
-            done = pool.map(lambda path: hookgate(*path, "--help", cwd=cwd, columns=80), level)
-            found.update(zip(level, done, strict=True))
-            level = [(*path, name) for path in level if "COMMAND [ARGS]" in found[path].stdout
-                     for name in re.findall(r"^│ ([a-z][a-z-]+)\s{2,}", found[path].stdout,
-                                            flags=re.MULTILINE)]
+# One process prints every command's --help, as `hookgate … --help` would (one process per
+# command would take the suite a minute on a loaded machine).
+HELP_DUMP = """
+import contextlib, io, json
+import typer.main
+from hookgate.cli.main import app
+
+out = {}
+
+def walk(command, path):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):
+        root.main(args=[*path, "--help"], prog_name="hookgate", standalone_mode=False)
+    out[" ".join(path)] = buf.getvalue()
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        walk(sub, [*path, name])
+
+root = typer.main.get_command(app)
+walk(root, [])
+print(json.dumps(out))
+"""
+
+
+def _helps(cwd: Path) -> dict[tuple[str, ...], str]:
+    """``--help`` of every command and subcommand at 80 columns."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR",)}
+    env.update(COLUMNS="80", NO_COLOR="1")
+    done = subprocess.run([sys.executable, "-c", HELP_DUMP], cwd=cwd, capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return {tuple(k.split()): v for k, v in json.loads(done.stdout).items()}
+
+
+def _leading_words(text: str) -> tuple[str, ...]:
+    words: list[str] = []
+    for word in text.split():
+        if not re.fullmatch(r"[a-z][a-z-]*", word):
+            break
+        words.append(word)
+    return tuple(words)
+
+
+def readme_commands() -> list[tuple[tuple[str, ...], list[str]]]:
+    """(command path, options named) for each command in the README's command table."""
+    found: list[tuple[tuple[str, ...], list[str]]] = []
+    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("| `hookgate "):
+            continue
+        parts = line.split("`")[1].split(r"\|")
+        base = _leading_words(parts[0])[1:]
+        found.append((base, re.findall(r"--[a-z-]+", parts[0])))
+        for part in parts[1:]:
+            words = _leading_words(part)
+            if words:  # "approve ID": another subcommand of the same group
+                found.append(((*base[:-1], *words), re.findall(r"--[a-z-]+", part)))
+            else:  # "off] --config FILE": the rest of the same command
+                found[-1][1].extend(re.findall(r"--[a-z-]+", part))
     return found
 
 
 def test_every_help_is_coherent_at_80_columns(elsewhere: Path) -> None:
     helps = _helps(elsewhere)
-    assert ("run",) in helps and ("approvals", "approve") in helps and len(helps) > 15
-    for path, done in helps.items():
+    # The README's command table names real commands with options they have.
+    documented = readme_commands()
+    assert len(documented) >= 15
+    for path, options in documented:
+        assert path in helps, f"README names 'hookgate {' '.join(path)}', which does not exist"
+        for option in options:
+            assert option in helps[path], f"hookgate {' '.join(path)} has no {option}"
+    assert "--config" in dict(documented)[("users", "create")]
+    assert ("run",) in helps and ("approvals", "approve") in helps and len(helps) > 20
+    for path, text in helps.items():
         label = " ".join(["hookgate", *path])
-        assert done.returncode == 0, label
-        text = done.stdout
         usage = next(line for line in text.splitlines() if "Usage:" in line)
         assert "{" not in usage and usage.strip().startswith(f"Usage: {label}"), usage
         assert "<bool>" not in text, label
         assert "…" not in text.replace("(failed, blocked at build, …)", ""), label
         assert max(len(line) for line in text.splitlines()) <= 80, label
-    top = helps[()].stdout
+    top = helps[()]
     assert top.index("Start here") < top.index("demo") < top.index("run ") < top.index(
         "Server")
-    assert "Usage: hookgate run [OPTIONS] MESSAGE" in helps[("run",)].stdout
     assert "Usage: hookgate orgs read-only [OPTIONS] ORG [STATE]" in helps[
-        ("orgs", "read-only")].stdout
-    assert "Its SQLite file is made in the working directory" in prose(helps[("run",)].stdout)
+        ("orgs", "read-only")]
+    # And the real command prints the same help.
+    run_help = hookgate("run", "--help", cwd=elsewhere, columns=80)
+    assert run_help.returncode == 0 and run_help.stdout == helps[("run",)]
+    assert "Usage: hookgate run [OPTIONS] MESSAGE" in run_help.stdout
+    assert "Its SQLite file is made in the working directory" in prose(run_help.stdout)
 
 
 def test_the_pinned_demo_and_serve_options_are_unchanged(elsewhere: Path) -> None:
