@@ -9,9 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 import pgcluster  # scripts/ is on sys.path (tests/conftest.py)
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
