@@ -17,15 +17,6 @@ MAX_SHOWN_CHARS = 500
 _LABEL_WIDTH = 10
 
 
-def _reason(error: Any, hook: Any) -> str:
-    """A block's reason without the "Blocked by hook 'x':" the line already says."""
-    text = str(error or "").strip()
-    for prefix in (f"Blocked by hook '{hook}'", "Blocked:", f"hook '{hook}':"):
-        if text.startswith(prefix):
-            text = text[len(prefix):].lstrip(":. ").strip()
-    return text or "no reason given"
-
-
 def _brief(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                             default=str)
@@ -90,7 +81,7 @@ class EventView:
                     f"hook '{name}' failed: {detail}")
                 self._line("FAILED", "bold red", f"{said} (fail_mode={mode})", 2)
             elif kind == "blocked":
-                self._line("blocked", "red", f"hook '{name}': {_reason(detail, name)}", 2)
+                self._line("blocked", "red", f"hook '{name}': {detail}", 2)
             else:
                 self._line(str(kind), "dim", f"{name}: {detail}", 2)
 
@@ -121,8 +112,9 @@ class EventView:
             self._hook_lines(hooks, data.get("args"), skip_block_of=blocked_by)
             who = (f"hook '{blocked_by}'" if blocked_by and blocked_by != "approval_check"
                    else "the approval check")
-            self._line("BLOCKED", "bold red",
-                       f"{name} by {who}: {_reason(data.get('error'), blocked_by)}")
+            # "reason" is the error without its "Blocked by hook 'x':" (ToolOutcome.reason).
+            reason = data.get("reason") or data.get("error")
+            self._line("BLOCKED", "bold red", f"{name} by {who}: {reason}")
             return
         if status in ("invalid", "unknown_tool"):
             self._line("REJECTED", "bold red", f"{name} did not run: {data.get('error')}")
