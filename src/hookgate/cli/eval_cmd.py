@@ -15,7 +15,12 @@ from rich.table import Table
 
 from hookgate.cli.agent_services import agent_services
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import (
+    ConfigOption,
+    ExampleOption,
+    load_from_options,
+    start_telemetry,
+)
 from hookgate.config import ConfigError
 from hookgate.evals import CaseResult, EvalSuite, EvalSuiteError, load_suite, run_suite
 from hookgate.storage.database import DatabaseError
@@ -58,6 +63,7 @@ def eval_command(
         agents = cfg.build_agents()
     except (EvalSuiteError, ConfigError) as exc:
         fail(str(exc), USAGE_ERROR)
+    start_telemetry(cfg)
 
     async def run(suite: EvalSuite) -> list[CaseResult]:
         async with agent_services(cfg) as services:

@@ -11,7 +11,12 @@ import typer
 from hookgate.agent import Agent
 from hookgate.cli.agent_services import agent_services
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import (
+    ConfigOption,
+    ExampleOption,
+    load_from_options,
+    start_telemetry,
+)
 from hookgate.cli.event_view import EventView
 from hookgate.config import ConfigError, HookgateConfig
 from hookgate.storage.database import DatabaseError
@@ -79,6 +84,7 @@ def run_workflow(
         fail(f"{file}: as_agent '{workflow.as_agent}' is not an agent of {cfg.source} "
              f"(agents: {', '.join(agents) or 'none'})", USAGE_ERROR)
     user_id = _user(cfg, user, as_agent.org_id, as_agent.owner_user_id)
+    start_telemetry(cfg)
     try:
         view = asyncio.run(_stream(cfg, agents, workflow, message, user_id, as_agent.org_id))
     except DatabaseError as exc:
