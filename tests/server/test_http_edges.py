@@ -75,7 +75,8 @@ def test_a_json_body_without_a_json_content_type_is_told_so(tmp_path: Path,
 
 
 def test_the_message_limit_is_the_documented_one(tmp_path: Path) -> None:
-    assert f"`message` up to {MAX_MESSAGE_CHARS:,} characters" in README.read_text()
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"`message` up to {MAX_MESSAGE_CHARS:,} characters" in readme
     deployment, _ = world(sqlite_url(tmp_path))
     with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
         over = c.post("/api/runs", json={"agent_id": "buyer", "message": "x" * (
