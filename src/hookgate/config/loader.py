@@ -84,10 +84,11 @@ def parse_config(document: str | Mapping[str, Any], *, source: str = "<config>",
 
 
 def _importable(directory: Path) -> None:
-    # As `python script.py` does for the script's folder: modules next to the file import.
+    # Modules next to the file import. Appended, not put first: a file there cannot shadow
+    # the standard library or an installed package that hookgate imports later.
     entry = str(directory)
     if entry not in sys.path:
-        sys.path.insert(0, entry)
+        sys.path.append(entry)
 
 
 def sqlite_file_url(url: str, base: Path) -> str:
@@ -232,8 +233,8 @@ def _listing(ids: Any) -> str:
 def _import_hint(exc: ImportError) -> str:
     if not isinstance(exc, ModuleNotFoundError):
         return ""
-    return (" (modules are looked for next to the configuration file, then on the Python "
-            "path; check the name, or install the package that has it)")
+    return (" (modules are looked for on the Python path, then next to the configuration "
+            "file; check the name, or install the package that has it)")
 
 
 class _Resolver:
