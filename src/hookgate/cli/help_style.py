@@ -17,7 +17,9 @@ from typer.models import CommandInfo, DefaultPlaceholder, TyperInfo
 #: Top-level help panels, in the order a newcomer meets them; others go under "Commands".
 PANELS: dict[str, str] = {
     "demo": "Start here", "run": "Start here", "check": "Start here", "hooks": "Start here",
-    "serve": "Server", "approvals": "Server", "users": "Server", "orgs": "Server",
+    "serve": "Server", "worker": "Server", "approvals": "Server", "users": "Server",
+    "orgs": "Server",
+    "claude-code": "Integrations", "mcp": "Integrations",
     "workflow": "Workflows and evals", "eval": "Workflows and evals",
     "db": "Maintenance", "audit": "Maintenance", "secrets": "Maintenance",
 }
