@@ -2,7 +2,7 @@
 """Start or stop a throwaway PostgreSQL cluster on 127.0.0.1 for the test suite.
 
     python scripts/pgcluster.py start DIR [--port N]   # prints the URL on stdout
-    python scripts/pgcluster.py stop DIR
+    python scripts/pgcluster.py stop DIR [--keep]      # stops it and deletes DIR
 
 It uses the machine's PostgreSQL server binaries (initdb, pg_ctl). As root it runs them as
 the ``postgres`` system user, since PostgreSQL refuses to run as root.
@@ -72,15 +72,18 @@ def start(datadir: Path, port: int | None = None) -> str:
     return f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
 
 
-def stop(datadir: Path) -> None:
+def stop(datadir: Path, *, keep: bool = False) -> None:
+    """Stop the cluster in ``datadir`` and, unless ``keep``, delete the directory (a data
+    directory is tens of MB; a test run must not leave one behind per session)."""
     bindir = find_bindir()
-    if bindir is None:
-        return
-    subprocess.run(
-        _as_pg_user([str(bindir / "pg_ctl"), "-D", str(datadir / "data"), "-m", "immediate",
-                     "-w", "stop"]),
-        check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    if bindir is not None and (datadir / "data").exists():
+        subprocess.run(
+            _as_pg_user([str(bindir / "pg_ctl"), "-D", str(datadir / "data"), "-m",
+                         "immediate", "-w", "stop"]),
+            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+    if not keep:
+        shutil.rmtree(datadir, ignore_errors=True)
 
 
 def _admin(server_url: str, sql: str) -> None:
@@ -125,7 +128,7 @@ def main(argv: list[str]) -> int:
         port = int(argv[3]) if len(argv) > 3 and argv[2] == "--port" else None
         print(start(datadir, port))
     else:
-        stop(datadir)
+        stop(datadir, keep="--keep" in argv[2:])
     return 0
 
 

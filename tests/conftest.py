@@ -40,11 +40,11 @@ def postgres_server_url() -> Iterator[str]:
                     "on this machine; install the 'postgresql' package to run them")
     datadir = Path(tempfile.mkdtemp(prefix="hookgate-pg-"))
     os.chmod(datadir, 0o755)
-    url = pgcluster.start(datadir)
     try:
+        url = pgcluster.start(datadir)
         yield url
     finally:
-        pgcluster.stop(datadir)
+        pgcluster.stop(datadir)  # and delete the data directory
 
 
 def _fresh_pg_database(server_url: str) -> str:

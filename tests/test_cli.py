@@ -82,11 +82,12 @@ def hookgate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     paths = [str(cwd)] if cwd else []
     env.update(COLUMNS="200", NO_COLOR="1",
                PYTHONPATH=os.pathsep.join([*paths, str(REPO), env.get("PYTHONPATH", "")]))
-    return subprocess.run(
-        [sys.executable, "-m", "hookgate.cli.main", *args],
-        # Not the repository: `run` creates the example's SQLite file in its working folder.
-        capture_output=True, text=True, env=env, cwd=cwd or tempfile.mkdtemp(), timeout=120,
-    )
+    # Not the repository: `run` creates the example's SQLite file in its working folder.
+    with tempfile.TemporaryDirectory(prefix="hookgate-cli-") as scratch:
+        return subprocess.run(
+            [sys.executable, "-m", "hookgate.cli.main", *args],
+            capture_output=True, text=True, env=env, cwd=cwd or scratch, timeout=120,
+        )
 
 
 @pytest.fixture
@@ -121,7 +122,8 @@ def test_hooks_lists_the_catalog_with_the_gate_and_its_alias():
 def test_the_purchasing_example_pays_the_small_order_and_the_gate_blocks_the_large_one():
     done = hookgate("run", "--example", "purchasing", "--agent", "buyer", "buy")
 
-    assert done.returncode == 0, done.stderr
+    # The run completes, but a hook stopped a call: exit code 1, as the help says.
+    assert done.returncode == 1, done.stderr
     out = done.stdout
     assert "result    oa__purchase_pay: Paid 12,000.00 to ACME" in out
     blocked = next(line for line in out.splitlines() if line.startswith("BLOCKED"))
@@ -129,7 +131,7 @@ def test_the_purchasing_example_pays_the_small_order_and_the_gate_blocks_the_lar
     assert "needs a person's approval" in blocked
     assert "Paid 60,000" not in out
     order = lines_with(out, "oa__list_vendors {}", '"amount": 12000', '"amount": 60000',
-                       "BLOCKED", "answer", "run completed")
+                       "BLOCKED", "answer", "run completed; 1 tool call(s) stopped by a hook")
     assert order == sorted(order)
 
 
@@ -263,8 +265,8 @@ def test_check_of_an_unknown_hook_exits_1_naming_file_agent_and_entry(project):
     done = hookgate("check", "-c", "hookgate.yaml", cwd=project)
 
     assert done.returncode == 1
-    assert "hookgate.yaml: agents[0] ('buyer'): agent 'buyer': hook entry 3 'audit_dya'" \
-        in done.stderr
+    assert ("hookgate.yaml: agents[0] ('buyer'): model_config_json.hooks.class_hooks[2] "
+            "'audit_dya': unknown hook 'audit_dya'") in done.stderr
     assert "unknown hook 'audit_dya'" in done.stderr
 
 

@@ -16,6 +16,7 @@ from hookgate.config import (
     ConfigError,
     HookgateConfig,
     load_config,
+    parse_config,
     register_channel_validator,
     unregister_channel_validator,
 )
@@ -126,7 +127,8 @@ def test_the_spec_example_becomes_agents_with_owner_org_tools_and_hooks(tmp_path
         "name": "result_truncate", "params": {"max_chars": 8000}}
     assert config.channel("ops-feishu").config["app_secret"] == "s3cret"
     assert config.user("alice").chat.feishu_open_id == "ou_1a2b"
-    assert config.database == "sqlite+aiosqlite:///hookgate.db"
+    # The relative SQLite file follows the configuration file, not the working directory.
+    assert config.database == f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}"
 
 
 def test_an_agent_gets_the_model_it_names(tmp_path):
@@ -438,3 +440,42 @@ def test_a_registered_validator_may_fill_in_defaults(tmp_path, teams_channels):
 
     assert config.channel("ops").config == {"region": "global", "webhook_secret": "shh"}
     assert config.channel("ops").enabled is True
+
+
+# -- paths follow the file --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("written", "expected"), [
+    ("sqlite+aiosqlite:///data/x.db", "sqlite+aiosqlite:///{dir}/data/x.db"),
+    ("sqlite:///x.db?timeout=5", "sqlite:///{dir}/x.db?timeout=5"),
+    ("sqlite+aiosqlite:////abs/x.db", "sqlite+aiosqlite:////abs/x.db"),
+    ("sqlite+aiosqlite:///:memory:", "sqlite+aiosqlite:///:memory:"),
+    ("sqlite+aiosqlite://", "sqlite+aiosqlite://"),
+    ("postgresql+asyncpg://u@h/db", "postgresql+asyncpg://u@h/db"),
+])
+def test_a_relative_sqlite_file_is_read_from_the_files_folder(tmp_path, written, expected):
+    config = load(tmp_path, f"database: '{written}'\n")
+    assert config.database == expected.format(dir=tmp_path)
+
+
+def test_a_command_hook_runs_in_the_files_folder_unless_cwd_says_otherwise(tmp_path):
+    (tmp_path / "scripts").mkdir()
+    config = load(tmp_path, textwrap.dedent("""
+        models: {m: {type: scripted, turns: [{answer: ok}]}}
+        agents:
+          - id: a
+            model: m
+            model_config_json:
+              hooks:
+                command_hooks:
+                  - {event: PreToolUse, command: "sh check.sh"}
+                  - {event: PreToolUse, command: "sh check.sh", cwd: scripts}
+                  - {event: PreToolUse, command: "sh check.sh", cwd: /tmp}
+    """))
+    hooks = config.agent_spec("a").model_config_json["hooks"]["command_hooks"]
+    assert [h["cwd"] for h in hooks] == [str(tmp_path), str(tmp_path / "scripts"), "/tmp"]
+
+
+def test_parsed_text_keeps_paths_as_written():
+    config = parse_config("database: sqlite+aiosqlite:///x.db\n", env={})
+    assert config.database == "sqlite+aiosqlite:///x.db"

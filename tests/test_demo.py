@@ -1,9 +1,11 @@
-"""`hookgate demo` end to end: a real subprocess, approved with `hookgate approvals approve`."""
+"""`hookgate demo` end to end: a real subprocess in an 80-column terminal, approved with the
+`hookgate approvals approve` command it prints, copied as printed."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ HOOKGATE = [sys.executable, "-m", "hookgate.cli.main"]
 def test_demo_waits_for_approval_and_completes_once_approved(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "80"}
     demo = subprocess.Popen(
         [*HOOKGATE, "demo", "--port", str(port), "--dir", str(tmp_path), "--exit-after-run"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -37,18 +39,25 @@ def test_demo_waits_for_approval_and_completes_once_approved(tmp_path: Path) -> 
             token = m.group(1)
     assert token, "".join(lines)
 
-    pending: list[dict[str, object]] = []
-    while not pending and time.monotonic() < deadline:
-        r = httpx.get(f"{url}/api/confirmations?status=pending",
-                      headers={"Authorization": f"Bearer {token}"}, timeout=5)
-        pending = r.json()
-        time.sleep(0.1)
-    [request] = pending
-    assert request["payload"]["args"] == {"amount": 60000.0, "vendor": "ACME"}  # type: ignore[index]
+    command = None
+    while command is None and time.monotonic() < deadline:
+        line = demo.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.strip().startswith("hookgate approvals approve"):
+            command = shlex.split(line)
+    assert command, "".join(lines)
 
+    pending = httpx.get(f"{url}/api/confirmations?status=pending",
+                        headers={"Authorization": f"Bearer {token}"}, timeout=5).json()
+    [request] = pending
+    assert request["payload"]["args"] == {"amount": 60000.0, "vendor": "ACME"}
+    # The printed command, whole on one line, is exactly the one to run.
+    assert command == ["hookgate", "approvals", "approve", request["id"], "--url", url,
+                       "--token", token]
     approve = subprocess.run(
-        [*HOOKGATE, "approvals", "approve", str(request["id"]), "--url", url,
-         "--token", token, "--reason", "budgeted"],
+        [*HOOKGATE, *command[1:], "--reason", "budgeted"],
         capture_output=True, text=True, timeout=60, env=env)
     assert approve.returncode == 0, approve.stderr
     assert "approved by alice" in approve.stdout

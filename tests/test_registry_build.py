@@ -128,28 +128,28 @@ GOOD = f"{FIXTURES}:VeryLate"
 
 #: (case, class_hooks, text the error must contain besides the agent id)
 BAD_DECLARATIONS: list[tuple[str, Any, str]] = [
-    ("unknown name", [GOOD, "audit_logg"], "hook entry 2 'audit_logg': unknown hook"),
+    ("unknown name", [GOOD, "audit_logg"], "hooks.class_hooks[1] 'audit_logg': unknown hook"),
     ("missing module", [GOOD, "tests.no_such_module:Policy"],
-     "hook entry 2 'tests.no_such_module:Policy': 'tests.no_such_module:Policy' cannot be "
+     "hooks.class_hooks[1] 'tests.no_such_module:Policy': 'tests.no_such_module:Policy' cannot be "
      "imported"),
     ("missing attribute", [GOOD, f"{FIXTURES}:SpendLimt"],
-     f"hook entry 2 '{FIXTURES}:SpendLimt': '{FIXTURES}:SpendLimt' cannot be imported: "
+     f"hooks.class_hooks[1] '{FIXTURES}:SpendLimt': '{FIXTURES}:SpendLimt' cannot be imported: "
      f"module '{FIXTURES}' has no attribute 'SpendLimt'"),
     ("class not a hook", [GOOD, f"{FIXTURES}:NotAHook"],
-     f"hook entry 2 '{FIXTURES}:NotAHook': '{FIXTURES}:NotAHook' is not a hook class"),
+     f"hooks.class_hooks[1] '{FIXTURES}:NotAHook': '{FIXTURES}:NotAHook' is not a hook class"),
     ("constructor rejects params", [GOOD, {"name": f"{FIXTURES}:SpendLimit",
                                            "params": {"ceiling": 5}}],
-     f"hook entry 2 '{FIXTURES}:SpendLimit': bad params {{'ceiling': 5}}: TypeError"),
+     f"hooks.class_hooks[1] '{FIXTURES}:SpendLimit': bad params {{'ceiling': 5}}: TypeError"),
     ("required param missing", [f"{FIXTURES}:SpendLimit"],
-     f"hook entry 1 '{FIXTURES}:SpendLimit': bad params {{}}: TypeError"),
+     f"hooks.class_hooks[0] '{FIXTURES}:SpendLimit': bad params {{}}: TypeError"),
     ("class_hooks not a list", f"{FIXTURES}:SpendLimit",
      f"hooks.class_hooks must be a list, got str '{FIXTURES}:SpendLimit'"),
     ("entry neither string nor mapping", [GOOD, 42],
-     "hook entry 2 42: must be a catalog name, 'module:Class', or {name, params}; got int"),
+     "hooks.class_hooks[1] 42: must be a catalog name, 'module:Class', or {name, params}; got int"),
     ("entry with unknown keys", [{"name": f"{FIXTURES}:SpendLimit", "parms": {"limit": 1}}],
-     f"hook entry 1 '{FIXTURES}:SpendLimit': unknown keys parms"),
+     f"hooks.class_hooks[0] '{FIXTURES}:SpendLimit': unknown keys parms"),
     ("params not a mapping", [{"name": f"{FIXTURES}:SpendLimit", "params": [1000]}],
-     f"hook entry 1 '{FIXTURES}:SpendLimit': 'params' must be a mapping, got list"),
+     f"hooks.class_hooks[0] '{FIXTURES}:SpendLimit': 'params' must be a mapping, got list"),
 ]
 
 

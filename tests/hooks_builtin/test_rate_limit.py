@@ -124,7 +124,7 @@ def test_a_bad_declaration_stops_the_agent_naming_the_entry(
     with pytest.raises(HookBuildError) as info:
         build_registry(agent(oa, {"name": "connector_rate_limit", "params": params}),
                        HookServices(database=db))
-    assert "hook entry 1 'connector_rate_limit'" in str(info.value)
+    assert "hooks.class_hooks[0] 'connector_rate_limit'" in str(info.value)
     assert problem in str(info.value)
 
 

@@ -39,9 +39,10 @@ def _fail(agent: Agent, msg: str, entry: object = None) -> HookBuildError:
 
 
 def _describe(index: int, entry: object) -> str:
+    # The entry's key path, 0-based like every other path in configuration errors.
     name = entry.get("name") if isinstance(entry, Mapping) else entry
-    return f"hook entry {index} {name!r}" if isinstance(name, str) else (
-        f"hook entry {index} {_quote.repr(entry)}")
+    return f"hooks.class_hooks[{index}] {name!r}" if isinstance(name, str) else (
+        f"hooks.class_hooks[{index}] {_quote.repr(entry)}")
 
 
 def parse_entry(agent: Agent, index: int, entry: object) -> tuple[str, dict[str, Any]]:
@@ -132,7 +133,7 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
                            f"{_quote.repr(class_hooks)}", class_hooks)
 
     registry = HookRegistry()
-    for index, entry in enumerate(class_hooks, start=1):
+    for index, entry in enumerate(class_hooks):
         name, params = parse_entry(agent, index, entry)
         cls = resolve_hook_class(agent, index, name, entry)
         hook = instantiate(agent, index, cls, params, entry, env)

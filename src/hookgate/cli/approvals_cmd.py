@@ -6,7 +6,7 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from hookgate.cli.app import app, console, fail
 
@@ -48,16 +48,24 @@ def list_(
     status: Annotated[str, typer.Option(help="pending, approved, rejected, expired, "
                                              "cancelled, or all")] = "pending",
 ) -> None:
-    """List confirmation requests of your org."""
+    """List confirmation requests of your org.
+
+    One request per line, its id first and never cut short (copy it into `approve`), then
+    its arguments on the next line.
+    """
     path = "/api/confirmations" + ("" if status == "all" else f"?status={status}")
     items = _call("GET", url, path, token)
-    table = Table("id", "status", "tool", "arguments", "agent", "requested by", "left")
+    if not items:
+        console.print(f"no {status} requests")
     for it in items:
-        table.add_row(it["id"], it["status"], it["payload"]["tool_name"],
-                      json.dumps(it["payload"]["args"], ensure_ascii=False),
-                      it.get("agent_name") or it["agent_id"], it.get("requested_by") or "",
-                      f"{it['seconds_left']:.0f}s" if it["status"] == "pending" else "")
-    console.print(table if items else f"no {status} requests")
+        left = f", {it['seconds_left']:.0f}s left" if it["status"] == "pending" else ""
+        who = f", requested by {it['requested_by']}" if it.get("requested_by") else ""
+        head = Text.assemble(
+            (it["id"], "bold"), f"  {it['status']}  ", (it["payload"]["tool_name"], "bold"),
+            f"  agent {it.get('agent_name') or it['agent_id']}{who}{left}")
+        console.print(head, soft_wrap=True, highlight=False)
+        args = json.dumps(it["payload"]["args"], ensure_ascii=False)
+        console.print(Text(f"    {args}", style="dim"), soft_wrap=True, highlight=False)
 
 
 def _decide(decision: str, request_id: str, url: str, token: str | None,

@@ -77,7 +77,12 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
         try:
             registry = build_registry(cfg.build_agent(spec.id), services)
         except HookBuildError as exc:
-            fail(f"{at}: {exc}")
+            # "agent 'x': hooks.…" — the agent is named already, and hooks sit in
+            # model_config_json in the file.
+            detail = str(exc).removeprefix(f"agent '{spec.id}': ")
+            if detail.startswith("hooks."):
+                detail = f"model_config_json.{detail}"
+            fail(f"{at}: {detail}")
         console.print()
         console.print(_agent_summary(cfg, spec), highlight=False, soft_wrap=True)
         console.print(_chain_table(registry))

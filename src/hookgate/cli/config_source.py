@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hookgate.cli.app import fail
+from hookgate.cli.app import err_console, fail
 from hookgate.examples import available_examples, example_path
 
 if TYPE_CHECKING:
     from hookgate.config import HookgateConfig
 
 _EXAMPLES = available_examples()
-_EXAMPLES_DIR = example_path(_EXAMPLES[0]).parent if _EXAMPLES else None
 
 ConfigOption = Annotated[
     Path | None,
@@ -29,8 +28,9 @@ ExampleOption = Annotated[
     typer.Option(
         "--example",
         help=(
-            f"Use a bundled example instead of --config: {', '.join(_EXAMPLES) or 'none'}. "
-            f"The files are in {_EXAMPLES_DIR}; copy one to start your own."
+            f"Use a bundled example instead of --config: {', '.join(_EXAMPLES) or 'none'} "
+            "(`hookgate check --example NAME` prints its path; copy it to start your own). "
+            "Its SQLite file is made in the working directory."
         ),
         show_default=False,
     ),
@@ -53,13 +53,18 @@ def config_path(config: Path | None, example: str | None, *, code: int) -> Path:
 
 
 def load_from_options(config: Path | None, example: str | None, *, code: int) -> HookgateConfig:
-    """Load the configuration the options name; on any problem print it and exit with ``code``."""
+    """Load the configuration the options name; on any problem print it and exit with ``code``.
+
+    Relative paths in a file follow the file; a bundled example (a template, perhaps in a
+    read-only folder) keeps its SQLite file in the working directory instead.
+    """
     # The configuration schema (pydantic models, engines, tools) loads only when a command
     # reads a file, not for --help.
     from hookgate.config import ConfigError, load_config
 
+    path = config_path(config, example, code=code)
     try:
-        return load_config(config_path(config, example, code=code))
+        return load_config(path, data_dir=Path.cwd() if example is not None else None)
     except ConfigError as exc:
         fail(str(exc), code)
 
@@ -72,3 +77,11 @@ def start_telemetry(cfg: HookgateConfig, *, code: int = 2) -> None:
         install(cfg.telemetry.settings())
     except TelemetrySetupError as exc:
         fail(f"{cfg.source}: telemetry: {exc}", code)
+
+
+def show_database(url: str) -> None:
+    """Say on stderr which database a command uses, so a wrong one is seen at once."""
+    from hookgate.storage.database import describe_database
+
+    err_console.print(f"database: {describe_database(url)}", style="dim", highlight=False,
+                      soft_wrap=True, markup=False)

@@ -7,7 +7,12 @@ from typing import Annotated
 import typer
 
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import (
+    ConfigOption,
+    ExampleOption,
+    load_from_options,
+    show_database,
+)
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -19,11 +24,16 @@ DatabaseOption = Annotated[
 
 
 def database_url(config: ConfigOption, example: ExampleOption, database: str | None) -> str:
+    """The database the options name (shown on stderr); a relative SQLite file in a
+    configuration follows the file, one given with ``--database`` the working directory."""
     if database:
-        return database
-    if config is None and example is None:
+        url = database
+    elif config is None and example is None:
         fail("give --config FILE or --database URL", 2)
-    return load_from_options(config, example, code=2).database
+    else:
+        url = load_from_options(config, example, code=2).database
+    show_database(url)
+    return url
 
 
 @db_app.command("upgrade")

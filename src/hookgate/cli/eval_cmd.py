@@ -13,11 +13,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from hookgate.cli.agent_services import agent_services
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import (
+    ConfigOption,
+    ExampleOption,
+    load_from_options,
+    start_telemetry,
+)
 
 if TYPE_CHECKING:
-    from hookgate.evals import CaseResult
+    from hookgate.evals import CaseResult, EvalSuite
 
 #: Config or suite problems exit with this; a failed case, 1.
 USAGE_ERROR = 2
@@ -47,11 +53,13 @@ def eval_command(
     """Run every case of SUITE against the configuration's agents, with hooks bypassed.
 
     A case gives a message and expects a substring of the answer and/or the tool calls
-    made (in order; the arguments listed must match). Exit code 0 when every case passed,
-    1 when one failed, 2 for a wrong file or option.
+    made (in order; the arguments listed must match). The agents' hook declarations must
+    still build, against the configuration's database (shown on stderr). Exit code 0 when
+    every case passed, 1 when one failed, 2 for a wrong file or option.
     """
     from hookgate.config import ConfigError
     from hookgate.evals import EvalSuiteError, load_suite, run_suite
+    from hookgate.storage.database import DatabaseError
 
     cfg = load_from_options(config, example, code=USAGE_ERROR)
     try:
@@ -59,10 +67,18 @@ def eval_command(
         agents = cfg.build_agents()
     except (EvalSuiteError, ConfigError) as exc:
         fail(str(exc), USAGE_ERROR)
+    start_telemetry(cfg)
+
+    async def run(suite: EvalSuite) -> list[CaseResult]:
+        async with agent_services(cfg) as services:
+            return await run_suite(suite, agents, cfg.model_for, services=services)
+
     try:
-        results = asyncio.run(run_suite(the_suite, agents, cfg.model_for))
+        results = asyncio.run(run(the_suite))
     except (KeyError, ConfigError) as exc:
         fail(str(exc).strip("'\""), USAGE_ERROR)
+    except DatabaseError as exc:
+        fail(f"{cfg.source}: database: {exc}", 1)
     console.print(_report(the_suite.name or str(suite), results))
     failed = sum(not r.passed for r in results)
     console.print(f"{len(results) - failed} passed, {failed} failed (hooks_bypassed: true)")

@@ -31,6 +31,8 @@ class EventView:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.status: str | None = None
+        #: Calls a hook blocked or whose output it withheld, in order.
+        self.stopped_calls: list[str] = []
         self._render: dict[str, Callable[[dict[str, Any]], None]] = {
             "session_start": self._session_start,
             "model_turn": self._model_turn,
@@ -55,7 +57,9 @@ class EventView:
 
     def _line(self, label: str, style: str, message: str | Text, indent: int = 0) -> None:
         pad = " " * indent
-        text = Text.assemble(pad, (label.ljust(_LABEL_WIDTH - indent), style), message)
+        # A label as long as the column still gets a space before the message.
+        width = max(_LABEL_WIDTH - indent, len(label) + 1)
+        text = Text.assemble(pad, (label.ljust(width), style), message)
         self.console.print(text, soft_wrap=True)
 
     def _hook_lines(self, hooks: list[dict[str, Any]], final_args: Any,
@@ -104,10 +108,13 @@ class EventView:
         hooks = list(data.get("hooks") or [])
         blocked_by = data.get("blocked_by")
         if status == "blocked":
+            self.stopped_calls.append(str(name))
             self._hook_lines(hooks, data.get("args"), skip_block_of=blocked_by)
             who = (f"hook '{blocked_by}'" if blocked_by and blocked_by != "approval_check"
                    else "the approval check")
-            self._line("BLOCKED", "bold red", f"{name} by {who}: {data.get('error')}")
+            # "reason" is the error without its "Blocked by hook 'x':" (ToolOutcome.reason).
+            reason = data.get("reason") or data.get("error")
+            self._line("BLOCKED", "bold red", f"{name} by {who}: {reason}")
             return
         if status in ("invalid", "unknown_tool"):
             self._line("REJECTED", "bold red", f"{name} did not run: {data.get('error')}")
@@ -116,6 +123,7 @@ class EventView:
         if status == "ok":
             self._line("result", "green", f"{name}: {_brief(data.get('observation'))}")
         elif status == "withheld":
+            self.stopped_calls.append(str(name))
             self._line("WITHHELD", "bold red",
                        f"{name} ran, its output was withheld: {data.get('error')}")
         else:
@@ -144,5 +152,12 @@ class EventView:
 
     def _done(self, data: dict[str, Any]) -> None:
         self.status = str(data.get("status"))
-        style = "bold green" if self.status == "completed" else "bold red"
-        self._line("done", style, f"run {self.status}")
+        stopped = len(self.stopped_calls)
+        note = f"; {stopped} tool call(s) stopped by a hook" if stopped else ""
+        style = "bold green" if self.exit_code == 0 else "bold red"
+        self._line("done", style, f"run {self.status}{note}")
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the run completed and no hook stopped a call, else 1 (the CLI's rule)."""
+        return 0 if self.status == "completed" and not self.stopped_calls else 1

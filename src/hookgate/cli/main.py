@@ -11,6 +11,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     db_cmd,
     demo_cmd,
     eval_cmd,
+    help_style,
     hooks_cmd,
     mcp_cmd,
     orgs_cmd,
@@ -22,7 +23,9 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
 )
 from hookgate.cli.app import app
 
+help_style.apply(app)
+
 __all__ = ["app"]
 
 if __name__ == "__main__":
-    app()
+    app(prog_name="hookgate")

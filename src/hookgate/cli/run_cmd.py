@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from hookgate.cli.agent_services import agent_services
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import (
     ConfigOption,
@@ -17,6 +18,7 @@ from hookgate.cli.config_source import (
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
+    from hookgate.cli.event_view import EventView
     from hookgate.config import HookgateConfig
     from hookgate.llm.base import ChatModel
 
@@ -44,30 +46,24 @@ def _initiator(cfg: HookgateConfig, agent: Agent, user: str | None) -> str | Non
 
 
 async def _stream(engine_cls: Any, model: ChatModel, agent: Agent, message: str,
-                  user_id: str | None, cfg: HookgateConfig) -> str | None:
-    from hookgate.catalog.services import HookServices
+                  user_id: str | None, cfg: HookgateConfig) -> EventView:
+    # Imported here so that --help loads Typer and little else.
     from hookgate.cli.event_view import EventView
     from hookgate.engines.delegation import Delegation
-    from hookgate.storage.database import Database
-    from hookgate.storage.orgs import sync_orgs
 
     view = EventView(console)
-    # The configuration's database backs the hooks that keep records (audit log, read-only
-    # flags, rate-limit counters), as on the server.
-    db = Database(cfg.database)
     try:
-        await db.upgrade()
-        await sync_orgs(db, [(o.id, o.name or o.id, o.read_only) for o in cfg.orgs])
-        engine = engine_cls(model, services=HookServices(database=db),
-                            delegation=Delegation(cfg.build_agents(), cfg.model_for))
-        async for event in engine.stream(agent, message, user_id=user_id, org_id=agent.org_id):
-            view.show(event)
+        async with agent_services(cfg) as services:
+            engine = engine_cls(model, services=services,
+                                delegation=Delegation(cfg.build_agents(), cfg.model_for))
+            async for event in engine.stream(agent, message, user_id=user_id,
+                                             org_id=agent.org_id):
+                view.show(event)
     finally:
         close = getattr(model, "aclose", None)  # connections of an OpenAI-compatible model
         if close is not None:
             await close()
-        await db.dispose()
-    return view.status
+    return view
 
 
 @app.command("run")
@@ -88,14 +84,17 @@ def run_command(
     Every hook decision is printed: blocks with the hook's name and reason, argument and
     result rewrites, side effects and hook failures; then the answer.
 
-    Exit code 0 when the run completed, 1 when it did not (failed, stopped by a hook, …),
+    Exit code 0 when the run completed and every tool call it made ran; 1 when it did not
+    complete (failed, blocked at build, …) or a hook blocked a call or withheld its result;
     2 when the configuration, agent, user or engine is wrong. There is no approval service
     here: a call that needs a person's approval is blocked, and the output says so. The
-    configuration's database is used (and migrated) for the hooks that keep records.
+    configuration's database (shown on stderr) is used and migrated for the hooks that
+    keep records.
 
     Example: hookgate run --example purchasing --agent buyer "buy"
     """
     from hookgate.config import ConfigError
+    from hookgate.storage.database import DatabaseError
 
     cfg = load_from_options(config, example, code=USAGE_ERROR)
     try:
@@ -109,7 +108,9 @@ def run_command(
     user_id = _initiator(cfg, the_agent, user)
     start_telemetry(cfg)
     try:
-        status = asyncio.run(_stream(engines[engine], model, the_agent, message, user_id, cfg))
+        view = asyncio.run(_stream(engines[engine], model, the_agent, message, user_id, cfg))
+    except DatabaseError as exc:
+        fail(f"{cfg.source}: database: {exc}", 1)
     except Exception as exc:  # the engine itself broke: say so instead of a traceback
         fail(f"the run broke: {type(exc).__name__}: {exc}", 1)
-    raise typer.Exit(0 if status == "completed" else 1)
+    raise typer.Exit(view.exit_code)

@@ -11,11 +11,21 @@ from hookgate.cli.config_source import (
     ConfigOption,
     ExampleOption,
     load_from_options,
+    show_database,
     start_telemetry,
 )
 
+
+def _port(value: int) -> int:
+    # A callback rather than min/max: the help then reads <int>, not a range expression.
+    if not 1 <= value <= 65535:
+        raise typer.BadParameter(f"{value} is not a port (1 to 65535)")
+    return value
+
+
 HostOption = Annotated[str, typer.Option(help="Interface to listen on.")]
-PortOption = Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)]
+PortOption = Annotated[int, typer.Option(help="Port to listen on (1 to 65535).",
+                                         callback=_port)]
 
 
 @app.command()
@@ -29,7 +39,7 @@ def serve(
     """Serve the API and the web inbox; runs waiting for approval resume on start."""
     from hookgate.server.channel_records import SecretsKey, SecretsKeyError
     from hookgate.server.deployment import deployment_from_config
-    from hookgate.server.serving import build_server
+    from hookgate.server.serving import PortUnavailable, build_server, listen
 
     cfg = load_from_options(config, example, code=2)
     if cfg.channels:
@@ -37,8 +47,13 @@ def serve(
             SecretsKey.from_environment()
         except SecretsKeyError as exc:
             fail(str(exc), 2)
+    try:
+        sock = listen(host, port)
+    except PortUnavailable as exc:
+        fail(str(exc))
     start_telemetry(cfg)
     server, _ = build_server(deployment_from_config(cfg), host, port, log_level=log_level)
-    console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/ "
-                  f"(database: {cfg.database.split('://')[0]})")
-    server.run()
+    console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/", highlight=False,
+                  soft_wrap=True)
+    show_database(cfg.database)
+    server.run(sockets=[sock])

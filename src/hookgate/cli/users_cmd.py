@@ -42,8 +42,8 @@ async def _create(url: str, user_id: str, org: str, admin: bool, token: str) -> 
 def create(
     name: Annotated[str, typer.Argument(help="The new user's id.")],
     org: Annotated[str, typer.Option(help="The org the user belongs to.")],
-    admin: Annotated[bool, typer.Option(help="Org admin (may change the org's settings).")]
-    = False,
+    admin: Annotated[bool, typer.Option(
+        "--admin", help="Make the user an org admin (may change the org's settings).")] = False,
     config: ConfigOption = None,
     example: ExampleOption = None,
     database: DatabaseOption = None,

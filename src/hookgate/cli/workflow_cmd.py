@@ -8,12 +8,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from hookgate.cli.agent_services import agent_services
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import (
+    ConfigOption,
+    ExampleOption,
+    load_from_options,
+    start_telemetry,
+)
 
 if TYPE_CHECKING:
+    from hookgate.agent import Agent
+    from hookgate.cli.event_view import EventView
     from hookgate.config import HookgateConfig
-    from hookgate.workflows import Workflow, WorkflowRunner
+    from hookgate.workflows import Workflow
 
 #: Config, workflow or user problems exit with this; a run that does not complete, 1.
 USAGE_ERROR = 2
@@ -23,14 +31,20 @@ workflow_app = typer.Typer(help="Run declared workflows (agent, tool and conditi
 app.add_typer(workflow_app, name="workflow")
 
 
-async def _stream(runner: WorkflowRunner, workflow: Workflow, message: str,
-                  user_id: str | None, org_id: str | None) -> str | None:
+async def _stream(cfg: HookgateConfig, agents: dict[str, Agent], workflow: Workflow,
+                  message: str, user_id: str | None, org_id: str | None) -> EventView:
+    # Imported here so that --help loads Typer and little else.
     from hookgate.cli.event_view import EventView
+    from hookgate.workflows import WorkflowRunner
 
     view = EventView(console)
-    async for event in runner.stream(workflow.id, message, user_id=user_id, org_id=org_id):
-        view.show(event)
-    return view.status
+    async with agent_services(cfg) as services:
+        runner = WorkflowRunner({workflow.id: workflow}, agents, cfg.model_for,
+                                services=services)
+        async for event in runner.stream(workflow.id, message, user_id=user_id,
+                                         org_id=org_id):
+            view.show(event)
+    return view
 
 
 def _user(cfg: HookgateConfig, user: str | None, org_id: str | None,
@@ -61,10 +75,12 @@ def run_workflow(
     their agents with their own hooks. There is no approval service here: a call that
     needs a person's approval is blocked, and the output says so.
 
-    Exit code 0 when the run completed, 1 when it did not, 2 for a wrong file or option.
+    Exit code 0 when the run completed and every tool call it made ran; 1 when it did not
+    complete or a hook blocked a call or withheld its result; 2 for a wrong file or option.
     """
     from hookgate.config import ConfigError
-    from hookgate.workflows import WorkflowError, WorkflowRunner, load_workflow
+    from hookgate.storage.database import DatabaseError
+    from hookgate.workflows import WorkflowError, load_workflow
 
     cfg = load_from_options(config, example, code=USAGE_ERROR)
     try:
@@ -77,9 +93,11 @@ def run_workflow(
         fail(f"{file}: as_agent '{workflow.as_agent}' is not an agent of {cfg.source} "
              f"(agents: {', '.join(agents) or 'none'})", USAGE_ERROR)
     user_id = _user(cfg, user, as_agent.org_id, as_agent.owner_user_id)
-    runner = WorkflowRunner({workflow.id: workflow}, agents, cfg.model_for)
+    start_telemetry(cfg)
     try:
-        status = asyncio.run(_stream(runner, workflow, message, user_id, as_agent.org_id))
+        view = asyncio.run(_stream(cfg, agents, workflow, message, user_id, as_agent.org_id))
+    except DatabaseError as exc:
+        fail(f"{cfg.source}: database: {exc}", 1)
     except Exception as exc:  # the runner itself broke: say so instead of a traceback
         fail(f"the workflow broke: {type(exc).__name__}: {exc}", 1)
-    raise typer.Exit(0 if status == "completed" else 1)
+    raise typer.Exit(view.exit_code)

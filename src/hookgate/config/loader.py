@@ -2,12 +2,15 @@
 
 Every problem becomes a ConfigError naming the file and the key path; tools are imported
 here, so a missing module is found when the file is loaded, not when an agent first runs.
+Paths in a file follow the file, not the process: its directory is on the import path, a
+relative SQLite file and a command hook's working directory are read from it.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,23 +30,32 @@ from hookgate.tools.tool import Tool
 Problem = tuple[str, str]  # (key path, what is wrong)
 
 
-def load_config(path: str | os.PathLike[str], *,
-                env: Mapping[str, str] | None = None) -> HookgateConfig:
+def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None,
+                data_dir: str | os.PathLike[str] | None = None) -> HookgateConfig:
     """Read, check and resolve the configuration file at ``path``.
 
-    ``env`` replaces ``os.environ`` for ``${VAR}`` references and model settings.
+    ``env`` replaces ``os.environ`` for ``${VAR}`` references and model settings. The file's
+    directory goes on the import path (for its tools and hook modules) and is where command
+    hooks run; a relative SQLite file lives there too, or in ``data_dir`` when given.
     """
     source = os.fspath(path)
     try:
         text = Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(source, None, f"cannot read the file: {exc.strerror or exc}") from exc
-    return parse_config(text, source=source, env=env)
+    directory = Path(source).resolve().parent
+    return parse_config(text, source=source, env=env, directory=directory,
+                        data_dir=Path(data_dir).resolve() if data_dir else directory)
 
 
 def parse_config(document: str | Mapping[str, Any], *, source: str = "<config>",
-                 env: Mapping[str, str] | None = None) -> HookgateConfig:
-    """Like `load_config`, from YAML text or an already parsed mapping."""
+                 env: Mapping[str, str] | None = None, directory: Path | None = None,
+                 data_dir: Path | None = None) -> HookgateConfig:
+    """Like `load_config`, from YAML text or an already parsed mapping.
+
+    Relative paths are resolved against ``directory`` (``data_dir`` for the SQLite file);
+    without it they are left as written, relative to the working directory.
+    """
     environ = os.environ if env is None else env
     refs = References()
     raw = (_parse_yaml(refs.hide(document), source) if isinstance(document, str)
@@ -61,8 +73,52 @@ def parse_config(document: str | Mapping[str, Any], *, source: str = "<config>",
     except ValidationError as exc:
         raise _from_validation(source, exc, data) from None
     config._source = source
+    if directory is not None:
+        _importable(directory)
+        _anchor_paths(config, directory, data_dir or directory)
     _Resolver(config, environ).run()
     return config
+
+
+# -- paths ---------------------------------------------------------------------------------
+
+
+def _importable(directory: Path) -> None:
+    # Modules next to the file import. Appended, not put first: a file there cannot shadow
+    # the standard library or an installed package that hookgate imports later.
+    entry = str(directory)
+    if entry not in sys.path:
+        sys.path.append(entry)
+
+
+def sqlite_file_url(url: str, base: Path) -> str:
+    """``url`` with a relative SQLite file made absolute against ``base``; others unchanged."""
+    scheme, sep, rest = url.partition(":///")
+    if not sep or not scheme.startswith("sqlite"):
+        return url
+    file, query_sep, query = rest.partition("?")
+    if not file or file.startswith(("/", ":memory:", "file:")):
+        return url
+    return f"{scheme}:///{base / file}{query_sep}{query}"
+
+
+def _anchor_paths(config: HookgateConfig, directory: Path, data_dir: Path) -> None:
+    config.database = sqlite_file_url(config.database, data_dir)
+    # A command hook's relative script or cwd means the file's folder, wherever the process
+    # started; the entry is rewritten here so the declarative hooks need not know the file.
+    for agent in config.agents:
+        hooks = agent.model_config_json.get("hooks")
+        entries = hooks.get("command_hooks") if isinstance(hooks, Mapping) else None
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            cwd = entry.get("cwd")
+            if cwd is None:
+                entry["cwd"] = str(directory)
+            elif isinstance(cwd, str):
+                entry["cwd"] = str(directory / os.path.expanduser(cwd))
 
 
 # -- YAML ----------------------------------------------------------------------------------
@@ -174,6 +230,13 @@ def _listing(ids: Any) -> str:
     return ", ".join(names) if names else "none"
 
 
+def _import_hint(exc: ImportError) -> str:
+    if not isinstance(exc, ModuleNotFoundError):
+        return ""
+    return (" (modules are looked for on the Python path, then next to the configuration "
+            "file; check the name, or install the package that has it)")
+
+
 class _Resolver:
     """Checks what one section says about another, and imports the tools."""
 
@@ -254,7 +317,7 @@ class _Resolver:
             try:
                 obj = import_target(target)
             except ImportError as exc:
-                self.fail(key, f"'{target}' cannot be imported: {exc}")
+                self.fail(key, f"'{target}' cannot be imported: {exc}{_import_hint(exc)}")
                 ok = False
                 continue
             except Exception as exc:

@@ -9,19 +9,21 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.panel import Panel
+from rich.text import Text
 
 from hookgate.cli.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, demo_deployment
-from hookgate.server.serving import build_server
+from hookgate.server.serving import build_server, listen
 
 
 async def run_demo(console: Console, *, host: str, port: int, directory: Path,
                    keep_serving: bool) -> str:
     """Serve, start the demo run, narrate it; returns the run's final status."""
     url = f"http://{host}:{port}"
+    sock = listen(host, port)  # first: a busy port is refused before anything is made
     deployment, token = demo_deployment(directory, url)
     server, runtime = build_server(deployment, host, port)
-    serving = asyncio.create_task(server.serve())
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if serving.done():
             serving.result()
@@ -29,12 +31,13 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
         await asyncio.sleep(0.05)
 
     console.print(Panel.fit(
-        f"[bold]hookgate demo[/] — a purchasing agent whose payments above 50,000 need a "
-        f"person's approval.\n\n"
-        f"Inbox:  [link={url}/]{url}/[/link]\n"
-        f"Token:  [bold]{token}[/]  (sign in with it; it is new each time the demo starts)\n"
-        f"Data:   {directory / 'hookgate-demo.db'}",
-        border_style="cyan"))
+        "[bold]hookgate demo[/] — a purchasing agent whose payments above 50,000 need a "
+        "person's approval. Sign in to the inbox with the token (new each time the demo "
+        "starts).", border_style="cyan"))
+    # Things to copy are printed outside any box and never wrapped, so a copy is whole.
+    _copyable(console, "Inbox:  ", f"{url}/")
+    _copyable(console, "Token:  ", token)
+    _copyable(console, "Data:   ", str(directory / "hookgate-demo.db"))
 
     state = await runtime.runs.start("buyer", DEMO_MESSAGE, user_id="alice", org_id="acme")
     console.print(f"[dim]run {state.run_id}:[/] {DEMO_MESSAGE}")
@@ -45,11 +48,12 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
         if event.type == "confirmation_pending":
             rid = event.data["request_id"]
             console.print(Panel.fit(
-                "Waiting for a person. Approve or reject it in the browser:\n"
-                f"  {url}/#/confirmations/{rid}\n"
-                "or from another terminal:\n"
-                f"  hookgate approvals approve {rid} --url {url} --token {token}",
+                "Waiting for a person. Approve or reject it in the browser, or from "
+                "another terminal with the command below.",
                 title="approval needed", border_style="yellow"))
+            _copyable(console, "  ", f"{url}/#/confirmations/{rid}")
+            _copyable(console, "  ",
+                      f"hookgate approvals approve {rid} --url {url} --token {token}")
         if event.type == "done":
             status = str(event.data.get("status"))
     console.print(f"[bold]run finished: {status}[/]")
@@ -60,3 +64,7 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
     with contextlib.suppress(asyncio.CancelledError):
         await serving
     return status
+
+
+def _copyable(console: Console, label: str, text: str) -> None:
+    console.print(Text.assemble((label, "bold"), text), soft_wrap=True, highlight=False)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.agent import Agent
+from hookgate.catalog.services import HookServices
 from hookgate.engines.driver import Lineage, RunDriver
 from hookgate.engines.events import EventSink
 from hookgate.engines.react import ReActEngine
@@ -93,8 +94,13 @@ def check(case: EvalCase, result: RunResult) -> list[str]:
 
 
 async def run_suite(suite: EvalSuite, agents: Mapping[str, Agent],
-                    model_for: Callable[[str], ChatModel]) -> list[CaseResult]:
-    """Run every case in order; a case's ``turns`` replace its agent's model."""
+                    model_for: Callable[[str], ChatModel], *,
+                    services: HookServices | None = None) -> list[CaseResult]:
+    """Run every case in order; a case's ``turns`` replace its agent's model.
+
+    ``services`` are those the agents' hooks are built with (a declaration must still build,
+    e.g. ``audit_log`` needs a database), even though none of them then runs.
+    """
     results = []
     for case in suite.cases:
         agent_id = case.agent or suite.agent
@@ -104,7 +110,8 @@ async def run_suite(suite: EvalSuite, agents: Mapping[str, Agent],
             raise KeyError(f"case '{case.name}': no agent '{agent_id}' "
                            f"(agents: {', '.join(agents) or 'none'})")
         llm = ScriptedLLM(case.turns) if case.turns is not None else model_for(agent_id)
-        result = await EvalEngine(llm).run(agent, case.message, user_id=agent.owner_user_id,
-                                           org_id=agent.org_id)
+        engine = EvalEngine(llm, services=services)
+        result = await engine.run(agent, case.message, user_id=agent.owner_user_id,
+                                  org_id=agent.org_id)
         results.append(CaseResult(case, result, check(case, result)))
     return results

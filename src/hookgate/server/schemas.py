@@ -1,4 +1,5 @@
-"""Request bodies of the HTTP API. Unknown fields are refused (422)."""
+"""Request bodies of the HTTP API. Unknown fields are refused (422), and values are taken
+as the JSON types they are: ``"yes"`` or ``1`` is not a boolean, ``"5"`` not a number."""
 
 from __future__ import annotations
 
@@ -6,18 +7,23 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The longest ``message`` a run or workflow run takes, in characters (README: HTTP API).
+MAX_MESSAGE_CHARS = 100_000
 
-class StartRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
+class ApiBody(BaseModel):
+    """The base of every JSON body the API reads: strict types, no unknown fields."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class StartRun(ApiBody):
     agent_id: str = Field(min_length=1, max_length=128)
-    message: str = Field(min_length=1, max_length=100_000)
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     conversation_id: str | None = Field(default=None, max_length=128)
     engine: Literal["react", "dag"] = "react"
 
 
-class Respond(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Respond(ApiBody):
     decision: Literal["approve", "reject"]
     reason: str | None = Field(default=None, max_length=2000)

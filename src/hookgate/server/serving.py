@@ -1,6 +1,14 @@
-"""Run the server with uvicorn (used by `hookgate serve` and `hookgate demo`)."""
+"""Run the server with uvicorn (used by `hookgate serve` and `hookgate demo`).
+
+The listening socket is bound here, before uvicorn starts, so a busy port is one readable
+error instead of a log line and an exit from deep inside uvicorn.
+"""
 
 from __future__ import annotations
+
+import errno
+import os
+import socket
 
 import uvicorn
 
@@ -17,3 +25,21 @@ def build_server(deployment: Deployment, host: str, port: int,
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
                             timeout_graceful_shutdown=5)
     return uvicorn.Server(config), runtime
+
+
+class PortUnavailable(Exception):
+    """The address cannot be listened on (in use, not an interface here, no permission)."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` for `uvicorn.Server.serve(sockets=[…])`."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        # create_server words errno's message its own way; a name lookup has no errno text.
+        reason = (exc.strerror if isinstance(exc, socket.gaierror) or not exc.errno
+                  else os.strerror(exc.errno)) or str(exc)
+        hint = (" (another server runs there: stop it or pick another --port)"
+                if exc.errno == errno.EADDRINUSE else "")
+        raise PortUnavailable(f"cannot listen on {host}:{port}: {reason}{hint}") from exc

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -44,6 +44,21 @@ def _normalise(url: str) -> str:
     if url.startswith("sqlite:///") or url == "sqlite://":
         url = "sqlite+aiosqlite" + url[len("sqlite"):]
     return url
+
+
+def describe_database(url: str) -> str:
+    """Where ``url`` points, for people: a SQLite file's absolute path, else the URL with its
+    password hidden."""
+    try:
+        parsed = make_url(_normalise(url))
+    except ArgumentError:
+        return url
+    if parsed.drivername.startswith("sqlite"):
+        file = parsed.database or ""
+        if not file or file == ":memory:" or "mode=memory" in str(parsed.query):
+            return "SQLite in memory (gone when the process ends)"
+        return f"SQLite file {Path(file).resolve()}"
+    return parsed.render_as_string(hide_password=True)
 
 
 class Database:
@@ -95,7 +110,16 @@ class Database:
             async with self.engine.begin() as conn:
                 await conn.run_sync(_run_upgrade, revision)
         except Exception as exc:
-            raise DatabaseError(f"migrating {self.safe_url} failed: {exc}") from exc
+            folder = self._missing_sqlite_folder()
+            why = f"the folder {folder} does not exist" if folder else str(exc)
+            raise DatabaseError(f"migrating {self.safe_url} failed: {why}") from exc
+
+    def _missing_sqlite_folder(self) -> Path | None:
+        file = self.engine.url.database if self.is_sqlite else None
+        if not file or file == ":memory:" or file.startswith("file:"):
+            return None
+        folder = Path(file).resolve().parent
+        return None if folder.is_dir() else folder
 
     @property
     def safe_url(self) -> str:

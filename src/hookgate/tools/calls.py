@@ -70,7 +70,21 @@ class ToolOutcome:
             "side_effects": list(self.side_effects),
             "hooks": list(self.hooks),
             "blocked_by": self.blocked_by,
+            "reason": self.reason,
         }
+
+    @property
+    def reason(self) -> str | None:
+        """A block's reason for people, without the "Blocked by hook 'x':" (or "Blocked:")
+        that ``error`` starts with for the model; whoever shows it names the hook itself."""
+        if self.status != "blocked" or self.error is None:
+            return None
+        text = self.error.strip()
+        for prefix in (f"Blocked by hook '{self.blocked_by}'", "Blocked:",
+                       f"hook '{self.blocked_by}':"):
+            if text.startswith(prefix):
+                text = text[len(prefix):].lstrip(":. ").strip()
+        return text or "no reason given"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolOutcome:

@@ -5,18 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict
 
 from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.server.runtime import Caller
+from hookgate.server.schemas import ApiBody
 from hookgate.storage.orgs import UnknownOrg, org_read_only, set_org_read_only
 
 router = APIRouter(prefix="/api", tags=["orgs"])
 
 
-class ReadOnly(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReadOnly(ApiBody):
     read_only: bool
 
 

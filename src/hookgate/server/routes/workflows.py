@@ -6,18 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.server.run_manager import UnknownWorkflow
+from hookgate.server.schemas import MAX_MESSAGE_CHARS, ApiBody
 
 router = APIRouter(prefix="/api", tags=["workflows"])
 
 
-class StartWorkflowRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    message: str = Field(default="", max_length=100_000)
+class StartWorkflowRun(ApiBody):
+    message: str = Field(default="", max_length=MAX_MESSAGE_CHARS)
     conversation_id: str | None = Field(default=None, max_length=128)
 
 

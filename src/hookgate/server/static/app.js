@@ -632,7 +632,8 @@
       const by = event.blocked_by && event.blocked_by !== "approval_check"
         ? ["hook ", h("code", {}, visible(event.blocked_by))] : "the approval check";
       return step("bad", ["Blocked: ", name],
-        h("p", { class: "reason" }, "By ", by, ": ", visible(event.error || event.observation || "")),
+        h("p", { class: "reason" }, "By ", by, ": ",
+          visible(event.reason || event.error || event.observation || "")),
         hookLines((event.hooks || []).filter((x) => !(x.kind === "blocked" && x.hook === event.blocked_by)),
           event.side_effects));
     }
