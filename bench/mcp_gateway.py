@@ -10,7 +10,7 @@ official ``mcp`` client
 Each gateway path runs twice: with only the approval gate (nothing to approve) and with the
 audit log, read-only guard and a rate limit declared. Calls alternate between paths in rounds
 so machine load hits all of them alike. Prints one JSON object with p50/p99 per path and the
-p50 added over the direct call. Usage: python bench/mcp_gateway.py [--calls 300] [--rounds 3]
+p50 added over the direct call. Usage: python bench/mcp_gateway.py [--calls 300] [--rounds 3] [--quick]
 """
 
 from __future__ import annotations
@@ -141,5 +141,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="calls per path")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="a few calls per path: checks that the bench runs, not a figure")
     options = parser.parse_args()
-    print(json.dumps(asyncio.run(main(options.calls, options.rounds)), indent=2))
+    calls, rounds = (6, 1) if options.quick else (options.calls, options.rounds)
+    print(json.dumps(asyncio.run(main(calls, rounds)), indent=2))

@@ -82,12 +82,22 @@ def check_approval(out: dict[str, Any]) -> None:
         assert _number(r["wake_latency_ms"]["p50"]) and _number(r["rss_mb"])
 
 
+def check_mcp_gateway(out: dict[str, Any]) -> None:
+    paths = {"direct", "in_process_bare", "stdio_bare", "in_process_guarded", "stdio_guarded"}
+    assert set(out["paths"]) == paths, out["paths"]
+    for figure in out["paths"].values():
+        assert _number(figure["p50_ms"]) and figure["p50_ms"] > 0, figure
+    assert set(out["added_p50_ms"]) == paths - {"direct"}
+    assert all(_number(v) for v in out["added_p50_ms"].values())
+
+
 #: Each script's quick-mode arguments and the check of its output. bench/approval.py is run
 #: with small sizes through its own options.
 SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "hooks.py": (["--quick"], check_hooks),
     "throughput.py": (["--quick"], check_throughput),
     "dispatch.py": (["--quick"], check_dispatch),
+    "mcp_gateway.py": (["--quick"], check_mcp_gateway),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
 }
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.engines.world import clean_env
+
 CONFIG = """
 database: sqlite+aiosqlite:///{db}
 orgs: [{{id: acme}}]
@@ -35,8 +37,7 @@ def test_hookgate_run_delegates_to_a_declared_agent(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "hookgate.cli.main", "run", "--config", str(config),
          "--agent", "lead", "--user", "alice", "get ACME paid"],
-        capture_output=True, text=True, timeout=120, env={"COLUMNS": "200",
-                                                          "PATH": "/usr/bin:/bin"})
+        capture_output=True, text=True, timeout=120, env=clean_env())
     assert out.returncode == 0, out.stdout + out.stderr
     assert "call_agent" in out.stdout
     assert "delegate_start" in out.stdout and "delegate_end" in out.stdout

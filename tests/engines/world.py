@@ -5,6 +5,7 @@ service over the test's database. Nothing here stands in for hookgate code."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -107,3 +108,12 @@ async def pending(approvals: PersistentApprovals, count: int = 1,
 
 def events(trace: list[dict[str, Any]], type_: str) -> list[dict[str, Any]]:
     return [e for e in trace if e["type"] == type_]
+
+
+def clean_env() -> dict[str, str]:
+    """A bare environment for a CLI subprocess; it keeps PYTHONPATH so that a source tree
+    under test (not only the installed one) is what the subprocess imports."""
+    env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
