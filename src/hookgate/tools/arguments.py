@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from decimal import Decimal
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from hookgate.tools.calls import ToolCall
