@@ -122,9 +122,21 @@ def _without_statement(context: ExceptionContext) -> None:
     error.params = None
     error.hide_parameters = True
     if error.args and isinstance(error.args[0], str):
-        # asyncpg quotes the value it could not encode: "query argument $1: '<value>' (...)"
-        error.args = (_QUOTED_ARGUMENT.sub(r"\1 (the value is not shown)", error.args[0]),
-                      *error.args[1:])
+        # asyncpg quotes the value it could not encode: "query argument $1: '<value>' (...)";
+        # keep only why (for a lone surrogate: "surrogates not allowed").
+        why = _unicode_reason(context.original_exception)
+        shown = r"\1 (the value is not shown" + (f": {why})" if why else ")")
+        error.args = (_QUOTED_ARGUMENT.sub(shown, error.args[0]), *error.args[1:])
+
+
+def _unicode_reason(exc: BaseException | None) -> str | None:
+    seen = 0
+    while exc is not None and seen < 5:
+        if isinstance(exc, UnicodeError):
+            return str(getattr(exc, "reason", "")) or type(exc).__name__
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
