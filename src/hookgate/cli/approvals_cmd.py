@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from hookgate.cli.app import app, console, fail
 
@@ -53,8 +54,10 @@ def list_(
     items = _call("GET", url, path, token)
     table = Table("id", "status", "tool", "arguments", "agent", "requested by", "left")
     for it in items:
-        table.add_row(it["id"], it["status"], it["payload"]["tool_name"],
-                      json.dumps(it["payload"]["args"], ensure_ascii=False),
+        # Text, not markup: arguments such as "[red]ACME[/red]" show as they will run.
+        table.add_row(it["id"], it["status"], Text(it["payload"]["tool_name"]),
+                      Text(json.dumps(it["payload"]["args"], ensure_ascii=False,
+                                      allow_nan=False)),
                       it.get("agent_name") or it["agent_id"], it.get("requested_by") or "",
                       f"{it['seconds_left']:.0f}s" if it["status"] == "pending" else "")
     console.print(table if items else f"no {status} requests")
