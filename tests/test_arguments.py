@@ -99,7 +99,7 @@ def test_tool_validation_refuses_non_finite_numbers_also_after_coercion(
 
 def test_tool_validation_refuses_the_boundary_stand_in_with_its_reason() -> None:
     admitted = admit_call(ToolCall("c", "pay", {"amount": float("inf"), "vendor": "v"}))
-    with pytest.raises(ToolArgumentsError, match="refused: .*inf is not a finite number"):
+    with pytest.raises(ToolArgumentsError, match=r"refused: .*inf is not a finite number"):
         pay.validate(admitted.args)
     assert pay.validate({"amount": 5, "vendor": "v"})["amount"] == 5.0
 
