@@ -100,3 +100,19 @@ def test_inbox_cli_and_card_show_exactly_what_runs(database_url: str) -> None:
     assert bank.payments == [TRICKY]
     ran = next(e for e in run["trace"] if e["type"] == "tool_result")
     assert ran["args"] == TRICKY
+
+
+def test_every_api_route_but_chat_callbacks_needs_a_token(database_url: str) -> None:
+    deployment, _ = world(database_url)
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        spec = c.get("/openapi.json").json()
+        checked = []
+        for path, methods in spec["paths"].items():
+            if not path.startswith("/api/") or path.endswith("/callback"):
+                continue
+            concrete = path.replace("{", "").replace("}", "")
+            for method in methods:
+                r = c.request(method.upper(), concrete, json={})
+                assert r.status_code == 401, (method, path, r.status_code)
+                checked.append(path)
+        assert "/api/hooks" in checked and "/api/users/{user_id}/revoke" in checked
