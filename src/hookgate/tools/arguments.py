@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -30,6 +31,8 @@ CALL_ID_COLUMN = 128
 MAX_TOOL_NAME = 256
 #: The key of the stand-in arguments of a refused call (see `admit_call`).
 REFUSED_KEY = "__hookgate_refused__"
+#: 16 digits or more: an integer that may be past MAX_SAFE_INTEGER (the walk decides).
+_LONG_NUMBER = re.compile(r"\d{16,}")
 
 
 class ArgumentsRefused(ToolArgumentsError):
@@ -51,8 +54,63 @@ def parse_arguments(text: str) -> Any:
     return value
 
 
+def screened(value: Any, *, objects: bool = False) -> bool:
+    """True when ``value`` certainly passes `check_arguments`, found at C speed (one
+    ``json.dumps``); False means "walk it" (most arguments never need the walk).
+
+    ``objects`` lets through values a model's Python dump holds (Decimal, datetime, ...),
+    as their text, but never a non-finite Decimal.
+    """
+    if plain_scalars(value):
+        return True
+    try:
+        text = (_OBJECTS_ENCODER if objects else _ENCODER).encode(value)
+        text.encode("utf-8")
+    except (ValueError, TypeError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return False
+    return (len(text) <= MAX_ARGUMENT_BYTES
+            and text.count("{") + text.count("[") < MAX_DEPTH  # so no deeper than that
+            and "\\u0000" not in text and _LONG_NUMBER.search(text) is None)
+
+
+def plain_scalars(value: Any) -> bool:
+    """True when ``value`` is a small mapping of admissible scalars (ASCII text, finite
+    floats, safe integers, booleans, None): most tool calls, checked without encoding."""
+    if type(value) is not dict or len(value) > 32:
+        return False
+    for key, item in value.items():
+        if type(key) is not str or not (key.isascii() and key.isprintable()):
+            return False
+        kind = type(item)
+        if kind is str:
+            if not (item.isascii() and "\x00" not in item) or len(item) > 4096:
+                return False
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        elif kind is float:
+            if not math.isfinite(item):
+                return False
+        elif item is not None and kind is not bool:
+            return False
+    return True
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise ValueError("non-finite Decimal")
+    return str(value)
+
+
+# Built once: json.dumps with non-default options builds an encoder on every call.
+_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
+_OBJECTS_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, default=_as_text)
+
+
 def check_arguments(value: Any) -> None:
     """Raise ArgumentsRefused unless ``value`` is JSON data every store can hold exactly."""
+    if screened(value):
+        return
     stack: list[tuple[Any, int, str]] = [(value, 1, "arguments")]
     budget = MAX_ARGUMENT_BYTES
     while stack:
@@ -76,6 +134,8 @@ def check_arguments(value: Any) -> None:
                                        "finite numbers are accepted")
         elif isinstance(item, Mapping):
             for key, sub in item.items():
+                if isinstance(key, int | float | bool) or key is None:
+                    key = json.dumps(key)  # JSON writes such keys as their text
                 if not isinstance(key, str):
                     raise ArgumentsRefused(f"{where}: the key {key!r} is not a string")
                 budget -= len(key)

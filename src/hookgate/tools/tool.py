@@ -19,7 +19,9 @@ from hookgate.tools.arguments import (
     ArgumentsRefused,
     check_arguments,
     first_non_finite,
+    plain_scalars,
     refusal_of,
+    screened,
 )
 from hookgate.tools.errors import ToolArgumentsError, ToolDefinitionError
 
@@ -82,19 +84,22 @@ class Tool:
         refused = refusal_of(args)
         if refused is not None:
             raise ToolArgumentsError(f"arguments for '{self.name}' refused: {refused}")
-        self._admissible(args)
         if self._args_model is None:
-            return _validate_with_schema(self.name, self.parameters, args)
+            return _validate_with_schema(self.name, self.parameters, self._admissible(args))
         try:
             model = self._args_model.model_validate(args)
         except ValidationError as exc:
             raise ToolArgumentsError(_explain(self.name, exc)) from None
-        # A nested model's NaN would be dumped to JSON as null: look at the Python values.
-        bad = first_non_finite(model.model_dump(by_alias=True))
-        if bad is not None:
-            raise ToolArgumentsError(f"arguments for '{self.name}' refused: {bad} is not a "
-                                     "finite number; only finite numbers are accepted")
-        return self._admissible(model.model_dump(mode="json", by_alias=True))
+        # The Python values, not the JSON dump: a nested model would dump a NaN as null.
+        dumped = model.model_dump(mode="json", by_alias=True)
+        if not plain_scalars(model.__dict__) and not screened(
+                model.model_dump(by_alias=True), objects=True):
+            bad = first_non_finite(model.model_dump(by_alias=True))
+            if bad is not None:
+                raise ToolArgumentsError(f"arguments for '{self.name}' refused: {bad} is not "
+                                         "a finite number; only finite numbers are accepted")
+            self._admissible(dumped)
+        return dumped
 
     def _admissible(self, args: dict[str, Any]) -> dict[str, Any]:
         try:
