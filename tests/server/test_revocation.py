@@ -132,7 +132,8 @@ def test_the_file_is_the_source_of_truth_and_revocation_holds(
         done = cli(config, tmp_path, "users", "revoke", "alice")
         assert done.returncode == 0, done.stderr
         assert "revoked" in done.stdout
-        assert status(serve.url, "alice") == 401
+        # The server remembers a valid token for TTL_S (2 s): the revocation holds after it.
+        wait_for(lambda: status(serve.url, "alice") == 401, "alice's token to stop", 10)
         missing = cli(config, tmp_path, "users", "revoke", "nobody")
         assert missing.returncode != 0 and "no user 'nobody'" in missing.stderr + missing.stdout
 

@@ -83,7 +83,7 @@ class Tool:
             )
         refused = refusal_of(args)
         if refused is not None:
-            raise ToolArgumentsError(f"arguments for '{self.name}' refused: {refused}")
+            raise ToolArgumentsError(f"invalid arguments for '{self.name}': refused: {refused}")
         if self._args_model is None:
             return _validate_with_schema(self.name, self.parameters, self._admissible(args))
         try:
@@ -96,8 +96,9 @@ class Tool:
                 model.model_dump(by_alias=True), objects=True):
             bad = first_non_finite(model.model_dump(by_alias=True))
             if bad is not None:
-                raise ToolArgumentsError(f"arguments for '{self.name}' refused: {bad} is not "
-                                         "a finite number; only finite numbers are accepted")
+                raise ToolArgumentsError(f"invalid arguments for '{self.name}': refused: {bad} "
+                                         "is not a finite number; only finite numbers are "
+                                         "accepted")
             self._admissible(dumped)
         return dumped
 
@@ -105,7 +106,8 @@ class Tool:
         try:
             check_arguments(args)
         except ArgumentsRefused as exc:
-            raise ToolArgumentsError(f"arguments for '{self.name}' refused: {exc}") from None
+            raise ToolArgumentsError(
+                f"invalid arguments for '{self.name}': refused: {exc}") from None
         return args
 
     def schema(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException
 
-from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.auth import CallerDep, RuntimeDep, token_cache
 from hookgate.server.runtime import Caller
 from hookgate.storage.users import UnknownUser, revoke_token, users_of_org
 
@@ -37,4 +37,5 @@ async def revoke(user_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, A
         had = await revoke_token(rt.db, user_id, org_id=caller.org_id, by=caller.user_id)
     except UnknownUser:
         raise HTTPException(404, f"no user '{user_id}'") from None  # other orgs stay unseen
+    token_cache(rt).clear()  # at once in this process; other processes within the cache's TTL
     return {"user_id": user_id, "revoked": had}

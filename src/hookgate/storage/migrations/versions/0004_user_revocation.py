@@ -2,7 +2,7 @@
 their tokens can expire, and revoked token digests are kept so no sync reinstates them.
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0008
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from alembic import op
 import hookgate.storage.types
 
 revision = '0004'
-down_revision = '0002'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 
