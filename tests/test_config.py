@@ -479,3 +479,33 @@ def test_a_command_hook_runs_in_the_files_folder_unless_cwd_says_otherwise(tmp_p
 def test_parsed_text_keeps_paths_as_written():
     config = parse_config("database: sqlite+aiosqlite:///x.db\n", env={})
     assert config.database == "sqlite+aiosqlite:///x.db"
+
+
+def test_delegates_of_another_org_or_unknown_are_refused_when_the_file_loads() -> None:
+    models = {"s": {"type": "scripted", "turns": [{"answer": "x"}]}}
+
+    def doc(delegates: Any) -> dict[str, Any]:
+        return {"orgs": [{"id": "acme"}, {"id": "other"}], "models": models,
+                "agents": [{"id": "buyer", "org": "acme", "model": "s",
+                            "model_config_json": {"delegates": delegates}},
+                           {"id": "helper", "org": "acme", "model": "s"},
+                           {"id": "spy", "org": "other", "model": "s"}]}
+
+    assert parse_config(doc(["helper"])).agent_spec("buyer")
+    with pytest.raises(ConfigError, match=r"delegates\[1\]: agent 'spy' belongs to org "
+                                          r"'other', not agent 'buyer''s org 'acme'"):
+        parse_config(doc(["helper", "spy"]))
+    with pytest.raises(ConfigError, match="unknown agent 'ghost'"):
+        parse_config(doc(["ghost"]))
+    with pytest.raises(ConfigError, match="must be a list of agent ids"):
+        parse_config(doc("helper"))
+
+
+def test_a_token_expiry_needs_a_time_zone() -> None:
+    base = {"orgs": [{"id": "acme"}]}
+    cfg = parse_config({**base, "users": [{"id": "a", "org": "acme", "token": "t",
+                                           "token_expires_at": "2030-01-01T00:00:00Z"}]})
+    assert cfg.users[0].token_expires_at is not None
+    with pytest.raises(ConfigError, match="token_expires_at"):
+        parse_config({**base, "users": [{"id": "a", "org": "acme", "token": "t",
+                                         "token_expires_at": "2030-01-01T00:00:00"}]})

@@ -117,7 +117,7 @@ async def test_arguments_that_are_not_json_never_run_the_tool_and_the_model_is_t
     assert result.status == "completed"
     assert prices_asked == []
     observation = fake.requests[1].tool_messages()[0]["content"]
-    assert "must be a JSON object" in observation
+    assert "not valid JSON" in observation
     assert result.tool_events()[0]["status"] == "invalid"
 
 

@@ -193,3 +193,32 @@ def test_workflows_are_declared_in_the_configuration_file() -> None:
     broken["edges"].append({"from": "note", "to": "quote"})
     with pytest.raises(ConfigError, match=r"workflows\[0\].*cycle"):
         parse_config({"models": models, "workflows": [broken]})
+
+
+async def test_a_string_with_two_placeholders_renders_both() -> None:
+    bank = Bank()
+    workflow = {"id": "two", "as_agent": "buyer", "nodes": [
+        {"id": "quote", "type": "tool", "tool": "oa__quote", "args": {"vendor": "ACME"}},
+        {"id": "note", "type": "tool", "tool": "db__write_note",
+         "args": {"text": "{{ quote.vendor }} costs {{ quote.amount }}"}},
+        {"id": "tight", "type": "tool", "tool": "db__write_note",
+         "args": {"text": "{{quote.vendor}}{{quote.amount}}"}}],
+        "edges": [{"from": "quote", "to": "note"}, {"from": "note", "to": "tight"}]}
+    result = await runner(bank, workflow).run("two", user_id="alice")
+    assert result.status == "completed", result.error
+    assert bank.notes == ["ACME costs 1200", "ACME1200"]
+
+
+def test_a_workflow_agent_node_of_another_org_is_refused_when_the_file_loads() -> None:
+    models = {"s": {"type": "scripted", "turns": [{"answer": "x"}]}}
+    doc = {"orgs": [{"id": "acme"}, {"id": "other"}], "models": models,
+           "agents": [{"id": "buyer", "org": "acme", "model": "s"},
+                      {"id": "spy", "org": "other", "model": "s"}],
+           "workflows": [{"id": "w", "as_agent": "buyer", "nodes": [
+               {"id": "ask", "type": "agent", "agent": "spy", "message": "hi"}]}]}
+    with pytest.raises(ConfigError, match=r"workflows\[0\]\.nodes\[0\]\.agent: agent 'spy' "
+                                          r"belongs to org 'other'"):
+        parse_config(doc)
+    doc["workflows"][0]["nodes"][0]["agent"] = "ghost"  # type: ignore[index]
+    with pytest.raises(ConfigError, match="unknown agent 'ghost'"):
+        parse_config(doc)

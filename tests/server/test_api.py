@@ -239,6 +239,7 @@ def test_portal_and_openapi_are_served(database_url: str) -> None:
                      "/api/confirmations", "/api/confirmations/{request_id}",
                      "/api/confirmations/{request_id}/respond", "/api/hooks"):
             assert path in spec["paths"], path
-        hooks = c.get("/api/hooks").json()
+        assert c.get("/api/hooks").status_code == 401
+        hooks = c.get("/api/hooks", headers=auth("alice")).json()
         assert any(h["name"] == "feishu_gate" and "approval_gate" in h["aliases"]
                    for h in hooks)

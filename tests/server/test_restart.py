@@ -69,7 +69,7 @@ class Serve:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
                 raise AssertionError(f"hookgate serve exited: {err}")
             try:
-                if httpx.get(self.url + "/api/hooks", timeout=1).status_code == 200:
+                if httpx.get(self.url + "/", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

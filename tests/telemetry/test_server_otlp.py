@@ -67,7 +67,7 @@ def serve(tmp_path: Path, got: Collector) -> tuple[subprocess.Popen[bytes], str]
             err = proc.stderr.read().decode() if proc.stderr else ""
             raise AssertionError(f"hookgate serve exited: {err}")
         try:
-            return httpx.get(url + "/api/hooks", timeout=1).status_code == 200
+            return httpx.get(url + "/", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 

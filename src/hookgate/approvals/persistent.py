@@ -24,6 +24,7 @@ from hookgate.approvals.waiters import WaiterHub
 from hookgate.channels.base import ApprovalCard, CardOutcome, DeliveredCard, DeliveryError
 from hookgate.storage.database import Database
 from hookgate.storage.types import utcnow
+from hookgate.storage.users import is_disabled
 from hookgate.telemetry.approvals import timed_wait
 
 log = logging.getLogger(__name__)
@@ -218,6 +219,10 @@ class PersistentApprovals:
         why_not = refusal(request, who)
         if why_not is not None:
             raise NotEligible(why_not)
+        # Checked at the decision itself, whichever way it came (API, chat click, CLI):
+        # a user removed from the configuration or disabled decides nothing.
+        if await is_disabled(self.db, who.user_id):
+            raise NotEligible(f"user '{who.user_id}' is disabled")
         if not request.pending:
             raise AlreadyDecided(request)
         if request.seconds_left() <= 0:

@@ -80,8 +80,11 @@ def render_args(
     """The arguments as JSON text for a card: masked, each long value cut, within budget."""
     shown = _cut_long_values(mask_secrets(args, patterns), limits.value_chars, inbox_url)
     separators = (",", ": ") if limits.indent is not None else (", ", ": ")
+    # allow_nan=False: a card never shows "NaN" or "Infinity" (the arguments' boundary
+    # refuses them; should one get here, delivery fails and the request is cancelled).
     text = json.dumps(
-        shown, indent=limits.indent, ensure_ascii=False, default=str, separators=separators
+        shown, indent=limits.indent, ensure_ascii=False, default=str, separators=separators,
+        allow_nan=False,
     )
     if len(text) <= limits.budget:
         return text

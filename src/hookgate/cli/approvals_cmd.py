@@ -64,7 +64,8 @@ def list_(
             (it["id"], "bold"), f"  {it['status']}  ", (it["payload"]["tool_name"], "bold"),
             f"  agent {it.get('agent_name') or it['agent_id']}{who}{left}")
         console.print(head, soft_wrap=True, highlight=False)
-        args = json.dumps(it["payload"]["args"], ensure_ascii=False)
+        # Text, not markup: arguments such as "[red]ACME[/red]" show as they will run.
+        args = json.dumps(it["payload"]["args"], ensure_ascii=False, allow_nan=False)
         console.print(Text(f"    {args}", style="dim"), soft_wrap=True, highlight=False)
 
 

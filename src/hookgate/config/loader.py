@@ -26,6 +26,7 @@ from hookgate.config.schema import HookgateConfig, OpenAIModelSpec
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from hookgate.mcp.config import check_access
 from hookgate.tools.tool import Tool
+from hookgate.workflows.schema import AgentNode
 
 Problem = tuple[str, str]  # (key path, what is wrong)
 
@@ -252,6 +253,8 @@ class _Resolver:
         tools_ok = self._tools()
         self._models()
         self._agents(check_tools=tools_ok)
+        self._delegates()
+        self._workflows()
         if self.problems:
             raise _error(self.config.source, self.problems)
 
@@ -383,6 +386,41 @@ class _Resolver:
             if agent.mcp is not None:
                 self.problems.extend(
                     check_access(at, agent.mcp, {m.id: m for m in c.mcp_servers}))
+
+    def _same_org_agent(self, key: str, agent_id: Any, org: str | None, whose: str) -> None:
+        # An agent may hand work only to agents of its own org: a delegate or an agent node
+        # of another org would act for this org's user under that org's rules.
+        target = next((a for a in self.config.agents if a.id == agent_id), None)
+        if target is None:
+            known = _listing(a.id for a in self.config.agents)
+            self.fail(key, f"unknown agent {agent_id!r} (agents: {known})")
+        elif target.org != org:
+            self.fail(key, f"agent '{target.id}' belongs to org '{target.org}', not {whose} "
+                           f"org '{org}'")
+
+    def _delegates(self) -> None:
+        for i, agent in enumerate(self.config.agents):
+            raw = agent.model_config_json.get("delegates")
+            at = f"agents[{i}].model_config_json.delegates"
+            if raw is None:
+                continue
+            if not isinstance(raw, list):
+                self.fail(at, "must be a list of agent ids")
+                continue
+            for j, name in enumerate(raw):
+                self._same_org_agent(f"{at}[{j}]", name, agent.org, f"agent '{agent.id}''s")
+
+    def _workflows(self) -> None:
+        c = self.config
+        for i, workflow in enumerate(c.workflows):
+            at = f"workflows[{i}]"
+            runner = next((a for a in c.agents if a.id == workflow.as_agent), None)
+            if runner is None:
+                continue  # the run fails with the reason (a file may declare agents later)
+            for j, node in enumerate(workflow.nodes):
+                if isinstance(node, AgentNode):
+                    self._same_org_agent(f"{at}.nodes[{j}].agent", node.agent, runner.org,
+                                         f"the workflow's as_agent '{runner.id}''s")
 
     def _agent_tools(self, at: str, names: list[str]) -> None:
         known = self.config.tool_objects

@@ -14,6 +14,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -84,6 +85,8 @@ class UserSpec(_Section):
     name: str | None = None
     token: str | None = Field(default=None, repr=False)
     token_sha256: str | None = None
+    #: When the token stops signing in (an ISO 8601 time with its zone, e.g. ...Z).
+    token_expires_at: AwareDatetime | None = None
     chat: ChatIdentities = Field(default_factory=ChatIdentities)
 
     @field_validator("token_sha256")

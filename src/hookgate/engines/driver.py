@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
@@ -19,6 +20,7 @@ from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.llm.base import ModelError
+from hookgate.tools.arguments import CALL_ID_COLUMN, admit_call, storable_text
 from hookgate.tools.calls import CallIdentity, ExecutionPath, ToolCall, ToolOutcome
 from hookgate.tools.guarded import execute_tool_call
 from hookgate.tools.ledger import ExecutionLedger
@@ -30,6 +32,17 @@ class RunStore(Protocol):
 
     async def save(self, state: RunState) -> None: ...
 
+
+@runtime_checkable
+class FailureStore(Protocol):
+    """A RunStore that can mark a run failed when its full state cannot be saved."""
+
+    async def record_failure(self, state: RunState, error: str) -> None: ...
+
+
+log = logging.getLogger(__name__)
+#: Seconds between attempts to record a failed run while the database is away (doubling).
+FAILURE_RETRY_S = (0.2, 30.0)
 
 #: Given a run and an in-flight call, where its PreToolUse chain stopped: (hook name, args
 #: that hook saw), or None to run the chain from the start.
@@ -116,16 +129,57 @@ class RunDriver:
         await self.checkpoint()
 
     async def run_to_end(self, body: Awaitable[None]) -> None:
-        """Await an engine's main loop; a model error or any other exception ends the run
-        as ``failed`` with the reason, so its stream closes instead of hanging."""
+        """Await an engine's main loop; a model error or any other exception (a checkpoint
+        that cannot be serialised or stored included) ends the run as ``failed`` with the
+        reason, so its stream closes instead of hanging."""
         try:
             await body
         except asyncio.CancelledError:
             raise
         except ModelError as exc:
-            await self.finish("failed", error=f"model error: {exc}")
+            await self.fail(f"model error: {exc}")
         except Exception as exc:
-            await self.finish("failed", error=f"{type(exc).__name__}: {exc}")
+            await self.fail(f"{type(exc).__name__}: {exc}")
+
+    async def fail(self, error: str) -> None:
+        """End the run as ``failed``; never raises (but for cancellation).
+
+        When even the failed state cannot be saved (it holds what no store can take, or the
+        database is away), the store records the failure on the last good checkpoint,
+        retrying until the database answers, so the run is never left "running".
+        """
+        error = storable_text(error)
+        if self.state.finished and self.state.status != "failed":
+            error = f"{error} (after the run had ended '{self.state.status}')"
+        try:
+            await self.finish("failed", error=error)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = storable_text(f"{error}; then saving the failed run failed: "
+                                  f"{type(exc).__name__}: {exc}")
+        self.state.status = "failed"
+        self.state.error = error
+        await self._record_failure(error)
+
+    async def _record_failure(self, error: str) -> None:
+        store = self.store
+        if not isinstance(store, FailureStore):
+            log.error("run %s failed and could not be saved: %s", self.state.run_id, error)
+            return
+        delay, ceiling = FAILURE_RETRY_S
+        while True:
+            try:
+                await store.record_failure(self.state, error)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("run %s: recording its failure failed (%s: %s); retrying in "
+                            "%.1fs", self.state.run_id, type(exc).__name__, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, ceiling)
 
     # -- phases ----------------------------------------------------------------------------
 
@@ -209,6 +263,9 @@ class RunDriver:
 
     async def run_call(self, call: ToolCall) -> ToolOutcome:
         assert self.registry is not None
+        # Every path's calls (DAG steps, workflow nodes, delegates) cross the arguments
+        # boundary here; ids the engines build are hashed only past the column's width.
+        call = admit_call(call, max_id=CALL_ID_COLUMN)
         done = self.state.outcomes.get(call.id)
         if done is not None:
             return ToolOutcome.from_dict(done)
@@ -240,6 +297,12 @@ class RunDriver:
             ledger=self.ledger,
             resume_at=resume_at,
         )
+
+
+def admit_calls(calls: list[ToolCall]) -> list[ToolCall]:
+    """A model turn's calls as they may enter the run (see `hookgate.tools.arguments`):
+    called before the turn is checkpointed, so nothing unstorable reaches the state."""
+    return [admit_call(c) for c in calls]
 
 
 def assistant_message(calls: list[ToolCall], content: str | None = None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from hookgate.engines.graph import GraphError, check_graph
 from hookgate.llm.base import ModelTurn
+from hookgate.tools.arguments import ArgumentsRefused, check_arguments, parse_arguments
 from hookgate.tools.tool import Tool
 
 
@@ -103,9 +104,9 @@ def _json_in(text: str) -> Any:
     if start < 0 or end < start:
         raise PlanError("the model's answer holds no JSON plan")
     try:
-        return json.loads(body[start:end + 1])
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"the model's plan is not valid JSON: {exc}") from None
+        return parse_arguments(body[start:end + 1])
+    except ArgumentsRefused as exc:
+        raise PlanError(f"the model's plan cannot be accepted: {exc}") from None
 
 
 def parse_plan(raw: Any, tools: Mapping[str, Tool]) -> Plan:
@@ -114,6 +115,11 @@ def parse_plan(raw: Any, tools: Mapping[str, Tool]) -> Plan:
         raw = raw["plan"]
     if not isinstance(raw, Mapping):
         raise PlanError(f"a plan must be a mapping with 'steps', got {type(raw).__name__}")
+    try:
+        # The whole plan is what the model asked for: held to the arguments' rules.
+        check_arguments(raw)
+    except ArgumentsRefused as exc:
+        raise PlanError(f"the plan cannot be accepted: {exc}") from None
     try:
         plan = Plan.model_validate(raw)
     except ValidationError as exc:

@@ -17,6 +17,7 @@ from hookgate.engines.driver import (
     ResumeResolver,
     RunDriver,
     RunStore,
+    admit_calls,
     assistant_message,
     tool_message,
 )
@@ -85,7 +86,8 @@ class ReActEngine:
     async def execute(self, agent: Agent, state: RunState, *, sink: EventSink | None = None,
                       lineage: Lineage | None = None) -> RunResult:
         driver = self._driver(agent, state, sink or (lambda e: None), lineage)
-        await self._drive(driver)
+        # run_to_end also around the session start: its checkpoint can fail as well.
+        await driver.run_to_end(self._drive(driver))
         return RunResult.from_state(driver.state)
 
     def stream(self, agent: Agent, message: str, *, user_id: str | None = None,
@@ -156,7 +158,7 @@ class ReActEngine:
                 state.messages.append({"role": "assistant", "content": answer})
                 await d.finish("completed", answer=answer)
                 return
-            calls = _unique_ids(turn.tool_calls, state.step)
+            calls = _unique_ids(admit_calls(turn.tool_calls), state.step)
             state.messages.append(assistant_message(calls, turn.content))
             state.pending_calls = [c.to_dict() for c in calls]
             d.emit("model_turn", {"step": state.step,

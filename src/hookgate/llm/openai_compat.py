@@ -7,7 +7,6 @@ way the endpoint can fail into a ModelError that names the endpoint and the caus
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from hookgate.llm.base import Message, ModelError, ModelTurn, ResponseInfo
 from hookgate.telemetry.models import traced_chat
 from hookgate.telemetry.propagation import with_trace_headers
+from hookgate.tools.arguments import ArgumentsRefused, parse_arguments, refused_arguments
 from hookgate.tools.calls import ToolCall
 
 if TYPE_CHECKING:
@@ -167,14 +167,14 @@ def _parse_tool_call(raw: Any, index: int) -> ToolCall:
 
 
 def _decode_arguments(raw: Any) -> Any:
-    # Arguments that are not JSON stay a string: the guarded path then refuses them with
-    # an observation the model can read ("must be a JSON object"), instead of the whole
-    # run failing on one bad call.
+    # Arguments that cannot be admitted (not JSON, NaN, 1e400, 300 levels deep, a lone
+    # surrogate) become the refusal stand-in: the guarded path then refuses the call with
+    # an observation the model can read, instead of the whole run failing on one bad call.
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
     if not isinstance(raw, str):
         return raw
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
+        return parse_arguments(raw)
+    except ArgumentsRefused as exc:
+        return refused_arguments(str(exc))

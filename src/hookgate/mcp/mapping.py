@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,28 +74,24 @@ def confirmation_of(listed: types.Tool, spec: McpServerSpec, agent_id: str,
     return needs
 
 
-#: Deeper arguments than this are refused: no real tool needs them, a hostile model sends them.
-MAX_ARGS_DEPTH = 64
-
-
 class McpTool(Tool):
     """A downstream tool: its arguments are checked against the full input schema and must
-    be plain JSON (finite numbers, no lone surrogates, bounded depth) before any hook sees
-    them, so the person approving sees exactly what the downstream server will receive."""
+    be plain JSON (`Tool.validate`: finite numbers, no lone surrogates, bounded depth) before
+    any hook sees them, so the person approving sees exactly what the downstream server will
+    receive."""
 
     def validate(self, args: Any) -> dict[str, Any]:
         checked = super().validate(args)
-        problem = _not_plain_json(checked, "(arguments)", 0)
-        if problem is None:
-            try:
-                error = jsonschema.exceptions.best_match(
-                    _validator(json.dumps(self.parameters, sort_keys=True)).iter_errors(checked))
-            except jsonschema.exceptions.SchemaError as exc:
-                problem = f"the server's input schema is invalid: {exc.message}"
-            else:
-                if error is not None:
-                    where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
-                    problem = f"{where}: {error.message}"
+        problem: str | None = None
+        try:
+            error = jsonschema.exceptions.best_match(
+                _validator(json.dumps(self.parameters, sort_keys=True)).iter_errors(checked))
+        except jsonschema.exceptions.SchemaError as exc:
+            problem = f"the server's input schema is invalid: {exc.message}"
+        else:
+            if error is not None:
+                where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
+                problem = f"{where}: {error.message}"
         if problem is not None:
             raise ToolArgumentsError(f"invalid arguments for '{self.name}': {problem}")
         return checked
@@ -108,30 +103,6 @@ def _validator(schema_json: str) -> Any:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     return cls(schema)
-
-
-def _not_plain_json(value: Any, where: str, depth: int) -> str | None:
-    if depth > MAX_ARGS_DEPTH:
-        return f"the arguments are nested deeper than {MAX_ARGS_DEPTH} levels"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{where}: {value!r} is not a JSON number"
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{where}: the text has a lone surrogate, which is not valid Unicode"
-    if isinstance(value, dict):
-        for key, item in value.items():
-            problem = (_not_plain_json(key, where, depth + 1)
-                       or _not_plain_json(item, f"{where}.{key}", depth + 1))
-            if problem:
-                return problem
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            problem = _not_plain_json(item, f"{where}[{i}]", depth + 1)
-            if problem:
-                return problem
-    return None
 
 
 def gateway_tool(server: DownstreamServer, listed: types.Tool, agent_id: str,

@@ -3,7 +3,6 @@ where it was declared (the YAML configuration, the demo's defaults, a test)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,12 +10,11 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.llm.base import ChatModel
 from hookgate.mcp.config import AgentMcpAccess, McpServerSpec
+from hookgate.storage.users import DeclaredUser, token_digest
 from hookgate.workflows.schema import Workflow
 
-
-def token_digest(token: str) -> str:
-    """sha256 hex of an API token; only this is stored."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+__all__ = ["ChannelSpec", "Deployment", "OrgSpec", "UserSpec", "deployment_from_config",
+           "token_digest"]
 
 
 @dataclass(slots=True)
@@ -26,16 +24,8 @@ class OrgSpec:
     read_only: bool = False
 
 
-@dataclass(slots=True)
-class UserSpec:
-    id: str
-    org: str
-    admin: bool = False
-    token_sha256: str | None = None
-    name: str = ""
-    feishu_open_id: str | None = None
-    slack_user_id: str | None = None
-    wecom_userid: str | None = None
+#: A declared user (the configuration file's ``users:``); see `hookgate.storage.users`.
+UserSpec = DeclaredUser
 
 
 @dataclass(slots=True)
@@ -75,6 +65,7 @@ def deployment_from_config(cfg: Any) -> Deployment:
                 id=u.id, org=u.org, admin=u.admin, token_sha256=u.token_digest,
                 name=u.name or u.id, feishu_open_id=u.chat.feishu_open_id,
                 slack_user_id=u.chat.slack_user_id, wecom_userid=u.chat.wecom_userid,
+                token_expires_at=u.token_expires_at,
             )
             for u in cfg.users
         ],

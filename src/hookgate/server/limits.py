@@ -27,31 +27,45 @@ class BodySizeLimit:
                 if too_big:
                     await self._refuse(send)
                     return
+        await self._counted(scope, receive, send)
+
+    async def _counted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # A chunked body has no length to check up front: count it as the app reads it.
+        # Past the limit the 413 goes out at once and the app is told the client left, so
+        # whatever it does with a cut-off body (a 400 for bad JSON, an error) is dropped.
         seen = 0
-        refused = False
+        refused = started = False
 
         async def limited() -> Message:
             nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
                     refused = True
-                    raise _TooLarge()
+                    if not started:
+                        await self._refuse(send)
+                    return {"type": "http.disconnect"}
             return message
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
+        async def answering(message: Message) -> None:
+            nonlocal started
             if refused:
-                await self._refuse(send)
+                return
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited, answering)
+        except Exception:
+            if not refused:
+                raise
 
     async def _refuse(self, send: Send) -> None:
         body = json.dumps({"error": f"request body over {self.max_bytes} bytes; refused"})
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": body.encode()})
-
-
-class _TooLarge(Exception):
-    pass

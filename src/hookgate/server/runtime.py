@@ -6,17 +6,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.services import HookServices
 from hookgate.server.channel_directory import CompletionNotices, ConfiguredChannels
-from hookgate.server.deployment import Deployment, token_digest
+from hookgate.server.deployment import Deployment
 from hookgate.server.inbox import InboxFeed
 from hookgate.server.run_manager import RunManager
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
-from hookgate.storage.tables import AgentRow, User
+from hookgate.storage.tables import AgentRow
+from hookgate.storage.users import sync_declared_users, user_for_token
 
 log = logging.getLogger(__name__)
 
@@ -87,24 +86,13 @@ class Runtime:
         """Write the declared orgs, users and agents into the database.
 
         An org's ``read_only`` is taken from the declaration only when the org is new: after
-        that it is operational state, changed through the API or CLI.
+        that it is operational state, changed through the API or CLI. Declared users follow
+        the declaration, and those it no longer lists are disabled (storage/users.py).
         """
         d = self.deployment
         await sync_orgs(self.db, [(o.id, o.name, o.read_only) for o in d.orgs])
+        await sync_declared_users(self.db, d.users)
         async with self.db.transaction() as s:
-            for u in d.users:
-                user = await s.get(User, u.id)
-                if user is None:
-                    user = User(id=u.id, org_id=u.org)
-                    s.add(user)
-                user.org_id = u.org
-                user.name = u.name
-                user.admin = u.admin
-                if u.token_sha256:
-                    user.token_sha256 = u.token_sha256
-                user.feishu_open_id = u.feishu_open_id
-                user.slack_user_id = u.slack_user_id
-                user.wecom_userid = u.wecom_userid
             for agent in d.agents.values():
                 row_a = await s.get(AgentRow, agent.id)
                 definition = {
@@ -126,12 +114,8 @@ class Runtime:
         await self.channels.sync(self.db)
 
     async def authenticate(self, token: str) -> Caller | None:
-        if not token:
-            return None
-        async with self.db.session() as s:
-            user = (await s.execute(
-                select(User).where(User.token_sha256 == token_digest(token))
-            )).scalar_one_or_none()
+        """The caller of a token: refused when revoked, expired or the user is disabled."""
+        user = await user_for_token(self.db, token)
         if user is None:
             return None
         return Caller(user.id, user.org_id, user.admin, user.name)

@@ -7,13 +7,15 @@ several writers queue instead of failing; PostgreSQL is used as given by URL (as
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import Connection, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 DEFAULT_URL = "sqlite+aiosqlite:///hookgate.db"
+log = logging.getLogger(__name__)
+_QUOTED_ARGUMENT = re.compile(r"(invalid input for query argument \$\d+):.*", re.DOTALL)
 
 
 class DatabaseError(Exception):
@@ -82,6 +86,7 @@ class Database:
             event.listen(self.engine.sync_engine, "before_cursor_execute", COUNT.statement)
             event.listen(self.engine.sync_engine, "begin", COUNT.transaction)
             COUNT.start()
+        event.listen(self.engine.sync_engine, "handle_error", _without_statement)
         if self.is_sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
 
@@ -127,6 +132,35 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+
+def _without_statement(context: ExceptionContext) -> None:
+    # A database error's text reaches run errors, tool observations and API answers; the
+    # SQL and its parameters (arguments, tokens' digests) must not. The class stays (callers
+    # catch IntegrityError); the statement goes to the debug log only.
+    error = context.sqlalchemy_exception
+    if error is None:
+        return
+    log.debug("database error %s on: %s", type(error).__name__, context.statement)
+    error.statement = None
+    error.params = None
+    error.hide_parameters = True
+    if error.args and isinstance(error.args[0], str):
+        # asyncpg quotes the value it could not encode: "query argument $1: '<value>' (...)";
+        # keep only why (for a lone surrogate: "surrogates not allowed").
+        why = _unicode_reason(context.original_exception)
+        shown = r"\1 (the value is not shown" + (f": {why})" if why else ")")
+        error.args = (_QUOTED_ARGUMENT.sub(shown, error.args[0]), *error.args[1:])
+
+
+def _unicode_reason(exc: BaseException | None) -> str | None:
+    seen = 0
+    while exc is not None and seen < 5:
+        if isinstance(exc, UnicodeError):
+            return str(getattr(exc, "reason", "")) or type(exc).__name__
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -1,8 +1,15 @@
-"""Run checkpoints in the ``runs`` table: the engine saves its RunState as JSON."""
+"""Run checkpoints in the ``runs`` table: the engine saves its RunState as JSON.
+
+A run whose state cannot be saved is marked failed on its last good checkpoint
+(`record_failure`), and a stored state that no longer loads is failed rather than resumed.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import logging
+
+from pydantic import ValidationError
+from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -12,6 +19,7 @@ from hookgate.storage.tables import RunRow
 from hookgate.storage.types import utcnow
 
 RESUMABLE = ("running", "awaiting_approval")
+log = logging.getLogger(__name__)
 
 
 class DatabaseRunStore:
@@ -43,6 +51,23 @@ class DatabaseRunStore:
         async with self.db.transaction() as s:
             await s.execute(stmt)
 
+    async def record_failure(self, state: RunState, error: str) -> None:
+        """Mark the run failed with ``error`` when ``state`` itself cannot be saved: the last
+        stored checkpoint (or, without one, the run's identity) takes the failed status."""
+        async with self.db.session() as s:
+            row = await s.get(RunRow, state.run_id)
+            stored = _loaded(row.state_json) if row is not None else None
+        failed = stored or RunState(
+            run_id=state.run_id, engine=state.engine, agent_id=state.agent_id,
+            user_id=state.user_id, org_id=state.org_id)
+        failed.status = "failed"
+        failed.error = error
+        failed.trace.append({"type": "error", "seq": len(failed.trace) + 1, "error": error,
+                             "status": "failed"})
+        failed.trace.append({"type": "done", "seq": len(failed.trace) + 1,
+                             "status": "failed", "answer": None})
+        await self.save(failed)
+
     async def load(self, run_id: str) -> RunState | None:
         async with self.db.session() as s:
             row = await s.get(RunRow, run_id)
@@ -53,13 +78,25 @@ class DatabaseRunStore:
             return await s.get(RunRow, run_id)
 
     async def resumable(self) -> list[RunState]:
-        """Runs that were in flight when their process stopped."""
+        """Runs that were in flight when their process stopped. One whose stored state no
+        longer loads is marked failed here, instead of failing every start after it."""
         async with self.db.session() as s:
             rows = (await s.execute(
-                select(RunRow.state_json).where(RunRow.status.in_(RESUMABLE))
+                select(RunRow.id, RunRow.state_json).where(RunRow.status.in_(RESUMABLE))
                 .order_by(RunRow.created_at)
-            )).scalars().all()
-        return [RunState.from_json(r) for r in rows]
+            )).all()
+        states = []
+        for run_id, text in rows:
+            state = _loaded(text)
+            if state is not None:
+                states.append(state)
+                continue
+            reason = "the run's stored state cannot be read back; it cannot resume"
+            log.error("run %s: %s", run_id, reason)
+            async with self.db.transaction() as s:
+                await s.execute(update(RunRow).where(RunRow.id == run_id).values(
+                    status="failed", error=reason, updated_at=utcnow()))
+        return states
 
     async def list_for_org(self, org_id: str | None, limit: int = 50) -> list[RunRow]:
         async with self.db.session() as s:
@@ -68,3 +105,10 @@ class DatabaseRunStore:
                 .order_by(RunRow.created_at.desc()).limit(limit)
             )).scalars().all()
         return list(rows)
+
+
+def _loaded(text: str) -> RunState | None:
+    try:
+        return RunState.from_json(text)
+    except ValidationError:
+        return None

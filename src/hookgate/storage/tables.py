@@ -15,6 +15,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -47,6 +48,22 @@ class User(Base):
     slack_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     wecom_userid: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: A disabled user cannot sign in, start runs or decide (see storage/users.py).
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: Declared by the configuration file, which is then the source of truth for the user.
+    declared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    token_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class RevokedToken(Base):
+    """A token digest revoked for good: it never signs in again, whatever a file says."""
+
+    __tablename__ = "revoked_tokens"
+
+    token_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128))
+    revoked_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    revoked_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class AgentRow(Base):

@@ -15,6 +15,14 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from hookgate.tools.arguments import (
+    ArgumentsRefused,
+    check_arguments,
+    first_non_finite,
+    plain_scalars,
+    refusal_of,
+    screened,
+)
 from hookgate.tools.errors import ToolArgumentsError, ToolDefinitionError
 
 ConfirmationRule = bool | Callable[[Mapping[str, Any]], bool]
@@ -62,18 +70,45 @@ class Tool:
         return bool(rule)
 
     def validate(self, args: Any) -> dict[str, Any]:
-        """Check ``args`` against the parameters; return them in canonical JSON form."""
+        """Check ``args`` against the parameters; return them in canonical JSON form.
+
+        Non-finite numbers (NaN, ±Infinity, also from strings such as "NaN" that a float
+        parameter would coerce), lone surrogates and over-deep or oversized arguments are
+        refused, before and after coercion: a predicate such as ``amount > 50_000`` is
+        false for NaN, and what a person is shown must be what runs.
+        """
         if not isinstance(args, dict):
             raise ToolArgumentsError(
                 f"arguments for '{self.name}' must be a JSON object, got {type(args).__name__}"
             )
+        refused = refusal_of(args)
+        if refused is not None:
+            raise ToolArgumentsError(f"invalid arguments for '{self.name}': refused: {refused}")
         if self._args_model is None:
-            return _validate_with_schema(self.name, self.parameters, args)
+            return _validate_with_schema(self.name, self.parameters, self._admissible(args))
         try:
             model = self._args_model.model_validate(args)
         except ValidationError as exc:
             raise ToolArgumentsError(_explain(self.name, exc)) from None
-        return model.model_dump(mode="json", by_alias=True)
+        # The Python values, not the JSON dump: a nested model would dump a NaN as null.
+        dumped = model.model_dump(mode="json", by_alias=True)
+        if not plain_scalars(model.__dict__) and not screened(
+                model.model_dump(by_alias=True), objects=True):
+            bad = first_non_finite(model.model_dump(by_alias=True))
+            if bad is not None:
+                raise ToolArgumentsError(f"invalid arguments for '{self.name}': refused: {bad} "
+                                         "is not a finite number; only finite numbers are "
+                                         "accepted")
+            self._admissible(dumped)
+        return dumped
+
+    def _admissible(self, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            check_arguments(args)
+        except ArgumentsRefused as exc:
+            raise ToolArgumentsError(
+                f"invalid arguments for '{self.name}': refused: {exc}") from None
+        return args
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function description of this tool."""
@@ -145,7 +180,7 @@ def _model_for(fn: Callable[..., Any], name: str) -> type[BaseModel]:
         # pydantic's own attributes or being taken for a private one.
         fields[f"p{i}"] = (hints[pname], Field(default, alias=pname))
     model: type[BaseModel] = create_model(
-        f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields
+        f"{name}_args", __config__=ConfigDict(extra="forbid", allow_inf_nan=False), **fields
     )
     return model
 

@@ -15,7 +15,9 @@ from typing import Any
 
 import simpleeval  # type: ignore[import-untyped]
 
-_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
+#: ``{{ expr }}`` whose expression holds no ``{{`` or ``}}``: so "{{ a }} and {{ b }}" is two
+#: placeholders, never one whose expression is "a }} and {{ b".
+_PLACEHOLDER = re.compile(r"\{\{((?:(?!\{\{|\}\}).)*)\}\}", re.DOTALL)
 _FUNCTIONS = {**simpleeval.DEFAULT_FUNCTIONS, "len": len, "min": min, "max": max,
               "abs": abs, "round": round}
 

@@ -27,6 +27,7 @@ from hookgate.hooks.errors import HookBuildError
 from hookgate.llm.base import ChatModel
 from hookgate.telemetry.names import OP_INVOKE_WORKFLOW
 from hookgate.telemetry.runs import traced_run
+from hookgate.tools.arguments import ArgumentsRefused, parse_arguments
 from hookgate.tools.calls import ToolCall
 from hookgate.tools.ledger import ExecutionLedger, InMemoryLedger
 from hookgate.workflows.expressions import ExpressionError, evaluate, render
@@ -105,7 +106,7 @@ class WorkflowRunner:
                       resume_resolver=self.resume_resolver,
                       lineage=Lineage(execution_path="workflow"))
         if not state.finished:
-            await self._drive(d, workflow)
+            await d.run_to_end(self._drive(d, workflow))
         return RunResult.from_state(state)
 
     # -- the run -----------------------------------------------------------------------------
@@ -233,8 +234,9 @@ class WorkflowRunner:
 
 
 def _value(observation: str) -> Any:
-    # A tool's JSON result is data the next nodes can use (``quote.amount``); text stays text.
+    # A tool's JSON result is data the next nodes can use (``quote.amount``); text stays text,
+    # and so does JSON the arguments' rules refuse (NaN, 1e400, a lone surrogate, too deep).
     try:
-        return json.loads(observation)
-    except (TypeError, ValueError):
+        return parse_arguments(observation)
+    except ArgumentsRefused:
         return observation

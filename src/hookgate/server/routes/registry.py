@@ -7,7 +7,8 @@ import importlib
 from fastapi import APIRouter
 
 #: Modules under hookgate.server.routes that expose ``router``.
-EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows", "channel_callbacks", "audit", "orgs")
+EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows", "channel_callbacks", "audit", "orgs",
+                                         "users")
 
 
 def routers() -> list[APIRouter]:

@@ -1,0 +1,146 @@
+"""Users as the database holds them: who may sign in, and how access ends.
+
+The configuration file is the source of truth for the users it declares: a user it no
+longer lists is disabled, and a declared user's token is the file's (none when the file
+gives none). A revoked token's digest is kept in ``revoked_tokens``, so neither a sync nor a
+restart brings it back; a token past ``token_expires_at`` no longer signs in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+
+from hookgate.storage.database import Database
+from hookgate.storage.tables import RevokedToken, User
+from hookgate.storage.types import utcnow
+
+log = logging.getLogger(__name__)
+
+
+def token_digest(token: str) -> str:
+    """sha256 hex of an API token; only this is stored."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class UnknownUser(LookupError):
+    """No user with that id (in that org)."""
+
+
+@dataclass(slots=True)
+class DeclaredUser:
+    """A user as a declaration (the configuration file, the demo) gives it."""
+
+    id: str
+    org: str
+    admin: bool = False
+    token_sha256: str | None = None
+    name: str = ""
+    feishu_open_id: str | None = None
+    slack_user_id: str | None = None
+    wecom_userid: str | None = None
+    token_expires_at: datetime | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class UserStatus:
+    """What an admin sees of a user: never the token or its digest."""
+
+    id: str
+    org_id: str
+    admin: bool
+    disabled: bool
+    declared: bool
+    has_token: bool
+    token_expires_at: datetime | None
+
+
+async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> None:
+    """Write the declared users and disable the previously declared ones now missing.
+
+    Users created with ``hookgate users create`` (not declared) are left as they are.
+    """
+    declared = list(users)
+    async with db.transaction() as s:
+        revoked = set((await s.execute(select(RevokedToken.token_sha256))).scalars())
+        for u in declared:
+            user = await s.get(User, u.id)
+            if user is None:
+                user = User(id=u.id, org_id=u.org)
+                s.add(user)
+            user.org_id = u.org
+            user.name = u.name
+            user.admin = u.admin
+            user.declared = True
+            user.disabled = False
+            if u.token_sha256 is not None and u.token_sha256 in revoked:
+                log.warning("user %s: the configuration still gives a revoked token; it "
+                            "is not accepted (give the user a new one)", u.id)
+                user.token_sha256 = None
+            else:
+                user.token_sha256 = u.token_sha256
+            user.token_expires_at = u.token_expires_at
+            user.feishu_open_id = u.feishu_open_id
+            user.slack_user_id = u.slack_user_id
+            user.wecom_userid = u.wecom_userid
+        ids = [u.id for u in declared]
+        await s.execute(
+            update(User).where(User.declared.is_(True), User.id.not_in(ids))
+            .values(disabled=True, token_sha256=None))
+
+
+async def user_for_token(db: Database, token: str) -> User | None:
+    """The active user whose unexpired, unrevoked token this is."""
+    if not token:
+        return None
+    digest = token_digest(token)
+    async with db.session() as s:
+        if await s.get(RevokedToken, digest) is not None:
+            return None
+        user = (await s.execute(
+            select(User).where(User.token_sha256 == digest))).scalar_one_or_none()
+    if user is None or user.disabled:
+        return None
+    if user.token_expires_at is not None and user.token_expires_at <= utcnow():
+        return None
+    return user
+
+
+async def is_disabled(db: Database, user_id: str) -> bool:
+    """True when the user exists and is disabled (an unknown user is not: the library's
+    approvals run without a users table's rows)."""
+    async with db.session() as s:
+        user = await s.get(User, user_id)
+    return user is not None and user.disabled
+
+
+async def revoke_token(db: Database, user_id: str, *, org_id: str | None = None,
+                       by: str | None = None) -> bool:
+    """Revoke the user's token for good; False when they had none. UnknownUser when there
+    is no such user (in ``org_id``, when given)."""
+    async with db.transaction() as s:
+        user = await s.get(User, user_id, with_for_update=True)
+        if user is None or (org_id is not None and user.org_id != org_id):
+            raise UnknownUser(f"no user '{user_id}'"
+                              + (f" in org '{org_id}'" if org_id is not None else ""))
+        digest = user.token_sha256
+        if digest is None:
+            return False
+        if await s.get(RevokedToken, digest) is None:
+            s.add(RevokedToken(token_sha256=digest, user_id=user_id, revoked_by=by))
+        user.token_sha256 = None
+        user.token_expires_at = None
+    return True
+
+
+async def users_of_org(db: Database, org_id: str) -> list[UserStatus]:
+    async with db.session() as s:
+        rows = (await s.execute(
+            select(User).where(User.org_id == org_id).order_by(User.id))).scalars().all()
+    return [UserStatus(u.id, u.org_id, u.admin, u.disabled, u.declared,
+                       u.token_sha256 is not None, u.token_expires_at) for u in rows]
