@@ -261,3 +261,48 @@ async def test_the_check_before_execution_compares_every_part_of_the_approval(
     attempt.record(f"forged approval ({forged})", bool(bank.payments))
     assert bank.payments == [] and outcome.blocked_by == "approval_check"
     assert outcome.observation.startswith("Blocked:")
+
+
+# -- the resume shortcut ---------------------------------------------------------------------
+
+async def test_only_the_interrupted_call_of_a_resumed_run_may_skip_hooks(
+        db: Database, approvals: PersistentApprovals, attempt: Tally) -> None:
+    # A resolver that would send every call it is asked about straight to the gate, with
+    # arguments of its own: the engine must ask it only about the interrupted call.
+    asked: list[str] = []
+
+    async def resolver(state: Any, call: ToolCall) -> tuple[str, dict[str, Any]]:
+        asked.append(call.id)
+        return "feishu_gate", {"amount": 10, "vendor": "RESOLVED"}
+
+    bank = Bank()
+    agent = make_agent(bank, "buyer", "tests.hookfixtures:RecordCall")
+    quote = {"name": "oa__quote", "args": {"vendor": "A"}}
+    live = ReActEngine(ScriptedLLM([{"tool_calls": [{**quote, "id": "q1"}]},
+                                    {"answer": "done"}]),
+                       resume_resolver=resolver, **services(db, approvals))
+    await live.run(agent, "quote", user_id="alice")
+    attempt.record("live call resumed past its hooks", bool(asked))
+    assert asked == []
+
+    # A stored run interrupted with q1 in flight and q2 not yet started.
+    state = live.new_state(agent, "quote", user_id="alice")
+    state.session_started = True
+    state.messages = [{"role": "user", "content": "quote"}]
+    state.pending_calls = [{"id": "q1", "name": "oa__quote", "args": {"vendor": "A"}},
+                           {"id": "q2", "name": "oa__purchase_pay",
+                            "args": {"amount": 5, "vendor": "B"}}]
+    state.trace = [{"type": "tool_call", "seq": 1, "tool_call_id": "q1",
+                    "tool_name": "oa__quote", "args": {"vendor": "A"}}]
+    kwargs = services(db, approvals)
+    resumed = ReActEngine(ScriptedLLM([{"answer": "done"}]), resume_resolver=resolver,
+                          **kwargs)
+    await resumed.resume(agent, state)
+    attempt.record("a not-interrupted call of a resumed run skipped hooks",
+                   any(p["vendor"] == "RESOLVED" for p in bank.payments))
+    assert asked == ["q1"]
+    assert bank.payments == [{"amount": 5.0, "vendor": "B"}]  # as the model asked
+    # q2 went through every hook with the model's arguments; q1 resumed at the gate.
+    journal = kwargs["services"].extra["journal"]
+    assert [(tool, args) for _hook, tool, args, _meta in journal] == [
+        ("oa__purchase_pay", {"amount": 5.0, "vendor": "B"})]
