@@ -202,3 +202,6 @@ async def test_workflow_a_failing_post_hook_never_feeds_the_output_on(
                    leaked(outcome, model.shown))
     assert_withheld(outcome, hook, model.shown)
     assert DIGITS not in (result.answer or "").replace(" ", "")
+
+#: The card tool as a configuration names it (``module:attribute``).
+crm__card = card_tool()
