@@ -5,8 +5,8 @@ the fixed sentence, not the number."""
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path

@@ -59,7 +59,7 @@ def python_failure(event: dict[str, Any]) -> None:
 
 
 class _EchoHandler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         reply = f"cannot store {body['tool_response']}".encode()
         self.send_response(500)
