@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -194,3 +195,41 @@ def test_readonly_guard_declares_the_recheck() -> None:
 
     assert ReadonlyGuard.recheck_after_approval is True
     assert PreToolUseHook.recheck_after_approval is False  # others opt in
+
+
+async def test_a_declared_command_hook_can_ask_to_be_checked_again(
+        db: Database, approvals: PersistentApprovals, attempt: Tally, tmp_path: Any) -> None:
+    flag, log = tmp_path / "closed", tmp_path / "runs.log"
+    command = (f"echo run >> {log}; if [ -e {flag} ]; then echo 'budget closed' >&2; "
+               "exit 2; fi")
+    bank = Bank()
+    agent = make_agent(bank)
+    agent.model_config_json["hooks"]["command_hooks"] = [{
+        "event": "PreToolUse", "matcher": "oa__purchase_pay", "name": "budget-check",
+        "command": command, "recheck_after_approval": True}]
+
+    async def close() -> None:
+        flag.write_text("")
+
+    engine = ReActEngine(ScriptedLLM([{"tool_calls": [PAY]}, {"answer": "done"}]),
+                         **services(db, approvals))
+    result = await flip_then_approve(db, approvals, engine.run(agent, "pay", user_id="alice"),
+                                     close)
+    attempt.record("declared command recheck closed during the wait", bool(bank.payments))
+    assert bank.payments == [] and log.read_text().count("run") == 2
+    assert_blocked_after_approval(result, "budget-check", "budget closed")
+
+
+@pytest.mark.parametrize(("event", "value", "error"), [
+    ("PostToolUse", True, "applies to PreToolUse hooks only"),
+    ("PreToolUse", "yes", "must be true or false")])
+def test_a_recheck_declaration_that_cannot_hold_is_refused(event: str, value: Any,
+                                                          error: str) -> None:
+    from hookgate.catalog.build import build_registry
+    from hookgate.hooks.errors import HookBuildError
+
+    agent = make_agent(Bank())
+    agent.model_config_json["hooks"]["command_hooks"] = [{
+        "event": event, "command": "true", "recheck_after_approval": value}]
+    with pytest.raises(HookBuildError, match=error):
+        build_registry(agent)
