@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.adversarial.conftest import Tally
 from tests.adversarial.test_withheld_attempts import COMMAND, DIGITS
+from tests.engines.world import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,11 +46,12 @@ agents:
 
 
 def hookgate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    path = os.pathsep.join([os.environ.get("PYTHONPATH", ""), str(ROOT)])
+    # The configuration names a tool of the tests package, so the checkout is on the path.
+    env = clean_env()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
+    env["COLUMNS"] = "250"
     return subprocess.run([sys.executable, "-m", "hookgate.cli.main", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120,
-                          env={"COLUMNS": "250", "PATH": "/usr/bin:/bin",
-                               "PYTHONPATH": path})
+                          capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_hookgate_run_keeps_reused_ids_apart_and_withheld_output_withheld(
