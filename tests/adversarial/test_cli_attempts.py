@@ -68,5 +68,6 @@ def test_hookgate_run_keeps_reused_ids_apart_and_withheld_output_withheld(
     assert "90000" in out and "EVIL" in out  # the re-use is shown as the model asked
     assert "needs a person's approval" in out
     assert DIGITS not in out.replace(" ", "")
+    assert "••••1111" in out  # the operator sees what the hook printed, masked
     assert "Tool output withheld: the tool ran, but PostToolUse hook 'card-check' failed" in (
         " ".join(out.split()))
