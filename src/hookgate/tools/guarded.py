@@ -339,6 +339,7 @@ async def _run_tool(
         await ledger.finish(identity.run_id, call.id, observation, ok and not post.withheld)
     return ToolOutcome(
         call.id, tool.name, args, True, status, observation, error,
-        side_effects=list(post.side_effects), hooks=_masked(post.trace),
+        side_effects=list(post.side_effects),
+        hooks=_masked(post.trace) if post.events else post.trace,
         blocked_by=post.blocked_by if post.withheld else None,
     )
