@@ -61,7 +61,8 @@ def test_hookgate_run_keeps_reused_ids_apart_and_withheld_output_withheld(
     done = hookgate("run", "--config", "cfg.yaml", "--agent", "buyer", "pay and look up",
                     cwd=tmp_path)
     out = done.stdout + done.stderr
-    assert done.returncode == 0, out
+    assert done.returncode == 1, out  # calls were stopped by hooks: the run says so
+    assert "2 tool call(s) stopped by a hook" in out
     attempt.record("cli: re-used call id for a large payment", "Paid 90" in out)
     attempt.record("cli: withheld card number printed", DIGITS in out.replace(" ", ""))
     assert "Paid 120" in out and "Paid 90" not in out
