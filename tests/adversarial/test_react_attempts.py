@@ -87,13 +87,17 @@ async def test_the_same_tool_call_id_with_new_arguments_does_not_reuse_the_appro
         make_agent(bank), "pay", user_id="alice"))
     [request] = await pending(approvals)
     await approvals.decide(request.id, "approve", ALICE)
-    result = await asyncio.wait_for(task, 10)
+    async with rejecting(approvals) as rejected:
+        result = await asyncio.wait_for(task, 10)
     attempt.record("same tool_call_id replayed with new arguments",
                    any(p["vendor"] == "EVIL" for p in bank.payments))
     assert bank.payments == [{"amount": float(GATED), "vendor": "ACME"}]  # the approved one
+    # The replay is a new attempt under an id of its own, asked about on its own.
+    [replay_request] = rejected
+    assert replay_request.args == {"amount": 90_000.0, "vendor": "EVIL"}
     replay = result.tool_events()[1]
-    assert replay["allowed"] is False
-    assert "approved different arguments" in replay["observation"]
+    assert replay["allowed"] is False and replay["tool_call_id"] not in ("c1", "")
+    assert replay_request.tool_call_id == replay["tool_call_id"]
 
 
 async def test_an_approved_request_cannot_be_reused_for_a_new_call(

@@ -103,7 +103,8 @@ async def test_a_row_that_cannot_be_written_keeps_the_result_from_the_model(
 
     (event,) = tool_events(result)
     assert event["status"] == "withheld" and event["blocked_by"] == "audit_log"
-    assert event["observation"].startswith("Tool output withheld: hook 'audit_log' failed")
+    assert event["observation"].startswith(
+        "Tool output withheld: the tool ran, but PostToolUse hook 'audit_log' failed (")
     assert "gold" not in event["observation"]
     assert oa.lookups == 1  # the tool ran; only its output is held back
 

@@ -1,8 +1,9 @@
 """The approval gate: the PreToolUse hook that makes a call wait for a person's decision.
 
 It runs after every argument-rewriting hook (highest priority number), asks the approval
-service for a decision on the exact final arguments, and on approval records their digest
-in the context, which the guarded path checks once more before the tool runs.
+service for a decision on one exact call (run, tool call id, tool, agent, argument digest),
+and on approval records that call in the context; the guarded path compares it with the
+call about to run once more before the tool runs.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.approvals.service import ApprovalAsk, ApprovalService
+from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
-from hookgate.tools.guarded import APPROVED_DIGEST_KEY
+from hookgate.tools.guarded import APPROVED_CALL_KEY, APPROVED_DIGEST_KEY
 from hookgate.tools.tool import args_digest
 
 #: The gate runs last among PreToolUse hooks, after every hook that may rewrite arguments.
@@ -68,7 +69,10 @@ class ApprovalGate(PreToolUseHook):
         )
         decision = await self.service.request_and_wait(ask)
         who = f" by {decision.decided_by}" if decision.decided_by else ""
+        if decision.binding != ask.binding:
+            return HookResult(allow=False, error=_not_this_call(ask, decision))
         if decision.status == "approved" and decision.args_sha256 == digest:
+            ctx.metadata[APPROVED_CALL_KEY] = ask.binding
             ctx.metadata[APPROVED_DIGEST_KEY] = digest
             return HookResult(
                 side_effects=[f"request {decision.request_id} approved{who}"],
@@ -90,3 +94,18 @@ class ApprovalGate(PreToolUseHook):
             ),
             side_effects=[f"request {decision.request_id} {decision.status}{who}"],
         )
+
+
+def _not_this_call(ask: ApprovalAsk, decision: ApprovalDecision) -> str:
+    # A call id the model re-used for another call finds the first call's request; that
+    # decision is not this call's, and nobody was asked about this one.
+    other = decision.binding
+    if other is None:
+        return (f"Blocked: the decision on request {decision.request_id} does not say which "
+                f"call it is for, so it cannot authorise this '{ask.tool_name}' call.")
+    was = f" for '{other.tool_name}' (agent '{other.agent_id}')"
+    return (
+        f"Blocked: tool call id {ask.tool_call_id!r} was already used in this run{was}; "
+        f"request {decision.request_id} belongs to that call, not to this '{ask.tool_name}' "
+        "call. The call did not run; call the tool again with a new tool call id."
+    )

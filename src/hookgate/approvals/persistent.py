@@ -106,19 +106,16 @@ class PersistentApprovals:
         resumed = request is not None
         if request is None:
             request = await self._create(ask)
+        if request.binding != ask.binding:
+            # The call id was used before in this run for another call: that request (and
+            # its decision) belongs to that call; the gate refuses this one without asking.
+            return _decision(request)
         if request.pending:
             if request.mode == "channel" and request.delivery_ref is None:
                 await self._deliver(request, ask)
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
             request = await timed_wait(self._wait(request, ask), request, resumed=resumed)
-        decision = ApprovalDecision(
-            request_id=request.id,
-            status=request.status,  # type: ignore[arg-type]
-            args_sha256=request.args_sha256,
-            decided_by=request.responded_by,
-            reason=request.reason,
-            responded_at=request.responded_at.isoformat() if request.responded_at else None,
-        )
+        decision = _decision(request)
         _emit(ask, "confirmation_resolved", {
             "request_id": request.id, "tool_call_id": request.tool_call_id,
             "tool_name": request.tool_name, "status": request.status,
@@ -303,6 +300,18 @@ class PersistentApprovals:
 def _emit(ask: ApprovalAsk, type_: str, data: dict[str, Any]) -> None:
     if ask.emit is not None:
         ask.emit(type_, data)
+
+
+def _decision(request: ConfirmationRequest) -> ApprovalDecision:
+    return ApprovalDecision(
+        request_id=request.id,
+        status=request.status,  # type: ignore[arg-type]
+        args_sha256=request.args_sha256,
+        decided_by=request.responded_by,
+        reason=request.reason,
+        responded_at=request.responded_at.isoformat() if request.responded_at else None,
+        binding=request.binding,
+    )
 
 
 def _pending_event(request: ConfirmationRequest, resumed: bool) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
+from hookgate.tools.calls import CallBinding
 
 STATUSES = ("pending", "approved", "rejected", "expired", "cancelled")
 
@@ -51,6 +52,12 @@ class ConfirmationRequest:
             responder_channel_identity=row.responder_channel_identity, reason=row.reason,
             delivery_ref=row.delivery_ref,
         )
+
+    @property
+    def binding(self) -> CallBinding:
+        """The one call this request is about: run, call id, tool, agent, argument digest."""
+        return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent_id,
+                           self.args_sha256)
 
     @property
     def pending(self) -> bool:

@@ -7,6 +7,7 @@ from typing import Any, Literal, Protocol
 
 from hookgate.agent import Agent
 from hookgate.hooks.model import EventEmitter
+from hookgate.tools.calls import CallBinding
 
 DecisionStatus = Literal["approved", "rejected", "expired", "cancelled"]
 
@@ -27,10 +28,20 @@ class ApprovalAsk:
     metadata: dict[str, Any] = field(default_factory=dict)
     emit: EventEmitter | None = None
 
+    @property
+    def binding(self) -> CallBinding:
+        """The one call this ask is about."""
+        return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent.id,
+                           self.args_sha256)
+
 
 @dataclass(slots=True)
 class ApprovalDecision:
-    """How a request ended. Only ``approved`` with a matching digest lets the call run."""
+    """How a request ended. Only ``approved`` for exactly the asked call lets it run.
+
+    ``binding`` is the call the request was made for (run, call id, tool, agent, digest);
+    the gate refuses a decision whose binding is not the call it asked about.
+    """
 
     request_id: str
     status: DecisionStatus
@@ -38,6 +49,7 @@ class ApprovalDecision:
     decided_by: str | None = None
     reason: str | None = None
     responded_at: str | None = None
+    binding: CallBinding | None = None
 
 
 class ApprovalService(Protocol):

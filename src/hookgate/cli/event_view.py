@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from hookgate.engines.events import RunEvent
+from hookgate.hooks.trace import ADMIN_OUTPUT_KEY
 
 MAX_SHOWN_CHARS = 500
 _LABEL_WIDTH = 10
@@ -79,6 +80,11 @@ class EventView:
                 mode = h.get("fail_mode") or "closed"
                 said = detail if detail.startswith(f"hook '{name}'") else (
                     f"hook '{name}' failed: {detail}")
+                # Whoever runs the CLI holds the configuration: they see what the hook
+                # said (masked), as an org admin does on the server.
+                output = h.get(ADMIN_OUTPUT_KEY)
+                if output:
+                    said = f"{said}: {output}"
                 self._line("FAILED", "bold red", f"{said} (fail_mode={mode})", 2)
             elif kind == "blocked":
                 self._line("blocked", "red", f"hook '{name}': {detail}", 2)

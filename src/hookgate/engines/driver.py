@@ -44,8 +44,9 @@ log = logging.getLogger(__name__)
 #: Seconds between attempts to record a failed run while the database is away (doubling).
 FAILURE_RETRY_S = (0.2, 30.0)
 
-#: Given a run and an in-flight call, where its PreToolUse chain stopped: (hook name, args
-#: that hook saw), or None to run the chain from the start.
+#: Given a run and a call interrupted in flight, where its PreToolUse chain stopped: (hook
+#: name, args that hook saw), or None to run the chain from the start. Asked only about the
+#: calls a resumed run had in flight when it stopped (see RunDriver.interrupted).
 ResumeResolver = Callable[[RunState, ToolCall], Awaitable[tuple[str, dict[str, Any]] | None]]
 
 
@@ -84,6 +85,9 @@ class RunDriver:
         self.lineage = lineage
         self.tools: dict[str, Tool] = {**agent.toolbox(), **(extra_tools or {})}
         self.registry: HookRegistry | None = None
+        #: Calls in flight when this run last stopped (id → tool name); only these may
+        #: resume part-way through their hooks, once each.
+        self.interrupted = interrupted_calls(state)
         self._save_lock = asyncio.Lock()
         self._pending_saves: set[asyncio.Task[None]] = set()
 
@@ -270,7 +274,10 @@ class RunDriver:
         if done is not None:
             return ToolOutcome.from_dict(done)
         resume_at: str | None = None
-        if self.resume_resolver is not None:
+        # Only exactly the call that was interrupted resumes where its chain stopped; any
+        # other call (a live one, or a later one re-using its id) runs every hook.
+        interrupted = self.interrupted.pop(call.id, None) == call.name
+        if self.resume_resolver is not None and interrupted:
             point = await self.resume_resolver(self.state, call)
             if point is not None:
                 resume_at, args = point
@@ -303,6 +310,23 @@ def admit_calls(calls: list[ToolCall]) -> list[ToolCall]:
     """A model turn's calls as they may enter the run (see `hookgate.tools.arguments`):
     called before the turn is checkpointed, so nothing unstorable reaches the state."""
     return [admit_call(c) for c in calls]
+
+
+def interrupted_calls(state: RunState) -> dict[str, str]:
+    """The calls a stored run had started and not finished when it stopped (id → tool
+    name): its trace shows their ``tool_call`` and no result. Empty for a fresh run."""
+    if not state.session_started or state.finished:
+        return {}
+    started: dict[str, str] = {}
+    for event in state.trace:
+        kind, call_id = event.get("type"), event.get("tool_call_id")
+        if not isinstance(call_id, str):
+            continue
+        if kind == "tool_call":
+            started[call_id] = str(event.get("tool_name"))
+        elif kind in ("tool_result", "tool_blocked"):
+            started.pop(call_id, None)
+    return started
 
 
 def assistant_message(calls: list[ToolCall], content: str | None = None) -> dict[str, Any]:

@@ -158,7 +158,9 @@ class ReActEngine:
                 state.messages.append({"role": "assistant", "content": answer})
                 await d.finish("completed", answer=answer)
                 return
-            calls = _unique_ids(admit_calls(turn.tool_calls), state.step)
+            # Admitted again after renaming: a suffix may take an id past the column.
+            calls = admit_calls(unique_call_ids(admit_calls(turn.tool_calls),
+                                                used_call_ids(state.messages), state.step))
             state.messages.append(assistant_message(calls, turn.content))
             state.pending_calls = [c.to_dict() for c in calls]
             d.emit("model_turn", {"step": state.step,
@@ -169,15 +171,27 @@ class ReActEngine:
         return [t.schema() for t in d.tools.values()]
 
 
-def _unique_ids(calls: list[ToolCall], step: int) -> list[ToolCall]:
-    # Tool call ids key the approval requests and the at-most-once ledger, so they must be
-    # unique within a run even if a model reuses one.
-    seen: set[str] = set()
+def used_call_ids(messages: list[dict[str, Any]]) -> set[str]:
+    """Every tool call id the run's conversation already holds."""
+    return {str(c.get("id")) for m in messages if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or ()}
+
+
+def unique_call_ids(calls: list[ToolCall], used: set[str], step: int) -> list[ToolCall]:
+    """The turn's calls with ids unique within the run: a missing id, or one the model
+    re-uses (in this turn or from an earlier one), gets a fresh one no call has had.
+
+    Tool call ids key the approval requests and the at-most-once ledger: a re-used id
+    must never find the request or the result of the call that had it first.
+    """
+    taken = set(used)
     out = []
     for i, c in enumerate(calls):
         cid = c.id or f"call_{step}_{i}"
-        if cid in seen:
-            cid = f"{cid}_{step}_{i}"
-        seen.add(cid)
+        n = 0
+        while cid in taken:
+            n += 1
+            cid = f"{c.id or 'call'}_{step}_{i}" + (f"_{n}" if n > 1 else "")
+        taken.add(cid)
         out.append(ToolCall(cid, c.name, c.args))
     return out

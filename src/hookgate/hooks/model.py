@@ -7,6 +7,7 @@ hookgate, so every other room can depend on them and they on none.
 from __future__ import annotations
 
 import enum
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,14 +54,45 @@ class HookResult:
     additional_context: str | None = None
 
 
+#: The attributes that say what a hook does when it runs. A registry reads them when the
+#: hook is registered and again whenever one is assigned on the instance afterwards.
+OPTION_NAMES: frozenset[str] = frozenset(
+    {"execute", "should_trigger", "timeout", "fail_mode", "priority",
+     "recheck_after_approval"})
+
+
 class _Hook(ABC):
-    """Shared shape of the three hook bases."""
+    """Shared shape of the three hook bases.
+
+    ``recheck_after_approval``: a PreToolUse hook whose answer can change while a person
+    decides (e.g. "is the org read-only?") sets it; after an approval it runs once more
+    right before the tool runs, and a block or failure then stops the call.
+    """
 
     point: ClassVar[HookPoint]
     name: str = ""
     priority: int = 100
     fail_mode: FailMode = "closed"
     timeout: float | None = None
+    recheck_after_approval: bool = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in OPTION_NAMES:
+            # A registry holding this hook precomputed how to run it; tell it to look again.
+            for watcher in list(self.__dict__.get("_hookgate_watchers", ())):
+                watcher.hook_changed(self)
+
+    def _watch(self, watcher: Any) -> None:
+        """Have ``watcher.hook_changed(self)`` called when an option is assigned."""
+        watchers = self.__dict__.get("_hookgate_watchers")
+        if watchers is None:
+            watchers = weakref.WeakSet()
+            object.__setattr__(self, "_hookgate_watchers", watchers)
+        watchers.add(watcher)
+
+    def _unwatch(self, watcher: Any) -> None:
+        self.__dict__.get("_hookgate_watchers", weakref.WeakSet()).discard(watcher)
 
     @abstractmethod
     async def execute(self, ctx: HookContext) -> HookResult:

@@ -3,14 +3,17 @@
 The semantics are SPEC §1: priority order with registration order on ties, argument and
 result chaining, the first block wins, and failure is closed unless a hook says "open".
 The chains are hot paths (every tool call crosses two), so each chain is precomputed at
-registration, a hook that changes nothing costs a few attribute reads, and a timeout scope
-exists only for hooks that declare one. bench/dispatch.py measures the chains against a
-bare loop over the same hooks.
+registration (and again when a hook's options are assigned later), a hook that changes
+nothing costs a few attribute reads, and a timeout scope exists only for hooks that declare
+one. The shortcuts never change what a hook means: whatever its class or instance says
+(should_trigger, timeout, fail_mode) holds. bench/dispatch.py measures the chains against
+a bare loop over the same hooks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -36,11 +39,16 @@ instrument: Callable[[_Hook], Callable[[HookContext], Awaitable[Any]]] | None = 
 
 
 class _Options(NamedTuple):
-    """What makes a hook more than "always run, no timeout, fail closed"."""
+    """What makes a hook more than "always run, no timeout, fail closed".
+
+    ``dynamic`` is the hook itself when its timeout or fail_mode is computed (a property):
+    those are then read on every call, not once.
+    """
 
     trigger: Callable[[HookContext], bool] | None
     timeout: float | None
     closed: bool
+    dynamic: _Hook | None = None
 
 
 #: One chain member, unpacked in the run loops: the bound ``execute``, the hook's name, and
@@ -55,19 +63,45 @@ class _NotAHookResult(Exception):
     pass
 
 
+class _Raised(NamedTuple):
+    """What the fast loop hands the full loop when a hook raised (a hook may also *return*
+    an exception object, which is a wrong answer, not a raise)."""
+
+    exc: Exception
+
+
 #: Marks "the first hook of this chain has not run yet" for the full loops.
 _NOT_RUN = object()
 
 
 def _entry(hook: _Hook) -> _Entry:
-    custom_trigger = type(hook).should_trigger is not _DEFAULT_TRIGGER
-    opts = _Options(
-        hook.should_trigger if custom_trigger else None,
-        hook.timeout,
-        hook.fail_mode != "open",
-    )
+    # Read through the instance, so options set on the instance hold like the class's.
+    trigger = hook.should_trigger
+    default = getattr(trigger, "__func__", None) is _DEFAULT_TRIGGER
     execute = hook.execute if instrument is None else instrument(hook)
+    if _computed(hook, "timeout") or _computed(hook, "fail_mode"):
+        opts = _Options(None if default else trigger, None, True, hook)
+        return _dynamic_execute(hook, execute), hook.name, opts
+    opts = _Options(None if default else trigger, hook.timeout, hook.fail_mode != "open")
     return execute, hook.name, None if opts == _PLAIN else opts
+
+
+def _computed(hook: _Hook, attr: str) -> bool:
+    # A property (or any descriptor) may answer differently on each call.
+    if attr in vars(hook):
+        return False
+    return hasattr(type(inspect.getattr_static(type(hook), attr, None)), "__get__")
+
+
+def _dynamic_execute(hook: _Hook, execute: Callable[[HookContext], Awaitable[Any]]
+                     ) -> Callable[[HookContext], Awaitable[Any]]:
+    async def run(ctx: HookContext) -> Any:
+        seconds = hook.timeout
+        if seconds is None:
+            return await execute(ctx)
+        return await _execute_with_timeout(execute, ctx, seconds)
+
+    return run
 
 
 async def _execute_with_timeout(
@@ -84,16 +118,49 @@ def _check(r: Any) -> HookResult:
     raise _NotAHookResult(f"returned {type(r).__name__}, not a HookResult")
 
 
+def _timeout_of(opts: _Options) -> float | None:
+    return opts.dynamic.timeout if opts.dynamic is not None else opts.timeout
+
+
 def _failure(name: str, exc: Exception, opts: _Options | None) -> tuple[str, bool]:
     """The trace message for a failed hook, and whether the failure is closed."""
     opts = opts or _PLAIN
-    if isinstance(exc, TimeoutError) and opts.timeout is not None:
-        msg = f"hook '{name}' timed out after {opts.timeout:g}s"
+    seconds = _timeout_of(opts)
+    if isinstance(exc, TimeoutError) and seconds is not None:
+        msg = f"hook '{name}' timed out after {seconds:g}s"
     elif isinstance(exc, _NotAHookResult):
         msg = f"hook '{name}' failed: {exc}"
     else:
         msg = f"hook '{name}' failed: {type(exc).__name__}: {str(exc) or type(exc).__name__}"
-    return msg, opts.closed
+    closed = opts.closed if opts.dynamic is None else opts.dynamic.fail_mode != "open"
+    return msg, closed
+
+
+def _failure_kind(exc: Exception, opts: _Options | None) -> str:
+    """How a hook failed, in words that quote nothing the hook printed or raised."""
+    seconds = _timeout_of(opts or _PLAIN)
+    if isinstance(exc, TimeoutError) and seconds is not None:
+        return f"timed out after {seconds:g}s"
+    if isinstance(exc, _NotAHookResult):
+        return "returned an invalid answer"
+    return f"failed ({type(exc).__name__})"
+
+
+#: The longest hook output (an exception's text) kept in the trace for admins.
+_OUTPUT_LIMIT = 4000
+
+
+def _output_of(exc: Exception) -> str:
+    said = str(exc)
+    text = said if isinstance(exc, _NotAHookResult) else (
+        f"{type(exc).__name__}: {said}" if said else type(exc).__name__)
+    return text if len(text) <= _OUTPUT_LIMIT else text[:_OUTPUT_LIMIT] + "… [cut]"
+
+
+def withheld_message(name: str, kind: str) -> str:
+    """What the model reads when a PostToolUse hook failed closed: a fixed sentence."""
+    return (f"Tool output withheld: the tool ran, but PostToolUse hook '{name}' {kind} and "
+            "fails closed, so its output is not shown.")
 
 
 class HookRegistry:
@@ -130,6 +197,7 @@ class HookRegistry:
             raise DuplicateHookError(f"a hook named '{name}' is already registered")
         hook.name = name
         self._hooks.append(hook)
+        hook._watch(self)
         self._rebuild(hook.point)
 
     def unregister(self, name: str) -> None:
@@ -137,6 +205,7 @@ class HookRegistry:
         for i, h in enumerate(self._hooks):
             if h.name == name:
                 del self._hooks[i]
+                h._unwatch(self)
                 self._rebuild(h.point)
                 return
         raise KeyError(f"no hook named '{name}' is registered")
@@ -153,6 +222,11 @@ class HookRegistry:
     def __len__(self) -> int:
         return len(self._hooks)
 
+    def hook_changed(self, hook: _Hook) -> None:
+        """An option of ``hook`` was assigned after it was registered: precompute again."""
+        if any(h is hook for h in self._hooks):
+            self._rebuild(hook.point)
+
     def _rebuild(self, point: HookPoint) -> None:
         # sorted() is stable, so equal priorities keep registration order.
         members = tuple(
@@ -160,7 +234,13 @@ class HookRegistry:
         )
         self._members[point] = members
         chain = tuple(_entry(h) for h in members)
-        fast = tuple(e[0] for e in chain) if all(e[2] is None for e in chain) else None
+        fast: tuple[Callable[[HookContext], Awaitable[Any]], ...] | None = tuple(
+            e[0] for e in chain)
+        # The fast loop finds where it stopped by looking its callable up, so it serves only
+        # chains of plain hooks whose callables are all distinct.
+        if fast is not None and (any(e[2] is not None for e in chain)
+                                 or any(fast.index(f) != i for i, f in enumerate(fast))):
+            fast = None
         if point is _PRE:
             self._pre, self._pre_fast = chain, fast
         elif point is _POST:
@@ -190,7 +270,8 @@ class HookRegistry:
                 try:
                     r = await execute(ctx)
                 except Exception as exc:
-                    return await self._run_pre(ctx, self._pre[fast.index(execute):], exc)
+                    return await self._run_pre(ctx, self._pre[fast.index(execute):],
+                                               _Raised(exc))
                 if (r.__class__ is HookResult and r.modified_args is None and r.allow
                         and not r.side_effects):
                     continue
@@ -209,8 +290,8 @@ class HookRegistry:
             try:
                 if first is not _NOT_RUN:
                     r, first = first, _NOT_RUN
-                    if isinstance(r, Exception):
-                        raise r
+                    if isinstance(r, _Raised):
+                        raise r.exc
                 elif opts is None:
                     r = await execute(ctx)
                 elif opts.trigger is not None and not opts.trigger(ctx):
@@ -254,6 +335,23 @@ class HookRegistry:
             return UNCHANGED
         return trace.result(modified_args=ctx.tool_args if rewritten else None)
 
+    async def recheck_pre_tool_use(self, ctx: HookContext) -> ChainResult:
+        """Run once more the PreToolUse hooks that declare ``recheck_after_approval``.
+
+        The guarded path calls this after a person approved, right before the tool runs:
+        their answer may have changed during the wait. Same rules as the chain (trigger,
+        timeout, fail mode, first block wins).
+        """
+        chain = tuple(entry for hook, entry in zip(self._members[_PRE], self._pre, strict=True)
+                      if hook.recheck_after_approval)
+        if not chain:
+            return UNCHANGED
+        result = await self._run_pre(ctx, chain, _NOT_RUN)
+        if not result.allow:
+            result.error = (f"{result.error} (checked again right before the call, after "
+                            "the approval)")
+        return result
+
     async def run_post_tool_use(self, ctx: HookContext) -> ChainResult:
         """Run the PostToolUse chain; ``ctx.tool_result`` ends as what the model sees.
 
@@ -266,7 +364,8 @@ class HookRegistry:
                 try:
                     r = await execute(ctx)
                 except Exception as exc:
-                    return await self._run_post(ctx, self._post[fast.index(execute):], exc)
+                    return await self._run_post(ctx, self._post[fast.index(execute):],
+                                                _Raised(exc))
                 if (r.__class__ is HookResult and r.modified_result is None
                         and not r.side_effects):
                     continue
@@ -285,8 +384,8 @@ class HookRegistry:
             try:
                 if first is not _NOT_RUN:
                     r, first = first, _NOT_RUN
-                    if isinstance(r, Exception):
-                        raise r
+                    if isinstance(r, _Raised):
+                        raise r.exc
                 elif opts is None:
                     r = await execute(ctx)
                 elif opts.trigger is not None and not opts.trigger(ctx):
@@ -300,10 +399,14 @@ class HookRegistry:
                 if r.modified_result is None and not r.side_effects:
                     continue
             except Exception as exc:
-                msg, closed = _failure(name, exc, opts)
-                trace = _Trace.add(trace, name, _POST, "failed", msg, closed)
+                # What the hook raised or printed may quote the tool's raw output: it goes
+                # to the trace's admin-only ``output``, never into the observation.
+                _, closed = _failure(name, exc, opts)
+                kind = _failure_kind(exc, opts)
+                trace = _Trace.add(trace, name, _POST, "failed", f"hook '{name}' {kind}",
+                                   closed, output=_output_of(exc))
                 if closed and withheld is None:
-                    withheld, withheld_by = f"Tool output withheld: {msg}", name
+                    withheld, withheld_by = withheld_message(name, kind), name
                     ctx.tool_result = withheld
                     ctx.metadata["output_withheld"] = True
                 continue
@@ -371,10 +474,10 @@ class _Trace:
 
     @staticmethod
     def add(trace: _Trace | None, name: str, point: HookPoint, kind: HookEventKind,
-            detail: str, closed: bool | None = None) -> _Trace:
+            detail: str, closed: bool | None = None, output: str | None = None) -> _Trace:
         trace = trace or _Trace()
         mode = None if closed is None else ("closed" if closed else "open")
-        trace.events.append(HookEvent(name, point, kind, detail, mode))
+        trace.events.append(HookEvent(name, point, kind, detail, mode, output))
         return trace
 
     @staticmethod

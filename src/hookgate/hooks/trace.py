@@ -12,15 +12,24 @@ HookEventKind = Literal[
 ]
 
 
+#: The key of a trace entry's admin-only hook output (see HookEvent).
+ADMIN_OUTPUT_KEY = "admin_output"
+
+
 @dataclass(slots=True, frozen=True)
 class HookEvent:
-    """One thing a hook did at one point, attributed to the hook by name."""
+    """One thing a hook did at one point, attributed to the hook by name.
+
+    ``output`` is what a failed hook raised or printed. It may quote a tool's raw output,
+    so it is shown to org admins only (as ``admin_output``), masked, and never to the model.
+    """
 
     hook: str
     point: HookPoint
     kind: HookEventKind
     detail: str = ""
     fail_mode: str | None = None
+    output: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -31,6 +40,8 @@ class HookEvent:
         }
         if self.fail_mode is not None:
             out["fail_mode"] = self.fail_mode
+        if self.output is not None:
+            out[ADMIN_OUTPUT_KEY] = self.output
         return out
 
 

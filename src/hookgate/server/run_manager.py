@@ -90,7 +90,8 @@ class RunManager:
         # A call that already reached the gate before a restart continues at the gate, with
         # the arguments stored in its request (the hooks before it already ran).
         request = await self.approvals.store.for_call(state.run_id, call.id)
-        if request is None:
+        if request is None or (request.tool_name, request.agent_id) != (call.name,
+                                                                        state.agent_id):
             return None
         return GATE_NAME, dict(request.args)
 

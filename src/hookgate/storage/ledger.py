@@ -29,7 +29,7 @@ class DatabaseLedger:
                 row = await s.get(ToolExecutionRow, (run_id, tool_call_id))
             if row is None:
                 raise
-            return PriorExecution(row.observation, row.ok)
+            return PriorExecution(row.observation, row.ok, row.tool_name, row.args_sha256)
         return None
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool) -> None:

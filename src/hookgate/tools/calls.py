@@ -27,6 +27,25 @@ class ToolCall:
         return cls(id=str(data["id"]), name=str(data["name"]), args=data.get("args", {}))
 
 
+@dataclass(slots=True, frozen=True)
+class CallBinding:
+    """What one approval authorises: this run, this call id, this tool, this agent, and
+    these exact arguments (their digest). An approval holds for a call only if all match."""
+
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    agent_id: str
+    args_sha256: str
+
+    def differences(self, other: CallBinding) -> list[str]:
+        """The fields (by name) in which ``other`` is not this call."""
+        return [name for name in _BINDING_FIELDS if getattr(self, name) != getattr(other, name)]
+
+
+_BINDING_FIELDS = ("run_id", "tool_call_id", "tool_name", "agent_id", "args_sha256")
+
+
 @dataclass(slots=True)
 class CallIdentity:
     """Who makes the call and on which path; becomes the hooks' context metadata."""

@@ -1,7 +1,8 @@
 """The one guarded path: every tool call of every engine goes through `execute_tool_call`.
 
-validate → PreToolUse chain → validate again if rewritten → approval check → run the tool
-(claimed in the execution ledger) → PostToolUse chain → observation. Nothing else in
+validate → PreToolUse chain → validate again if rewritten → after an approval, the checks
+that may have changed meanwhile → approval check (run, call id, tool, agent, digest) → run
+the tool (claimed in the execution ledger) → PostToolUse chain → observation. Nothing else in
 hookgate invokes a tool's function; tests/test_architecture.py fails if something does.
 """
 
@@ -15,15 +16,19 @@ from typing import Any, Protocol
 
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
-from hookgate.hooks.trace import HookEvent
+from hookgate.hooks.trace import ADMIN_OUTPUT_KEY, HookEvent
 from hookgate.telemetry.tools import traced_tool_call
-from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
+from hookgate.tools.calls import CallBinding, CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.ledger import ExecutionLedger
 from hookgate.tools.tool import Tool, args_digest
 
-#: Set by the approval gate on the hook context when a person approved these exact args.
+#: Set by the approval gate on the hook context when a person approved these exact args
+#: (for hooks that read it; the check before the tool runs uses APPROVED_CALL_KEY).
 APPROVED_DIGEST_KEY = "approved_args_sha256"
+#: Set by the approval gate: the CallBinding a person approved. The call runs only if it is
+#: exactly this call (run, tool call id, tool name, agent and argument digest).
+APPROVED_CALL_KEY = "approved_call"
 #: ``time.perf_counter()`` when the call entered the hooks, for hooks that time calls.
 CALL_STARTED_KEY = "call_started"
 
@@ -141,14 +146,31 @@ async def execute_tool_call(
                 side_effects=list(pre.side_effects), hooks=hooks,
             ))
 
-    refusal = _approval_refusal(ctx.metadata, tool, final_args, identity)
+    ctx.tool_args = final_args
+    if APPROVED_CALL_KEY in ctx.metadata or resume_at is not None:
+        # A person took time to decide (or the chain resumed past its first hooks after an
+        # interruption): the checks whose answer may have changed meanwhile run again now.
+        checked = dict(final_args)
+        again = await registry.recheck_pre_tool_use(ctx)
+        hooks = hooks + again.trace
+        refused = None if again.allow else (again.error or "Blocked.")
+        if refused is None and (again.modified_args is not None or ctx.tool_args != checked):
+            refused = (f"Blocked: a hook changed the arguments of '{tool.name}' when it was "
+                       "checked again before running.")
+        if refused is not None:
+            return await _blocked(registry, ctx, ToolOutcome(
+                call.id, tool.name, ctx.tool_args, False, "blocked", refused, refused,
+                side_effects=[*pre.side_effects, *again.side_effects], hooks=hooks,
+                blocked_by=again.blocked_by or "recheck",
+            ))
+
+    refusal = _approval_refusal(ctx.metadata, call, tool, final_args, identity)
     if refusal is not None:
         return await _blocked(registry, ctx, ToolOutcome(
             call.id, tool.name, final_args, False, "blocked", refusal, refusal,
             side_effects=list(pre.side_effects), hooks=hooks, blocked_by="approval_check",
         ))
 
-    ctx.tool_args = final_args
     outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry)
     outcome.side_effects[:0] = pre.side_effects
     outcome.hooks[:0] = hooks
@@ -207,11 +229,12 @@ def _unknown_tool_message(name: Any, tools: Mapping[str, Tool]) -> str:
 
 
 def _approval_refusal(
-    metadata: dict[str, Any], tool: Tool, final_args: dict[str, Any], identity: CallIdentity
+    metadata: dict[str, Any], call: ToolCall, tool: Tool, final_args: dict[str, Any],
+    identity: CallIdentity,
 ) -> str | None:
-    # The gate approves a digest of the exact arguments; the call may run only with those.
+    # The gate approves one exact call; it may run only if every part of it is the same.
     needs = bool(metadata.get("requires_confirmation")) or tool.needs_confirmation(final_args)
-    approved = metadata.get(APPROVED_DIGEST_KEY)
+    approved = metadata.get(APPROVED_CALL_KEY)
     if approved is None:
         if needs or identity.require_confirmation_for_all:
             return (
@@ -219,12 +242,37 @@ def _approval_refusal(
                 "recorded for this call."
             )
         return None
-    if approved != args_digest(final_args):
+    if not isinstance(approved, CallBinding):
+        return f"Blocked: the approval recorded for '{tool.name}' is not one hookgate made."
+    actual = CallBinding(identity.run_id, call.id, tool.name, identity.agent_id,
+                         args_digest(final_args))
+    differ = approved.differences(actual)
+    if differ == ["args_sha256"]:
         return (
             f"Blocked: the arguments of '{tool.name}' changed after they were approved; "
             "the approved call is not the one that would run."
         )
+    if differ:
+        return (
+            f"Blocked: the approval was given for a different call (its "
+            f"{', '.join(_FIELD_WORDS[f] for f in differ)} differ); '{tool.name}' did not run."
+        )
     return None
+
+
+_FIELD_WORDS = {"run_id": "run", "tool_call_id": "tool call id", "tool_name": "tool",
+                "agent_id": "agent", "args_sha256": "arguments"}
+
+
+def _masked(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trace with each failed hook's admin-only output masked (secrets, card numbers)."""
+    if not any(ADMIN_OUTPUT_KEY in entry for entry in trace):
+        return trace
+    # Imported here, on the rare path: the channels package imports the tools package.
+    from hookgate.channels.masking import mask_text
+
+    return [{**entry, ADMIN_OUTPUT_KEY: mask_text(str(entry[ADMIN_OUTPUT_KEY]))}
+            if ADMIN_OUTPUT_KEY in entry else entry for entry in trace]
 
 
 async def _run_tool(
@@ -239,7 +287,8 @@ async def _run_tool(
     bypass: bool = False,
 ) -> ToolOutcome:
     if ledger is not None:
-        prior = await ledger.claim(identity.run_id, call.id, tool.name, args_digest(args))
+        digest = args_digest(args)
+        prior = await ledger.claim(identity.run_id, call.id, tool.name, digest)
         if prior is not None:
             if prior.observation is None:
                 msg = (
@@ -247,6 +296,14 @@ async def _run_tool(
                     "and its outcome is unknown; it is not run a second time."
                 )
                 return ToolOutcome(call.id, tool.name, args, True, "error", msg, msg)
+            if prior.tool_name is not None and (prior.tool_name, prior.args_sha256) != (
+                    tool.name, digest):
+                msg = (
+                    f"Error: call id {call.id!r} was already used in this run for another "
+                    f"call ('{prior.tool_name}'); '{tool.name}' did not run."
+                )
+                return ToolOutcome(call.id, tool.name, args, False, "blocked", msg, msg,
+                                   blocked_by="execution_ledger")
             return ToolOutcome(
                 call.id, tool.name, args, True, "ok" if prior.ok else "error",
                 prior.observation, None if prior.ok else prior.observation,
@@ -282,6 +339,7 @@ async def _run_tool(
         await ledger.finish(identity.run_id, call.id, observation, ok and not post.withheld)
     return ToolOutcome(
         call.id, tool.name, args, True, status, observation, error,
-        side_effects=list(post.side_effects), hooks=post.trace,
+        side_effects=list(post.side_effects),
+        hooks=_masked(post.trace) if post.events else post.trace,
         blocked_by=post.blocked_by if post.withheld else None,
     )

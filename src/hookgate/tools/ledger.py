@@ -12,10 +12,16 @@ from typing import Protocol
 
 @dataclass(slots=True, frozen=True)
 class PriorExecution:
-    """A tool call that was claimed before; ``observation`` is None if it never finished."""
+    """A tool call that was claimed before; ``observation`` is None if it never finished.
+
+    ``tool_name`` and ``args_sha256`` say which call claimed it (None: not recorded), so a
+    call id re-used for another call is not answered with the first call's result.
+    """
 
     observation: str | None
     ok: bool | None
+    tool_name: str | None = None
+    args_sha256: str | None = None
 
 
 class ExecutionLedger(Protocol):
@@ -45,8 +51,11 @@ class InMemoryLedger:
         prior = self._rows.get(key)
         if prior is not None:
             return prior
-        self._rows[key] = PriorExecution(None, None)
+        self._rows[key] = PriorExecution(None, None, tool_name, args_sha256)
         return None
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool) -> None:
-        self._rows[(run_id, tool_call_id)] = PriorExecution(observation, ok)
+        claimed = self._rows.get((run_id, tool_call_id))
+        self._rows[(run_id, tool_call_id)] = PriorExecution(
+            observation, ok, claimed.tool_name if claimed else None,
+            claimed.args_sha256 if claimed else None)

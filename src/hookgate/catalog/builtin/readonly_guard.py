@@ -1,8 +1,9 @@
 """`readonly_guard`: while an org is read-only, no tool that writes runs.
 
 The flag is read from the database on every write call — never cached — so a change made
-through the API or the CLI holds from the very next call, in every process. A flag that
-cannot be read blocks the write (the hook fails closed).
+through the API or the CLI holds from the very next call, in every process, and again right
+before a write runs after a person approved it. A flag that cannot be read blocks the write
+(the hook fails closed).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class ReadonlyGuard(PreToolUseHook):
     name = "readonly_guard"
     priority = READONLY_PRIORITY
     fail_mode = "closed"
+    #: The flag can be switched while a person decides: read it again after the approval.
+    recheck_after_approval = True
 
     #: What `hookgate check` shows in its matcher column.
     matcher = "writes=True"

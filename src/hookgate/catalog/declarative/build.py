@@ -34,7 +34,7 @@ FailFactory = Callable[["Agent", str, object], HookBuildError]
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_PRIORITY = 100
 COMMON_KEYS = frozenset({"event", "matcher", "when", "name", "priority", "fail_mode",
-                         "timeout"})
+                         "timeout", "recheck_after_approval"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +84,10 @@ def build_hook(section: str, index: int, entry: object, kind: _Kind) -> Declared
     if point is HookPoint.SESSION_START and (str(matcher) != "*" or when is not None):
         raise HookBuildError("SessionStart fires once per session, not per tool call: it "
                              "takes no 'matcher' or 'when'")
+    recheck = _recheck(entry.get("recheck_after_approval", False), point)
     transport = kind.transport(entry)
     cls = HOOK_CLASSES[point]
-    return cls(
+    hook = cls(
         transport,
         name=_name(entry.get("name"), f"{section}[{index}]"),
         priority=_priority(entry.get("priority", DEFAULT_PRIORITY)),
@@ -95,6 +96,9 @@ def build_hook(section: str, index: int, entry: object, kind: _Kind) -> Declared
         matcher=matcher,
         when=when,
     )
+    if recheck:
+        hook.recheck_after_approval = True
+    return hook
 
 
 def _where(section: str, index: int, entry: object) -> str:
@@ -124,6 +128,16 @@ def _name(value: object, default: str) -> str:
 def _priority(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise HookBuildError(f"'priority' must be a whole number, got {value!r}")
+    return value
+
+
+def _recheck(value: object, point: HookPoint) -> bool:
+    # A PreToolUse check whose answer can change while a person decides runs again after
+    # the approval; at the other points there is no approval to come after.
+    if not isinstance(value, bool):
+        raise HookBuildError(f"'recheck_after_approval' must be true or false, got {value!r}")
+    if value and point is not HookPoint.PRE_TOOL_USE:
+        raise HookBuildError("'recheck_after_approval' applies to PreToolUse hooks only")
     return value
 
 

@@ -14,6 +14,7 @@ from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.run_manager import UnknownAgent, UnknownEngine
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import StartRun
+from hookgate.server.trace_view import for_caller
 from hookgate.telemetry.propagation import continue_trace
 
 router = APIRouter(prefix="/api", tags=["runs"])
@@ -67,7 +68,7 @@ async def get_run(run_id: str, caller: CallerDep,
         "status": state.status,
         "answer": state.answer,
         "error": state.error,
-        "trace": trace,
+        "trace": for_caller(trace, caller.admin),
     }
 
 
@@ -84,6 +85,7 @@ async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
     async def stream() -> AsyncIterator[dict[str, Any]]:
         async for event in rt.runs.bus.subscribe(run_id, after):
             yield {"id": str(event.seq), "event": event.type,
-                   "data": json.dumps(event.to_dict(), ensure_ascii=False, default=str)}
+                   "data": json.dumps(for_caller(event.to_dict(), caller.admin),
+                                      ensure_ascii=False, default=str)}
 
     return EventSourceResponse(stream(), ping=request.app.state.keepalive_s)
