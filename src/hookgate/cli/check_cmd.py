@@ -86,6 +86,10 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
         console.print()
         console.print(_agent_summary(cfg, spec), highlight=False, soft_wrap=True)
         console.print(_chain_table(registry))
+        for hook in registry.hooks():
+            for note in getattr(hook, "notes", None) or ():
+                console.print(f"  {hook.name}: no equivalent for {note}", highlight=False,
+                              soft_wrap=True)
     console.print()
     console.print(
         f"ok: {len(cfg.agents)} agent(s), {len(cfg.tool_objects)} tool(s), "

@@ -26,6 +26,10 @@ from hookgate.tools.tool import Tool, args_digest
 APPROVED_DIGEST_KEY = "approved_args_sha256"
 #: ``time.perf_counter()`` when the call entered the hooks, for hooks that time calls.
 CALL_STARTED_KEY = "call_started"
+#: Texts hooks add next to the tool's output (Claude Code's ``additionalContext``).
+HOOK_CONTEXT_KEY = "hook_context"
+#: Set by a hook that stops the whole run (Claude Code's ``continue: false``): the reason.
+STOP_RUN_KEY = "stop_run"
 
 
 class BlockedCallObserver(Protocol):
@@ -68,6 +72,11 @@ def build_metadata(
         "parent_agent_id": identity.parent_agent_id,
         "depth": identity.depth,
     }
+
+
+def with_hook_context(observation: str, notes: list[str]) -> str:
+    """The observation with the hooks' added texts after it, one paragraph each."""
+    return "\n\n".join([observation, *(str(n) for n in notes)])
 
 
 @traced_tool_call
@@ -278,6 +287,8 @@ async def _run_tool(
     if post.withheld:
         status = "withheld"
         error = post.error
+    elif ctx.metadata.get(HOOK_CONTEXT_KEY):
+        observation = with_hook_context(observation, ctx.metadata[HOOK_CONTEXT_KEY])
     if ledger is not None:
         await ledger.finish(identity.run_id, call.id, observation, ok and not post.withheld)
     return ToolOutcome(
