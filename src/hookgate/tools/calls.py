@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from hookgate.hooks.model import EventEmitter
 
-ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval", "mcp"]
+#: ``external``: a tool that runs outside hookgate (Claude Code's), decided here.
+ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval", "mcp", "external"]
 OutcomeStatus = Literal["ok", "blocked", "invalid", "error", "withheld", "unknown_tool"]
 
 

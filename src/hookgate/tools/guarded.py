@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
-from hookgate.hooks.trace import HookEvent
+from hookgate.hooks.trace import ChainResult, HookEvent
 from hookgate.telemetry.tools import traced_tool_call
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
@@ -116,6 +116,35 @@ async def execute_tool_call(
     if hooks_bypassed:
         return await _run_tool(call, tool, args, identity, ledger, None, registry, bypass=True)
 
+    decided = await decide_call(call, tool, args, registry=registry, identity=identity,
+                                resume_at=resume_at)
+    if isinstance(decided, ToolOutcome):
+        return decided
+    ctx, final_args, pre = decided
+    outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry)
+    outcome.side_effects[:0] = pre.side_effects
+    outcome.hooks[:0] = pre.trace
+    return outcome
+
+
+async def decide_call(
+    call: ToolCall,
+    tool: Tool,
+    args: dict[str, Any],
+    *,
+    registry: HookRegistry,
+    identity: CallIdentity,
+    resume_at: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> ToolOutcome | tuple[HookContext, dict[str, Any], ChainResult]:
+    """The first half of the guarded path, for validated ``args``: the PreToolUse chain, the
+    check of a rewrite and the approval check. Returns the blocked outcome (observers told),
+    or the context, the final arguments and the chain's result of a call that may run.
+    ``metadata`` adds request facts for the hooks (a caller's own, such as Claude Code's).
+
+    `execute_tool_call` runs the tool next; Claude Code's tools (hookgate.claude_code) run
+    in Claude Code, which reports back through `observe_result`.
+    """
     needs = identity.require_confirmation_for_all or tool.needs_confirmation(args)
     ctx = HookContext(
         hook_point=HookPoint.PRE_TOOL_USE,
@@ -123,7 +152,7 @@ async def execute_tool_call(
         tool_args=args,
         agent_id=identity.agent_id,
         user_id=identity.user_id,
-        metadata=build_metadata(identity, call, tool, needs),
+        metadata={**(metadata or {}), **build_metadata(identity, call, tool, needs)},
         emit=identity.emit,
     )
     ctx.metadata[CALL_STARTED_KEY] = time.perf_counter()
@@ -158,10 +187,17 @@ async def execute_tool_call(
         ))
 
     ctx.tool_args = final_args
-    outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry)
-    outcome.side_effects[:0] = pre.side_effects
-    outcome.hooks[:0] = hooks
-    return outcome
+    return ctx, final_args, pre
+
+
+async def observe_result(ctx: HookContext, registry: HookRegistry, result: Any,
+                         error: str | None) -> ChainResult:
+    """The PostToolUse chain over what a call returned (``error``: it failed)."""
+    ctx.hook_point = HookPoint.POST_TOOL_USE
+    ctx.tool_result = result
+    if error is not None:
+        ctx.metadata["tool_error"] = error
+    return await registry.run_post_tool_use(ctx)
 
 
 def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) -> HookContext:
@@ -277,11 +313,7 @@ async def _run_tool(
         return ToolOutcome(call.id, tool.name, args, True, "ok" if ok else "error",
                            observation, error)
 
-    ctx.hook_point = HookPoint.POST_TOOL_USE
-    ctx.tool_result = result
-    if not ok:
-        ctx.metadata["tool_error"] = error
-    post = await registry.run_post_tool_use(ctx)
+    post = await observe_result(ctx, registry, result, None if ok else error)
     observation = render_observation(ctx.tool_result)
     status: Any = "ok" if ok else "error"
     if post.withheld:
