@@ -17,8 +17,7 @@ from typing import Any
 
 from hookgate import Agent, ReActEngine, ScriptedLLM, Tool
 from tests.claude_cli import ClaudeRun
-from tests.fakes.anthropic import FakeAnthropic, Text, ToolUse, result_text, sequence, \
-    tool_results
+from tests.fakes.anthropic import FakeAnthropic, Text, ToolUse, result_text, sequence, tool_results
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "hookscripts" / "claude_code"
 
@@ -79,7 +78,7 @@ def with_claude_code(root: Path) -> tuple[dict[str, Any], list[tuple[bool, str]]
 
 
 def shell_tool(project: Path) -> Tool:
-    async def bash(command: str, description: str = "") -> str:
+    def bash(command: str, description: str = "") -> str:
         done = subprocess.run(["sh", "-c", command], cwd=project, capture_output=True,
                               text=True, timeout=30)
         return done.stdout + done.stderr
@@ -90,7 +89,7 @@ def shell_tool(project: Path) -> Tool:
 
 
 def write_tool() -> Tool:
-    async def write(file_path: str, content: str) -> str:
+    def write(file_path: str, content: str) -> str:
         Path(file_path).write_text(content)
         return f"File created successfully at: {file_path}"
 

@@ -128,10 +128,13 @@ def _handler(label: str, entry: object, matcher: ToolMatcher, project: str,
              fail_mode: FailMode, extra_env: Mapping[str, str]) -> Handler:
     if not isinstance(entry, Mapping):
         raise HookBuildError(f"{label} must be a mapping")
+    kind = entry.get("type", "command")
+    if kind not in ("command", "http"):
+        raise HookBuildError(f"{label}: handler type {kind!r} needs Claude Code's own model "
+                             "or MCP client and cannot run in hookgate (command and http can)")
     unknown = sorted(str(k) for k in entry if k not in _HANDLER_KEYS)
     if unknown:
         raise HookBuildError(f"{label}: unknown keys {', '.join(unknown)}")
-    kind = entry.get("type", "command")
     transport: Transport
     if kind == "command":
         shell = entry.get("shell", "sh")
@@ -142,7 +145,7 @@ def _handler(label: str, entry: object, matcher: ToolMatcher, project: str,
         if not isinstance(command, str) or not command.strip():
             raise HookBuildError(f"{label}: a command handler needs 'command'")
         transport = CommandRunner(command, project, SHELLS[shell], dict(extra_env))
-    elif kind == "http":
+    else:
         allowed = entry.get("allowedEnvVars") or []
         headers = entry.get("headers") or {}
         if not isinstance(allowed, list) or not isinstance(headers, Mapping):
@@ -151,9 +154,6 @@ def _handler(label: str, entry: object, matcher: ToolMatcher, project: str,
             {"url": entry.get("url"),
              "headers": {str(k): _interpolate(str(v), allowed) for k, v in headers.items()}})
         transport = HttpEndpoint(endpoint.url, endpoint.headers, project)
-    else:
-        raise HookBuildError(f"{label}: handler type {kind!r} needs Claude Code's own model "
-                             "or MCP client and cannot run in hookgate (command and http can)")
     timeout = entry.get("timeout", CLAUDE_CODE_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise HookBuildError(f"{label}: 'timeout' must be a positive number of seconds")
