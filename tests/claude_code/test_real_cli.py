@@ -110,6 +110,16 @@ def test_when_hookgate_is_unreachable_the_installed_hooks_block_the_call(
                                         "--url", dead, "--project", str(cli.project)])
         assert done.exit_code == 0, done.output
         result = cli.prompt("go", env={"HOOKGATE_TOKEN": "whatever"})
-        assert not (cli.project / "ran.txt").exists(), result.stdout
-        # The model asked for the call and was told it did not run.
+        # The installed UserPromptSubmit handler already stops the prompt: nothing reaches
+        # the model, nothing runs.
+        assert "blocking because onFailure is" in result.json()["result"]
+        assert api.requests == [] and not (cli.project / "ran.txt").exists()
+
+        # Without that handler, the PreToolUse one blocks the call itself.
+        settings_file = cli.project / ".claude" / "settings.json"
+        settings = json.loads(settings_file.read_text())
+        del settings["hooks"]["UserPromptSubmit"]
+        settings_file.write_text(json.dumps(settings))
+        cli.prompt("go", env={"HOOKGATE_TOKEN": "whatever"})
+        assert not (cli.project / "ran.txt").exists()
         assert last_result(api).get("is_error") is True
