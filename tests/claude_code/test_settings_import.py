@@ -156,3 +156,17 @@ def test_check_says_what_an_event_without_an_equivalent_does(tmp_path: Path) -> 
     assert "claude_code:PreToolUse" in done.output
     assert "no equivalent for Stop (1 handler(s))" in done.output
     assert "never run" in done.output
+
+
+async def test_continue_false_stops_the_run_with_its_stop_reason() -> None:
+    stop = {"type": "command",
+            "command": "echo '{\"continue\": false, \"stopReason\": \"quota reached\"}'"}
+    settings = {"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [stop]}]}}
+    ran.clear()
+    turns = [{"tool_calls": [{"name": "Bash", "args": {"command": "one"}, "id": "c1"}]},
+             {"tool_calls": [{"name": "Bash", "args": {"command": "two"}, "id": "c2"}]},
+             {"answer": "ok"}]
+    result = await ReActEngine(ScriptedLLM(turns)).run(agent(settings), "go", user_id="u")
+    assert ran == ["one"]
+    assert result.status == "session_blocked"
+    assert "quota reached" in (result.error or "")

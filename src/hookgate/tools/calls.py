@@ -58,6 +58,8 @@ class ToolOutcome:
     side_effects: list[str] = field(default_factory=list)
     hooks: list[dict[str, Any]] = field(default_factory=list)
     blocked_by: str | None = None
+    #: Set when a hook stopped the whole run (Claude Code's ``continue: false``): why.
+    stop_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +74,7 @@ class ToolOutcome:
             "hooks": list(self.hooks),
             "blocked_by": self.blocked_by,
             "reason": self.reason,
+            "stop_reason": self.stop_reason,
         }
 
     @property
@@ -100,4 +103,5 @@ class ToolOutcome:
             side_effects=list(data.get("side_effects") or []),
             hooks=list(data.get("hooks") or []),
             blocked_by=data.get("blocked_by"),
+            stop_reason=data.get("stop_reason"),
         )

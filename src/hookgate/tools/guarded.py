@@ -220,6 +220,7 @@ def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) 
 async def _blocked(registry: HookRegistry, ctx: HookContext, outcome: ToolOutcome
                    ) -> ToolOutcome:
     """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one."""
+    outcome.stop_reason = ctx.metadata.get(STOP_RUN_KEY)
     for hook in registry.hooks():
         observe = getattr(hook, "on_blocked", None)
         if observe is None:
@@ -327,4 +328,5 @@ async def _run_tool(
         call.id, tool.name, args, True, status, observation, error,
         side_effects=list(post.side_effects), hooks=post.trace,
         blocked_by=post.blocked_by if post.withheld else None,
+        stop_reason=ctx.metadata.get(STOP_RUN_KEY),
     )
