@@ -4,7 +4,8 @@ the same calls are refused, the model reads the same reasons and context.
 
 Covered: ``"$CLAUDE_PROJECT_DIR"/...`` commands, exit 2 with stderr, a JSON ``deny``, exit 2
 with a JSON reason, plain stdout (ignored), PostToolUse ``additionalContext``, an
-``"Edit, Write"`` matcher, and a logger that runs in parallel and sees every call.
+``"Edit, Write"`` matcher, a logger that runs in parallel and sees every call, and a hook
+that reads the session's JSONL transcript.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ SETTINGS = {"hooks": {
     "PreToolUse": [
         {"matcher": "Bash", "hooks": [hook("block_dangerous.py"), hook("no_push.sh")]},
         {"matcher": "Edit, Write", "hooks": [hook("protect_env.py")]},
-        {"matcher": "*", "hooks": [hook("chatty.sh"), hook("log_calls.py")]},
+        {"matcher": "*", "hooks": [hook("chatty.sh"), hook("log_calls.py"),
+                                   hook("read_transcript.py")]},
     ],
     "PostToolUse": [{"matcher": "Bash", "hooks": [hook("remind_tests.sh")]}],
 }}
@@ -60,9 +62,12 @@ def project_with_hooks(root: Path) -> Path:
 
 def effects(project: Path) -> dict[str, Any]:
     log = project / ".claude" / "calls.log"
+    transcript = project / ".claude" / "transcript.log"
     return {"out.txt": (project / "out.txt").exists(), ".env": (project / ".env").exists(),
             "notes.txt": (project / "notes.txt").exists(),
-            "logged": len(log.read_text().splitlines()) if log.exists() else 0}
+            "logged": len(log.read_text().splitlines()) if log.exists() else 0,
+            "transcript": [json.loads(line) for line in transcript.read_text().splitlines()]
+            if transcript.exists() else []}
 
 
 def with_claude_code(root: Path) -> tuple[dict[str, Any], list[tuple[bool, str]], str]:
@@ -119,7 +124,10 @@ async def test_the_same_scripts_decide_the_same_way_in_claude_code_and_hookgate(
     hg_effects, hg_seen = await with_hookgate(tmp_path)
 
     # What ran and what did not, on disk; the logger saw all five calls in both.
-    assert cc_effects == {"out.txt": True, ".env": False, "notes.txt": True, "logged": 5}
+    # A hook reading the transcript finds the prompt and the calls made so far.
+    assert cc_effects == {"out.txt": True, ".env": False, "notes.txt": True, "logged": 5,
+                          "transcript": [{"prompt": "tidy up", "tool_uses_so_far": n}
+                                         for n in range(1, 6)]}
     assert hg_effects == cc_effects
 
     # Which calls the model was told were refused, and why.

@@ -108,6 +108,7 @@ class _Call:
             run_id=run_id, conversation_id=_text(body, "session_id"),
             execution_path="external",
             require_confirmation_for_all=agent.require_confirmation_for_all,
+            transcript_path=_text(body, "transcript_path", required=False),
         )
         self.extras: dict[str, Any] = {
             "claude_code_event": event,

@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
+from hookgate.catalog.declarative.transcript import write_transcript
 from hookgate.catalog.services import HookServices
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.state import RunState
@@ -84,6 +85,7 @@ class RunDriver:
         self.lineage = lineage
         self.tools: dict[str, Tool] = {**agent.toolbox(), **(extra_tools or {})}
         self.registry: HookRegistry | None = None
+        self.transcript_path: str | None = None
         self._save_lock = asyncio.Lock()
         self._pending_saves: set[asyncio.Task[None]] = set()
 
@@ -207,6 +209,7 @@ class RunDriver:
             depth=self.lineage.depth,
             require_confirmation_for_all=self.agent.require_confirmation_for_all,
             emit=self.emit,
+            transcript_path=self.transcript_path,
         )
 
     async def start_session(self) -> bool:
@@ -259,6 +262,10 @@ class RunDriver:
         Finished calls are recorded in the state as they finish, so a resumed run skips
         them and re-enters only the ones still in flight.
         """
+        if self.registry is not None and any(
+                getattr(h, "reads_transcript", False) for h in self.registry.hooks()):
+            # Hooks in Claude Code's style get the conversation so far as a transcript file.
+            self.transcript_path = write_transcript(self.state.run_id, self.state.messages)
         return list(await asyncio.gather(*(self.run_call(c) for c in calls)))
 
     async def run_call(self, call: ToolCall) -> ToolOutcome:

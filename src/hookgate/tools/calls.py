@@ -42,6 +42,8 @@ class CallIdentity:
     depth: int = 0
     require_confirmation_for_all: bool = False
     emit: EventEmitter | None = None
+    #: The run's Claude Code-shaped transcript, for hooks that read it (None: not kept).
+    transcript_path: str | None = None
 
 
 @dataclass(slots=True)

@@ -71,6 +71,7 @@ def build_metadata(
         "execution_path": identity.execution_path,
         "parent_agent_id": identity.parent_agent_id,
         "depth": identity.depth,
+        "transcript_path": identity.transcript_path,
     }
 
 

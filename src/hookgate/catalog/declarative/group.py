@@ -83,6 +83,8 @@ class _Group:
     priority: int
     fail_mode: FailMode
     timeout: float | None
+    #: The engine keeps a Claude Code-shaped transcript of the run for this group.
+    reads_transcript = True
 
     def __init__(self, event: str, handlers: list[Handler], *, name: str, priority: int,
                  project_dir: str, notes: list[str]) -> None:

@@ -42,6 +42,8 @@ class _DeclaredHook:
     priority: int
     fail_mode: FailMode
     timeout: float | None
+    #: The engine keeps a Claude Code-shaped transcript of the run for this hook.
+    reads_transcript = True
 
     def __init__(
         self,
