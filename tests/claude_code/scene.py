@@ -30,12 +30,18 @@ TOKEN = "tok-dev-alice"
 GATED = '".log" in args.command'
 
 
+#: Fails closed after any Bash call that printed a card number: the output is withheld.
+CARD_GUARD = {"event": "PostToolUse", "matcher": "Bash", "name": "card_guard",
+              "command": "grep -q 4111 && exit 1; exit 0"}
+
+
 def coder(wait_s: float, read_only: bool = False) -> Deployment:
     agent = Agent(
         id="coder", name="Claude Code of alice", instructions="", tools=[], org_id="acme",
         owner_user_id="alice", approval_channel_id="ops-slack",
         model_config_json={
-            "hooks": {"class_hooks": ["audit_log", "readonly_guard"]},
+            "hooks": {"class_hooks": ["audit_log", "readonly_guard"],
+                      "command_hooks": [CARD_GUARD]},
             "claude_code": {"wait_s": wait_s, "rules": [
                 {"matcher": "Bash", "when": GATED, "requires_confirmation": True}]},
         },

@@ -95,6 +95,19 @@ def test_a_deferred_headless_run_resumes_after_approval_and_runs_the_call_once(
         assert "already used by one execution" in answer["permissionDecisionReason"]
 
 
+def test_withheld_output_never_reaches_claude_codes_model(
+        tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    script = sequence(bash("echo card 4111-1111-1111-1111"), Text("done"))
+    with scene(tmp_path, database_url, slack, script) as s:
+        result = s.prompt()
+        assert result.returncode == 0, result.stderr
+        # The session stopped before the next model turn; the card number went nowhere.
+        assert len(s.api.requests) == 1
+        assert "4111" not in json.dumps(s.api.requests)
+        assert result.json()["terminal_reason"] == "hook_stopped"
+        assert [(r["tool_name"], r["outcome"]) for r in s.audit()] == [("Bash", "withheld")]
+
+
 def test_when_hookgate_is_unreachable_the_installed_hooks_block_the_call(
         tmp_path: Path) -> None:
     with socket.socket() as sock:

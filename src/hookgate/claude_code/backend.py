@@ -254,7 +254,12 @@ class _Call:
             specific["additionalContext"] = "\n\n".join(map(str, notes))
         if len(specific) > 1:
             answer["hookSpecificOutput"] = specific
-        if ctx.metadata.get(STOP_RUN_KEY):
+        if post.withheld:
+            # Claude Code ignores updatedToolOutput for its own tools, so the only way to keep
+            # withheld output from its model is to stop the session before the next turn.
+            answer.update({"continue": False, "stopReason": str(ctx.metadata.get(
+                STOP_RUN_KEY) or ctx.tool_result)})
+        elif ctx.metadata.get(STOP_RUN_KEY):
             answer.update({"continue": False, "stopReason": str(ctx.metadata[STOP_RUN_KEY])})
         return answer
 
