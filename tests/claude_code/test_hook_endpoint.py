@@ -165,3 +165,28 @@ def test_who_may_call_and_what_a_body_may_hold(srv):
     assert decision(r)[0] == "deny"
     r = hook(srv, dict(deep, hook_event_name="Nope"))
     assert r.status_code == 400
+
+
+def test_permission_request_is_answered_in_its_own_shape(srv):
+    body = {"hook_event_name": "PermissionRequest", "session_id": SESSION,
+            "cwd": "/work/project", "tool_name": "Bash", "tool_input": PUSH,
+            "permission_suggestions": []}
+    answer = hook(srv, body).json()["hookSpecificOutput"]
+    assert answer["hookEventName"] == "PermissionRequest"
+    assert answer["decision"]["behavior"] == "deny"
+    [request] = pending(srv)
+    assert request["id"] in answer["decision"]["message"]
+    approve(srv, request["id"])
+    answer = hook(srv, body).json()["hookSpecificOutput"]
+    assert answer["decision"] == {"behavior": "allow"}
+    # An ungated call gets no answer: Claude Code's own prompt decides.
+    assert hook(srv, dict(body, tool_input={"command": "ls"})).json() == {}
+
+
+def test_session_start_gets_no_objection_and_a_bad_policy_denies(srv):
+    r = hook(srv, {"hook_event_name": "SessionStart", "session_id": SESSION, "cwd": "/w",
+                   "source": "startup"})
+    assert r.json() == {}
+    srv.runtime.runs.agents["coder"].model_config_json["claude_code"]["wait_s"] = "soon"
+    answer, why = decision(hook(srv, pre("Bash", {"command": "ls"}, "toolu_z")))
+    assert answer == "deny" and "wait_s" in why

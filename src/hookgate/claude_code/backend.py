@@ -170,7 +170,11 @@ class _Call:
     async def decide(self) -> Answer:
         backend = self.backend
         name, raw_args, call_id = self._tool_call()
-        policy = ExternalPolicy.of(self.agent)
+        try:
+            policy = ExternalPolicy.of(self.agent)
+        except HookBuildError as exc:
+            return self._answer_pre("deny", f"hookgate cannot apply its rules, so nothing "
+                                            f"runs: {exc}")
         probe = probe_context(name, raw_args, self.agent, self.caller.user_id, dict(self.extras))
         tool = policy.tool_for(name, probe)
         try:
