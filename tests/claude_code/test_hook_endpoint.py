@@ -190,3 +190,23 @@ def test_session_start_gets_no_objection_and_a_bad_policy_denies(srv):
     srv.runtime.runs.agents["coder"].model_config_json["claude_code"]["wait_s"] = "soon"
     answer, why = decision(hook(srv, pre("Bash", {"command": "ls"}, "toolu_z")))
     assert answer == "deny" and "wait_s" in why
+
+
+def test_an_approval_is_bound_to_the_user_and_agent_that_asked(srv):
+    decision(hook(srv, pre("Bash", PUSH, "toolu_a")))
+    [request] = pending(srv)
+    approve(srv, request["id"])
+    # Someone else sending the same session, call id and input gets no use of it.
+    srv.call(_add_user(srv, "bob", "tok-bob"))
+    answer, _ = decision(hook(srv, pre("Bash", PUSH, "toolu_a"), token="tok-bob"))
+    assert answer == "deny"
+    assert decision(hook(srv, pre("Bash", PUSH, "toolu_a")))[0] == "allow"
+
+
+async def _add_user(srv: LiveServer, user_id: str, token: str) -> None:
+    from hookgate.server.deployment import token_digest
+    from hookgate.storage.tables import User
+
+    async with srv.runtime.db.transaction() as s:
+        s.add(User(id=user_id, org_id="acme", name=user_id, admin=False,
+                   token_sha256=token_digest(token)))

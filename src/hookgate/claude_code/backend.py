@@ -3,14 +3,13 @@
 PreToolUse and PermissionRequest take the first half of the guarded path (the agent's
 PreToolUse hooks, read-only, rate limits, the gate); PostToolUse and PostToolUseFailure the
 PostToolUse chain (audit, result rules); SessionStart the SessionStart chain. The session
-is the run (``cc-<session_id>``), ``tool_use_id`` the call id. UserPromptSubmit and Stop
-have no hookgate equivalent and are answered with "no objection".
+is the run (one per agent, user and ``session_id``), ``tool_use_id`` the call id.
+UserPromptSubmit and Stop have no hookgate equivalent and are answered with "no objection".
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -40,7 +39,6 @@ from hookgate.tools.tool import args_digest
 
 EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
           "SessionStart", "UserPromptSubmit", "Stop")
-_SESSION = re.compile(r"[A-Za-z0-9_-]{1,60}")
 #: What Claude Code sets CLAUDE_CODE_ENTRYPOINT to in headless (-p / SDK) runs.
 HEADLESS_ENTRYPOINTS = ("sdk-cli", "sdk-ts", "sdk-py")
 
@@ -76,7 +74,8 @@ class ClaudeCodeBackend:
             raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
                                f"{event!r}")
         session = _text(body, "session_id")
-        call = _Call(self, agent, caller, body, event, session_run_id(session))
+        run_id = session_run_id(agent.id, caller.user_id, session)
+        call = _Call(self, agent, caller, body, event, run_id)
         if event in ("PreToolUse", "PermissionRequest"):
             return await call.decide()
         if event in ("PostToolUse", "PostToolUseFailure"):
@@ -86,11 +85,14 @@ class ClaudeCodeBackend:
         return {}
 
 
-def session_run_id(session: str) -> str:
-    """The run id of a Claude Code session (hashed when it is not a plain id)."""
-    if _SESSION.fullmatch(session):
-        return f"cc-{session}"
-    return "cc-" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+def session_run_id(agent_id: str, user_id: str, session: str) -> str:
+    """The run id of a Claude Code session of ``user_id`` under ``agent_id``.
+
+    All three are in it, so a request, an approval or an execution claim of one session can
+    never be found by another user or agent that sends the same session id.
+    """
+    key = "\0".join((agent_id, user_id, session)).encode("utf-8", "surrogatepass")
+    return "cc-" + hashlib.sha256(key).hexdigest()[:40]
 
 
 class _Call:
