@@ -210,3 +210,17 @@ async def _add_user(srv: LiveServer, user_id: str, token: str) -> None:
     async with srv.runtime.db.transaction() as s:
         s.add(User(id=user_id, org_id="acme", name=user_id, admin=False,
                    token_sha256=token_digest(token)))
+
+
+def test_rate_limits_apply_to_claude_codes_tools_by_connector(database_url):
+    deployment = coder(wait_s=0.3)
+    deployment.database_url = database_url
+    hooks = deployment.agents["coder"].model_config_json["hooks"]
+    hooks["class_hooks"].append({"name": "connector_rate_limit",
+                                 "params": {"limits": {"mcp__github": "2/hour"}}})
+    with live_server(deployment) as server:
+        answers = [decision(hook(server, pre("mcp__github__create_issue", {"title": str(i)},
+                                             f"toolu_{i}")))[0] for i in range(3)]
+        assert answers == [None, None, "deny"]
+        # Claude Code's own tools have their own connector and are not counted.
+        assert decision(hook(server, pre("Bash", {"command": "ls"}, "toolu_b")))[0] is None

@@ -170,3 +170,29 @@ async def test_continue_false_stops_the_run_with_its_stop_reason() -> None:
     assert ran == ["one"]
     assert result.status == "session_blocked"
     assert "quota reached" in (result.error or "")
+
+
+def test_agent_id_and_agent_type_appear_only_inside_a_delegated_agent() -> None:
+    from hookgate.catalog.declarative.protocol import hook_input
+    from hookgate.hooks.model import HookContext, HookPoint
+
+    top = HookContext(HookPoint.PRE_TOOL_USE, "Bash", {"command": "ls"}, agent_id="coder",
+                      metadata={"run_id": "r", "tool_call_id": "c", "parent_agent_id": None})
+    assert "agent_id" not in hook_input(top, cwd="/p")
+    assert hook_input(top, cwd="/p")["hookgate_agent_id"] == "coder"
+    child = HookContext(HookPoint.PRE_TOOL_USE, "Bash", {"command": "ls"}, agent_id="helper",
+                        metadata={"run_id": "r", "tool_call_id": "c",
+                                  "parent_agent_id": "coder"})
+    data = hook_input(child, cwd="/p")
+    assert (data["agent_id"], data["agent_type"]) == ("helper", "helper")
+
+
+async def test_a_declared_plugin_root_is_exported_to_commands(tmp_path: Path) -> None:
+    out = tmp_path / "env.txt"
+    settings = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+        {"type": "command",
+         "command": f'echo "$CLAUDE_PLUGIN_ROOT|$CLAUDE_PROJECT_DIR|$CLAUDECODE" > {out}'}]}]}}
+    a = agent({"settings": settings, "plugin_root": str(tmp_path / "plugin"),
+               "project_dir": str(tmp_path)})
+    assert (await run(a, "ls"))["allowed"] is True
+    assert out.read_text().strip() == f"{tmp_path / 'plugin'}|{tmp_path}|1"
