@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
+from hookgate.catalog.declarative.matcher import Condition, ToolMatcher, selects
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.tools.tool import Tool
@@ -53,14 +53,8 @@ class ToolRule:
     connector: str | None
 
     def applies(self, ctx: HookContext) -> bool:
-        if not self.matcher.matches(ctx.tool_name):
-            return False
-        if self.when is None:
-            return True
-        try:
-            return self.when.holds(ctx)
-        except Exception:
-            return True  # a rule that cannot be evaluated applies (fail closed)
+        # A rule whose `when` cannot be evaluated applies (fail closed).
+        return selects(self.matcher, self.when, ctx)[0]
 
 
 @dataclass(frozen=True, slots=True)

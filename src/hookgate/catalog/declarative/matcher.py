@@ -126,6 +126,20 @@ class Condition:
         return self.source
 
 
+def selects(matcher: ToolMatcher, when: Condition | None, ctx: HookContext
+            ) -> tuple[bool, str | None]:
+    """Whether ``matcher`` and ``when`` pick ``ctx``'s call. A ``when`` that cannot be
+    evaluated picks it (fail closed); the second value then says why it could not."""
+    if not matcher.matches(ctx.tool_name):
+        return False, None
+    if when is None:
+        return True, None
+    try:
+        return when.holds(ctx), None
+    except Exception as exc:
+        return True, f"{type(exc).__name__}: {exc}"
+
+
 def _free_names(tree: ast.AST) -> set[str]:
     bound = {
         n.id for c in ast.walk(tree) if isinstance(c, ast.comprehension)
