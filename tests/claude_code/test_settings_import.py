@@ -196,3 +196,20 @@ async def test_a_declared_plugin_root_is_exported_to_commands(tmp_path: Path) ->
                "project_dir": str(tmp_path)})
     assert (await run(a, "ls"))["allowed"] is True
     assert out.read_text().strip() == f"{tmp_path / 'plugin'}|{tmp_path}|1"
+
+
+async def test_a_session_start_hook_finds_a_transcript_file_and_its_plain_text_is_context(
+        tmp_path: Path) -> None:
+    read_path = "import json,sys; print(json.load(sys.stdin)['transcript_path'])"
+    script = f'test -f "$(python3 -c "{read_path}")" && echo "repo rules: be brief"'
+    settings = {"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [
+        {"type": "command", "command": script}]}]}}
+    seen: list[Any] = []
+
+    def model(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append(messages)
+        return {"answer": "ok"}
+
+    result = await ReActEngine(ScriptedLLM(model)).run(agent(settings), "go", user_id="u")
+    assert result.status == "completed"
+    assert "repo rules: be brief" in seen[0][0]["content"]

@@ -217,6 +217,7 @@ class RunDriver:
         assert self.registry is not None
         if self.state.session_started:
             return True
+        self._keep_transcript([])
         ctx = HookContext(
             hook_point=HookPoint.SESSION_START,
             agent_id=self.agent.id,
@@ -229,6 +230,7 @@ class RunDriver:
                 "parent_agent_id": self.lineage.parent_agent_id,
                 "depth": self.lineage.depth,
                 "message": self.state.message,
+                "transcript_path": self.transcript_path,
             },
             emit=self.emit,
         )
@@ -262,11 +264,14 @@ class RunDriver:
         Finished calls are recorded in the state as they finish, so a resumed run skips
         them and re-enters only the ones still in flight.
         """
+        self._keep_transcript(self.state.messages)
+        return list(await asyncio.gather(*(self.run_call(c) for c in calls)))
+
+    def _keep_transcript(self, messages: list[dict[str, Any]]) -> None:
+        # Hooks in Claude Code's style get the conversation so far as a transcript file.
         if self.registry is not None and any(
                 getattr(h, "reads_transcript", False) for h in self.registry.hooks()):
-            # Hooks in Claude Code's style get the conversation so far as a transcript file.
-            self.transcript_path = write_transcript(self.state.run_id, self.state.messages)
-        return list(await asyncio.gather(*(self.run_call(c) for c in calls)))
+            self.transcript_path = write_transcript(self.state.run_id, messages)
 
     async def run_call(self, call: ToolCall) -> ToolOutcome:
         assert self.registry is not None

@@ -64,8 +64,8 @@ def hook_input(ctx: HookContext, *, cwd: str) -> dict[str, Any]:
         "cwd": cwd,
         "permission_mode": meta.get("permission_mode") or "default",
     }
-    if meta.get("prompt_id") is not None:
-        data["prompt_id"] = meta["prompt_id"]
+    # A hookgate run answers one prompt, so the run stands for Claude Code's prompt id.
+    data["prompt_id"] = meta.get("prompt_id") or meta.get("run_id")
     if ctx.hook_point is HookPoint.SESSION_START:
         data["source"] = "startup"
     else:
