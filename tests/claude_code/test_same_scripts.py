@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hookgate import Agent, ReActEngine, ScriptedLLM, Tool
+from hookgate.catalog.declarative.transcript import transcript_file
 from tests.claude_cli import ClaudeRun
 from tests.fakes.anthropic import FakeAnthropic, Text, ToolUse, result_text, sequence, tool_results
 
@@ -115,6 +116,7 @@ async def with_hookgate(root: Path) -> tuple[dict[str, Any], list[tuple[bool, st
     result = await ReActEngine(ScriptedLLM([*turns, {"answer": "done"}])).run(
         agent, "tidy up", user_id="alice")
     seen = [(not e["allowed"], str(e["observation"])) for e in result.tool_events()]
+    assert not transcript_file(result.run_id).exists()  # removed when the run ended
     return effects(project), seen
 
 

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
-from hookgate.catalog.declarative.transcript import write_transcript
+from hookgate.catalog.declarative.transcript import remove_transcript, write_transcript
 from hookgate.catalog.services import HookServices
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.state import RunState
@@ -129,6 +129,7 @@ class RunDriver:
             self.emit("answer", {"answer": answer})
         self.emit("done", {"status": status, "answer": self.state.answer})
         await self.checkpoint()
+        remove_transcript(self.transcript_path)
 
     async def run_to_end(self, body: Awaitable[None]) -> None:
         """Await an engine's main loop; a model error or any other exception (a checkpoint

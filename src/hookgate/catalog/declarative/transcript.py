@@ -4,11 +4,13 @@ Claude Code hands every hook ``transcript_path``, a JSONL file with one entry pe
 (``type`` user or assistant, ``message`` in the Messages API shape: text, ``tool_use`` and
 ``tool_result`` blocks, plus ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp``,
 ``cwd``). Published hooks read it (the last prompt, what the assistant said). Runs whose
-agent has declarative hooks get one, rewritten before each turn's tool calls.
+agent has declarative hooks get one, rewritten before each turn's tool calls and deleted
+when the run ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -46,9 +48,19 @@ def write_transcript(run_id: str, messages: Iterable[Mapping[str, Any]]) -> str:
         }, ensure_ascii=False, default=str))
         parent = me
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    # Only this user may read it: it holds the conversation.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
     os.replace(tmp, path)
     return str(path)
+
+
+def remove_transcript(path: str | None) -> None:
+    """Delete a run's transcript once the run has ended."""
+    if path:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _entry(message: Mapping[str, Any]) -> dict[str, Any] | None:
