@@ -20,7 +20,7 @@ from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.storage.tables import ConfirmationRequestRow, ToolExecutionRow
 
-__all__ = ["ExternalApprovals", "StillPending"]
+__all__ = ["ExternalApprovals"]
 
 
 class ExternalApprovals:

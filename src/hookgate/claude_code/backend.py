@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.approvals.persistent import PersistentApprovals, StillPending
+from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import build_registry
 from hookgate.catalog.services import HookServices
 from hookgate.claude_code.approvals import ExternalApprovals
@@ -189,19 +189,15 @@ class _Call:
         except HookBuildError as exc:
             return self._answer_pre("deny", f"hookgate cannot build agent '{self.agent.id}''s "
                                             f"hooks, so nothing runs: {exc}")
-        try:
-            decided = await decide_call(ToolCall(call_id, name, args), tool, args,
-                                        registry=registry, identity=self.identity,
-                                        metadata=self.extras)
-        except StillPending as waiting:
-            approvals.pending = waiting.request
-            decided = None
-        if isinstance(decided, ToolOutcome) or decided is None:
-            pending = approvals.pending
-            if pending is not None:
-                return self._answer_pending(pending.id, name)
-            reason = decided.observation if decided is not None else "blocked"
-            return self._answer_pre("deny", reason)
+        decided = await decide_call(ToolCall(call_id, name, args), tool, args,
+                                    registry=registry, identity=self.identity,
+                                    metadata=self.extras)
+        if isinstance(decided, ToolOutcome):
+            # The gate's StillPending is a hook failure to the registry (the call is
+            # blocked, observers record the attempt); the answer says what it waits for.
+            if approvals.pending is not None:
+                return self._answer_pending(approvals.pending.id, name)
+            return self._answer_pre("deny", decided.observation)
         ctx, final_args, pre = decided
         updated = final_args if pre.modified_args is not None else None
         if approvals.used is not None:
@@ -211,7 +207,6 @@ class _Call:
             return self._answer_pre("allow", f"approved{who} in hookgate (request {used.id}){why}",
                                     ctx, updated)
         return self._answer_pre("allow" if updated is not None else None, None, ctx, updated)
-
 
     def _answer_pending(self, request_id: str, tool_name: str) -> Answer:
         if self.caller.headless and self.event == "PreToolUse":
@@ -223,7 +218,6 @@ class _Call:
             "deny", f"'{tool_name}' needs a person's approval in hookgate: request {request_id} "
                     "is pending. Once it is approved, make the identical call again; it will "
                     "run once without asking again.")
-
 
     async def observe(self) -> Answer:
         backend = self.backend
@@ -268,7 +262,6 @@ class _Call:
         elif ctx.metadata.get(STOP_RUN_KEY):
             answer.update({"continue": False, "stopReason": str(ctx.metadata[STOP_RUN_KEY])})
         return answer
-
 
     async def session_start(self) -> Answer:
         backend = self.backend
