@@ -170,7 +170,8 @@ async def test_a_hook_receives_the_input_claude_code_sends_plus_the_request_fact
     assert got["tool_use_id"] == "call_0"
     assert got["session_id"] == r.result.run_id
     assert got["cwd"] == os.getcwd()
-    assert (got["agent_id"], got["user_id"], got["org_id"]) == ("buyer", "alice", "acme")
+    assert (got["hookgate_agent_id"], got["user_id"], got["org_id"]) == ("buyer", "alice", "acme")
+    assert "agent_id" not in got  # Claude Code sends agent_id only inside delegated agents
     assert got["metadata"]["connector"] == "oa"
     assert got["metadata"]["requires_confirmation"] is False
     assert "tool_response" not in got
@@ -190,8 +191,18 @@ async def test_a_command_hook_runs_in_its_declared_working_directory(tmp_path):
 # -- failures follow the hook's fail mode ------------------------------------------------------
 
 
-async def test_a_hook_answering_invalid_json_blocks_the_call_when_closed():
+async def test_plain_text_on_stdout_with_exit_0_is_ignored_as_claude_code_does():
     agent = buyer(command_hooks=[{"event": "PreToolUse", "command": "echo 'sure, go ahead'"}])
+    r = await run(agent, ("oa__purchase_pay", {"amount": 5, "vendor": "ACME"}))
+
+    assert r.outcome()["allowed"] is True
+    assert paid == [{"amount": 5, "vendor": "ACME"}]
+    assert "sure, go ahead" not in r.observation()
+
+
+async def test_a_hook_answering_invalid_json_blocks_the_call_when_closed():
+    agent = buyer(command_hooks=[{"event": "PreToolUse",
+                                  "command": "echo '{\"decision\": \"block\", '"}])
     r = await run(agent, ("oa__purchase_pay", {"amount": 5, "vendor": "ACME"}))
 
     assert r.outcome()["allowed"] is False
@@ -200,7 +211,7 @@ async def test_a_hook_answering_invalid_json_blocks_the_call_when_closed():
 
 
 async def test_a_hook_answering_invalid_json_is_traced_and_the_call_runs_when_open():
-    agent = buyer(command_hooks=[{"event": "PreToolUse", "command": "echo 'sure, go ahead'",
+    agent = buyer(command_hooks=[{"event": "PreToolUse", "command": "echo '{\"cut off'",
                                   "fail_mode": "open", "name": "chatty"}])
     r = await run(agent, ("oa__purchase_pay", {"amount": 5, "vendor": "ACME"}))
 
@@ -328,22 +339,24 @@ async def test_updated_tool_output_is_what_the_model_sees(tmp_path):
     r = await run(agent, ("oa__purchase_pay", {"amount": 5, "vendor": "ACME"}))
 
     assert paid == [{"amount": 5, "vendor": "ACME"}]
-    assert r.observation() == "payment recorded"
+    # additionalContext goes next to the (rewritten) output, as Claude Code shows it.
+    assert r.observation() == "payment recorded\n\nledger synced"
     tool_messages = [m for m in r.seen[1] if m["role"] == "tool"]
-    assert tool_messages[0]["content"] == "payment recorded"
+    assert tool_messages[0]["content"] == "payment recorded\n\nledger synced"
     assert r.outcome()["side_effects"] == ["tidy: message: output tidied",
                                            "tidy: context: ledger synced"]
 
 
-async def test_post_tool_use_block_keeps_the_output_from_the_model(tmp_path):
-    answer = {"decision": "block", "reason": "output holds personal data"}
+async def test_post_tool_use_block_adds_its_reason_next_to_the_output(tmp_path):
+    # Claude Code's PostToolUse "block" does not hide the output (the tool already ran):
+    # the reason is shown to the model next to it. Hiding output is updatedToolOutput's job.
+    answer = {"decision": "block", "reason": "check the card number before quoting it"}
     agent = buyer(command_hooks=[{"event": "PostToolUse", "matcher": "crm__lookup",
                                   "command": answering(tmp_path, answer), "name": "pii"}])
     r = await run(agent, ("crm__lookup", {"customer": "bob"}))
 
-    assert "4111" not in r.observation()
-    assert r.observation() == ("The tool ran, but hook 'pii' blocked its output: output holds "
-                               "personal data")
+    assert r.observation() == ('{"customer": "bob", "card": "4111 1111 1111 1111"}\n\n'
+                               "check the card number before quoting it")
 
 
 async def test_session_start_context_reaches_the_system_prompt(tmp_path):

@@ -36,6 +36,14 @@ class ApprovalDeliveryFailed(Exception):
     """The approval card could not be delivered; the request was cancelled."""
 
 
+class StillPending(Exception):
+    """No decision came within the caller's wait; the request stays pending (``request``)."""
+
+    def __init__(self, request: ConfirmationRequest) -> None:
+        super().__init__(f"request {request.id} is still pending")
+        self.request = request
+
+
 class PersistentApprovals:
     """Creates, delivers, waits for and decides confirmation requests."""
 
@@ -101,7 +109,11 @@ class PersistentApprovals:
 
     # -- the gate's side ---------------------------------------------------------------------
 
-    async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
+    async def request_and_wait(self, ask: ApprovalAsk, *,
+                               wait_s: float | None = None) -> ApprovalDecision:
+        """The decision on ``ask``'s request (created and delivered if new). With ``wait_s``,
+        raises StillPending after that long without a decision, leaving the request pending
+        (a caller that cannot hold the call, such as a Claude Code hook, asks again later)."""
         request = await self.store.for_call(ask.run_id, ask.tool_call_id)
         resumed = request is not None
         if request is None:
@@ -114,7 +126,8 @@ class PersistentApprovals:
             if request.mode == "channel" and request.delivery_ref is None:
                 await self._deliver(request, ask)
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
-            request = await timed_wait(self._wait(request, ask), request, resumed=resumed)
+            request = await timed_wait(self._wait(request, ask, wait_s), request,
+                                       resumed=resumed)
         decision = _decision(request)
         _emit(ask, "confirmation_resolved", {
             "request_id": request.id, "tool_call_id": request.tool_call_id,
@@ -172,7 +185,10 @@ class PersistentApprovals:
         if after is not None and not after.pending:
             self._update_card_later(after)
 
-    async def _wait(self, request: ConfirmationRequest, ask: ApprovalAsk) -> ConfirmationRequest:
+    async def _wait(self, request: ConfirmationRequest, ask: ApprovalAsk,
+                    wait_s: float | None = None) -> ConfirmationRequest:
+        loop = asyncio.get_running_loop()
+        give_up = None if wait_s is None else loop.time() + wait_s
         while True:
             fut = self.hub.waiter(request.id)
             try:
@@ -182,10 +198,16 @@ class PersistentApprovals:
                 if not current.pending:
                     return current
                 left = current.seconds_left()
+                if give_up is not None and left > 0:
+                    if loop.time() >= give_up:
+                        raise StillPending(current)
+                    left = min(left, give_up - loop.time())
                 if left > 0:
                     try:
                         woken_with = await asyncio.wait_for(fut, left)
                     except TimeoutError:
+                        if give_up is not None and loop.time() >= give_up:
+                            continue  # the loop reads the request once more, then gives up
                         woken_with = None
                     else:
                         if woken_with is not None and not woken_with.pending:

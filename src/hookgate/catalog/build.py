@@ -23,7 +23,8 @@ GATE_NAME = "feishu_gate"
 # Errors quote the offending value, cut short only when it is long.
 _quote = reprlib.Repr()
 _quote.maxstring = _quote.maxother = 120
-_KNOWN_SECTIONS = frozenset({"class_hooks", "command_hooks", "python_hooks", "http_hooks"})
+_KNOWN_SECTIONS = frozenset({"class_hooks", "command_hooks", "python_hooks", "http_hooks",
+                             "claude_code"})
 
 
 @dataclass(frozen=True, slots=True)

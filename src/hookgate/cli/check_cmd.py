@@ -57,6 +57,7 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
     """
     # Imported here, not at the top: every command's --help would pay for them.
     from hookgate.catalog import HookServices, build_registry
+    from hookgate.claude_code.policy import ExternalPolicy
     from hookgate.config import ConfigError
     from hookgate.hooks.errors import HookBuildError
     from hookgate.storage.database import Database, DatabaseError
@@ -75,7 +76,10 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
         except ConfigError as exc:
             fail(f"{at}: model '{spec.model}': {exc.problem}")
         try:
-            registry = build_registry(cfg.build_agent(spec.id), services)
+            built = cfg.build_agent(spec.id)
+            registry = build_registry(built, services)
+            if "claude_code" in built.model_config_json:
+                ExternalPolicy.of(built)
         except HookBuildError as exc:
             # "agent 'x': hooks.…" — the agent is named already, and hooks sit in
             # model_config_json in the file.
@@ -86,6 +90,10 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
         console.print()
         console.print(_agent_summary(cfg, spec), highlight=False, soft_wrap=True)
         console.print(_chain_table(registry))
+        for hook in registry.hooks():
+            for note in getattr(hook, "notes", None) or ():
+                console.print(f"  {hook.name}: no equivalent for {note}", highlight=False,
+                              soft_wrap=True)
     console.print()
     console.print(
         f"ok: {len(cfg.agents)} agent(s), {len(cfg.tool_objects)} tool(s), "

@@ -8,6 +8,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     approvals_cmd,
     audit_cmd,
     check_cmd,
+    claude_code_cmd,
     db_cmd,
     demo_cmd,
     eval_cmd,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _REFERENCE = re.compile(r"\$(\$?)\{([^}\n]*)\}")
@@ -79,19 +79,36 @@ def _expand_string(text: str, where: tuple[str | int, ...], env: Mapping[str, st
 
 
 def expand(value: Any, env: Mapping[str, str], refs: References | None = None,
-           where: tuple[str | int, ...] = ()) -> Any:
+           where: tuple[str | int, ...] = (),
+           verbatim: Callable[[tuple[str | int, ...]], bool] | None = None) -> Any:
     """A copy of ``value`` (parsed YAML) with every string's references replaced.
 
-    ``refs`` puts back the references hidden from the parser first.
+    ``refs`` puts back the references hidden from the parser first. Strings at a key path
+    for which ``verbatim`` is true are kept as written (hook commands: their ``$VAR`` and
+    ``${VAR}`` are the shell's to expand, as in Claude Code).
     """
     if isinstance(value, str):
-        return _expand_string(refs.restore(value) if refs else value, where, env)
+        text = refs.restore(value) if refs else value
+        if verbatim is not None and verbatim(where):
+            return text
+        return _expand_string(text, where, env)
     if isinstance(value, list):
-        return [expand(v, env, refs, (*where, i)) for i, v in enumerate(value)]
+        return [expand(v, env, refs, (*where, i), verbatim) for i, v in enumerate(value)]
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             key = refs.restore(k) if refs and isinstance(k, str) else k
-            out[key] = expand(v, env, refs, (*where, str(key)))
+            out[key] = expand(v, env, refs, (*where, str(key)), verbatim)
         return out
     return value
+
+
+def is_hook_command(where: tuple[str | int, ...]) -> bool:
+    """True for an agent's hook commands: ``command_hooks[i].command`` and everything in an
+    imported Claude Code settings block (``claude_code``)."""
+    if len(where) < 5 or where[0] != "agents" or where[2:4] != ("model_config_json", "hooks"):
+        return False
+    section = where[4]
+    if section == "claude_code":
+        return True
+    return section == "command_hooks" and len(where) == 7 and where[6] == "command"

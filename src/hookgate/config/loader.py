@@ -20,7 +20,13 @@ from pydantic import ValidationError
 
 from hookgate.catalog.catalog import import_target
 from hookgate.config.channel_validators import channel_validator
-from hookgate.config.environment import References, UnsetVariable, expand, key_path
+from hookgate.config.environment import (
+    References,
+    UnsetVariable,
+    expand,
+    is_hook_command,
+    key_path,
+)
 from hookgate.config.errors import ConfigError
 from hookgate.config.schema import HookgateConfig, OpenAIModelSpec
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
@@ -65,7 +71,7 @@ def parse_config(document: str | Mapping[str, Any], *, source: str = "<config>",
         raise ConfigError(source, None, "the file must be a YAML mapping with keys such as "
                                         "database, orgs, users, channels, tools, models, agents")
     try:
-        data = expand(raw, environ, refs)
+        data = expand(raw, environ, refs, verbatim=is_hook_command)
     except UnsetVariable as exc:
         raise ConfigError(source, exc.key or None, str(exc)) from None
     _load_channel_plugins()

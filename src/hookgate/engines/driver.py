@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
+from hookgate.catalog.declarative.transcript import remove_transcript, write_transcript
 from hookgate.catalog.services import HookServices
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.state import RunState
@@ -88,6 +89,7 @@ class RunDriver:
         #: Calls in flight when this run last stopped (id → tool name); only these may
         #: resume part-way through their hooks, once each.
         self.interrupted = interrupted_calls(state)
+        self.transcript_path: str | None = None
         self._save_lock = asyncio.Lock()
         self._pending_saves: set[asyncio.Task[None]] = set()
 
@@ -131,6 +133,7 @@ class RunDriver:
             self.emit("answer", {"answer": answer})
         self.emit("done", {"status": status, "answer": self.state.answer})
         await self.checkpoint()
+        remove_transcript(self.transcript_path)
 
     async def run_to_end(self, body: Awaitable[None]) -> None:
         """Await an engine's main loop; a model error or any other exception (a checkpoint
@@ -211,6 +214,7 @@ class RunDriver:
             depth=self.lineage.depth,
             require_confirmation_for_all=self.agent.require_confirmation_for_all,
             emit=self.emit,
+            transcript_path=self.transcript_path,
         )
 
     async def start_session(self) -> bool:
@@ -218,6 +222,7 @@ class RunDriver:
         assert self.registry is not None
         if self.state.session_started:
             return True
+        self._keep_transcript([])
         ctx = HookContext(
             hook_point=HookPoint.SESSION_START,
             agent_id=self.agent.id,
@@ -230,6 +235,7 @@ class RunDriver:
                 "parent_agent_id": self.lineage.parent_agent_id,
                 "depth": self.lineage.depth,
                 "message": self.state.message,
+                "transcript_path": self.transcript_path,
             },
             emit=self.emit,
         )
@@ -263,7 +269,14 @@ class RunDriver:
         Finished calls are recorded in the state as they finish, so a resumed run skips
         them and re-enters only the ones still in flight.
         """
+        self._keep_transcript(self.state.messages)
         return list(await asyncio.gather(*(self.run_call(c) for c in calls)))
+
+    def _keep_transcript(self, messages: list[dict[str, Any]]) -> None:
+        # Hooks in Claude Code's style get the conversation so far as a transcript file.
+        if self.registry is not None and any(
+                getattr(h, "reads_transcript", False) for h in self.registry.hooks()):
+            self.transcript_path = write_transcript(self.state.run_id, messages)
 
     async def run_call(self, call: ToolCall) -> ToolOutcome:
         assert self.registry is not None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.services import HookServices
+from hookgate.claude_code.backend import ClaudeCodeBackend
 from hookgate.server.channel_directory import CompletionNotices, ConfiguredChannels
 from hookgate.server.deployment import Deployment
 from hookgate.server.inbox import InboxFeed
@@ -51,6 +52,8 @@ class Runtime:
         self.runs = RunManager(self.db, self.approvals, self.services, agents,
                                deployment.model_for, max_steps=deployment.max_steps,
                                workflows=deployment.workflows)
+        #: Answers Claude Code's http hooks (POST /api/claude-code/hooks).
+        self.claude_code = ClaudeCodeBackend(self.approvals, self.services, self.runs.ledger)
         self.runs.on_run_end = CompletionNotices(self.channels, agents, self.runs.store,
                                                  self.run_url).run_ended
         self.started = False

@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from hookgate.hooks.model import EventEmitter
 
-ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval", "mcp"]
+#: ``external``: a tool that runs outside hookgate (Claude Code's), decided here.
+ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval", "mcp", "external"]
 OutcomeStatus = Literal["ok", "blocked", "invalid", "error", "withheld", "unknown_tool"]
 
 
@@ -60,6 +61,8 @@ class CallIdentity:
     depth: int = 0
     require_confirmation_for_all: bool = False
     emit: EventEmitter | None = None
+    #: The run's Claude Code-shaped transcript, for hooks that read it (None: not kept).
+    transcript_path: str | None = None
 
 
 @dataclass(slots=True)
@@ -76,6 +79,8 @@ class ToolOutcome:
     side_effects: list[str] = field(default_factory=list)
     hooks: list[dict[str, Any]] = field(default_factory=list)
     blocked_by: str | None = None
+    #: Set when a hook stopped the whole run (Claude Code's ``continue: false``): why.
+    stop_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +95,7 @@ class ToolOutcome:
             "hooks": list(self.hooks),
             "blocked_by": self.blocked_by,
             "reason": self.reason,
+            "stop_reason": self.stop_reason,
         }
 
     @property
@@ -118,4 +124,5 @@ class ToolOutcome:
             side_effects=list(data.get("side_effects") or []),
             hooks=list(data.get("hooks") or []),
             blocked_by=data.get("blocked_by"),
+            stop_reason=data.get("stop_reason"),
         )

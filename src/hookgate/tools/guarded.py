@@ -12,11 +12,12 @@ import asyncio
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any, Protocol
 
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
-from hookgate.hooks.trace import ADMIN_OUTPUT_KEY, HookEvent
+from hookgate.hooks.trace import ADMIN_OUTPUT_KEY, ChainResult, HookEvent
 from hookgate.telemetry.tools import traced_tool_call
 from hookgate.tools.calls import CallBinding, CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
@@ -31,6 +32,10 @@ APPROVED_DIGEST_KEY = "approved_args_sha256"
 APPROVED_CALL_KEY = "approved_call"
 #: ``time.perf_counter()`` when the call entered the hooks, for hooks that time calls.
 CALL_STARTED_KEY = "call_started"
+#: Texts hooks add next to the tool's output (Claude Code's ``additionalContext``).
+HOOK_CONTEXT_KEY = "hook_context"
+#: Set by a hook that stops the whole run (Claude Code's ``continue: false``): the reason.
+STOP_RUN_KEY = "stop_run"
 
 
 class BlockedCallObserver(Protocol):
@@ -72,7 +77,13 @@ def build_metadata(
         "execution_path": identity.execution_path,
         "parent_agent_id": identity.parent_agent_id,
         "depth": identity.depth,
+        "transcript_path": identity.transcript_path,
     }
+
+
+def with_hook_context(observation: str, notes: list[str]) -> str:
+    """The observation with the hooks' added texts after it, one paragraph each."""
+    return "\n\n".join([observation, *(str(n) for n in notes)])
 
 
 @traced_tool_call
@@ -112,6 +123,35 @@ async def execute_tool_call(
     if hooks_bypassed:
         return await _run_tool(call, tool, args, identity, ledger, None, registry, bypass=True)
 
+    decided = await decide_call(call, tool, args, registry=registry, identity=identity,
+                                resume_at=resume_at)
+    if isinstance(decided, ToolOutcome):
+        return decided
+    ctx, final_args, pre = decided
+    outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry)
+    outcome.side_effects[:0] = pre.side_effects
+    outcome.hooks[:0] = pre.trace
+    return outcome
+
+
+async def decide_call(
+    call: ToolCall,
+    tool: Tool,
+    args: dict[str, Any],
+    *,
+    registry: HookRegistry,
+    identity: CallIdentity,
+    resume_at: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> ToolOutcome | tuple[HookContext, dict[str, Any], ChainResult]:
+    """The first half of the guarded path, for validated ``args``: the PreToolUse chain, the
+    check of a rewrite and the approval check. Returns the blocked outcome (observers told),
+    or the context, the final arguments and the chain's result of a call that may run.
+    ``metadata`` adds request facts for the hooks (a caller's own, such as Claude Code's).
+
+    `execute_tool_call` runs the tool next; Claude Code's tools (hookgate.claude_code) run
+    in Claude Code, which reports back through `observe_result`.
+    """
     needs = identity.require_confirmation_for_all or tool.needs_confirmation(args)
     ctx = HookContext(
         hook_point=HookPoint.PRE_TOOL_USE,
@@ -119,7 +159,7 @@ async def execute_tool_call(
         tool_args=args,
         agent_id=identity.agent_id,
         user_id=identity.user_id,
-        metadata=build_metadata(identity, call, tool, needs),
+        metadata={**(metadata or {}), **build_metadata(identity, call, tool, needs)},
         emit=identity.emit,
     )
     ctx.metadata[CALL_STARTED_KEY] = time.perf_counter()
@@ -163,6 +203,7 @@ async def execute_tool_call(
                 side_effects=[*pre.side_effects, *again.side_effects], hooks=hooks,
                 blocked_by=again.blocked_by or "recheck",
             ))
+        pre = _joined(pre, again)
 
     refusal = _approval_refusal(ctx.metadata, call, tool, final_args, identity)
     if refusal is not None:
@@ -171,10 +212,25 @@ async def execute_tool_call(
             side_effects=list(pre.side_effects), hooks=hooks, blocked_by="approval_check",
         ))
 
-    outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry)
-    outcome.side_effects[:0] = pre.side_effects
-    outcome.hooks[:0] = hooks
-    return outcome
+    return ctx, final_args, pre
+
+
+async def observe_result(ctx: HookContext, registry: HookRegistry, result: Any,
+                         error: str | None) -> ChainResult:
+    """The PostToolUse chain over what a call returned (``error``: it failed)."""
+    ctx.hook_point = HookPoint.POST_TOOL_USE
+    ctx.tool_result = result
+    if error is not None:
+        ctx.metadata["tool_error"] = error
+    return await registry.run_post_tool_use(ctx)
+
+
+def _joined(first: ChainResult, then: ChainResult) -> ChainResult:
+    """A chain's result followed by its re-check's: both traces and both side effects."""
+    joined = ChainResult(**{f.name: getattr(first, f.name) for f in fields(ChainResult)})
+    joined.events = [*(first.events or ()), *(then.events or ())]
+    joined.side_effects = [*first.side_effects, *then.side_effects]
+    return joined
 
 
 def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) -> HookContext:
@@ -197,6 +253,7 @@ def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) 
 async def _blocked(registry: HookRegistry, ctx: HookContext, outcome: ToolOutcome
                    ) -> ToolOutcome:
     """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one."""
+    outcome.stop_reason = ctx.metadata.get(STOP_RUN_KEY)
     for hook in registry.hooks():
         observe = getattr(hook, "on_blocked", None)
         if observe is None:
@@ -325,16 +382,14 @@ async def _run_tool(
         return ToolOutcome(call.id, tool.name, args, True, "ok" if ok else "error",
                            observation, error)
 
-    ctx.hook_point = HookPoint.POST_TOOL_USE
-    ctx.tool_result = result
-    if not ok:
-        ctx.metadata["tool_error"] = error
-    post = await registry.run_post_tool_use(ctx)
+    post = await observe_result(ctx, registry, result, None if ok else error)
     observation = render_observation(ctx.tool_result)
     status: Any = "ok" if ok else "error"
     if post.withheld:
         status = "withheld"
         error = post.error
+    elif ctx.metadata.get(HOOK_CONTEXT_KEY):
+        observation = with_hook_context(observation, ctx.metadata[HOOK_CONTEXT_KEY])
     if ledger is not None:
         await ledger.finish(identity.run_id, call.id, observation, ok and not post.withheld)
     return ToolOutcome(
@@ -342,4 +397,5 @@ async def _run_tool(
         side_effects=list(post.side_effects),
         hooks=_masked(post.trace) if post.events else post.trace,
         blocked_by=post.blocked_by if post.withheld else None,
+        stop_reason=ctx.metadata.get(STOP_RUN_KEY),
     )

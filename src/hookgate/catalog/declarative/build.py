@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hookgate.catalog.declarative.claude_settings import groups_from_declaration
 from hookgate.catalog.declarative.command import KEYS as COMMAND_KEYS
 from hookgate.catalog.declarative.command import CommandRunner
 from hookgate.catalog.declarative.hook import HOOK_CLASSES, DeclaredHook, Transport
@@ -53,7 +54,8 @@ SECTIONS: dict[str, _Kind] = {
 def add_declarative_hooks(
     registry: HookRegistry, env: BuildEnv, decl: Mapping[str, Any], fail: FailFactory
 ) -> None:
-    """Add the ``command_hooks``, ``python_hooks`` and ``http_hooks`` entries to ``registry``."""
+    """Add the ``command_hooks``, ``python_hooks`` and ``http_hooks`` entries and an imported
+    Claude Code settings block (``claude_code``) to ``registry``."""
     for section, kind in SECTIONS.items():
         entries = decl.get(section)
         if entries is None:
@@ -67,6 +69,13 @@ def add_declarative_hooks(
                 registry.register(build_hook(section, index, entry, kind))
             except (HookBuildError, DuplicateHookError) as exc:
                 raise fail(env.agent, f"{where}: {exc}", entry) from exc
+    imported = decl.get("claude_code")
+    if imported is not None:
+        try:
+            for group in groups_from_declaration(imported, env.agent.id):
+                registry.register(group)  # type: ignore[arg-type]
+        except (HookBuildError, DuplicateHookError) as exc:
+            raise fail(env.agent, f"hooks.{exc}", imported) from exc
 
 
 def build_hook(section: str, index: int, entry: object, kind: _Kind) -> DeclaredHook:

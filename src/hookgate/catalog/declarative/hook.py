@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
+from hookgate.catalog.declarative.matcher import Condition, ToolMatcher, selects
 from hookgate.catalog.declarative.protocol import HookReply, apply_reply, hook_input
 from hookgate.hooks.model import (
     FailMode,
@@ -42,6 +42,8 @@ class _DeclaredHook:
     priority: int
     fail_mode: FailMode
     timeout: float | None
+    #: The engine keeps a Claude Code-shaped transcript of the run for this hook.
+    reads_transcript = True
 
     def __init__(
         self,
@@ -68,15 +70,10 @@ class _DeclaredHook:
         self._when_failure: tuple[int, str] | None = None
 
     def should_trigger(self, ctx: HookContext) -> bool:
-        if not self.tool_matcher.matches(ctx.tool_name):
-            return False
-        if self.when is None:
-            return True
-        try:
-            return self.when.holds(ctx)
-        except Exception as exc:
-            self._when_failure = (id(ctx), f"{type(exc).__name__}: {exc}")
-            return True
+        picked, failure = selects(self.tool_matcher, self.when, ctx)
+        if failure is not None:
+            self._when_failure = (id(ctx), failure)
+        return picked
 
     async def execute(self, ctx: HookContext) -> HookResult:
         failure, self._when_failure = self._when_failure, None

@@ -1,8 +1,9 @@
 """Which tool calls a declarative hook fires for: a tool-name matcher and a `when` condition.
 
 Matchers read the way Claude Code reads them. ``*``, an empty string or no matcher match every
-tool. A matcher made only of letters, digits, ``_`` and ``|`` is an exact tool name or a
-``|``-separated list of them (``oa__purchase_pay|oa__refund``). Anything else is a regular
+tool. A matcher made only of letters, digits, ``_``, ``-``, spaces, ``,`` and ``|`` is an
+exact tool name or a list of them separated by ``|`` or ``,`` (``oa__purchase_pay|oa__refund``,
+``"Edit, Write"``; spaces around names are ignored). Anything else is a regular
 expression (Python's ``re``) searched anywhere in the tool name, as Claude Code does: write
 ``^oa__.*$`` to match whole names. A ``re:`` prefix marks a regular expression explicitly.
 
@@ -26,7 +27,8 @@ from simpleeval import EvalWithCompoundTypes  # type: ignore[import-untyped]
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext
 
-_EXACT = re.compile(r"[A-Za-z0-9_|]+")
+_EXACT = re.compile(r"[A-Za-z0-9_|, -]+")
+_SEPARATORS = re.compile(r"[|,]")
 _REGEX_PREFIX = "re:"
 
 
@@ -48,9 +50,10 @@ class ToolMatcher:
         if text.startswith(_REGEX_PREFIX):
             return cls(text, pattern=_compile(text[len(_REGEX_PREFIX):], text))
         if _EXACT.fullmatch(text):
-            names = text.split("|")
-            if "" in names:
-                raise HookBuildError(f"matcher {text!r} has an empty alternative")
+            names = [n.strip() for n in _SEPARATORS.split(text)]
+            if "" in names or any(" " in n for n in names):
+                raise HookBuildError(f"matcher {text!r} has an empty name or a name with a "
+                                     "space in it (separate names with '|' or ',')")
             return cls(text, names=frozenset(names))
         return cls(text, pattern=_compile(text, text))
 
@@ -121,6 +124,20 @@ class Condition:
 
     def __str__(self) -> str:
         return self.source
+
+
+def selects(matcher: ToolMatcher, when: Condition | None, ctx: HookContext
+            ) -> tuple[bool, str | None]:
+    """Whether ``matcher`` and ``when`` pick ``ctx``'s call. A ``when`` that cannot be
+    evaluated picks it (fail closed); the second value then says why it could not."""
+    if not matcher.matches(ctx.tool_name):
+        return False, None
+    if when is None:
+        return True, None
+    try:
+        return when.holds(ctx), None
+    except Exception as exc:
+        return True, f"{type(exc).__name__}: {exc}"
 
 
 def _free_names(tree: ast.AST) -> set[str]:

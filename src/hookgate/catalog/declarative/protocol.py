@@ -6,21 +6,30 @@ SessionStart) plus hookgate's request facts (``agent_id``, ``user_id``, ``org_id
 ``metadata``). Out: Claude Code's answer (``hookSpecificOutput.permissionDecision``,
 ``updatedInput``, ``updatedToolOutput``, ``additionalContext``, top-level ``decision`` /
 ``reason``, ``continue`` / ``stopReason``, ``systemMessage``), turned into a HookResult.
-Command, Python and HTTP hooks differ only in how these two cross.
+Command, Python and HTTP hooks differ only in how these two cross. ``additionalContext`` of
+PreToolUse and PostToolUse, and a PostToolUse block's reason, go next to the tool's output
+(the guarded path appends them), as Claude Code shows them to its model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hookgate.hooks.model import HookContext, HookPoint, HookResult
+from hookgate.tools.guarded import HOOK_CONTEXT_KEY, STOP_RUN_KEY
 
 _PRE_DECISIONS = ("allow", "deny", "ask", "defer")
 #: Claude Code's older PreToolUse form: top-level ``decision`` with ``reason``.
 _LEGACY_PRE_DECISIONS = {"approve": "allow", "block": "deny"}
+
+
+#: Metadata key of the run's transcript file (Claude Code's JSONL shape), when one is kept.
+TRANSCRIPT_KEY = "transcript_path"
 
 
 class HookProtocolError(Exception):
@@ -51,8 +60,12 @@ def hook_input(ctx: HookContext, *, cwd: str) -> dict[str, Any]:
     data: dict[str, Any] = {
         "hook_event_name": ctx.hook_point.value,
         "session_id": meta.get("run_id"),
+        "transcript_path": meta.get(TRANSCRIPT_KEY) or "",
         "cwd": cwd,
+        "permission_mode": meta.get("permission_mode") or "default",
     }
+    # A hookgate run answers one prompt, so the run stands for Claude Code's prompt id.
+    data["prompt_id"] = meta.get("prompt_id") or meta.get("run_id")
     if ctx.hook_point is HookPoint.SESSION_START:
         data["source"] = "startup"
     else:
@@ -61,7 +74,14 @@ def hook_input(ctx: HookContext, *, cwd: str) -> dict[str, Any]:
         data["tool_use_id"] = meta.get("tool_call_id")
         if ctx.hook_point is HookPoint.POST_TOOL_USE:
             data["tool_response"] = ctx.tool_result
-    data["agent_id"] = ctx.agent_id
+            started = meta.get("call_started")
+            if isinstance(started, float):
+                data["duration_ms"] = max(0, round((time.perf_counter() - started) * 1000))
+    if meta.get("parent_agent_id") is not None:
+        # As in Claude Code, agent_id and agent_type appear only inside a delegated agent.
+        data["agent_id"] = ctx.agent_id
+        data["agent_type"] = ctx.agent_id
+    data["hookgate_agent_id"] = ctx.agent_id
     data["user_id"] = ctx.user_id
     data["org_id"] = meta.get("org_id")
     data["metadata"] = meta
@@ -71,11 +91,13 @@ def hook_input(ctx: HookContext, *, cwd: str) -> dict[str, Any]:
 
 
 def reply_from_text(text: str, point: HookPoint) -> HookReply:
-    """Decode a command's stdout or an HTTP body: empty means allow, else a JSON object."""
+    """Decode a command's stdout or an HTTP body: empty means allow; as in Claude Code,
+    JSON only when it starts with ``{``, anything else plain text. Malformed JSON is a
+    failure (a cut-off ``deny`` must not read as "allow")."""
     stripped = text.strip()
     if not stripped:
         return HookReply()
-    if point is HookPoint.SESSION_START and not stripped.startswith(("{", "[")):
+    if not stripped.startswith("{"):
         return HookReply(text=stripped)
     try:
         answer = json.loads(stripped)
@@ -85,6 +107,23 @@ def reply_from_text(text: str, point: HookPoint) -> HookReply:
             f"{exc.colno}); it began {_excerpt(stripped)!r}"
         ) from None
     return reply_from_value(answer)
+
+
+def reply_from_exit_2(stdout: str, stderr: str) -> HookReply:
+    """Exit status 2 blocks; the reason is the JSON answer's where one is given (Claude
+    Code's rule), else stderr."""
+    reason = stderr
+    stripped = stdout.strip()
+    if stripped.startswith("{"):
+        with contextlib.suppress(json.JSONDecodeError):
+            answer = json.loads(stripped)
+            if isinstance(answer, Mapping):
+                specific = answer.get("hookSpecificOutput")
+                given = (specific.get("permissionDecisionReason")
+                         if isinstance(specific, Mapping) else None) or answer.get("reason")
+                if isinstance(given, str) and given:
+                    reason = given
+    return HookReply(block_reason=reason)
 
 
 def reply_from_value(value: object) -> HookReply:
@@ -111,9 +150,12 @@ def apply_reply(reply: HookReply, ctx: HookContext, hook: str) -> HookResult:
             # for people); `continue: false` is how a hook stops a session.
             why = f": {reply.block_reason}" if reply.block_reason else ""
             return HookResult(side_effects=[f"reported (exit status 2){why}"])
-        return _block(point, hook, reply.block_reason, [])
+        return _block(point, hook, reply.block_reason, [], ctx)
     if reply.text is not None:
-        return HookResult(additional_context=reply.text)
+        if point is HookPoint.SESSION_START:
+            return HookResult(additional_context=reply.text)
+        # Claude Code shows plain stdout of other events to people only, never the model.
+        return HookResult(side_effects=[f"printed {len(reply.text)} characters (ignored)"])
     answer = reply.answer
     if not answer:
         return HookResult()
@@ -129,11 +171,13 @@ def apply_reply(reply: HookReply, ctx: HookContext, hook: str) -> HookResult:
         reason = _text(answer, "stopReason") or ""
         if point is HookPoint.SESSION_START:
             raise SessionStopped(reason or f"hook '{hook}' answered continue: false")
-        return _block(point, hook, reason, notes)
+        # The whole run stops (the engine reads this), and this call does not go on.
+        ctx.metadata[STOP_RUN_KEY] = reason or f"hook '{hook}' answered continue: false"
+        return _block(point, hook, reason, notes, ctx)
     if point is HookPoint.PRE_TOOL_USE:
         return _pre_tool_use(answer, specific, ctx, hook, notes)
     if point is HookPoint.POST_TOOL_USE:
-        return _post_tool_use(answer, specific, hook, notes)
+        return _post_tool_use(answer, specific, ctx, hook, notes)
     context = _text(specific, "additionalContext", "hookSpecificOutput.")
     return HookResult(additional_context=context or None, side_effects=notes)
 
@@ -156,7 +200,7 @@ def _pre_tool_use(answer: Mapping[str, Any], specific: Mapping[str, Any], ctx: H
             f"'permissionDecision' must be one of {', '.join(_PRE_DECISIONS)}, got {decision!r}"
         )
     if decision == "deny":
-        return _block(HookPoint.PRE_TOOL_USE, hook, reason or "", notes)
+        return _block(HookPoint.PRE_TOOL_USE, hook, reason or "", notes, ctx)
     effects = list(notes)
     if decision in ("ask", "defer"):
         # The approval gate runs after every other PreToolUse hook and takes any call with
@@ -170,39 +214,47 @@ def _pre_tool_use(answer: Mapping[str, Any], specific: Mapping[str, Any], ctx: H
         raise HookProtocolError(
             f"'updatedInput' must be a JSON object, got {type(updated).__name__}"
         )
-    context = _text(specific, "additionalContext", "hookSpecificOutput.")
-    if context:
-        effects.append(f"context: {context}")
+    _add_context(ctx, hook, _text(specific, "additionalContext", "hookSpecificOutput."),
+                  effects)
     return HookResult(
         modified_args=dict(updated) if updated is not None else None, side_effects=effects
     )
 
 
-def _post_tool_use(answer: Mapping[str, Any], specific: Mapping[str, Any], hook: str,
-                   notes: list[str]) -> HookResult:
+def _post_tool_use(answer: Mapping[str, Any], specific: Mapping[str, Any], ctx: HookContext,
+                   hook: str, notes: list[str]) -> HookResult:
     decision = _text(answer, "decision")
     if decision is not None and decision != "block":
         raise HookProtocolError(f"'decision' can only be 'block' at PostToolUse, got {decision!r}")
-    if decision == "block":
-        return _block(HookPoint.POST_TOOL_USE, hook, _text(answer, "reason") or "", notes)
     effects = list(notes)
-    context = _text(specific, "additionalContext", "hookSpecificOutput.")
-    if context:
-        effects.append(f"context: {context}")
+    if decision == "block":
+        _add_context(ctx, hook, _text(answer, "reason") or f"hook '{hook}' flagged the result",
+                     effects)
+    _add_context(ctx, hook, _text(specific, "additionalContext", "hookSpecificOutput."),
+                 effects)
     # updatedMCPToolOutput is the name Claude Code used before the rewrite covered all tools.
     output = specific.get("updatedToolOutput", specific.get("updatedMCPToolOutput"))
     return HookResult(modified_result=output, side_effects=effects)
 
 
-def _block(point: HookPoint, hook: str, reason: str, notes: list[str]) -> HookResult:
+def _block(point: HookPoint, hook: str, reason: str, notes: list[str], ctx: HookContext
+           ) -> HookResult:
     why = f": {reason}" if reason else "."
     if point is HookPoint.PRE_TOOL_USE:
         return HookResult(allow=False, error=f"Blocked by hook '{hook}'{why}", side_effects=notes)
-    # The tool already ran; what is blocked is its output reaching the model.
-    return HookResult(
-        modified_result=f"The tool ran, but hook '{hook}' blocked its output{why}",
-        side_effects=[*notes, f"blocked the output{why}"],
-    )
+    # The tool already ran: as in Claude Code, the reason goes next to its output.
+    effects = list(notes)
+    _add_context(ctx, hook, reason or f"hook '{hook}' flagged the result", effects)
+    return HookResult(side_effects=effects)
+
+
+def _add_context(ctx: HookContext, hook: str, text: str | None, effects: list[str]) -> None:
+    # Collected in the metadata; the guarded path puts it next to the tool's output (never
+    # next to withheld output).
+    if not text:
+        return
+    ctx.metadata.setdefault(HOOK_CONTEXT_KEY, []).append(text)
+    effects.append(f"context: {text}")
 
 
 def _specific_output(answer: Mapping[str, Any], point: HookPoint) -> Mapping[str, Any]:

@@ -1,0 +1,73 @@
+"""Approvals for Claude Code's calls: bounded waits, and one execution per approval.
+
+A Claude Code hook cannot hold a call for hours, so the gate waits ``wait_s`` and then
+leaves the request pending (StillPending). The same call asked again — the same
+``tool_use_id`` after ``claude -p --resume``, or an identical retry in the same session (same
+tool, same argument digest) — finds that request instead of making another. An approval is
+used by exactly one execution: its use is claimed in the execution ledger
+(``approval:<request id>``), and a second claim finds it taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlalchemy import select
+
+from hookgate.approvals.persistent import PersistentApprovals, StillPending
+from hookgate.approvals.records import ConfirmationRequest
+from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
+from hookgate.storage.ledger import DatabaseLedger
+from hookgate.storage.tables import ConfirmationRequestRow, ToolExecutionRow
+
+__all__ = ["ExternalApprovals"]
+
+
+class ExternalApprovals:
+    """An ApprovalService for one hook call from Claude Code."""
+
+    def __init__(self, approvals: PersistentApprovals, ledger: DatabaseLedger,
+                 wait_s: float) -> None:
+        self.approvals = approvals
+        self.ledger = ledger
+        self.wait_s = wait_s
+        #: The request left pending by this call, if the wait ran out.
+        self.pending: ConfirmationRequest | None = None
+        #: The approved request this call used.
+        self.used: ConfirmationRequest | None = None
+
+    async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
+        earlier = await self._same_call(ask)
+        if earlier is not None:
+            ask = replace(ask, tool_call_id=earlier.tool_call_id)
+        try:
+            decision = await self.approvals.request_and_wait(ask, wait_s=self.wait_s)
+        except StillPending as waiting:
+            self.pending = waiting.request
+            raise
+        if decision.status != "approved":
+            return decision
+        claimed = await self.ledger.claim(ask.run_id, f"approval:{decision.request_id}",
+                                          ask.tool_name, ask.args_sha256)
+        if claimed is not None:
+            return replace(decision, status="cancelled",
+                           reason="this approval was already used by one execution")
+        self.used = await self.approvals.store.get(decision.request_id)
+        return decision
+
+    async def _same_call(self, ask: ApprovalAsk) -> ConfirmationRequest | None:
+        # The oldest pending or approved-and-unused request of this session for the same
+        # tool and arguments: an identical retry waits on it rather than asking again.
+        used = select(ToolExecutionRow.tool_call_id).where(
+            ToolExecutionRow.run_id == ask.run_id)
+        t = ConfirmationRequestRow
+        async with self.approvals.db.session() as s:
+            row = (await s.execute(
+                select(t).where(
+                    t.run_id == ask.run_id, t.agent_id == ask.agent.id,
+                    t.tool_name == ask.tool_name, t.args_sha256 == ask.args_sha256,
+                    t.status.in_(("pending", "approved")),
+                    ("approval:" + t.id).not_in(used),
+                ).order_by(t.created_at).limit(1)
+            )).scalar_one_or_none()
+        return ConfirmationRequest.from_row(row) if row is not None else None

@@ -1,0 +1,73 @@
+"""The ``.claude/settings.json`` hooks block that makes hookgate Claude Code's backend.
+
+Every event hookgate answers gets one ``type: http`` handler posting to
+``/api/claude-code/hooks?agent=ID``, with the token taken from an environment variable
+(never written into the file), ``CLAUDE_CODE_ENTRYPOINT`` passed along so hookgate can tell
+a headless run (where it defers) from an interactive one, and ``onFailure: block`` so an
+unreachable hookgate blocks the call instead of letting it run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from hookgate.claude_code.backend import EVENTS
+
+DEFAULT_TOKEN_ENV = "HOOKGATE_TOKEN"
+#: Events Claude Code matches against a tool name; the others take no matcher.
+_TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse",
+                          "PostToolUseFailure"})
+#: Seconds Claude Code gives the hook beyond hookgate's own wait for a person.
+_MARGIN_S = 30
+
+
+def hook_url(server_url: str, agent_id: str) -> str:
+    return f"{server_url.rstrip('/')}/api/claude-code/hooks?agent={quote(agent_id, safe='')}"
+
+
+def settings_block(server_url: str, agent_id: str, *, token_env: str = DEFAULT_TOKEN_ENV,
+                   wait_s: float = 20.0) -> dict[str, Any]:
+    """The ``{"hooks": …}`` object for ``agent_id`` on the server at ``server_url``."""
+    handler = {
+        "type": "http",
+        "url": hook_url(server_url, agent_id),
+        "headers": {"Authorization": f"Bearer ${token_env}",
+                    "X-Claude-Code-Entrypoint": "$CLAUDE_CODE_ENTRYPOINT"},
+        "allowedEnvVars": [token_env, "CLAUDE_CODE_ENTRYPOINT"],
+        "timeout": int(wait_s) + _MARGIN_S,
+        "onFailure": "block",
+    }
+    hooks: dict[str, Any] = {}
+    for event in EVENTS:
+        group: dict[str, Any] = {"hooks": [dict(handler)]}
+        if event in _TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        hooks[event] = [group]
+    return {"hooks": hooks}
+
+
+def merge_into(path: Path, block: dict[str, Any]) -> dict[str, Any]:
+    """``path``'s settings with hookgate's handlers replacing any earlier hookgate ones;
+    every other setting and hook is kept."""
+    settings: dict[str, Any] = {}
+    if path.exists():
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path} does not hold a JSON object")
+        settings = loaded
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ValueError(f"{path}: 'hooks' is not an object")
+    for event, groups in block["hooks"].items():
+        kept = [g for g in hooks.get(event, []) if not _is_ours(g)]
+        hooks[event] = kept + groups
+    return settings
+
+
+def _is_ours(group: Any) -> bool:
+    handlers = group.get("hooks", []) if isinstance(group, dict) else []
+    return any(isinstance(h, dict) and "/api/claude-code/hooks" in str(h.get("url", ""))
+               for h in handlers)

@@ -1,0 +1,73 @@
+"""``hookgate claude-code install --agent ID``: write (or print) the hooks block that makes
+hookgate the approval backend of Claude Code in a project."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hookgate.cli.app import app, console, fail
+from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+
+claude_app = typer.Typer(help="Claude Code: hookgate as its remote approval backend.",
+                         no_args_is_help=True)
+app.add_typer(claude_app, name="claude-code")
+
+
+@claude_app.command("install")
+def install_command(
+    agent: Annotated[str, typer.Option("--agent", help="The agent whose rules apply.")],
+    config: ConfigOption = None,
+    example: ExampleOption = None,
+    url: Annotated[str | None, typer.Option(
+        "--url", help="The hookgate server (default: server.public_url, else "
+                      "http://127.0.0.1:8000).")] = None,
+    token_env: Annotated[str, typer.Option(
+        "--token-env", help="The environment variable holding the developer's hookgate "
+                            "token (the token itself is never written).")] = "HOOKGATE_TOKEN",
+    project: Annotated[Path, typer.Option(
+        "--project", file_okay=False, help="The project whose .claude/settings.json is "
+                                           "written.")] = Path("."),
+    print_only: Annotated[bool, typer.Option(
+        "--print", help="Print the block instead of writing it.")] = False,
+) -> None:
+    """Write PROJECT/.claude/settings.json so Claude Code asks hookgate about every tool call.
+
+    The handlers post to /api/claude-code/hooks?agent=ID with 'Authorization: Bearer
+    $TOKEN_ENV' and block the call when hookgate cannot be reached. Other settings and
+    hooks in the file are kept; earlier hookgate handlers are replaced.
+    """
+    from hookgate.claude_code.policy import ExternalPolicy
+    from hookgate.claude_code.settings_block import merge_into, settings_block
+    from hookgate.config import ConfigError
+    from hookgate.hooks.errors import HookBuildError
+
+    if not token_env.isidentifier():
+        fail(f"--token-env {token_env!r} is not an environment variable name")
+    wait_s = 20.0
+    server = url
+    if config is not None or example is not None:
+        cfg = load_from_options(config, example, code=1)
+        try:
+            wait_s = ExternalPolicy.of(cfg.build_agent(agent)).wait_s
+        except (ConfigError, HookBuildError) as exc:
+            fail(str(exc))
+        server = server or cfg.server.public_url
+    block = settings_block(server or "http://127.0.0.1:8000", agent, token_env=token_env,
+                           wait_s=wait_s)
+    if print_only:
+        typer.echo(json.dumps(block, indent=2))
+        return
+    target = project / ".claude" / "settings.json"
+    try:
+        merged = merge_into(target, block)
+    except (ValueError, OSError) as exc:
+        fail(f"cannot update {target}: {exc}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {target}: Claude Code now asks hookgate about every tool call of "
+                  f"agent '{agent}'; set {token_env} to your hookgate token", highlight=False,
+                  soft_wrap=True)

@@ -1,0 +1,84 @@
+"""``POST /api/claude-code/hooks?agent=AGENT_ID`` (SPEC §7): Claude Code's ``type: http`` hook
+target. The bearer token is the developer's hookgate token; the answer is Claude Code's
+hook JSON. A PreToolUse or PermissionRequest call that hookgate cannot decide is answered
+with a denial naming the failure (fail closed), never with an error status Claude Code
+would read as "go on".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+
+from hookgate.claude_code.backend import (
+    HEADLESS_ENTRYPOINTS,
+    BadHookInput,
+    HookCaller,
+)
+from hookgate.server.auth import CallerDep, RuntimeDep
+
+router = APIRouter(prefix="/api/claude-code", tags=["claude-code"])
+log = logging.getLogger(__name__)
+#: The header the installed hooks fill from CLAUDE_CODE_ENTRYPOINT (``sdk-cli`` under -p).
+ENTRYPOINT_HEADER = "x-claude-code-entrypoint"
+_DECIDING = ("PreToolUse", "PermissionRequest")
+
+
+def _strict_json(raw: bytes) -> Any:
+    def refuse(name: str) -> Any:
+        raise BadHookInput(f"the body holds {name}, which is not JSON")
+
+    try:
+        return json.loads(raw, parse_constant=refuse)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadHookInput(f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadHookInput("the body is nested too deeply") from None
+
+
+def _deny(event: object, reason: str) -> dict[str, Any]:
+    if event == "PermissionRequest":
+        return {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                       "decision": {"behavior": "deny", "message": reason}}}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": reason}}
+
+
+@router.post("/hooks")
+async def claude_code_hook(
+    request: Request,
+    caller: CallerDep,
+    rt: RuntimeDep,
+    agent: Annotated[str, Query(min_length=1, max_length=128,
+                                description="The agent whose hooks and rules apply.")],
+) -> dict[str, Any]:
+    """Answer one Claude Code hook call (PreToolUse, PermissionRequest, PostToolUse,
+    PostToolUseFailure, SessionStart, UserPromptSubmit, Stop) for ``agent``."""
+    found = rt.runs.agents.get(agent)
+    if found is None or found.org_id != caller.org_id:
+        raise HTTPException(404, f"no agent '{agent}' in org '{caller.org_id}'")
+    try:
+        body = _strict_json(await request.body())
+        if not isinstance(body, dict):
+            raise BadHookInput("the body must be a JSON object")
+    except BadHookInput as exc:
+        raise HTTPException(400, str(exc)) from None
+    entry = request.headers.get(ENTRYPOINT_HEADER, "")
+    who = HookCaller(caller.user_id, caller.org_id, headless=entry in HEADLESS_ENTRYPOINTS)
+    event = body.get("hook_event_name")
+    try:
+        return await rt.claude_code.answer(found, who, body)
+    except BadHookInput as exc:
+        if event in _DECIDING:
+            return _deny(event, f"hookgate refused the hook input: {exc}")
+        raise HTTPException(400, str(exc)) from None
+    except Exception as exc:
+        log.exception("claude-code hook for agent %s failed", agent)
+        if event in _DECIDING:
+            # The type only: an error's text can carry storage details nobody should see.
+            return _deny(event, f"hookgate could not decide this call ({type(exc).__name__}), "
+                                "so it does not run")
+        raise
