@@ -91,6 +91,7 @@ class QueueExecutor:
                 "SELECT to_regclass('procrastinate_jobs') IS NOT NULL"))).scalar_one()
             if not exists:  # no parameters: psycopg runs the script as it is
                 raw = await (await s.connection()).get_raw_connection()
+                assert raw.driver_connection is not None
                 await raw.driver_connection.execute(SchemaManager.get_schema())
 
     async def start(self) -> None:
