@@ -271,10 +271,13 @@ def test_killing_and_pausing_instances_never_runs_a_tool_twice_nor_loses_a_run(
     victim, other = (a, b) if a.pid == victim_pid else (b, a)
     victim.kill()  # SIGKILL: its slow tool, its model calls, its jobs stop mid-way
 
-    # A replacement comes up while the survivor takes the victim's runs over.
-    replacement = cluster.instance("f")
+    # A replacement worker (`hookgate worker`, no HTTP) comes up while the survivor takes
+    # the victim's runs over.
+    [(last,)] = cluster.query("SELECT coalesce(max(id), 0) FROM procrastinate_workers")
+    replacement = cluster.instance("f", command="worker")
     replacement.spawn()
-    replacement.wait_up()
+    wait_for(lambda: cluster.query("SELECT id FROM procrastinate_workers WHERE id > %s",
+                                   last), "the replacement worker to register", 60)
     for r_ in refs["pay"]:
         decide(c, pending_for(c, runs[r_])["id"])  # type: ignore[index]
     for r_, run_id in runs.items():
