@@ -21,11 +21,14 @@ class Fence:
     run_id: str
     token: int
 
-    async def check(self, session: AsyncSession) -> None:
-        """Raise Fenced unless the token is current. The row is share-locked until the
-        transaction ends, so a takeover (an UPDATE of the row) waits for this write."""
+    async def check(self, session: AsyncSession, *, updates_run: bool = False) -> None:
+        """Raise Fenced unless the token is current. The row stays locked until the
+        transaction ends, so a takeover (an UPDATE of the row) waits for this write.
+        ``updates_run``: the transaction will update the row itself (a checkpoint), so
+        lock it exclusively now; two share locks upgrading at once would deadlock."""
         current = (await session.execute(
-            select(RunRow.fence).where(RunRow.id == self.run_id).with_for_update(read=True)
+            select(RunRow.fence).where(RunRow.id == self.run_id)
+            .with_for_update(read=not updates_run)
         )).scalar_one_or_none()
         if current != self.token:
             raise Fenced(f"run {self.run_id} was taken over (fence {current}, this executor "

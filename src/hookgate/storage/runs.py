@@ -56,7 +56,7 @@ class DatabaseRunStore:
     @staticmethod
     async def _write(s: AsyncSession, stmt: Any, fence: Fence | None) -> None:
         if fence is not None:
-            await fence.check(s)
+            await fence.check(s, updates_run=True)
         await s.execute(stmt)
 
     async def load(self, run_id: str) -> RunState | None:
