@@ -25,6 +25,7 @@ import psycopg
 import pytest
 
 from tests.instances import Instance, MessageModel
+from tests.server.test_restart import wait_for
 from tests.sse import read_events
 
 TOKEN = "instances-token-alice"
@@ -123,16 +124,6 @@ def _started(cluster: Cluster) -> dict[str, Instance]:
             inst.wait_up()
         _STARTED.update({i.name: i for i in five})
     return _STARTED
-
-
-def wait_for(fn: Any, what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def start(inst: Instance, message: str, agent: str = "clerk") -> str:

@@ -125,13 +125,18 @@ class EventBus:
         woken = followers.add(run_id)
         try:
             last = after
+            first = True
             while True:
                 woken.clear()
-                for event in await self.log.after(run_id, last):
+                events = await self.log.after(run_id, last)
+                for event in events:
                     last = event.seq
                     yield event
                     if event.type == "done":
                         return
+                if first and not events and await self._ended_silently(run_id):
+                    return  # a client resuming after the end has nothing to wait for
+                first = False
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), FOLLOW_RECHECK_S)
                 if not woken.is_set() and await self._ended_silently(run_id):
