@@ -184,7 +184,18 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
             if time.monotonic() > deadline:
                 raise RuntimeError("the runs did not all reach the gate")
             time.sleep(0.2)
-        time.sleep(1)  # the last ones park
+        # Every run parked: checkpointed as waiting, and no job of it queued or running.
+        while True:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT (SELECT count(*) FROM runs WHERE status = 'awaiting_approval'),"
+                    " (SELECT count(*) FROM procrastinate_jobs WHERE task_name = %s"
+                    "  AND status IN ('todo', 'doing'))", ("hookgate.advance_run",)).fetchone()
+            if row == (samples + 1, 0):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the runs did not all park: {row}")
+            time.sleep(0.5)
         idle_few = idle_rate(dsn, name, idle_s)
         clone_waiting(dsn, run_ids[0], waiting)
         idle_many = idle_rate(dsn, name, idle_s)
