@@ -8,7 +8,7 @@ For N = 1, 100 and 10,000 calls waiting for approval on a SQLite file database, 
 Prints one JSON object. Usage: python bench/approval.py [--sizes 1,100,10000] [--idle 5]
 
 ``--cross-instance`` measures the same across real `hookgate serve` processes on PostgreSQL
-instead (see bench/approval_cross.py): python bench/approval.py --cross-instance
+instead (see bench/crossinstance/run.py): python bench/approval.py --cross-instance
 [--postgres URL] [--waiting 10000] [--decisions 200]
 """
 
@@ -141,9 +141,9 @@ async def main() -> None:
                         help="decisions timed (--cross-instance)")
     args = parser.parse_args()
     if args.cross_instance:
-        import approval_cross
+        from crossinstance import run
 
-        approval_cross.main(args)
+        run.main(args)
         return
     results = []
     for n in (int(x) for x in args.sizes.split(",")):

@@ -2,7 +2,7 @@
 (checkpoints, events, tool claims) are accepted only from the holder of the current value.
 
 Revision ID: 0005
-Revises: 0002
+Revises: 0008
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0005'
-down_revision = '0002'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 

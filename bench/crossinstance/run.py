@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import psycopg
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parent.parent
 TOKEN = "bench-token"
 H = {"Authorization": f"Bearer {TOKEN}"}
 
