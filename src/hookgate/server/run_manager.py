@@ -165,6 +165,19 @@ class RunManager:
             await self.store.save(state, fence=fence)
             return None
         if state.finished:
+            if done is None and fence is not None:
+                # It ended, but its last events were refused: the run was taken over between
+                # its last checkpoint and their write. Log what the checkpoint holds, and
+                # announce the end once.
+                last = max((e.seq for e in logged), default=0)
+                missing = [e for e in self.history(state) if e.seq > last]
+                if not any(e.type == "done" for e in missing):
+                    missing.append(RunEvent("done", {"status": state.status,
+                                                     "answer": state.answer},
+                                            seq=max(len(state.trace), last) + 1))
+                    state.trace.append(missing[-1].to_dict())
+                    await self.store.save(state, fence=fence)
+                await self.bus.log.append(state.run_id, missing, fence=fence)
             return None
         await self._cancel_child_requests(state)
         agent = self.agents.get(state.agent_id)
