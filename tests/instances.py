@@ -24,6 +24,8 @@ from tests.fakes.server import LoopbackServer
 from tests.live_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Debian's libfaketime (package faketime).
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 
 
 class Instance:
@@ -49,10 +51,13 @@ class Instance:
         if self.command == "serve":
             cmd += ["--port", str(self.port), "--log-level", "warning"]
         cmd += list(self.args)
-        if self.clock_offset is not None:  # libfaketime: this process's clock is skewed
-            cmd = ["faketime", "-f", self.clock_offset, *cmd]
         env = {**os.environ, **self.env,
                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        if self.clock_offset is not None:
+            # libfaketime preloaded into hookgate itself (the `faketime` wrapper would fork,
+            # and signals would reach the wrapper, not hookgate): this process's clock is
+            # skewed by the offset.
+            env.update(LD_PRELOAD=str(LIBFAKETIME), FAKETIME=self.clock_offset)
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out,
                                          stderr=subprocess.STDOUT)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -26,13 +25,13 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from hookgate.storage.database import alembic_config
-from tests.instances import Instance, MessageModel
+from tests.instances import LIBFAKETIME, Instance, MessageModel
 from tests.server.test_restart import wait_for
 from tests.sse import read_events
 
 TOKEN = "instances-token-alice"
-#: libfaketime's wrapper, to run the decider with a skewed clock.
-FAKETIME = shutil.which("faketime") is not None
+#: libfaketime, to run the decider with a skewed clock.
+FAKETIME = LIBFAKETIME.exists()
 H = {"Authorization": f"Bearer {TOKEN}"}
 
 CONFIG = """
