@@ -6,6 +6,10 @@ For N = 1, 100 and 10,000 calls waiting for approval on a SQLite file database, 
   - database statements per second while all N wait (counted with SQLAlchemy events),
   - the process's resident memory while all N wait.
 Prints one JSON object. Usage: python bench/approval.py [--sizes 1,100,10000] [--idle 5]
+
+``--cross-instance`` measures the same across real `hookgate serve` processes on PostgreSQL
+instead (see bench/crossinstance/run.py): python bench/approval.py --cross-instance
+[--postgres URL] [--waiting 10000] [--decisions 200]
 """
 
 from __future__ import annotations
@@ -128,7 +132,19 @@ async def main() -> None:
     parser.add_argument("--sizes", default="1,100,10000")
     parser.add_argument("--idle", type=float, default=6.0, help="seconds of idle measurement")
     parser.add_argument("--sample", type=int, default=1000, help="decisions timed per size")
+    parser.add_argument("--cross-instance", action="store_true",
+                        help="measure across hookgate serve processes on PostgreSQL")
+    parser.add_argument("--postgres", help="PostgreSQL server URL (--cross-instance)")
+    parser.add_argument("--waiting", type=int, default=10_000,
+                        help="runs waiting during the measurement (--cross-instance)")
+    parser.add_argument("--decisions", type=int, default=200,
+                        help="decisions timed (--cross-instance)")
     args = parser.parse_args()
+    if args.cross_instance:
+        from crossinstance import run
+
+        run.main(args)
+        return
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
         results.append(await measure(n, args.idle, args.sample))

@@ -121,3 +121,25 @@ def test_the_bench_runs_in_quick_mode_and_prints_its_json(
     out = json.loads(done.stdout)
     assert isinstance(out, dict) and out.get("benchmark"), out
     check(out)
+
+
+def check_approval_cross(out: dict[str, Any]) -> None:
+    result = out["result"]
+    latency = result["decision_to_tool_start_ms"]
+    assert latency["decisions"] >= 1 and 0 < latency["p50"] <= latency["p99"]
+    idle = result["db_transactions_per_s_idle"]
+    assert len(idle) == 2 and all(_number(v) and v >= 0 for v in idle.values())
+    assert set(result["rss_mb_while_waiting"]) == {"A", "B", "C"}
+
+
+@pytest.mark.timeout(300)
+def test_the_cross_instance_approval_bench_runs_small_and_prints_its_json(
+        postgres_server_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "approval.py"), "--cross-instance", "--postgres",
+         postgres_server_url, "--waiting", "50", "--decisions", "3", "--idle", "0.5"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    check_approval_cross(json.loads(done.stdout))

@@ -1,8 +1,10 @@
 """`PersistentApprovals`: the approval state machine over the database.
 
-A request is a row before anyone is asked. Waiting is a future (no polling); deciding is a
-compare-and-set from ``pending`` followed by a wake-up; expiry is the same compare-and-set
-to ``expired``. Runs interrupted by a restart find their request again by (run, tool call).
+A request is a row before anyone is asked. Waiting is a future (no polling), or, for a run
+on the run queue, parking: the run is checkpointed and its job ends. Deciding is a
+compare-and-set from ``pending`` followed by a wake-up (``after_transition`` commits with
+it); expiry is the same compare-and-set to ``expired``. Runs interrupted by a restart find
+their request again by (run, tool call).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFou
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.routing import ChannelDirectory, route
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
-from hookgate.approvals.store import ConfirmationStore
+from hookgate.approvals.store import AfterTransition, ConfirmationStore
 from hookgate.approvals.waiters import WaiterHub
 from hookgate.channels.base import ApprovalCard, CardOutcome, DeliveredCard, DeliveryError
+from hookgate.engines.interrupts import RunParked
 from hookgate.storage.database import Database
 from hookgate.storage.types import utcnow
 from hookgate.storage.users import is_disabled
@@ -67,6 +70,11 @@ class PersistentApprovals:
         self._shutting_down = False
         self._background: set[asyncio.Task[Any]] = set()
         self._expiry_task: asyncio.Task[None] | None = None
+        #: Runs inside the transaction of every status change (the run queue enqueues the
+        #: run's continuation there).
+        self.after_transition: AfterTransition | None = None
+        #: Whether a waiting call parks its run instead of waiting in memory.
+        self.parks: Callable[[ApprovalAsk], bool] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -139,7 +147,7 @@ class PersistentApprovals:
     async def _create(self, ask: ApprovalAsk) -> ConfirmationRequest:
         agent = ask.agent
         mode, channel = route(agent, self.channels)
-        now = utcnow()
+        now = await self.db.now()
         request, created = await self.store.create(
             run_id=ask.run_id,
             tool_call_id=ask.tool_call_id,
@@ -198,6 +206,8 @@ class PersistentApprovals:
                 if not current.pending:
                     return current
                 left = current.seconds_left()
+                if left > 0 and self.parks is not None and self.parks(ask):
+                    raise RunParked(current.id)
                 if give_up is not None and left > 0:
                     if loop.time() >= give_up:
                         raise StillPending(current)
@@ -244,20 +254,21 @@ class PersistentApprovals:
             raise NotEligible(f"user '{who.user_id}' is disabled")
         if not request.pending:
             raise AlreadyDecided(request)
-        if request.seconds_left() <= 0:
-            await self._finish(request.id, "expired",
-                               reason="no decision before the request expired")
-            expired = await self.store.get(request_id)
-            assert expired is not None
-            raise AlreadyDecided(expired)
+        # Whether it expired is judged by the database's clock, in the compare-and-set.
         status = "approved" if decision == "approve" else "rejected"
         after = await self.store.transition(
             request_id, status, responded_by=who.user_id,
-            channel_identity=who.channel_identity, reason=reason,
+            channel_identity=who.channel_identity, reason=reason, unexpired=True,
+            then=self.after_transition,
         )
         if after is None:
             latest = await self.store.get(request_id)
             assert latest is not None
+            if latest.pending:  # expired by the database's clock, not yet marked
+                await self._finish(request_id, "expired",
+                                   reason="no decision before the request expired")
+                latest = await self.store.get(request_id)
+                assert latest is not None
             raise AlreadyDecided(latest)
         self.hub.wake(request_id, after)
         self._changed(after)
@@ -276,13 +287,14 @@ class PersistentApprovals:
 
     async def expire_overdue(self) -> int:
         n = 0
-        for request_id in await self.store.overdue(utcnow()):
+        for request_id in await self.store.overdue():
             n += await self._finish(request_id, "expired",
                                     reason="no decision before the request expired")
         return n
 
     async def _finish(self, request_id: str, status: str, *, reason: str) -> bool:
-        after = await self.store.transition(request_id, status, reason=reason)
+        after = await self.store.transition(request_id, status, reason=reason,
+                                            then=self.after_transition)
         self.hub.wake(request_id, after)
         if after is None:
             return False

@@ -4,16 +4,21 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
+
+#: Work done in the transaction of a status change, with the request as it now is.
+AfterTransition = Callable[[AsyncSession, ConfirmationRequest], Awaitable[None]]
 
 
 def new_request_id() -> str:
@@ -66,20 +71,37 @@ class ConfirmationStore:
         channel_identity: str | None = None,
         reason: str | None = None,
         now: datetime | None = None,
+        unexpired: bool = False,
+        then: AfterTransition | None = None,
     ) -> ConfirmationRequest | None:
         """Move a pending request to ``status`` and return it as it now is, in one
-        statement; None if it was no longer pending (someone else decided first)."""
+        statement; None if it was no longer pending (someone else decided first) or, with
+        ``unexpired``, if it expired by the database's clock.
+
+        ``then`` runs inside the same transaction once the row changed (the run queue
+        enqueues the run's continuation there, so a decision and its wake-up commit
+        together). The time of the change is the database's clock on PostgreSQL.
+        """
+        when: Any = now or (utcnow() if self.db.is_sqlite else func.now())
+        cond = [ConfirmationRequestRow.id == request_id,
+                ConfirmationRequestRow.status == "pending"]
+        if unexpired:
+            cond.append(ConfirmationRequestRow.expires_at > when)
         async with self.db.transaction() as s:
             result = await s.execute(
                 update(ConfirmationRequestRow)
-                .where(ConfirmationRequestRow.id == request_id,
-                       ConfirmationRequestRow.status == "pending")
-                .values(status=status, responded_at=now or utcnow(), responded_by=responded_by,
+                .where(*cond)
+                .values(status=status, responded_at=when, responded_by=responded_by,
                         responder_channel_identity=channel_identity, reason=reason)
                 .returning(ConfirmationRequestRow)
             )
             row = result.scalar_one_or_none()
-            return ConfirmationRequest.from_row(row) if row is not None else None
+            if row is None:
+                return None
+            after = ConfirmationRequest.from_row(row)
+            if then is not None:
+                await then(s, after)
+            return after
 
     async def set_delivery(self, request_id: str, ref: dict[str, Any]) -> None:
         async with self.db.transaction() as s:
@@ -112,12 +134,14 @@ class ConfirmationStore:
             )).all()
         return [(r[0], r[1]) for r in rows if r[1] is not None]
 
-    async def overdue(self, now: datetime) -> list[str]:
+    async def overdue(self, now: datetime | None = None) -> list[str]:
+        """Pending requests past their expiry (by the database's clock unless ``now``)."""
+        when: Any = now or (utcnow() if self.db.is_sqlite else func.now())
         async with self.db.session() as s:
             rows = (await s.execute(
                 select(ConfirmationRequestRow.id).where(
                     ConfirmationRequestRow.status == "pending",
-                    ConfirmationRequestRow.expires_at <= now,
+                    ConfirmationRequestRow.expires_at <= when,
                 )
             )).scalars().all()
         return list(rows)

@@ -1,8 +1,11 @@
-"""``hookgate serve``: the HTTP API, the web inbox and channel callbacks for a configuration."""
+"""``hookgate serve`` (the HTTP API, the web inbox, channel callbacks and, by default, the
+run worker) and ``hookgate worker`` (the run worker alone, for PostgreSQL deployments)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+import signal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +17,10 @@ from hookgate.cli.config_source import (
     show_database,
     start_telemetry,
 )
+
+if TYPE_CHECKING:
+    from hookgate.config import HookgateConfig
+    from hookgate.server.runtime import Runtime
 
 
 def _port(value: int) -> int:
@@ -28,18 +35,8 @@ PortOption = Annotated[int, typer.Option(help="Port to listen on (1 to 65535).",
                                          callback=_port)]
 
 
-@app.command()
-def serve(
-    config: ConfigOption = None,
-    example: ExampleOption = None,
-    host: HostOption = "127.0.0.1",
-    port: PortOption = 8000,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
-) -> None:
-    """Serve the API and the web inbox; runs waiting for approval resume on start."""
+def _load(config: ConfigOption, example: ExampleOption) -> HookgateConfig:
     from hookgate.server.channel_records import SecretsKey, SecretsKeyError
-    from hookgate.server.deployment import deployment_from_config
-    from hookgate.server.serving import PortUnavailable, build_server, listen
 
     cfg = load_from_options(config, example, code=2)
     if cfg.channels:
@@ -47,13 +44,87 @@ def serve(
             SecretsKey.from_environment()
         except SecretsKeyError as exc:
             fail(str(exc), 2)
+    start_telemetry(cfg)
+    return cfg
+
+
+def _refuse_shared_sqlite(database: str) -> None:
+    # The executor holds the lock for the process's life; this probe only turns a second
+    # instance on the same file into a clear message before anything starts.
+    from hookgate.server.executors.in_process import InstanceLock, InstanceLocked, sqlite_file
+    from hookgate.storage.database import Database
+
+    path = sqlite_file(Database(database).url) if database.startswith("sqlite") else None
+    if path is None:
+        return
+    probe = InstanceLock(path)
+    try:
+        probe.acquire()
+    except InstanceLocked as exc:
+        fail(str(exc), 2)
+    probe.release()
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    example: ExampleOption = None,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    worker: Annotated[bool, typer.Option(
+        "--worker/--no-worker",
+        help="Also execute runs (default). --no-worker serves the API only; runs then "
+             "execute on `hookgate worker` processes (PostgreSQL only).")] = True,
+) -> None:
+    """Serve the API and the web inbox; runs waiting for approval resume on start."""
+    from hookgate.server.deployment import deployment_from_config
+    from hookgate.server.serving import PortUnavailable, build_server, listen
+
+    cfg = _load(config, example)
+    if not worker and cfg.database.startswith("sqlite"):
+        fail("--no-worker needs PostgreSQL: a SQLite database is served by one instance "
+             "that executes its runs itself", 2)
+    _refuse_shared_sqlite(cfg.database)
     try:
         sock = listen(host, port)
     except PortUnavailable as exc:
         fail(str(exc))
-    start_telemetry(cfg)
-    server, _ = build_server(deployment_from_config(cfg), host, port, log_level=log_level)
-    console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/", highlight=False,
-                  soft_wrap=True)
+    server, _ = build_server(deployment_from_config(cfg), host, port, log_level=log_level,
+                             worker=worker)
+    role = "" if worker else " (API only)"
+    console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/{role}",
+                  highlight=False, soft_wrap=True)
     show_database(cfg.database)
     server.run(sockets=[sock])
+
+
+@app.command("worker")
+def worker_command(
+    config: ConfigOption = None,
+    example: ExampleOption = None,
+) -> None:
+    """Execute runs from the run queue without serving HTTP (PostgreSQL only)."""
+    from hookgate.server.deployment import deployment_from_config
+    from hookgate.server.runtime import Runtime
+
+    cfg = _load(config, example)
+    if cfg.database.startswith("sqlite"):
+        fail("hookgate worker needs PostgreSQL: with a SQLite database, `hookgate serve` "
+             "executes the runs itself", 2)
+    runtime = Runtime(deployment_from_config(cfg), worker=True)
+    console.print(f"hookgate worker for {cfg.source}", highlight=False, soft_wrap=True)
+    show_database(cfg.database)
+    asyncio.run(_work(runtime))
+
+
+async def _work(runtime: Runtime) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await runtime.start()
+    try:
+        await stop.wait()
+    finally:
+        await runtime.stop()

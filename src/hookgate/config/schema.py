@@ -219,6 +219,16 @@ class TelemetrySpec(_Section):
                                  self.capture_content, tuple(self.mask_patterns))
 
 
+class WorkerSpec(_Section):
+    """The run worker on PostgreSQL (ignored for a SQLite file): jobs run at once, the
+    heartbeat interval, and after how long without a heartbeat a worker counts as dead."""
+
+    concurrency: int = Field(default=50, ge=1, le=10_000)
+    heartbeat_s: float = Field(default=5.0, gt=0, le=3600)
+    stalled_after_s: float = Field(default=30.0, gt=0, le=86_400)
+    shutdown_grace_s: float = Field(default=5.0, ge=0, le=3600)
+
+
 class HookgateConfig(_Section):
     """A loaded configuration file. Build it with `load_config` or `parse_config`."""
 
@@ -230,6 +240,7 @@ class HookgateConfig(_Section):
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     agents: list[AgentSpec] = Field(default_factory=list)
     server: ServerSpec = Field(default_factory=ServerSpec)
+    worker: WorkerSpec = Field(default_factory=WorkerSpec)
     workflows: list[Workflow] = Field(default_factory=list)
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
     mcp_servers: list[McpServerSpec] = Field(default_factory=list)

@@ -16,6 +16,7 @@ from hookgate.catalog.build import build_registry
 from hookgate.catalog.declarative.transcript import remove_transcript, write_transcript
 from hookgate.catalog.services import HookServices
 from hookgate.engines.events import EventSink, RunEvent
+from hookgate.engines.interrupts import first_to_raise
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
@@ -267,10 +268,16 @@ class RunDriver:
         """Run one turn's calls concurrently, each through its own hook chain.
 
         Finished calls are recorded in the state as they finish, so a resumed run skips
-        them and re-enters only the ones still in flight.
+        them and re-enters only the ones still in flight. A call that parks (waits for a
+        person) stops the turn only once the others have finished.
         """
         self._keep_transcript(self.state.messages)
-        return list(await asyncio.gather(*(self.run_call(c) for c in calls)))
+        results = await asyncio.gather(*(self.run_call(c) for c in calls),
+                                       return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise first_to_raise(errors)
+        return [r for r in results if isinstance(r, ToolOutcome)]
 
     def _keep_transcript(self, messages: list[dict[str, Any]]) -> None:
         # Hooks in Claude Code's style get the conversation so far as a transcript file.

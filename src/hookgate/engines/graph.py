@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
+from hookgate.engines.interrupts import RunParked
 from hookgate.tools.calls import ToolOutcome
 
 Readiness = tuple[Literal["run", "wait", "skip"], str]
@@ -81,12 +82,15 @@ async def run_graph(
     node cancels the others and propagates.
     """
     running: dict[asyncio.Task[None], str] = {}
+    # A node that parked (waits for a person) is not run again in this advance; the others
+    # go on, and the run parks once nothing else can run.
+    parked: dict[str, BaseException] = {}
     try:
         while True:
             changed = True
             while changed:
                 changed = False
-                active = set(running.values())
+                active = set(running.values()) | set(parked)
                 for node in order:
                     if node in active or settled(node):
                         continue
@@ -98,10 +102,16 @@ async def run_graph(
                         running[asyncio.create_task(run(node))] = node
                         active.add(node)
             if not running:
+                if parked:
+                    raise next(iter(parked.values()))
                 return
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                running.pop(task)
+                node = running.pop(task)
+                exc = None if task.cancelled() else task.exception()
+                if isinstance(exc, RunParked):
+                    parked[node] = exc
+                    continue
                 task.result()
     finally:
         for task in running:

@@ -10,6 +10,7 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.llm.base import ChatModel
 from hookgate.mcp.config import AgentMcpAccess, McpServerSpec
+from hookgate.server.executors.settings import WorkerSettings
 from hookgate.storage.users import DeclaredUser, token_digest
 from hookgate.workflows.schema import Workflow
 
@@ -53,6 +54,8 @@ class Deployment:
     #: Downstream MCP servers and, per agent id, what it may use of them (hookgate.mcp).
     mcp_servers: list[McpServerSpec] = field(default_factory=list)
     mcp_access: dict[str, AgentMcpAccess] = field(default_factory=dict)
+    #: ``worker:`` of the configuration (PostgreSQL only).
+    worker: WorkerSettings = field(default_factory=WorkerSettings)
 
 
 def deployment_from_config(cfg: Any) -> Deployment:
@@ -77,4 +80,5 @@ def deployment_from_config(cfg: Any) -> Deployment:
         workflows=cfg.workflows_by_id(),
         mcp_servers=list(cfg.mcp_servers),
         mcp_access={a.id: a.mcp for a in cfg.agents if a.mcp is not None},
+        worker=WorkerSettings(**cfg.worker.model_dump()),
     )

@@ -1,7 +1,10 @@
 """Live run events for SSE subscribers, and their batched write to the event log.
 
-Each live run has a RunFeed: every event it emitted in this process (for replay without a
-query), the queues of its subscribers, and a pending batch for the run_events table.
+Each run advancing in this process has a RunFeed: every event it emitted here (for replay
+without a query), the queues of local subscribers, and a pending batch for the run_events
+table (written under the executor's fence, if it has one). With ``followers`` (PostgreSQL),
+subscribers instead follow the event log itself, woken by a notification per run, so any
+instance can stream any run to its end wherever it executes.
 """
 
 from __future__ import annotations
@@ -12,19 +15,28 @@ import logging
 from collections.abc import AsyncIterator
 
 from hookgate.engines.events import RunEvent
+from hookgate.engines.interrupts import Fenced
+from hookgate.server.notifications import Wakers
+from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog
+from hookgate.storage.runs import RESUMABLE, DatabaseRunStore
 
 log = logging.getLogger(__name__)
 
+#: How often a follower re-reads the log with no notification (a dropped notification
+#: connection must not leave a stream hanging).
+FOLLOW_RECHECK_S = 10.0
+
 
 class RunFeed:
-    def __init__(self, run_id: str, history: list[RunEvent]) -> None:
+    def __init__(self, run_id: str, history: list[RunEvent], fence: Fence | None) -> None:
         self.run_id = run_id
         self.events: list[RunEvent] = list(history)
         self.subscribers: set[asyncio.Queue[RunEvent | None]] = set()
         self.pending: list[RunEvent] = []
         self.flushing: asyncio.Task[None] | None = None
         self.closed = False
+        self.fence = fence
 
 
 class EventBus:
@@ -33,9 +45,12 @@ class EventBus:
     def __init__(self, log_: RunEventLog) -> None:
         self.log = log_
         self.feeds: dict[str, RunFeed] = {}
+        #: Set on PostgreSQL: subscriptions follow the log (see the module docstring).
+        self.followers: Wakers | None = None
 
-    def open(self, run_id: str, history: list[RunEvent]) -> RunFeed:
-        feed = RunFeed(run_id, history)
+    def open(self, run_id: str, history: list[RunEvent], fence: Fence | None = None
+             ) -> RunFeed:
+        feed = RunFeed(run_id, history, fence)
         self.feeds[run_id] = feed
         return feed
 
@@ -54,12 +69,15 @@ class EventBus:
         while feed.pending:
             batch, feed.pending = feed.pending, []
             try:
-                await self.log.append(feed.run_id, batch)
+                await self.log.append(feed.run_id, batch, fence=feed.fence)
+            except Fenced:
+                log.warning("run %s was taken over; %d event(s) of this executor dropped",
+                            feed.run_id, len(batch))
             except Exception:
                 log.exception("writing %d events of run %s failed", len(batch), feed.run_id)
 
     async def close(self, run_id: str) -> None:
-        """The run ended in this process: flush, end subscriptions, drop the feed."""
+        """The run stopped advancing in this process: flush, end subscriptions, drop it."""
         feed = self.feeds.get(run_id)
         if feed is None:
             return
@@ -74,6 +92,10 @@ class EventBus:
 
     async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
         """Events with seq > ``after``: the replay, then live ones until the run ends."""
+        if self.followers is not None:
+            async for event in self._follow(self.followers, run_id, after):
+                yield event
+            return
         feed = self.feeds.get(run_id)
         if feed is None:
             for event in await self.log.after(run_id, after):
@@ -96,3 +118,33 @@ class EventBus:
                     yield item
         finally:
             feed.subscribers.discard(queue)
+
+    async def _follow(self, followers: Wakers, run_id: str, after: int
+                      ) -> AsyncIterator[RunEvent]:
+        # Registered before the first read, so no notification between read and wait is lost.
+        woken = followers.add(run_id)
+        try:
+            last = after
+            first = True
+            while True:
+                woken.clear()
+                events = await self.log.after(run_id, last)
+                for event in events:
+                    last = event.seq
+                    yield event
+                    if event.type == "done":
+                        return
+                if first and not events and await self._ended_silently(run_id):
+                    return  # a client resuming after the end has nothing to wait for
+                first = False
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), FOLLOW_RECHECK_S)
+                if not woken.is_set() and await self._ended_silently(run_id):
+                    return
+        finally:
+            followers.remove(run_id, woken)
+
+    async def _ended_silently(self, run_id: str) -> bool:
+        # A run ended without a `done` event (it could not resume): the stream ends too.
+        row = await DatabaseRunStore(self.log.db).row(run_id)
+        return row is None or row.status not in RESUMABLE

@@ -1,10 +1,26 @@
-"""Live inbox updates: every request this process creates or decides, per org."""
+"""Live inbox updates, per org: the requests created or decided.
+
+With one process (SQLite) the approval service's changes are published directly. With
+several (PostgreSQL) every change is announced as a notification; each instance reads the
+request and publishes it to its own subscribers, and wakes its in-memory waiters.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+from collections.abc import Coroutine
+from typing import Any
 
+from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.records import ConfirmationRequest
+from hookgate.storage.database import Database
+
+log = logging.getLogger(__name__)
+
+#: NOTIFY channel for request changes; the payload is {"id": request id, "org": org id}.
+REQUESTS_CHANNEL = "hookgate_requests"
 
 
 class InboxFeed:
@@ -19,7 +35,54 @@ class InboxFeed:
     def unsubscribe(self, org_id: str | None, q: asyncio.Queue[ConfirmationRequest]) -> None:
         self._subs.get(org_id, set()).discard(q)
 
+    def watched(self, org_id: str | None) -> bool:
+        return bool(self._subs.get(org_id))
+
     def publish(self, request: ConfirmationRequest) -> None:
         for q in self._subs.get(request.org_id, ()):
             if not q.full():
                 q.put_nowait(request)
+
+
+class RequestChanges:
+    """Announces this process's request changes and receives every instance's."""
+
+    def __init__(self, db: Database, approvals: PersistentApprovals, inbox: InboxFeed) -> None:
+        self.db = db
+        self.approvals = approvals
+        self.inbox = inbox
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def announce(self, request: ConfirmationRequest) -> None:
+        payload = json.dumps({"id": request.id, "org": request.org_id})
+        self._spawn(self._notify(payload))
+
+    async def _notify(self, payload: str) -> None:
+        try:
+            async with self.db.transaction() as s:
+                await self.db.notify(s, REQUESTS_CHANNEL, payload)
+        except Exception:
+            log.exception("announcing a request change failed")
+
+    def received(self, payload: str | None) -> None:
+        if payload is None:  # reconnected: the waiters re-read their requests
+            return
+        try:
+            note = json.loads(payload)
+            request_id, org_id = str(note["id"]), note.get("org")
+        except (ValueError, KeyError, TypeError):
+            log.warning("ignoring a malformed request notification %r", payload[:200])
+            return
+        self.approvals.hub.wake(request_id)
+        if self.inbox.watched(org_id):
+            self._spawn(self._publish(request_id))
+
+    async def _publish(self, request_id: str) -> None:
+        request = await self.approvals.store.get(request_id)
+        if request is not None:
+            self.inbox.publish(request)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,9 +1,12 @@
-"""Runs on the server: start them, checkpoint them, stream them, resume them after a restart."""
+"""Runs on the server: start them, advance them, stream them, continue them after a restart.
+
+The manager knows how to build a run's engine and advance it; *where* a run advances is the
+executor's business (server.executors): a task of this process for a SQLite file, a job of
+the run queue for PostgreSQL. Routes talk to the manager and never own tasks.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -14,16 +17,20 @@ from hookgate.catalog.build import GATE_NAME
 from hookgate.catalog.services import HookServices
 from hookgate.engines import ENGINES
 from hookgate.engines.delegation import Delegation
+from hookgate.engines.driver import RunStore
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.react import ReActEngine
 from hookgate.engines.state import RunState
 from hookgate.llm.base import ChatModel
 from hookgate.server.events_bus import EventBus
+from hookgate.server.executors.base import RunExecutor
 from hookgate.storage.database import Database
+from hookgate.storage.fencing import Fence
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore
 from hookgate.tools.calls import ToolCall
+from hookgate.tools.ledger import ExecutionLedger
 from hookgate.workflows import Workflow, WorkflowRunner
 from hookgate.workflows.runner import ENGINE_NAME as WORKFLOW_ENGINE
 
@@ -42,8 +49,12 @@ class UnknownWorkflow(LookupError):
     """No such workflow (or not in the caller's org)."""
 
 
+#: Runs one advance of a run with the given event sink.
+Advance = Callable[[EventSink], Awaitable[object]]
+
+
 class RunManager:
-    """Owns the tasks of the runs this process executes."""
+    """Builds and advances runs; an executor decides where and when they advance."""
 
     def __init__(
         self,
@@ -66,24 +77,27 @@ class RunManager:
         self.store = DatabaseRunStore(db)
         self.ledger = DatabaseLedger(db)
         self.bus = EventBus(RunEventLog(db))
-        self.tasks: dict[str, asyncio.Task[None]] = {}
-        self._stopping = False
         #: Called (in the background) with the state of every run that ends here.
         self.on_run_end: Callable[[RunState], Awaitable[None]] | None = None
-        self._after_runs: set[asyncio.Task[None]] = set()
+        self.executor: RunExecutor | None = None
 
-    def engine(self, agent: Agent, name: str = "react") -> ReActEngine:
+    # -- building engines ------------------------------------------------------------------
+
+    def engine(self, agent: Agent, name: str = "react", *, store: RunStore | None = None,
+               ledger: ExecutionLedger | None = None) -> ReActEngine:
         if name not in ENGINES:
             raise UnknownEngine(f"unknown engine '{name}' (available: {', '.join(ENGINES)})")
         llm: ChatModel = self.model_for(agent.id)
-        return ENGINES[name](llm, services=self.services, ledger=self.ledger, store=self.store,
-                             resume_resolver=self._resume_point, max_steps=self.max_steps,
+        return ENGINES[name](llm, services=self.services, ledger=ledger or self.ledger,
+                             store=store or self.store, resume_resolver=self._resume_point,
+                             max_steps=self.max_steps,
                              delegation=Delegation(self.agents, self.model_for))
 
-    def workflow_runner(self) -> WorkflowRunner:
+    def workflow_runner(self, *, store: RunStore | None = None,
+                        ledger: ExecutionLedger | None = None) -> WorkflowRunner:
         return WorkflowRunner(self.workflows, self.agents, self.model_for,
-                              services=self.services, ledger=self.ledger, store=self.store,
-                              resume_resolver=self._resume_point)
+                              services=self.services, ledger=ledger or self.ledger,
+                              store=store or self.store, resume_resolver=self._resume_point)
 
     async def _resume_point(self, state: RunState, call: ToolCall
                             ) -> tuple[str, dict[str, Any]] | None:
@@ -95,6 +109,13 @@ class RunManager:
             return None
         return GATE_NAME, dict(request.args)
 
+    # -- starting runs ---------------------------------------------------------------------
+
+    def _executor(self) -> RunExecutor:
+        if self.executor is None:
+            raise RuntimeError("the run manager has no executor (the runtime is not started)")
+        return self.executor
+
     async def start(self, agent_id: str, message: str, *, user_id: str, org_id: str | None,
                     conversation_id: str | None = None, engine: str = "react") -> RunState:
         agent = self.agents.get(agent_id)
@@ -103,8 +124,7 @@ class RunManager:
         eng = self.engine(agent, engine)
         state = eng.new_state(agent, message, user_id=user_id, org_id=org_id,
                               conversation_id=conversation_id)
-        await self.store.save(state)
-        self._spawn(state, lambda sink: eng.execute(agent, state, sink=sink))
+        await self._executor().submit(state)
         return state
 
     async def start_workflow(self, workflow_id: str, message: str, *, user_id: str,
@@ -118,75 +138,76 @@ class RunManager:
         runner = self.workflow_runner()
         state = runner.new_state(workflow_id, message, user_id=user_id, org_id=org_id,
                                  conversation_id=conversation_id)
-        await self.store.save(state)
-        self._spawn(state, lambda sink: runner.execute(state, sink=sink))
+        await self._executor().submit(state)
         return state
 
-    def _spawn(self, state: RunState, execute: Callable[[EventSink], Awaitable[object]]
-               ) -> None:
-        history = [RunEvent.from_dict(e) for e in state.trace]
-        self.bus.open(state.run_id, history)
+    async def cancel(self, run_id: str) -> bool:
+        return await self._executor().cancel(run_id)
 
-        async def go() -> None:
-            try:
-                await execute(lambda e: self.bus.publish(state.run_id, e))
-            except asyncio.CancelledError:
-                if not self._stopping:
-                    state.status = "cancelled"
-                    with contextlib.suppress(Exception):
-                        await asyncio.shield(self.store.save(state))
-                raise
-            except Exception:
-                log.exception("run %s crashed", state.run_id)
-            finally:
-                await self.bus.close(state.run_id)
-                self.tasks.pop(state.run_id, None)
-                if state.finished and not self._stopping:
-                    self._after_run(state)
+    async def stop(self) -> None:
+        if self.executor is not None:
+            await self.executor.stop()
 
-        self.tasks[state.run_id] = asyncio.create_task(go(), name=f"run-{state.run_id}")
+    # -- advancing runs (called by executors) ----------------------------------------------
 
-    def _after_run(self, state: RunState) -> None:
-        hook = self.on_run_end
-        if hook is None:
-            return
+    async def prepare(self, state: RunState, fence: Fence | None = None) -> Advance | None:
+        """Make a stored run ready to continue; None if it must not (it is finished, or
+        what it runs no longer exists: then it is ended here as ``failed``)."""
+        # The event log may hold events emitted after the last checkpoint.
+        logged = await self.bus.log.after(state.run_id, 0)
+        if len(logged) > len(state.trace):
+            state.trace = [e.to_dict() for e in logged]
+        done = next((e for e in reversed(logged) if e.type == "done"), None)
+        if done is not None and not state.finished:
+            # It ended after its last checkpoint: record the end it announced, never a
+            # second one.
+            state.status = done.data.get("status") or "failed"
+            state.answer = done.data.get("answer", state.answer)
+            await self.store.save(state, fence=fence)
+            return None
+        if state.finished:
+            if done is None and fence is not None:
+                # It ended, but its last events were refused: the run was taken over between
+                # its last checkpoint and their write. Log what the checkpoint holds, and
+                # announce the end once.
+                last = max((e.seq for e in logged), default=0)
+                missing = [e for e in self.history(state) if e.seq > last]
+                if not any(e.type == "done" for e in missing):
+                    missing.append(RunEvent("done", {"status": state.status,
+                                                     "answer": state.answer},
+                                            seq=max(len(state.trace), last) + 1))
+                    state.trace.append(missing[-1].to_dict())
+                    await self.store.save(state, fence=fence)
+                await self.bus.log.append(state.run_id, missing, fence=fence)
+            return None
+        await self._cancel_child_requests(state)
+        agent = self.agents.get(state.agent_id)
+        workflow_id = state.extra.get("workflow", {}).get("id")
+        gone = (f"agent '{state.agent_id}'" if agent is None else
+                f"workflow '{workflow_id}'" if state.engine == WORKFLOW_ENGINE
+                and workflow_id not in self.workflows else None)
+        if agent is None or gone is not None:
+            reason = f"{gone} no longer exists; the run cannot resume"
+            await self.approvals.cancel_run(state.run_id, reason)
+            state.status = "failed"
+            state.error = reason
+            await self.store.save(state, fence=fence)
+            return None
+        return self.advance(agent, state, store=self.store if fence is None
+                            else _FencedStore(self.store, fence),
+                            ledger=None if fence is None else self.ledger.fenced(fence))
 
-        async def call() -> None:
-            try:
-                await hook(state)
-            except Exception:
-                log.exception("the end-of-run hook of run %s failed", state.run_id)
+    def advance(self, agent: Agent, state: RunState, *, store: RunStore | None = None,
+                ledger: ExecutionLedger | None = None) -> Advance:
+        """The coroutine factory that advances ``state`` until it ends or must wait."""
+        if state.engine == WORKFLOW_ENGINE:
+            runner = self.workflow_runner(store=store, ledger=ledger)
+            return lambda sink: runner.execute(state, sink=sink)
+        engine = self.engine(agent, state.engine, store=store, ledger=ledger)
+        return lambda sink: engine.execute(agent, state, sink=sink)
 
-        task = asyncio.create_task(call(), name=f"after-{state.run_id}")
-        self._after_runs.add(task)
-        task.add_done_callback(self._after_runs.discard)
-
-    async def resume_all(self) -> int:
-        """Continue every run that was in flight when the last process stopped."""
-        n = 0
-        for state in await self.store.resumable():
-            if state.run_id in self.tasks:
-                continue
-            agent = self.agents.get(state.agent_id)
-            workflow_id = state.extra.get("workflow", {}).get("id")
-            gone = (f"agent '{state.agent_id}'" if agent is None else
-                    f"workflow '{workflow_id}'" if state.engine == WORKFLOW_ENGINE
-                    and workflow_id not in self.workflows else None)
-            # The event log may hold events emitted after the last checkpoint.
-            logged = await self.bus.log.after(state.run_id, 0)
-            if len(logged) > len(state.trace):
-                state.trace = [e.to_dict() for e in logged]
-            await self._cancel_child_requests(state)
-            if agent is None or gone is not None:
-                reason = f"{gone} no longer exists; the run cannot resume"
-                await self.approvals.cancel_run(state.run_id, reason)
-                state.status = "failed"
-                state.error = reason
-                await self.store.save(state)
-                continue
-            self._spawn(state, self._resumer(agent, state))
-            n += 1
-        return n
+    def history(self, state: RunState) -> list[RunEvent]:
+        return [RunEvent.from_dict(e) for e in state.trace]
 
     async def _cancel_child_requests(self, state: RunState) -> None:
         # Child runs (delegates, workflow agent nodes) are not checkpointed on their own: a
@@ -201,31 +222,21 @@ class RunManager:
                     "the delegated run waiting for this request was interrupted by a "
                     "restart and does not resume")
 
-    def _resumer(self, agent: Agent, state: RunState
-                 ) -> Callable[[EventSink], Awaitable[object]]:
-        if state.engine == WORKFLOW_ENGINE:
-            runner = self.workflow_runner()
-            return lambda sink: runner.execute(state, sink=sink)
-        engine = self.engine(agent, state.engine)
-        return lambda sink: engine.execute(agent, state, sink=sink)
+    async def trace(self, run_id: str, state: RunState) -> list[dict[str, Any]]:
+        """The run's events so far: this process's live feed, else the event log."""
+        feed = self.bus.feeds.get(run_id)
+        if feed is not None:
+            return [e.to_dict() for e in feed.events]
+        logged = await self.bus.log.after(run_id, 0)
+        return [e.to_dict() for e in logged] if len(logged) > len(state.trace) else state.trace
 
-    async def cancel(self, run_id: str) -> bool:
-        task = self.tasks.get(run_id)
-        if task is None:
-            return False
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-        return True
 
-    async def stop(self) -> None:
-        """Stop this process's runs without cancelling their requests: they resume later."""
-        self._stopping = True
-        tasks = list(self.tasks.values())
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
-        if self._after_runs:  # summaries of runs that ended just before
-            await asyncio.wait(list(self._after_runs), timeout=5)
+class _FencedStore:
+    """The run store as one executor of a run sees it: checkpoints only under its fence."""
+
+    def __init__(self, store: DatabaseRunStore, fence: Fence) -> None:
+        self.store = store
+        self.fence = fence
+
+    async def save(self, state: RunState) -> None:
+        await self.store.save(state, fence=self.fence)

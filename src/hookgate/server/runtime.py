@@ -1,22 +1,34 @@
 """The server's runtime: the database, the approval service, the runs, the channels —
-started and stopped together, with the declared orgs, users and agents synced in."""
+started and stopped together, with the declared orgs, users and agents synced in.
+
+The executor follows the database: runs advance in this process for a SQLite file, and as
+jobs of the run queue for PostgreSQL, where several instances share the work and
+notifications carry run events and inbox changes between them.
+"""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.services import HookServices
 from hookgate.claude_code.backend import ClaudeCodeBackend
 from hookgate.server.channel_directory import CompletionNotices, ConfiguredChannels
 from hookgate.server.deployment import Deployment
-from hookgate.server.inbox import InboxFeed
+from hookgate.server.executors.in_process import InProcessExecutor
+from hookgate.server.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
+from hookgate.server.notifications import Notifications, Wakers
 from hookgate.server.run_manager import RunManager
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
+from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
 from hookgate.storage.tables import AgentRow
 from hookgate.storage.users import sync_declared_users, user_for_token
+
+if TYPE_CHECKING:
+    from hookgate.server.executors.queue import QueueExecutor
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +46,14 @@ class Caller:
 class Runtime:
     """Everything one server process runs."""
 
-    def __init__(self, deployment: Deployment, *, sweep_interval: float = 2.0) -> None:
+    def __init__(self, deployment: Deployment, *, sweep_interval: float = 2.0,
+                 worker: bool = True) -> None:
         self.deployment = deployment
         self.db = Database(deployment.database_url)
+        if self.db.is_sqlite and not worker:
+            raise ValueError(
+                "a SQLite database is served by one instance that runs API and worker "
+                "together; splitting the roles needs PostgreSQL (database: postgresql://...)")
         self.channels = ConfiguredChannels(deployment.channels)
         self.approvals = PersistentApprovals(
             self.db, channels=self.channels, inbox_url=self.inbox_url,
@@ -44,7 +61,6 @@ class Runtime:
         )
         self.services = HookServices(approvals=self.approvals, database=self.db)
         self.inbox = InboxFeed()
-        self.approvals.on_change(self.inbox.publish)
         if deployment.model_for is None:
             raise ValueError("the deployment declares no models")
         # Agents listing channel_notify get one that posts through this server's channels.
@@ -56,7 +72,29 @@ class Runtime:
         self.claude_code = ClaudeCodeBackend(self.approvals, self.services, self.runs.ledger)
         self.runs.on_run_end = CompletionNotices(self.channels, agents, self.runs.store,
                                                  self.run_url).run_ended
+        self.notifications: Notifications | None = None
+        self.queue: QueueExecutor | None = None
+        if self.db.is_sqlite:
+            self.approvals.on_change(self.inbox.publish)
+            self.runs.executor = InProcessExecutor(self.runs)
+        else:
+            from hookgate.server.executors.queue import QueueExecutor  # only for PostgreSQL
+
+            self.queue = QueueExecutor(self.runs, worker=worker, settings=deployment.worker)
+            self.runs.executor = self.queue
+            self.notifications = self._listen(self.db.libpq_url)
         self.started = False
+
+    def _listen(self, conninfo: str) -> Notifications:
+        # Other instances' run events and request changes reach this one as notifications.
+        notes = Notifications(conninfo)
+        followers = Wakers()
+        self.runs.bus.followers = followers
+        notes.on(RUN_EVENTS_CHANNEL, followers.wake)
+        changes = RequestChanges(self.db, self.approvals, self.inbox)
+        notes.on(REQUESTS_CHANNEL, changes.received)
+        self.approvals.on_change(changes.announce)
+        return notes
 
     def inbox_url(self, request_id: str) -> str | None:
         return self._portal_link(f"confirmations/{request_id}")
@@ -69,17 +107,25 @@ class Runtime:
         return f"{base.rstrip('/')}/#/{route}" if base else None
 
     async def start(self) -> None:
-        await self.db.upgrade()
-        await self.sync()
+        # Any number of instances may start at once on one PostgreSQL: one at a time
+        # migrates, installs the queue's schema and writes the declarations.
+        async with self.db.startup_lock():
+            await self.db.upgrade()
+            if self.queue is not None:
+                await self.queue.install_schema()
+            await self.sync()
+        if self.notifications is not None:
+            await self.notifications.start()
         await self.approvals.start()
-        resumed = await self.runs.resume_all()
-        if resumed:
-            log.info("resumed %d run(s) that were in flight", resumed)
+        assert self.runs.executor is not None
+        await self.runs.executor.start()
         self.started = True
 
     async def stop(self) -> None:
         self.approvals.begin_shutdown()
         await self.runs.stop()
+        if self.notifications is not None:
+            await self.notifications.stop()
         await self.approvals.stop()
         await self.channels.aclose()
         await self.db.dispose()

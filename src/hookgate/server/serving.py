@@ -18,9 +18,11 @@ from hookgate.server.runtime import Runtime
 
 
 def build_server(deployment: Deployment, host: str, port: int,
-                 log_level: str = "warning") -> tuple[uvicorn.Server, Runtime]:
-    """A uvicorn server for ``deployment`` (not started) and its runtime."""
-    runtime = Runtime(deployment)
+                 log_level: str = "warning", *, worker: bool = True
+                 ) -> tuple[uvicorn.Server, Runtime]:
+    """A uvicorn server for ``deployment`` (not started) and its runtime; ``worker``
+    False serves the API only (PostgreSQL)."""
+    runtime = Runtime(deployment, worker=worker)
     app = create_app(runtime)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
                             timeout_graceful_shutdown=5)

@@ -1,7 +1,8 @@
 """The database handle: one async engine per process, sessions, migrations, query counting.
 
 SQLite (the embedded default) runs in WAL mode with foreign keys on and a busy timeout, so
-several writers queue instead of failing; PostgreSQL is used as given by URL (asyncpg).
+several writers queue instead of failing; PostgreSQL goes through psycopg 3, the driver the
+run queue (procrastinate) uses too, so one transaction can hold a decision and its job.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import (
@@ -26,11 +28,15 @@ from sqlalchemy.ext.asyncio import (
 
 from hookgate.storage.schema_version import at_head
 from hookgate.storage.statement_count import COUNT
+from hookgate.storage.types import utcnow
 
 if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+#: pg_advisory_lock key held while a process migrates and syncs ("hookgate" in ASCII).
+STARTUP_LOCK_KEY = 0x686F6F6B67617465
+MIGRATION_LOCK_KEY = STARTUP_LOCK_KEY + 1
 DEFAULT_URL = "sqlite+aiosqlite:///hookgate.db"
 log = logging.getLogger(__name__)
 _QUOTED_ARGUMENT = re.compile(r"(invalid input for query argument \$\d+):.*", re.DOTALL)
@@ -40,11 +46,17 @@ class DatabaseError(Exception):
     """The database cannot be reached, migrated or used."""
 
 
+#: PostgreSQL URL prefixes accepted in configuration; all are served by psycopg 3.
+_PG_PREFIXES = ("postgres://", "postgresql://", "postgresql+asyncpg://",
+                "postgresql+psycopg://")
+
+
 def _normalise(url: str) -> str:
-    if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://"):]
-    if url.startswith("postgresql://"):
-        url = "postgresql+asyncpg://" + url[len("postgresql://"):]
+    # ``postgresql+asyncpg://`` URLs in existing configurations keep working: the scheme
+    # names a driver, and hookgate uses one driver (psycopg) for SQLAlchemy and the queue.
+    for prefix in _PG_PREFIXES:
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
     if url.startswith("sqlite:///") or url == "sqlite://":
         url = "sqlite+aiosqlite" + url[len("sqlite"):]
     return url
@@ -107,12 +119,41 @@ class Database:
         async with self.sessions() as s, s.begin():
             yield s
 
+    async def now(self) -> datetime:
+        """The database's clock (PostgreSQL); this process's clock for a SQLite file, which
+        only processes of one machine share. Decision and expiry times come from here."""
+        if self.is_sqlite:
+            return utcnow()
+        async with self.session() as s:
+            value = (await s.execute(text("SELECT now()"))).scalar_one()
+        return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+    @asynccontextmanager
+    async def startup_lock(self) -> AsyncIterator[None]:
+        """Serialise start-up work (migrations, schema, config sync) across the processes
+        starting on one PostgreSQL database, with a session advisory lock."""
+        if self.is_sqlite:
+            yield
+            return
+        async with self.engine.connect() as conn:
+            await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": STARTUP_LOCK_KEY})
+            await conn.commit()
+            try:
+                yield
+            finally:
+                await conn.execute(text("SELECT pg_advisory_unlock(:k)"),
+                                   {"k": STARTUP_LOCK_KEY})
+                await conn.commit()
+
     async def upgrade(self, revision: str = "head") -> None:
         """Bring the schema to ``revision`` with the bundled Alembic migrations."""
         try:
             if revision == "head" and await at_head(self.engine, MIGRATIONS / "versions"):
                 return
             async with self.engine.begin() as conn:
+                if not self.is_sqlite:  # one migrator at a time; the others find it done
+                    await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"),
+                                       {"k": MIGRATION_LOCK_KEY})
                 await conn.run_sync(_run_upgrade, revision)
         except Exception as exc:
             folder = self._missing_sqlite_folder()
@@ -125,6 +166,18 @@ class Database:
             return None
         folder = Path(file).resolve().parent
         return None if folder.is_dir() else folder
+
+    async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
+        """NOTIFY ``channel`` when ``session``'s transaction commits (PostgreSQL only)."""
+        if not self.is_sqlite:
+            await session.execute(text("SELECT pg_notify(:c, :p)"),
+                                  {"c": channel, "p": payload})
+
+    @property
+    def libpq_url(self) -> str:
+        """The URL in libpq's form (``postgresql://``), for psycopg and procrastinate."""
+        return self.engine.url.set(drivername="postgresql").render_as_string(
+            hide_password=False)
 
     @property
     def safe_url(self) -> str:

@@ -3,9 +3,10 @@
 Through SQLAlchemy a one-row read is a checkout, a BEGIN, the statement and a ROLLBACK —
 three round trips plus about a hundred microseconds of Python per statement. The lane
 borrows a connection from the same pool (so limits and disposal stay one thing) and talks
-to asyncpg directly: a single statement runs in autocommit (one round trip, no BEGIN), a
-unit of work runs in one explicit transaction, and asyncpg prepares each statement text
-once per connection and reuses it. Statements use PostgreSQL's ``$n`` parameters.
+to the driver directly (asyncpg, or psycopg through a small adapter): a single statement
+runs in autocommit (one round trip, no BEGIN), a unit of work runs in one explicit
+transaction, and each statement text is prepared once per connection and reused.
+Statements use PostgreSQL's ``$n`` parameters.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
+
+import psycopg
 
 from hookgate.storage.database import Database
 from hookgate.storage.statement_count import COUNT
@@ -26,8 +29,9 @@ class PgLane:
 
     @classmethod
     def for_database(cls, db: Database) -> PgLane | None:
-        """The lane of ``db``, or None when ``db`` is not PostgreSQL through asyncpg."""
-        if db.engine.dialect.name != "postgresql" or db.engine.dialect.driver != "asyncpg":
+        """The lane of ``db``, or None when ``db`` is not PostgreSQL."""
+        if db.engine.dialect.name != "postgresql" or db.engine.dialect.driver not in (
+                "asyncpg", "psycopg"):
             return None
         lane = cls._lanes.get(db)
         if lane is None:
@@ -43,7 +47,12 @@ class PgLane:
         transaction on it, so its reset on return is a no-op."""
         async with self.db.engine.connect() as conn:
             raw = await conn.get_raw_connection()
-            yield _Counted(raw.driver_connection) if COUNT.enabled else raw.driver_connection
+            driver: Any = raw.driver_connection
+            if self.db.engine.dialect.driver == "psycopg":
+                async with _Psycopg.autocommitting(driver) as adapted:
+                    yield _Counted(adapted) if COUNT.enabled else adapted
+                return
+            yield _Counted(driver) if COUNT.enabled else driver
 
     async def fetchrow(self, sql: str, *args: Any) -> Any:
         """One statement in autocommit; its first row, or None."""
@@ -84,3 +93,42 @@ class _Counted:
     def transaction(self) -> Any:
         COUNT.transaction()
         return self._conn.transaction()
+
+
+class _Psycopg:
+    """asyncpg's few connection methods the lane's users call, on a psycopg connection:
+    ``$n`` parameters (a raw cursor), statements prepared once per connection, autocommit
+    for single statements and an explicit transaction for units of work."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    @classmethod
+    @asynccontextmanager
+    async def autocommitting(cls, conn: Any) -> AsyncIterator[_Psycopg]:
+        # The pool hands the connection over idle; it goes back idle and out of autocommit.
+        await conn.set_autocommit(True)
+        try:
+            yield cls(conn)
+        finally:
+            await conn.set_autocommit(False)
+
+    async def fetchrow(self, sql: str, *args: Any) -> Any:
+        async with psycopg.AsyncRawCursor(self._conn) as cur:
+            await cur.execute(sql, args, prepare=True)
+            return await cur.fetchone()
+
+    async def execute(self, sql: str, *args: Any) -> str:
+        async with psycopg.AsyncRawCursor(self._conn) as cur:
+            await cur.execute(sql, args, prepare=True)
+            return str(cur.statusmessage)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        async with psycopg.AsyncRawCursor(self._conn) as cur:
+            await cur.executemany(sql, rows)
+
+    def transaction(self) -> Any:
+        return self._conn.transaction()
+
+    def is_in_transaction(self) -> bool:
+        return bool(self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE)

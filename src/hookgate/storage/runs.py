@@ -7,14 +7,17 @@ A run whose state cannot be saved is marked failed on its last good checkpoint
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.engines.state import RunState
 from hookgate.storage.database import Database
+from hookgate.storage.fencing import Fence
 from hookgate.storage.tables import RunRow
 from hookgate.storage.types import utcnow
 
@@ -28,7 +31,10 @@ class DatabaseRunStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def save(self, state: RunState) -> None:
+    async def save(self, state: RunState, *, fence: Fence | None = None,
+                   session: AsyncSession | None = None) -> None:
+        """Upsert the checkpoint; with ``fence``, only while that token is current; with
+        ``session``, inside the caller's transaction (e.g. with the job that runs it)."""
         values = {
             "id": state.run_id,
             "agent_id": state.agent_id,
@@ -48,8 +54,17 @@ class DatabaseRunStore:
             index_elements=[RunRow.id],
             set_={k: v for k, v in values.items() if k != "id"},
         )
+        if session is not None:
+            await self._write(session, stmt, fence)
+            return
         async with self.db.transaction() as s:
-            await s.execute(stmt)
+            await self._write(s, stmt, fence)
+
+    @staticmethod
+    async def _write(s: AsyncSession, stmt: Any, fence: Fence | None) -> None:
+        if fence is not None:
+            await fence.check(s, updates_run=True)
+        await s.execute(stmt)
 
     async def record_failure(self, state: RunState, error: str) -> None:
         """Mark the run failed with ``error`` when ``state`` itself cannot be saved: the last

@@ -140,6 +140,8 @@ class RunRow(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    #: Raised by every executor that takes the run over (see storage.fencing).
+    fence: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class RunEventRow(Base):

@@ -55,8 +55,7 @@ async def _visible_state(run_id: str, caller: Caller, rt: Runtime) -> RunState:
 async def get_run(run_id: str, caller: CallerDep,
                   rt: RuntimeDep) -> dict[str, Any]:
     state = await _visible_state(run_id, caller, rt)
-    feed = rt.runs.bus.feeds.get(run_id)
-    trace = [e.to_dict() for e in feed.events] if feed else state.trace
+    trace = await rt.runs.trace(run_id, state)
     return {
         "run_id": state.run_id,
         "agent_id": state.agent_id,

@@ -1,0 +1,1 @@
+"""Support for ``bench/approval.py --cross-instance``: the tool it times."""

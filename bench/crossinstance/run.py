@@ -1,0 +1,248 @@
+"""``bench/approval.py --cross-instance``: the approval gate across hookgate instances.
+
+Three real `hookgate serve` processes on one PostgreSQL database: A and B execute runs, C
+serves the API only and takes the decisions. It measures
+  - decision-to-tool-start: from just before `POST /respond` on C to the first line of the
+    tool on A or B (p50, p99), one decision at a time, with 10,000 other runs waiting;
+  - database transactions per second while runs wait (pg_stat_database, all instances and
+    the queue's workers together), with a handful of runs waiting and with 10,000;
+  - the resident memory of each instance while 10,000 runs wait.
+The 10,000 waiting runs are clones of one real parked run (its checkpoint, its pending
+request, its scheduled expiry job): a parked run is exactly those rows and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+BENCH = Path(__file__).resolve().parent.parent
+TOKEN = "bench-token"
+H = {"Authorization": f"Bearer {TOKEN}"}
+
+CONFIG = """
+database: {database}
+orgs: [{{id: acme, name: ACME}}]
+users: [{{id: alice, org: acme, admin: true, token: {token}}}]
+tools: [crossinstance.tools:stamp]
+models:
+  script: {{type: scripted, turns: [{{tool_calls: [{{name: stamp, args: {{ref: r}}}}]}},
+                                   {{answer: stamped}}]}}
+agents:
+  - {{id: clerk, name: Clerk, org: acme, owner: alice, model: script, tools: [stamp],
+     confirmation_mode: inline_only}}
+"""
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Serve:
+    def __init__(self, config: Path, stamps: Path, *args: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "HOOKGATE_BENCH_STAMPS": str(stamps),
+               "PYTHONPATH": str(BENCH) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hookgate.cli.main", "serve", "--config", str(config),
+             "--port", str(self.port), "--log-level", "warning", *args],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def wait_up(self) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("an instance exited at start")
+            try:
+                if httpx.get(self.url + "/api/hooks", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("an instance did not come up")
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def fresh_database(server: str) -> tuple[str, str]:
+    name = "bench_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = server.rsplit("/", 1)[0]
+    return f"{base}/{name}", name
+
+
+def transactions(dsn: str, name: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                           "WHERE datname = %s", (name,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def idle_rate(dsn: str, name: str, seconds: float) -> float:
+    # Let the burst of the change before settle (each inserted job notifies the workers,
+    # which look for a due job once); the statistics also report with a delay. Our own
+    # two reads are taken off.
+    time.sleep(6.0)
+    before = transactions(dsn, name)
+    time.sleep(seconds)
+    after = transactions(dsn, name)
+    return max(0.0, (after - before - 1) / seconds)
+
+
+def clone_waiting(dsn: str, template_run: str, n: int) -> None:
+    with psycopg.connect(dsn) as conn:
+        req = conn.execute("SELECT id FROM confirmation_requests WHERE run_id = %s",
+                           (template_run,)).fetchone()
+        assert req is not None
+        conn.execute("""
+            INSERT INTO runs (id, agent_id, org_id, user_id, conversation_id, engine, status,
+                              state_json, answer, error, created_at, updated_at, fence)
+            SELECT 'clone_' || g, agent_id, org_id, user_id, conversation_id, engine, status,
+                   replace(state_json, %(run)s, 'clone_' || g), answer, error, created_at,
+                   updated_at, 0
+              FROM runs, generate_series(1, %(n)s) g WHERE id = %(run)s""",
+                     {"run": template_run, "n": n})
+        conn.execute("""
+            INSERT INTO confirmation_requests
+            SELECT (json_populate_record(r, json_build_object(
+                        'id', 'cr_clone_' || g, 'run_id', 'clone_' || g))).*
+              FROM confirmation_requests r, generate_series(1, %(n)s) g WHERE r.id = %(req)s
+            """, {"req": req[0], "n": n})
+        conn.execute("""
+            INSERT INTO procrastinate_jobs (queue_name, task_name, priority, lock,
+                                            queueing_lock, args, status, scheduled_at)
+            SELECT queue_name, task_name, priority, lock, 'expire:cr_clone_' || g,
+                   jsonb_build_object('request_id', 'cr_clone_' || g), status, scheduled_at
+              FROM procrastinate_jobs, generate_series(1, %(n)s) g
+             WHERE queueing_lock = %(lock)s""", {"lock": f"expire:{req[0]}", "n": n})
+        conn.commit()
+
+
+def pending_ids(url: str) -> list[str]:
+    r = httpx.get(url + "/api/confirmations?status=pending&limit=500", headers=H, timeout=30)
+    return [x["id"] for x in r.json() if not x["id"].startswith("cr_clone_")]
+
+
+def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str, Any]:
+    libpq = server_url.replace("postgresql+asyncpg://", "postgresql://")
+    dsn, name = fresh_database(libpq)
+    work = Path(tempfile.mkdtemp(prefix="hookgate-bench-"))
+    stamps = work / "stamps.txt"
+    config = work / "hookgate.yaml"
+    config.write_text(CONFIG.format(database=dsn, token=TOKEN))
+    instances = [Serve(config, stamps), Serve(config, stamps),
+                 Serve(config, stamps, "--no-worker")]
+    a, b, c = instances
+    try:
+        for inst in instances:
+            inst.wait_up()
+        run_ids = []
+        for i in range(samples + 1):
+            r = httpx.post((a if i % 2 else b).url + "/api/runs",
+                           json={"agent_id": "clerk", "message": "stamp"}, headers=H,
+                           timeout=30)
+            run_ids.append(r.json()["run_id"])
+        deadline = time.monotonic() + 120
+        while len(pending_ids(c.url)) < samples + 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the runs did not all reach the gate")
+            time.sleep(0.2)
+        # Every run parked: checkpointed as waiting, and no job of it queued or running.
+        while True:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT (SELECT count(*) FROM runs WHERE status = 'awaiting_approval'),"
+                    " (SELECT count(*) FROM procrastinate_jobs WHERE task_name = %s"
+                    "  AND status IN ('todo', 'doing'))", ("hookgate.advance_run",)).fetchone()
+            if row == (samples + 1, 0):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the runs did not all park: {row}")
+            time.sleep(0.5)
+        idle_few = idle_rate(dsn, name, idle_s)
+        clone_waiting(dsn, run_ids[0], waiting)
+        idle_many = idle_rate(dsn, name, idle_s)
+        rss = {n: round(i.rss_mb(), 1) for n, i in zip("ABC", instances, strict=True)}
+
+        latencies: list[float] = []
+        responded: list[float] = []
+        for request_id in pending_ids(c.url)[:samples]:
+            seen = len(stamps.read_text().splitlines()) if stamps.exists() else 0
+            t0 = time.time()
+            r = httpx.post(f"{c.url}/api/confirmations/{request_id}/respond",
+                           json={"decision": "approve"}, headers=H, timeout=30)
+            assert r.status_code == 200, r.text
+            responded.append((time.time() - t0) * 1000)
+            while True:
+                lines = stamps.read_text().splitlines() if stamps.exists() else []
+                if len(lines) > seen:
+                    latencies.append((float(lines[-1]) - t0) * 1000)
+                    break
+                time.sleep(0.0005)
+        return {
+            "instances": "A, B: serve (API + worker); C: serve --no-worker (decides)",
+            "waiting_runs": waiting,
+            "decision_to_tool_start_ms": {
+                "p50": round(statistics.median(latencies), 1),
+                "p99": round(pct(latencies, 99), 1), "max": round(max(latencies), 1),
+                "decisions": len(latencies)},
+            "respond_request_ms": {"p50": round(statistics.median(responded), 1),
+                                   "p99": round(pct(responded, 99), 1)},
+            "db_transactions_per_s_idle": {f"{samples + 1}_waiting": round(idle_few, 2),
+                                           f"{waiting}_waiting": round(idle_many, 2)},
+            "rss_mb_while_waiting": rss,
+        }
+    finally:
+        for inst in instances:
+            inst.stop()
+        with psycopg.connect(libpq, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main(args: Any) -> None:
+    server = args.postgres or os.environ.get("HOOKGATE_TEST_POSTGRES_URL")
+    if not server:
+        raise SystemExit("--cross-instance needs --postgres URL (or HOOKGATE_TEST_POSTGRES_URL)")
+    result = run(server, args.waiting, args.decisions, args.idle)
+    print(json.dumps({"benchmark": "approval --cross-instance",
+                      "python": sys.version.split()[0],
+                      "targets": {"decision_to_tool_start_p99_ms": 50,
+                                  "db_queries_per_s_idle": 5},
+                      "result": result}, indent=2))

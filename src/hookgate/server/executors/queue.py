@@ -1,0 +1,280 @@
+"""The run queue executor (PostgreSQL): every advance of a run is a procrastinate job.
+
+- A job advances one run until it ends or must wait for a person: then the run is
+  checkpointed as ``awaiting_approval`` and the job returns (no task, no memory held).
+- Jobs of one run share a procrastinate ``lock`` (the run id), so a run never has two
+  executors at once, and a ``queueing_lock``, so it is queued at most once.
+- A decision, an expiry or a cancellation enqueues the run's continuation in the same
+  transaction as the request's compare-and-set; an expiry is a job scheduled for the
+  request's expiry time (the database's clock).
+- Workers heartbeat; a worker's jobs whose heartbeats stopped are retried by live workers.
+  Each job raises the run's fencing counter first, so a worker wrongly declared dead cannot
+  checkpoint, log events or claim a tool call afterwards; the tool ledger keeps every tool
+  at most once whatever happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from procrastinate import App, PsycopgConnector
+from procrastinate import exceptions as pq_exceptions
+from procrastinate.jobs import Status
+from procrastinate.schema import SchemaManager
+from procrastinate.tasks import Task
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hookgate.approvals.records import ConfirmationRequest
+from hookgate.approvals.service import ApprovalAsk
+from hookgate.engines.events import RunEvent
+from hookgate.engines.interrupts import Fenced, RunParked
+from hookgate.engines.state import RunState
+from hookgate.server.executors.base import RunEndings
+from hookgate.server.executors.settings import WorkerSettings
+from hookgate.storage.fencing import take_over
+
+if TYPE_CHECKING:
+    from hookgate.server.run_manager import RunManager
+
+log = logging.getLogger(__name__)
+
+QUEUE = "hookgate_runs"
+#: Runs that should advance and have no job queued or running (see recover()).
+ORPHANS = """
+SELECT runs.id FROM runs
+ WHERE runs.status IN ('running', 'awaiting_approval')
+   AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j
+                    WHERE j.lock = runs.id AND j.status IN ('todo', 'doing'))
+   AND (runs.status = 'running'
+        OR NOT EXISTS (SELECT 1 FROM confirmation_requests cr
+                        WHERE cr.run_id = runs.id AND cr.status = 'pending'))
+"""
+ADVANCE_TASK = "hookgate.advance_run"
+EXPIRE_TASK = "hookgate.expire_requests"
+
+
+class QueueExecutor:
+    """Runs advance as jobs of the procrastinate queue on the server's PostgreSQL."""
+
+    def __init__(self, manager: RunManager, *, worker: bool = True,
+                 settings: WorkerSettings | None = None) -> None:
+        self.manager = manager
+        self.run_worker = worker
+        self.settings = settings or WorkerSettings()
+        self.app = App(connector=PsycopgConnector(conninfo=manager.db.libpq_url,
+                                                  min_size=1, max_size=10))
+        self.advance_task: Task[Any, Any, Any] = self.app.task(
+            name=ADVANCE_TASK, queue=QUEUE)(self._advance_job)
+        self.expire_task: Task[Any, Any, Any] = self.app.task(
+            name=EXPIRE_TASK, queue=QUEUE)(self._expire_job)
+        #: Root runs advancing in this process: their waiting calls park.
+        self.advancing: set[str] = set()
+        self._endings = RunEndings()
+        self._worker: asyncio.Task[None] | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        approvals = manager.approvals
+        approvals.after_transition = self._continue_after_transition
+        approvals.parks = self._parks
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def install_schema(self) -> None:
+        """Create procrastinate's tables if they are missing (call under the start-up
+        lock: several processes may start at once)."""
+        async with self.manager.db.transaction() as s:
+            exists = (await s.execute(text(
+                "SELECT to_regclass('procrastinate_jobs') IS NOT NULL"))).scalar_one()
+            if not exists:  # no parameters: psycopg runs the script as it is
+                raw = await (await s.connection()).get_raw_connection()
+                assert raw.driver_connection is not None
+                await raw.driver_connection.execute(SchemaManager.get_schema())
+
+    async def start(self) -> None:
+        await self.app.open_async()
+        if not self.run_worker:
+            return
+        s = self.settings
+        self._worker = asyncio.create_task(self.app.run_worker_async(
+            queues=[QUEUE], concurrency=s.concurrency, install_signal_handlers=False,
+            update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
+            shutdown_graceful_timeout=s.shutdown_grace_s, delete_jobs="successful",
+            listen_notify=True, fetch_job_polling_interval=max(s.heartbeat_s, 5.0),
+        ), name="hookgate-worker")
+        self._reaper = asyncio.create_task(self._retry_stalled(), name="hookgate-reaper")
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        if self._worker is not None:
+            self._worker.cancel()  # procrastinate stops gracefully, then aborts what is left
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._worker
+        await self._endings.drain()
+        await self.app.close_async()
+
+    # -- submitting and continuing ---------------------------------------------------------
+
+    async def submit(self, state: RunState) -> None:
+        m = self.manager
+        async with m.db.transaction() as s:  # the run and its first job commit together
+            await m.store.save(state, session=s)
+            await self._defer_advance(s, state.run_id)
+
+    async def continue_run(self, run_id: str, session: AsyncSession | None = None) -> None:
+        """Queue the run's next advance (at most one is queued; one already queued will
+        see whatever changed)."""
+        if session is not None:
+            await self._defer_advance(session, run_id)
+            return
+        async with self.manager.db.transaction() as s:
+            await self._defer_advance(s, run_id)
+
+    async def _defer_advance(self, session: AsyncSession, run_id: str) -> None:
+        await self._defer(session, self.advance_task, lock=run_id, queueing_lock=run_id,
+                          run_id=run_id)
+
+    async def _defer(self, session: AsyncSession, task: Task[Any, Any, Any], *, lock: str | None,
+                     queueing_lock: str, schedule_at: datetime | None = None,
+                     **kwargs: Any) -> None:
+        job = task.configure(lock=lock, queueing_lock=queueing_lock,
+                             schedule_at=schedule_at).make_new_job(**kwargs)
+        conn = await (await session.connection()).get_raw_connection()
+        try:
+            # A savepoint: a job already queued must not abort the caller's transaction.
+            async with session.begin_nested():
+                await self.app.job_manager.defer_job_async(job, connection=conn.driver_connection)
+        except pq_exceptions.AlreadyEnqueued:
+            pass
+
+    async def _continue_after_transition(self, session: AsyncSession,
+                                         request: ConfirmationRequest) -> None:
+        # Only stored runs continue from the queue; a delegated child waits in memory.
+        status = (await session.execute(
+            text("SELECT status FROM runs WHERE id = :id"), {"id": request.run_id}
+        )).scalar_one_or_none()
+        if status in ("running", "awaiting_approval"):
+            await self._defer_advance(session, request.run_id)
+
+    def _parks(self, ask: ApprovalAsk) -> bool:
+        return ask.run_id in self.advancing
+
+    async def cancel(self, run_id: str) -> bool:
+        m = self.manager
+        fence = await take_over(m.db, run_id)  # the executor holding it can write no more
+        state = await m.store.load(run_id)
+        if fence is None or state is None or state.finished:
+            return False
+        await m.approvals.cancel_run(run_id, "the run was cancelled")
+        state.status = "cancelled"
+        done = RunEvent("done", {"status": "cancelled", "answer": state.answer},
+                        seq=len(await m.bus.log.after(run_id, 0)) + 1)
+        state.trace.append(done.to_dict())
+        await m.store.save(state, fence=fence)
+        await m.bus.log.append(run_id, [done], fence=fence)
+        return True
+
+    # -- the jobs --------------------------------------------------------------------------
+
+    async def _advance_job(self, run_id: str) -> None:
+        m = self.manager
+        fence = await take_over(m.db, run_id)
+        state = await m.store.load(run_id) if fence is not None else None
+        if fence is None or state is None:
+            return
+        try:
+            advance = await m.prepare(state, fence)
+        except Fenced:
+            return
+        if advance is None:
+            return
+        self.advancing.add(run_id)
+        m.bus.open(run_id, m.history(state), fence=fence)
+        try:
+            await advance(lambda e: m.bus.publish(run_id, e))
+        except RunParked as parked:
+            await self._park(state, parked, fence)
+        except Fenced as exc:
+            log.warning("%s", exc)
+        except asyncio.CancelledError:
+            # The worker is stopping: the run continues on another worker right away.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.continue_run(run_id))
+            raise
+        finally:
+            self.advancing.discard(run_id)
+            await m.bus.close(run_id)
+        if state.finished:
+            self._endings.ended(state, m.on_run_end)
+
+    async def _park(self, state: RunState, parked: RunParked, fence: Any) -> None:
+        m = self.manager
+        state.status = "awaiting_approval"
+        try:
+            await m.store.save(state, fence=fence)
+        except Fenced as exc:
+            log.warning("%s", exc)
+            return
+        request = await m.approvals.store.get(parked.request_id)
+        async with m.db.transaction() as s:
+            if request is not None and request.pending:
+                await self._defer(s, self.expire_task, lock=None,
+                                  queueing_lock=f"expire:{request.id}",
+                                  schedule_at=request.expires_at, request_id=request.id)
+            # A decision that landed while the run was parking found the job still holding
+            # the run, and queued its continuation already; this covers the narrow case
+            # where it landed before the job took the run.
+            if request is not None and not request.pending:
+                await self._defer_advance(s, state.run_id)
+
+    async def _expire_job(self, request_id: str) -> None:
+        # Expiry is judged by the database's clock; each expiry queues its run's advance.
+        await self.manager.approvals.expire_overdue()
+
+    async def recover(self) -> int:
+        """Queue the runs that should advance but have no job: a run ``running`` without
+        one, or ``awaiting_approval`` with no request pending any more (decided by a
+        process that has no queue, e.g. the CLI). Returns how many were queued."""
+        async with self.manager.db.transaction() as s:
+            run_ids = (await s.execute(text(ORPHANS))).scalars().all()
+            for run_id in run_ids:
+                await self._defer_advance(s, run_id)
+        if run_ids:
+            log.info("queued %d run(s) that had no job", len(run_ids))
+        return len(run_ids)
+
+    async def _retry_stalled(self) -> None:
+        jobs = self.app.job_manager
+        with contextlib.suppress(Exception):
+            await self.recover()
+        since_recovery = 0.0
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_s)
+            since_recovery += self.settings.heartbeat_s
+            if since_recovery >= self.settings.stalled_after_s:
+                since_recovery = 0.0
+                with contextlib.suppress(Exception):
+                    await self.recover()
+            try:
+                for job in await jobs.get_stalled_jobs(
+                        queue=QUEUE, seconds_since_heartbeat=self.settings.stalled_after_s):
+                    assert job.id is not None
+                    try:
+                        await jobs.retry_job(job)
+                        log.warning("job %s (%s) of a dead worker is retried", job.id,
+                                    job.task_name)
+                    except pq_exceptions.UniqueViolation:
+                        # The run's next advance is queued already; this one is done with.
+                        await jobs.finish_job_by_id_async(job.id, Status.FAILED,
+                                                          delete_job=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("retrying the jobs of dead workers failed")
+

@@ -1,0 +1,15 @@
+"""The run worker's settings (the configuration's ``worker:`` section, PostgreSQL only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True, frozen=True)
+class WorkerSettings:
+    """How a worker runs jobs and notices dead workers."""
+
+    concurrency: int = 50
+    heartbeat_s: float = 5.0
+    stalled_after_s: float = 30.0
+    shutdown_grace_s: float = 5.0

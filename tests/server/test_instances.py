@@ -1,0 +1,336 @@
+"""Several real `hookgate serve` processes on one PostgreSQL: starting, restarting, pausing
+and SIGKILLing them while runs wait for approval, sit in a slow tool or in a slow model call
+never runs a tool twice, never ends a run twice and never loses one.
+
+Five instances start together on an empty database; two are stopped, and the tests go on
+with A and B (API and worker) and C (API only, its clock 5 s behind: the decider).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from alembic.script import ScriptDirectory
+
+from hookgate.storage.database import alembic_config
+from tests.instances import LIBFAKETIME, Instance, MessageModel
+from tests.server.test_restart import wait_for
+from tests.sse import read_events
+
+TOKEN = "instances-token-alice"
+#: libfaketime, to run the decider with a skewed clock.
+FAKETIME = LIBFAKETIME.exists()
+H = {"Authorization": f"Bearer {TOKEN}"}
+
+CONFIG = """
+database: {database}
+orgs: [{{id: acme, name: ACME}}]
+users:
+  - {{id: alice, org: acme, admin: true, token: {token}}}
+tools: [tests.instance_tools:pay, tests.instance_tools:slow_step, tests.instance_tools:note]
+models:
+  fake: {{type: openai, base_url: "{model_url}", api_key: k, model: m, max_retries: 0}}
+agents:
+  - {{id: clerk, name: Clerk, org: acme, owner: alice, model: fake,
+     tools: [pay, slow_step, note], confirmation_mode: inline_only}}
+  - {{id: hasty, name: Hasty, org: acme, owner: alice, model: fake, tools: [pay],
+     confirmation_mode: inline_only, confirmation_timeout_s: 2}}
+worker: {{heartbeat_s: 0.5, stalled_after_s: 2.5, shutdown_grace_s: 1}}
+"""
+
+
+class Cluster:
+    def __init__(self, workdir: Path, database_url: str, model: MessageModel) -> None:
+        self.workdir = workdir
+        self.ledger = workdir / "ledger.txt"
+        self.dsn = database_url.replace("postgresql+asyncpg://", "postgresql://")
+        self.config = workdir / "hookgate.yaml"
+        self.config.write_text(CONFIG.format(database=database_url, token=TOKEN,
+                                             model_url=model.base_url))
+        self.instances: list[Instance] = []
+
+    def instance(self, name: str, **kw: Any) -> Instance:
+        inst = Instance(name, self.config, self.workdir,
+                        env={"HOOKGATE_TEST_LEDGER": str(self.ledger),
+                             "HOOKGATE_TEST_SLOW_S": "4"}, **kw)
+        self.instances.append(inst)
+        return inst
+
+    def lines(self) -> list[list[str]]:
+        text = self.ledger.read_text() if self.ledger.exists() else ""
+        return [line.split() for line in text.splitlines()]
+
+    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory,
+            postgres_server_url: str) -> Iterator[Cluster]:
+    from tests.conftest import _fresh_pg_database
+
+    model = MessageModel(slow_s=3.0)
+    model.start()
+    c = Cluster(tmp_path_factory.mktemp("instances"), _fresh_pg_database(postgres_server_url),
+                model)
+    try:
+        yield c
+    finally:
+        for inst in c.instances:
+            inst.stop()
+        model.stop()
+
+
+@pytest.fixture(scope="module")
+def a(cluster: Cluster) -> Instance:
+    return _started(cluster)["a"]
+
+
+@pytest.fixture(scope="module")
+def b(cluster: Cluster) -> Instance:
+    return _started(cluster)["b"]
+
+
+@pytest.fixture(scope="module")
+def c(cluster: Cluster) -> Instance:
+    return _started(cluster)["c"]
+
+
+_STARTED: dict[str, Instance] = {}
+
+
+def _started(cluster: Cluster) -> dict[str, Instance]:
+    """Five instances started at once on the empty database; D and E are stopped again."""
+    if not _STARTED:
+        five = [cluster.instance("a"), cluster.instance("b"),
+                cluster.instance("c", args=("--no-worker",),
+                                 clock_offset="-5s" if FAKETIME else None),
+                cluster.instance("d"), cluster.instance("e")]
+        for inst in five:
+            inst.spawn()
+        for inst in five:
+            inst.wait_up()
+        _STARTED.update({i.name: i for i in five})
+    return _STARTED
+
+
+def start(inst: Instance, message: str, agent: str = "clerk") -> str:
+    r = httpx.post(inst.url + "/api/runs", json={"agent_id": agent, "message": message},
+                   headers=H, timeout=10)
+    assert r.status_code == 200, r.text
+    return str(r.json()["run_id"])
+
+
+def run(inst: Instance, run_id: str) -> dict[str, Any]:
+    r = httpx.get(f"{inst.url}/api/runs/{run_id}", headers=H, timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def pending_for(inst: Instance, run_id: str) -> dict[str, Any] | None:
+    r = httpx.get(inst.url + "/api/confirmations?status=pending", headers=H, timeout=10)
+    return next((x for x in r.json() if x["run_id"] == run_id), None)
+
+
+def decide(inst: Instance, request_id: str, decision: str = "approve") -> None:
+    r = httpx.post(f"{inst.url}/api/confirmations/{request_id}/respond",
+                   json={"decision": decision}, headers=H, timeout=10)
+    assert r.status_code == 200, r.text
+
+
+def finished(inst: Instance, run_id: str) -> bool:
+    return run(inst, run_id)["status"] not in ("running", "awaiting_approval")
+
+
+def ref() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def test_five_instances_started_together_on_an_empty_database_all_come_up(
+        cluster: Cluster) -> None:
+    started = _started(cluster)
+    assert all(httpx.get(i.url + "/api/hooks", timeout=5).status_code == 200
+               for i in started.values())
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    assert cluster.query("SELECT version_num FROM alembic_version") == [(h,) for h in heads]
+    assert cluster.query("SELECT id FROM users") == [("alice",)]
+    assert cluster.query("SELECT count(*) FROM agents") == [(2,)]
+    # Restarting is stopping and starting: D and E stop cleanly (uvicorn re-raises the
+    # SIGTERM it handled), and their workers unregister.
+    for name in ("d", "e"):
+        started[name].stop()
+        assert started[name].proc is not None and started[name].proc.returncode in (0, -15)
+        assert "Traceback" not in started[name].log.read_text()
+    assert cluster.query("SELECT count(*) FROM procrastinate_workers") == [(2,)]
+
+
+def test_a_client_on_one_instance_follows_a_run_executing_elsewhere_live_to_done(
+        cluster: Cluster, a: Instance, b: Instance, c: Instance) -> None:
+    # C executes no runs (--no-worker): whatever it streams comes from A or B.
+    inbox: list[dict[str, Any]] = []
+    events: list[str] = []
+    ready = threading.Event()
+
+    def follow_inbox() -> None:
+        with httpx.stream("GET", c.url + "/api/confirmations/events", headers=H,
+                          timeout=30) as r:
+            ready.set()
+            for e in read_events(r):
+                if e.event == "confirmation":
+                    inbox.append(e.data)
+                    if e.data["status"] != "pending":
+                        return
+
+    t_inbox = threading.Thread(target=follow_inbox, daemon=True)
+    t_inbox.start()
+    ready.wait(10)
+    time.sleep(0.3)  # the stream is registered with C's notifications
+    r_ = ref()
+    run_id = start(c, f"pay:{r_}")
+
+    def follow_run() -> None:
+        with httpx.stream("GET", f"{c.url}/api/runs/{run_id}/events", headers=H,
+                          timeout=30) as r:
+            for e in read_events(r):
+                if not e.comment:
+                    events.append(e.event)
+
+    t_run = threading.Thread(target=follow_run, daemon=True)
+    t_run.start()
+    wait_for(lambda: "confirmation_pending" in events, "the pending event on C's stream")
+    request = wait_for(lambda: pending_for(a, run_id), "the request")
+    wait_for(lambda: inbox, "the request on C's inbox stream")
+    assert inbox[0]["id"] == request["id"] and inbox[0]["status"] == "pending"
+    decide(b, request["id"])
+    t_run.join(20)
+    assert not t_run.is_alive(), "C's stream did not end at done"
+    assert events[-1] == "done" and events.count("done") == 1
+    assert "tool_result" in events[events.index("confirmation_pending"):]
+    t_inbox.join(10)
+    assert [x["status"] for x in inbox] == ["pending", "approved"]
+    assert [ln[:2] for ln in cluster.lines()].count(["pay", r_]) == 1
+
+
+def test_a_decider_whose_clock_is_behind_still_wakes_the_run_at_once(
+        cluster: Cluster, a: Instance, c: Instance) -> None:
+    if not FAKETIME:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but faketime is missing: .ci/run must install it")
+        pytest.skip("no faketime on this machine (Debian package 'faketime')")
+    r_ = ref()
+    run_id = start(a, f"pay:{r_}")
+    request = wait_for(lambda: pending_for(a, run_id), "the request")
+    wait_for(lambda: run(a, run_id)["status"] == "awaiting_approval", "the run to park")
+    decided = time.monotonic()
+    decide(c, request["id"])  # C's clock is 5 s behind the others and the database
+    wait_for(lambda: [ln for ln in cluster.lines() if ln[:2] == ["pay", r_]],
+             "the payment", timeout=10)
+    assert time.monotonic() - decided < 3
+    [(responded, skew)] = cluster.query(
+        "SELECT responded_at, extract(epoch FROM now() - responded_at) "
+        "FROM confirmation_requests WHERE id = %s", request["id"])
+    assert responded is not None and 0 <= float(skew) < 3  # the database's clock, not C's
+    wait_for(lambda: finished(a, run_id), "the run to finish")
+
+
+def test_an_expired_request_ends_its_run(cluster: Cluster, a: Instance) -> None:
+    r_ = ref()
+    run_id = start(a, f"pay:{r_}", agent="hasty")
+    wait_for(lambda: finished(a, run_id), "the run to end after its request expired",
+             timeout=20)
+    state = run(a, run_id)
+    assert state["status"] == "completed"
+    resolved = [e for e in state["trace"] if e["type"] == "confirmation_resolved"]
+    assert [e["status"] for e in resolved] == ["expired"]
+    assert not [ln for ln in cluster.lines() if ln[:2] == ["pay", r_]]
+
+
+def test_killing_and_pausing_instances_never_runs_a_tool_twice_nor_loses_a_run(
+        cluster: Cluster, a: Instance, b: Instance, c: Instance) -> None:
+    refs = {kind: [ref() for _ in range(2)] for kind in ("pay", "slowtool", "slowmodel")}
+    runs = {r_: start(c, f"{kind}:{r_}") for kind, rs in refs.items() for r_ in rs}
+    # Wait until the slow tools started, the slow model calls are in flight and the
+    # payments wait for approval.
+    wait_for(lambda: len([ln for ln in cluster.lines() if ln[0] == "start"
+                          and ln[1] in refs["slowtool"]]) == 2, "the slow tools to start")
+    for r_ in refs["pay"]:
+        wait_for(lambda r_=r_: pending_for(c, runs[r_]), "the payment requests")
+    victim_pid = next(int(ln[2]) for ln in cluster.lines()
+                      if ln[0] == "start" and ln[1] in refs["slowtool"])
+    victim, other = (a, b) if a.pid == victim_pid else (b, a)
+    victim.kill()  # SIGKILL: its slow tool, its model calls, its jobs stop mid-way
+
+    # A replacement worker (`hookgate worker`, no HTTP) comes up while the survivor takes
+    # the victim's runs over.
+    [(last,)] = cluster.query("SELECT coalesce(max(id), 0) FROM procrastinate_workers")
+    replacement = cluster.instance("f", command="worker")
+    replacement.spawn()
+    wait_for(lambda: cluster.query("SELECT id FROM procrastinate_workers WHERE id > %s",
+                                   last), "the replacement worker to register", 60)
+    for r_ in refs["pay"]:
+        decide(c, pending_for(c, runs[r_])["id"])  # type: ignore[index]
+    for r_, run_id in runs.items():
+        wait_for(lambda run_id=run_id: finished(c, run_id), f"run {r_} to finish", 40)
+
+    states = {r_: run(c, run_id) for r_, run_id in runs.items()}
+    assert {s["status"] for s in states.values()} == {"completed"}, states
+    done = Counter(run_id for (run_id,) in cluster.query(
+        "SELECT run_id FROM run_events WHERE type = 'done' AND run_id = ANY(%s)",
+        list(runs.values())))
+    assert done == Counter(runs.values())  # exactly one `done` per run
+    effects = Counter((ln[0], ln[1]) for ln in cluster.lines())
+    for r_ in refs["pay"]:
+        assert effects[("pay", r_)] == 1
+    for r_ in refs["slowtool"]:
+        assert effects[("start", r_)] == 1  # a tool cut off by the kill is not run again
+    for r_ in refs["slowmodel"]:
+        assert effects[("note", r_)] == 1
+    killed_mid_tool = [r_ for r_ in refs["slowtool"] if effects[("end", r_)] == 0]
+    assert killed_mid_tool, "the kill did not interrupt a slow tool"
+    for r_ in killed_mid_tool:
+        observations = [e["observation"] for e in states[r_]["trace"]
+                        if e["type"] == "tool_result"]
+        assert any("outcome is unknown" in o for o in observations)
+    _ = other
+
+
+def test_a_worker_wrongly_declared_dead_writes_nothing_after_the_takeover(
+        cluster: Cluster, c: Instance) -> None:
+    live = [i for i in cluster.instances if i.name in ("a", "b", "f")
+            and i.proc is not None and i.proc.poll() is None]
+    r_ = ref()
+    run_id = start(c, f"slowtool:{r_}")
+    started = wait_for(lambda: [ln for ln in cluster.lines() if ln[:2] == ["start", r_]],
+                       "the slow tool to start")
+    zombie = next(i for i in live if i.pid == int(started[0][2]))
+    zombie.signal(signal.SIGSTOP)  # no heartbeats: the others declare it dead
+    try:
+        wait_for(lambda: finished(c, run_id), "the takeover to finish the run", 30)
+    finally:
+        zombie.signal(signal.SIGCONT)
+    before = run(c, run_id)
+    # The zombie wakes up inside its tool call: the tool finishes (it ran once), but its
+    # result, its events and its checkpoint are refused.
+    wait_for(lambda: [ln for ln in cluster.lines() if ln[:2] == ["end", r_]],
+             "the zombie's tool to return")
+    wait_for(lambda: "was taken over" in zombie.log.read_text(), "the zombie to be fenced")
+    after = run(c, run_id)
+    assert after["status"] == before["status"] == "completed"
+    assert after["trace"] == before["trace"]
+    assert [t for (t,) in cluster.query(
+        "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
+    assert Counter(ln[0] for ln in cluster.lines() if ln[1] == r_)["start"] == 1
+    assert json.dumps(after).count("stepped") == 0  # the zombie's result never landed
