@@ -111,7 +111,7 @@ def test_hooks_lists_the_catalog_with_the_gate_and_its_alias():
     done = hookgate("hooks")
 
     assert done.returncode == 0, done.stderr
-    gate_line = next(line for line in done.stdout.splitlines() if "feishu_gate" in line)
+    gate_line = next(line for line in done.stdout.splitlines() if "approval_gate" in line)
     assert "approval_gate" in gate_line and "builtin" in gate_line
     assert "Human approval gate" in gate_line
 
@@ -127,7 +127,7 @@ def test_the_purchasing_example_pays_the_small_order_and_the_gate_blocks_the_lar
     out = done.stdout
     assert "result    oa__purchase_pay: Paid 12,000.00 to ACME" in out
     blocked = next(line for line in out.splitlines() if line.startswith("BLOCKED"))
-    assert "oa__purchase_pay by hook 'feishu_gate'" in blocked
+    assert "oa__purchase_pay by hook 'approval_gate'" in blocked
     assert "needs a person's approval" in blocked
     assert "Paid 60,000" not in out
     order = lines_with(out, "oa__list_vendors {}", '"amount": 12000', '"amount": 60000',
@@ -246,7 +246,7 @@ def test_check_prints_each_agents_chain_in_run_order(project):
     assert chain == [
         ("SessionStart", "audit_day", "5", "closed", "-"),
         ("PreToolUse", "vendor_case", "10", "closed", "oa__purchase_pay"),
-        ("PreToolUse", "feishu_gate", "1000000", "closed", "-"),
+        ("PreToolUse", "approval_gate", "1000000", "closed", "-"),
         ("PostToolUse", "flaky_notifier", "50", "open", "-"),
     ]
     assert "ok: 1 agent(s), 2 tool(s), 1 model(s)" in out

@@ -280,7 +280,7 @@ async def test_ask_takes_the_call_to_the_approval_gate(tmp_path):
 
     outcome = r.outcome()
     assert outcome["allowed"] is False
-    assert outcome["blocked_by"] == "feishu_gate"
+    assert outcome["blocked_by"] == "approval_gate"
     assert "no approval service is configured" in outcome["observation"]
     assert "new-vendor: asked for a person's approval: new vendor" in outcome["side_effects"]
     assert paid == []
@@ -298,7 +298,7 @@ async def test_allow_cannot_wave_through_a_call_that_needs_a_person(tmp_path):
     r = await run(agent, ("oa__wire", {"amount": 5}))
 
     assert r.outcome()["allowed"] is False
-    assert r.outcome()["blocked_by"] == "feishu_gate"
+    assert r.outcome()["blocked_by"] == "approval_gate"
 
 
 async def test_updated_input_rewrites_the_arguments_the_tool_receives(tmp_path):
@@ -594,7 +594,7 @@ def test_declared_hooks_are_real_hooks_with_readable_matchers(pyhooks):
     assert (scrub.priority, scrub.timeout, scrub.fail_mode) == (100, 60.0, "closed")
     assert scrub.matcher == "*"  # type: ignore[attr-defined]
     assert isinstance(registry.get("http_hooks[0]"), SessionStartHook)
-    gate = registry.get("feishu_gate")
+    gate = registry.get("approval_gate")
     assert getattr(gate, "matcher", None) is None
 
 

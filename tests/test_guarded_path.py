@@ -217,7 +217,7 @@ async def test_a_call_that_needs_confirmation_is_blocked_without_an_approval_ser
     small = await guarded(pay, pay.name, {"amount": 100, "vendor": "ACME"}, registry)
 
     assert not big.allowed
-    assert big.blocked_by == "feishu_gate"
+    assert big.blocked_by == "approval_gate"
     assert "approval" in big.observation
     assert small.allowed
     assert runs == [{"amount": 100, "vendor": "ACME"}]
@@ -234,7 +234,7 @@ async def test_an_agent_that_requires_confirmation_for_all_runs_nothing_unapprov
 
     assert runs == []
     assert not outcome.allowed
-    assert outcome.blocked_by == "feishu_gate"
+    assert outcome.blocked_by == "approval_gate"
 
 
 async def test_a_hook_that_clears_the_confirmation_flag_cannot_wave_a_call_through() -> None:

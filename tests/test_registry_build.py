@@ -40,17 +40,17 @@ def pre_hook_names(agent: Agent) -> list[str]:
 def test_the_approval_gate_is_in_the_catalog_under_both_names() -> None:
     entries = catalog()
 
-    assert entries["feishu_gate"].target == "hookgate.approvals.gate:ApprovalGate"
-    assert entries["approval_gate"] is entries["feishu_gate"]
+    assert entries["approval_gate"].target == "hookgate.approvals.gate:ApprovalGate"
+    assert entries["feishu_gate"] is entries["approval_gate"]
 
 
-@pytest.mark.parametrize("name", ["feishu_gate", "approval_gate"])
+@pytest.mark.parametrize("name", ["approval_gate", "feishu_gate"])
 def test_a_catalog_name_builds_its_hook_and_the_gate_is_not_added_twice(name: str) -> None:
     registry = build_registry(agent_with([], name))
 
     [gate] = registry.hooks()
     assert isinstance(gate, ApprovalGate)
-    assert gate.name == "feishu_gate"
+    assert gate.name == "approval_gate"
 
 
 def test_a_module_class_entry_builds_that_class() -> None:
@@ -87,7 +87,7 @@ def test_the_gate_is_added_to_an_agent_that_declares_no_hooks() -> None:
 
 @pytest.mark.parametrize("entries", [
     [f"{FIXTURES}:RecordCall", {"name": f"{FIXTURES}:SpendLimit", "params": {"limit": 5}}],
-    ["feishu_gate", f"{FIXTURES}:RecordCall"],
+    ["approval_gate", f"{FIXTURES}:RecordCall"],
     [f"{FIXTURES}:RecordCall", "approval_gate", {"name": f"{FIXTURES}:SetArgs",
                                                  "params": {"values": {}, "priority": 999_999}}],
 ])
@@ -96,8 +96,8 @@ def test_the_gate_runs_after_every_declared_hook_wherever_it_is_declared(
 ) -> None:
     names = pre_hook_names(agent_with([], *entries))
 
-    assert names[-1] == "feishu_gate"
-    assert names.count("feishu_gate") == 1
+    assert names[-1] == "approval_gate"
+    assert names.count("approval_gate") == 1
 
 
 async def test_a_rewrite_after_the_gate_that_makes_a_call_need_a_person_is_blocked() -> None:
@@ -108,7 +108,7 @@ async def test_a_rewrite_after_the_gate_that_makes_a_call_need_a_person_is_block
     registry = build_registry(agent_with([pay], {"name": f"{FIXTURES}:SetArgs", "params": {
         "values": {"amount": 90_000}, "priority": 10**13}}))
     assert [h.name for h in registry.hooks(HookPoint.PRE_TOOL_USE)] == [
-        "feishu_gate", "set_args"]
+        "approval_gate", "set_args"]
 
     outcome = await execute_tool_call(
         ToolCall("c1", pay.name, {"amount": 10, "vendor": "ACME"}), tools={pay.name: pay},
@@ -245,7 +245,7 @@ async def test_a_third_party_package_adds_catalog_names_through_the_entry_point_
     result = await ReActEngine(llm, services=HookServices()).run(agent, "pay", user_id="al")
 
     assert [h.name for h in build_registry(agent).hooks()] == [
-        "acme_spend_limit", "feishu_gate"]
+        "acme_spend_limit", "approval_gate"]
     assert runs == [{"amount": 50, "vendor": "B"}]
     blocked = next(e for e in result.tool_events() if e["tool_call_id"] == "a")
     assert blocked["observation"] == "over ACME's limit of 100"

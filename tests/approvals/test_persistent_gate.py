@@ -310,5 +310,5 @@ async def test_an_unreachable_database_blocks_the_call_with_a_clear_error(
     assert bank.payments == []
     blocked = result.tool_events()[0]
     assert blocked["allowed"] is False
-    assert "feishu_gate" in blocked["observation"]
+    assert "approval_gate" in blocked["observation"]
     assert "unable to open database file" in blocked["observation"]

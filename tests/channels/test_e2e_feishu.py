@@ -11,6 +11,7 @@ import pytest
 from hookgate.server.deployment import ChannelSpec
 from tests.channels.world import (
     API_TOKEN,
+    CONTEXT,
     PUBLIC_URL,
     callback_url,
     eventually,
@@ -34,6 +35,7 @@ async def test_a_click_in_feishu_approves_the_exact_call_and_the_card_shows_who(
         card = feishu.cards()[0]
         shown = card_text(card)
         assert "wire_transfer" in shown and "ACME GMBH" in shown  # as the hook rewrote it
+        assert all(line in shown for line in CONTEXT), shown
         assert API_TOKEN not in shown and "••••" in shown
         assert f"{PUBLIC_URL}/#/confirmations/{scene.request_id}" in shown
         approve, reject = (b["behaviors"][0]["value"] for b in buttons_of(card))
@@ -49,7 +51,7 @@ async def test_a_click_in_feishu_approves_the_exact_call_and_the_card_shows_who(
         assert reply.status_code == 200, reply.text
         assert reply.json()["toast"] == {"type": "success", "content": "Approved"}
         decided = reply.json()["card"]["data"]
-        assert buttons_of(decided) == [] and "Approved by alice" in card_text(decided)
+        assert buttons_of(decided) == [] and "Approved by alice via Feishu" in card_text(decided)
 
         run = await scene.finished()
         assert run["status"] == "completed" and run["answer"] == "Paid ACME GMBH."
@@ -58,11 +60,12 @@ async def test_a_click_in_feishu_approves_the_exact_call_and_the_card_shows_who(
         message = next(iter(feishu.messages.values()))
         await eventually(lambda: message.patches, "the card's PATCH by message id")
         assert buttons_of(message.content) == []
-        assert "Approved by alice" in card_text(message.content)
+        assert "Approved by alice via Feishu" in card_text(message.content)
 
         record = await scene.record()
         assert (record["status"], record["decision"]["responded_by"]) == ("approved", "alice")
         assert record["decision"]["channel_identity"] == "feishu:ou_alice"
+        assert record["decision"]["via"] == "feishu"
     assert feishu.violations == []
 
 
@@ -75,7 +78,7 @@ async def test_a_decision_in_the_inbox_updates_the_feishu_card(
         message = next(iter(feishu.messages.values()))
         await eventually(lambda: message.patches, "the card's PATCH by message id")
         shown = card_text(message.content)
-        assert "Rejected by alice" in shown and "Reason: wrong vendor" in shown
+        assert "Rejected by alice via the web inbox" in shown and "Reason: wrong vendor" in shown
         assert buttons_of(message.content) == []
         assert (await scene.finished())["status"] == "completed"
         assert scene.bank.transfers == []

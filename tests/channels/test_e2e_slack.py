@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hookgate.server.deployment import ChannelSpec
-from tests.channels.world import API_TOKEN, eventually, run_without_delivery, waiting_run
+from tests.channels.world import API_TOKEN, CONTEXT, eventually, run_without_delivery, waiting_run
 from tests.fakes.slack import FakeSlack, SlackMessage, block_texts
 
 
@@ -25,6 +25,7 @@ async def test_a_click_in_slack_approves_and_chat_update_shows_who(
         message = next(iter(slack.messages.values()))
         shown = block_texts(message.blocks or [])
         assert "wire_transfer" in shown and "ACME GMBH" in shown
+        assert all(line in shown for line in CONTEXT), shown
         assert API_TOKEN not in shown and API_TOKEN not in message.text
         assert {b["value"] for b in buttons(message)} == {scene.request_id}
 
@@ -36,8 +37,10 @@ async def test_a_click_in_slack_approves_and_chat_update_shows_who(
         assert scene.bank.transfers == [{"amount": 60000.0, "vendor": "ACME GMBH"}]
         await eventually(lambda: message.updates, "chat.update")
         assert buttons(message) == []
-        assert "Approved by alice" in block_texts(message.blocks or [])
-        assert (await scene.record())["decision"]["channel_identity"] == "slack:U_ALICE"
+        assert "Approved by alice via Slack" in block_texts(message.blocks or [])
+        record = await scene.record()
+        assert record["decision"]["channel_identity"] == "slack:U_ALICE"
+        assert record["decision"]["via"] == "slack"
     assert slack.violations == []
 
 
@@ -49,7 +52,7 @@ async def test_a_decision_in_the_inbox_updates_the_slack_message(
 
         message = next(iter(slack.messages.values()))
         await eventually(lambda: message.updates, "chat.update")
-        assert "Approved by alice" in block_texts(message.blocks or [])
+        assert "Approved by alice via the web inbox" in block_texts(message.blocks or [])
         assert (await scene.finished())["status"] == "completed"
         assert len(scene.bank.transfers) == 1
     assert slack.violations == []

@@ -28,6 +28,12 @@ async def test_a_click_in_wecom_approves_and_update_template_card_shows_who(
                            lambda: wecom.cards) as scene:
         card = next(iter(wecom.cards.values()))
         assert "ACME GMBH" in card.card["sub_title_text"]
+        # The context, cut to WeCom's small card: the user's words, why, readable numbers.
+        assert card.card["sub_title_text"].endswith("\namount = 60,000")
+        assert card.card["main_title"]["desc"] == "User asked: Pay ACME GMBH the 60,000 balanc…"
+        rows = {r["keyname"]: r["value"] for r in card.card["horizontal_content_list"]}
+        assert rows["Why"] == "the tool's rule: transfer…"
+        assert len(rows) <= 6 and all(len(v) <= 26 for v in rows.values())
         assert API_TOKEN not in str(card.card)
         assert [b["key"] for b in card.card["button_list"]] == [
             f"approve:{scene.request_id}", f"reject:{scene.request_id}"]
@@ -38,9 +44,11 @@ async def test_a_click_in_wecom_approves_and_update_template_card_shows_who(
         assert (await scene.finished())["status"] == "completed"
         assert scene.bank.transfers == [{"amount": 60000.0, "vendor": "ACME GMBH"}]
         await eventually(lambda: card.updates, "update_template_card")
-        assert card.updates[0]["button"] == {"replace_name": "Approved by alice"}
+        assert card.updates[0]["button"] == {"replace_name": "Approved by alice (wecom)"}
         assert card.updates[0]["userids"] == ["alice", "bob"]
-        assert (await scene.record())["decision"]["channel_identity"] == "wecom:alice"
+        record = await scene.record()
+        assert record["decision"]["channel_identity"] == "wecom:alice"
+        assert record["decision"]["via"] == "wecom"
     assert wecom.violations == []
 
 
@@ -52,7 +60,7 @@ async def test_a_decision_in_the_inbox_updates_the_wecom_card(
 
         card = next(iter(wecom.cards.values()))
         await eventually(lambda: card.updates, "update_template_card")
-        assert card.updates[0]["button"] == {"replace_name": "Rejected by alice"}
+        assert card.updates[0]["button"] == {"replace_name": "Rejected by alice (inbox)"}
         assert (await scene.finished())["status"] == "completed"
         assert scene.bank.transfers == []
     assert wecom.violations == []

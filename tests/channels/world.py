@@ -46,6 +46,12 @@ PUBLIC_URL = "https://gate.example"
 WAIT_S = 15.0
 API_TOKEN = "sk-live-9f8e7d"
 PAY = {"amount": 60000, "vendor": "acme gmbh", "api_token": API_TOKEN}
+#: What alice types to start the run; the approver reads it on the card.
+RUN_MESSAGE = "Pay ACME GMBH the 60,000 balance of the Q3 order"
+#: The context every card shows in full where there is room (Feishu, Slack).
+CONTEXT = (f"User asked: {RUN_MESSAGE}", "What the tool does: Send money to a vendor.",
+           "Why approval is needed: the tool's rule: transfers above 50,000",
+           "Numbers: amount = 60,000")
 PAY_TURNS: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "wire_transfer", "args": PAY}]},
     {"answer": "Paid ACME GMBH."},
@@ -92,7 +98,8 @@ HOOKS = {"hooks": {"class_hooks": ["tests.channels.world:VendorCase",
 
 
 def wire_transfer_tool(bank: Bank) -> Tool:
-    @tool(requires_confirmation=lambda a: a["amount"] > 50_000, writes=True)
+    @tool(requires_confirmation=lambda a: a["amount"] > 50_000, writes=True,
+          confirmation_reason="transfers above 50,000")
     async def wire_transfer(amount: float, vendor: str, api_token: str) -> str:
         """Send money to a vendor."""
         bank.transfers.append({"amount": amount, "vendor": vendor})
@@ -159,7 +166,7 @@ async def eventually(probe: Callable[[], Any], what: str) -> Any:
 
 
 async def start_run(client: httpx.AsyncClient, user: str = "alice") -> str:
-    r = await client.post("/api/runs", json={"agent_id": "buyer", "message": "pay ACME"},
+    r = await client.post("/api/runs", json={"agent_id": "buyer", "message": RUN_MESSAGE},
                           headers=auth(user))
     assert r.status_code == 200, r.text
     return str(r.json()["run_id"])
@@ -221,7 +228,8 @@ class Scene:
 
     async def decide_in_inbox(self, decision: str, reason: str | None = None) -> None:
         r = await self.client.post(f"/api/confirmations/{self.request_id}/respond",
-                                   json={"decision": decision, "reason": reason},
+                                   json={"decision": decision, "reason": reason,
+                                         "via": "inbox"},
                                    headers=auth("alice"))
         assert r.status_code == 200, r.text
 
@@ -239,7 +247,7 @@ class Scene:
         record = await self.record()
         assert record["status"] == "pending"
         assert record["decision"] == {"responded_at": None, "responded_by": None,
-                                      "channel_identity": None, "reason": None}
+                                      "channel_identity": None, "reason": None, "via": None}
         assert self.bank.transfers == []
 
     async def approve_for_real(self, callback: BuiltCallback,

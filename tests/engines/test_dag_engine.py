@@ -233,7 +233,7 @@ async def test_a_dag_run_resumes_from_its_saved_state_after_a_restart(
     try:
         async def at_gate(state: RunState, call: Any) -> tuple[str, dict[str, Any]] | None:
             request = await second.store.for_call(state.run_id, call.id)
-            return None if request is None else ("feishu_gate", dict(request.args))
+            return None if request is None else ("approval_gate", dict(request.args))
 
         state = RunState.from_json(saved[-1])
         assert state.extra["dag"]["steps"]["q"]["status"] == "ok"

@@ -68,7 +68,7 @@ async def test_every_call_leaves_a_row_ok_failed_and_blocked_by_whom(db: Databas
     rows = await log_rows(db)
     assert [(r["tool_call_id"], r["outcome"], r["blocked_by"]) for r in rows] == [
         ("c1", "ok", None), ("c2", "ok", None), ("c3", "error", None),
-        ("c4", "blocked", "feishu_gate"), ("c5", "blocked", "connector_rate_limit"),
+        ("c4", "blocked", "approval_gate"), ("c5", "blocked", "connector_rate_limit"),
         ("c6", "blocked", "readonly_guard"),
     ]
     assert [r["seq"] for r in rows] == [1, 2, 3, 4, 5, 6]

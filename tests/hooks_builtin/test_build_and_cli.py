@@ -87,7 +87,7 @@ def test_hookgate_check_shows_the_built_in_hooks_in_run_order(config: Path) -> N
     assert chain == [
         ("PreToolUse", "readonly_guard", "10", "closed", "writes=True"),
         ("PreToolUse", "connector_rate_limit", "900000", "closed", "oa 10/minute per org"),
-        ("PreToolUse", "feishu_gate", "1000000", "closed", "-"),
+        ("PreToolUse", "approval_gate", "1000000", "closed", "-"),
         ("PostToolUse", "result_truncate", "900", "closed", "-"),
         ("PostToolUse", "audit_log", "10000000", "closed", "every call"),
     ]

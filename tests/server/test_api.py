@@ -241,5 +241,5 @@ def test_portal_and_openapi_are_served(database_url: str) -> None:
             assert path in spec["paths"], path
         assert c.get("/api/hooks").status_code == 401
         hooks = c.get("/api/hooks", headers=auth("alice")).json()
-        assert any(h["name"] == "feishu_gate" and "approval_gate" in h["aliases"]
+        assert any(h["name"] == "approval_gate" and "feishu_gate" in h["aliases"]
                    for h in hooks)

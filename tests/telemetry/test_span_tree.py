@@ -121,14 +121,14 @@ async def test_a_run_is_one_trace_of_agent_tool_hook_and_approval_spans(
     assert attrs(pay)["hookgate.tool.outcome"] == "ok" and "error.type" not in attrs(pay)
     assert pay.status.status_code is not StatusCode.ERROR
     hooks = {s.name: s for s in otel.children(pay)}
-    assert set(hooks) == {"hookgate.hook misbehaving_pre", "hookgate.hook feishu_gate"}
+    assert set(hooks) == {"hookgate.hook misbehaving_pre", "hookgate.hook approval_gate"}
     flaky = hooks["hookgate.hook misbehaving_pre"]
     assert_has(flaky, {"hookgate.hook.outcome": "failed",
                        "hookgate.hook.fail_mode": "open",
                        "error.type": "RuntimeError"})
     assert flaky.status.status_code is StatusCode.ERROR
     assert any(e.name == "exception" for e in flaky.events)
-    gate = hooks["hookgate.hook feishu_gate"]
+    gate = hooks["hookgate.hook approval_gate"]
     assert attrs(gate)["hookgate.hook.outcome"] == "ok"
     (wait,) = otel.children(gate)
     assert wait.name == "hookgate.approval.wait"
@@ -189,5 +189,5 @@ async def test_a_rejected_call_ends_the_wait_span_with_the_decision(
                       "error.type": "rejected"})
     assert wait.status.description == "too much"
     pay = otel.one("execute_tool oa__purchase_pay")
-    assert attrs(pay)["hookgate.tool.blocked_by"] == "feishu_gate"
+    assert attrs(pay)["hookgate.tool.blocked_by"] == "approval_gate"
     assert bank.payments == []

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from hookgate.approvals.records import ConfirmationRequest
 
+#: Where a decision can come from: the portal, the HTTP API, the CLI, or a chat channel.
+DECISION_CHANNELS = ("inbox", "api", "cli", "feishu", "slack", "wecom")
+
 
 @dataclass(slots=True, frozen=True)
 class Approver:
@@ -15,6 +18,8 @@ class Approver:
     org_id: str | None
     admin: bool = False
     channel_identity: str | None = None
+    #: Through what the decision comes (DECISION_CHANNELS), kept on the request.
+    via: str = "api"
 
 
 def refusal(request: ConfirmationRequest, who: Approver) -> str | None:

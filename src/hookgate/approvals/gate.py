@@ -23,7 +23,7 @@ GATE_PRIORITY = 1_000_000
 class ApprovalGate(PreToolUseHook):
     """Blocks a call that needs confirmation until a person approves these exact arguments."""
 
-    name = "feishu_gate"
+    name = "approval_gate"
     priority = GATE_PRIORITY
     fail_mode = "closed"
     timeout = None

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from hookgate.approvals.context import approval_context
 from hookgate.approvals.eligibility import Approver, refusal
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
 from hookgate.approvals.records import ConfirmationRequest
@@ -26,7 +27,6 @@ from hookgate.approvals.waiters import WaiterHub
 from hookgate.channels.base import ApprovalCard, CardOutcome, DeliveredCard, DeliveryError
 from hookgate.engines.interrupts import RunParked
 from hookgate.storage.database import Database
-from hookgate.storage.types import utcnow
 from hookgate.storage.users import is_disabled
 from hookgate.telemetry.approvals import timed_wait
 
@@ -163,6 +163,7 @@ class PersistentApprovals:
             args_sha256=ask.args_sha256,
             created_at=now,
             expires_at=now + timedelta(seconds=agent.confirmation_timeout_s),
+            context=approval_context(ask),
         )
         if created:
             self._changed(request)
@@ -178,7 +179,7 @@ class PersistentApprovals:
                 request_id=request.id, tool_name=request.tool_name, args=request.args,
                 agent_id=ask.agent.id, agent_name=ask.agent.name, requester=request.requested_by,
                 expires_at=request.expires_at, inbox_url=self.inbox_url(request.id),
-                org_id=request.org_id,
+                org_id=request.org_id, context=request.context,
             ))
         except Exception as exc:
             reason = f"approval card delivery failed: {exc}"
@@ -258,7 +259,8 @@ class PersistentApprovals:
         status = "approved" if decision == "approve" else "rejected"
         after = await self.store.transition(
             request_id, status, responded_by=who.user_id,
-            channel_identity=who.channel_identity, reason=reason, unexpired=True,
+            channel_identity=who.channel_identity, reason=reason, via=who.via,
+            unexpired=True,
             then=self.after_transition,
         )
         if after is None:
@@ -318,7 +320,8 @@ class PersistentApprovals:
             return
         ref = {k: v for k, v in request.delivery_ref.items() if k != "channel_id"}
         outcome = CardOutcome(request.id, request.status,  # type: ignore[arg-type]
-                              request.responded_by, request.responded_at, request.reason)
+                              request.responded_by, request.responded_at, request.reason,
+                              via=request.decided_via)
 
         async def update() -> None:
             try:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from hookgate.approvals.context import readable_numbers
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallBinding
@@ -38,6 +39,8 @@ class ConfirmationRequest:
     responder_channel_identity: str | None
     reason: str | None
     delivery_ref: dict[str, Any] | None
+    context: dict[str, Any] | None = None
+    decided_via: str | None = None
 
     @classmethod
     def from_row(cls, row: ConfirmationRequestRow) -> ConfirmationRequest:
@@ -50,7 +53,7 @@ class ConfirmationRequest:
             expires_at=row.expires_at, responded_at=row.responded_at,
             responded_by=row.responded_by,
             responder_channel_identity=row.responder_channel_identity, reason=row.reason,
-            delivery_ref=row.delivery_ref,
+            delivery_ref=row.delivery_ref, context=row.context, decided_via=row.decided_via,
         )
 
     @property
@@ -80,6 +83,7 @@ class ConfirmationRequest:
             "status": self.status,
             "payload": {"tool_name": self.tool_name, "args": self.args,
                         "args_sha256": self.args_sha256},
+            "context": {**(self.context or {}), "numbers": readable_numbers(self.args)},
             "created_at": self.created_at.isoformat(),
             "expires_at": self.expires_at.isoformat(),
             "seconds_left": round(self.seconds_left(), 1) if self.pending else 0,
@@ -88,5 +92,6 @@ class ConfirmationRequest:
                 "responded_by": self.responded_by,
                 "channel_identity": self.responder_channel_identity,
                 "reason": self.reason,
+                "via": self.decided_via,
             },
         }

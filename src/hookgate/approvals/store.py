@@ -73,6 +73,7 @@ class ConfirmationStore:
         now: datetime | None = None,
         unexpired: bool = False,
         then: AfterTransition | None = None,
+        via: str | None = None,
     ) -> ConfirmationRequest | None:
         """Move a pending request to ``status`` and return it as it now is, in one
         statement; None if it was no longer pending (someone else decided first) or, with
@@ -92,7 +93,8 @@ class ConfirmationStore:
                 update(ConfirmationRequestRow)
                 .where(*cond)
                 .values(status=status, responded_at=when, responded_by=responded_by,
-                        responder_channel_identity=channel_identity, reason=reason)
+                        responder_channel_identity=channel_identity, reason=reason,
+                        decided_via=via)
                 .returning(ConfirmationRequestRow)
             )
             row = result.scalar_one_or_none()

@@ -18,7 +18,7 @@ from hookgate.hooks.errors import DuplicateHookError, HookBuildError
 from hookgate.hooks.model import HOOK_BASES
 from hookgate.hooks.registry import HookRegistry
 
-GATE_NAME = "feishu_gate"
+GATE_NAME = "approval_gate"
 
 # Errors quote the offending value, cut short only when it is long.
 _quote = reprlib.Repr()

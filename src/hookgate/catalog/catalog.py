@@ -33,11 +33,12 @@ class CatalogEntry:
 
 BUILTIN: tuple[CatalogEntry, ...] = (
     CatalogEntry(
-        "feishu_gate",
+        "approval_gate",
         "hookgate.approvals.gate:ApprovalGate",
         "Human approval gate: a call that needs confirmation waits for a person's decision "
         "(web inbox, Feishu/Lark, Slack or WeCom). Added to every agent automatically.",
-        aliases=("approval_gate",),
+        # The gate was first built for Feishu; declarations that name it so keep working.
+        aliases=("feishu_gate",),
     ),
     CatalogEntry(
         "result_truncate",

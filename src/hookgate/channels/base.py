@@ -72,6 +72,8 @@ class ApprovalCard:
     expires_at: datetime
     inbox_url: str | None = None
     org_id: str | None = None
+    #: ``user_message``, ``tool_description`` and ``reasons`` (hookgate.approvals.context).
+    context: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -91,6 +93,8 @@ class CardOutcome:
     decided_by: str | None = None
     decided_at: datetime | None = None
     reason: str | None = None
+    #: Through what the decision came (inbox, api, cli, feishu, slack, wecom).
+    via: str | None = None
 
 
 @dataclass(slots=True)

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from hookgate.approvals.context import readable_numbers
 from hookgate.channels.base import ApprovalCard, CardOutcome
+
+#: Where a decision came from, as the record names it.
+VIA_TITLES = {
+    "inbox": "the web inbox",
+    "api": "the API",
+    "cli": "the CLI",
+    "feishu": "Feishu",
+    "slack": "Slack",
+    "wecom": "WeCom",
+}
 
 STATUS_TITLES = {
     "approved": "Approved",
@@ -61,6 +72,8 @@ def outcome_line(outcome: CardOutcome) -> str:
     words = [STATUS_TITLES[outcome.status]]
     if outcome.decided_by:
         words.append(f"by {outcome.decided_by}")
+    if outcome.via:
+        words.append(f"via {VIA_TITLES.get(outcome.via, outcome.via)}")
     if outcome.decided_at:
         words.append(f"at {format_time(outcome.decided_at)}")
     return " ".join(words)
@@ -69,5 +82,49 @@ def outcome_line(outcome: CardOutcome) -> str:
 def button_label(outcome: CardOutcome) -> str:
     """A short label that stands where the buttons were (WeCom's ``replace_name``)."""
     if outcome.decided_by and outcome.status in ("approved", "rejected"):
-        return f"{STATUS_TITLES[outcome.status]} by {outcome.decided_by}"
+        via = f" ({outcome.via})" if outcome.via else ""
+        return f"{STATUS_TITLES[outcome.status]} by {outcome.decided_by}{via}"
     return STATUS_TITLES[outcome.status]
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def user_message(card: ApprovalCard) -> str | None:
+    message = (card.context or {}).get("user_message")
+    return message if isinstance(message, str) and message else None
+
+
+def tool_description(card: ApprovalCard) -> str | None:
+    text = (card.context or {}).get("tool_description")
+    return text if isinstance(text, str) and text else None
+
+
+def reasons(card: ApprovalCard) -> list[str]:
+    """Why a person is asked, one line per rule that fired."""
+    found = (card.context or {}).get("reasons") or []
+    return [str(r.get("text")) for r in found if isinstance(r, dict) and r.get("text")]
+
+
+def numbers_line(card: ApprovalCard) -> str | None:
+    """E.g. "amount = 60,000; fee = 1,250.5" (the exact arguments are shown beside it)."""
+    found = readable_numbers(card.args)
+    return "; ".join(f"{n['path']} = {n['text']}" for n in found) or None
+
+
+def context_lines(card: ApprovalCard, *, message_chars: int, text_chars: int) -> list[str]:
+    """The approver's context as lines of plain text, each cut to the card's room."""
+    lines = []
+    message = user_message(card)
+    if message:
+        lines.append("User asked: " + clip(message, message_chars))
+    description = tool_description(card)
+    if description:
+        lines.append("What the tool does: " + clip(description, text_chars))
+    for reason in reasons(card):
+        lines.append("Why approval is needed: " + clip(reason, text_chars))
+    numbers = numbers_line(card)
+    if numbers:
+        lines.append("Numbers: " + clip(numbers, text_chars))
+    return lines

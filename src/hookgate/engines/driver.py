@@ -216,6 +216,7 @@ class RunDriver:
             require_confirmation_for_all=self.agent.require_confirmation_for_all,
             emit=self.emit,
             transcript_path=self.transcript_path,
+            message=self.state.message,
         )
 
     async def start_session(self) -> bool:

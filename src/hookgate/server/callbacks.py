@@ -143,7 +143,8 @@ class ChannelCallbacks:
                              f"user of org '{channel.org_id}' (users[].chat)")
         user = users[0]
         return Approver(user.id, user.org_id, user.admin,
-                        channel_identity=f"{channel.type}:{platform_user_id}")
+                        channel_identity=f"{channel.type}:{platform_user_id}",
+                        via=channel.type)
 
     async def _request_of(self, channel: Channel, request_id: str) -> ConfirmationRequest:
         request = await self.approvals.store.get(request_id)
@@ -157,4 +158,5 @@ class ChannelCallbacks:
 
 def _outcome(request: ConfirmationRequest) -> CardOutcome:
     return CardOutcome(request.id, request.status,  # type: ignore[arg-type]
-                       request.responded_by, request.responded_at, request.reason)
+                       request.responded_by, request.responded_at, request.reason,
+                       via=request.decided_via)

@@ -27,3 +27,5 @@ class StartRun(ApiBody):
 class Respond(ApiBody):
     decision: Literal["approve", "reject"]
     reason: str | None = Field(default=None, max_length=2000)
+    #: Where the person decided; chat channels are set by their callbacks, never here.
+    via: Literal["inbox", "api", "cli"] = "api"

@@ -122,6 +122,10 @@ class ConfirmationRequestRow(Base):
     responder_channel_identity: Mapped[str | None] = mapped_column(String(256), nullable=True)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     delivery_ref: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: What the approver reads besides the arguments (hookgate.approvals.context).
+    context: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: Through what the decision came: inbox, api, cli, feishu, slack or wecom.
+    decided_via: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
 
 class RunRow(Base):

@@ -63,6 +63,8 @@ class CallIdentity:
     emit: EventEmitter | None = None
     #: The run's Claude Code-shaped transcript, for hooks that read it (None: not kept).
     transcript_path: str | None = None
+    #: The message the run was started with (shown to the approver of a gated call).
+    message: str | None = None
 
 
 @dataclass(slots=True)

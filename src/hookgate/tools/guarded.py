@@ -78,6 +78,7 @@ def build_metadata(
         "parent_agent_id": identity.parent_agent_id,
         "depth": identity.depth,
         "transcript_path": identity.transcript_path,
+        "user_message": identity.message,
     }
 
 

@@ -48,6 +48,9 @@ class Tool:
     connector: str | None = None
     writes: bool = False
     _args_model: type[BaseModel] | None = field(default=None, repr=False)
+    #: Words for the approver saying why this tool needs a person (e.g. "payments above
+    #: 50,000"); shown on every approval card when the tool's own rule asked.
+    confirmation_reason: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -193,6 +196,7 @@ def _make_tool(
     requires_confirmation: ConfirmationRule,
     connector: str | None,
     writes: bool,
+    confirmation_reason: str | None = None,
 ) -> Tool:
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name:
@@ -218,6 +222,7 @@ def _make_tool(
         connector=connector,
         writes=writes,
         _args_model=model,
+        confirmation_reason=confirmation_reason,
     )
 
 
@@ -233,6 +238,7 @@ def tool(
     requires_confirmation: ConfirmationRule = False,
     connector: str | None = None,
     writes: bool = False,
+    confirmation_reason: str | None = None,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -245,11 +251,13 @@ def tool(
     requires_confirmation: ConfirmationRule = False,
     connector: str | None = None,
     writes: bool = False,
+    confirmation_reason: str | None = None,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Turn a typed (async or sync) function into a Tool.
 
     ``@tool`` or ``@tool(requires_confirmation=lambda a: a["amount"] > 50_000, writes=True)``.
-    Parameters come from the type hints; the docstring is the description.
+    Parameters come from the type hints; the docstring is the description;
+    ``confirmation_reason`` tells the approver in words why the rule asks for a person.
     """
 
     def wrap(f: ToolFunction) -> Tool:
@@ -260,6 +268,7 @@ def tool(
             requires_confirmation=requires_confirmation,
             connector=connector,
             writes=writes,
+            confirmation_reason=confirmation_reason,
         )
 
     if fn is not None:

@@ -24,6 +24,8 @@ from hookgate.hooks.model import HookContext, HookPoint, HookResult
 from hookgate.tools.guarded import HOOK_CONTEXT_KEY, STOP_RUN_KEY
 
 _PRE_DECISIONS = ("allow", "deny", "ask", "defer")
+#: Context metadata: the hooks that answered ``ask`` (name and reason), in order.
+ASKED_BY_KEY = "confirmation_asked_by"
 #: Claude Code's older PreToolUse form: top-level ``decision`` with ``reason``.
 _LEGACY_PRE_DECISIONS = {"approve": "allow", "block": "deny"}
 
@@ -206,6 +208,8 @@ def _pre_tool_use(answer: Mapping[str, Any], specific: Mapping[str, Any], ctx: H
         # The approval gate runs after every other PreToolUse hook and takes any call with
         # this flag to a person; "allow" never clears it: a hook cannot approve for a person.
         ctx.metadata["requires_confirmation"] = True
+        # Kept so the approver reads which hook asked and why.
+        ctx.metadata.setdefault(ASKED_BY_KEY, []).append({"hook": hook, "reason": reason})
         effects.append("asked for a person's approval" + (f": {reason}" if reason else ""))
     elif decision == "allow" and reason:
         effects.append(f"allowed: {reason}")

@@ -17,6 +17,9 @@ from hookgate.channels.masking import ArgsLimits, render_args
 
 #: Feishu refuses cards over 30 KB; the arguments get a good part of that, not all.
 ARGS_LIMITS = ArgsLimits(value_chars=500, budget=6000)
+#: The context (user's message, tool description, reasons) gets a bounded share too.
+MESSAGE_CHARS = 1000
+CONTEXT_CHARS = 500
 
 OUTCOME_TEMPLATES = {
     "approved": "green",
@@ -67,8 +70,12 @@ def approval_card(
         facts.append(f"Requested by: {card.requester}")
     facts.append(f"Time left: {card_text.time_left(card.expires_at, now)}")
     args = render_args(card.args, patterns=patterns, limits=ARGS_LIMITS, inbox_url=card.inbox_url)
-    elements = [
-        _plain("\n".join(facts)),
+    elements = [_plain("\n".join(facts))]
+    context = card_text.context_lines(card, message_chars=MESSAGE_CHARS,
+                                      text_chars=CONTEXT_CHARS)
+    if context:
+        elements.append(_plain("\n".join(context)))
+    elements += [
         {"tag": "markdown", "content": "**Arguments** (exactly what will run; secrets masked)"},
         _plain(args),
     ]

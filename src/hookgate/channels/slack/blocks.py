@@ -17,6 +17,10 @@ from hookgate.channels.masking import ArgsLimits, render_args
 #: A section's text holds at most 3000 characters; leave room for the label and marker.
 ARGS_LIMITS = ArgsLimits(value_chars=300, budget=2400)
 HEADER_MAX_CHARS = 150
+#: The context section shares the same 3000-character limit.
+SECTION_CHARS = 3000
+MESSAGE_CHARS = 1000
+CONTEXT_CHARS = 400
 
 
 def _plain(text: str) -> dict[str, Any]:
@@ -55,6 +59,13 @@ def approval_blocks(
     blocks: list[dict[str, Any]] = [
         _header(card_text.title(card)),
         {"type": "section", "text": _plain("\n".join(facts))},
+    ]
+    context = card_text.context_lines(card, message_chars=MESSAGE_CHARS,
+                                      text_chars=CONTEXT_CHARS)
+    if context:
+        blocks.append({"type": "section",
+                       "text": _plain(card_text.clip("\n".join(context), SECTION_CHARS))})
+    blocks += [
         {
             "type": "section",
             "text": _plain(f"Arguments (exactly what will run; secrets masked):\n{args}"),

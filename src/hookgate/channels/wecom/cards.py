@@ -1,8 +1,10 @@
 """WeCom ``template_card`` (button_interaction) for an approval request.
 
 WeCom cards are small (its docs suggest ~36 characters for a title and ~112 for the
-sub-title text; the client clips beyond that), so the arguments are shown briefly, with an
-explicit cut marker, and the card links to the inbox for the full text.
+sub-title text; the client clips beyond that; at most 6 horizontal rows), so the arguments
+are shown briefly, with an explicit cut marker, and the card links to the inbox for the full
+text. The context is cut to fit: the user's message as the title's sub-line, why approval is
+needed as a row, large numbers after the arguments when they fit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ TITLE_CHARS = 36
 DESC_CHARS = 44
 KEYNAME_CHARS = 5
 VALUE_CHARS = 26
+SUB_TITLE_CHARS = 112
 TASK_ID_MAX_BYTES = 128
 Decision = Literal["approve", "reject"]
 _NOT_TASK_ID_CHAR = re.compile(r"[^0-9A-Za-z_\-@]")
@@ -53,12 +56,20 @@ def parse_button_key(key: str) -> tuple[Decision, str] | None:
     return None
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+_clip = card_text.clip
 
 
 def _row(name: str, value: str) -> dict[str, Any]:
     return {"keyname": _clip(name, KEYNAME_CHARS), "value": _clip(value, VALUE_CHARS)}
+
+
+def _sub_title(card: ApprovalCard, patterns: Iterable[str]) -> str:
+    # The exact (masked) arguments first; the grouped numbers only when both fit.
+    args = render_args(card.args, patterns=patterns, limits=ARGS_LIMITS)
+    numbers = card_text.numbers_line(card)
+    if numbers and len(args) + 1 + len(numbers) <= SUB_TITLE_CHARS:
+        return f"{args}\n{numbers}"
+    return args
 
 
 def approval_card(
@@ -67,17 +78,22 @@ def approval_card(
     rows = [_row("Tool", card.tool_name), _row("Agent", card_text.agent_label(card))]
     if card.requester:
         rows.append(_row("By", card.requester))
+    why = card_text.reasons(card)
+    if why:
+        rows.append(_row("Why", "; ".join(why)))
     rows.append(_row("Left", card_text.remaining(card.expires_at, now)))
     if card.inbox_url:
         rows.append({"keyname": "Inbox", "value": "Open", "type": 1, "url": card.inbox_url})
+    message = card_text.user_message(card)
     return {
         "card_type": "button_interaction",
         "source": {"desc": "hookgate", "desc_color": 0},
         "main_title": {
             "title": _clip(card_text.title(card), TITLE_CHARS),
-            "desc": _clip(card_text.summary(card), DESC_CHARS),
+            "desc": _clip(f"User asked: {message}" if message else card_text.summary(card),
+                          DESC_CHARS),
         },
-        "sub_title_text": render_args(card.args, patterns=patterns, limits=ARGS_LIMITS),
+        "sub_title_text": _sub_title(card, patterns),
         "horizontal_content_list": rows,
         "task_id": task_id(card.request_id),
         "button_list": [

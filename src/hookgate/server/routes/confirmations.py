@@ -83,7 +83,8 @@ async def respond(request_id: str, body: Respond, caller: CallerDep,
     await _visible(request_id, caller, rt)
     try:
         decided = await rt.approvals.decide(
-            request_id, body.decision, Approver(caller.user_id, caller.org_id, caller.admin),
+            request_id, body.decision,
+            Approver(caller.user_id, caller.org_id, caller.admin, via=body.via),
             reason=body.reason,
         )
     except RequestNotFound as exc:

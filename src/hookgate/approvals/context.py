@@ -1,0 +1,89 @@
+"""What an approver reads next to the exact arguments: the user's message, the tool's
+description, why the call needs a person, and the arguments' large numbers written for
+people (``60,000``). Captured once, when the request is created, and stored with it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hookgate.approvals.service import ApprovalAsk
+from hookgate.catalog.declarative.protocol import ASKED_BY_KEY
+from hookgate.tools.tool import Tool
+
+#: Numbers from this size on get a grouped rendering next to the exact value.
+GROUPED_FROM = 1000
+#: Long user messages are kept whole in the database; cards cut them.
+MESSAGE_CHARS = 4000
+
+
+def approval_context(ask: ApprovalAsk) -> dict[str, Any]:
+    """The stored context of a new request: ``user_message``, ``tool_description`` and
+    ``reasons`` (each ``{"kind", "text"}``, plus ``hook`` for an ``ask`` hook)."""
+    agent = ask.agent
+    tool = next((t for t in agent.tools if t.name == ask.tool_name), None)
+    message = ask.metadata.get("user_message")
+    return {
+        "user_message": message[:MESSAGE_CHARS] if isinstance(message, str) else None,
+        "tool_description": tool.description if tool is not None else None,
+        "reasons": _reasons(ask, tool),
+    }
+
+
+def _reasons(ask: ApprovalAsk, tool: Tool | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if ask.agent.require_confirmation_for_all:
+        out.append({"kind": "require_confirmation_for_all",
+                    "text": f"agent '{ask.agent.id}' has require_confirmation_for_all: "
+                            "every tool call needs a person's approval"})
+    if tool is not None and tool.needs_confirmation(ask.args):
+        rule = tool.requires_confirmation
+        if tool.confirmation_reason:
+            text = f"the tool's rule: {tool.confirmation_reason}"
+        elif callable(rule):
+            name = getattr(rule, "__name__", "")
+            named = f" '{name}'" if name and name != "<lambda>" else ""
+            text = f"the tool's requires_confirmation predicate{named} matched these arguments"
+        else:
+            text = "the tool is marked requires_confirmation: every call needs a person"
+        out.append({"kind": "tool_rule", "text": text})
+    for asked in ask.metadata.get(ASKED_BY_KEY) or ():
+        hook, reason = str(asked.get("hook")), asked.get("reason")
+        out.append({"kind": "hook_ask", "hook": hook, "reason": reason,
+                    "text": f"hook '{hook}' answered ask" + (f": {reason}" if reason else "")})
+    if not out:
+        # A Python hook set the flag itself; it gave no words, but say who could have.
+        out.append({"kind": "hook_flag",
+                    "text": "a hook flagged this call as needing a person's approval"})
+    return out
+
+
+def readable_numbers(args: Mapping[str, Any]) -> list[dict[str, str]]:
+    """``[{"path": "amount", "text": "60,000"}]`` for every number of ``args`` (at any depth)
+    that reads better grouped; the exact arguments are shown unchanged beside them."""
+    return [{"path": path, "text": text} for path, text in _numbers(args, "")]
+
+
+def _numbers(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _numbers(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _numbers(item, f"{path}[{i}]")
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            return
+        if abs(value) >= GROUPED_FROM:
+            yield path, group(value)
+
+
+def group(value: int | float) -> str:
+    """``60000`` → ``60,000``; ``1234.5`` → ``1,234.5`` (no rounding of the digits)."""
+    if isinstance(value, int) or value.is_integer():
+        return f"{int(value):,}"
+    whole, _, frac = repr(value).partition(".")
+    if "e" in frac or "e" in whole:
+        return repr(value)
+    return f"{int(whole):,}.{frac}"
