@@ -6,6 +6,7 @@ screen; with the keyboard alone; with live updates and the server's refusals sho
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hookgate.demo.world import demo_deployment
 from hookgate.server.deployment import Deployment
 from tests.live_server import LiveServer, live_server
 from tests.portal.browser import PHONE, chromium, console_errors, find_binaries, set_viewport
@@ -118,15 +120,24 @@ def test_a_payment_is_approved_in_the_portal_and_the_run_reaches_its_answer(
         args = dict(zip([e.text for e in card.find_elements(page.by.CSS_SELECTOR, ".args dt")],
                         [e.text for e in card.find_elements(page.by.CSS_SELECTOR, ".args dd")],
                         strict=True))
-        assert args == {"amount": "60000", "vendor": "ACME"}
+        # The exact value, and beside it the number as people write it.
+        assert args == {"amount": "60000 (60,000)", "vendor": "ACME"}
         assert "Purchasing agent" in card.text and "requested by alice" in card.text
+        context = card.find_element(page.by.CSS_SELECTOR, ".context").text
+        assert "User asked\nPay ACME 60000 for the servers" in context
+        assert "What the tool does\nPay a vendor." in context
+        assert ("Why approval is needed\nthe tool's requires_confirmation predicate matched "
+                "these arguments") in context
         assert re.search(r"\d+m \d\ds", page.text("#waiting .countdown"))
         assert page.text("#pending-count").split() == ["1", "waiting"]
 
         page.find("#waiting textarea[name=reason]").send_keys("within budget")
         page.find("#waiting button.approve").click()
-        decided = page.sees("#waiting .request", "Approved by alice")
+        # Decided, the card moves at once from "Waiting" to "Recently decided".
+        decided = page.sees("#decided .request", "Approved by alice via the web inbox")
         assert "within budget" in decided.text
+        assert page.find_all("#waiting .request") == []
+        assert "Nothing is waiting" in page.text("main")
         page.until("the count to clear", lambda: not page.find("#pending-count").is_displayed())
 
         decided.find_element(page.by.LINK_TEXT, "Open the run").click()
@@ -234,8 +245,9 @@ def test_the_inbox_updates_live_and_shows_arguments_as_plain_text(
         request = pending_request(c)
         c.post(f"/api/confirmations/{request['id']}/respond",
                json={"decision": "reject", "reason": "unknown vendor"}, headers=auth("olivia"))
-        decided = page.sees("#waiting .request", "Rejected by olivia")
+        decided = page.sees("#decided .request", "Rejected by olivia via the API")
         assert "unknown vendor" in decided.text
+        assert page.find_all("#waiting .request") == []
         assert bank.payments == []
         assert console_errors(page.driver) == []
 
@@ -258,10 +270,75 @@ def test_a_request_decided_elsewhere_first_shows_who_decided_it(
                       json={"decision": "approve"}, headers=auth("alice")).status_code == 200
 
         page.find("#waiting button.reject").click()
-        alert = page.sees("#waiting .request [role=alert]", "already decided: approved by alice")
+        alert = page.sees("#decided .request [role=alert]", "already decided: approved by alice")
         assert alert.is_displayed()
-        page.sees("#waiting .request", "Approved by alice")
+        page.sees("#decided .request", "Approved by alice via the API")
+        assert page.find_all("#waiting .request") == []
         page.until("the run to finish", lambda: len(bank.payments) == 1)
+
+
+def test_the_waiting_count_counts_only_requests_the_viewer_may_decide(
+        database_url: str) -> None:
+    # Scope "initiator": only alice, who starts the run, may decide its request.
+    deployment, _ = world(database_url)
+    with portal_for(deployment) as (page, c):
+        page.open()
+        page.sign_in("bob")
+        start_run(c)
+        card = page.sees("#waiting .request", "oa__purchase_pay")
+        assert "You cannot decide this request" in card.text
+        assert not page.find("#pending-count").is_displayed()
+        page.driver.refresh()  # the count after a fresh load says the same
+        page.sees("#waiting .request", "oa__purchase_pay")
+        assert not page.find("#pending-count").is_displayed()
+
+        page.find("#sign-out").click()
+        page.sign_in("alice")
+        page.until("alice's count", lambda: page.text("#pending-count").split() == ["1", "waiting"])
+        assert console_errors(page.driver) == []
+
+
+def test_a_rejected_payment_in_the_demo_shows_why_and_a_run_that_did_not_pay(
+        database_url: str, tmp_path: Any) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    demo, token = demo_deployment(tmp_path, "http://127.0.0.1")
+    demo = dataclasses.replace(demo, database_url=database_url)
+    with portal_for(demo) as (page, c):
+        page.open()
+        page.until("the sign-in form", lambda: page.find("#token")).send_keys(token)
+        page.find("form.signin button[type=submit]").click()
+        page.sees("#who", "Alice")
+
+        page.find("a[data-nav=runs]").click()
+        agent = page.until("the agent list", lambda: Select(page.find("#agent")))
+        page.until("the agents", lambda: agent.options)
+        page.find("#message").send_keys("Pay ACME 60,000 for the servers")
+        page.find("form.start button[type=submit]").click()
+        page.sees(".timeline", "Waiting for approval")
+
+        page.find("a[data-nav=inbox]").click()
+        card = page.sees("#waiting .request", "oa__purchase_pay")
+        context = card.find_element(page.by.CSS_SELECTOR, ".context").text
+        assert "User asked\nPay ACME 60,000 for the servers" in context
+        assert "What the tool does\nPay a vendor through the OA system." in context
+        assert "the tool's rule: payments above 50,000 need a person's approval" in context
+        assert "60000 (60,000)" in card.text
+        page.find("#waiting textarea[name=reason]").send_keys("not budgeted")
+        page.find("#waiting button.reject").click()
+        decided = page.sees("#decided .request", "Rejected by alice via the web inbox")
+
+        decided.find_element(page.by.LINK_TEXT, "Open the run").click()
+        answer = page.sees(".step.answer", "Did not pay ACME 60,000")
+        assert "rejected by alice" in answer.text and "not budgeted" in answer.text
+        assert "will" not in answer.text and "Paid ACME 60,000" not in answer.text
+        page.sees("h1 .badge", "Completed; a call was not approved")
+        assert "bad" in page.find("h1 .badge").get_attribute("class")
+        assert "Completed; a call was not approved" in page.text(".step.done, .step.bad:last-child")
+
+        page.find("a[data-nav=runs]").click()
+        page.sees(".runs li", "Completed; a call was not approved")
+        assert console_errors(page.driver) == []
 
 
 def test_a_bad_token_is_refused_with_a_message(database_url: str) -> None:

@@ -157,3 +157,20 @@ class ConfirmationStore:
                 )
             )).scalars().all()
         return [ConfirmationRequest.from_row(r) for r in rows]
+
+    async def declined_by_run(self, run_ids: list[str]) -> dict[str, list[ConfirmationRequest]]:
+        """The requests of ``run_ids`` that ended without approval (rejected, expired,
+        cancelled), by run: what a run's "completed" must not hide."""
+        if not run_ids:
+            return {}
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(ConfirmationRequestRow).where(
+                    ConfirmationRequestRow.run_id.in_(run_ids),
+                    ConfirmationRequestRow.status.in_(("rejected", "expired", "cancelled")),
+                )
+            )).scalars().all()
+        out: dict[str, list[ConfirmationRequest]] = {}
+        for row in rows:
+            out.setdefault(row.run_id, []).append(ConfirmationRequest.from_row(row))
+        return out

@@ -1,4 +1,5 @@
-"""``hookgate approvals list | approve ID | reject ID``: decide requests on a running server."""
+"""``hookgate approvals list | show ID | approve ID | reject ID``: read and decide requests on
+a running server, with the context an approver needs (the user's words, the tool, why)."""
 
 from __future__ import annotations
 
@@ -65,17 +66,62 @@ def list_(
             f"  agent {it.get('agent_name') or it['agent_id']}{who}{left}")
         console.print(head, soft_wrap=True, highlight=False)
         # Text, not markup: arguments such as "[red]ACME[/red]" show as they will run.
-        args = json.dumps(it["payload"]["args"], ensure_ascii=False, allow_nan=False)
-        console.print(Text(f"    {args}", style="dim"), soft_wrap=True, highlight=False)
+        console.print(Text(f"    {_arguments(it)}", style="dim"), soft_wrap=True,
+                      highlight=False)
+        for reason in _reasons(it):
+            console.print(Text(f"    why: {reason}"), soft_wrap=True, highlight=False)
+
+
+def _reasons(item: dict[str, Any]) -> list[str]:
+    return [str(r["text"]) for r in (item.get("context") or {}).get("reasons") or []
+            if isinstance(r, dict) and r.get("text")]
+
+
+def _arguments(item: dict[str, Any]) -> str:
+    """The exact arguments (as JSON), then the large numbers grouped for reading."""
+    exact = json.dumps(item["payload"]["args"], ensure_ascii=False, allow_nan=False)
+    numbers = (item.get("context") or {}).get("numbers") or []
+    grouped = "; ".join(f"{n['path']} = {n['text']}" for n in numbers)
+    return f"{exact}  ({grouped})" if grouped else exact
+
+@approvals_app.command()
+def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
+         token: TokenOption = None) -> None:
+    """One request in full: the user's message, the tool, why a person is asked, the exact
+    arguments and their digest, and the decision record (who, when, through what)."""
+    it = _call("GET", url, f"/api/confirmations/{request_id}", token)
+    context = it.get("context") or {}
+    rows = [("request", it["id"]), ("status", it["status"]),
+            ("agent", f"{it.get('agent_name') or it['agent_id']} ({it['agent_id']})"),
+            ("requested by", it.get("requested_by") or ""),
+            ("user asked", context.get("user_message") or ""),
+            ("tool", it["payload"]["tool_name"]),
+            ("what it does", context.get("tool_description") or ""),
+            *[("why approval", reason) for reason in _reasons(it)],
+            ("arguments", _arguments(it)), ("sha256", it["payload"]["args_sha256"])]
+    if it["status"] == "pending":
+        rows.append(("time left", f"{it['seconds_left']:.0f}s"))
+    else:
+        d = it.get("decision") or {}
+        rows.append(("decided", " ".join(str(x) for x in (
+            it["status"], f"by {d['responded_by']}" if d.get("responded_by") else "",
+            f"via {d['via']}" if d.get("via") else "", f"at {d.get('responded_at')}") if x)))
+        if d.get("reason"):
+            rows.append(("reason", d["reason"]))
+    for label, value in rows:
+        # Text, not markup: what people and models wrote shows exactly as written.
+        console.print(Text.assemble((f"{label:<13}", "bold"), str(value)), soft_wrap=True,
+                      highlight=False)
 
 
 def _decide(decision: str, request_id: str, url: str, token: str | None,
             reason: str | None) -> None:
-    body: dict[str, Any] = {"decision": decision}
+    body: dict[str, Any] = {"decision": decision, "via": "cli"}
     if reason:
         body["reason"] = reason
     out = _call("POST", url, f"/api/confirmations/{request_id}/respond", token, body)
-    console.print(f"{request_id}: {out['status']} by {out['decision']['responded_by']}")
+    console.print(f"{request_id}: {out['status']} by {out['decision']['responded_by']} "
+                  f"via {out['decision']['via']}")
 
 
 @approvals_app.command()

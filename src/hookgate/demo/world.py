@@ -1,25 +1,18 @@
-"""The demo's world: one org, two people, a purchasing agent on a scripted model, and a
-payment tool that needs a person's approval above 50,000."""
+"""The demo's world: one org, two people, a purchasing agent on a scripted model that pays
+what the message asks, and a payment tool that needs a person's approval above 50,000."""
 
 from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Any
 
 from hookgate.agent import Agent
+from hookgate.demo.model import demo_turn
 from hookgate.examples.purchasing import oa__list_vendors, oa__purchase_pay
 from hookgate.llm.scripted import ScriptedLLM
 from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
 
 DEMO_MESSAGE = "Pay ACME for the Q3 hardware order: 12,000 now and the 60,000 balance."
-
-DEMO_TURNS: list[dict[str, Any]] = [
-    {"tool_calls": [{"name": "oa__list_vendors", "args": {}}]},
-    {"tool_calls": [{"name": "oa__purchase_pay", "args": {"amount": 12000, "vendor": "ACME"}}]},
-    {"tool_calls": [{"name": "oa__purchase_pay", "args": {"amount": 60000, "vendor": "ACME"}}]},
-    {"answer": "Paid ACME 12,000 and, once approved, the 60,000 balance."},
-]
 
 
 def demo_agent() -> Agent:
@@ -48,7 +41,7 @@ def demo_deployment(directory: Path, public_url: str) -> tuple[Deployment, str]:
             UserSpec("bob", "acme", name="Bob (buyer)"),
         ],
         agents={"buyer": demo_agent()},
-        model_for=lambda _agent_id: ScriptedLLM(DEMO_TURNS),
+        model_for=lambda _agent_id: ScriptedLLM(demo_turn),
         public_url=public_url,
     )
     return deployment, token

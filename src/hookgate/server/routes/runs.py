@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from sse_starlette.sse import EventSourceResponse
 
+from hookgate.approvals.records import ConfirmationRequest
 from hookgate.engines.state import RunState
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.run_manager import UnknownAgent, UnknownEngine
@@ -40,8 +41,21 @@ async def start_run(body: StartRun, caller: CallerDep, rt: RuntimeDep,
 async def list_runs(caller: CallerDep,
                     rt: RuntimeDep) -> list[dict[str, Any]]:
     rows = await rt.runs.store.list_for_org(caller.org_id)
+    declined = await rt.approvals.store.declined_by_run([r.id for r in rows])
     return [{"run_id": r.id, "agent_id": r.agent_id, "user_id": r.user_id, "status": r.status,
-             "answer": r.answer, "created_at": r.created_at.isoformat()} for r in rows]
+             "answer": r.answer, "created_at": r.created_at.isoformat(),
+             **_approval_outcome(r.status, declined.get(r.id, []))} for r in rows]
+
+
+def _approval_outcome(status: str, declined: list[ConfirmationRequest]) -> dict[str, Any]:
+    """``outcome`` says what the run came to: a run that completed although a person did not
+    approve one of its calls is ``not_approved``, not a plain success; ``not_approved``
+    lists those calls."""
+    return {
+        "outcome": "not_approved" if status == "completed" and declined else status,
+        "not_approved": [{"request_id": r.id, "tool_name": r.tool_name, "status": r.status,
+                          "decided_by": r.responded_by} for r in declined],
+    }
 
 
 async def _visible_state(run_id: str, caller: Caller, rt: Runtime) -> RunState:
@@ -68,6 +82,8 @@ async def get_run(run_id: str, caller: CallerDep,
         "answer": state.answer,
         "error": state.error,
         "trace": for_caller(trace, caller.admin),
+        **_approval_outcome(state.status, (await rt.approvals.store.declined_by_run(
+            [state.run_id])).get(state.run_id, [])),
     }
 
 

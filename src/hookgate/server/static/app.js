@@ -10,7 +10,7 @@
   const session = {
     token: localStorage.getItem(TOKEN_KEY),
     me: null,
-    pending: new Set(), // ids of the org's pending requests, for the count in the nav
+    pending: new Set(), // ids of the pending requests this person may decide (the nav count)
     inbox: null, // the org's live confirmation stream
     view: null, // {cleanup?, onConfirmation?, refresh?} of the page on screen
   };
@@ -92,14 +92,18 @@
   const shown = (value) => (typeof value === "string" ? visible(value) : json(value));
   const isRecord = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 
-  function argsView(args) {
+  /** The arguments, one row each; ``numbers`` (path → "60,000") are shown beside the
+      exact value, never instead of it. */
+  function argsView(args, numbers = {}) {
     if (!isRecord(args) || Object.keys(args).length === 0) {
       return h("pre", { class: "code" }, json(args));
     }
     return h("dl", { class: "args" }, Object.entries(args).map(([key, value]) => [
       h("dt", {}, visible(key)),
       h("dd", {}, typeof value === "string" || typeof value === "number"
-        ? shown(value) : h("pre", { class: "code" }, json(value))),
+        ? shown(value) : h("pre", { class: "code" }, json(value)),
+      typeof value === "number" && numbers[key]
+        ? h("span", { class: "readable" }, ` (${numbers[key]})`) : null),
     ]));
   }
 
@@ -132,12 +136,12 @@
   const STATUS_TEXT = {
     pending: "Pending", approved: "Approved", rejected: "Rejected", expired: "Expired",
     cancelled: "Cancelled", running: "Running", awaiting_approval: "Waiting for approval",
-    completed: "Completed", failed: "Failed", blocked_build: "Hooks failed to build",
+    completed: "Completed", not_approved: "Completed; a call was not approved", failed: "Failed", blocked_build: "Hooks failed to build",
     session_blocked: "Blocked at start", max_steps: "Stopped (too many turns)",
   };
   const STATUS_TONE = {
     pending: "wait", awaiting_approval: "wait", running: "info", approved: "good",
-    completed: "good", rejected: "bad", expired: "bad", cancelled: "muted", failed: "bad",
+    completed: "good", not_approved: "bad", rejected: "bad", expired: "bad", cancelled: "muted", failed: "bad",
     blocked_build: "bad", session_blocked: "bad", max_steps: "bad",
   };
 
@@ -192,6 +196,29 @@
     org_members: "any member of the organisation",
   };
 
+  const VIA_TEXT = {
+    inbox: "the web inbox", api: "the API", cli: "the CLI", feishu: "Feishu", slack: "Slack",
+    wecom: "WeCom",
+  };
+
+  /** What the approver reads besides the arguments: the user's words, the tool, why. */
+  function contextView(req) {
+    const c = req.context || {};
+    const rows = [];
+    if (c.user_message) rows.push(h("dt", {}, "User asked"), h("dd", { class: "user-message" }, visible(c.user_message)));
+    if (c.tool_description) rows.push(h("dt", {}, "What the tool does"), h("dd", {}, visible(c.tool_description)));
+    const reasons = (c.reasons || []).filter((r) => r && r.text);
+    if (reasons.length) {
+      rows.push(h("dt", {}, "Why approval is needed"),
+        h("dd", {}, h("ul", { class: "reasons" }, reasons.map((r) => h("li", {}, visible(r.text))))));
+    }
+    const nested = (c.numbers || []).filter((n) => /[.[]/.test(n.path));
+    if (nested.length) {
+      rows.push(h("dt", {}, "Numbers"), h("dd", {}, nested.map((n) => `${visible(n.path)} = ${n.text}`).join("; ")));
+    }
+    return rows.length ? h("dl", { class: "context" }, rows) : null;
+  }
+
   /** One approval request: what will run, who asked, time left, and the decision. */
   function requestCard(req, { notice = null, showRun = true } = {}) {
     const headingId = nextId("request");
@@ -211,7 +238,8 @@
         h("span", {}, visible(req.agent_name || req.agent_id)),
         h("span", {}, "requested by ", h("strong", {}, visible(req.requested_by))),
         h("time", { datetime: req.created_at, title: when(req.created_at) }, ago(req.created_at))),
-      argsView(payload.args),
+      contextView(req),
+      argsView(payload.args, Object.fromEntries(((req.context || {}).numbers || []).map((n) => [n.path, n.text]))),
       h("details", { class: "exact" },
         h("summary", {}, "Exact arguments"),
         h("pre", { class: "code" }, json(payload.args)),
@@ -237,6 +265,7 @@
     const parts = [h("strong", {}, verb)];
     if (d.responded_by) parts.push(" by ", h("strong", {}, visible(d.responded_by)));
     if (d.channel_identity) parts.push(` (${visible(d.channel_identity)})`);
+    if (d.via) parts.push(` via ${VIA_TEXT[d.via] || visible(d.via)}`);
     if (d.responded_at) {
       parts.push(" at ", h("time", { datetime: d.responded_at }, when(d.responded_at)));
     }
@@ -267,9 +296,10 @@
       error.hidden = true;
       try {
         const decided = await api(`/api/confirmations/${encodeURIComponent(req.id)}/respond`, {
-          method: "POST", body: reason ? { decision, reason } : { decision },
+          method: "POST", body: reason ? { decision, reason, via: "inbox" } : { decision, via: "inbox" },
         });
         updateCards(decided, { focus });
+        if (session.view && session.view.onConfirmation) session.view.onConfirmation(decided);
         announce(`${STATUS_TEXT[decided.status]}: ${decided.payload.tool_name}.`);
       } catch (err) {
         if (err.status === 409 || err.status === 404) {
@@ -277,6 +307,7 @@
           const fresh = await api(`/api/confirmations/${encodeURIComponent(req.id)}`).catch(() => null);
           if (fresh) {
             updateCards(fresh, { notice: err.message, force: true, focus });
+            if (session.view && session.view.onConfirmation) session.view.onConfirmation(fresh);
             return;
           }
         }
@@ -311,7 +342,8 @@
   }
 
   function trackPending(req) {
-    if (req.status === "pending") session.pending.add(req.id);
+    // Only what this person may decide counts: a request they cannot act on is not "theirs".
+    if (req.status === "pending" && req.can_decide) session.pending.add(req.id);
     else session.pending.delete(req.id);
     const count = document.getElementById("pending-count");
     count.replaceChildren(String(session.pending.size), h("span", { class: "visually-hidden" }, " waiting"));
@@ -451,8 +483,18 @@
       decidedSection.hidden = decided.children.length === 0;
     };
     const place = (req) => {
-      if (document.querySelector(`[data-request-id="${CSS.escape(req.id)}"]`)) return;
-      (req.status === "pending" ? waiting : decided).prepend(requestCard(req));
+      // A card already on the page was redrawn in place by updateCards; once decided, it
+      // moves from "Waiting for a decision" to "Recently decided".
+      const shownCard = document.querySelector(`[data-request-id="${CSS.escape(req.id)}"]`);
+      if (shownCard) {
+        if (req.status !== "pending" && waiting.contains(shownCard)) {
+          const hadFocus = shownCard.contains(document.activeElement);
+          decided.prepend(shownCard);
+          if (hadFocus) shownCard.querySelector("h3").focus();
+        }
+      } else {
+        (req.status === "pending" ? waiting : decided).prepend(requestCard(req));
+      }
       syncEmpty();
     };
     const load = async () => {
@@ -544,7 +586,7 @@
     list.replaceChildren(...runs.value.map((r) => h("li", {},
       h("a", { href: `#/runs/${encodeURIComponent(r.run_id)}`, class: "run-link" },
         h("span", { class: "run-agent" }, visible(names[r.agent_id] || r.agent_id)),
-        badge(r.status),
+        badge(r.outcome || r.status),
         h("span", { class: "run-meta" },
           `by ${visible(r.user_id)} · `, h("time", { datetime: r.created_at, title: when(r.created_at) }, ago(r.created_at))),
         r.answer ? h("span", { class: "run-answer" }, visible(r.answer)) : null))));
@@ -618,9 +660,11 @@
         return step("answer", "Answer", h("p", { class: "answer-text" }, visible(event.answer || "")));
       case "error":
         return step("bad", "Error", h("p", {}, visible(event.error || "")));
-      case "done":
-        return step(FINISHED.has(event.status) && event.status !== "completed" ? "bad" : "done",
-          ["Run finished: ", badge(event.status)]);
+      case "done": {
+        const status = page.finalStatus(event.status);
+        return step(FINISHED.has(event.status) && status !== "completed" ? "bad" : "done",
+          ["Run finished: ", badge(status)]);
+      }
       default:
         return step("muted", visible(event.type), h("pre", { class: "code" }, json(event)));
     }
@@ -659,6 +703,9 @@
     const waits = new Map(); // request id → its waiting step
 
     const page = {
+      finalStatus(status) {
+        return status === "completed" && notApproved ? "not_approved" : status;
+      },
       waitStep(event) {
         if (waits.has(event.request_id)) return null; // the same wait, after a restart
         const body = h("div", { class: "wait-body" },
@@ -693,6 +740,7 @@
 
     let source = null;
     let lastSeq = 0;
+    let notApproved = false; // a gated call of this run was rejected, expired or cancelled
     const finish = () => { if (source) source.close(); source = null; };
     session.view = { cleanup: finish };
 
@@ -704,7 +752,7 @@
         h("dt", {}, "Started by"), h("dd", {}, visible(run.user_id)),
         h("dt", {}, "Message"), h("dd", { class: "message" }, visible(run.message)),
         h("dt", {}, "Run id"), h("dd", {}, h("code", {}, run.run_id)));
-      setStatus(run.status);
+      setStatus(run.outcome || run.status);
     } catch (err) {
       note.replaceChildren(failure(err));
       return;
@@ -720,8 +768,10 @@
       if (item) timeline.append(item);
       if (event.type === "confirmation_resolved") setStatus("running");
       if (event.type === "answer") announce("The run has an answer.");
+      if (event.type === "confirmation_resolved" && event.status !== "approved") notApproved = true;
       if (event.type === "done") {
-        setStatus(event.status);
+        // "Completed" alone would read as success when a person said no to a call.
+        setStatus(page.finalStatus(event.status));
         finish();
       }
     };
@@ -736,7 +786,7 @@
       try {
         const run = await api(`/api/runs/${encodeURIComponent(runId)}`);
         if (FINISHED.has(run.status) && source && source.readyState !== EventSource.OPEN) {
-          setStatus(run.status);
+          setStatus(run.outcome || run.status);
           finish();
         }
       } catch (err) {
