@@ -1,5 +1,6 @@
-"""`hookgate demo` end to end: a real subprocess in an 80-column terminal, approved with the
-`hookgate approvals approve` command it prints, copied as printed."""
+"""`hookgate demo` end to end: a real subprocess in an 80-column terminal, read with
+`hookgate approvals show`, decided with the `hookgate approvals approve` command it prints
+(copied as printed) or with `reject`; the answer says what really happened."""
 
 from __future__ import annotations
 
@@ -10,21 +11,24 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
+from hookgate.demo.model import demo_turn
 from tests.live_server import free_port
 
 HOOKGATE = [sys.executable, "-m", "hookgate.cli.main"]
+ENV = {**os.environ, "COLUMNS": "80"}
 
 
-def test_demo_waits_for_approval_and_completes_once_approved(tmp_path: Path) -> None:
+def _start_demo(tmp_path: Path) -> tuple[subprocess.Popen[str], str, str, list[str]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "COLUMNS": "80"}
     demo = subprocess.Popen(
         [*HOOKGATE, "demo", "--port", str(port), "--dir", str(tmp_path), "--exit-after-run"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
     assert demo.stdout is not None
     lines: list[str] = []
     token = None
@@ -38,34 +42,109 @@ def test_demo_waits_for_approval_and_completes_once_approved(tmp_path: Path) -> 
         if m:
             token = m.group(1)
     assert token, "".join(lines)
+    return demo, url, token, lines
 
-    command = None
-    while command is None and time.monotonic() < deadline:
+
+def _printed_approve(demo: subprocess.Popen[str], lines: list[str]) -> list[str]:
+    """The `hookgate approvals approve …` command the demo printed, split as a shell would."""
+    assert demo.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         line = demo.stdout.readline()
         if not line:
             break
         lines.append(line)
         if line.strip().startswith("hookgate approvals approve"):
-            command = shlex.split(line)
-    assert command, "".join(lines)
+            return shlex.split(line)
+    raise AssertionError("".join(lines))
 
-    pending = httpx.get(f"{url}/api/confirmations?status=pending",
-                        headers={"Authorization": f"Bearer {token}"}, timeout=5).json()
+
+def _pending(url: str, token: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    pending: list[dict[str, Any]] = []
+    while not pending and time.monotonic() < deadline:
+        r = httpx.get(f"{url}/api/confirmations?status=pending",
+                      headers={"Authorization": f"Bearer {token}"}, timeout=5)
+        pending = r.json()
+        time.sleep(0.1)
     [request] = pending
+    return request
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*HOOKGATE, "approvals", *args], capture_output=True, text=True,
+                          timeout=60, env=ENV)
+
+
+def test_demo_shows_the_approvers_context_and_completes_once_approved(tmp_path: Path) -> None:
+    demo, url, token, lines = _start_demo(tmp_path)
+    command = _printed_approve(demo, lines)
+    request = _pending(url, token)
     assert request["payload"]["args"] == {"amount": 60000.0, "vendor": "ACME"}
     # The printed command, whole on one line, is exactly the one to run.
     assert command == ["hookgate", "approvals", "approve", request["id"], "--url", url,
                        "--token", token]
-    approve = subprocess.run(
-        [*HOOKGATE, *command[1:], "--reason", "budgeted"],
-        capture_output=True, text=True, timeout=60, env=env)
+
+    shown = _cli("show", request["id"], "--url", url, "--token", token)
+    assert shown.returncode == 0, shown.stderr
+    out = " ".join(shown.stdout.split())
+    assert "user asked Pay ACME for the Q3 hardware order: 12,000 now and the 60,000" in out
+    assert "what it does Pay a vendor through the OA system." in out
+    assert ("why approval the tool's rule: payments above 50,000 need a person's approval"
+            in out)
+    assert '{"amount": 60000.0, "vendor": "ACME"} (amount = 60,000)' in out
+    assert request["payload"]["args_sha256"] in out
+    listed = _cli("list", "--url", url, "--token", token)
+    assert "payments above 50,000" in listed.stdout
+
+    approve = _cli(*command[2:], "--reason", "budgeted")
     assert approve.returncode == 0, approve.stderr
-    assert "approved by alice" in approve.stdout
+    assert "approved by alice via cli" in approve.stdout
 
     out, _ = demo.communicate(timeout=60)
     transcript = "".join(lines) + out
     assert demo.returncode == 0, transcript
-    assert "needs a person's approval" in transcript
+    # The terminal walkthrough shows the same context next to the exact arguments.
+    flat = " ".join(transcript.split())
+    assert "User asked: Pay ACME for the Q3 hardware order" in flat
+    assert "Why: the tool's rule: payments above 50,000 need a person's approval" in flat
+    assert '{"amount": 60000.0, "vendor": "ACME"} (amount = 60,000)' in flat
     assert "Paid 60,000.00 to ACME" in transcript
+    assert "Paid ACME 12,000. Paid ACME 60,000." in flat
     assert "run finished: completed" in transcript
     assert (tmp_path / "hookgate-demo.db").exists()
+
+
+def test_demo_rejected_says_the_payment_did_not_happen(tmp_path: Path) -> None:
+    demo, url, token, lines = _start_demo(tmp_path)
+    request = _pending(url, token)
+    reject = _cli("reject", request["id"], "--url", url, "--token", token,
+                  "--reason", "not budgeted")
+    assert reject.returncode == 0, reject.stderr
+    out, _ = demo.communicate(timeout=60)
+    flat = " ".join(("".join(lines) + out).split())
+    assert demo.returncode == 0, flat
+    assert "Paid ACME 12,000. Did not pay ACME 60,000: Not approved" in flat
+    assert "not budgeted" in flat and "once approved" not in flat
+    assert "run finished: completed, but a payment was not approved" in flat
+
+
+@pytest.mark.parametrize(("message", "calls"), [
+    ("Pay ACME 60000 for the servers", [60000.0]),
+    ("pay globex 1,200.50 and 70,000", [1200.5, 70000.0]),
+])
+def test_the_demo_model_pays_what_the_message_asks(message: str, calls: list[float]) -> None:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "x"},
+                                      {"role": "user", "content": message}]
+    assert demo_turn(messages) == {"tool_calls": [{"name": "oa__list_vendors", "args": {}}]}
+    paid = []
+    for i in range(len(calls)):
+        messages.append({"role": "assistant", "content": None})
+        turn = demo_turn(messages)
+        paid.append(turn["tool_calls"][0]["args"]["amount"])
+    assert paid == calls
+
+
+def test_the_demo_model_asks_when_the_message_names_no_vendor_or_amount() -> None:
+    turn = demo_turn([{"role": "user", "content": "hello"}])
+    assert "Tell me which vendor and how much" in turn["answer"]

@@ -81,9 +81,11 @@ def _numbers(value: Any, path: str) -> Iterator[tuple[str, str]]:
 
 def group(value: int | float) -> str:
     """``60000`` → ``60,000``; ``1234.5`` → ``1,234.5`` (no rounding of the digits)."""
-    if isinstance(value, int) or value.is_integer():
-        return f"{int(value):,}"
-    whole, _, frac = repr(value).partition(".")
-    if "e" in frac or "e" in whole:
-        return repr(value)
-    return f"{int(whole):,}.{frac}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    # From the float's shortest repr, so no digit appears that the value does not have.
+    text = repr(value)
+    if "e" in text:
+        return text
+    whole, _, frac = text.partition(".")
+    return f"{int(whole):,}" if frac in ("", "0") else f"{int(whole):,}.{frac}"

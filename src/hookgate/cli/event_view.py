@@ -34,6 +34,8 @@ class EventView:
         self.status: str | None = None
         #: Calls a hook blocked or whose output it withheld, in order.
         self.stopped_calls: list[str] = []
+        #: A gated call of the run was rejected, expired or cancelled.
+        self.not_approved = False
         self._render: dict[str, Callable[[dict[str, Any]], None]] = {
             "session_start": self._session_start,
             "model_turn": self._model_turn,
@@ -146,6 +148,8 @@ class EventView:
 
     def _confirmation_resolved(self, data: dict[str, Any]) -> None:
         who = f" by {data['decided_by']}" if data.get("decided_by") else ""
+        if data.get("status") != "approved":
+            self.not_approved = True
         why = f": {data['reason']}" if data.get("reason") else ""
         self._line("decided", "magenta",
                    f"request {data.get('request_id')} {data.get('status')}{who}{why}", 2)
@@ -161,9 +165,19 @@ class EventView:
         stopped = len(self.stopped_calls)
         note = f"; {stopped} tool call(s) stopped by a hook" if stopped else ""
         style = "bold green" if self.exit_code == 0 else "bold red"
-        self._line("done", style, f"run {self.status}{note}")
+        said = ("completed, but a call was not approved" if self.outcome == "not_approved"
+                else self.status)
+        self._line("done", style, f"run {said}{note}")
 
     @property
     def exit_code(self) -> int:
         """0 when the run completed and no hook stopped a call, else 1 (the CLI's rule)."""
         return 0 if self.status == "completed" and not self.stopped_calls else 1
+
+    @property
+    def outcome(self) -> str | None:
+        """The status, except that a run that completed although a person did not approve
+        one of its calls is ``not_approved`` (as the HTTP API's ``outcome``)."""
+        if self.status == "completed" and self.not_approved:
+            return "not_approved"
+        return self.status

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
 from hookgate.cli.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, demo_deployment
+from hookgate.server.runtime import Runtime
 from hookgate.server.serving import build_server, listen
 
 
@@ -47,16 +50,23 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
         view.show(event)
         if event.type == "confirmation_pending":
             rid = event.data["request_id"]
+            context = await _context_text(runtime, rid)
             console.print(Panel.fit(
+                context +
                 "Waiting for a person. Approve or reject it in the browser, or from "
-                "another terminal with the command below.",
+                "another terminal with the commands below.",
                 title="approval needed", border_style="yellow"))
             _copyable(console, "  ", f"{url}/#/confirmations/{rid}")
+            _copyable(console, "  ",
+                      f"hookgate approvals show {rid} --url {url} --token {token}")
             _copyable(console, "  ",
                       f"hookgate approvals approve {rid} --url {url} --token {token}")
         if event.type == "done":
             status = str(event.data.get("status"))
-    console.print(f"[bold]run finished: {status}[/]")
+    if view.outcome == "not_approved":
+        console.print(f"[bold]run finished: {status}, but a payment was not approved[/]")
+    else:
+        console.print(f"[bold]run finished: {status}[/]")
     if keep_serving:
         console.print(f"The server keeps running at {url}/ — press Ctrl-C to stop.")
     else:
@@ -68,3 +78,20 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
 
 def _copyable(console: Console, label: str, text: str) -> None:
     console.print(Text.assemble((label, "bold"), text), soft_wrap=True, highlight=False)
+
+
+async def _context_text(runtime: Runtime, request_id: str) -> str:
+    """What the approver will read: the user's words, why a person is asked, the numbers."""
+    request = await runtime.approvals.store.get(request_id)
+    if request is None:
+        return ""
+    view = request.to_dict()
+    context = view["context"]
+    lines = [f"User asked:  {escape(context.get('user_message') or '')}",
+             f"Tool:        {escape(request.tool_name)} — "
+             f"{escape(context.get('tool_description') or '')}"]
+    lines += [f"Why:         {escape(str(r['text']))}" for r in context.get("reasons") or []]
+    exact = json.dumps(request.args, ensure_ascii=False)
+    grouped = "; ".join(f"{n['path']} = {n['text']}" for n in context.get("numbers") or [])
+    lines.append(f"Arguments:   {escape(exact)}" + (f"  ({grouped})" if grouped else ""))
+    return "\n".join(lines) + "\n\n"
