@@ -138,7 +138,7 @@ def test_the_demo_model_pays_what_the_message_asks(message: str, calls: list[flo
                                       {"role": "user", "content": message}]
     assert demo_turn(messages) == {"tool_calls": [{"name": "oa__list_vendors", "args": {}}]}
     paid = []
-    for i in range(len(calls)):
+    for _ in calls:
         messages.append({"role": "assistant", "content": None})
         turn = demo_turn(messages)
         paid.append(turn["tool_calls"][0]["args"]["amount"])

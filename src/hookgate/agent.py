@@ -35,6 +35,9 @@ class Agent:
     #: Post a summary (outcome, duration, tools used, answer, link) to the agent's chat
     #: channel when a run on a server ends.
     notify_on_completion: bool = False
+    #: After a person rejected a call, the same tool with the same arguments in the same
+    #: run is refused without asking anyone again (and the model is told so).
+    refuse_retry_after_rejection: bool = True
 
     def __post_init__(self) -> None:
         if self.confirmation_mode not in CONFIRMATION_MODES:

@@ -304,7 +304,7 @@ def test_a_rejected_payment_in_the_demo_shows_why_and_a_run_that_did_not_pay(
 
     demo, token = demo_deployment(tmp_path, "http://127.0.0.1")
     demo = dataclasses.replace(demo, database_url=database_url)
-    with portal_for(demo) as (page, c):
+    with portal_for(demo) as (page, _):
         page.open()
         page.until("the sign-in form", lambda: page.find("#token")).send_keys(token)
         page.find("form.signin button[type=submit]").click()

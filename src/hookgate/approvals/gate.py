@@ -86,6 +86,17 @@ class ApprovalGate(PreToolUseHook):
                 ),
             )
         reason = f": {decision.reason}" if decision.reason else ""
+        if decision.repeat_of is not None:
+            return HookResult(
+                allow=False,
+                error=(
+                    f"Refused without asking again: '{ctx.tool_name}' with these exact "
+                    f"arguments was already rejected{who} in this run (request "
+                    f"{decision.repeat_of}){reason}. The call did not run; do not retry it."
+                ),
+                side_effects=[f"repeat of rejected request {decision.repeat_of}: refused "
+                              "without asking"],
+            )
         return HookResult(
             allow=False,
             error=(

@@ -124,6 +124,17 @@ class PersistentApprovals:
         (a caller that cannot hold the call, such as a Claude Code hook, asks again later)."""
         request = await self.store.for_call(ask.run_id, ask.tool_call_id)
         resumed = request is not None
+        if request is None and ask.agent.refuse_retry_after_rejection:
+            earlier = await self.store.rejected_like(ask.run_id, ask.tool_name,
+                                                     ask.args_sha256)
+            if earlier is not None:
+                # A person said no to this exact call in this run: asking again would let
+                # a model wear the approver down by retrying.
+                return ApprovalDecision(
+                    request_id=earlier.id, status="rejected", args_sha256=earlier.args_sha256,
+                    decided_by=earlier.responded_by, reason=earlier.reason,
+                    responded_at=earlier.responded_at.isoformat() if earlier.responded_at
+                    else None, repeat_of=earlier.id)
         if request is None:
             request = await self._create(ask)
         if request.binding != ask.binding:

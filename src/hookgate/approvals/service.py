@@ -50,6 +50,9 @@ class ApprovalDecision:
     reason: str | None = None
     responded_at: str | None = None
     binding: CallBinding | None = None
+    #: Set when nobody was asked: the id of the earlier request a person rejected for the
+    #: same tool and arguments in this run.
+    repeat_of: str | None = None
 
 
 class ApprovalService(Protocol):

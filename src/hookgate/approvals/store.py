@@ -158,6 +158,21 @@ class ConfirmationStore:
             )).scalars().all()
         return [ConfirmationRequest.from_row(r) for r in rows]
 
+    async def rejected_like(self, run_id: str, tool_name: str, args_sha256: str
+                            ) -> ConfirmationRequest | None:
+        """The latest request of ``run_id`` a person rejected for this tool and exactly these
+        arguments (by digest), if any."""
+        async with self.db.session() as s:
+            row = (await s.execute(
+                select(ConfirmationRequestRow).where(
+                    ConfirmationRequestRow.run_id == run_id,
+                    ConfirmationRequestRow.tool_name == tool_name,
+                    ConfirmationRequestRow.args_sha256 == args_sha256,
+                    ConfirmationRequestRow.status == "rejected",
+                ).order_by(ConfirmationRequestRow.responded_at.desc()).limit(1)
+            )).scalar_one_or_none()
+        return ConfirmationRequest.from_row(row) if row is not None else None
+
     async def declined_by_run(self, run_ids: list[str]) -> dict[str, list[ConfirmationRequest]]:
         """The requests of ``run_ids`` that ended without approval (rejected, expired,
         cancelled), by run: what a run's "completed" must not hide."""

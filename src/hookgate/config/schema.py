@@ -193,6 +193,7 @@ class AgentSpec(_Section):
     confirmation_timeout_s: float = Field(default=3600.0, gt=0)
     approval_channel_id: str | None = None
     notify_on_completion: bool = False
+    refuse_retry_after_rejection: bool = True
     model_config_json: dict[str, Any] = Field(default_factory=dict)
     #: What the agent may use through the MCP gateway (hookgate.mcp).
     mcp: AgentMcpAccess | None = None
@@ -313,6 +314,7 @@ class HookgateConfig(_Section):
             confirmation_timeout_s=spec.confirmation_timeout_s,
             model=spec.model,
             notify_on_completion=spec.notify_on_completion,
+            refuse_retry_after_rejection=spec.refuse_retry_after_rejection,
         )
 
     def build_agents(self) -> dict[str, Agent]:
