@@ -70,6 +70,17 @@ class Portal:
         self.find("form.signin button[type=submit]").click()
         self.sees("#who", user)
 
+    def start_run(self, message: str, agent: str = "Purchasing agent") -> None:
+        """Start a run with the "Start a run" form on the Runs page."""
+        from selenium.webdriver.support.ui import Select
+
+        self.find("a[data-nav=runs]").click()
+        select = self.until("the agent list", lambda: Select(self.find("#agent")))
+        self.until("the agents", lambda: select.options)
+        select.select_by_visible_text(agent)
+        self.find("#message").send_keys(message)
+        self.find("form.start button[type=submit]").click()
+
     def overflow(self) -> int:
         """How many CSS pixels the page is wider than the viewport (0: no sideways scroll)."""
         return int(self.driver.execute_script(
@@ -93,19 +104,11 @@ def portal_for(deployment: Deployment) -> Iterator[tuple[Portal, httpx.Client]]:
 
 def test_a_payment_is_approved_in_the_portal_and_the_run_reaches_its_answer(
         database_url: str) -> None:
-    from selenium.webdriver.support.ui import Select
-
     deployment, bank = world(database_url)
     with portal_for(deployment) as (page, c):
         page.open()
         page.sign_in("alice")
-
-        page.find("a[data-nav=runs]").click()
-        agent = page.until("the agent list", lambda: Select(page.find("#agent")))
-        page.until("the agents", lambda: agent.options)
-        agent.select_by_visible_text("Purchasing agent")
-        page.find("#message").send_keys("Pay ACME 60000 for the servers")
-        page.find("form.start button[type=submit]").click()
+        page.start_run("Pay ACME 60000 for the servers")
 
         # The run page shows the call and the wait for a person, live.
         page.until("the run page", lambda: re.search(r"#/runs/run_\w+$", page.driver.current_url))
@@ -300,8 +303,6 @@ def test_the_waiting_count_counts_only_requests_the_viewer_may_decide(
 
 def test_a_rejected_payment_in_the_demo_shows_why_and_a_run_that_did_not_pay(
         database_url: str, tmp_path: Any) -> None:
-    from selenium.webdriver.support.ui import Select
-
     demo, token = demo_deployment(tmp_path, "http://127.0.0.1")
     demo = dataclasses.replace(demo, database_url=database_url)
     with portal_for(demo) as (page, _):
@@ -310,11 +311,7 @@ def test_a_rejected_payment_in_the_demo_shows_why_and_a_run_that_did_not_pay(
         page.find("form.signin button[type=submit]").click()
         page.sees("#who", "Alice")
 
-        page.find("a[data-nav=runs]").click()
-        agent = page.until("the agent list", lambda: Select(page.find("#agent")))
-        page.until("the agents", lambda: agent.options)
-        page.find("#message").send_keys("Pay ACME 60,000 for the servers")
-        page.find("form.start button[type=submit]").click()
+        page.start_run("Pay ACME 60,000 for the servers")
         page.sees(".timeline", "Waiting for approval")
 
         page.find("a[data-nav=inbox]").click()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from hookgate.approvals.context import readable_numbers
+from hookgate.approvals.context import numbers_text, readable_numbers, reason_texts
 from hookgate.channels.base import ApprovalCard, CardOutcome
 
 #: Where a decision came from, as the record names it.
@@ -103,14 +103,12 @@ def tool_description(card: ApprovalCard) -> str | None:
 
 def reasons(card: ApprovalCard) -> list[str]:
     """Why a person is asked, one line per rule that fired."""
-    found = (card.context or {}).get("reasons") or []
-    return [str(r.get("text")) for r in found if isinstance(r, dict) and r.get("text")]
+    return reason_texts(card.context)
 
 
 def numbers_line(card: ApprovalCard) -> str | None:
     """E.g. "amount = 60,000; fee = 1,250.5" (the exact arguments are shown beside it)."""
-    found = readable_numbers(card.args)
-    return "; ".join(f"{n['path']} = {n['text']}" for n in found) or None
+    return numbers_text(readable_numbers(card.args))
 
 
 def context_lines(card: ApprovalCard, *, message_chars: int, text_chars: int) -> list[str]:

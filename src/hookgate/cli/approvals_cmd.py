@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from hookgate.approvals.context import numbers_text, reason_texts
 from hookgate.cli.app import app, console, fail
 
 approvals_app = typer.Typer(help="Confirmation requests on a running server.",
@@ -68,20 +69,14 @@ def list_(
         # Text, not markup: arguments such as "[red]ACME[/red]" show as they will run.
         console.print(Text(f"    {_arguments(it)}", style="dim"), soft_wrap=True,
                       highlight=False)
-        for reason in _reasons(it):
+        for reason in reason_texts(it.get("context")):
             console.print(Text(f"    why: {reason}"), soft_wrap=True, highlight=False)
-
-
-def _reasons(item: dict[str, Any]) -> list[str]:
-    return [str(r["text"]) for r in (item.get("context") or {}).get("reasons") or []
-            if isinstance(r, dict) and r.get("text")]
 
 
 def _arguments(item: dict[str, Any]) -> str:
     """The exact arguments (as JSON), then the large numbers grouped for reading."""
     exact = json.dumps(item["payload"]["args"], ensure_ascii=False, allow_nan=False)
-    numbers = (item.get("context") or {}).get("numbers") or []
-    grouped = "; ".join(f"{n['path']} = {n['text']}" for n in numbers)
+    grouped = numbers_text((item.get("context") or {}).get("numbers") or [])
     return f"{exact}  ({grouped})" if grouped else exact
 
 @approvals_app.command()
@@ -97,7 +92,7 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             ("user asked", context.get("user_message") or ""),
             ("tool", it["payload"]["tool_name"]),
             ("what it does", context.get("tool_description") or ""),
-            *[("why approval", reason) for reason in _reasons(it)],
+            *[("why approval", reason) for reason in reason_texts(it.get("context"))],
             ("arguments", _arguments(it)), ("sha256", it["payload"]["args_sha256"])]
     if it["status"] == "pending":
         rows.append(("time left", f"{it['seconds_left']:.0f}s"))

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
+from hookgate.approvals.context import numbers_text, reason_texts
 from hookgate.cli.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, demo_deployment
 from hookgate.server.runtime import Runtime
@@ -90,8 +91,8 @@ async def _context_text(runtime: Runtime, request_id: str) -> str:
     lines = [f"User asked:  {escape(context.get('user_message') or '')}",
              f"Tool:        {escape(request.tool_name)} — "
              f"{escape(context.get('tool_description') or '')}"]
-    lines += [f"Why:         {escape(str(r['text']))}" for r in context.get("reasons") or []]
+    lines += [f"Why:         {escape(text)}" for text in reason_texts(context)]
     exact = json.dumps(request.args, ensure_ascii=False)
-    grouped = "; ".join(f"{n['path']} = {n['text']}" for n in context.get("numbers") or [])
+    grouped = numbers_text(context.get("numbers") or [])
     lines.append(f"Arguments:   {escape(exact)}" + (f"  ({grouped})" if grouped else ""))
     return "\n".join(lines) + "\n\n"
