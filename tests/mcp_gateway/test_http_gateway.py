@@ -110,10 +110,10 @@ async def test_a_rejected_call_never_reaches_the_downstream_server(
         result = await asyncio.wait_for(call, 30)
     assert result.is_error
     assert "rejected" in text(result) and "did not run" in text(result)
-    assert outcome(result)["blocked_by"] == "feishu_gate"
+    assert outcome(result)["blocked_by"] == "approval_gate"
     assert world.branches() == ["main"]
     rows = await audit_rows(api, tool="mcp__git__git_create_branch")
-    assert [(r["outcome"], r["blocked_by"]) for r in rows] == [("blocked", "feishu_gate")]
+    assert [(r["outcome"], r["blocked_by"]) for r in rows] == [("blocked", "approval_gate")]
 
 
 async def test_a_when_rule_gates_only_the_calls_it_matches(
