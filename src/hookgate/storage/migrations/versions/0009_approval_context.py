@@ -3,7 +3,7 @@
 decision came (inbox, api, cli, feishu, slack, wecom).
 
 Revision ID: 0009
-Revises: 0004
+Revises: 0005
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0009'
-down_revision = '0004'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
