@@ -69,6 +69,20 @@ class ApprovalGate(PreToolUseHook):
         )
         decision = await self.service.request_and_wait(ask)
         who = f" by {decision.decided_by}" if decision.decided_by else ""
+        if decision.repeat_of is not None:
+            # Only ever a refusal (it names an earlier request of another call), so it is
+            # answered before the binding check, which is about what may authorise a call.
+            why = f": {decision.reason}" if decision.reason else ""
+            return HookResult(
+                allow=False,
+                error=(
+                    f"Refused without asking again: '{ctx.tool_name}' with these exact "
+                    f"arguments was already rejected{who} in this run (request "
+                    f"{decision.repeat_of}){why}. The call did not run; do not retry it."
+                ),
+                side_effects=[f"repeat of rejected request {decision.repeat_of}: refused "
+                              "without asking"],
+            )
         if decision.binding != ask.binding:
             return HookResult(allow=False, error=_not_this_call(ask, decision))
         if decision.status == "approved" and decision.args_sha256 == digest:
@@ -86,17 +100,6 @@ class ApprovalGate(PreToolUseHook):
                 ),
             )
         reason = f": {decision.reason}" if decision.reason else ""
-        if decision.repeat_of is not None:
-            return HookResult(
-                allow=False,
-                error=(
-                    f"Refused without asking again: '{ctx.tool_name}' with these exact "
-                    f"arguments was already rejected{who} in this run (request "
-                    f"{decision.repeat_of}){reason}. The call did not run; do not retry it."
-                ),
-                side_effects=[f"repeat of rejected request {decision.repeat_of}: refused "
-                              "without asking"],
-            )
         return HookResult(
             allow=False,
             error=(
