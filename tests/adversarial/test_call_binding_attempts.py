@@ -108,7 +108,7 @@ async def test_react_a_reused_call_id_for_another_tool_gets_its_own_decision(
     assert bank.payments == []
     assert_own_attempt(result.trace, rejected, "c1")
     blocked = events(result.trace, "tool_blocked")
-    assert [b["blocked_by"] for b in blocked] == ["late_blocker", "feishu_gate"]
+    assert [b["blocked_by"] for b in blocked] == ["late_blocker", "approval_gate"]
 
 
 async def test_react_ids_renamed_to_stay_unique_are_unique_in_the_run(
@@ -223,7 +223,7 @@ async def test_the_gate_refuses_a_request_made_for_another_call(
     attempt.record("guarded path: re-used id with other arguments", len(bank.payments) > 1)
     assert len(bank.payments) == 1
     for outcome in (wire, more):
-        assert outcome.allowed is False and outcome.blocked_by == "feishu_gate"
+        assert outcome.allowed is False and outcome.blocked_by == "approval_gate"
         assert "was already used in this run for 'oa__purchase_pay'" in outcome.observation
     assert len(await approvals.store.list_for_org(org_id="acme")) == 1  # nobody was asked
 
@@ -273,7 +273,7 @@ async def test_only_the_interrupted_call_of_a_resumed_run_may_skip_hooks(
 
     async def resolver(state: Any, call: ToolCall) -> tuple[str, dict[str, Any]]:
         asked.append(call.id)
-        return "feishu_gate", {"amount": 10, "vendor": "RESOLVED"}
+        return "approval_gate", {"amount": 10, "vendor": "RESOLVED"}
 
     bank = Bank()
     agent = make_agent(bank, "buyer", "tests.hookfixtures:RecordCall")

@@ -70,7 +70,7 @@ def assert_blocked_after_approval(result: RunResult, by: str, message: str) -> N
     assert message in blocked[0]["observation"]
     assert "checked again right before the call, after the approval" in blocked[0][
         "observation"]
-    assert any(h["hook"] == "feishu_gate" and h["kind"] == "side_effect"
+    assert any(h["hook"] == "approval_gate" and h["kind"] == "side_effect"
                for h in blocked[0]["hooks"])  # it was approved, then re-checked
 
 

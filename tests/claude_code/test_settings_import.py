@@ -68,7 +68,7 @@ def test_every_handler_field_of_a_settings_block_is_accepted(tmp_path: Path) -> 
     registry = build_registry(agent(settings))
     names = [h.name for h in registry.hooks()]
     assert names == ["claude_code:SessionStart", "claude_code:PreToolUse",
-                     "feishu_gate", "claude_code:PostToolUseFailure"]
+                     "approval_gate", "claude_code:PostToolUseFailure"]
 
 
 def test_a_handler_type_hookgate_cannot_run_is_a_build_error_not_a_silent_skip() -> None:
