@@ -69,7 +69,7 @@ class Instance:
             if self.proc.poll() is not None:
                 raise AssertionError(f"{self.name} exited: {self.log.read_text()[-3000:]}")
             try:
-                if httpx.get(self.url + "/api/hooks", timeout=1).status_code == 200:
+                if httpx.get(self.url + "/openapi.json", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

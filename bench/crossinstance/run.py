@@ -76,7 +76,7 @@ class Serve:
             if self.proc.poll() is not None:
                 raise RuntimeError("an instance exited at start")
             try:
-                if httpx.get(self.url + "/api/hooks", timeout=1).status_code == 200:
+                if httpx.get(self.url + "/openapi.json", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

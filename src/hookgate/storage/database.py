@@ -40,6 +40,9 @@ MIGRATION_LOCK_KEY = STARTUP_LOCK_KEY + 1
 DEFAULT_URL = "sqlite+aiosqlite:///hookgate.db"
 log = logging.getLogger(__name__)
 _QUOTED_ARGUMENT = re.compile(r"(invalid input for query argument \$\d+):.*", re.DOTALL)
+#: PostgreSQL's context lines in psycopg's messages: the statement ("LINE 1: SELECT …" and
+#: its caret line) and the values of a violated key ("DETAIL:  Key (id)=(…)").
+_STATEMENT_CONTEXT = re.compile(r"^(LINE \d+: .*|\s*\^\s*|DETAIL: .*)\n?", re.MULTILINE)
 
 
 class DatabaseError(Exception):
@@ -203,7 +206,8 @@ def _without_statement(context: ExceptionContext) -> None:
         # keep only why (for a lone surrogate: "surrogates not allowed").
         why = _unicode_reason(context.original_exception)
         shown = r"\1 (the value is not shown" + (f": {why})" if why else ")")
-        error.args = (_QUOTED_ARGUMENT.sub(shown, error.args[0]), *error.args[1:])
+        message = _STATEMENT_CONTEXT.sub("", _QUOTED_ARGUMENT.sub(shown, error.args[0]))
+        error.args = (message.rstrip("\n"), *error.args[1:])
 
 
 def _unicode_reason(exc: BaseException | None) -> str | None:
