@@ -37,6 +37,7 @@ class ExternalApprovals:
         self.used: ConfirmationRequest | None = None
 
     async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
+        this_call = ask.binding
         earlier = await self._same_call(ask)
         if earlier is not None:
             ask = replace(ask, tool_call_id=earlier.tool_call_id)
@@ -45,6 +46,12 @@ class ExternalApprovals:
         except StillPending as waiting:
             self.pending = waiting.request
             raise
+        if earlier is not None and decision.binding == ask.binding:
+            # The request was made for an earlier tool_use_id of this same call: same run
+            # (session), agent, tool and argument digest (what _same_call matched), so its
+            # decision is this call's. Anything else keeps its own binding, and the gate
+            # refuses it.
+            decision = replace(decision, binding=this_call)
         if decision.status != "approved":
             return decision
         claimed = await self.ledger.claim(ask.run_id, f"approval:{decision.request_id}",
