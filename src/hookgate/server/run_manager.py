@@ -240,3 +240,9 @@ class _FencedStore:
 
     async def save(self, state: RunState) -> None:
         await self.store.save(state, fence=self.fence)
+
+    async def record_failure(self, state: RunState, error: str) -> None:
+        # As the in-process path does: a run whose checkpoint failed is failed (under the
+        # fence: an executor that took the run over owns its outcome), never left to be
+        # continued from its last good checkpoint as if nothing had happened.
+        await self.store.record_failure(state, error, fence=self.fence)

@@ -66,9 +66,11 @@ class DatabaseRunStore:
             await fence.check(s, updates_run=True)
         await s.execute(stmt)
 
-    async def record_failure(self, state: RunState, error: str) -> None:
+    async def record_failure(self, state: RunState, error: str, *,
+                             fence: Fence | None = None) -> None:
         """Mark the run failed with ``error`` when ``state`` itself cannot be saved: the last
-        stored checkpoint (or, without one, the run's identity) takes the failed status."""
+        stored checkpoint (or, without one, the run's identity) takes the failed status.
+        With ``fence``, only while that token is current (else Fenced)."""
         async with self.db.session() as s:
             row = await s.get(RunRow, state.run_id)
             stored = _loaded(row.state_json) if row is not None else None
@@ -81,12 +83,27 @@ class DatabaseRunStore:
                              "status": "failed"})
         failed.trace.append({"type": "done", "seq": len(failed.trace) + 1,
                              "status": "failed", "answer": None})
-        await self.save(failed)
+        await self.save(failed, fence=fence)
 
     async def load(self, run_id: str) -> RunState | None:
         async with self.db.session() as s:
             row = await s.get(RunRow, run_id)
             return RunState.from_json(row.state_json) if row else None
+
+    async def load_to_resume(self, run_id: str, fence: Fence | None = None
+                             ) -> RunState | None:
+        """The run's state to continue it; None if there is no run, or if its stored state
+        no longer loads: then it is marked failed here (under ``fence``), as `resumable`
+        does, instead of failing every attempt to continue it."""
+        async with self.db.session() as s:
+            row = await s.get(RunRow, run_id)
+            text = row.state_json if row is not None else None
+        if text is None:
+            return None
+        state = _loaded(text)
+        if state is None:
+            await self._fail_unreadable(run_id, fence)
+        return state
 
     async def row(self, run_id: str) -> RunRow | None:
         async with self.db.session() as s:
@@ -106,12 +123,17 @@ class DatabaseRunStore:
             if state is not None:
                 states.append(state)
                 continue
-            reason = "the run's stored state cannot be read back; it cannot resume"
-            log.error("run %s: %s", run_id, reason)
-            async with self.db.transaction() as s:
-                await s.execute(update(RunRow).where(RunRow.id == run_id).values(
-                    status="failed", error=reason, updated_at=utcnow()))
+            await self._fail_unreadable(run_id)
         return states
+
+    async def _fail_unreadable(self, run_id: str, fence: Fence | None = None) -> None:
+        reason = "the run's stored state cannot be read back; it cannot resume"
+        log.error("run %s: %s", run_id, reason)
+        async with self.db.transaction() as s:
+            if fence is not None:
+                await fence.check(s, updates_run=True)
+            await s.execute(update(RunRow).where(RunRow.id == run_id).values(
+                status="failed", error=reason, updated_at=utcnow()))
 
     async def list_for_org(self, org_id: str | None, limit: int = 50) -> list[RunRow]:
         async with self.db.session() as s:

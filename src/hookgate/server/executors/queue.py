@@ -168,7 +168,7 @@ class QueueExecutor:
     async def cancel(self, run_id: str) -> bool:
         m = self.manager
         fence = await take_over(m.db, run_id)  # the executor holding it can write no more
-        state = await m.store.load(run_id)
+        state = await m.store.load_to_resume(run_id, fence) if fence is not None else None
         if fence is None or state is None or state.finished:
             return False
         await m.approvals.cancel_run(run_id, "the run was cancelled")
@@ -185,10 +185,11 @@ class QueueExecutor:
     async def _advance_job(self, run_id: str) -> None:
         m = self.manager
         fence = await take_over(m.db, run_id)
-        state = await m.store.load(run_id) if fence is not None else None
-        if fence is None or state is None:
-            return
         try:
+            # A state that no longer loads is failed here, as on the in-process path.
+            state = await m.store.load_to_resume(run_id, fence) if fence is not None else None
+            if fence is None or state is None:
+                return
             advance = await m.prepare(state, fence)
         except Fenced:
             return
