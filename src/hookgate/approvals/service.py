@@ -53,6 +53,8 @@ class ApprovalDecision:
     #: Set when nobody was asked: the id of the earlier request a person rejected for the
     #: same tool and arguments in this run.
     repeat_of: str | None = None
+    #: Set when nobody was asked because a standing rule approved the call (its id).
+    rule_id: str | None = None
 
 
 class ApprovalService(Protocol):
