@@ -6,6 +6,8 @@ expired or revoked rule, a constraint that fails or errs, and look-alike names a
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -15,7 +17,7 @@ import pytest
 from hookgate import Agent
 from tests.live_server import live_server
 from tests.portal.steps import WAIT_S, wait_finished
-from tests.server.demo_world import auth, world
+from tests.server.demo_world import TOKENS, auth, world
 
 WHEN = 'args.vendor == "ACME" and args.amount <= 80000'
 
@@ -227,3 +229,44 @@ def test_remember_goes_with_an_approval_and_a_refused_rule_leaves_the_request_pe
         assert (r.json()["rule"]["scope"], r.json()["rule"]["run_id"]) == ("run", run_id)
         assert wait_finished(c, run_id) == "completed"
         assert len(bank.payments) == 1
+
+
+def _cli(srv_url: str, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hookgate.cli.main", *args, "--url", srv_url,
+         "--token", TOKENS[user]], capture_output=True, text=True, timeout=60)
+
+
+def test_the_cli_remembers_lists_creates_and_revokes_rules(database_url: str) -> None:
+    turns = [_pay("first", 60000), _pay("second", 61000), {"answer": "done"}]
+    deployment, bank = world(database_url, turns=turns)
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        run_id = _start(c)
+        first = _next_pending(c, 0)
+        done = _cli(srv.url, "alice", "approvals", "approve", first["id"], "--remember", "run",
+                    "--when", "args.amount < 70000", "--expires-in", "600")
+        assert done.returncode == 0, done.stderr
+        flat = " ".join(done.stdout.split())
+        assert "approved by alice via cli" in flat
+        assert "remembered: ar_" in flat and f"run {run_id}" in flat
+        assert "when args.amount < 70000" in flat
+        assert wait_finished(c, run_id) == "completed"
+        assert len(bank.payments) == 2  # the second call was approved by the rule
+
+        made = _cli(srv.url, "alice", "rules", "create", "--agent", "buyer",
+                    "--tool", "oa__purchase_pay", "--scope", "agent_user", "--user", "alice",
+                    "--when", "args.vendor == 'ACME'")
+        assert made.returncode == 0, made.stderr
+        rule_id = made.stdout.split()[0]
+        listed = " ".join(_cli(srv.url, "alice", "rules", "list").stdout.split())
+        assert rule_id in listed and "used 1 times" in listed and "user alice" in listed
+        refused = _cli(srv.url, "bob", "rules", "revoke", rule_id)
+        assert refused.returncode != 0 and "403" in refused.stderr + refused.stdout
+        revoked = _cli(srv.url, "alice", "rules", "revoke", rule_id)
+        assert revoked.returncode == 0 and f"{rule_id}: revoked by alice" in revoked.stdout
+        active = _cli(srv.url, "alice", "rules", "list").stdout
+        assert rule_id not in active
+        assert rule_id in _cli(srv.url, "alice", "rules", "list", "--all").stdout
+        bad = _cli(srv.url, "alice", "rules", "create", "--agent", "buyer", "--tool",
+                   "oa__purchase_pay", "--scope", "org")
+        assert bad.returncode != 0 and "may not create this rule" in bad.stderr + bad.stdout
