@@ -69,8 +69,8 @@ def requirement_for(ask: ApprovalAsk) -> Requirement:
     agent = ask.agent
     needed, self_ok, reasons = 1, agent.allow_self_approval, []
     if not agent.allow_self_approval:
-        reasons.append(f"agent '{agent.id}' has allow_self_approval: false: the requester "
-                       "may not approve their own call")
+        reasons.append(f"four eyes: the requester may not approve their own call (agent "
+                       f"'{agent.id}' has allow_self_approval: false)")
     ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=ask.tool_name,
                       tool_args=dict(ask.args), agent_id=agent.id, user_id=ask.user_id,
                       metadata={**ask.metadata, "org_id": ask.org_id})
@@ -81,12 +81,12 @@ def requirement_for(ask: ApprovalAsk) -> Requirement:
         failed = f" (its condition could not be evaluated: {error})" if error else ""
         if rule.approvals_required > needed:
             needed = rule.approvals_required
-            reasons.append(f"{rule.describe()}{failed}: {needed} distinct people must "
-                           "approve")
+            reasons.append(f"{needed} distinct people must approve ({rule.describe()}"
+                           f"{failed})")
         if rule.allow_self_approval is False and self_ok:
             self_ok = False
-            reasons.append(f"{rule.describe()}{failed}: the requester may not approve "
-                           "their own call")
+            reasons.append(f"four eyes: the requester may not approve their own call "
+                           f"({rule.describe()}{failed})")
     return Requirement(needed, self_ok, tuple(reasons))
 
 
