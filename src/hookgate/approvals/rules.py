@@ -12,6 +12,7 @@ creator still enabled and still eligible, no quorum or four eyes it would bypass
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -145,6 +146,22 @@ def may_cover(agent: Agent, creator: str, requester: str | None) -> str | None:
     return None
 
 
+#: The shape of a tool name that comes from outside the agent's own list (Claude Code's
+#: tools, the MCP gateway's ``mcp__<server>__<tool>``): plain ASCII, no spaces.
+_EXTERNAL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,255}")
+
+
+def _callable_name(agent: Agent, name: str) -> bool:
+    """Whether ``agent`` can call a tool named exactly ``name``: one of its tools, or (for an
+    agent whose tools come from outside) a well-formed external name."""
+    if name in agent.toolbox():
+        return True
+    if not _EXTERNAL_NAME.fullmatch(name):
+        return False
+    external = "claude_code" in (agent.model_config_json or {})
+    return external or (name.startswith("mcp__") and name.count("__") >= 2)
+
+
 def _finite(value: Any) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
@@ -175,7 +192,7 @@ class RuleBook:
         malformed draft, RuleRefused when ``who`` could not approve what it covers."""
         if who.org_id != agent.org_id:
             raise RuleRefused(f"agent '{agent.id}' is not in org '{who.org_id}'")
-        if draft.tool_name not in agent.toolbox():
+        if not _callable_name(agent, draft.tool_name):
             # Exact names only: a look-alike name would be a rule for nothing, or for
             # something nobody meant.
             raise RuleInvalid(f"agent '{agent.id}' has no tool {draft.tool_name!r} "
