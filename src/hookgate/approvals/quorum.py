@@ -19,7 +19,6 @@ from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.approvals.store import AfterTransition
 from hookgate.catalog.declarative.matcher import Condition, ToolMatcher, selects
-from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
 from hookgate.storage.types import utcnow
@@ -71,9 +70,7 @@ def requirement_for(ask: ApprovalAsk) -> Requirement:
     if not agent.allow_self_approval:
         reasons.append(f"four eyes: the requester may not approve their own call (agent "
                        f"'{agent.id}' has allow_self_approval: false)")
-    ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=ask.tool_name,
-                      tool_args=dict(ask.args), agent_id=agent.id, user_id=ask.user_id,
-                      metadata={**ask.metadata, "org_id": ask.org_id})
+    ctx = ask.condition_context()
     for rule in agent.approval_quorum:
         picked, error = selects(rule.matcher, rule.when, ctx)
         if not picked:

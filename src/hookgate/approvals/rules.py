@@ -28,7 +28,6 @@ from hookgate.approvals.quorum import requirement_for
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.catalog.declarative.matcher import Condition
 from hookgate.hooks.errors import HookBuildError
-from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalRuleRow, RunRow
 from hookgate.storage.types import utcnow
@@ -328,10 +327,7 @@ class RuleBook:
         try:
             condition = parse_when(rule.when)
             assert condition is not None
-            ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=ask.tool_name,
-                              tool_args=dict(ask.args), agent_id=ask.agent.id,
-                              user_id=ask.user_id,
-                              metadata={**ask.metadata, "org_id": ask.org_id})
+            ctx = ask.condition_context()
             # Only a plain True counts: a constraint that evaluates to a string or a number
             # is a mistake, not a yes.
             return condition.holds_exactly(ctx)
