@@ -5,6 +5,8 @@ a standing rule never replaces the quorum."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 from hookgate.approvals.quorum import QuorumRule
 from tests.live_server import live_server
 from tests.portal.steps import WAIT_S, wait_finished
-from tests.server.demo_world import auth, world
+from tests.server.demo_world import TOKENS, auth, world
 
 BIG = {"amount": 600000, "vendor": "ACME"}
 
@@ -37,6 +39,11 @@ def _pending(c: httpx.Client, call_id: str) -> dict[str, Any]:
                 return dict(r)
         time.sleep(0.05)
     raise AssertionError(f"no pending request for {call_id}")
+
+
+def _cli(url: str, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hookgate.cli.main", *args, "--url", url,
+                           "--token", TOKENS[user]], capture_output=True, text=True, timeout=60)
 
 
 def _respond(c: httpx.Client, request_id: str, user: str, decision: str = "approve",
@@ -101,7 +108,12 @@ def test_one_reject_rejects_after_an_approval(database_url: str) -> None:
         run_id = c.post("/api/runs", json={"agent_id": "buyer", "message": "pay"},
                         headers=auth("olivia")).json()["run_id"]
         req = _pending(c, "big")
-        assert _respond(c, req["id"], "bob").json()["status"] == "pending"
+        voted = _cli(srv.url, "bob", "approvals", "approve", req["id"])
+        assert voted.returncode == 0, voted.stderr
+        assert f"{req['id']}: approval recorded, 1 of 2 approvals" in voted.stdout
+        shown = " ".join(_cli(srv.url, "alice", "approvals", "show", req["id"]).stdout.split())
+        assert "approvals 1 of 2 (bob)" in shown
+        assert "2 distinct people must approve" in shown
         r = _respond(c, req["id"], "alice", "reject", reason="too much")
         assert r.status_code == 200, r.text
         assert (r.json()["status"], r.json()["decision"]["responded_by"]) == (
