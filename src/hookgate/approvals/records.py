@@ -41,6 +41,10 @@ class ConfirmationRequest:
     delivery_ref: dict[str, Any] | None
     context: dict[str, Any] | None = None
     decided_via: str | None = None
+    #: Distinct eligible approvals the request needs (quorum), and who gave them so far.
+    approvals_required: int = 1
+    allow_self_approval: bool = True
+    approvals: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def from_row(cls, row: ConfirmationRequestRow) -> ConfirmationRequest:
@@ -54,6 +58,9 @@ class ConfirmationRequest:
             responded_by=row.responded_by,
             responder_channel_identity=row.responder_channel_identity, reason=row.reason,
             delivery_ref=row.delivery_ref, context=row.context, decided_via=row.decided_via,
+            approvals_required=row.approvals_required or 1,
+            allow_self_approval=row.allow_self_approval is not False,
+            approvals=tuple(row.approvals or ()),
         )
 
     @property
@@ -68,6 +75,16 @@ class ConfirmationRequest:
 
     def seconds_left(self, now: datetime | None = None) -> float:
         return max(0.0, (self.expires_at - (now or utcnow())).total_seconds())
+
+    @property
+    def approved_by(self) -> list[dict[str, Any]]:
+        """Everyone who approved, in order (a single approval is the decision itself)."""
+        if self.approvals:
+            return [dict(a) for a in self.approvals]
+        if self.status == "approved" and self.responded_by:
+            return [{"user_id": self.responded_by, "via": self.decided_via,
+                     "at": self.responded_at.isoformat() if self.responded_at else None}]
+        return []
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,5 +110,11 @@ class ConfirmationRequest:
                 "channel_identity": self.responder_channel_identity,
                 "reason": self.reason,
                 "via": self.decided_via,
+            },
+            "approvals": {
+                "required": self.approvals_required,
+                "count": len(self.approved_by),
+                "approved_by": self.approved_by,
+                "allow_self_approval": self.allow_self_approval,
             },
         }
