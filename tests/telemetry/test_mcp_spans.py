@@ -88,10 +88,11 @@ async def test_served_and_downstream_calls_are_mcp_spans_in_one_trace(
                 echoed = await client.call_tool("mcp__traced__echo", {"text": "hi"})
                 timed = await client.call_tool("mcp__time__get_current_time",
                                                {"timezone": "UTC"})
+                failed = await client.call_tool("mcp__traced__fails", {})
         # A client of the session era (protocol before 2026-07-28) has an MCP session.
         async with http_client(f"{server.url}/mcp/coder", "alice", mode="legacy") as client:
             await client.call_tool("mcp__time__get_current_time", {"timezone": "UTC"})
-    assert text(echoed) == "hi" and not timed.is_error
+    assert text(echoed) == "hi" and not timed.is_error and failed.is_error
     trace_id = root.get_span_context().trace_id
 
     # Served side: the SDK's SERVER span, in the client's trace (it came in params._meta),
@@ -126,7 +127,7 @@ async def test_served_and_downstream_calls_are_mcp_spans_in_one_trace(
     # The downstream server got the context in _meta and as the HTTP header: same value,
     # the caller's trace, and a span inside hookgate's CLIENT span.
     got = [json.loads(line) for line in log.read_text().splitlines()]
-    assert len(got) == 1
+    assert len(got) == 2  # echo, then fails
     assert got[0]["header"] == got[0]["meta"]
     _, got_trace, got_span, _ = got[0]["meta"].split("-")
     assert got_trace == format_trace_id(trace_id)
@@ -144,3 +145,10 @@ async def test_served_and_downstream_calls_are_mcp_spans_in_one_trace(
     legacy_attrs = dict(legacy.attributes or {})
     assert legacy_attrs["mcp.session.id"]
     assert legacy_attrs["mcp.protocol.version"] < "2026-07-28"
+
+    # A downstream tool that reports an error: its CLIENT span says so.
+    broken = otel.one("tools/call fails")
+    assert dict(broken.attributes or {})["error.type"] == "tool_error"
+    assert broken.status.status_code.name == "ERROR"
+    assert dict(otel.one("tools/call mcp__traced__fails").attributes or {})[
+        "error.type"] == "tool_error"
