@@ -144,17 +144,11 @@ class RunDriver:
         that cannot be serialised or stored included) ends the run as ``failed`` with the
         reason, so its stream closes instead of hanging."""
         try:
-            if not self.state.finished and self.stop_reason is not None:
-                # Stopped before a restart and not ended then: nothing more of it runs.
-                if asyncio.iscoroutine(body):
-                    body.close()
-                self.raise_if_stopped()
             await body
         except asyncio.CancelledError:
             raise
         except RunStopped as exc:
-            if not self.state.finished:
-                await self.finish("session_blocked", error=f"a hook stopped the run: {exc.reason}")
+            await self._end_stopped(exc.reason)
         except ModelError as exc:
             await self.fail(f"model error: {exc}")
         except Exception as exc:
@@ -213,6 +207,10 @@ class RunDriver:
         no further call or model turn starts, and the run ends ``session_blocked``."""
         self.state.extra.setdefault(STOP_KEY, storable_text(reason))
 
+    async def _end_stopped(self, reason: str) -> None:
+        if not self.state.finished:
+            await self.finish("session_blocked", error=f"a hook stopped the run: {reason}")
+
     def raise_if_stopped(self) -> None:
         """Raise RunStopped once the run is marked stopped (see ``request_stop``)."""
         if self.stop_reason is not None:
@@ -249,8 +247,13 @@ class RunDriver:
         )
 
     async def start_session(self) -> bool:
-        """Run SessionStart hooks once and write the initial prompt; False stops the run."""
+        """Run SessionStart hooks once and write the initial prompt; False stops the run
+        (also a run a hook stopped before a restart: every engine asks this first)."""
         assert self.registry is not None
+        if self.stop_reason is not None:
+            # A hook stopped it before a restart, and it had not ended then: it ends now.
+            await self._end_stopped(self.stop_reason)
+            return False
         if self.state.session_started:
             return True
         self._keep_transcript([])
