@@ -152,3 +152,22 @@ async def test_served_and_downstream_calls_are_mcp_spans_in_one_trace(
     assert broken.status.status_code.name == "ERROR"
     assert dict(otel.one("tools/call mcp__traced__fails").attributes or {})[
         "error.type"] == "tool_error"
+
+    # The conventions' duration metrics, with their low-cardinality attributes.
+    served: dict[tuple[str, str | None], list[str]] = {}
+    for p in otel.points("mcp.server.operation.duration"):
+        if p.attributes.get("mcp.method.name") == "tools/call":
+            key = (p.attributes["gen_ai.tool.name"], p.attributes.get("error.type"))
+            served.setdefault(key, []).extend(
+                [p.attributes["mcp.protocol.version"]] * p.count)
+    modern_version = attrs["mcp.protocol.version"]
+    assert served[("mcp__traced__echo", None)] == [modern_version]
+    assert sorted(served[("mcp__time__get_current_time", None)]) == sorted(
+        [modern_version, legacy_attrs["mcp.protocol.version"]])  # the two clients
+    assert served[("mcp__traced__fails", "tool_error")] == [modern_version]
+    client_points = {(p.attributes.get("gen_ai.tool.name"), p.attributes.get("error.type")):
+                     p for p in otel.points("mcp.client.operation.duration")}
+    assert client_points[("echo", None)].count == 1
+    assert client_points[("fails", "tool_error")].count == 1
+    assert client_points[("get_current_time", None)].attributes["network.transport"] == "pipe"
+    assert "mcp.session.id" not in client_points[("echo", None)].attributes

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from hookgate.mcp.config import McpServerSpec
 from hookgate.mcp.errors import DownstreamError
-from hookgate.telemetry.mcp_spans import HttpTraceHeaders, downstream_span, mark_failed
+from hookgate.telemetry.mcp_spans import HttpTraceHeaders, downstream_span
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -213,14 +213,14 @@ class DownstreamServer:
         with downstream_span(what, target, url=self.spec.url,
                              session_id=self._trace_headers.session_id,
                              protocol_version=_protocol_version(client),
-                             resource_uri=resource_uri) as span:
+                             resource_uri=resource_uri) as traced:
             try:
                 result = await self._answer(client, what, call, unknown_outcome)
             except DownstreamError as exc:
-                mark_failed(span, exc.kind, str(exc), exc.rpc_code)
+                traced.failed(exc.kind, str(exc), exc.rpc_code)
                 raise
             if getattr(result, "is_error", False):
-                mark_failed(span, "tool_error", "the tool reported an error")
+                traced.failed("tool_error", "the tool reported an error")
             return result
 
     async def _answer(self, client: Client, what: str, call: Awaitable[_T],
