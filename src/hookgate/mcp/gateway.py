@@ -14,9 +14,11 @@ import asyncio
 import contextlib
 import functools
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Literal, Protocol
 
 import mcp_types as types
 
@@ -27,12 +29,14 @@ from hookgate.catalog.services import HookServices
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
-from hookgate.mcp.attempts import AttemptFinder, call_key, fresh_attempt
+from hookgate.mcp.attempts import Attempt, AttemptFinder, call_key, fresh_attempt
 from hookgate.mcp.config import AgentMcpAccess, McpServerSpec, split_tool_name, tool_name
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
+from hookgate.mcp.tasks import Approval, TaskView, run_of_task
 from hookgate.storage.database import Database
+from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.guarded import build_metadata, execute_tool_call
 from hookgate.tools.ledger import ExecutionLedger, PriorExecution
@@ -42,6 +46,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RETRY_WINDOW_S = 600.0
 DEFAULT_PROGRESS_INTERVAL_S = 10.0
+#: Finished gated calls whose results a task poll can still fetch from this process.
+_FINISHED_KEPT = 1024
+#: How often a call polls the ledger while another process runs the same approved call.
+_SETTLE_POLL_S = 0.1
 
 
 class GatewayRefusal(Exception):
@@ -71,6 +79,10 @@ class WaitReporter(Protocol):
 class _Attempt:
     """One guarded call in flight in this process; identical calls join it."""
 
+    found: Attempt | None = None
+    #: (user, agent) of the principal that made the call: only they see it as a task.
+    owner: tuple[str, str] = ("", "")
+    created_at: datetime = field(default_factory=utcnow)
     request_id: str | None = None
     pending: asyncio.Event = field(default_factory=asyncio.Event)
     replayed: bool = False
@@ -83,15 +95,26 @@ class _Attempt:
 
 
 class _WatchedLedger:
-    """The execution ledger, noting when it hands back an earlier result (a replay)."""
+    """The execution ledger, noting when it hands back an earlier result (a replay).
 
-    def __init__(self, inner: ExecutionLedger, attempt: _Attempt) -> None:
+    A claim another process holds without a result yet is most likely that process running
+    the same approved call right now (both took it at once): the claim waits up to
+    ``settle_s`` for its result, so this caller gets it too instead of "outcome unknown".
+    """
+
+    def __init__(self, inner: ExecutionLedger, attempt: _Attempt, settle_s: float) -> None:
         self.inner = inner
         self.attempt = attempt
+        self.settle_s = settle_s
 
     async def claim(self, run_id: str, tool_call_id: str, tool_name: str, args_sha256: str
                     ) -> PriorExecution | None:
         prior = await self.inner.claim(run_id, tool_call_id, tool_name, args_sha256)
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.settle_s
+        while prior is not None and prior.observation is None and loop.time() < give_up:
+            await asyncio.sleep(_SETTLE_POLL_S)
+            prior = await self.inner.claim(run_id, tool_call_id, tool_name, args_sha256)
         if prior is not None:
             self.attempt.replayed = True
         return prior
@@ -136,9 +159,13 @@ class McpGateway:
         self.inbox_url = inbox_url
         self.progress_interval_s = progress_interval_s
         self.attempts = AttemptFinder(db, retry_window_s)
+        self.retry_window_s = retry_window_s
         self._registries: dict[str, HookRegistry] = {}
         self._shares: dict[tuple[str, str], _Share] = {}
         self._inflight: dict[str, _Attempt] = {}
+        #: Gated calls in flight and recently finished, by task id (= their call id).
+        self._by_task: dict[str, _Attempt] = {}
+        self._finished: OrderedDict[str, tuple[_Attempt, types.CallToolResult]] = OrderedDict()
         self._resource_owner: dict[tuple[str, str], str] = {}
 
     async def aclose(self) -> None:
@@ -175,25 +202,56 @@ class McpGateway:
         `hookgate.mcp.attempts`): an identical call joins it while it waits, and after the
         decision meets the same outcome. Any other call simply runs, every time it is made.
         """
+        box, attempt = await self._begin(who, name, args)
+        if attempt is None:
+            return await self._run(who, name, args, box, None, _Attempt())
+        return await self._follow(attempt, reporter)
+
+    async def start_task(self, who: Principal, name: str, args: Any) -> TaskView | None:
+        """Start a call that needs a person in the background and return its task; None
+        when the call needs no one (the caller runs it with `call_tool`)."""
+        _box, attempt = await self._begin(who, name, args)
+        if attempt is None or attempt.found is None:
+            return None
+        return await self.task_view(who, attempt.found.tool_call_id)
+
+    async def _begin(self, who: Principal, name: str, args: Any
+                     ) -> tuple[_Toolbox, _Attempt | None]:
+        # The toolbox, and for a gated call its attempt (joined, or started here).
         box = await self._toolbox(who, name)
         tool = box.tools.get(name) if isinstance(name, str) else None
         gated = who.agent.require_confirmation_for_all or (
             tool is not None and tool.needs_confirmation(args if isinstance(args, dict) else {}))
         if not gated:
-            return await self._run(who, name, args, box, None, _Attempt())
+            return box, None
         key = call_key(who.agent.id, who.user_id, name, args)
         attempt = self._inflight.get(key)
         if attempt is None:
-            attempt = _Attempt()
-            self._inflight[key] = attempt
-            attempt.task = asyncio.create_task(self._run(who, name, args, box, key, attempt),
-                                               name=f"mcp-call-{key[:12]}")
-            attempt.task.add_done_callback(functools.partial(self._done, key, attempt))
-        return await self._follow(attempt, reporter)
+            found = await self.attempts.attempt_for(key)
+            attempt = self._inflight.get(key)  # started by another request meanwhile?
+            if attempt is None:
+                attempt = _Attempt(found=found, owner=(who.user_id, who.agent.id))
+                self._inflight[key] = attempt
+                self._by_task[found.tool_call_id] = attempt
+                attempt.task = asyncio.create_task(
+                    self._run(who, name, args, box, key, attempt), name=f"mcp-call-{key[:12]}")
+                attempt.task.add_done_callback(functools.partial(self._done, key, attempt))
+        return box, attempt
 
-    def _done(self, key: str, attempt: _Attempt, _task: object) -> None:
+    def _done(self, key: str, attempt: _Attempt, task: asyncio.Task[types.CallToolResult]
+              ) -> None:
         if self._inflight.get(key) is attempt:
             del self._inflight[key]
+        if attempt.found is None:
+            return
+        task_id = attempt.found.tool_call_id
+        if self._by_task.get(task_id) is attempt:
+            del self._by_task[task_id]
+        if not task.cancelled() and task.exception() is None:
+            self._finished[task_id] = (attempt, task.result())
+            self._finished.move_to_end(task_id)
+            while len(self._finished) > _FINISHED_KEPT:
+                self._finished.popitem(last=False)
 
     async def _follow(self, attempt: _Attempt, reporter: WaitReporter | None
                       ) -> types.CallToolResult:
@@ -224,8 +282,9 @@ class McpGateway:
         except HookBuildError as exc:
             return _refused(f"Error: agent '{who.agent.id}' cannot run: {exc}")
         # Only a keyed (gated) call has earlier attempts to join and a result to replay.
-        found = await self.attempts.attempt_for(key) if key is not None else fresh_attempt()
-        ledger = _WatchedLedger(self.ledger, attempt) if key is not None else None
+        found = attempt.found or fresh_attempt()
+        ledger = _WatchedLedger(self.ledger, attempt, self._settle_s(name)) \
+            if key is not None else None
         identity = CallIdentity(
             agent_id=who.agent.id, user_id=who.user_id, org_id=who.org_id,
             run_id=found.run_id, conversation_id=who.session_id, execution_path="mcp",
@@ -242,6 +301,93 @@ class McpGateway:
         if outcome.status == "unknown_tool" and parts and parts[0] in box.unavailable:
             note = f"MCP server '{parts[0]}' is not available: {box.unavailable[parts[0]]}"
         return result_of(outcome, note=note, request_id=attempt.request_id)
+
+    def _settle_s(self, name: Any) -> float:
+        # As long as the tool may take downstream, and the time to record its result.
+        parts = split_tool_name(name) if isinstance(name, str) else None
+        server = self.servers.get(parts[0]) if parts else None
+        return server.spec.timeout_s + 5 if server is not None else 5.0
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    async def task_view(self, who: Principal, task_id: str) -> TaskView:
+        """The state of the gated call ``task_id`` of this principal (GatewayRefusal if there
+        is none: another principal's task is as unknown as a made-up id)."""
+        unknown = GatewayRefusal(f"no task {task_id!r} for this user and agent")
+        run_id = run_of_task(task_id)
+        if run_id is None:
+            raise unknown
+        owner = (who.user_id, who.agent.id)
+        finished = self._finished.get(task_id)
+        if finished is not None:
+            attempt, result = finished
+            if attempt.owner != owner:
+                raise unknown
+            row = await self.attempts.request_for(run_id, task_id)
+            return self._view(task_id, attempt.created_at, row, result)
+        attempt_here = self._by_task.get(task_id)
+        if attempt_here is not None and attempt_here.owner != owner:
+            raise unknown
+        row = await self.attempts.request_for(run_id, task_id)
+        if attempt_here is not None:
+            return self._view(task_id, attempt_here.created_at, row, None)
+        if row is None or (row.requested_by, row.agent_id) != owner:
+            raise unknown
+        if row.status != "pending":
+            # Decided while no process here was following it (the client went away, the
+            # process restarted): run it through the retry path, as a repeated call would.
+            found = await self.attempts.attempt_for(
+                call_key(who.agent.id, who.user_id, row.tool_name, row.args))
+            if found.joined and found.tool_call_id == task_id:
+                await self._begin(who, row.tool_name, row.args)
+                return self._view(task_id, row.created_at, row, None)
+            if row.status == "approved":
+                return self._view(task_id, row.created_at, row, _refused(
+                    f"Error: request {row.id} was approved, but its result is no longer "
+                    f"available (kept {self.retry_window_s:g}s); call the tool again."))
+            return self._view(task_id, row.created_at, row, _refused(
+                f"Error: request {row.id} was {row.status}"
+                f"{f': {row.reason}' if row.reason else ''}; the call did not run."))
+        return self._view(task_id, row.created_at, row, None)
+
+    async def cancel_task(self, who: Principal, task_id: str) -> None:
+        """Stop following ``task_id`` here: its waiting request is cancelled (the gate does
+        that when its wait is cancelled), an approved call that already runs finishes."""
+        view = await self.task_view(who, task_id)
+        attempt = self._by_task.get(task_id)
+        if view.result is None and attempt is not None and attempt.task is not None \
+                and view.approval in ("checking", "waiting"):
+            attempt.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await attempt.task
+
+    def _view(self, task_id: str, created_at: datetime, row: Any,
+              result: types.CallToolResult | None) -> TaskView:
+        approval: Approval = "checking"
+        message = "The call is being checked by hookgate's hooks."
+        request_id = None
+        updated = created_at
+        if row is not None:
+            request_id = row.id
+            updated = row.responded_at or row.created_at
+            approval = "waiting" if row.status == "pending" else row.status
+            if row.status == "pending":
+                message = f"Waiting for a person to approve request {row.id}."
+            else:
+                by = f" by {row.responded_by}" if row.responded_by else ""
+                message = f"Request {row.id} was {row.status}{by}."
+        status: Literal["working", "completed", "cancelled"] = \
+            "working" if result is None else "completed"
+        if result is not None and approval == "cancelled":
+            status = "cancelled"  # by tasks/cancel, the run, or a card that failed to go out
+        if result is not None:
+            updated = utcnow()
+            message += " The call finished." if not result.is_error else \
+                " The call did not succeed; see its result."
+        elif approval == "approved":
+            message += " The call is running."
+        return TaskView(task_id, status, message, approval, created_at, updated,
+                        int(self.retry_window_s * 1000), request_id, result)
 
     async def _audit_replay(self, registry: HookRegistry, identity: CallIdentity,
                             call: ToolCall, tool: Tool | None, outcome: ToolOutcome) -> None:
