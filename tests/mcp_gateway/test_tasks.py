@@ -12,7 +12,7 @@ import pytest
 from mcp import MCPError
 
 from tests.live_server import LiveServer
-from tests.mcp_gateway.task_client import Tasks, TaskHandle, cancel_task, get_task
+from tests.mcp_gateway.task_client import TaskHandle, Tasks, cancel_task, get_task
 from tests.mcp_gateway.world import (
     McpWorld,
     audit_rows,
