@@ -15,7 +15,7 @@ import contextlib
 import functools
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -125,9 +125,9 @@ class _WatchedLedger:
 
 @dataclass(slots=True)
 class _Share:
-    """What one downstream server offers one agent, as of the server's ``starts``-th start."""
+    """What one downstream server offers one agent, as of the server's listing ``generation``."""
 
-    starts: int
+    generation: int
     tools: dict[str, Tool]
     listed: dict[str, types.Tool]
 
@@ -166,6 +166,20 @@ class McpGateway:
         #: Gated calls in flight and recently finished, by task id (= their call id).
         self._by_task: dict[str, _Attempt] = {}
         self._finished: OrderedDict[str, tuple[_Attempt, types.CallToolResult]] = OrderedDict()
+        self._tools_listeners: list[Callable[[str], Awaitable[None]]] = []
+        for server in self.servers.values():
+            server.on_tools_changed(self._downstream_tools_changed)
+
+    def on_tools_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Await ``listener(server id)`` when a downstream server's tools changed (the
+        served sessions tell their clients ``notifications/tools/list_changed``)."""
+        self._tools_listeners.append(listener)
+
+    async def _downstream_tools_changed(self, server_id: str) -> None:
+        # The toolboxes rebuild from the new listing on their next use (generation moved).
+        log.info("MCP server '%s' changed its tools", server_id)
+        for listener in list(self._tools_listeners):
+            await listener(server_id)
         self._resource_owner: dict[tuple[str, str], str] = {}
 
     async def aclose(self) -> None:
@@ -432,14 +446,14 @@ class McpGateway:
         # One server's tools for one agent, rebuilt when the server (re)started.
         server = self.servers[server_id]
         cached = self._shares.get((who.agent.id, server_id))
-        if cached is not None and server.running and cached.starts == server.starts:
+        if cached is not None and server.running and cached.generation == server.generation:
             return cached
         try:
             downstream = await server.tools()
         except DownstreamError as exc:
             log.warning("%s", exc)
             return exc
-        share = _Share(server.starts, {}, {})
+        share = _Share(server.generation, {}, {})
         for entry in downstream:
             name = tool_name(server_id, entry.name)
             if who.access.allows(name):

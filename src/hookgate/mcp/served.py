@@ -6,7 +6,8 @@ waits for a person the client gets progress notifications and, where its protoco
 one URL-mode elicitation pointing at the request in the inbox. What the client's user answers
 to that elicitation is ignored: only an eligible approver decides, in the inbox or a channel.
 A client that negotiates the tasks extension gets a gated call as a task instead (see
-`hookgate.mcp.tasks`).
+`hookgate.mcp.tasks`); connected clients hear when a downstream server's tools changed (see
+`hookgate.mcp.announce`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from typing import Any
 import mcp_types as types
 from mcp import MCPError
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hookgate import __version__
+from hookgate.mcp.announce import ToolChangeAnnouncer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.gateway import GatewayRefusal, McpGateway, Principal
 from hookgate.mcp.tasks import TASKS_EXTENSION, TaskIdParams
@@ -38,9 +41,14 @@ PrincipalOf = Callable[[ServerRequestContext[Any, Any]], Principal]
 def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[Any]:
     """The served MCP server: tools, resources and prompts of the asking agent."""
 
+    announcer = ToolChangeAnnouncer()
+    gateway.on_tools_changed(announcer.announce)
+
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await gateway.list_tools(principal_of(ctx)))
+        who = principal_of(ctx)
+        announcer.watch(ctx, who.session_id)
+        return types.ListToolsResult(tools=await gateway.list_tools(who))
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams
@@ -90,12 +98,13 @@ def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[A
         with _as_protocol_errors():
             return await gateway.get_prompt(principal_of(ctx), params.name, params.arguments)
 
-    server: Server[Any] = Server(
+    server: Server[Any] = _GatewayServer(
         "hookgate", version=__version__,
         instructions="Tools behind hookgate: some calls wait for a person's approval.",
         on_list_tools=list_tools, on_call_tool=call_tool,  # type: ignore[arg-type]
         on_list_resources=list_resources, on_read_resource=read_resource,
         on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        on_subscriptions_listen=announcer.listen,
     )
     # Inside the SDK's span middleware (first in the list), which opens each SERVER span.
     server.middleware.append(ServedSpanAttributes(lambda ctx: principal_of(ctx).session_id))
@@ -104,6 +113,20 @@ def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[A
     server.add_request_handler("tasks/cancel", TaskIdParams, cancel_task)
     server.add_request_handler("tasks/update", TaskIdParams, update_task)
     return server
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK's server, announcing ``tools.listChanged`` to handshake-era clients too (the
+    streamable-HTTP manager asks for the default initialization options)."""
+
+    def create_initialization_options(
+        self, notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities, extensions)
 
 
 def _wants_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
