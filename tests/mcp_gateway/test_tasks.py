@@ -9,7 +9,7 @@ import asyncio
 import httpx
 import mcp_types as types
 import pytest
-from mcp import MCPError
+from mcp import Client, MCPError
 
 from tests.live_server import LiveServer
 from tests.mcp_gateway.task_client import TaskHandle, Tasks, cancel_task, get_task
@@ -22,6 +22,7 @@ from tests.mcp_gateway.world import (
     one_pending,
     outcome,
     pending_requests,
+    stdio_params,
     text,
 )
 
@@ -127,3 +128,29 @@ async def test_a_free_call_is_answered_at_once_even_when_the_client_offers_tasks
         result = await client.session.call_tool("mcp__time__get_current_time",
                                                 {"timezone": "UTC"}, allow_claimed=True)
     assert isinstance(result, types.CallToolResult) and not result.is_error
+
+
+async def test_a_stdio_task_is_finished_by_the_next_process_after_the_decision(
+        world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
+    # The first `hookgate mcp stdio` exits while the request waits; the decision comes
+    # while no process follows the call; the next process's poll runs it, once.
+    args = {"repo_path": str(world.repo), "branch_name": "next-process"}
+    async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
+        handle = await client.session.call_tool("mcp__git__git_create_branch", args,
+                                                allow_claimed=True)
+        assert isinstance(handle, TaskHandle)
+        request = await one_pending(api)
+    await decide(api, request["id"], "approve")
+    assert world.branches() == ["main"]
+
+    async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
+        async def finished() -> object:
+            task = await get_task(client.session, handle.task_id)
+            return task if task.status == "completed" else None
+        task = await eventually(finished, "the task completed")
+        again = await get_task(client.session, handle.task_id)
+    assert "next-process" in text(task.call_result())
+    assert again.status == "completed" and text(again.call_result()) == text(task.call_result())
+    assert world.branches() == ["main", "next-process"]
+    rows = await audit_rows(api, tool="mcp__git__git_create_branch")
+    assert [r["outcome"] for r in rows] == ["ok"]
