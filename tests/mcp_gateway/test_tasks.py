@@ -154,3 +154,24 @@ async def test_a_stdio_task_is_finished_by_the_next_process_after_the_decision(
     assert world.branches() == ["main", "next-process"]
     rows = await audit_rows(api, tool="mcp__git__git_create_branch")
     assert [r["outcome"] for r in rows] == ["ok"]
+
+
+async def test_a_task_left_by_an_exited_stdio_process_can_be_cancelled_by_the_next(
+        world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
+    args = {"repo_path": str(world.repo), "branch_name": "abandoned"}
+    async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
+        handle = await client.session.call_tool("mcp__git__git_create_branch", args,
+                                                allow_claimed=True)
+        assert isinstance(handle, TaskHandle)
+        request = await one_pending(api)
+    async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
+        waiting = await get_task(client.session, handle.task_id)
+        assert (waiting.status, waiting.approval()["state"]) == ("working", "waiting")
+        await cancel_task(client.session, handle.task_id)
+        task = await get_task(client.session, handle.task_id)
+    assert (task.status, task.approval()["state"]) == ("cancelled", "cancelled")
+    assert await pending_requests(api) == []
+    r = await api.get(f"/api/confirmations/{request['id']}", headers={
+        "Authorization": "Bearer tok-alice-mcp"})
+    assert r.status_code == 200 and r.json()["status"] == "cancelled", r.text
+    assert world.branches() == ["main"]

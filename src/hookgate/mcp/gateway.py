@@ -365,12 +365,34 @@ class McpGateway:
         return self._view(task_id, row.created_at, row, None)
 
     async def cancel_task(self, who: Principal, task_id: str) -> None:
-        """Stop following ``task_id`` here: its waiting request is cancelled (the gate does
-        that when its wait is cancelled), an approved call that already runs finishes."""
+        """Cancel ``task_id`` while it is checked or waits: its request is cancelled (the gate
+        does that when its wait is cancelled). An approved call that runs finishes."""
         view = await self.task_view(who, task_id)
+        if view.result is not None or view.approval not in ("checking", "waiting"):
+            return
         attempt = self._by_task.get(task_id)
-        if view.result is None and attempt is not None and attempt.task is not None \
-                and view.approval in ("checking", "waiting"):
+        if attempt is None:
+            # Followed by no process here (its client's process is gone): follow it, then
+            # cancel that wait, so the request ends the way the gate ends any wait.
+            row = await self.attempts.request_for(run_of_task(task_id) or "", task_id)
+            if row is None or row.status != "pending":
+                return
+            found = await self.attempts.attempt_for(
+                call_key(who.agent.id, who.user_id, row.tool_name, row.args))
+            if not (found.joined and found.tool_call_id == task_id):
+                return
+            _box, attempt = await self._begin(who, row.tool_name, row.args)
+            if attempt is None or attempt.task is None:
+                return
+            # Cancelled once the gate waits (a cancel during its hooks would not reach the
+            # request): the joined attempt meets the pending request at once.
+            waiter = asyncio.ensure_future(attempt.pending.wait())
+            try:
+                await asyncio.wait({waiter, attempt.task}, timeout=10,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+        if attempt.task is not None:
             attempt.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await attempt.task
