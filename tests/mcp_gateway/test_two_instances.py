@@ -1,10 +1,12 @@
 """The same gated call reaching two real `hookgate serve` processes on one PostgreSQL at the
-same moment: one approval request (the database picks the winner), one downstream run, and
-both callers get its result once a person approves."""
+same moment: one approval request (the database picks the winner), one card in Slack (the
+fake Web API on loopback), one downstream run, and both callers get its result once a person
+approves."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +14,9 @@ import httpx
 import psycopg
 import pytest
 
+from hookgate.server.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.conftest import _fresh_pg_database
+from tests.fakes.slack import FakeSlack
 from tests.instances import Instance
 from tests.mcp_gateway.world import (
     McpWorld,
@@ -34,14 +38,24 @@ LINGER = "          - audit_log\n          - {name: tests.hookfixtures:Linger, "
 
 
 @pytest.fixture
-def pair(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[McpWorld, Instance,
-                                                                             Instance]]:
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def pair(tmp_path: Path, request: pytest.FixtureRequest, slack: FakeSlack
+         ) -> Iterator[tuple[McpWorld, Instance, Instance]]:
     world = make_world(tmp_path, _fresh_pg_database(request.getfixturevalue(
         "postgres_server_url")))
-    config = world.config_path.read_text()
-    world.config_path.write_text(config.replace("          - audit_log\n", LINGER, 1))
-    first = Instance("a", world.config_path, tmp_path)
-    second = Instance("b", world.config_path, tmp_path)
+    config = world.config_path.read_text().replace("          - audit_log\n", LINGER, 1)
+    channel = {"id": "ops-slack", "type": "slack", "org": "acme",
+               "config": slack.channel_config()}
+    config = config.replace("agents:\n", f"channels: [{json.dumps(channel)}]\nagents:\n", 1)
+    world.config_path.write_text(config)
+    env = {SECRETS_KEY_ENV: SecretsKey.generate()}
+    first = Instance("a", world.config_path, tmp_path, env=env)
+    second = Instance("b", world.config_path, tmp_path, env=env)
     try:
         first.spawn()
         first.wait_up()  # the schema is migrated once, by the first
@@ -60,8 +74,8 @@ def request_rows(world: McpWorld) -> list[tuple[str, str]]:
             "SELECT id, status FROM confirmation_requests").fetchall()]
 
 
-async def test_one_request_and_one_run_for_the_same_call_on_two_instances(
-        pair: tuple[McpWorld, Instance, Instance]) -> None:
+async def test_one_request_one_card_and_one_run_for_the_same_call_on_two_instances(
+        pair: tuple[McpWorld, Instance, Instance], slack: FakeSlack) -> None:
     world, first, second = pair
     args = {"repo_path": str(world.repo), "branch_name": "raced"}
     async with http_client(f"{first.url}/mcp/coder", "alice") as one, \
@@ -75,6 +89,7 @@ async def test_one_request_and_one_run_for_the_same_call_on_two_instances(
         assert len(await pending_requests(api)) == 1, await pending_requests(api)
         assert len(request_rows(world)) == 1, request_rows(world)
         assert not any(c.done() for c in calls)
+        assert len(slack.messages) == 1, slack.messages
         r = await api.get("/api/confirmations", params={"status": "pending"},
                           headers=auth("bob"))
         assert [p["id"] for p in r.json()] == [found[0]["id"]]
@@ -90,4 +105,5 @@ async def test_one_request_and_one_run_for_the_same_call_on_two_instances(
     # the other caller got the recorded result.
     assert sorted(r["outcome"] for r in rows) == ["ok", "ok"]
     assert sorted((r["detail"] or "").startswith("replay:") for r in rows) == [False, True]
+    assert len(slack.messages) == 1 and slack.violations == []
     assert len({r["tool_call_id"] for r in rows}) == 1
