@@ -5,6 +5,7 @@ disconnect; status and ``_meta`` say waiting, approved or rejected."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 import mcp_types as types
@@ -12,7 +13,13 @@ import pytest
 from mcp import Client, MCPError
 
 from tests.live_server import LiveServer
-from tests.mcp_gateway.task_client import TaskHandle, Tasks, cancel_task, get_task
+from tests.mcp_gateway.task_client import (
+    DetailedTask,
+    TaskHandle,
+    Tasks,
+    cancel_task,
+    get_task,
+)
 from tests.mcp_gateway.world import (
     McpWorld,
     audit_rows,
@@ -29,6 +36,31 @@ from tests.mcp_gateway.world import (
 
 def mcp_url(server: LiveServer) -> str:
     return f"{server.url}/mcp/coder"
+
+
+async def create_branch_task(client: Client, world: McpWorld, branch: str) -> TaskHandle:
+    """A gated call made as a task: the handle comes back at once."""
+    args = {"repo_path": str(world.repo), "branch_name": branch}
+    handle = await asyncio.wait_for(client.session.call_tool(
+        "mcp__git__git_create_branch", args, allow_claimed=True), 10)
+    assert isinstance(handle, TaskHandle), handle
+    return handle
+
+
+async def finished(client: Client, task_id: str) -> DetailedTask:
+    async def poll() -> DetailedTask | None:
+        task = await get_task(client.session, task_id)
+        return task if task.status not in ("working", "input_required") else None
+    return await eventually(poll, f"task {task_id} finished")
+
+
+async def left_by_a_stdio_process(world: McpWorld, api: httpx.AsyncClient, branch: str
+                                  ) -> tuple[TaskHandle, dict[str, Any]]:
+    """A task made through a `hookgate mcp stdio` that has exited since, and its request."""
+    async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
+        handle = await create_branch_task(client, world, branch)
+        request = await one_pending(api)
+    return handle, request
 
 
 async def test_a_client_with_tasks_polls_a_gated_call_to_its_approved_result(
@@ -58,21 +90,16 @@ async def test_a_client_with_tasks_polls_a_gated_call_to_its_approved_result(
 
 async def test_the_task_comes_at_once_and_outlives_the_client(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
-    args = {"repo_path": str(world.repo), "branch_name": "after-disconnect"}
     async with http_client(mcp_url(server), "alice", extensions=[Tasks()]) as client:
-        handle = await asyncio.wait_for(client.session.call_tool(
-            "mcp__git__git_create_branch", args, allow_claimed=True), 10)
-    assert isinstance(handle, TaskHandle), handle
+        handle = await create_branch_task(client, world, "after-disconnect")
     assert handle.status == "working" and handle.poll_interval_ms
     # The client is gone; the request waits in the inbox all the same.
     request = await one_pending(api)
     await decide(api, request["id"], "approve")
 
     async with http_client(mcp_url(server), "alice", extensions=[Tasks()]) as client:
-        async def finished() -> object:
-            task = await get_task(client.session, handle.task_id)
-            return task if task.status == "completed" else None
-        task = await eventually(finished, "the task completed")
+        task = await finished(client, handle.task_id)
+    assert task.status == "completed"
     assert task.approval() == {"state": "approved", "request_id": request["id"]}
     assert "after-disconnect" in text(task.call_result())
     assert world.branches() == ["after-disconnect", "main"]
@@ -88,19 +115,12 @@ async def test_the_task_comes_at_once_and_outlives_the_client(
 
 async def test_a_rejected_task_completes_with_the_refusal_and_nothing_runs(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
-    args = {"repo_path": str(world.repo), "branch_name": "refused"}
     async with http_client(mcp_url(server), "alice", extensions=[Tasks()]) as client:
-        handle = await client.session.call_tool("mcp__git__git_create_branch", args,
-                                                allow_claimed=True)
-        assert isinstance(handle, TaskHandle)
+        handle = await create_branch_task(client, world, "refused")
         request = await one_pending(api)
         await decide(api, request["id"], "reject")
-
-        async def finished() -> object:
-            task = await get_task(client.session, handle.task_id)
-            return task if task.status == "completed" else None
-        task = await eventually(finished, "the task completed")
-    assert task.approval()["state"] == "rejected"
+        task = await finished(client, handle.task_id)
+    assert (task.status, task.approval()["state"]) == ("completed", "rejected")
     result = task.call_result()
     assert result.is_error and "rejected" in text(result)
     assert world.branches() == ["main"]
@@ -108,11 +128,8 @@ async def test_a_rejected_task_completes_with_the_refusal_and_nothing_runs(
 
 async def test_cancelling_a_waiting_task_cancels_its_request(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
-    args = {"repo_path": str(world.repo), "branch_name": "cancelled"}
     async with http_client(mcp_url(server), "alice", extensions=[Tasks()]) as client:
-        handle = await client.session.call_tool("mcp__git__git_create_branch", args,
-                                                allow_claimed=True)
-        assert isinstance(handle, TaskHandle)
+        handle = await create_branch_task(client, world, "cancelled")
         request = await one_pending(api)
         await cancel_task(client.session, handle.task_id)
         assert await pending_requests(api) == []
@@ -134,20 +151,12 @@ async def test_a_stdio_task_is_finished_by_the_next_process_after_the_decision(
         world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
     # The first `hookgate mcp stdio` exits while the request waits; the decision comes
     # while no process follows the call; the next process's poll runs it, once.
-    args = {"repo_path": str(world.repo), "branch_name": "next-process"}
-    async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
-        handle = await client.session.call_tool("mcp__git__git_create_branch", args,
-                                                allow_claimed=True)
-        assert isinstance(handle, TaskHandle)
-        request = await one_pending(api)
+    handle, request = await left_by_a_stdio_process(world, api, "next-process")
     await decide(api, request["id"], "approve")
     assert world.branches() == ["main"]
 
     async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
-        async def finished() -> object:
-            task = await get_task(client.session, handle.task_id)
-            return task if task.status == "completed" else None
-        task = await eventually(finished, "the task completed")
+        task = await finished(client, handle.task_id)
         again = await get_task(client.session, handle.task_id)
     assert "next-process" in text(task.call_result())
     assert again.status == "completed" and text(again.call_result()) == text(task.call_result())
@@ -158,12 +167,7 @@ async def test_a_stdio_task_is_finished_by_the_next_process_after_the_decision(
 
 async def test_a_task_left_by_an_exited_stdio_process_can_be_cancelled_by_the_next(
         world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
-    args = {"repo_path": str(world.repo), "branch_name": "abandoned"}
-    async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
-        handle = await client.session.call_tool("mcp__git__git_create_branch", args,
-                                                allow_claimed=True)
-        assert isinstance(handle, TaskHandle)
-        request = await one_pending(api)
+    handle, request = await left_by_a_stdio_process(world, api, "abandoned")
     async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
         waiting = await get_task(client.session, handle.task_id)
         assert (waiting.status, waiting.approval()["state"]) == ("working", "waiting")
