@@ -54,13 +54,17 @@ async def finished(client: Client, task_id: str) -> DetailedTask:
     return await eventually(poll, f"task {task_id} finished")
 
 
-async def left_by_a_stdio_process(world: McpWorld, api: httpx.AsyncClient, branch: str
-                                  ) -> tuple[TaskHandle, dict[str, Any]]:
-    """A task made through a `hookgate mcp stdio` that has exited since, and its request."""
+async def left_by_a_stdio_process(world: McpWorld, api: httpx.AsyncClient, *branches: str
+                                  ) -> list[tuple[TaskHandle, dict[str, Any]]]:
+    """Tasks made through a `hookgate mcp stdio` that has exited since, with their requests."""
+    out = []
     async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
-        handle = await create_branch_task(client, world, branch)
-        request = await one_pending(api)
-    return handle, request
+        for branch in branches:
+            handle = await create_branch_task(client, world, branch)
+            pending = await eventually(lambda: pending_requests(api), "a pending request")
+            request = next(r for r in pending if r["payload"]["args"]["branch_name"] == branch)
+            out.append((handle, request))
+    return out
 
 
 async def test_a_client_with_tasks_polls_a_gated_call_to_its_approved_result(
@@ -147,35 +151,29 @@ async def test_a_free_call_is_answered_at_once_even_when_the_client_offers_tasks
     assert isinstance(result, types.CallToolResult) and not result.is_error
 
 
-async def test_a_stdio_task_is_finished_by_the_next_process_after_the_decision(
+async def test_stdio_tasks_outlive_their_process_and_the_next_one_finishes_or_cancels_them(
         world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
-    # The first `hookgate mcp stdio` exits while the request waits; the decision comes
-    # while no process follows the call; the next process's poll runs it, once.
-    handle, request = await left_by_a_stdio_process(world, api, "next-process")
-    await decide(api, request["id"], "approve")
+    # The first `hookgate mcp stdio` exits while both requests wait; one is approved while
+    # no process follows it: the next process's poll runs it, once. It cancels the other.
+    (done, approved), (dropped, abandoned) = await left_by_a_stdio_process(
+        world, api, "next-process", "abandoned")
+    await decide(api, approved["id"], "approve")
     assert world.branches() == ["main"]
 
     async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
-        task = await finished(client, handle.task_id)
-        again = await get_task(client.session, handle.task_id)
-    assert "next-process" in text(task.call_result())
+        task = await finished(client, done.task_id)
+        again = await get_task(client.session, done.task_id)
+        waiting = await get_task(client.session, dropped.task_id)
+        assert (waiting.status, waiting.approval()["state"]) == ("working", "waiting")
+        await cancel_task(client.session, dropped.task_id)
+        cancelled = await get_task(client.session, dropped.task_id)
+    assert task.status == "completed" and "next-process" in text(task.call_result())
     assert again.status == "completed" and text(again.call_result()) == text(task.call_result())
+    assert (cancelled.status, cancelled.approval()["state"]) == ("cancelled", "cancelled")
+    assert await pending_requests(api) == []
+    r = await api.get(f"/api/confirmations/{abandoned['id']}", headers={
+        "Authorization": "Bearer tok-alice-mcp"})
+    assert r.status_code == 200 and r.json()["status"] == "cancelled", r.text
     assert world.branches() == ["main", "next-process"]
     rows = await audit_rows(api, tool="mcp__git__git_create_branch")
     assert [r["outcome"] for r in rows] == ["ok"]
-
-
-async def test_a_task_left_by_an_exited_stdio_process_can_be_cancelled_by_the_next(
-        world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
-    handle, request = await left_by_a_stdio_process(world, api, "abandoned")
-    async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
-        waiting = await get_task(client.session, handle.task_id)
-        assert (waiting.status, waiting.approval()["state"]) == ("working", "waiting")
-        await cancel_task(client.session, handle.task_id)
-        task = await get_task(client.session, handle.task_id)
-    assert (task.status, task.approval()["state"]) == ("cancelled", "cancelled")
-    assert await pending_requests(api) == []
-    r = await api.get(f"/api/confirmations/{request['id']}", headers={
-        "Authorization": "Bearer tok-alice-mcp"})
-    assert r.status_code == 200 and r.json()["status"] == "cancelled", r.text
-    assert world.branches() == ["main"]
