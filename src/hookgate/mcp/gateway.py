@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import mcp_types as types
 
@@ -34,8 +34,9 @@ from hookgate.mcp.config import AgentMcpAccess, McpServerSpec, split_tool_name, 
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
-from hookgate.mcp.tasks import Approval, TaskView, run_of_task
+from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
 from hookgate.storage.database import Database
+from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.guarded import build_metadata, execute_tool_call
@@ -166,6 +167,7 @@ class McpGateway:
         #: Gated calls in flight and recently finished, by task id (= their call id).
         self._by_task: dict[str, _Attempt] = {}
         self._finished: OrderedDict[str, tuple[_Attempt, types.CallToolResult]] = OrderedDict()
+        self._resource_owner: dict[tuple[str, str], str] = {}
         self._tools_listeners: list[Callable[[str], Awaitable[None]]] = []
         for server in self.servers.values():
             server.on_tools_changed(self._downstream_tools_changed)
@@ -180,7 +182,6 @@ class McpGateway:
         log.info("MCP server '%s' changed its tools", server_id)
         for listener in list(self._tools_listeners):
             await listener(server_id)
-        self._resource_owner: dict[tuple[str, str], str] = {}
 
     async def aclose(self) -> None:
         """Stop the calls in flight (their requests stay pending when the approval service
@@ -355,13 +356,8 @@ class McpGateway:
             if found.joined and found.tool_call_id == task_id:
                 await self._begin(who, row.tool_name, row.args)
                 return self._view(task_id, row.created_at, row, None)
-            if row.status == "approved":
-                return self._view(task_id, row.created_at, row, _refused(
-                    f"Error: request {row.id} was approved, but its result is no longer "
-                    f"available (kept {self.retry_window_s:g}s); call the tool again."))
-            return self._view(task_id, row.created_at, row, _refused(
-                f"Error: request {row.id} was {row.status}"
-                f"{f': {row.reason}' if row.reason else ''}; the call did not run."))
+            return self._view(task_id, row.created_at, row,
+                              unfollowed_result(row, self.retry_window_s))
         return self._view(task_id, row.created_at, row, None)
 
     async def cancel_task(self, who: Principal, task_id: str) -> None:
@@ -397,33 +393,9 @@ class McpGateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await attempt.task
 
-    def _view(self, task_id: str, created_at: datetime, row: Any,
+    def _view(self, task_id: str, created_at: datetime, row: ConfirmationRequestRow | None,
               result: types.CallToolResult | None) -> TaskView:
-        approval: Approval = "checking"
-        message = "The call is being checked by hookgate's hooks."
-        request_id = None
-        updated = created_at
-        if row is not None:
-            request_id = row.id
-            updated = row.responded_at or row.created_at
-            approval = "waiting" if row.status == "pending" else row.status
-            if row.status == "pending":
-                message = f"Waiting for a person to approve request {row.id}."
-            else:
-                by = f" by {row.responded_by}" if row.responded_by else ""
-                message = f"Request {row.id} was {row.status}{by}."
-        status: Literal["working", "completed", "cancelled"] = \
-            "working" if result is None else "completed"
-        if result is not None and approval == "cancelled":
-            status = "cancelled"  # by tasks/cancel, the run, or a card that failed to go out
-        if result is not None:
-            updated = utcnow()
-            message += " The call finished." if not result.is_error else \
-                " The call did not succeed; see its result."
-        elif approval == "approved":
-            message += " The call is running."
-        return TaskView(task_id, status, message, approval, created_at, updated,
-                        int(self.retry_window_s * 1000), request_id, result)
+        return view_of(task_id, created_at, row, result, int(self.retry_window_s * 1000))
 
     async def _audit_replay(self, registry: HookRegistry, identity: CallIdentity,
                             call: ToolCall, tool: Tool | None, outcome: ToolOutcome) -> None:

@@ -18,6 +18,9 @@ from typing import Any, Literal
 import mcp_types as types
 from pydantic import Field
 
+from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.types import utcnow
+
 #: The extension's identifier, in client and server capabilities.
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: Where a task's ``_meta`` says how its approval stands.
@@ -80,6 +83,55 @@ class TaskView:
             "pollIntervalMs": POLL_INTERVAL_MS,
             "_meta": {APPROVAL_META: {"state": self.approval, "request_id": self.request_id}},
         }
+
+
+def view_of(task_id: str, created_at: datetime, row: ConfirmationRequestRow | None,
+            result: types.CallToolResult | None, ttl_ms: int) -> TaskView:
+    """The task of an attempt: its request (None before the gate made one) and its result
+    (None while there is none yet)."""
+    approval: Approval = "checking"
+    message = "The call is being checked by hookgate's hooks."
+    request_id = None
+    updated = created_at
+    if row is not None:
+        request_id = row.id
+        updated = row.responded_at or row.created_at
+        approval = "waiting" if row.status == "pending" else _decided(row.status)
+        if row.status == "pending":
+            message = f"Waiting for a person to approve request {row.id}."
+        else:
+            by = f" by {row.responded_by}" if row.responded_by else ""
+            message = f"Request {row.id} was {row.status}{by}."
+    status: TaskStatus = "working"
+    if result is not None:
+        # Cancelled by tasks/cancel, with the run, or when its card could not go out.
+        status = "cancelled" if approval == "cancelled" else "completed"
+        updated = utcnow()
+        message += " The call finished." if not result.is_error else \
+            " The call did not succeed; see its result."
+    elif approval == "approved":
+        message += " The call is running."
+    return TaskView(task_id, status, message, approval, created_at, updated, ttl_ms,
+                    request_id, result)
+
+
+def unfollowed_result(row: ConfirmationRequestRow, kept_s: float) -> types.CallToolResult:
+    """The result of a decided attempt the retry path no longer joins."""
+    if row.status == "approved":
+        text = (f"Error: request {row.id} was approved, but its result is no longer "
+                f"available (kept {kept_s:g}s); call the tool again.")
+    else:
+        reason = f": {row.reason}" if row.reason else ""
+        text = f"Error: request {row.id} was {row.status}{reason}; the call did not run."
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+_DECIDED: dict[str, Approval] = {s: s for s in ("approved", "rejected", "expired", "cancelled")}
+
+
+def _decided(status: str) -> Approval:
+    # A status this module does not know is shown as cancelled: the call does not run.
+    return _DECIDED.get(status, "cancelled")
 
 
 def _iso(at: datetime) -> str:
