@@ -155,7 +155,10 @@ class PersistentApprovals:
             # its decision) belongs to that call; the gate refuses this one without asking.
             return _decision(request)
         if request.pending:
-            if request.mode == "channel" and request.delivery_ref is None:
+            # Claimed first: the same call held by two processes at once (or resumed while
+            # its creator sends the card) sends one card.
+            if request.mode == "channel" and request.delivery_ref is None and \
+                    await self.store.claim_delivery(request.id):
                 await self._deliver(request, ask)
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
             request = await timed_wait(self._wait(request, ask, wait_s), request,
@@ -353,7 +356,9 @@ class PersistentApprovals:
                 log.exception("expiring overdue requests failed")
 
     def _update_card_later(self, request: ConfirmationRequest) -> None:
-        if not request.delivery_ref or self.channels is None or not request.channel_id:
+        # No card yet (none, or one still being sent): nothing to update.
+        if not request.delivery_ref or "channel_id" not in request.delivery_ref or \
+                self.channels is None or not request.channel_id:
             return
         channel = self.channels.get(request.channel_id)
         if channel is None:

@@ -3,6 +3,9 @@
 The connection lives in a task of its own, because the SDK's client is an anyio context
 that must be entered and left by the same task. A server that crashed is started again at
 the next request; the request that saw the crash fails, since its outcome is unknown.
+A server that says its tools changed (``notifications/tools/list_changed`` on the handshake
+protocol, a ``subscriptions/listen`` event on 2026-07-28) is listed again, and the listeners
+registered with `on_tools_changed` hear of it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TextIO, TypeVar
 
 import httpx2
@@ -20,6 +23,7 @@ import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from hookgate.mcp.config import McpServerSpec
@@ -51,6 +55,16 @@ class DownstreamServer:
         #: How many times a connection was opened (restarts included).
         self.starts = 0
         self._trace_headers = HttpTraceHeaders()
+        #: Bumped at every start and every new listing of the tools: who built something
+        #: from `tools()` rebuilds it when this moved.
+        self.generation = 0
+        self._listeners: list[Callable[[str], Awaitable[None]]] = []
+        self._refresh: asyncio.Task[None] | None = None
+        self._refresh_again = False
+
+    def on_tools_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Await ``listener(server id)`` after the server's tools changed and were listed."""
+        self._listeners.append(listener)
 
     @property
     def id(self) -> str:
@@ -93,6 +107,10 @@ class DownstreamServer:
             await self._start()
 
     async def close(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refresh
         async with self._lock:
             await self._stop()
 
@@ -126,6 +144,7 @@ class DownstreamServer:
             raise DownstreamError(self.id, f"could not start: {_reason(exc)}") from exc
         self._client = client
         self.starts += 1
+        self.generation += 1
 
     async def _stop(self) -> None:
         self._client = None
@@ -143,9 +162,17 @@ class DownstreamServer:
 
     async def _hold(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
         try:
-            async with Client(self._target(), cache=None) as client:
+            async with Client(self._target(), cache=None,
+                              message_handler=self._on_message) as client:
                 ready.set_result(client)
-                await closing.wait()
+                watch = self._watch(client)
+                try:
+                    await closing.wait()
+                finally:
+                    if watch is not None:
+                        watch.cancel()
+                        with contextlib.suppress(asyncio.CancelledError, Exception):
+                            await watch
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else
@@ -156,6 +183,60 @@ class DownstreamServer:
                 raise
         finally:
             self._client = None
+
+    # -- tools that change -------------------------------------------------------------------
+
+    async def _on_message(self, message: Any) -> None:
+        # Handshake-era servers notify on the session; this runs in the client's reader,
+        # so the new listing is fetched elsewhere.
+        if isinstance(message, types.ToolListChangedNotification):
+            self._tools_changed()
+
+    def _watch(self, client: Client) -> asyncio.Task[None] | None:
+        caps = client.server_capabilities
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or caps.tools is None \
+                or not caps.tools.list_changed:
+            return None
+        return asyncio.create_task(self._listen(client), name=f"mcp-watch-{self.id}")
+
+    async def _listen(self, client: Client) -> None:
+        # 2026-07-28 servers deliver changes only on a subscriptions/listen stream.
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _event in events:
+                    self._tools_changed()
+        except Exception as exc:
+            log.warning("MCP server '%s': watching its tool list failed: %s", self.id,
+                        _reason(exc))
+
+    def _tools_changed(self) -> None:
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh_again = True  # changed again while listing: list once more after
+            return
+        self._refresh = asyncio.create_task(self._relist(), name=f"mcp-relist-{self.id}")
+
+    async def _relist(self) -> None:
+        while True:
+            self._refresh_again = False
+            client = self._client
+            if client is None:
+                return  # not running: the next start lists the tools anyway
+            try:
+                tools = await self._request(client, "tools/list", self._list_tools(client))
+            except DownstreamError as exc:
+                log.warning("%s; keeping the tools listed before", exc)
+                return
+            if self._client is not client:
+                return
+            self._tools = tools
+            self.generation += 1
+            for listener in list(self._listeners):
+                try:
+                    await listener(self.id)
+                except Exception:
+                    log.exception("a listener of MCP server '%s' tool changes failed", self.id)
+            if not self._refresh_again:
+                return
 
     def _target(self) -> Any:
         spec = self.spec
