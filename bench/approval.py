@@ -9,7 +9,8 @@ Prints one JSON object. Usage: python bench/approval.py [--sizes 1,100,10000] [-
 
 ``--cross-instance`` measures the same across real `hookgate serve` processes on PostgreSQL
 instead (see bench/crossinstance/run.py): python bench/approval.py --cross-instance
-[--postgres URL] [--waiting 10000] [--decisions 200]
+[--postgres URL (default: a throwaway cluster with pg_stat_statements)] [--waiting 10000]
+[--decisions 200]
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
 from hookgate.server.executors.base import RunEndings
 from hookgate.server.executors.settings import WorkerSettings
-from hookgate.storage.fencing import take_over
+from hookgate.storage.fencing import take_over, take_over_reading
 
 if TYPE_CHECKING:
     from hookgate.server.run_manager import RunManager
@@ -56,6 +56,10 @@ SELECT runs.id FROM runs
 """
 ADVANCE_TASK = "hookgate.advance_run"
 EXPIRE_TASK = "hookgate.expire_requests"
+#: A worker fetches the highest priority first, walking an index in (priority, id) order:
+#: advances rank above the expiry jobs, one scheduled per waiting request, so a decision's
+#: advance is found at the head of that index instead of after every future expiry.
+ADVANCE_PRIORITY = 10
 
 
 class QueueExecutor:
@@ -69,7 +73,7 @@ class QueueExecutor:
         self.app = App(connector=PsycopgConnector(conninfo=manager.db.libpq_url,
                                                   min_size=1, max_size=10))
         self.advance_task: Task[Any, Any, Any] = self.app.task(
-            name=ADVANCE_TASK, queue=QUEUE)(self._advance_job)
+            name=ADVANCE_TASK, queue=QUEUE, priority=ADVANCE_PRIORITY)(self._advance_job)
         self.expire_task: Task[Any, Any, Any] = self.app.task(
             name=EXPIRE_TASK, queue=QUEUE)(self._expire_job)
         #: Root runs advancing in this process: their waiting calls park.
@@ -184,11 +188,14 @@ class QueueExecutor:
 
     async def _advance_job(self, run_id: str) -> None:
         m = self.manager
-        fence = await take_over(m.db, run_id)
+        taken = await take_over_reading(m.db, run_id)
+        if taken is None:
+            return
+        fence, stored = taken
         try:
             # A state that no longer loads is failed here, as on the in-process path.
-            state = await m.store.load_to_resume(run_id, fence) if fence is not None else None
-            if fence is None or state is None:
+            state = await m.store.parse_to_resume(run_id, stored, fence)
+            if state is None:
                 return
             advance = await m.prepare(state, fence)
         except Fenced:
