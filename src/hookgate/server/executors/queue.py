@@ -6,7 +6,7 @@
   executors at once, and a ``queueing_lock``, so it is queued at most once.
 - A decision, an expiry or a cancellation enqueues the run's continuation in the same
   transaction as the request's compare-and-set; an expiry is a job scheduled for the
-  request's expiry time (the database's clock).
+  request's expiry tick (the database's clock; one job per tick, see expiry_tick).
 - Workers heartbeat; a worker's jobs whose heartbeats stopped are retried by live workers.
   Each job raises the run's fencing counter first, so a worker wrongly declared dead cannot
   checkpoint, log events or claim a tool call afterwards; the tool ledger keeps every tool
@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import datetime
+import math
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from procrastinate import App, PsycopgConnector
@@ -60,6 +61,14 @@ EXPIRE_TASK = "hookgate.expire_requests"
 #: advances rank above the expiry jobs, one scheduled per waiting request, so a decision's
 #: advance is found at the head of that index instead of after every future expiry.
 ADVANCE_PRIORITY = 10
+
+
+def expiry_tick(expires_at: datetime, tick_s: float) -> datetime:
+    """The end of the tick ``expires_at`` falls in: requests expiring within one tick share
+    one scheduled job, so the queue holds at most (longest timeout / tick) of them however
+    many runs wait, and a request ends at most one tick after its expiry."""
+    epoch = expires_at.timestamp()
+    return datetime.fromtimestamp(math.ceil(epoch / tick_s) * tick_s, tz=UTC)
 
 
 class QueueExecutor:
@@ -232,16 +241,19 @@ class QueueExecutor:
         request = await m.approvals.store.get(parked.request_id)
         async with m.db.transaction() as s:
             if request is not None and request.pending:
+                due = expiry_tick(request.expires_at, self.settings.expiry_tick_s)
                 await self._defer(s, self.expire_task, lock=None,
-                                  queueing_lock=f"expire:{request.id}",
-                                  schedule_at=request.expires_at, request_id=request.id)
+                                  queueing_lock=f"expire:{due.isoformat()}",
+                                  schedule_at=due, due=due.isoformat())
             # A decision that landed while the run was parking found the job still holding
             # the run, and queued its continuation already; this covers the narrow case
             # where it landed before the job took the run.
             if request is not None and not request.pending:
                 await self._defer_advance(s, state.run_id)
 
-    async def _expire_job(self, request_id: str) -> None:
+    async def _expire_job(self, due: str = "", request_id: str = "") -> None:
+        # One job per tick ends every request due by then (request_id: jobs queued by
+        # earlier versions, one per request).
         # Expiry is judged by the database's clock; each expiry queues its run's advance.
         await self.manager.approvals.expire_overdue()
 
