@@ -19,7 +19,7 @@ from hookgate.server.channel_directory import CompletionNotices, ConfiguredChann
 from hookgate.server.deployment import Deployment
 from hookgate.server.executors.in_process import InProcessExecutor
 from hookgate.server.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
-from hookgate.server.notifications import Notifications, Wakers
+from hookgate.server.notifications import Notifications, Subscription, Wakers
 from hookgate.server.run_manager import RunManager
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
@@ -72,7 +72,7 @@ class Runtime:
         self.claude_code = ClaudeCodeBackend(self.approvals, self.services, self.runs.ledger)
         self.runs.on_run_end = CompletionNotices(self.channels, agents, self.runs.store,
                                                  self.run_url).run_ended
-        self.notifications: Notifications | None = None
+        self.notifications: Subscription | None = None
         self.queue: QueueExecutor | None = None
         if self.db.is_sqlite:
             self.approvals.on_change(self.inbox.publish)
@@ -82,12 +82,24 @@ class Runtime:
 
             self.queue = QueueExecutor(self.runs, worker=worker, settings=deployment.worker)
             self.runs.executor = self.queue
-            self.notifications = self._listen(self.db.libpq_url)
+            self.notifications = self._listen()
+        if deployment.redis_url and self.db.is_sqlite:
+            log.warning("redis_url is ignored: with a SQLite file one instance serves every "
+                        "stream from memory (Redis carries wake-ups between instances on "
+                        "PostgreSQL)")
         self.started = False
 
-    def _listen(self, conninfo: str) -> Notifications:
-        # Other instances' run events and request changes reach this one as notifications.
-        notes = Notifications(conninfo)
+    def _listen(self) -> Subscription:
+        # Other instances' run events and request changes reach this one as wake-ups:
+        # PostgreSQL notifications, or Redis pub/sub with redis_url.
+        notes: Subscription
+        if self.deployment.redis_url:
+            from hookgate.server.redis_wakeups import RedisWakeups  # the optional extra
+
+            notes = wakeups = RedisWakeups(self.deployment.redis_url)
+            self.db.publisher = wakeups
+        else:
+            notes = Notifications(self.db.libpq_url)
         followers = Wakers()
         self.runs.bus.followers = followers
         notes.on(RUN_EVENTS_CHANNEL, followers.wake)

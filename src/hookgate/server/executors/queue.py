@@ -274,9 +274,12 @@ class QueueExecutor:
         with contextlib.suppress(Exception):
             await self.recover()
         since_recovery = 0.0
+        # A third of the stalled timeout: a dead worker's jobs move on within 4/3 of it,
+        # and an idle cluster pays one query per worker per period, not per waiting run.
+        period = max(self.settings.heartbeat_s, self.settings.stalled_after_s / 3)
         while True:
-            await asyncio.sleep(self.settings.heartbeat_s)
-            since_recovery += self.settings.heartbeat_s
+            await asyncio.sleep(period)
+            since_recovery += period
             if since_recovery >= self.settings.stalled_after_s:
                 since_recovery = 0.0
                 with contextlib.suppress(Exception):
