@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+from sqlalchemy import Table
 
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.services import HookServices
@@ -25,6 +27,8 @@ from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
 from hookgate.storage.tables import AgentRow
+from hookgate.storage.types import utcnow
+from hookgate.storage.upserts import upsert
 from hookgate.storage.users import sync_declared_users, user_for_token
 
 if TYPE_CHECKING:
@@ -144,7 +148,8 @@ class Runtime:
         self.started = False
 
     async def sync(self) -> None:
-        """Write the declared orgs, users and agents into the database.
+        """Write the declared orgs, users and agents into the database, as upserts (any
+        number of instances may sync at once).
 
         An org's ``read_only`` is taken from the declaration only when the org is new: after
         that it is operational state, changed through the API or CLI. Declared users follow
@@ -153,25 +158,20 @@ class Runtime:
         d = self.deployment
         await sync_orgs(self.db, [(o.id, o.name, o.read_only) for o in d.orgs])
         await sync_declared_users(self.db, d.users)
+        rows = [{"id": agent.id, "org_id": agent.org_id, "name": agent.name,
+                 "owner_user_id": agent.owner_user_id, "updated_at": utcnow(),
+                 "definition": {
+                     "instructions": agent.instructions,
+                     "tools": [t.name for t in agent.tools],
+                     "confirmation_mode": agent.confirmation_mode,
+                     "confirmation_approver_scope": agent.confirmation_approver_scope,
+                     "require_confirmation_for_all": agent.require_confirmation_for_all,
+                     "model_config_json": agent.model_config_json,
+                 }} for agent in d.agents.values()]
         async with self.db.transaction() as s:
-            for agent in d.agents.values():
-                row_a = await s.get(AgentRow, agent.id)
-                definition = {
-                    "instructions": agent.instructions,
-                    "tools": [t.name for t in agent.tools],
-                    "confirmation_mode": agent.confirmation_mode,
-                    "confirmation_approver_scope": agent.confirmation_approver_scope,
-                    "require_confirmation_for_all": agent.require_confirmation_for_all,
-                    "model_config_json": agent.model_config_json,
-                }
-                if row_a is None:
-                    s.add(AgentRow(id=agent.id, org_id=agent.org_id, name=agent.name,
-                                   owner_user_id=agent.owner_user_id, definition=definition))
-                else:
-                    row_a.org_id = agent.org_id
-                    row_a.name = agent.name
-                    row_a.owner_user_id = agent.owner_user_id
-                    row_a.definition = definition
+            await upsert(s, cast(Table, AgentRow.__table__), rows, key=["id"],
+                         update=["org_id", "name", "owner_user_id", "definition",
+                                 "updated_at"])
         await self.channels.sync(self.db)
 
     async def authenticate(self, token: str) -> Caller | None:
