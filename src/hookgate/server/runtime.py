@@ -130,18 +130,28 @@ class Runtime:
             if self.queue is not None:
                 await self.queue.install_schema()
             await self.sync()
-        if self.notifications is not None:
-            await self.notifications.start()
+        await self.start_wakeups()
         await self.approvals.start()
         assert self.runs.executor is not None
         await self.runs.executor.start()
         self.started = True
 
+    async def start_wakeups(self) -> None:
+        """Subscribe to other processes' changes (PostgreSQL): their run events wake this
+        process's streams, and their decisions its waiting calls at once (the approvals'
+        sweep is then only the fallback). Also for processes that run no server, such as
+        ``hookgate mcp stdio``."""
+        if self.notifications is not None:
+            await self.notifications.start()
+
+    async def stop_wakeups(self) -> None:
+        if self.notifications is not None:
+            await self.notifications.stop()
+
     async def stop(self) -> None:
         self.approvals.begin_shutdown()
         await self.runs.stop()
-        if self.notifications is not None:
-            await self.notifications.stop()
+        await self.stop_wakeups()
         await self.approvals.stop()
         await self.channels.aclose()
         await self.db.dispose()
