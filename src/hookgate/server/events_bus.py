@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 #: How often a follower re-reads the log with no notification (a dropped notification
 #: connection must not leave a stream hanging).
 FOLLOW_RECHECK_S = 10.0
+#: Pauses between attempts to write a batch of events that failed (then it is given up).
+WRITE_RETRY_S = (0.1, 0.5, 2.0, 5.0)
 
 
 class RunFeed:
@@ -68,13 +70,27 @@ class EventBus:
     async def _flush(self, feed: RunFeed) -> None:
         while feed.pending:
             batch, feed.pending = feed.pending, []
+            await self._write(feed, batch)
+
+    async def _write(self, feed: RunFeed, batch: list[RunEvent]) -> None:
+        # A database hiccup under load must not lose a batch (its `done` would be missing
+        # from the log while the checkpoint says the run ended): retry, then give up loudly.
+        for delay in (*WRITE_RETRY_S, None):
             try:
                 await self.log.append(feed.run_id, batch, fence=feed.fence)
+                return
             except Fenced:
                 log.warning("run %s was taken over; %d event(s) of this executor dropped",
                             feed.run_id, len(batch))
+                return
             except Exception:
-                log.exception("writing %d events of run %s failed", len(batch), feed.run_id)
+                if delay is None:
+                    log.exception("writing %d events of run %s failed; they are missing "
+                                  "from its event log", len(batch), feed.run_id)
+                    return
+                log.warning("writing %d events of run %s failed; retrying in %ss",
+                            len(batch), feed.run_id, delay, exc_info=True)
+            await asyncio.sleep(delay)
 
     async def close(self, run_id: str) -> None:
         """The run stopped advancing in this process: flush, end subscriptions, drop it."""
