@@ -46,7 +46,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(datadir: Path, port: int | None = None) -> str:
+def start(datadir: Path, port: int | None = None, *, settings: dict[str, str] | None = None
+          ) -> str:
+    """Start (initialising if needed) a cluster in ``datadir``; ``settings`` are extra
+    server settings (e.g. ``shared_preload_libraries``). Returns its URL."""
     bindir = find_bindir()
     if bindir is None:
         raise RuntimeError("no PostgreSQL server binaries (initdb, pg_ctl) found")
@@ -64,6 +67,8 @@ def start(datadir: Path, port: int | None = None) -> str:
     opts = (f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={datadir} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
             "-c max_connections=300")
+    for key, value in (settings or {}).items():
+        opts += f" -c {key}={value}"
     subprocess.run(
         _as_pg_user([str(bindir / "pg_ctl"), "-D", str(pgdata), "-o", opts, "-w",
                      "-l", str(datadir / "server.log"), "start"]),

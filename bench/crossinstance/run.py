@@ -4,11 +4,16 @@ Three real `hookgate serve` processes on one PostgreSQL database: A and B execut
 serves the API only and takes the decisions. It measures
   - decision-to-tool-start: from just before `POST /respond` on C to the first line of the
     tool on A or B (p50, p99), one decision at a time, with 10,000 other runs waiting;
-  - database transactions per second while runs wait (pg_stat_database, all instances and
-    the queue's workers together), with a handful of runs waiting and with 10,000;
+  - database statements per second while runs wait (pg_stat_statements, all instances and
+    the queue's workers together, top-level statements without BEGIN/COMMIT; transactions
+    from pg_stat_database beside them), with a handful of runs waiting and with 10,000;
   - the resident memory of each instance while 10,000 runs wait.
-The 10,000 waiting runs are clones of one real parked run (its checkpoint, its pending
-request, its scheduled expiry job): a parked run is exactly those rows and nothing else.
+By default it starts a throwaway PostgreSQL cluster (scripts/pgcluster.py) with
+pg_stat_statements loaded; ``--postgres URL`` uses an existing server instead, where only
+transactions are counted unless that server loads pg_stat_statements.
+The 10,000 waiting runs are clones of one real parked run (its checkpoint and its pending
+request, their expiries spread over an hour, and the expiry jobs of those ticks): a parked
+run is exactly those rows and nothing else.
 """
 
 from __future__ import annotations
@@ -28,8 +33,14 @@ from typing import Any
 import httpx
 import psycopg
 
+from hookgate.server.executors.queue import EXPIRE_TASK, expiry_tick
+from hookgate.server.executors.settings import WorkerSettings
+
 BENCH = Path(__file__).resolve().parent.parent
 TOKEN = "bench-token"
+#: The clones' expiries spread over this long (the default timeout is an hour).
+SPREAD_S = 3600.0
+EXPIRY_TICK_S = WorkerSettings().expiry_tick_s
 H = {"Authorization": f"Bearer {TOKEN}"}
 
 CONFIG = """
@@ -115,15 +126,63 @@ def transactions(dsn: str, name: str) -> int:
     return int(row[0])
 
 
-def idle_rate(dsn: str, name: str, seconds: float) -> float:
+#: Transaction control, not queries (pg_stat_statements counts them as statements).
+CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "SET ", "SELECT 1")
+
+
+def has_statements(dsn: str) -> bool:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            conn.execute("SELECT pg_stat_statements_reset()")
+        except psycopg.Error:
+            return False
+    return True
+
+
+def statements(dsn: str) -> dict[str, int]:
+    """Calls per statement text of this database so far (the bench's own reads aside)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT query, sum(calls)::bigint FROM pg_stat_statements s "
+            "JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() "
+            "AND query NOT LIKE '%%pg_stat_%%' GROUP BY query").fetchall()
+    return {str(q): int(n) for q, n in rows}
+
+
+def costliest(dsn: str, decisions: int) -> list[dict[str, Any]]:
+    """The statements that took the most database time while deciding, per decision."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT query, sum(calls)::bigint, sum(total_exec_time) FROM pg_stat_statements s "
+            "JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database() "
+            "AND query NOT LIKE '%%pg_stat_%%' GROUP BY query ORDER BY 3 DESC LIMIT 6"
+        ).fetchall()
+    return [{"ms": round(float(t) / decisions, 2), "calls": round(int(n) / decisions, 2),
+             "query": " ".join(str(q).split())[:160]} for q, n, t in rows]
+
+
+def idle_rate(dsn: str, name: str, seconds: float, counted: bool) -> dict[str, Any]:
     # Let the burst of the change before settle (each inserted job notifies the workers,
-    # which look for a due job once); the statistics also report with a delay. Our own
-    # two reads are taken off.
-    time.sleep(6.0)
+    # which look for a due job once); pg_stat_database also reports with a delay (an idle
+    # backend flushes its counters after up to 10 s), pg_stat_statements at once.
+    time.sleep(11.0)
     before = transactions(dsn, name)
+    calls = statements(dsn) if counted else {}
     time.sleep(seconds)
     after = transactions(dsn, name)
-    return max(0.0, (after - before - 1) / seconds)
+    out: dict[str, Any] = {}
+    if not counted:  # lags: an idle backend reports its transactions up to 10 s late
+        out["transactions_per_s"] = round(max(0.0, (after - before - 1) / seconds), 2)
+    else:
+        delta = {q: n - calls.get(q, 0) for q, n in statements(dsn).items()}
+        queries = {q: n for q, n in delta.items()
+                   if n > 0 and not q.lstrip().upper().startswith(CONTROL)}
+        out["queries_per_s"] = round(sum(queries.values()) / seconds, 2)
+        out["statements_per_s"] = round(sum(n for n in delta.values() if n > 0) / seconds, 2)
+        out["top_queries"] = [{"per_s": round(n / seconds, 2), "query": " ".join(q.split())[:160]}
+                              for q, n in sorted(queries.items(), key=lambda x: -x[1])[:6]]
+    return out
 
 
 def clone_waiting(dsn: str, template_run: str, n: int) -> None:
@@ -142,16 +201,27 @@ def clone_waiting(dsn: str, template_run: str, n: int) -> None:
         conn.execute("""
             INSERT INTO confirmation_requests
             SELECT (json_populate_record(r, json_build_object(
-                        'id', 'cr_clone_' || g, 'run_id', 'clone_' || g))).*
+                        'id', 'cr_clone_' || g, 'run_id', 'clone_' || g,
+                        'expires_at', r.expires_at + g * %(spread)s::float8 * interval '1 second'))).*
               FROM confirmation_requests r, generate_series(1, %(n)s) g WHERE r.id = %(req)s
-            """, {"req": req[0], "n": n})
-        conn.execute("""
-            INSERT INTO procrastinate_jobs (queue_name, task_name, priority, lock,
-                                            queueing_lock, args, status, scheduled_at)
-            SELECT queue_name, task_name, priority, lock, 'expire:cr_clone_' || g,
-                   jsonb_build_object('request_id', 'cr_clone_' || g), status, scheduled_at
-              FROM procrastinate_jobs, generate_series(1, %(n)s) g
-             WHERE queueing_lock = %(lock)s""", {"lock": f"expire:{req[0]}", "n": n})
+            """, {"req": req[0], "n": n, "spread": SPREAD_S / n})
+        # Their expiry jobs, as parking them would have queued: one per tick.
+        due = sorted({expiry_tick(row[0], EXPIRY_TICK_S) for row in conn.execute(
+            "SELECT expires_at FROM confirmation_requests WHERE id LIKE 'cr_clone_%%'")})
+        template = conn.execute(
+            "SELECT queueing_lock FROM procrastinate_jobs WHERE task_name = %s",
+            (EXPIRE_TASK,)).fetchone()
+        assert template is not None
+        for tick in due:
+            conn.execute("""
+                INSERT INTO procrastinate_jobs (queue_name, task_name, priority, lock,
+                                                queueing_lock, args, status, scheduled_at)
+                SELECT queue_name, task_name, priority, lock, %(lock)s,
+                       jsonb_build_object('due', %(due)s::text), status, %(at)s
+                  FROM procrastinate_jobs WHERE queueing_lock = %(template)s
+                ON CONFLICT DO NOTHING""", {"lock": f"expire:{tick.isoformat()}",
+                                            "due": tick.isoformat(), "at": tick,
+                                            "template": template[0]})
         conn.commit()
 
 
@@ -173,6 +243,7 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
     try:
         for inst in instances:
             inst.wait_up()
+        counted = has_statements(dsn)
         run_ids = []
         for i in range(samples + 1):
             r = httpx.post((a if i % 2 else b).url + "/api/runs",
@@ -196,11 +267,14 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the runs did not all park: {row}")
             time.sleep(0.5)
-        idle_few = idle_rate(dsn, name, idle_s)
+        idle_few = idle_rate(dsn, name, idle_s, counted)
         clone_waiting(dsn, run_ids[0], waiting)
-        idle_many = idle_rate(dsn, name, idle_s)
+        idle_many = idle_rate(dsn, name, idle_s, counted)
         rss = {n: round(i.rss_mb(), 1) for n, i in zip("ABC", instances, strict=True)}
 
+        if counted:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("SELECT pg_stat_statements_reset()")
         latencies: list[float] = []
         responded: list[float] = []
         for request_id in pending_ids(c.url)[:samples]:
@@ -216,6 +290,7 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
                     latencies.append((float(lines[-1]) - t0) * 1000)
                     break
                 time.sleep(0.0005)
+        costly = costliest(dsn, len(latencies)) if counted else []
         return {
             "instances": "A, B: serve (API + worker); C: serve --no-worker (decides)",
             "waiting_runs": waiting,
@@ -225,9 +300,9 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
                 "decisions": len(latencies)},
             "respond_request_ms": {"p50": round(statistics.median(responded), 1),
                                    "p99": round(pct(responded, 99), 1)},
-            "db_transactions_per_s_idle": {f"{samples + 1}_waiting": round(idle_few, 2),
-                                           f"{waiting}_waiting": round(idle_many, 2)},
+            "db_idle": {f"{samples + 1}_waiting": idle_few, f"{waiting}_waiting": idle_many},
             "rss_mb_while_waiting": rss,
+            "costliest_queries_per_decision": costly,
         }
     finally:
         for inst in instances:
@@ -237,12 +312,25 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
 
 
 def main(args: Any) -> None:
-    server = args.postgres or os.environ.get("HOOKGATE_TEST_POSTGRES_URL")
-    if not server:
-        raise SystemExit("--cross-instance needs --postgres URL (or HOOKGATE_TEST_POSTGRES_URL)")
-    result = run(server, args.waiting, args.decisions, args.idle)
+    sys.path.insert(0, str(BENCH.parent / "scripts"))
+    import pgcluster
+
+    cluster = None
+    server = args.postgres
+    if not server:  # a cluster of its own: pg_stat_statements, and no other load on it
+        cluster = Path(tempfile.mkdtemp(prefix="hookgate-bench-pg-"))
+        server = pgcluster.start(cluster, settings={
+            "shared_preload_libraries": "pg_stat_statements"})
+    try:
+        result = run(server, args.waiting, args.decisions, args.idle or 30.0)
+    finally:
+        if cluster is not None:
+            pgcluster.stop(cluster)
     print(json.dumps({"benchmark": "approval --cross-instance",
                       "python": sys.version.split()[0],
+                      # A shared machine's load moves the latencies: say what it was.
+                      "load_average_1m": round(os.getloadavg()[0], 2),
+                      "cpus": os.cpu_count(),
                       "targets": {"decision_to_tool_start_p99_ms": 50,
                                   "db_queries_per_s_idle": 5},
                       "result": result}, indent=2))

@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -29,7 +24,7 @@ from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
 from tests.hooks_builtin.procs import fire_rate_limited, oa__purchase_pay
 from tests.hooks_builtin.test_audit_log import worker
 from tests.hooks_builtin.world import OA, agent, call, run, sql, tool_events
-from tests.live_server import free_port
+from tests.redis_server import running_redis
 
 RETRY = re.compile(r"Retry in (\d+) seconds?\.$")
 
@@ -133,36 +128,8 @@ def test_a_bad_declaration_stops_the_agent_naming_the_entry(
 
 @pytest.fixture
 def redis_url() -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but redis-server is missing: .ci/run must install it")
-        pytest.skip("Redis tests skipped: no redis-server binary on this machine "
-                    "(apt-get install redis-server to run them)")
-    pytest.importorskip("redis", reason="Redis tests skipped: pip install 'hookgate[redis]'")
-    port = free_port()
-    workdir = Path(tempfile.mkdtemp(prefix="hookgate-redis-"))
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-         "no", "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while not _listening(port):
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("redis-server did not start")
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        server.wait(10)
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
+    with running_redis() as server:
+        yield server.url
 
 
 @pytest.fixture

@@ -257,12 +257,14 @@ class TelemetrySpec(_Section):
 
 class WorkerSpec(_Section):
     """The run worker on PostgreSQL (ignored for a SQLite file): jobs run at once, the
-    heartbeat interval, and after how long without a heartbeat a worker counts as dead."""
+    heartbeat interval, after how long without a heartbeat a worker counts as dead, and
+    the tick expiry jobs are grouped by."""
 
     concurrency: int = Field(default=50, ge=1, le=10_000)
     heartbeat_s: float = Field(default=5.0, gt=0, le=3600)
     stalled_after_s: float = Field(default=30.0, gt=0, le=86_400)
     shutdown_grace_s: float = Field(default=5.0, ge=0, le=3600)
+    expiry_tick_s: float = Field(default=5.0, ge=0.1, le=3600)
 
 
 class HookgateConfig(_Section):
@@ -277,6 +279,9 @@ class HookgateConfig(_Section):
     agents: list[AgentSpec] = Field(default_factory=list)
     server: ServerSpec = Field(default_factory=ServerSpec)
     worker: WorkerSpec = Field(default_factory=WorkerSpec)
+    #: Redis for the wake-ups of streams between instances (PostgreSQL only; see
+    #: server/redis_wakeups.py). Without it, PostgreSQL notifications carry them.
+    redis_url: NonEmpty | None = None
     workflows: list[Workflow] = Field(default_factory=list)
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
     mcp_servers: list[McpServerSpec] = Field(default_factory=list)

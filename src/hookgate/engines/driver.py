@@ -336,8 +336,11 @@ class RunDriver:
             if point is not None:
                 resume_at, args = point
                 call = ToolCall(call.id, call.name, args)
-        self.emit("tool_call", {"tool_call_id": call.id, "tool_name": call.name,
-                                "args": call.args})
+        if not interrupted:
+            # A call re-entered after it parked (or after its worker stopped) was announced
+            # when it first started: the trace shows each call once.
+            self.emit("tool_call", {"tool_call_id": call.id, "tool_name": call.name,
+                                    "args": call.args})
         outcome = await self.guarded_call(call, resume_at)
         if outcome.stop_reason:
             self.request_stop(outcome.stop_reason)

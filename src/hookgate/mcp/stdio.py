@@ -1,7 +1,8 @@
 """``hookgate mcp stdio``: the gateway for one local MCP client over stdin/stdout.
 
 The process shares the server's database: requests it creates show in the inbox of a
-``hookgate serve`` on the same database, and decisions made there wake its calls. It does not
+``hookgate serve`` on the same database, and decisions made there wake its calls (at once
+on PostgreSQL, through its notifications or Redis; the approvals' sweep otherwise). It does not
 resume or run agent runs; it only serves this client. Identity is the token in the environment.
 """
 
@@ -33,6 +34,7 @@ async def serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> 
     await runtime.db.upgrade()
     try:
         await runtime.sync()
+        await runtime.start_wakeups()  # a decision made elsewhere wakes a waiting call
         await runtime.approvals.start()
         caller = await runtime.authenticate(token)
         if caller is None:
@@ -52,6 +54,7 @@ async def serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> 
             runtime.approvals.begin_shutdown()
             await gateway.aclose()
     finally:
+        await runtime.stop_wakeups()
         await runtime.approvals.stop()
         await runtime.channels.aclose()
         await runtime.db.dispose()

@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Table, select, update
 
 from hookgate.server.deployment import ChannelSpec
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ChannelRow
+from hookgate.storage.upserts import upsert
 
 SECRETS_KEY_ENV = "HOOKGATE_SECRETS_KEY"
 
@@ -105,32 +105,16 @@ async def store_channels(db: Database, specs: Sequence[ChannelSpec], key: Secret
     """Write the declared channels, configs encrypted, in declaration order.
 
     Rows of channels no longer declared are kept (their requests still name them) but
-    disabled. Two instances starting together may race on a new row: one retry settles it.
+    disabled. Upserts: instances starting together write the same rows without racing.
     """
-    for attempt in (1, 2):
-        try:
-            await _upsert(db, specs, key)
-            return
-        except IntegrityError:
-            if attempt == 2:
-                raise
-
-
-async def _upsert(db: Database, specs: Sequence[ChannelSpec], key: SecretsKey) -> None:
+    rows = [{"id": spec.id, "org_id": spec.org, "type": spec.type, "enabled": spec.enabled,
+             "position": position, "config_encrypted": key.seal(spec.config)}
+            for position, spec in enumerate(specs)]
     async with db.transaction() as s:
-        rows = {row.id: row for row in (await s.execute(select(ChannelRow))).scalars()}
-        for position, spec in enumerate(specs):
-            row = rows.pop(spec.id, None)
-            if row is None:
-                row = ChannelRow(id=spec.id)
-                s.add(row)
-            row.org_id = spec.org
-            row.type = spec.type
-            row.enabled = spec.enabled
-            row.position = position
-            row.config_encrypted = key.seal(spec.config)
-        for undeclared in rows.values():
-            undeclared.enabled = False
+        await upsert(s, cast(Table, ChannelRow.__table__), rows, key=["id"],
+                     update=["org_id", "type", "enabled", "position", "config_encrypted"])
+        await s.execute(update(ChannelRow).where(ChannelRow.id.not_in([r["id"] for r in rows]))
+                        .values(enabled=False))
 
 
 async def load_channels(db: Database, key: SecretsKey) -> list[ChannelSpec]:

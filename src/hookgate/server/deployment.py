@@ -56,6 +56,8 @@ class Deployment:
     mcp_access: dict[str, AgentMcpAccess] = field(default_factory=dict)
     #: ``worker:`` of the configuration (PostgreSQL only).
     worker: WorkerSettings = field(default_factory=WorkerSettings)
+    #: ``redis_url`` of the configuration: stream wake-ups through Redis (PostgreSQL only).
+    redis_url: str | None = None
 
 
 def deployment_from_config(cfg: Any) -> Deployment:
@@ -81,4 +83,5 @@ def deployment_from_config(cfg: Any) -> Deployment:
         mcp_servers=list(cfg.mcp_servers),
         mcp_access={a.id: a.mcp for a in cfg.agents if a.mcp is not None},
         worker=WorkerSettings(**cfg.worker.model_dump()),
+        redis_url=cfg.redis_url,
     )

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 #: How often a follower re-reads the log with no notification (a dropped notification
 #: connection must not leave a stream hanging).
 FOLLOW_RECHECK_S = 10.0
+#: Pauses between attempts to write a batch of events that failed (then it is given up).
+WRITE_RETRY_S = (0.1, 0.5, 2.0, 5.0)
 
 
 class RunFeed:
@@ -68,13 +70,27 @@ class EventBus:
     async def _flush(self, feed: RunFeed) -> None:
         while feed.pending:
             batch, feed.pending = feed.pending, []
+            await self._write(feed, batch)
+
+    async def _write(self, feed: RunFeed, batch: list[RunEvent]) -> None:
+        # A database hiccup under load must not lose a batch (its `done` would be missing
+        # from the log while the checkpoint says the run ended): retry, then give up loudly.
+        for delay in (*WRITE_RETRY_S, None):
             try:
                 await self.log.append(feed.run_id, batch, fence=feed.fence)
+                return
             except Fenced:
                 log.warning("run %s was taken over; %d event(s) of this executor dropped",
                             feed.run_id, len(batch))
+                return
             except Exception:
-                log.exception("writing %d events of run %s failed", len(batch), feed.run_id)
+                if delay is None:
+                    log.exception("writing %d events of run %s failed; they are missing "
+                                  "from its event log", len(batch), feed.run_id)
+                    return
+                log.warning("writing %d events of run %s failed; retrying in %ss",
+                            len(batch), feed.run_id, delay, exc_info=True)
+            await asyncio.sleep(delay)
 
     async def close(self, run_id: str) -> None:
         """The run stopped advancing in this process: flush, end subscriptions, drop it."""
@@ -125,7 +141,7 @@ class EventBus:
         woken = followers.add(run_id)
         try:
             last = after
-            first = True
+            unprompted = True  # the first read, or a re-check no wake-up led to
             while True:
                 woken.clear()
                 events = await self.log.after(run_id, last)
@@ -134,13 +150,13 @@ class EventBus:
                     yield event
                     if event.type == "done":
                         return
-                if first and not events and await self._ended_silently(run_id):
+                # Only after reading the log: a run that ended since the last read has
+                # its remaining events (its `done` included) there.
+                if unprompted and not events and await self._ended_silently(run_id):
                     return  # a client resuming after the end has nothing to wait for
-                first = False
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), FOLLOW_RECHECK_S)
-                if not woken.is_set() and await self._ended_silently(run_id):
-                    return
+                unprompted = not woken.is_set()
         finally:
             followers.remove(run_id, woken)
 

@@ -1,8 +1,10 @@
-"""PostgreSQL notifications for this process: one LISTEN connection, handlers per channel.
+"""Wake-ups between instances: one subscription per process, handlers per channel.
 
-Streams of runs executing elsewhere and inbox changes made by other instances arrive here.
-After the connection drops it reconnects and calls every handler with None ("you may have
-missed something: read again").
+Streams of runs executing elsewhere and inbox changes made by other instances arrive here,
+through PostgreSQL LISTEN (``Notifications``) or, with ``redis_url``, Redis pub/sub
+(server/redis_wakeups.py). Either way, after the subscription drops it reconnects and calls
+every handler with None ("you may have missed something: read again"). The payloads only
+wake readers up; what they read comes from the database.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 
 import psycopg
 from psycopg import sql
@@ -18,17 +21,20 @@ from psycopg import sql
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str | None], None]
+#: At most one warning per this many seconds about a failing subscription or publication
+#: (a server away for an hour must not write a line per retry or per event).
+WARN_EVERY_S = 30.0
 
 
-class Notifications:
-    """LISTENs on the channels that have handlers and dispatches payloads to them."""
+class Subscription:
+    """Handlers per channel and the task that feeds them; subclasses implement _listen."""
 
-    def __init__(self, conninfo: str, *, retry_s: float = 1.0) -> None:
-        self.conninfo = conninfo
+    def __init__(self, *, retry_s: float = 1.0) -> None:
         self.retry_s = retry_s
         self._handlers: dict[str, list[Handler]] = {}
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
+        self._warned_at = float("-inf")
 
     def on(self, channel: str, handler: Handler) -> None:
         """Call ``handler(payload)`` for every notification on ``channel`` (register all
@@ -37,7 +43,7 @@ class Notifications:
 
     async def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.create_task(self._listen(), name="hookgate-notifications")
+            self._task = asyncio.create_task(self._run(), name="hookgate-wakeups")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.ready.wait(), 10)
 
@@ -48,38 +54,61 @@ class Notifications:
                 await self._task
             self._task = None
 
-    async def _listen(self) -> None:
+    async def _run(self) -> None:
         first = True
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(
-                        self.conninfo, autocommit=True) as conn:
-                    for channel in self._handlers:
-                        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                async for _ in self._listen():  # yields once, when subscribed
                     self.ready.set()
                     if not first:
                         self._dispatch_all(None)
                     first = False
-                    async for note in conn.notifies():
-                        self._dispatch(note.channel, note.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("the notification connection failed (%s); reconnecting in %ss",
-                            exc, self.retry_s)
+                now = time.monotonic()
+                if now - self._warned_at >= WARN_EVERY_S:  # not a line per retry
+                    self._warned_at = now
+                    log.warning("the %s wake-up subscription failed (%s); retrying every "
+                                "%ss", self.kind, exc, self.retry_s)
             self.ready.clear()
             await asyncio.sleep(self.retry_s)
+
+    #: What carries the wake-ups, for log lines.
+    kind = "?"
+
+    def _listen(self) -> AsyncIterator[None]:
+        """Subscribe, yield once subscribed, then dispatch until the connection ends."""
+        raise NotImplementedError
 
     def _dispatch(self, channel: str, payload: str | None) -> None:
         for handler in self._handlers.get(channel, ()):
             try:
                 handler(payload)
             except Exception:
-                log.exception("a notification handler of %s failed", channel)
+                log.exception("a wake-up handler of %s failed", channel)
 
     def _dispatch_all(self, payload: str | None) -> None:
         for channel in self._handlers:
             self._dispatch(channel, payload)
+
+
+class Notifications(Subscription):
+    """LISTENs on the channels that have handlers and dispatches payloads to them."""
+
+    kind = "PostgreSQL"
+
+    def __init__(self, conninfo: str, *, retry_s: float = 1.0) -> None:
+        super().__init__(retry_s=retry_s)
+        self.conninfo = conninfo
+
+    async def _listen(self) -> AsyncIterator[None]:
+        async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
+            for channel in self._handlers:
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            yield None
+            async for note in conn.notifies():
+                self._dispatch(note.channel, note.payload)
 
 
 class Wakers:

@@ -160,6 +160,14 @@ class RunManager:
         logged = await self.bus.log.after(state.run_id, 0)
         if len(logged) > len(state.trace):
             state.trace = [e.to_dict() for e in logged]
+        elif not state.finished:
+            # Or the other way round: the checkpoint holds events whose write was cut off
+            # (the process died before its batch reached the log). A re-entered call is not
+            # announced again, so its `tool_call` reaches the log from here.
+            last = max((e.seq for e in logged), default=0)
+            missing = [e for e in self.history(state) if e.seq > last]
+            if missing:
+                await self.bus.log.append(state.run_id, missing, fence=fence)
         done = next((e for e in reversed(logged) if e.type == "done"), None)
         if done is not None and not state.finished:
             # It ended after its last checkpoint: record the end it announced, never a

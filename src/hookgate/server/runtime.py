@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+from sqlalchemy import Table
 
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.services import HookServices
@@ -19,12 +21,14 @@ from hookgate.server.channel_directory import CompletionNotices, ConfiguredChann
 from hookgate.server.deployment import Deployment
 from hookgate.server.executors.in_process import InProcessExecutor
 from hookgate.server.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
-from hookgate.server.notifications import Notifications, Wakers
+from hookgate.server.notifications import Notifications, Subscription, Wakers
 from hookgate.server.run_manager import RunManager
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
 from hookgate.storage.tables import AgentRow
+from hookgate.storage.types import utcnow
+from hookgate.storage.upserts import upsert
 from hookgate.storage.users import sync_declared_users, user_for_token
 
 if TYPE_CHECKING:
@@ -72,7 +76,7 @@ class Runtime:
         self.claude_code = ClaudeCodeBackend(self.approvals, self.services, self.runs.ledger)
         self.runs.on_run_end = CompletionNotices(self.channels, agents, self.runs.store,
                                                  self.run_url).run_ended
-        self.notifications: Notifications | None = None
+        self.notifications: Subscription | None = None
         self.queue: QueueExecutor | None = None
         if self.db.is_sqlite:
             self.approvals.on_change(self.inbox.publish)
@@ -82,12 +86,24 @@ class Runtime:
 
             self.queue = QueueExecutor(self.runs, worker=worker, settings=deployment.worker)
             self.runs.executor = self.queue
-            self.notifications = self._listen(self.db.libpq_url)
+            self.notifications = self._listen()
+        if deployment.redis_url and self.db.is_sqlite:
+            log.warning("redis_url is ignored: with a SQLite file one instance serves every "
+                        "stream from memory (Redis carries wake-ups between instances on "
+                        "PostgreSQL)")
         self.started = False
 
-    def _listen(self, conninfo: str) -> Notifications:
-        # Other instances' run events and request changes reach this one as notifications.
-        notes = Notifications(conninfo)
+    def _listen(self) -> Subscription:
+        # Other instances' run events and request changes reach this one as wake-ups:
+        # PostgreSQL notifications, or Redis pub/sub with redis_url.
+        notes: Subscription
+        if self.deployment.redis_url:
+            from hookgate.server.redis_wakeups import RedisWakeups  # the optional extra
+
+            notes = wakeups = RedisWakeups(self.deployment.redis_url)
+            self.db.publisher = wakeups
+        else:
+            notes = Notifications(self.db.libpq_url)
         followers = Wakers()
         self.runs.bus.followers = followers
         notes.on(RUN_EVENTS_CHANNEL, followers.wake)
@@ -114,25 +130,36 @@ class Runtime:
             if self.queue is not None:
                 await self.queue.install_schema()
             await self.sync()
-        if self.notifications is not None:
-            await self.notifications.start()
+        await self.start_wakeups()
         await self.approvals.start()
         assert self.runs.executor is not None
         await self.runs.executor.start()
         self.started = True
 
+    async def start_wakeups(self) -> None:
+        """Subscribe to other processes' changes (PostgreSQL): their run events wake this
+        process's streams, and their decisions its waiting calls at once (the approvals'
+        sweep is then only the fallback). Also for processes that run no server, such as
+        ``hookgate mcp stdio``."""
+        if self.notifications is not None:
+            await self.notifications.start()
+
+    async def stop_wakeups(self) -> None:
+        if self.notifications is not None:
+            await self.notifications.stop()
+
     async def stop(self) -> None:
         self.approvals.begin_shutdown()
         await self.runs.stop()
-        if self.notifications is not None:
-            await self.notifications.stop()
+        await self.stop_wakeups()
         await self.approvals.stop()
         await self.channels.aclose()
         await self.db.dispose()
         self.started = False
 
     async def sync(self) -> None:
-        """Write the declared orgs, users and agents into the database.
+        """Write the declared orgs, users and agents into the database, as upserts (any
+        number of instances may sync at once).
 
         An org's ``read_only`` is taken from the declaration only when the org is new: after
         that it is operational state, changed through the API or CLI. Declared users follow
@@ -141,25 +168,20 @@ class Runtime:
         d = self.deployment
         await sync_orgs(self.db, [(o.id, o.name, o.read_only) for o in d.orgs])
         await sync_declared_users(self.db, d.users)
+        rows = [{"id": agent.id, "org_id": agent.org_id, "name": agent.name,
+                 "owner_user_id": agent.owner_user_id, "updated_at": utcnow(),
+                 "definition": {
+                     "instructions": agent.instructions,
+                     "tools": [t.name for t in agent.tools],
+                     "confirmation_mode": agent.confirmation_mode,
+                     "confirmation_approver_scope": agent.confirmation_approver_scope,
+                     "require_confirmation_for_all": agent.require_confirmation_for_all,
+                     "model_config_json": agent.model_config_json,
+                 }} for agent in d.agents.values()]
         async with self.db.transaction() as s:
-            for agent in d.agents.values():
-                row_a = await s.get(AgentRow, agent.id)
-                definition = {
-                    "instructions": agent.instructions,
-                    "tools": [t.name for t in agent.tools],
-                    "confirmation_mode": agent.confirmation_mode,
-                    "confirmation_approver_scope": agent.confirmation_approver_scope,
-                    "require_confirmation_for_all": agent.require_confirmation_for_all,
-                    "model_config_json": agent.model_config_json,
-                }
-                if row_a is None:
-                    s.add(AgentRow(id=agent.id, org_id=agent.org_id, name=agent.name,
-                                   owner_user_id=agent.owner_user_id, definition=definition))
-                else:
-                    row_a.org_id = agent.org_id
-                    row_a.name = agent.name
-                    row_a.owner_user_id = agent.owner_user_id
-                    row_a.definition = definition
+            await upsert(s, cast(Table, AgentRow.__table__), rows, key=["id"],
+                         update=["org_id", "name", "owner_user_id", "definition",
+                                 "updated_at"])
         await self.channels.sync(self.db)
 
     async def authenticate(self, token: str) -> Caller | None:

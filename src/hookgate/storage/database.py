@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, ExceptionContext, make_url
@@ -43,6 +43,16 @@ _QUOTED_ARGUMENT = re.compile(r"(invalid input for query argument \$\d+):.*", re
 #: PostgreSQL's context lines in psycopg's messages: the statement ("LINE 1: SELECT …" and
 #: its caret line) and the values of a violated key ("DETAIL:  Key (id)=(…)").
 _STATEMENT_CONTEXT = re.compile(r"^(LINE \d+: .*|\s*\^\s*|DETAIL: .*)\n?", re.MULTILINE)
+
+
+#: Key in a session's ``info`` of the wake-ups to publish after its commit.
+_NOTES = "hookgate_notes"
+
+
+class Publisher(Protocol):
+    """Publishes committed wake-ups (channel, payload) somewhere other than PostgreSQL."""
+
+    async def publish(self, notes: Sequence[tuple[str, str]]) -> None: ...
 
 
 class DatabaseError(Exception):
@@ -96,6 +106,8 @@ class Database:
             raise DatabaseError(f"database URL {url!r} is not usable: {exc}") from exc
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self.queries = 0
+        #: Carries notify() wake-ups instead of NOTIFY (server/redis_wakeups.py).
+        self.publisher: Publisher | None = None
         event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
         if COUNT.enabled:
             event.listen(self.engine.sync_engine, "before_cursor_execute", COUNT.statement)
@@ -119,8 +131,12 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        async with self.sessions() as s, s.begin():
-            yield s
+        async with self.sessions() as s:
+            async with s.begin():
+                yield s
+            notes = s.info.pop(_NOTES, None)
+        if notes and self.publisher is not None:  # committed: now wake the readers
+            await self.publisher.publish(notes)
 
     async def now(self) -> datetime:
         """The database's clock (PostgreSQL); this process's clock for a SQLite file, which
@@ -171,8 +187,12 @@ class Database:
         return None if folder.is_dir() else folder
 
     async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
-        """NOTIFY ``channel`` when ``session``'s transaction commits (PostgreSQL only)."""
-        if not self.is_sqlite:
+        """Wake ``channel``'s readers when ``session``'s transaction (one of
+        ``transaction()``) commits: NOTIFY on PostgreSQL, or through ``publisher`` when one
+        is set (Redis). Nothing for a SQLite file (one process, woken in memory)."""
+        if self.publisher is not None:
+            session.info.setdefault(_NOTES, []).append((channel, payload))
+        elif not self.is_sqlite:
             await session.execute(text("SELECT pg_notify(:c, :p)"),
                                   {"c": channel, "p": payload})
 

@@ -1,6 +1,11 @@
 """Fencing tokens for runs: an executor that takes a run over raises ``runs.fence`` and gets
 the new value; checkpoints, event appends and tool claims are written only in a transaction
-that finds that value still current, so an executor presumed dead cannot write afterwards."""
+that finds that value still current, so an executor presumed dead cannot write afterwards.
+
+Row locks: a takeover locks the run's row FOR UPDATE, which waits for every write in flight;
+event appends and tool claims take FOR KEY SHARE and checkpoints FOR NO KEY UPDATE, which
+do not wait for each other (a tool claim never queues behind a checkpoint's transaction).
+"""
 
 from __future__ import annotations
 
@@ -23,12 +28,12 @@ class Fence:
 
     async def check(self, session: AsyncSession, *, updates_run: bool = False) -> None:
         """Raise Fenced unless the token is current. The row stays locked until the
-        transaction ends, so a takeover (an UPDATE of the row) waits for this write.
-        ``updates_run``: the transaction will update the row itself (a checkpoint), so
-        lock it exclusively now; two share locks upgrading at once would deadlock."""
+        transaction ends, so a takeover (FOR UPDATE) waits for this write. ``updates_run``:
+        the transaction will update the row itself (a checkpoint), so take the updater's
+        lock now (FOR NO KEY UPDATE); two share locks upgrading at once would deadlock."""
         current = (await session.execute(
             select(RunRow.fence).where(RunRow.id == self.run_id)
-            .with_for_update(read=not updates_run)
+            .with_for_update(read=not updates_run, key_share=True)
         )).scalar_one_or_none()
         if current != self.token:
             raise Fenced(f"run {self.run_id} was taken over (fence {current}, this executor "
@@ -37,9 +42,19 @@ class Fence:
 
 async def take_over(db: Database, run_id: str) -> Fence | None:
     """Become the run's executor: raise its fence and return the new token (None: no run)."""
+    taken = await take_over_reading(db, run_id)
+    return taken[0] if taken is not None else None
+
+
+async def take_over_reading(db: Database, run_id: str) -> tuple[Fence, str] | None:
+    """Become the run's executor and read its stored state in the same statement (one
+    round trip on the way from a decision to the tool); None: no run."""
     async with db.transaction() as s:
-        token = (await s.execute(
+        # FOR UPDATE first: the UPDATE alone takes the weaker no-key lock, which would not
+        # wait for the share locks of writes in flight under the old token.
+        await s.execute(select(RunRow.id).where(RunRow.id == run_id).with_for_update())
+        row = (await s.execute(
             update(RunRow).where(RunRow.id == run_id).values(fence=RunRow.fence + 1)
-            .returning(RunRow.fence)
-        )).scalar_one_or_none()
-    return Fence(run_id, int(token)) if token is not None else None
+            .returning(RunRow.fence, RunRow.state_json)
+        )).one_or_none()
+    return (Fence(run_id, int(row[0])), str(row[1])) if row is not None else None

@@ -12,6 +12,8 @@ from hookgate.storage.database import Database
 from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.sqlite_lane import SqliteLane
 from hookgate.storage.tables import Org
+from hookgate.storage.types import utcnow
+from hookgate.storage.upserts import upsert
 
 _ORGS = cast(Table, Org.__table__)
 
@@ -53,10 +55,7 @@ async def sync_orgs(db: Database, orgs: Iterable[tuple[str, str, bool]]) -> None
     """Write the declared (id, name, read_only) orgs: missing ones are inserted with their
     flag; existing ones take the declared name but keep their flag, which is operational
     state (set through the API or CLI) from the moment the org exists."""
+    rows = [{"id": org_id, "name": name, "read_only": read_only, "created_at": utcnow()}
+            for org_id, name, read_only in orgs]
     async with db.transaction() as s:
-        for org_id, name, read_only in orgs:
-            row = await s.get(Org, org_id)
-            if row is None:
-                s.add(Org(id=org_id, name=name, read_only=read_only))
-            else:
-                row.name = name
+        await upsert(s, _ORGS, rows, key=["id"], update=["name"])

@@ -100,6 +100,12 @@ class DatabaseRunStore:
             text = row.state_json if row is not None else None
         if text is None:
             return None
+        return await self.parse_to_resume(run_id, text, fence)
+
+    async def parse_to_resume(self, run_id: str, text: str, fence: Fence | None = None
+                              ) -> RunState | None:
+        """``text`` (the run's stored state) loaded; None, and the run marked failed under
+        ``fence``, if it no longer loads."""
         state = _loaded(text)
         if state is None:
             await self._fail_unreadable(run_id, fence)

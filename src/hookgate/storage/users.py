@@ -13,12 +13,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, select, update
 
 from hookgate.storage.database import Database
 from hookgate.storage.tables import RevokedToken, User
 from hookgate.storage.types import utcnow
+from hookgate.storage.upserts import upsert
 
 log = logging.getLogger(__name__)
 
@@ -68,26 +70,22 @@ async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> No
     declared = list(users)
     async with db.transaction() as s:
         revoked = set((await s.execute(select(RevokedToken.token_sha256))).scalars())
+        rows = []
         for u in declared:
-            user = await s.get(User, u.id)
-            if user is None:
-                user = User(id=u.id, org_id=u.org)
-                s.add(user)
-            user.org_id = u.org
-            user.name = u.name
-            user.admin = u.admin
-            user.declared = True
-            user.disabled = False
-            if u.token_sha256 is not None and u.token_sha256 in revoked:
+            token = u.token_sha256
+            if token is not None and token in revoked:
                 log.warning("user %s: the configuration still gives a revoked token; it "
                             "is not accepted (give the user a new one)", u.id)
-                user.token_sha256 = None
-            else:
-                user.token_sha256 = u.token_sha256
-            user.token_expires_at = u.token_expires_at
-            user.feishu_open_id = u.feishu_open_id
-            user.slack_user_id = u.slack_user_id
-            user.wecom_userid = u.wecom_userid
+                token = None
+            rows.append({
+                "id": u.id, "org_id": u.org, "name": u.name, "admin": u.admin,
+                "declared": True, "disabled": False, "token_sha256": token,
+                "token_expires_at": u.token_expires_at, "feishu_open_id": u.feishu_open_id,
+                "slack_user_id": u.slack_user_id, "wecom_userid": u.wecom_userid,
+                "created_at": utcnow()})
+        await upsert(s, cast(Table, User.__table__), rows, key=["id"],
+                     update=[k for k in rows[0] if k not in ("id", "created_at")]
+                     if rows else [])
         ids = [u.id for u in declared]
         await s.execute(
             update(User).where(User.declared.is_(True), User.id.not_in(ids))

@@ -6,7 +6,7 @@
   executors at once, and a ``queueing_lock``, so it is queued at most once.
 - A decision, an expiry or a cancellation enqueues the run's continuation in the same
   transaction as the request's compare-and-set; an expiry is a job scheduled for the
-  request's expiry time (the database's clock).
+  request's expiry tick (the database's clock; one job per tick, see expiry_tick).
 - Workers heartbeat; a worker's jobs whose heartbeats stopped are retried by live workers.
   Each job raises the run's fencing counter first, so a worker wrongly declared dead cannot
   checkpoint, log events or claim a tool call afterwards; the tool ledger keeps every tool
@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import datetime
+import math
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from procrastinate import App, PsycopgConnector
@@ -36,7 +37,7 @@ from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
 from hookgate.server.executors.base import RunEndings
 from hookgate.server.executors.settings import WorkerSettings
-from hookgate.storage.fencing import take_over
+from hookgate.storage.fencing import take_over, take_over_reading
 
 if TYPE_CHECKING:
     from hookgate.server.run_manager import RunManager
@@ -56,6 +57,18 @@ SELECT runs.id FROM runs
 """
 ADVANCE_TASK = "hookgate.advance_run"
 EXPIRE_TASK = "hookgate.expire_requests"
+#: A worker fetches the highest priority first, walking an index in (priority, id) order:
+#: advances rank above the expiry jobs, one scheduled per waiting request, so a decision's
+#: advance is found at the head of that index instead of after every future expiry.
+ADVANCE_PRIORITY = 10
+
+
+def expiry_tick(expires_at: datetime, tick_s: float) -> datetime:
+    """The end of the tick ``expires_at`` falls in: requests expiring within one tick share
+    one scheduled job, so the queue holds at most (longest timeout / tick) of them however
+    many runs wait, and a request ends at most one tick after its expiry."""
+    epoch = expires_at.timestamp()
+    return datetime.fromtimestamp(math.ceil(epoch / tick_s) * tick_s, tz=UTC)
 
 
 class QueueExecutor:
@@ -69,7 +82,7 @@ class QueueExecutor:
         self.app = App(connector=PsycopgConnector(conninfo=manager.db.libpq_url,
                                                   min_size=1, max_size=10))
         self.advance_task: Task[Any, Any, Any] = self.app.task(
-            name=ADVANCE_TASK, queue=QUEUE)(self._advance_job)
+            name=ADVANCE_TASK, queue=QUEUE, priority=ADVANCE_PRIORITY)(self._advance_job)
         self.expire_task: Task[Any, Any, Any] = self.app.task(
             name=EXPIRE_TASK, queue=QUEUE)(self._expire_job)
         #: Root runs advancing in this process: their waiting calls park.
@@ -184,11 +197,14 @@ class QueueExecutor:
 
     async def _advance_job(self, run_id: str) -> None:
         m = self.manager
-        fence = await take_over(m.db, run_id)
+        taken = await take_over_reading(m.db, run_id)
+        if taken is None:
+            return
+        fence, stored = taken
         try:
             # A state that no longer loads is failed here, as on the in-process path.
-            state = await m.store.load_to_resume(run_id, fence) if fence is not None else None
-            if fence is None or state is None:
+            state = await m.store.parse_to_resume(run_id, stored, fence)
+            if state is None:
                 return
             advance = await m.prepare(state, fence)
         except Fenced:
@@ -225,16 +241,19 @@ class QueueExecutor:
         request = await m.approvals.store.get(parked.request_id)
         async with m.db.transaction() as s:
             if request is not None and request.pending:
+                due = expiry_tick(request.expires_at, self.settings.expiry_tick_s)
                 await self._defer(s, self.expire_task, lock=None,
-                                  queueing_lock=f"expire:{request.id}",
-                                  schedule_at=request.expires_at, request_id=request.id)
+                                  queueing_lock=f"expire:{due.isoformat()}",
+                                  schedule_at=due, due=due.isoformat())
             # A decision that landed while the run was parking found the job still holding
             # the run, and queued its continuation already; this covers the narrow case
             # where it landed before the job took the run.
             if request is not None and not request.pending:
                 await self._defer_advance(s, state.run_id)
 
-    async def _expire_job(self, request_id: str) -> None:
+    async def _expire_job(self, due: str = "", request_id: str = "") -> None:
+        # One job per tick ends every request due by then (request_id: jobs queued by
+        # earlier versions, one per request).
         # Expiry is judged by the database's clock; each expiry queues its run's advance.
         await self.manager.approvals.expire_overdue()
 
@@ -255,9 +274,12 @@ class QueueExecutor:
         with contextlib.suppress(Exception):
             await self.recover()
         since_recovery = 0.0
+        # A third of the stalled timeout: a dead worker's jobs move on within 4/3 of it,
+        # and an idle cluster pays one query per worker per period, not per waiting run.
+        period = max(self.settings.heartbeat_s, self.settings.stalled_after_s / 3)
         while True:
-            await asyncio.sleep(self.settings.heartbeat_s)
-            since_recovery += self.settings.heartbeat_s
+            await asyncio.sleep(period)
+            since_recovery += period
             if since_recovery >= self.settings.stalled_after_s:
                 since_recovery = 0.0
                 with contextlib.suppress(Exception):

@@ -13,3 +13,6 @@ class WorkerSettings:
     heartbeat_s: float = 5.0
     stalled_after_s: float = 30.0
     shutdown_grace_s: float = 5.0
+    #: Requests expiring within one tick share one scheduled expiry job (see
+    #: executors/queue.py expiry_tick); a request ends at most this long after it expired.
+    expiry_tick_s: float = 5.0

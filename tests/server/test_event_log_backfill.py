@@ -1,0 +1,41 @@
+"""A run continued from its checkpoint writes to the event log the events its last process
+checkpointed but never got into the log (it died between the two), so a call that is not
+announced again on re-entry still shows in every stream once."""
+
+from __future__ import annotations
+
+import pytest
+
+from hookgate.engines.events import RunEvent
+from hookgate.server.runtime import Runtime
+from tests.channels.world import world
+
+
+@pytest.mark.both_databases
+async def test_checkpointed_events_missing_from_the_log_are_written_once(
+        database_url: str) -> None:
+    deployment, _ = world(database_url, [])
+    rt = Runtime(deployment)
+    await rt.db.upgrade()
+    await rt.sync()
+    try:
+        m = rt.runs
+        agent = deployment.agents["buyer"]
+        state = m.engine(agent).new_state(agent, "pay", user_id="alice")
+        state.session_started = True
+        state.status = "awaiting_approval"
+        call = {"tool_call_id": "c1", "tool_name": "wire_transfer", "args": {"amount": 1}}
+        state.trace = [RunEvent("run_started", {}, 1).to_dict(),
+                       RunEvent("tool_call", call, 2).to_dict(),
+                       RunEvent("confirmation_pending", {"request_id": "cr_x"}, 3).to_dict()]
+        await m.store.save(state)
+        await m.bus.log.append(state.run_id, [RunEvent("run_started", {}, 1)])  # cut off
+
+        assert await m.prepare(state) is not None
+        assert await m.prepare(state) is not None  # a second continuation adds nothing
+        logged = await m.bus.log.after(state.run_id)
+        assert [(e.seq, e.type) for e in logged] == [
+            (1, "run_started"), (2, "tool_call"), (3, "confirmation_pending")]
+        assert logged[1].data == call
+    finally:
+        await rt.db.dispose()
