@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.tools.tool import Tool
 
 ConfirmationMode = Literal["auto", "inline_only", "channel_only"]
@@ -38,6 +39,8 @@ class Agent:
     #: After a person rejected a call, the same tool with the same arguments in the same
     #: run is refused without asking anyone again (and the model is told so).
     refuse_retry_after_rejection: bool = True
+    #: Reminders, escalation and the timeout fallback of its requests.
+    followup: FollowupPolicy = field(default_factory=FollowupPolicy)
 
     def __post_init__(self) -> None:
         if self.confirmation_mode not in CONFIRMATION_MODES:
@@ -50,6 +53,7 @@ class Agent:
                 f"agent '{self.id}': confirmation_approver_scope must be one of "
                 f"{', '.join(APPROVER_SCOPES)}, not {self.confirmation_approver_scope!r}"
             )
+        self.followup.check_against(self.confirmation_timeout_s)
         names = [t.name for t in self.tools]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

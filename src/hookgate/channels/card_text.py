@@ -15,6 +15,7 @@ VIA_TITLES = {
     "feishu": "Feishu",
     "slack": "Slack",
     "wecom": "WeCom",
+    "timeout": "the timeout fallback",
 }
 
 STATUS_TITLES = {
@@ -114,6 +115,9 @@ def numbers_line(card: ApprovalCard) -> str | None:
 def context_lines(card: ApprovalCard, *, message_chars: int, text_chars: int) -> list[str]:
     """The approver's context as lines of plain text, each cut to the card's room."""
     lines = []
+    escalation = (card.context or {}).get("escalation")
+    if isinstance(escalation, str) and escalation:
+        lines.append(clip(escalation, text_chars))
     message = user_message(card)
     if message:
         lines.append("User asked: " + clip(message, message_chars))

@@ -69,6 +69,10 @@ APPROVAL_MODE: Final = "hookgate.approval.mode"
 APPROVAL_CHANNEL_ID: Final = "hookgate.approval.channel_id"
 APPROVAL_WAIT_S: Final = "hookgate.approval.wait_s"
 APPROVAL_RESUMED: Final = "hookgate.approval.resumed"
+#: Why nobody can be reached: ``no_approver`` or ``delivery_failed``.
+APPROVAL_UNREACHABLE_CAUSE: Final = "hookgate.approval.unreachable.cause"
+#: A follow-up sent: ``reminder`` or ``escalation``.
+APPROVAL_FOLLOWUP_KIND: Final = "hookgate.approval.followup.kind"
 
 CHANNEL_PLATFORM: Final = "hookgate.channel.platform"
 HTTP_STATUS: Final = "http.response.status_code"
@@ -79,6 +83,8 @@ M_HOOK_DURATION: Final = "hookgate.hook.duration"
 M_APPROVALS_PENDING: Final = "hookgate.approval.pending"
 M_APPROVAL_WAIT: Final = "hookgate.approval.wait.duration"
 M_DELIVERY_FAILURES: Final = "hookgate.channel.delivery.failures"
+M_APPROVALS_UNREACHABLE: Final = "hookgate.approval.unreachable"
+M_APPROVAL_FOLLOWUPS: Final = "hookgate.approval.followups"
 M_CLIENT_DURATION: Final = "gen_ai.client.operation.duration"
 M_CLIENT_TOKENS: Final = "gen_ai.client.token.usage"
 

@@ -95,7 +95,7 @@ def approval_card(
         },
         "sub_title_text": _sub_title(card, patterns),
         "horizontal_content_list": rows,
-        "task_id": task_id(card.request_id),
+        "task_id": task_id(card.send_key),
         "button_list": [
             {"type": 0, "text": "Approve", "style": 1,
              "key": button_key("approve", card.request_id)},
