@@ -270,11 +270,12 @@ def reminder_text(request: ConfirmationRequest, agent_name: str, link: str | Non
 
 
 def escalation_note(request: ConfirmationRequest, users: list[str]) -> str:
-    """The line an escalation card adds above the request's context."""
+    """The line an escalation card adds above the request's context (names first: WeCom
+    shows 44 characters of it)."""
     waited = ""
     if request.escalated_at is not None:
         minutes = (request.escalated_at - request.created_at).total_seconds() / 60
-        waited = f" after {minutes:.0f} min" if minutes >= 1 else " after less than a minute"
-    return (f"Escalated{waited} without a decision; now also for "
-            f"{', '.join(users) or 'nobody'}")
+        waited = f" (no decision in {minutes:.0f} min)" if minutes >= 1 else (
+            " (no decision in under a minute)")
+    return f"Escalated to {', '.join(users) or 'nobody'}{waited}"
 
