@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+import tests.channels.world as world_module
 from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.server.deployment import ChannelSpec, Deployment
-import tests.channels.world as world_module
 from tests.channels.world import (
     Bank,
     auth,
