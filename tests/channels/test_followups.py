@@ -22,6 +22,7 @@ from tests.channels.world import (
     delivered_request,
     eventually,
     finished_run,
+    run_without_delivery,
     start_run,
     world,
 )
@@ -221,3 +222,38 @@ async def test_a_request_nobody_can_decide_is_flagged_until_escalation_finds_som
         await eventually(cleared, "the escalation to clear the flag")
         assert (await respond(client, request["id"], "bob", "reject")).status_code == 200
     assert slack.violations == []
+
+
+async def test_a_reminder_due_while_the_server_was_down_goes_out_after_the_restart(
+        database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    deployment, bank = slack_world(database_url, slack,
+                                   remind_after_s=later(database_url, 1.5))
+
+    def reminders() -> list[str]:
+        return [m.text for m in slack.messages.values() if m.text.startswith("Reminder:")]
+
+    async with serving(deployment) as (srv, client):
+        run_id = await start_run(client)
+        request = await delivered_request(srv, client)
+    assert reminders() == []  # stopped before it was due
+
+    async with serving(deployment) as (srv, client):
+        await eventually(reminders, "the reminder after the restart")
+        assert (await respond(client, request["id"], "alice")).status_code == 200
+        assert (await finished_run(client, run_id))["status"] == "completed"
+        assert len(bank.transfers) == 1
+        assert len(reminders()) == 1
+    assert slack.violations == []
+
+
+async def test_a_card_no_platform_took_flags_the_request_unreachable(
+        database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    slack.fail_next("/api/chat.postMessage", status=503, times=1000)
+    blocked, request, bank = await run_without_delivery(
+        database_url, [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())],
+        "ops-slack")
+    assert "approval card delivery failed" in blocked["observation"]
+    assert request["status"] == "cancelled" and bank.transfers == []
+    assert request["unreachable"].startswith(
+        "delivery failed: the approval card could not be sent: slack: POST")
+    assert "HTTP 503" in request["unreachable"]
