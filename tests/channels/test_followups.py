@@ -5,7 +5,11 @@ fallback; on SQLite (a timer of the process) and PostgreSQL (procrastinate jobs)
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,6 +21,7 @@ import tests.channels.world as world_module
 from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.server.deployment import ChannelSpec, Deployment
 from tests.channels.world import (
+    TOKENS,
     Bank,
     auth,
     delivered_request,
@@ -45,6 +50,13 @@ def patient(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def later(database_url: str, seconds: float) -> float:
     """``seconds`` on SQLite; on PostgreSQL past the worker's polling rounds."""
     return seconds * 4 if database_url.startswith("postgresql") else seconds
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"}
+    env.update(COLUMNS="200", NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "hookgate.cli.main", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
 
 
 def with_followup(deployment: Deployment, timeout_s: float = 60.0,
@@ -197,7 +209,7 @@ async def test_wecom_reminds_escalates_to_the_admins_and_the_escalation_card_dec
 
 async def test_a_request_nobody_can_decide_is_flagged_until_escalation_finds_someone(
         database_url: str, slack: FakeSlack, secrets_key: str) -> None:
-    deployment, _ = slack_world(database_url, slack, escalate_after_s=1.0,
+    deployment, _ = slack_world(database_url, slack, escalate_after_s=4.0,
                                 escalate_to=("bob",))
     agent = dataclasses.replace(deployment.agents["buyer"], owner_user_id=None,
                                 confirmation_approver_scope="agent_owner")
@@ -214,6 +226,10 @@ async def test_a_request_nobody_can_decide_is_flagged_until_escalation_finds_som
         listed = (await client.get("/api/confirmations", params={"status": "pending"},
                                    headers=auth("alice"))).json()
         assert listed[0]["unreachable"] == reason
+        shown = await asyncio.to_thread(cli, "approvals", "list", "--url", srv.url,
+                                        "--token", TOKENS["alice"])
+        assert shown.returncode == 0, shown.stderr
+        assert f"UNREACHABLE: {reason}" in shown.stdout
 
         async def cleared() -> bool:
             seen = await record(client, request["id"])
