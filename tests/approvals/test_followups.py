@@ -175,3 +175,10 @@ def test_follow_ups_that_could_not_work_are_refused_at_load(
     with pytest.raises(ConfigError) as info:
         load(tmp_path, lines)
     assert message in str(info.value)
+
+
+def test_a_damaged_stored_policy_follows_up_on_nothing_and_rejects_at_the_timeout() -> None:
+    for damaged in ({"on_timeout": "approve"}, {"remind_after_s": "soon"},
+                    {"max_reminders": "many"}, {"escalate_to": 5}, {"remind_after_s": -1}):
+        assert FollowupPolicy.from_json(damaged) == FollowupPolicy(), damaged
+    assert FollowupPolicy.from_json(None).on_timeout == "expire"  # made before follow-ups

@@ -7,10 +7,13 @@ request made before a configuration change. Durations are read from ``15m``-styl
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
+
+log = logging.getLogger(__name__)
 
 OnTimeout = Literal["reject", "expire"]
 ON_TIMEOUT: tuple[str, ...] = ("reject", "expire")
@@ -81,17 +84,25 @@ class FollowupPolicy:
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> FollowupPolicy:
-        """The policy stored on a request; a request from before follow-ups expires."""
+        """The policy stored on a request; a request from before follow-ups expires.
+
+        A stored policy that no longer reads (edited by hand, damaged) follows up on
+        nothing and times out by rejecting: it must never keep a request from ending."""
         if not data:
             return cls(on_timeout="expire")
-        return cls(
-            remind_after_s=data.get("remind_after_s"),
-            max_reminders=int(data.get("max_reminders", 1)),
-            escalate_after_s=data.get("escalate_after_s"),
-            escalate_to=tuple(data.get("escalate_to") or ()),
-            escalation_channel_id=data.get("escalation_channel_id"),
-            on_timeout=data.get("on_timeout", "expire"),
-        )
+        try:
+            return cls(
+                remind_after_s=_seconds(data.get("remind_after_s")),
+                max_reminders=int(data.get("max_reminders", 1)),
+                escalate_after_s=_seconds(data.get("escalate_after_s")),
+                escalate_to=tuple(str(u) for u in data.get("escalate_to") or ()),
+                escalation_channel_id=data.get("escalation_channel_id"),
+                on_timeout=data.get("on_timeout", "expire"),
+            )
+        except (PolicyError, TypeError, ValueError, AttributeError):
+            log.warning("a stored follow-up policy does not read (%r); the request is "
+                        "rejected when it times out and has no follow-ups", data)
+            return cls()
 
     def next_reminder_at(self, created_at: datetime, sent: int) -> datetime | None:
         if self.remind_after_s is None or sent >= self.max_reminders:
@@ -103,6 +114,10 @@ class FollowupPolicy:
         if self.escalate_after_s is None or escalated_at is not None:
             return None
         return created_at + timedelta(seconds=self.escalate_after_s)
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else parse_duration(value, "a stored duration")
 
 
 def _on_timeout_error(value: object) -> str:
