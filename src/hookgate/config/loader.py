@@ -379,15 +379,8 @@ class _Resolver:
                 self.fail(f"{at}.model", f"unknown model '{agent.model}' "
                                          f"(models: {_listing(c.models)})")
             if agent.approval_channel_id is not None:
-                channel = c.channel(agent.approval_channel_id)
-                if channel is None:
-                    self.fail(f"{at}.approval_channel_id",
-                              f"unknown channel '{agent.approval_channel_id}' "
-                              f"(channels: {_listing(ch.id for ch in c.channels)})")
-                elif org_ok and channel.org != agent.org:
-                    self.fail(f"{at}.approval_channel_id",
-                              f"channel '{channel.id}' belongs to org '{channel.org}', "
-                              f"not the agent's org '{agent.org}'")
+                self._agent_channel(f"{at}.approval_channel_id", agent.approval_channel_id,
+                                    agent.org if org_ok else None)
             self._followup(at, agent)
             if check_tools:
                 self._agent_tools(at, agent.tools)
@@ -412,15 +405,18 @@ class _Resolver:
                                                     f"'{user.org}', not the agent's org "
                                                     f"'{agent.org}'")
         if agent.escalation_channel_id is not None:
-            channel = c.channel(agent.escalation_channel_id)
-            if channel is None:
-                self.fail(f"{at}.escalation_channel_id",
-                          f"unknown channel '{agent.escalation_channel_id}' "
-                          f"(channels: {_listing(ch.id for ch in c.channels)})")
-            elif agent.org is not None and channel.org != agent.org:
-                self.fail(f"{at}.escalation_channel_id",
-                          f"channel '{channel.id}' belongs to org '{channel.org}', "
-                          f"not the agent's org '{agent.org}'")
+            self._agent_channel(f"{at}.escalation_channel_id", agent.escalation_channel_id,
+                                agent.org)
+
+    def _agent_channel(self, key: str, channel_id: str, org: str | None) -> None:
+        """``channel_id`` must be declared, and be a channel of ``org`` (when known)."""
+        channel = self.config.channel(channel_id)
+        if channel is None:
+            self.fail(key, f"unknown channel '{channel_id}' "
+                           f"(channels: {_listing(ch.id for ch in self.config.channels)})")
+        elif org is not None and channel.org != org:
+            self.fail(key, f"channel '{channel.id}' belongs to org '{channel.org}', "
+                           f"not the agent's org '{org}'")
 
     def _same_org_agent(self, key: str, agent_id: Any, org: str | None, whose: str) -> None:
         # An agent may hand work only to agents of its own org: a delegate or an agent node
