@@ -273,3 +273,39 @@ async def test_a_card_no_platform_took_flags_the_request_unreachable(
     assert request["unreachable"].startswith(
         "delivery failed: the approval card could not be sent: slack: POST")
     assert "HTTP 503" in request["unreachable"]
+
+
+async def test_escalated_to_another_platform_the_reminder_reaches_both_and_a_click_ends_both(
+        database_url: str, feishu: FakeFeishu, slack: FakeSlack, secrets_key: str) -> None:
+    channels = [ChannelSpec("ops-feishu", "feishu", "acme", feishu.channel_config()),
+                ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
+    deployment, bank = world(database_url, channels, approval_channel_id="ops-feishu")
+    deployment = with_followup(deployment, escalate_after_s=0.5, escalate_to=("bob",),
+                               escalation_channel_id="ops-slack",
+                               remind_after_s=later(database_url, 1.5))
+    async with serving(deployment) as (srv, client):
+        run_id = await start_run(client)
+        request = await delivered_request(srv, client)
+        [feishu_card] = [m for m in feishu.messages.values() if m.msg_type == "interactive"]
+
+        def slack_cards() -> list[Any]:
+            return [m for m in slack.messages.values() if m.blocks is not None]
+
+        await eventually(slack_cards, "the escalation card on Slack")
+        assert "Escalated to bob" in block_texts(slack_cards()[0].blocks or [])
+        await eventually(lambda: any(t.startswith("Reminder:") for t in feishu.texts())
+                         and any(m.text.startswith("Reminder:")
+                                 for m in slack.messages.values()),
+                         "the reminder on Feishu and on Slack")
+
+        # bob, made an approver by the escalation, approves on the original Feishu card.
+        reply = await feishu.card_click(request["id"], "approve", "ou_bob",
+                                        message_id=feishu_card.message_id).send(
+            client, "/api/channels/ops-feishu/callback")
+        assert reply.status_code == 200, reply.text
+        assert (await finished_run(client, run_id))["status"] == "completed"
+        assert len(bank.transfers) == 1
+        await eventually(lambda: feishu_card.patches and slack_cards()[0].updates,
+                         "both platforms' cards updated")
+        assert "Approved by bob via Feishu" in block_texts(slack_cards()[0].blocks or [])
+    assert feishu.violations == [] and slack.violations == []
