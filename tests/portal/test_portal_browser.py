@@ -372,14 +372,22 @@ def test_the_inbox_shows_a_request_nobody_can_reach_then_its_reminder_and_escala
     deployment = dataclasses.replace(deployment, agents={"buyer": agent})
     with portal_for(deployment) as (page, c):
         page.open()
-        page.sign_in("alice")
-        start_run(c)
+        page.sign_in("bob")
+        run_id = start_run(c)  # alice's run
         card = "#waiting article.request"
         page.sees(f"{card} .badge.unreachable", "Nobody reachable")
+        page.sees(card, "You cannot decide this request")
+        assert not page.find("#pending-count").is_displayed()
         page.sees(f"{card} .alert.unreachable",
                   "No approver can be reached: no approver: agent 'buyer' has no owner")
         # Live: the reminder, then the escalation to bob, which clears the flag.
         page.sees(f"{card} .followup", "Reminded 1 time")
         page.sees(f"{card} .followup", "escalated to bob")
         page.until("the flag to clear", lambda: not page.find_all(f"{card} .unreachable"))
+        # bob became an approver: the form and the waiting count appear without a reload.
+        page.until("the decision form", lambda: page.find(f"{card} form.decide"))
+        page.sees("#pending-count", "1")
+        page.find(f"{card} button.approve").click()
+        page.sees("#decided", "Approved")
+        page.until("the run to complete", lambda: run_status(c, run_id) == "completed")
         assert console_errors(page.driver) == []
