@@ -48,8 +48,8 @@ def patient(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def later(database_url: str, seconds: float) -> float:
-    """``seconds`` on SQLite; on PostgreSQL past the worker's polling rounds."""
-    return seconds * 4 if database_url.startswith("postgresql") else seconds
+    """``seconds`` on SQLite; on PostgreSQL past the worker's polling round (5 s)."""
+    return seconds + 5 if database_url.startswith("postgresql") else seconds
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -98,7 +98,8 @@ def slack_world(database_url: str, slack: FakeSlack, **policy: Any) -> tuple[Dep
 async def test_slack_reminds_twice_then_escalates_to_bob_who_approves_on_the_new_card(
         database_url: str, slack: FakeSlack, secrets_key: str) -> None:
     deployment, bank = slack_world(database_url, slack, remind_after_s=0.6, max_reminders=2,
-                                   escalate_after_s=2.0, escalate_to=("bob",))
+                                   # Time enough to see bob refused first, even under load.
+                                   escalate_after_s=5.0, escalate_to=("bob",))
     async with serving(deployment) as (srv, client):
         run_id = await start_run(client)
         request = await delivered_request(srv, client)
@@ -125,7 +126,7 @@ async def test_slack_reminds_twice_then_escalates_to_bob_who_approves_on_the_new
 
         await eventually(lambda: len(cards()) == 2, "the escalation card")
         escalation = cards()[1]
-        assert "Escalated to bob (no decision in under a minute)" in block_texts(
+        assert "Escalated to bob (no decision in" in block_texts(
             escalation.blocks or [])
         seen = await record(client, request["id"], "bob")
         assert seen["can_decide"] is True
@@ -207,10 +208,9 @@ async def test_wecom_reminds_escalates_to_the_admins_and_the_escalation_card_dec
     assert wecom.violations == []
 
 
-async def test_a_request_nobody_can_decide_is_flagged_until_escalation_finds_someone(
+async def test_a_request_nobody_can_decide_is_flagged_in_the_api_and_the_cli(
         database_url: str, slack: FakeSlack, secrets_key: str) -> None:
-    deployment, _ = slack_world(database_url, slack, escalate_after_s=4.0,
-                                escalate_to=("bob",))
+    deployment, _ = slack_world(database_url, slack)
     agent = dataclasses.replace(deployment.agents["buyer"], owner_user_id=None,
                                 confirmation_approver_scope="agent_owner")
     deployment = dataclasses.replace(deployment, agents={"buyer": agent})
@@ -230,6 +230,20 @@ async def test_a_request_nobody_can_decide_is_flagged_until_escalation_finds_som
                                         "--token", TOKENS["alice"])
         assert shown.returncode == 0, shown.stderr
         assert f"UNREACHABLE: {reason}" in shown.stdout
+        # Nobody may decide it, not even the org's admin.
+        assert (await respond(client, request["id"], "alice", "reject")).status_code == 403
+
+
+async def test_an_escalation_that_finds_an_approver_clears_the_flag(
+        database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    deployment, _ = slack_world(database_url, slack, escalate_after_s=0.5,
+                                escalate_to=("bob",))
+    agent = dataclasses.replace(deployment.agents["buyer"], owner_user_id=None,
+                                confirmation_approver_scope="agent_owner")
+    deployment = dataclasses.replace(deployment, agents={"buyer": agent})
+    async with serving(deployment) as (srv, client):
+        run_id = await start_run(client)
+        request = await delivered_request(srv, client)
 
         async def cleared() -> bool:
             seen = await record(client, request["id"])
@@ -237,13 +251,15 @@ async def test_a_request_nobody_can_decide_is_flagged_until_escalation_finds_som
 
         await eventually(cleared, "the escalation to clear the flag")
         assert (await respond(client, request["id"], "bob", "reject")).status_code == 200
+        assert (await finished_run(client, run_id))["status"] == "completed"
     assert slack.violations == []
 
 
 async def test_a_reminder_due_while_the_server_was_down_goes_out_after_the_restart(
         database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    # Due after the first server stopped, even on a loaded machine.
     deployment, bank = slack_world(database_url, slack,
-                                   remind_after_s=later(database_url, 1.5))
+                                   remind_after_s=later(database_url, 4.0))
 
     def reminders() -> list[str]:
         return [m.text for m in slack.messages.values() if m.text.startswith("Reminder:")]

@@ -367,7 +367,7 @@ def test_the_inbox_shows_a_request_nobody_can_reach_then_its_reminder_and_escala
     deployment, _ = world(database_url, scope="agent_owner")
     agent = dataclasses.replace(
         deployment.agents["buyer"], owner_user_id=None,
-        followup=FollowupPolicy(remind_after_s=1.0, escalate_after_s=1.5,
+        followup=FollowupPolicy(remind_after_s=1.0, escalate_after_s=4.0,
                                 escalate_to=("bob",)))
     deployment = dataclasses.replace(deployment, agents={"buyer": agent})
     with portal_for(deployment) as (page, c):
