@@ -15,19 +15,23 @@ from typing import TYPE_CHECKING, Protocol
 
 from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.followup_store import FollowupStore
+from hookgate.approvals.reachability import (
+    DELIVERY_FAILED,
+    DELIVERY_FAILED_CAUSE,
+    NO_APPROVER,
+    NO_APPROVER_CAUSE,
+    flag_unreachable,
+    nobody_to_decide,
+)
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.channels.base import ApprovalCard
 from hookgate.channels.card_text import format_time
-from hookgate.telemetry.followups import approval_unreachable, followup_sent
+from hookgate.telemetry.followups import followup_sent
 
 if TYPE_CHECKING:
     from hookgate.approvals.persistent import PersistentApprovals
 
 log = logging.getLogger(__name__)
-
-#: The prefix of an ``unreachable`` flag set because sends failed (cleared by a success).
-DELIVERY_FAILED = "delivery failed: "
-NO_APPROVER = "no approver: "
 
 
 class FollowupScheduler(Protocol):
@@ -134,7 +138,7 @@ class Followups:
                  ", ".join(channels) or "the inbox")
         if channels and len(failures) == len(channels):
             await self._flag(after, DELIVERY_FAILED + "the reminder reached no channel ("
-                             + "; ".join(failures) + ")", "delivery_failed")
+                             + "; ".join(failures) + ")", DELIVERY_FAILED_CAUSE)
         elif failures:
             log.warning("request %s: reminder not delivered on %s", after.id,
                         "; ".join(failures))
@@ -190,7 +194,7 @@ class Followups:
         except Exception as exc:
             await self._flag(request, f"{DELIVERY_FAILED}the escalation card to "
                              f"{', '.join(users)} could not be sent on {channel_id}: {exc}",
-                             "delivery_failed")
+                             DELIVERY_FAILED_CAUSE)
             return
         await self.store.add_escalation_ref(request.id, {"channel_id": delivered.channel_id,
                                                          **delivered.ref})
@@ -204,40 +208,18 @@ class Followups:
     async def check_reachable(self, request: ConfirmationRequest) -> None:
         """Flag the request when nobody who may decide it can be found (or clear a flag
         that escalation made untrue)."""
-        if not request.pending or not await self.store.any_users():
-            return  # the library without a users table: approvers are whoever calls decide
-        why = await self._nobody(request)
+        if not request.pending:
+            return
+        why = await nobody_to_decide(self.store, request)
         if why is not None:
             if request.unreachable is None:
-                await self._flag(request, NO_APPROVER + why, "no_approver")
+                await self._flag(request, NO_APPROVER + why, NO_APPROVER_CAUSE)
         elif request.unreachable and request.unreachable.startswith(NO_APPROVER):
             await self.store.set_unreachable(request.id, None)
             await self._publish(request.id)
 
-    async def _nobody(self, request: ConfirmationRequest) -> str | None:
-        scope = request.approver_scope
-        if scope == "initiator":
-            named, what = [request.requested_by], "the run has no initiating user"
-        elif scope == "agent_owner":
-            named, what = [request.agent_owner_id], f"agent '{request.agent_id}' has no owner"
-        else:
-            named = list(await self.store.enabled_users(request.org_id))
-            what = f"org '{request.org_id}' has no enabled user"
-        candidates = [u for u in [*named, *request.escalated_to] if u]
-        states = await self.store.user_states(candidates)
-        if any(states.get(u) is False for u in candidates):
-            return None
-        if candidates:
-            return (f"{', '.join(candidates)} (approver scope {scope}"
-                    f"{', escalated' if request.escalated_to else ''}) "
-                    "cannot decide: disabled or not a known user")
-        return what
-
     async def _flag(self, request: ConfirmationRequest, reason: str, cause: str) -> None:
-        await self.store.set_unreachable(request.id, reason)
-        approval_unreachable(cause, request.mode)
-        log.warning("request %s (%s, run %s): no approver can be reached: %s", request.id,
-                    request.tool_name, request.run_id, reason)
+        await flag_unreachable(self.store, request, reason, cause)
         await self._publish(request.id)
 
     async def _publish(self, request_id: str) -> ConfirmationRequest | None:

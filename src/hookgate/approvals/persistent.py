@@ -21,6 +21,7 @@ from hookgate.approvals.eligibility import Approver, refusal
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
 from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.followup_store import FollowupStore
+from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.routing import ChannelDirectory, route
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
@@ -37,7 +38,6 @@ from hookgate.engines.interrupts import RunParked
 from hookgate.storage.database import Database
 from hookgate.storage.users import is_disabled
 from hookgate.telemetry.approvals import timed_wait
-from hookgate.telemetry.followups import approval_unreachable
 
 if TYPE_CHECKING:
     from hookgate.approvals.followups import Followups
@@ -219,11 +219,10 @@ class PersistentApprovals:
             ))
         except Exception as exc:
             reason = f"approval card delivery failed: {exc}"
-            await FollowupStore(self.db).set_unreachable(
-                request.id, f"delivery failed: the approval card could not be sent: {exc}")
-            approval_unreachable("delivery_failed", request.mode)
-            log.warning("request %s (%s, run %s): no approver can be reached: %s",
-                        request.id, request.tool_name, request.run_id, reason)
+            await flag_unreachable(
+                FollowupStore(self.db), request,
+                f"{DELIVERY_FAILED}the approval card could not be sent: {exc}",
+                DELIVERY_FAILED_CAUSE)
             await self._finish(request.id, "cancelled", reason=reason)
             raise ApprovalDeliveryFailed(
                 f"request {request.id} cancelled: {reason}") from exc
