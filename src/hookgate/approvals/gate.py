@@ -13,7 +13,7 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
-from hookgate.tools.guarded import APPROVED_CALL_KEY, APPROVED_DIGEST_KEY
+from hookgate.tools.guarded import APPROVED_BY_RULE_KEY, APPROVED_CALL_KEY, APPROVED_DIGEST_KEY
 from hookgate.tools.tool import args_digest
 
 #: The gate runs last among PreToolUse hooks, after every hook that may rewrite arguments.
@@ -88,6 +88,9 @@ class ApprovalGate(PreToolUseHook):
         if decision.status == "approved" and decision.args_sha256 == digest:
             ctx.metadata[APPROVED_CALL_KEY] = ask.binding
             ctx.metadata[APPROVED_DIGEST_KEY] = digest
+            if decision.rule_id is not None:
+                ctx.metadata[APPROVED_BY_RULE_KEY] = decision.reason
+                return HookResult(side_effects=[str(decision.reason)])
             return HookResult(
                 side_effects=[f"request {decision.request_id} approved{who}"],
             )

@@ -48,6 +48,10 @@ class ConfirmationRequest:
     escalated_to: tuple[str, ...] = ()
     escalation_refs: tuple[dict[str, Any], ...] = ()
     unreachable: str | None = None
+    #: Distinct eligible approvals the request needs (quorum), and who gave them so far.
+    approvals_required: int = 1
+    allow_self_approval: bool = True
+    approvals: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def from_row(cls, row: ConfirmationRequestRow) -> ConfirmationRequest:
@@ -65,6 +69,9 @@ class ConfirmationRequest:
             last_reminded_at=row.last_reminded_at, escalated_at=row.escalated_at,
             escalated_to=tuple(row.escalated_to or ()),
             escalation_refs=tuple(row.escalation_refs or ()), unreachable=row.unreachable,
+            approvals_required=row.approvals_required or 1,
+            allow_self_approval=row.allow_self_approval is not False,
+            approvals=tuple(row.approvals or ()),
         )
 
     @property
@@ -79,6 +86,16 @@ class ConfirmationRequest:
 
     def seconds_left(self, now: datetime | None = None) -> float:
         return max(0.0, (self.expires_at - (now or utcnow())).total_seconds())
+
+    @property
+    def approved_by(self) -> list[dict[str, Any]]:
+        """Everyone who approved, in order (a single approval is the decision itself)."""
+        if self.approvals:
+            return [dict(a) for a in self.approvals]
+        if self.status == "approved" and self.responded_by:
+            return [{"user_id": self.responded_by, "via": self.decided_via,
+                     "at": self.responded_at.isoformat() if self.responded_at else None}]
+        return []
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +130,12 @@ class ConfirmationRequest:
                 "on_timeout": (self.followup or {}).get("on_timeout", "expire"),
             },
             "unreachable": self.unreachable,
+            "approvals": {
+                "required": self.approvals_required,
+                "count": len(self.approved_by),
+                "approved_by": self.approved_by,
+                "allow_self_approval": self.allow_self_approval,
+            },
         }
 
 

@@ -12,8 +12,10 @@ from sse_starlette.sse import EventSourceResponse
 
 from hookgate.approvals.eligibility import Approver, refusal
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
+from hookgate.approvals.quorum import AlreadyVoted, self_approval_refusal
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
+from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
 
@@ -24,8 +26,12 @@ def _view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str
     out = request.to_dict()
     agent = rt.deployment.agents.get(request.agent_id)
     out["agent_name"] = agent.name if agent else request.agent_id
-    out["can_decide"] = request.pending and refusal(
-        request, Approver(caller.user_id, caller.org_id)) is None
+    who = Approver(caller.user_id, caller.org_id)
+    voted = any(a.get("user_id") == caller.user_id for a in request.approvals)
+    out["can_decide"] = request.pending and not voted and refusal(request, who) is None
+    # Four eyes: the requester may reject their own call but not approve it.
+    out["can_approve"] = out["can_decide"] and self_approval_refusal(
+        request, who, "approve") is None
     return out
 
 
@@ -80,7 +86,9 @@ async def get_confirmation(request_id: str, caller: CallerDep,
 @router.post("/confirmations/{request_id}/respond")
 async def respond(request_id: str, body: Respond, caller: CallerDep,
                   rt: RuntimeDep) -> dict[str, Any]:
-    await _visible(request_id, caller, rt)
+    request = await _visible(request_id, caller, rt)
+    rule = (await remembered_rule(rt, request, body.remember, caller, body.decision)
+            if body.remember is not None else None)
     try:
         decided = await rt.approvals.decide(
             request_id, body.decision,
@@ -93,4 +101,9 @@ async def respond(request_id: str, body: Respond, caller: CallerDep,
         raise HTTPException(403, f"not allowed: {exc}") from None
     except AlreadyDecided as exc:
         raise HTTPException(409, str(exc)) from None
-    return _view(decided, caller, rt)
+    except AlreadyVoted as exc:
+        raise HTTPException(409, str(exc)) from None
+    out = _view(decided, caller, rt)
+    if rule is not None:
+        out["rule"] = (await rt.approvals.rules.save(rule)).to_dict()
+    return out

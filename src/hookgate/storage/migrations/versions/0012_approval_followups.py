@@ -4,7 +4,7 @@ sender), when and to whom it was escalated, the escalation cards, and why nobody
 reached.
 
 Revision ID: 0012
-Revises: 0009
+Revises: 0011
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from alembic import op
 from hookgate.storage.types import UTCDateTime
 
 revision = '0012'
-down_revision = '0009'
+down_revision = '0011'
 branch_labels = None
 depends_on = None
 
