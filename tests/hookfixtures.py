@@ -197,3 +197,18 @@ def agent_with(tools: list[Tool], *class_hooks: Any, **fields: Any) -> Agent:
         model_config_json={"hooks": {"class_hooks": list(class_hooks)}},
         **fields,
     )
+
+
+class Linger(PreToolUseHook):
+    """Takes ``seconds`` before letting a call on: widens the moment between a call's arrival
+    and its approval request, so two instances reliably take the same call at once."""
+
+    name = "linger"
+    priority = 5
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    async def execute(self, ctx: HookContext) -> HookResult:
+        await asyncio.sleep(self.seconds)
+        return HookResult()

@@ -16,10 +16,17 @@ from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
 from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.approvals.service import ApprovalAsk
 from hookgate.catalog.services import HookServices
 from hookgate.engines.events import RunEvent
+from hookgate.server.channel_directory import ConfiguredChannels
+from hookgate.server.channel_records import SecretsKey
+from hookgate.server.deployment import ChannelSpec
 from hookgate.storage.database import Database
 from hookgate.storage.ledger import DatabaseLedger
+from hookgate.tools.tool import args_digest
+from tests.channels.world import eventually
+from tests.fakes.slack import FakeSlack
 
 pytestmark = pytest.mark.both_databases
 
@@ -332,3 +339,39 @@ async def test_an_unreachable_database_blocks_the_call_with_a_clear_error(
     assert blocked["allowed"] is False
     assert "approval_gate" in blocked["observation"]
     assert "unable to open database file" in blocked["observation"]
+
+
+async def test_a_new_request_held_by_two_processes_at_once_gets_one_card(
+        db: Database, database_url: str) -> None:
+    # Two gate services on one database (as two instances) resume the same request whose
+    # card is not out yet: the delivery claim lets one of them send it.
+    with FakeSlack() as slack:
+        channels = ConfiguredChannels([ChannelSpec("ops", "slack", "acme",
+                                                   slack.channel_config())],
+                                      secrets=SecretsKey([SecretsKey.generate()]))
+        one = PersistentApprovals(db, channels=channels, sweep_interval=0.2)
+        other_db = Database(database_url)
+        two = PersistentApprovals(other_db, channels=channels, sweep_interval=0.2)
+        await one.start()
+        await two.start()
+        agent = make_agent(Bank(), confirmation_mode="channel_only", confirmation_timeout_s=30)
+        args = {"amount": 60_000, "vendor": "ACME"}
+        ask = ApprovalAsk(agent=agent, run_id="run-twice", tool_call_id="call-1",
+                          tool_name="oa__purchase_pay", args=args,
+                          args_sha256=args_digest(args), user_id="alice", org_id="acme")
+        created = await one._create(ask)
+        assert created.delivery_ref is None
+        waits = [asyncio.create_task(s.request_and_wait(ask)) for s in (one, two)]
+        await eventually(lambda: slack.messages, "the approval card")
+        await asyncio.sleep(0.5)  # a second card would be out by now
+        assert len(slack.messages) == 1, slack.messages
+        await one.decide(created.id, "approve", ALICE)
+        decisions = await asyncio.wait_for(asyncio.gather(*waits), 10)
+        await one.stop()
+        await two.stop()
+        await other_db.dispose()
+        await channels.aclose()
+    assert [d.status for d in decisions] == ["approved", "approved"]
+    stored = await one.store.get(created.id)
+    assert stored is not None and stored.delivery_ref is not None
+    assert stored.delivery_ref["channel_id"] == "ops"

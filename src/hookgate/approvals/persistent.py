@@ -173,7 +173,10 @@ class PersistentApprovals:
             # its decision) belongs to that call; the gate refuses this one without asking.
             return _decision(request)
         if request.pending:
-            if request.mode == "channel" and request.delivery_ref is None:
+            # Claimed first: the same call held by two processes at once (or resumed while
+            # its creator sends the card) sends one card.
+            if request.mode == "channel" and request.delivery_ref is None and \
+                    await self.store.claim_delivery(request.id):
                 await self._deliver(request, ask)
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
             request = await timed_wait(self._wait(request, ask, wait_s), request,
@@ -402,7 +405,9 @@ class PersistentApprovals:
         outcome = CardOutcome(request.id, request.status,  # type: ignore[arg-type]
                               request.responded_by, request.responded_at, request.reason,
                               via=request.decided_via)
-        own = [request.delivery_ref] if request.delivery_ref and request.channel_id else []
+        # No card yet (none, or one still being sent): nothing to update on the own channel.
+        own = ([request.delivery_ref] if request.delivery_ref and "channel_id" in
+               request.delivery_ref and request.channel_id else [])
         for delivered in [*own, *request.escalation_refs]:
             channel_id = str(delivered.get("channel_id") or request.channel_id)
             channel = self.channels.get(channel_id)

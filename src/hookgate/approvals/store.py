@@ -21,6 +21,11 @@ from hookgate.storage.types import utcnow
 AfterTransition = Callable[[AsyncSession, ConfirmationRequest], Awaitable[None]]
 
 
+#: A request's delivery while its card is being sent (a delivered card's ref names its
+#: ``channel_id``; this does not).
+CLAIMED_DELIVERY: dict[str, Any] = {"sending": True}
+
+
 def new_request_id() -> str:
     return "cr_" + uuid.uuid4().hex[:24]
 
@@ -104,6 +109,18 @@ class ConfirmationStore:
             if then is not None:
                 await then(s, after)
             return after
+
+    async def claim_delivery(self, request_id: str) -> bool:
+        """True for the one caller that may send the request's card: the row's delivery
+        moves from nothing to a claim (CLAIMED_DELIVERY) in one conditional UPDATE, so two
+        processes holding the same new request never both send it."""
+        async with self.db.transaction() as s:
+            result = await s.execute(
+                update(ConfirmationRequestRow)
+                .where(ConfirmationRequestRow.id == request_id,
+                       ConfirmationRequestRow.delivery_ref.is_(None))
+                .values(delivery_ref=CLAIMED_DELIVERY))
+            return bool(getattr(result, "rowcount", 0) == 1)
 
     async def set_delivery(self, request_id: str, ref: dict[str, Any]) -> None:
         async with self.db.transaction() as s:

@@ -5,7 +5,9 @@ the key names a run (``mcp-<key>``). The call joins the latest confirmation requ
 run while it is pending, or decided (approved or rejected) within the retry window: the
 retry then meets the same decision, and the execution ledger hands back the recorded result
 instead of calling the downstream server again. Past the window, or with no request, the
-call is a new attempt.
+call is a new attempt: the n-th of its run, with the call id ``mcpcall-<key>-<n>``. Two
+instances that take the same call at the same moment therefore name the same attempt, and
+the unique (run, tool call) of ``confirmation_requests`` lets one request win.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.tables import ConfirmationRequestRow, ToolExecutionRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.tool import args_digest
 
@@ -48,6 +50,16 @@ def fresh_attempt(run_id: str | None = None) -> Attempt:
     return Attempt(run_id or f"mcp-{uuid.uuid4().hex}", call_id, joined=False)
 
 
+def run_of(key: str) -> str:
+    """The run every attempt of the call ``key`` belongs to."""
+    return f"mcp-{key[:48]}"
+
+
+def attempt_call_id(key: str, number: int) -> str:
+    """The tool call id of the ``number``-th attempt (from 0) of the call ``key``."""
+    return f"mcpcall-{key[:48]}-{number}"
+
+
 class AttemptFinder:
     """Finds the attempt for a call key in the ``confirmation_requests`` table."""
 
@@ -56,7 +68,7 @@ class AttemptFinder:
         self.window = timedelta(seconds=retry_window_s)
 
     async def attempt_for(self, key: str) -> Attempt:
-        run_id = f"mcp-{key[:48]}"
+        run_id = run_of(key)
         async with self.db.session() as s:
             latest = (await s.execute(
                 select(ConfirmationRequestRow)
@@ -64,9 +76,32 @@ class AttemptFinder:
                 .order_by(ConfirmationRequestRow.created_at.desc())
                 .limit(1)
             )).scalar_one_or_none()
-        if latest is not None and self._joinable(latest):
-            return Attempt(run_id, latest.tool_call_id, joined=True)
-        return fresh_attempt(run_id)
+            if latest is not None and self._joinable(latest):
+                return Attempt(run_id, latest.tool_call_id, joined=True)
+            # Not random: whoever else counts the same rows picks the same call id, and
+            # the database keeps one request for it (see the module's docstring). Every
+            # attempt that got anywhere left a request or an execution (one approved by a
+            # rule has no request), so the sum only grows and never names a used id.
+            requests = (await s.execute(
+                select(func.count()).select_from(ConfirmationRequestRow)
+                .where(ConfirmationRequestRow.run_id == run_id)
+            )).scalar_one()
+            executions = (await s.execute(
+                select(func.count()).select_from(ToolExecutionRow)
+                .where(ToolExecutionRow.run_id == run_id)
+            )).scalar_one()
+        return Attempt(run_id, attempt_call_id(key, int(requests) + int(executions)),
+                       joined=False)
+
+    async def request_for(self, run_id: str, tool_call_id: str
+                          ) -> ConfirmationRequestRow | None:
+        """The confirmation request of one attempt, if the gate created one."""
+        async with self.db.session() as s:
+            return (await s.execute(
+                select(ConfirmationRequestRow).where(
+                    ConfirmationRequestRow.run_id == run_id,
+                    ConfirmationRequestRow.tool_call_id == tool_call_id)
+            )).scalar_one_or_none()
 
     def _joinable(self, row: ConfirmationRequestRow) -> bool:
         if row.status == "pending":

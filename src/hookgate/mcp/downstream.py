@@ -3,6 +3,9 @@
 The connection lives in a task of its own, because the SDK's client is an anyio context
 that must be entered and left by the same task. A server that crashed is started again at
 the next request; the request that saw the crash fails, since its outcome is unknown.
+A server that says its tools changed (``notifications/tools/list_changed`` on the handshake
+protocol, a ``subscriptions/listen`` event on 2026-07-28) is listed again, and the listeners
+registered with `on_tools_changed` hear of it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TextIO, TypeVar
 
 import httpx2
@@ -20,10 +23,12 @@ import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from hookgate.mcp.config import McpServerSpec
 from hookgate.mcp.errors import DownstreamError
+from hookgate.telemetry.mcp_spans import HttpTraceHeaders, downstream_span
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -49,6 +54,17 @@ class DownstreamServer:
         self._failed: tuple[float, DownstreamError] | None = None
         #: How many times a connection was opened (restarts included).
         self.starts = 0
+        self._trace_headers = HttpTraceHeaders()
+        #: Bumped at every start and every new listing of the tools: who built something
+        #: from `tools()` rebuilds it when this moved.
+        self.generation = 0
+        self._listeners: list[Callable[[str], Awaitable[None]]] = []
+        self._refresh: asyncio.Task[None] | None = None
+        self._refresh_again = False
+
+    def on_tools_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Await ``listener(server id)`` after the server's tools changed and were listed."""
+        self._listeners.append(listener)
 
     @property
     def id(self) -> str:
@@ -91,6 +107,10 @@ class DownstreamServer:
             await self._start()
 
     async def close(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refresh
         async with self._lock:
             await self._stop()
 
@@ -124,6 +144,7 @@ class DownstreamServer:
             raise DownstreamError(self.id, f"could not start: {_reason(exc)}") from exc
         self._client = client
         self.starts += 1
+        self.generation += 1
 
     async def _stop(self) -> None:
         self._client = None
@@ -141,9 +162,17 @@ class DownstreamServer:
 
     async def _hold(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
         try:
-            async with Client(self._target(), cache=None) as client:
+            async with Client(self._target(), cache=None,
+                              message_handler=self._on_message) as client:
                 ready.set_result(client)
-                await closing.wait()
+                watch = self._watch(client)
+                try:
+                    await closing.wait()
+                finally:
+                    if watch is not None:
+                        watch.cancel()
+                        with contextlib.suppress(asyncio.CancelledError, Exception):
+                            await watch
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else
@@ -155,14 +184,71 @@ class DownstreamServer:
         finally:
             self._client = None
 
+    # -- tools that change -------------------------------------------------------------------
+
+    async def _on_message(self, message: Any) -> None:
+        # Handshake-era servers notify on the session; this runs in the client's reader,
+        # so the new listing is fetched elsewhere.
+        if isinstance(message, types.ToolListChangedNotification):
+            self._tools_changed()
+
+    def _watch(self, client: Client) -> asyncio.Task[None] | None:
+        caps = client.server_capabilities
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or caps.tools is None \
+                or not caps.tools.list_changed:
+            return None
+        return asyncio.create_task(self._listen(client), name=f"mcp-watch-{self.id}")
+
+    async def _listen(self, client: Client) -> None:
+        # 2026-07-28 servers deliver changes only on a subscriptions/listen stream.
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _event in events:
+                    self._tools_changed()
+        except Exception as exc:
+            log.warning("MCP server '%s': watching its tool list failed: %s", self.id,
+                        _reason(exc))
+
+    def _tools_changed(self) -> None:
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh_again = True  # changed again while listing: list once more after
+            return
+        self._refresh = asyncio.create_task(self._relist(), name=f"mcp-relist-{self.id}")
+
+    async def _relist(self) -> None:
+        while True:
+            self._refresh_again = False
+            client = self._client
+            if client is None:
+                return  # not running: the next start lists the tools anyway
+            try:
+                tools = await self._request(client, "tools/list", self._list_tools(client))
+            except DownstreamError as exc:
+                log.warning("%s; keeping the tools listed before", exc)
+                return
+            if self._client is not client:
+                return
+            self._tools = tools
+            self.generation += 1
+            for listener in list(self._listeners):
+                try:
+                    await listener(self.id)
+                except Exception:
+                    log.exception("a listener of MCP server '%s' tool changes failed", self.id)
+            if not self._refresh_again:
+                return
+
     def _target(self) -> Any:
         spec = self.spec
         if spec.command is not None:
             return StdioServerParameters(command=spec.command, args=list(spec.args),
                                          env=dict(spec.env) or None, cwd=spec.cwd)
         assert spec.url is not None
+        hooks = self._trace_headers
         http = httpx2.AsyncClient(headers=dict(spec.headers),
-                                  timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 5))
+                                  timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 5),
+                                  event_hooks={"request": [hooks.request],
+                                               "response": [hooks.response]})
         return _HttpTransport(spec.url, http)
 
     async def _list_tools(self, client: Client) -> list[types.Tool]:
@@ -182,7 +268,7 @@ class DownstreamServer:
         """Call a tool once. Any failure raises DownstreamError; nothing is retried."""
         client = await self.client()
         return await self._request(client, "tools/call", client.call_tool(name, args),
-                                   unknown_outcome=True)
+                                   unknown_outcome=True, target=name)
 
     async def list_resources(self) -> types.ListResourcesResult:
         client = await self.client()
@@ -190,7 +276,8 @@ class DownstreamServer:
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         client = await self.client()
-        return await self._request(client, "resources/read", client.read_resource(uri))
+        return await self._request(client, "resources/read", client.read_resource(uri),
+                                   resource_uri=uri)
 
     async def list_prompts(self) -> types.ListPromptsResult:
         client = await self.client()
@@ -198,33 +285,55 @@ class DownstreamServer:
 
     async def get_prompt(self, name: str, args: dict[str, str] | None) -> types.GetPromptResult:
         client = await self.client()
-        return await self._request(client, "prompts/get", client.get_prompt(name, args))
+        return await self._request(client, "prompts/get", client.get_prompt(name, args),
+                                   target=name)
 
     async def _request(self, client: Client, what: str, call: Awaitable[_T],
-                       unknown_outcome: bool = False) -> _T:
+                       unknown_outcome: bool = False, target: str | None = None,
+                       resource_uri: str | None = None) -> _T:
+        with downstream_span(what, target, url=self.spec.url,
+                             session_id=self._trace_headers.session_id,
+                             protocol_version=_protocol_version(client),
+                             resource_uri=resource_uri) as traced:
+            try:
+                result = await self._answer(client, what, call, unknown_outcome)
+            except DownstreamError as exc:
+                traced.failed(exc.kind, str(exc), exc.rpc_code)
+                raise
+            if getattr(result, "is_error", False):
+                traced.failed("tool_error", "the tool reported an error")
+            return result
+
+    async def _answer(self, client: Client, what: str, call: Awaitable[_T],
+                      unknown_outcome: bool) -> _T:
         after = "; its outcome is unknown and it is not retried" if unknown_outcome else ""
         try:
             async with asyncio.timeout(self.spec.timeout_s):
                 return await call
         except TimeoutError:
             raise DownstreamError(self.id, f"did not answer {what} within "
-                                           f"{self.spec.timeout_s:g}s{after}") from None
+                                           f"{self.spec.timeout_s:g}s{after}",
+                                  kind="timeout") from None
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 await self._forget(client)
                 raise DownstreamError(self.id, f"closed the connection during {what} (it "
                                                f"crashed or exited){after}; it is started "
-                                               "again on the next call") from None
+                                               "again on the next call",
+                                      kind="connection_closed", rpc_code=exc.code) from None
             raise DownstreamError(self.id, f"answered {what} with an error: "
-                                           f"{exc.message} (code {exc.code})") from None
+                                           f"{exc.message} (code {exc.code})",
+                                  kind=str(exc.code), rpc_code=exc.code) from None
         except ValidationError as exc:
             raise DownstreamError(self.id, f"returned a malformed {what} result: "
                                            f"{exc.error_count()} problem(s), first: "
-                                           f"{exc.errors()[0]['msg']}") from None
+                                           f"{exc.errors()[0]['msg']}",
+                                  kind="malformed_result") from None
         except Exception as exc:
             await self._forget(client)
             raise DownstreamError(self.id, f"failed during {what}: {_reason(exc)}{after}; "
-                                           "it is started again on the next call") from exc
+                                           "it is started again on the next call",
+                                  kind=type(exc).__qualname__) from exc
 
     async def _forget(self, client: Client) -> None:
         # Only the connection that failed is dropped; a restart may already have replaced it.
@@ -248,6 +357,13 @@ class _HttpTransport:
             return await self._cm.__aexit__(*exc)
         finally:
             await self._http.aclose()
+
+
+def _protocol_version(client: Client) -> str | None:
+    try:
+        return str(client.protocol_version)
+    except Exception:  # not negotiated (yet): the span goes without it
+        return None
 
 
 def _reason(exc: BaseException) -> str:

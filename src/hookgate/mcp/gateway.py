@@ -14,8 +14,10 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -27,12 +29,15 @@ from hookgate.catalog.services import HookServices
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
-from hookgate.mcp.attempts import AttemptFinder, call_key, fresh_attempt
+from hookgate.mcp.attempts import Attempt, AttemptFinder, call_key, fresh_attempt
 from hookgate.mcp.config import AgentMcpAccess, McpServerSpec, split_tool_name, tool_name
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
+from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
 from hookgate.storage.database import Database
+from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.guarded import build_metadata, execute_tool_call
 from hookgate.tools.ledger import ExecutionLedger, PriorExecution
@@ -42,6 +47,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RETRY_WINDOW_S = 600.0
 DEFAULT_PROGRESS_INTERVAL_S = 10.0
+#: Finished gated calls whose results a task poll can still fetch from this process.
+_FINISHED_KEPT = 1024
+#: How often a call polls the ledger while another process runs the same approved call.
+_SETTLE_POLL_S = 0.1
 
 
 class GatewayRefusal(Exception):
@@ -71,6 +80,10 @@ class WaitReporter(Protocol):
 class _Attempt:
     """One guarded call in flight in this process; identical calls join it."""
 
+    found: Attempt | None = None
+    #: (user, agent) of the principal that made the call: only they see it as a task.
+    owner: tuple[str, str] = ("", "")
+    created_at: datetime = field(default_factory=utcnow)
     request_id: str | None = None
     pending: asyncio.Event = field(default_factory=asyncio.Event)
     replayed: bool = False
@@ -83,15 +96,26 @@ class _Attempt:
 
 
 class _WatchedLedger:
-    """The execution ledger, noting when it hands back an earlier result (a replay)."""
+    """The execution ledger, noting when it hands back an earlier result (a replay).
 
-    def __init__(self, inner: ExecutionLedger, attempt: _Attempt) -> None:
+    A claim another process holds without a result yet is most likely that process running
+    the same approved call right now (both took it at once): the claim waits up to
+    ``settle_s`` for its result, so this caller gets it too instead of "outcome unknown".
+    """
+
+    def __init__(self, inner: ExecutionLedger, attempt: _Attempt, settle_s: float) -> None:
         self.inner = inner
         self.attempt = attempt
+        self.settle_s = settle_s
 
     async def claim(self, run_id: str, tool_call_id: str, tool_name: str, args_sha256: str
                     ) -> PriorExecution | None:
         prior = await self.inner.claim(run_id, tool_call_id, tool_name, args_sha256)
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.settle_s
+        while prior is not None and prior.observation is None and loop.time() < give_up:
+            await asyncio.sleep(_SETTLE_POLL_S)
+            prior = await self.inner.claim(run_id, tool_call_id, tool_name, args_sha256)
         if prior is not None:
             self.attempt.replayed = True
         return prior
@@ -102,9 +126,9 @@ class _WatchedLedger:
 
 @dataclass(slots=True)
 class _Share:
-    """What one downstream server offers one agent, as of the server's ``starts``-th start."""
+    """What one downstream server offers one agent, as of the server's listing ``generation``."""
 
-    starts: int
+    generation: int
     tools: dict[str, Tool]
     listed: dict[str, types.Tool]
 
@@ -136,10 +160,28 @@ class McpGateway:
         self.inbox_url = inbox_url
         self.progress_interval_s = progress_interval_s
         self.attempts = AttemptFinder(db, retry_window_s)
+        self.retry_window_s = retry_window_s
         self._registries: dict[str, HookRegistry] = {}
         self._shares: dict[tuple[str, str], _Share] = {}
         self._inflight: dict[str, _Attempt] = {}
+        #: Gated calls in flight and recently finished, by task id (= their call id).
+        self._by_task: dict[str, _Attempt] = {}
+        self._finished: OrderedDict[str, tuple[_Attempt, types.CallToolResult]] = OrderedDict()
         self._resource_owner: dict[tuple[str, str], str] = {}
+        self._tools_listeners: list[Callable[[str], Awaitable[None]]] = []
+        for server in self.servers.values():
+            server.on_tools_changed(self._downstream_tools_changed)
+
+    def on_tools_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Await ``listener(server id)`` when a downstream server's tools changed (the
+        served sessions tell their clients ``notifications/tools/list_changed``)."""
+        self._tools_listeners.append(listener)
+
+    async def _downstream_tools_changed(self, server_id: str) -> None:
+        # The toolboxes rebuild from the new listing on their next use (generation moved).
+        log.info("MCP server '%s' changed its tools", server_id)
+        for listener in list(self._tools_listeners):
+            await listener(server_id)
 
     async def aclose(self) -> None:
         """Stop the calls in flight (their requests stay pending when the approval service
@@ -175,25 +217,56 @@ class McpGateway:
         `hookgate.mcp.attempts`): an identical call joins it while it waits, and after the
         decision meets the same outcome. Any other call simply runs, every time it is made.
         """
+        box, attempt = await self._begin(who, name, args)
+        if attempt is None:
+            return await self._run(who, name, args, box, None, _Attempt())
+        return await self._follow(attempt, reporter)
+
+    async def start_task(self, who: Principal, name: str, args: Any) -> TaskView | None:
+        """Start a call that needs a person in the background and return its task; None
+        when the call needs no one (the caller runs it with `call_tool`)."""
+        _box, attempt = await self._begin(who, name, args)
+        if attempt is None or attempt.found is None:
+            return None
+        return await self.task_view(who, attempt.found.tool_call_id)
+
+    async def _begin(self, who: Principal, name: str, args: Any
+                     ) -> tuple[_Toolbox, _Attempt | None]:
+        # The toolbox, and for a gated call its attempt (joined, or started here).
         box = await self._toolbox(who, name)
         tool = box.tools.get(name) if isinstance(name, str) else None
         gated = who.agent.require_confirmation_for_all or (
             tool is not None and tool.needs_confirmation(args if isinstance(args, dict) else {}))
         if not gated:
-            return await self._run(who, name, args, box, None, _Attempt())
+            return box, None
         key = call_key(who.agent.id, who.user_id, name, args)
         attempt = self._inflight.get(key)
         if attempt is None:
-            attempt = _Attempt()
-            self._inflight[key] = attempt
-            attempt.task = asyncio.create_task(self._run(who, name, args, box, key, attempt),
-                                               name=f"mcp-call-{key[:12]}")
-            attempt.task.add_done_callback(functools.partial(self._done, key, attempt))
-        return await self._follow(attempt, reporter)
+            found = await self.attempts.attempt_for(key)
+            attempt = self._inflight.get(key)  # started by another request meanwhile?
+            if attempt is None:
+                attempt = _Attempt(found=found, owner=(who.user_id, who.agent.id))
+                self._inflight[key] = attempt
+                self._by_task[found.tool_call_id] = attempt
+                attempt.task = asyncio.create_task(
+                    self._run(who, name, args, box, key, attempt), name=f"mcp-call-{key[:12]}")
+                attempt.task.add_done_callback(functools.partial(self._done, key, attempt))
+        return box, attempt
 
-    def _done(self, key: str, attempt: _Attempt, _task: object) -> None:
+    def _done(self, key: str, attempt: _Attempt, task: asyncio.Task[types.CallToolResult]
+              ) -> None:
         if self._inflight.get(key) is attempt:
             del self._inflight[key]
+        if attempt.found is None:
+            return
+        task_id = attempt.found.tool_call_id
+        if self._by_task.get(task_id) is attempt:
+            del self._by_task[task_id]
+        if not task.cancelled() and task.exception() is None:
+            self._finished[task_id] = (attempt, task.result())
+            self._finished.move_to_end(task_id)
+            while len(self._finished) > _FINISHED_KEPT:
+                self._finished.popitem(last=False)
 
     async def _follow(self, attempt: _Attempt, reporter: WaitReporter | None
                       ) -> types.CallToolResult:
@@ -224,8 +297,9 @@ class McpGateway:
         except HookBuildError as exc:
             return _refused(f"Error: agent '{who.agent.id}' cannot run: {exc}")
         # Only a keyed (gated) call has earlier attempts to join and a result to replay.
-        found = await self.attempts.attempt_for(key) if key is not None else fresh_attempt()
-        ledger = _WatchedLedger(self.ledger, attempt) if key is not None else None
+        found = attempt.found or fresh_attempt()
+        ledger = _WatchedLedger(self.ledger, attempt, self._settle_s(name)) \
+            if key is not None else None
         identity = CallIdentity(
             agent_id=who.agent.id, user_id=who.user_id, org_id=who.org_id,
             run_id=found.run_id, conversation_id=who.session_id, execution_path="mcp",
@@ -242,6 +316,86 @@ class McpGateway:
         if outcome.status == "unknown_tool" and parts and parts[0] in box.unavailable:
             note = f"MCP server '{parts[0]}' is not available: {box.unavailable[parts[0]]}"
         return result_of(outcome, note=note, request_id=attempt.request_id)
+
+    def _settle_s(self, name: Any) -> float:
+        # As long as the tool may take downstream, and the time to record its result.
+        parts = split_tool_name(name) if isinstance(name, str) else None
+        server = self.servers.get(parts[0]) if parts else None
+        return server.spec.timeout_s + 5 if server is not None else 5.0
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    async def task_view(self, who: Principal, task_id: str) -> TaskView:
+        """The state of the gated call ``task_id`` of this principal (GatewayRefusal if there
+        is none: another principal's task is as unknown as a made-up id)."""
+        unknown = GatewayRefusal(f"no task {task_id!r} for this user and agent")
+        run_id = run_of_task(task_id)
+        if run_id is None:
+            raise unknown
+        owner = (who.user_id, who.agent.id)
+        finished = self._finished.get(task_id)
+        if finished is not None:
+            attempt, result = finished
+            if attempt.owner != owner:
+                raise unknown
+            row = await self.attempts.request_for(run_id, task_id)
+            return self._view(task_id, attempt.created_at, row, result)
+        attempt_here = self._by_task.get(task_id)
+        if attempt_here is not None and attempt_here.owner != owner:
+            raise unknown
+        row = await self.attempts.request_for(run_id, task_id)
+        if attempt_here is not None:
+            return self._view(task_id, attempt_here.created_at, row, None)
+        if row is None or (row.requested_by, row.agent_id) != owner:
+            raise unknown
+        if row.status != "pending":
+            # Decided while no process here was following it (the client went away, the
+            # process restarted): run it through the retry path, as a repeated call would.
+            found = await self.attempts.attempt_for(
+                call_key(who.agent.id, who.user_id, row.tool_name, row.args))
+            if found.joined and found.tool_call_id == task_id:
+                await self._begin(who, row.tool_name, row.args)
+                return self._view(task_id, row.created_at, row, None)
+            return self._view(task_id, row.created_at, row,
+                              unfollowed_result(row, self.retry_window_s))
+        return self._view(task_id, row.created_at, row, None)
+
+    async def cancel_task(self, who: Principal, task_id: str) -> None:
+        """Cancel ``task_id`` while it is checked or waits: its request is cancelled (the gate
+        does that when its wait is cancelled). An approved call that runs finishes."""
+        view = await self.task_view(who, task_id)
+        if view.result is not None or view.approval not in ("checking", "waiting"):
+            return
+        attempt = self._by_task.get(task_id)
+        if attempt is None:
+            # Followed by no process here (its client's process is gone): follow it, then
+            # cancel that wait, so the request ends the way the gate ends any wait.
+            row = await self.attempts.request_for(run_of_task(task_id) or "", task_id)
+            if row is None or row.status != "pending":
+                return
+            found = await self.attempts.attempt_for(
+                call_key(who.agent.id, who.user_id, row.tool_name, row.args))
+            if not (found.joined and found.tool_call_id == task_id):
+                return
+            _box, attempt = await self._begin(who, row.tool_name, row.args)
+            if attempt is None or attempt.task is None:
+                return
+            # Cancelled once the gate waits (a cancel during its hooks would not reach the
+            # request): the joined attempt meets the pending request at once.
+            waiter = asyncio.ensure_future(attempt.pending.wait())
+            try:
+                await asyncio.wait({waiter, attempt.task}, timeout=10,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+        if attempt.task is not None:
+            attempt.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await attempt.task
+
+    def _view(self, task_id: str, created_at: datetime, row: ConfirmationRequestRow | None,
+              result: types.CallToolResult | None) -> TaskView:
+        return view_of(task_id, created_at, row, result, int(self.retry_window_s * 1000))
 
     async def _audit_replay(self, registry: HookRegistry, identity: CallIdentity,
                             call: ToolCall, tool: Tool | None, outcome: ToolOutcome) -> None:
@@ -286,14 +440,14 @@ class McpGateway:
         # One server's tools for one agent, rebuilt when the server (re)started.
         server = self.servers[server_id]
         cached = self._shares.get((who.agent.id, server_id))
-        if cached is not None and server.running and cached.starts == server.starts:
+        if cached is not None and server.running and cached.generation == server.generation:
             return cached
         try:
             downstream = await server.tools()
         except DownstreamError as exc:
             log.warning("%s", exc)
             return exc
-        share = _Share(server.starts, {}, {})
+        share = _Share(server.generation, {}, {})
         for entry in downstream:
             name = tool_name(server_id, entry.name)
             if who.access.allows(name):

@@ -5,6 +5,9 @@ handler who is asking (fixed for stdio, from the bearer token and path for HTTP)
 waits for a person the client gets progress notifications and, where its protocol allows,
 one URL-mode elicitation pointing at the request in the inbox. What the client's user answers
 to that elicitation is ignored: only an eligible approver decides, in the inbox or a channel.
+A client that negotiates the tasks extension gets a gated call as a task instead (see
+`hookgate.mcp.tasks`); connected clients hear when a downstream server's tools changed (see
+`hookgate.mcp.announce`).
 """
 
 from __future__ import annotations
@@ -18,13 +21,17 @@ from typing import Any
 import mcp_types as types
 from mcp import MCPError
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hookgate import __version__
+from hookgate.mcp.announce import ToolChangeAnnouncer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.gateway import GatewayRefusal, McpGateway, Principal
+from hookgate.mcp.tasks import TASKS_EXTENSION, TaskIdParams
+from hookgate.telemetry.mcp_spans import ServedSpanAttributes
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +41,42 @@ PrincipalOf = Callable[[ServerRequestContext[Any, Any]], Principal]
 def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[Any]:
     """The served MCP server: tools, resources and prompts of the asking agent."""
 
+    announcer = ToolChangeAnnouncer()
+    gateway.on_tools_changed(announcer.announce)
+
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await gateway.list_tools(principal_of(ctx)))
+        who = principal_of(ctx)
+        announcer.watch(ctx, who.session_id)
+        return types.ListToolsResult(tools=await gateway.list_tools(who))
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+                        params: types.CallToolRequestParams
+                        ) -> types.CallToolResult | dict[str, Any]:
         who = principal_of(ctx)
+        if _wants_tasks(ctx):
+            task = await gateway.start_task(who, params.name, params.arguments or {})
+            if task is not None:
+                return task.handle()
         return await gateway.call_tool(who, params.name, params.arguments or {},
                                        _SessionReporter(ctx))
+
+    async def get_task(ctx: ServerRequestContext[Any, Any],
+                       params: TaskIdParams) -> dict[str, Any]:
+        with _as_protocol_errors():
+            return (await gateway.task_view(principal_of(ctx), params.task_id)).detailed()
+
+    async def cancel_task(ctx: ServerRequestContext[Any, Any],
+                          params: TaskIdParams) -> dict[str, Any]:
+        # Acknowledged whatever the id (the extension's rule); only the owner's task stops.
+        with contextlib.suppress(GatewayRefusal):
+            await gateway.cancel_task(principal_of(ctx), params.task_id)
+        return {}
+
+    async def update_task(ctx: ServerRequestContext[Any, Any],
+                          params: TaskIdParams) -> dict[str, Any]:
+        # The gateway never asks a task's client for input: nothing to take, only the ack.
+        return {}
 
     async def list_resources(ctx: ServerRequestContext[Any, Any],
                              params: types.PaginatedRequestParams | None
@@ -64,13 +98,43 @@ def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[A
         with _as_protocol_errors():
             return await gateway.get_prompt(principal_of(ctx), params.name, params.arguments)
 
-    return Server(
+    server: Server[Any] = _GatewayServer(
         "hookgate", version=__version__,
         instructions="Tools behind hookgate: some calls wait for a person's approval.",
-        on_list_tools=list_tools, on_call_tool=call_tool,
+        on_list_tools=list_tools, on_call_tool=call_tool,  # type: ignore[arg-type]
         on_list_resources=list_resources, on_read_resource=read_resource,
         on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        on_subscriptions_listen=announcer.listen,
     )
+    # Inside the SDK's span middleware (first in the list), which opens each SERVER span.
+    server.middleware.append(ServedSpanAttributes(lambda ctx: principal_of(ctx).session_id))
+    server.extensions[TASKS_EXTENSION] = {}
+    server.add_request_handler("tasks/get", TaskIdParams, get_task)
+    server.add_request_handler("tasks/cancel", TaskIdParams, cancel_task)
+    server.add_request_handler("tasks/update", TaskIdParams, update_task)
+    return server
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK's server, announcing ``tools.listChanged`` to handshake-era clients too (the
+    streamable-HTTP manager asks for the default initialization options)."""
+
+    def create_initialization_options(
+        self, notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities, extensions)
+
+
+def _wants_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
+    # The extension lives on the per-request capabilities of the 2026-07-28 protocol.
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    caps = ctx.session.client_capabilities
+    return caps is not None and TASKS_EXTENSION in (caps.extensions or {})
 
 
 @contextlib.contextmanager

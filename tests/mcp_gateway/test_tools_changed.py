@@ -1,0 +1,99 @@
+"""A downstream server that changes its tools (tests/mcp_gateway/changing_server.py): the
+gateway lists them again and tells its connected clients, on the 2026-07-28 protocol through
+``subscriptions/listen`` and on the handshake protocol with ``tools/list_changed``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+
+from tests.live_server import LiveServer, live_server
+from tests.mcp_gateway.world import McpWorld, eventually, http_client, make_world, text
+
+SERVER = Path(__file__).with_name("changing_server.py")
+
+SERVERS = f"""mcp_servers:
+  - id: modern
+    command: {sys.executable}
+    args: [{SERVER}]
+  - id: legacy
+    command: {sys.executable}
+    args: [{SERVER}]
+    env: {{CHANGING_ERA: handshake}}
+"""
+AGENT = """agents:
+  - id: tinker
+    org: acme
+    owner: alice
+    model: idle
+    mcp: {servers: [modern, legacy]}
+"""
+
+
+@pytest.fixture
+def changing(tmp_path: Path, database_url: str) -> Iterator[tuple[McpWorld, LiveServer]]:
+    world = make_world(tmp_path, database_url)
+    config = world.config_path.read_text()
+    config = config.replace("mcp_servers:\n", SERVERS, 1).replace("agents:\n", AGENT, 1)
+    world.config_path.write_text(config)
+    with live_server(world.deployment()) as srv:
+        yield world, srv
+
+
+def names(listing: types.ListToolsResult) -> list[str]:
+    return sorted(t.name for t in listing.tools)
+
+
+async def test_a_listening_client_hears_of_new_downstream_tools_and_can_call_them(
+        changing: tuple[McpWorld, LiveServer]) -> None:
+    _world, server = changing
+    async with http_client(f"{server.url}/mcp/tinker", "alice") as client:
+        assert client.protocol_version == "2026-07-28"
+        assert "mcp__modern__vault" not in names(await client.list_tools())
+        async with client.listen(tools_list_changed=True) as events:
+            unlocked = await client.call_tool("mcp__modern__unlock", {})
+            assert text(unlocked) == "unlocked", unlocked
+            event = await asyncio.wait_for(events.__anext__(), 15)
+        assert type(event).__name__ == "ToolsListChanged"
+        listing = await client.list_tools()
+        assert "mcp__modern__vault" in names(listing)
+        vault = next(t for t in listing.tools if t.name == "mcp__modern__vault")
+        assert "code" in vault.input_schema["properties"]
+        result = await client.call_tool("mcp__modern__vault", {"code": "42"})
+    assert not result.is_error and "vault opened with 42" in text(result)
+
+
+async def test_a_handshake_client_gets_tools_list_changed_from_a_handshake_downstream(
+        changing: tuple[McpWorld, LiveServer]) -> None:
+    _world, server = changing
+    heard: list[object] = []
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            heard.append(message)
+
+    async with http_client(f"{server.url}/mcp/tinker", "alice", mode="legacy",
+                           message_handler=on_message) as client:
+        assert client.protocol_version not in ("2026-07-28",)
+        assert client.server_capabilities.tools is not None
+        assert client.server_capabilities.tools.list_changed
+        assert "mcp__legacy__vault" not in names(await client.list_tools())
+        assert not heard
+        await client.call_tool("mcp__legacy__unlock", {})
+        await eventually(lambda: heard, "notifications/tools/list_changed")
+        assert "mcp__legacy__vault" in names(await client.list_tools())
+        result = await client.call_tool("mcp__legacy__vault", {"code": "7"})
+    assert not result.is_error and "vault opened with 7" in text(result)
+
+
+async def test_before_the_change_the_new_tool_is_unknown(
+        changing: tuple[McpWorld, LiveServer]) -> None:
+    _world, server = changing
+    async with http_client(f"{server.url}/mcp/tinker", "alice") as client:
+        result = await client.call_tool("mcp__modern__vault", {"code": "1"})
+    assert result.is_error and "vault" in text(result)
