@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.tools.tool import Tool
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class Agent:
     #: After a person rejected a call, the same tool with the same arguments in the same
     #: run is refused without asking anyone again (and the model is told so).
     refuse_retry_after_rejection: bool = True
+    #: Reminders, escalation and the timeout fallback of its requests.
+    followup: FollowupPolicy = field(default_factory=FollowupPolicy)
     #: False: whoever requested a call may not approve it themselves (four eyes).
     allow_self_approval: bool = True
     #: Calls that need several distinct approvers (and maybe four eyes), by tool and `when`.
@@ -57,6 +60,7 @@ class Agent:
                 f"agent '{self.id}': confirmation_approver_scope must be one of "
                 f"{', '.join(APPROVER_SCOPES)}, not {self.confirmation_approver_scope!r}"
             )
+        self.followup.check_against(self.confirmation_timeout_s)
         self._check_quorum()
         names = [t.name for t in self.tools]
         dupes = sorted({n for n in names if names.count(n) > 1})

@@ -14,6 +14,7 @@ import pytest
 from hookgate import Agent, HookContext, HookResult, PreToolUseHook, ReActEngine, ScriptedLLM, tool
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
+from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.catalog.services import HookServices
@@ -150,11 +151,30 @@ async def test_small_payment_needs_no_approval(
     assert await approvals.store.list_for_org(org_id="acme") == []
 
 
-async def test_unanswered_request_expires_and_the_model_is_told(
+async def test_unanswered_request_is_rejected_by_the_timeout_fallback_by_default(
         db: Database, approvals: PersistentApprovals) -> None:
     bank = Bank()
     engine = engine_for(db, approvals, pay_script())
     agent = make_agent(bank, confirmation_timeout_s=0.3)
+    result = await asyncio.wait_for(engine.run(agent, "buy", user_id="alice"), 10)
+    assert bank.payments == []
+    blocked = result.tool_events()[0]
+    assert blocked["allowed"] is False
+    assert "was rejected" in blocked["observation"]
+    assert "timeout fallback (on_timeout: reject)" in blocked["observation"]
+    [request] = await approvals.store.list_for_org(org_id="acme")
+    assert (request.status, request.decided_via, request.responded_by) == (
+        "rejected", "timeout", None)
+    with pytest.raises(AlreadyDecided, match="already decided: rejected"):
+        await approvals.decide(request.id, "approve", ALICE)
+
+
+async def test_unanswered_request_expires_with_on_timeout_expire_and_the_model_is_told(
+        db: Database, approvals: PersistentApprovals) -> None:
+    bank = Bank()
+    engine = engine_for(db, approvals, pay_script())
+    agent = make_agent(bank, confirmation_timeout_s=0.3,
+                       followup=FollowupPolicy(on_timeout="expire"))
     result = await asyncio.wait_for(engine.run(agent, "buy", user_id="alice"), 10)
     assert bank.payments == []
     blocked = result.tool_events()[0]

@@ -358,3 +358,36 @@ def test_without_a_browser_the_tests_skip_outside_ci_and_fail_in_ci(
     monkeypatch.setenv("CI", "1")
     with pytest.raises(pytest.fail.Exception, match="'chromium' and 'chromium-driver'"):
         find_binaries()
+
+
+def test_the_inbox_shows_a_request_nobody_can_reach_then_its_reminder_and_escalation(
+        database_url: str) -> None:
+    from hookgate.approvals.followup_policy import FollowupPolicy
+
+    deployment, _ = world(database_url, scope="agent_owner")
+    agent = dataclasses.replace(
+        deployment.agents["buyer"], owner_user_id=None,
+        followup=FollowupPolicy(remind_after_s=1.0, escalate_after_s=4.0,
+                                escalate_to=("bob",)))
+    deployment = dataclasses.replace(deployment, agents={"buyer": agent})
+    with portal_for(deployment) as (page, c):
+        page.open()
+        page.sign_in("bob")
+        run_id = start_run(c)  # alice's run
+        card = "#waiting article.request"
+        page.sees(f"{card} .badge.unreachable", "Nobody reachable")
+        page.sees(card, "You cannot decide this request")
+        assert not page.find("#pending-count").is_displayed()
+        page.sees(f"{card} .alert.unreachable",
+                  "No approver can be reached: no approver: agent 'buyer' has no owner")
+        # Live: the reminder, then the escalation to bob, which clears the flag.
+        page.sees(f"{card} .followup", "Reminded 1 time")
+        page.sees(f"{card} .followup", "escalated to bob")
+        page.until("the flag to clear", lambda: not page.find_all(f"{card} .unreachable"))
+        # bob became an approver: the form and the waiting count appear without a reload.
+        page.until("the decision form", lambda: page.find(f"{card} form.decide"))
+        page.sees("#pending-count", "1")
+        page.find(f"{card} button.approve").click()
+        page.sees("#decided", "Approved")
+        page.until("the run to complete", lambda: run_status(c, run_id) == "completed")
+        assert console_errors(page.driver) == []

@@ -46,7 +46,7 @@ agents:
   - {{id: clerk, name: Clerk, org: acme, owner: alice, model: fake,
      tools: [pay, slow_step, note], confirmation_mode: inline_only}}
   - {{id: hasty, name: Hasty, org: acme, owner: alice, model: fake, tools: [pay],
-     confirmation_mode: inline_only, confirmation_timeout_s: 2}}
+     confirmation_mode: inline_only, confirmation_timeout_s: 2, on_timeout: expire}}
 worker: {{heartbeat_s: 0.5, stalled_after_s: 2.5, shutdown_grace_s: 1}}
 """
 

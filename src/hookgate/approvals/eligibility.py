@@ -26,6 +26,8 @@ def refusal(request: ConfirmationRequest, who: Approver) -> str | None:
     """Why ``who`` may not decide ``request`` (None when they may)."""
     if who.org_id != request.org_id:
         return f"user '{who.user_id}' is not a member of org '{request.org_id}'"
+    if who.user_id in request.escalated_to:
+        return None  # made an approver by the request's escalation
     scope = request.approver_scope
     if scope == "initiator" and who.user_id != request.requested_by:
         return (f"only the user who started the run ('{request.requested_by}') may decide "

@@ -14,28 +14,40 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals.context import approval_context
 from hookgate.approvals.eligibility import Approver, refusal
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
+from hookgate.approvals.followup_policy import FollowupPolicy
+from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.quorum import (
     QuorumVotes,
     requirement_for,
     self_approval_refusal,
     with_vote,
 )
+from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.routing import ChannelDirectory, route
 from hookgate.approvals.rules import RuleBook, StandingRule
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.approvals.store import AfterTransition, ConfirmationStore
 from hookgate.approvals.waiters import WaiterHub
-from hookgate.channels.base import ApprovalCard, CardOutcome, DeliveredCard, DeliveryError
+from hookgate.channels.base import (
+    ApprovalCard,
+    CardOutcome,
+    Channel,
+    DeliveredCard,
+    DeliveryError,
+)
 from hookgate.engines.interrupts import RunParked
 from hookgate.storage.database import Database
 from hookgate.storage.users import is_disabled
 from hookgate.telemetry.approvals import timed_wait
+
+if TYPE_CHECKING:
+    from hookgate.approvals.followups import Followups
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +97,8 @@ class PersistentApprovals:
         self.after_transition: AfterTransition | None = None
         #: Whether a waiting call parks its run instead of waiting in memory.
         self.parks: Callable[[ApprovalAsk], bool] | None = None
+        #: Reminders, escalation and reachability of new requests (a server sets it).
+        self.followups: Followups | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -117,6 +131,10 @@ class PersistentApprovals:
     def on_change(self, listener: Listener) -> None:
         """Call ``listener`` with every request this process creates or decides."""
         self._listeners.append(listener)
+
+    def publish(self, request: ConfirmationRequest) -> None:
+        """Tell the listeners (inbox, other instances) that ``request`` changed."""
+        self._changed(request)
 
     def _changed(self, request: ConfirmationRequest) -> None:
         for listener in self._listeners:
@@ -194,11 +212,18 @@ class PersistentApprovals:
             created_at=now,
             expires_at=now + timedelta(seconds=agent.confirmation_timeout_s),
             context=context,
+            followup=agent.followup.to_json(),
             approvals_required=need.approvals_required,
             allow_self_approval=need.allow_self_approval,
         )
         if created:
             self._changed(request)
+            if self.followups is not None:
+                try:
+                    await self.followups.created(request)
+                except Exception:
+                    # The request still times out by itself; its follow-ups are what failed.
+                    log.exception("scheduling the follow-ups of request %s failed", request.id)
         return request
 
     async def _deliver(self, request: ConfirmationRequest, ask: ApprovalAsk) -> None:
@@ -215,6 +240,10 @@ class PersistentApprovals:
             ))
         except Exception as exc:
             reason = f"approval card delivery failed: {exc}"
+            await flag_unreachable(
+                FollowupStore(self.db), request,
+                f"{DELIVERY_FAILED}the approval card could not be sent: {exc}",
+                DELIVERY_FAILED_CAUSE)
             await self._finish(request.id, "cancelled", reason=reason)
             raise ApprovalDeliveryFailed(
                 f"request {request.id} cancelled: {reason}") from exc
@@ -256,8 +285,7 @@ class PersistentApprovals:
                         if woken_with is not None and not woken_with.pending:
                             return woken_with
                         continue
-                await self._finish(current.id, "expired",
-                                   reason="no decision before the request expired")
+                await self._time_out(current.id)
             except asyncio.CancelledError:
                 if not self._shutting_down:
                     await asyncio.shield(self._finish(
@@ -307,8 +335,7 @@ class PersistentApprovals:
             latest = await self.store.get(request_id)
             assert latest is not None
             if latest.pending:  # expired by the database's clock, not yet marked
-                await self._finish(request_id, "expired",
-                                   reason="no decision before the request expired")
+                await self._time_out(request_id)
                 latest = await self.store.get(request_id)
                 assert latest is not None
             raise AlreadyDecided(latest)
@@ -333,12 +360,25 @@ class PersistentApprovals:
     async def expire_overdue(self) -> int:
         n = 0
         for request_id in await self.store.overdue():
-            n += await self._finish(request_id, "expired",
-                                    reason="no decision before the request expired")
+            n += await self._time_out(request_id)
         return n
 
-    async def _finish(self, request_id: str, status: str, *, reason: str) -> bool:
-        after = await self.store.transition(request_id, status, reason=reason,
+    async def _time_out(self, request_id: str) -> bool:
+        """End a request nobody decided in time, by its timeout fallback (``on_timeout``):
+        ``reject`` records a rejection by the fallback, ``expire`` marks it expired."""
+        request = await self.store.get(request_id)
+        policy = FollowupPolicy.from_json(request.followup if request else None)
+        if policy.on_timeout == "reject":
+            return await self._finish(
+                request_id, "rejected", via="timeout",
+                reason="no decision before the request timed out: rejected by the timeout "
+                       "fallback (on_timeout: reject)")
+        return await self._finish(request_id, "expired",
+                                  reason="no decision before the request expired")
+
+    async def _finish(self, request_id: str, status: str, *, reason: str,
+                      via: str | None = None) -> bool:
+        after = await self.store.transition(request_id, status, reason=reason, via=via,
                                             then=self.after_transition)
         self.hub.wake(request_id, after)
         if after is None:
@@ -355,24 +395,34 @@ class PersistentApprovals:
             except Exception:
                 log.exception("expiring overdue requests failed")
 
+    def update_cards_later(self, request: ConfirmationRequest) -> None:
+        """Show the outcome on every card of the request (its own and escalation cards)."""
+        self._update_card_later(request)
+
     def _update_card_later(self, request: ConfirmationRequest) -> None:
-        # No card yet (none, or one still being sent): nothing to update.
-        if not request.delivery_ref or "channel_id" not in request.delivery_ref or \
-                self.channels is None or not request.channel_id:
+        if self.channels is None:
             return
-        channel = self.channels.get(request.channel_id)
-        if channel is None:
-            return
-        ref = {k: v for k, v in request.delivery_ref.items() if k != "channel_id"}
         outcome = CardOutcome(request.id, request.status,  # type: ignore[arg-type]
                               request.responded_by, request.responded_at, request.reason,
                               via=request.decided_via)
+        # No card yet (none, or one still being sent): nothing to update on the own channel.
+        own = ([request.delivery_ref] if request.delivery_ref and "channel_id" in
+               request.delivery_ref and request.channel_id else [])
+        for delivered in [*own, *request.escalation_refs]:
+            channel_id = str(delivered.get("channel_id") or request.channel_id)
+            channel = self.channels.get(channel_id)
+            if channel is None:
+                continue
+            ref = {k: v for k, v in delivered.items() if k != "channel_id"}
+            self._spawn_update(channel, DeliveredCard(channel_id, ref), outcome)
 
+    def _spawn_update(self, channel: Channel, card: DeliveredCard,
+                      outcome: CardOutcome) -> None:
         async def update() -> None:
             try:
-                await channel.update_card(DeliveredCard(request.channel_id or "", ref), outcome)
+                await channel.update_card(card, outcome)
             except Exception:
-                log.exception("updating the card of request %s failed", request.id)
+                log.exception("updating the card of request %s failed", outcome.request_id)
 
         task = asyncio.create_task(update())
         self._background.add(task)

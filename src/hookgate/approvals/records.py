@@ -41,6 +41,13 @@ class ConfirmationRequest:
     delivery_ref: dict[str, Any] | None
     context: dict[str, Any] | None = None
     decided_via: str | None = None
+    followup: dict[str, Any] | None = None
+    reminders_sent: int = 0
+    last_reminded_at: datetime | None = None
+    escalated_at: datetime | None = None
+    escalated_to: tuple[str, ...] = ()
+    escalation_refs: tuple[dict[str, Any], ...] = ()
+    unreachable: str | None = None
     #: Distinct eligible approvals the request needs (quorum), and who gave them so far.
     approvals_required: int = 1
     allow_self_approval: bool = True
@@ -58,6 +65,10 @@ class ConfirmationRequest:
             responded_by=row.responded_by,
             responder_channel_identity=row.responder_channel_identity, reason=row.reason,
             delivery_ref=row.delivery_ref, context=row.context, decided_via=row.decided_via,
+            followup=row.followup, reminders_sent=row.reminders_sent or 0,
+            last_reminded_at=row.last_reminded_at, escalated_at=row.escalated_at,
+            escalated_to=tuple(row.escalated_to or ()),
+            escalation_refs=tuple(row.escalation_refs or ()), unreachable=row.unreachable,
             approvals_required=row.approvals_required or 1,
             allow_self_approval=row.allow_self_approval is not False,
             approvals=tuple(row.approvals or ()),
@@ -111,6 +122,14 @@ class ConfirmationRequest:
                 "reason": self.reason,
                 "via": self.decided_via,
             },
+            "followup": {
+                "reminders_sent": self.reminders_sent,
+                "last_reminded_at": _iso(self.last_reminded_at),
+                "escalated_at": _iso(self.escalated_at),
+                "escalated_to": list(self.escalated_to),
+                "on_timeout": (self.followup or {}).get("on_timeout", "expire"),
+            },
+            "unreachable": self.unreachable,
             "approvals": {
                 "required": self.approvals_required,
                 "count": len(self.approved_by),
@@ -118,3 +137,7 @@ class ConfirmationRequest:
                 "allow_self_approval": self.allow_self_approval,
             },
         }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None

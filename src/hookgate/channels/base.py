@@ -74,6 +74,14 @@ class ApprovalCard:
     org_id: str | None = None
     #: ``user_message``, ``tool_description`` and ``reasons`` (hookgate.approvals.context).
     context: dict[str, Any] | None = None
+    #: Tells a further card of the same request (the escalation card) apart where a
+    #: platform de-duplicates sends by key (Feishu's uuid, WeCom's task_id); default: the
+    #: request id.
+    delivery_key: str | None = None
+
+    @property
+    def send_key(self) -> str:
+        return self.delivery_key or self.request_id
 
 
 @dataclass(slots=True)

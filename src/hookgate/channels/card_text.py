@@ -15,6 +15,7 @@ VIA_TITLES = {
     "feishu": "Feishu",
     "slack": "Slack",
     "wecom": "WeCom",
+    "timeout": "the timeout fallback",
 }
 
 STATUS_TITLES = {
@@ -101,6 +102,12 @@ def tool_description(card: ApprovalCard) -> str | None:
     return text if isinstance(text, str) and text else None
 
 
+def escalation(card: ApprovalCard) -> str | None:
+    """On an escalation card: since when nobody decided, and who may decide now."""
+    note = (card.context or {}).get("escalation")
+    return note if isinstance(note, str) and note else None
+
+
 def reasons(card: ApprovalCard) -> list[str]:
     """Why a person is asked, one line per rule that fired."""
     return reason_texts(card.context)
@@ -114,6 +121,9 @@ def numbers_line(card: ApprovalCard) -> str | None:
 def context_lines(card: ApprovalCard, *, message_chars: int, text_chars: int) -> list[str]:
     """The approver's context as lines of plain text, each cut to the card's room."""
     lines = []
+    note = escalation(card)
+    if note:
+        lines.append(clip(note, text_chars))
     message = user_message(card)
     if message:
         lines.append("User asked: " + clip(message, message_chars))

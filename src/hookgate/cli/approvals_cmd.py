@@ -75,6 +75,26 @@ def list_(
                       highlight=False)
         for reason in reason_texts(it.get("context")):
             console.print(Text(f"    why: {reason}"), soft_wrap=True, highlight=False)
+        for line in _followup_lines(it):
+            console.print(line, soft_wrap=True, highlight=False)
+
+
+def _followup_lines(item: dict[str, Any]) -> list[Text]:
+    """Nobody reachable (never silent), then the reminders and escalation so far."""
+    lines = []
+    if item.get("unreachable"):
+        lines.append(Text.assemble("    ", ("UNREACHABLE", "bold red"),
+                                   f": {item['unreachable']}"))
+    f = item.get("followup") or {}
+    done = []
+    if f.get("reminders_sent"):
+        done.append(f"reminded {f['reminders_sent']}x (last {f.get('last_reminded_at')})")
+    if f.get("escalated_at"):
+        done.append(f"escalated to {', '.join(f.get('escalated_to') or []) or 'nobody'} "
+                    f"at {f['escalated_at']}")
+    if done:
+        lines.append(Text(f"    {'; '.join(done)}", style="dim"))
+    return lines
 
 
 def _arguments(item: dict[str, Any]) -> str:
@@ -112,6 +132,8 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             f"via {d['via']}" if d.get("via") else "", f"at {d.get('responded_at')}") if x)))
         if d.get("reason"):
             rows.append(("reason", d["reason"]))
+    for line in _followup_lines(it):
+        rows.append(("follow-up", line.plain.strip()))
     for label, value in rows:
         # Text, not markup: what people and models wrote shows exactly as written.
         console.print(Text.assemble((f"{label:<13}", "bold"), str(value)), soft_wrap=True,

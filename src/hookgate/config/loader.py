@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from hookgate.approvals.followup_policy import ESCALATION_GROUPS
 from hookgate.catalog.catalog import import_target
 from hookgate.config.channel_validators import channel_validator
 from hookgate.config.environment import (
@@ -28,7 +29,7 @@ from hookgate.config.environment import (
     key_path,
 )
 from hookgate.config.errors import ConfigError
-from hookgate.config.schema import HookgateConfig, OpenAIModelSpec
+from hookgate.config.schema import AgentSpec, HookgateConfig, OpenAIModelSpec
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from hookgate.mcp.config import check_access
 from hookgate.tools.tool import Tool
@@ -378,20 +379,44 @@ class _Resolver:
                 self.fail(f"{at}.model", f"unknown model '{agent.model}' "
                                          f"(models: {_listing(c.models)})")
             if agent.approval_channel_id is not None:
-                channel = c.channel(agent.approval_channel_id)
-                if channel is None:
-                    self.fail(f"{at}.approval_channel_id",
-                              f"unknown channel '{agent.approval_channel_id}' "
-                              f"(channels: {_listing(ch.id for ch in c.channels)})")
-                elif org_ok and channel.org != agent.org:
-                    self.fail(f"{at}.approval_channel_id",
-                              f"channel '{channel.id}' belongs to org '{channel.org}', "
-                              f"not the agent's org '{agent.org}'")
+                self._agent_channel(f"{at}.approval_channel_id", agent.approval_channel_id,
+                                    agent.org if org_ok else None)
+            self._followup(at, agent)
             if check_tools:
                 self._agent_tools(at, agent.tools)
             if agent.mcp is not None:
                 self.problems.extend(
                     check_access(at, agent.mcp, {m.id: m for m in c.mcp_servers}))
+
+    def _followup(self, at: str, agent: AgentSpec) -> None:
+        # Escalating to someone who cannot be found or belongs to another org would wait
+        # for nobody: refused at load, as an unknown approval channel is.
+        c = self.config
+        for j, name in enumerate(agent.escalate_to):
+            if name in ESCALATION_GROUPS:
+                continue
+            user = c.user(name)
+            if user is None:
+                self.fail(f"{at}.escalate_to[{j}]",
+                          f"unknown user '{name}' (users: {_listing(u.id for u in c.users)}; "
+                          f"groups: {', '.join(ESCALATION_GROUPS)})")
+            elif agent.org is not None and user.org != agent.org:
+                self.fail(f"{at}.escalate_to[{j}]", f"user '{name}' belongs to org "
+                                                    f"'{user.org}', not the agent's org "
+                                                    f"'{agent.org}'")
+        if agent.escalation_channel_id is not None:
+            self._agent_channel(f"{at}.escalation_channel_id", agent.escalation_channel_id,
+                                agent.org)
+
+    def _agent_channel(self, key: str, channel_id: str, org: str | None) -> None:
+        """``channel_id`` must be declared, and be a channel of ``org`` (when known)."""
+        channel = self.config.channel(channel_id)
+        if channel is None:
+            self.fail(key, f"unknown channel '{channel_id}' "
+                           f"(channels: {_listing(ch.id for ch in self.config.channels)})")
+        elif org is not None and channel.org != org:
+            self.fail(key, f"channel '{channel.id}' belongs to org '{channel.org}', "
+                           f"not the agent's org '{org}'")
 
     def _same_org_agent(self, key: str, agent_id: Any, org: str | None, whose: str) -> None:
         # An agent may hand work only to agents of its own org: a delegate or an agent node

@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from hookgate.agent import Agent, ApproverScope, ConfirmationMode, quorum_problem
+from hookgate.approvals.followup_policy import FollowupPolicy, PolicyError, parse_duration
 from hookgate.approvals.quorum import MAX_APPROVALS, QuorumRule
 from hookgate.config.channel_validators import channel_types
 from hookgate.config.errors import ConfigError
@@ -218,11 +219,40 @@ class AgentSpec(_Section):
     approval_channel_id: str | None = None
     notify_on_completion: bool = False
     refuse_retry_after_rejection: bool = True
+    #: Follow-ups of requests nobody decides (hookgate.approvals.followup_policy):
+    #: durations are seconds or text such as 15m, 90s, 2h.
+    remind_after: float | str | None = None
+    max_reminders: int = 1
+    escalate_after: float | str | None = None
+    escalate_to: list[NonEmpty] = Field(default_factory=list)
+    escalation_channel_id: str | None = None
+    on_timeout: str = "reject"
     allow_self_approval: bool = True
     approval_quorum: list[QuorumSpec] = Field(default_factory=list)
     model_config_json: dict[str, Any] = Field(default_factory=dict)
     #: What the agent may use through the MCP gateway (hookgate.mcp).
     mcp: AgentMcpAccess | None = None
+
+    @model_validator(mode="after")
+    def _followup_works(self) -> AgentSpec:
+        try:
+            self.followup_policy().check_against(self.confirmation_timeout_s)
+        except PolicyError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def followup_policy(self) -> FollowupPolicy:
+        """The agent's reminders, escalation and timeout fallback (PolicyError if unusable)."""
+        return FollowupPolicy(
+            remind_after_s=(None if self.remind_after is None
+                            else parse_duration(self.remind_after, "remind_after")),
+            max_reminders=self.max_reminders,
+            escalate_after_s=(None if self.escalate_after is None
+                              else parse_duration(self.escalate_after, "escalate_after")),
+            escalate_to=tuple(self.escalate_to),
+            escalation_channel_id=self.escalation_channel_id,
+            on_timeout=self.on_timeout,  # type: ignore[arg-type]  # checked by the policy
+        )
 
     @model_validator(mode="after")
     def _quorum_possible(self) -> AgentSpec:
@@ -355,6 +385,7 @@ class HookgateConfig(_Section):
             model=spec.model,
             notify_on_completion=spec.notify_on_completion,
             refuse_retry_after_rejection=spec.refuse_retry_after_rejection,
+            followup=spec.followup_policy(),
             allow_self_approval=spec.allow_self_approval,
             approval_quorum=tuple(q.rule() for q in spec.approval_quorum),
         )

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import Table
 
+from hookgate.approvals.followup_timers import FollowupTimers
+from hookgate.approvals.followups import Followups
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.services import HookServices
 from hookgate.claude_code.backend import ClaudeCodeBackend
@@ -63,6 +65,10 @@ class Runtime:
             self.db, channels=self.channels, inbox_url=self.inbox_url,
             sweep_interval=sweep_interval,
         )
+        #: Reminders, escalation and unreachable approvers (hookgate.approvals.followups).
+        self.followups = Followups(self.approvals, agent_name=self._agent_name)
+        self.approvals.followups = self.followups
+        self.followup_timers: FollowupTimers | None = None
         self.services = HookServices(approvals=self.approvals, database=self.db)
         self.inbox = InboxFeed()
         if deployment.model_for is None:
@@ -81,11 +87,16 @@ class Runtime:
         if self.db.is_sqlite:
             self.approvals.on_change(self.inbox.publish)
             self.runs.executor = InProcessExecutor(self.runs)
+            self.followup_timers = FollowupTimers(self.followups)
+            self.followups.scheduler = self.followup_timers
         else:
             from hookgate.server.executors.queue import QueueExecutor  # only for PostgreSQL
 
             self.queue = QueueExecutor(self.runs, worker=worker, settings=deployment.worker)
             self.runs.executor = self.queue
+            from hookgate.server.executors.followup_jobs import FollowupJobs
+
+            self.followups.scheduler = FollowupJobs(self.queue, self.followups)
             self.notifications = self._listen()
         if deployment.redis_url and self.db.is_sqlite:
             log.warning("redis_url is ignored: with a SQLite file one instance serves every "
@@ -112,6 +123,10 @@ class Runtime:
         self.approvals.on_change(changes.announce)
         return notes
 
+    def _agent_name(self, agent_id: str) -> str:
+        agent = self.deployment.agents.get(agent_id)
+        return agent.name if agent is not None else agent_id
+
     def inbox_url(self, request_id: str) -> str | None:
         return self._portal_link(f"confirmations/{request_id}")
 
@@ -134,6 +149,10 @@ class Runtime:
         await self.approvals.start()
         assert self.runs.executor is not None
         await self.runs.executor.start()
+        if self.followup_timers is not None:
+            await self.followup_timers.start()
+        else:  # jobs queued already are found again by their queueing lock
+            await self.followups.reschedule_all()
         self.started = True
 
     async def start_wakeups(self) -> None:
@@ -150,6 +169,8 @@ class Runtime:
 
     async def stop(self) -> None:
         self.approvals.begin_shutdown()
+        if self.followup_timers is not None:
+            await self.followup_timers.stop()
         await self.runs.stop()
         await self.stop_wakeups()
         await self.approvals.stop()

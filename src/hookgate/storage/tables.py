@@ -127,6 +127,19 @@ class ConfirmationRequestRow(Base):
     context: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: Through what the decision came: inbox, api, cli, feishu, slack or wecom.
     decided_via: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    #: The agent's reminder / escalation / timeout policy, as it was when the request was
+    #: made (hookgate.approvals.followup_policy; migration 0012).
+    followup: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: Reminders sent: raised by compare-and-set, so one instance sends each reminder.
+    reminders_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_reminded_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    escalated_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: The users who became eligible by the escalation.
+    escalated_to: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    #: Where the escalation cards landed ({channel_id, ...platform ids}), to update them.
+    escalation_refs: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    #: Why no approver can be reached (no approver resolved, every delivery failed).
+    unreachable: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: How many distinct eligible people must approve (quorum; migration 0011).
     approvals_required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     #: False: the requester may not approve their own call (four eyes).

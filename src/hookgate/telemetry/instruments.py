@@ -37,6 +37,8 @@ class Instruments:
     approvals_pending: UpDownCounter
     approval_wait: Histogram
     delivery_failures: Counter
+    approvals_unreachable: Counter
+    approval_followups: Counter
     client_duration: Histogram
     client_tokens: Histogram
     mcp_client_duration: Histogram
@@ -64,6 +66,12 @@ def instruments() -> Instruments:
         delivery_failures=m.create_counter(
             names.M_DELIVERY_FAILURES, unit="{failure}",
             description="Chat-platform sends that failed for good (after retries)."),
+        approvals_unreachable=m.create_counter(
+            names.M_APPROVALS_UNREACHABLE, unit="{request}",
+            description="Approval requests flagged because no approver can be reached."),
+        approval_followups=m.create_counter(
+            names.M_APPROVAL_FOLLOWUPS, unit="{followup}",
+            description="Reminders and escalations sent for undecided approval requests."),
         client_duration=m.create_histogram(
             names.M_CLIENT_DURATION, unit="s", description="GenAI operation duration.",
             explicit_bucket_boundaries_advisory=_CLIENT_BUCKETS),

@@ -154,7 +154,7 @@ class FeishuChannel(Channel):
     async def send_card(self, card: ApprovalCard) -> DeliveredCard:
         content = approval_card(card, now=datetime.now(UTC), patterns=self.settings.mask_patterns)
         message_id = await self._post_message(
-            "interactive", content, _dedupe_uuid(card.request_id)
+            "interactive", content, _dedupe_uuid(card.send_key)
         )
         return DeliveredCard(self.id, {"message_id": message_id, "tool": card.tool_name})
 

@@ -85,17 +85,19 @@ def approval_card(
     if card.inbox_url:
         rows.append({"keyname": "Inbox", "value": "Open", "type": 1, "url": card.inbox_url})
     message = card_text.user_message(card)
+    # Six rows at most: an escalation card says so where the user's message stands.
+    note = card_text.escalation(card)
+    desc = note or (f"User asked: {message}" if message else card_text.summary(card))
     return {
         "card_type": "button_interaction",
         "source": {"desc": "hookgate", "desc_color": 0},
         "main_title": {
             "title": _clip(card_text.title(card), TITLE_CHARS),
-            "desc": _clip(f"User asked: {message}" if message else card_text.summary(card),
-                          DESC_CHARS),
+            "desc": _clip(desc, DESC_CHARS),
         },
         "sub_title_text": _sub_title(card, patterns),
         "horizontal_content_list": rows,
-        "task_id": task_id(card.request_id),
+        "task_id": task_id(card.send_key),
         "button_list": [
             {"type": 0, "text": "Approve", "style": 1,
              "key": button_key("approve", card.request_id)},

@@ -198,8 +198,35 @@
 
   const VIA_TEXT = {
     inbox: "the web inbox", api: "the API", cli: "the CLI", feishu: "Feishu", slack: "Slack",
-    wecom: "WeCom",
+    wecom: "WeCom", timeout: "the timeout fallback",
   };
+
+  function sameFollowup(a, b) {
+    const fa = a.followup || {}, fb = b.followup || {};
+    return a.unreachable === b.unreachable && fa.reminders_sent === fb.reminders_sent
+      && fa.escalated_at === fb.escalated_at;
+  }
+
+  // Reminders and escalation so far, and whether anyone who may decide can be reached.
+  function followupView(req) {
+    const f = req.followup || {};
+    const out = [];
+    if (req.unreachable) {
+      out.push(h("p", { class: "alert unreachable", role: "alert" },
+        h("strong", {}, "No approver can be reached: "), visible(req.unreachable)));
+    }
+    const parts = [];
+    if (f.reminders_sent) {
+      parts.push(`Reminded ${f.reminders_sent} time${f.reminders_sent === 1 ? "" : "s"}`);
+      if (f.last_reminded_at) parts.push(` (last ${when(f.last_reminded_at)})`);
+    }
+    if (f.escalated_at) {
+      if (parts.length) parts.push("; ");
+      parts.push(`escalated to ${(f.escalated_to || []).map(visible).join(", ") || "nobody"} ${when(f.escalated_at)}`);
+    }
+    if (parts.length) out.push(h("p", { class: "followup" }, parts));
+    return out;
+  }
 
   /** What the approver reads besides the arguments: the user's words, the tool, why. */
   function contextView(req) {
@@ -233,7 +260,10 @@
         h("h3", { id: headingId, tabindex: "-1" },
           h("span", { class: "visually-hidden" }, "Call of "),
           h("code", { class: "tool" }, visible(payload.tool_name))),
-        badge(req.status)),
+        badge(req.status),
+        req.unreachable && req.status === "pending"
+          ? h("span", { class: "badge bad unreachable" }, "Nobody reachable") : null),
+      ...followupView(req),
       h("p", { class: "meta" },
         h("span", {}, visible(req.agent_name || req.agent_id)),
         h("span", {}, "requested by ", h("strong", {}, visible(req.requested_by))),
@@ -386,6 +416,18 @@
         && (before.decision || {}).responded_at === (req.decision || {}).responded_at
         && (before.approvals || {}).count === (req.approvals || {}).count
         && before.can_decide === req.can_decide;
+      if (same && !force && !sameFollowup(before, req)) {
+        // A reminder, an escalation or the reachability changed: redraw just that part,
+        // so a reason being typed stays.
+        cardRequests.set(old, req);
+        old.querySelectorAll(".followup, .alert.unreachable, .badge.unreachable").forEach((n) => n.remove());
+        const head = old.querySelector(".card-head");
+        if (req.unreachable && req.status === "pending") {
+          head.append(h("span", { class: "badge bad unreachable" }, "Nobody reachable"));
+        }
+        head.after(...followupView(req));
+        continue;
+      }
       if (same && !force) {
         if (focus) old.querySelector("h3").focus(); // the live stream drew it first
         continue;
