@@ -30,6 +30,11 @@ class Fence:
             select(RunRow.fence).where(RunRow.id == self.run_id)
             .with_for_update(read=not updates_run)
         )).scalar_one_or_none()
+        self.refuse_unless(current)
+
+    def refuse_unless(self, current: int | None) -> None:
+        """Raise Fenced unless ``current`` (the stored token, read under a row lock in the
+        writing transaction) is this token."""
         if current != self.token:
             raise Fenced(f"run {self.run_id} was taken over (fence {current}, this executor "
                          f"holds {self.token}); this executor writes nothing more")

@@ -7,17 +7,17 @@ A run whose state cannot be saved is marked failed on its last good checkpoint
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 from pydantic import ValidationError
 from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hookgate.engines.events import RunEvent
 from hookgate.engines.state import RunState
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
+from hookgate.storage.run_writes import Checkpoint, write_in_session, write_run
 from hookgate.storage.tables import RunRow
 from hookgate.storage.types import utcnow
 
@@ -32,39 +32,21 @@ class DatabaseRunStore:
         self.db = db
 
     async def save(self, state: RunState, *, fence: Fence | None = None,
-                   session: AsyncSession | None = None) -> None:
-        """Upsert the checkpoint; with ``fence``, only while that token is current; with
+                   session: AsyncSession | None = None,
+                   events: Sequence[RunEvent] = ()) -> None:
+        """Upsert the checkpoint, with ``events`` (the run's events not yet logged) in the
+        same transaction; with ``fence``, only while that token is current; with
         ``session``, inside the caller's transaction (e.g. with the job that runs it)."""
-        values = {
-            "id": state.run_id,
-            "agent_id": state.agent_id,
-            "org_id": state.org_id,
-            "user_id": state.user_id,
-            "conversation_id": state.conversation_id,
-            "engine": state.engine,
-            "status": state.status,
-            "state_json": state.to_json(),
-            "answer": state.answer,
-            "error": state.error,
-            "updated_at": utcnow(),
-        }
-        insert = sqlite_insert if self.db.is_sqlite else pg_insert
-        stmt = insert(RunRow).values(created_at=utcnow(), **values)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[RunRow.id],
-            set_={k: v for k, v in values.items() if k != "id"},
-        )
+        checkpoint = Checkpoint((
+            state.run_id, state.agent_id, state.org_id, state.user_id,
+            state.conversation_id, state.engine, state.status, state.to_json(),
+            state.answer, state.error, None))
         if session is not None:
-            await self._write(session, stmt, fence)
+            await write_in_session(self.db, session, state.run_id, checkpoint=checkpoint,
+                                   events=events, fence=fence)
             return
-        async with self.db.transaction() as s:
-            await self._write(s, stmt, fence)
-
-    @staticmethod
-    async def _write(s: AsyncSession, stmt: Any, fence: Fence | None) -> None:
-        if fence is not None:
-            await fence.check(s, updates_run=True)
-        await s.execute(stmt)
+        await write_run(self.db, state.run_id, checkpoint=checkpoint, events=events,
+                        fence=fence)
 
     async def record_failure(self, state: RunState, error: str, *,
                              fence: Fence | None = None) -> None:
