@@ -2,9 +2,11 @@
 
 Each run advancing in this process has a RunFeed: every event it emitted here (for replay
 without a query), the queues of local subscribers, and a pending batch for the run_events
-table (written under the executor's fence, if it has one). With ``followers`` (PostgreSQL),
-subscribers instead follow the event log itself, woken by a notification per run, so any
-instance can stream any run to its end wherever it executes.
+table (written under the executor's fence, if it has one). A checkpoint takes the pending
+batch into its own transaction (`EventBus.checkpoint`); batches are written one at a time,
+in seq order, so a follower reading ``seq > last`` never skips one committed late. With
+``followers`` (PostgreSQL), subscribers instead follow the event log itself, woken by a
+notification per run, so any instance can stream any run to its end wherever it executes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
@@ -37,6 +39,8 @@ class RunFeed:
         self.flushing: asyncio.Task[None] | None = None
         self.closed = False
         self.fence = fence
+        #: Held while a batch is written (by a flush or a checkpoint).
+        self.writing = asyncio.Lock()
 
 
 class EventBus:
@@ -67,14 +71,34 @@ class EventBus:
 
     async def _flush(self, feed: RunFeed) -> None:
         while feed.pending:
+            async with feed.writing:
+                batch, feed.pending = feed.pending, []
+                if not batch:  # a checkpoint took them while this waited
+                    return
+                try:
+                    await self.log.append(feed.run_id, batch, fence=feed.fence)
+                except Fenced:
+                    log.warning("run %s was taken over; %d event(s) of this executor "
+                                "dropped", feed.run_id, len(batch))
+                except Exception:
+                    log.exception("writing %d events of run %s failed", len(batch),
+                                  feed.run_id)
+
+    async def checkpoint(self, run_id: str,
+                         save: Callable[[Sequence[RunEvent]], Awaitable[None]]) -> None:
+        """``save(events)`` with the run's events not yet written, so the checkpoint and
+        the events it follows commit in one transaction. If it fails they stay pending."""
+        feed = self.feeds.get(run_id)
+        if feed is None:
+            await save(())
+            return
+        async with feed.writing:
             batch, feed.pending = feed.pending, []
             try:
-                await self.log.append(feed.run_id, batch, fence=feed.fence)
-            except Fenced:
-                log.warning("run %s was taken over; %d event(s) of this executor dropped",
-                            feed.run_id, len(batch))
-            except Exception:
-                log.exception("writing %d events of run %s failed", len(batch), feed.run_id)
+                await save(batch)
+            except BaseException:
+                feed.pending[:0] = batch
+                raise
 
     async def close(self, run_id: str) -> None:
         """The run stopped advancing in this process: flush, end subscriptions, drop it."""

@@ -13,6 +13,12 @@ from hookgate.engines.interrupts import Fenced
 from hookgate.storage.database import Database
 from hookgate.storage.tables import RunRow
 
+#: The token read on the raw lanes: SQLite's IMMEDIATE transaction already holds the
+#: database's write lock; on PostgreSQL the row is locked as in `Fence.check`.
+FENCE_SQLITE = "SELECT fence FROM runs WHERE id = ?"
+FENCE_PG = {True: "SELECT fence FROM runs WHERE id = $1 FOR UPDATE",
+            False: "SELECT fence FROM runs WHERE id = $1 FOR SHARE"}
+
 
 @dataclass(slots=True, frozen=True)
 class Fence:

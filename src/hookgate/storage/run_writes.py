@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.engines.events import RunEvent
 from hookgate.storage.database import Database
-from hookgate.storage.fencing import Fence
+from hookgate.storage.fencing import FENCE_PG, FENCE_SQLITE, Fence
 from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import RunEventRow, RunRow
@@ -39,7 +39,6 @@ _UPSERT_SQLITE = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
                   f"ON CONFLICT (id) DO UPDATE SET {_UPDATED}")
 _EVENTS_SQLITE = ("INSERT INTO run_events (run_id, seq, type, data, created_at) "
                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING")
-_FENCE_SQLITE = "SELECT fence FROM runs WHERE id = ?"
 
 _UPSERT_PG = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
               f"({', '.join(f'${i}' for i in range(1, len(CHECKPOINT_COLUMNS) + 3))}) "
@@ -48,8 +47,6 @@ _UPSERT_PG = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
 _EVENTS_PG = ("INSERT INTO run_events (run_id, seq, type, data, created_at) "
               "SELECT $1, s, t, d::json, $5 FROM unnest($2::int[], $3::text[], $4::text[]) "
               "AS e(s, t, d) ON CONFLICT (run_id, seq) DO NOTHING")
-_FENCE_PG = {True: "SELECT fence FROM runs WHERE id = $1 FOR UPDATE",
-             False: "SELECT fence FROM runs WHERE id = $1 FOR SHARE"}
 _NOTIFY_PG = "SELECT pg_notify($1, $2)"
 
 
@@ -91,7 +88,7 @@ async def write_run(db: Database, run_id: str, *, checkpoint: Checkpoint | None,
     if pg is not None:
         async with pg.transaction() as conn:
             if fence is not None:
-                fence.refuse_unless(await _scalar(conn, _FENCE_PG[checkpoint is not None],
+                fence.refuse_unless(await _scalar(conn, FENCE_PG[checkpoint is not None],
                                                   fence.run_id))
             if checkpoint is not None:
                 await conn.execute(_UPSERT_PG, *_with_times(checkpoint, now))
@@ -135,7 +132,7 @@ def _with_times(checkpoint: Checkpoint, at: datetime | str) -> tuple[Any, ...]:
 def _write_sqlite(conn: sqlite3.Connection, run_id: str, checkpoint: tuple[Any, ...] | None,
                   events: list[tuple[Any, ...]], fence: Fence | None) -> None:
     if fence is not None:  # the lane's IMMEDIATE transaction holds the write lock already
-        row = conn.execute(_FENCE_SQLITE, (fence.run_id,)).fetchone()
+        row = conn.execute(FENCE_SQLITE, (fence.run_id,)).fetchone()
         fence.refuse_unless(row[0] if row is not None else None)
     if checkpoint is not None:
         conn.execute(_UPSERT_SQLITE, checkpoint)
