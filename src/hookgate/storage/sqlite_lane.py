@@ -87,11 +87,10 @@ class SqliteLane:
                 COUNT.transaction()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if len(group) == 1:  # alone: its failure rolls the transaction back
-                    outcomes.append((True, group[0][0](conn)))
-                else:
-                    outcomes.extend(_in_savepoint(conn, work) for work, _, _ in group)
-                conn.execute("COMMIT")
+                alone = len(group) == 1  # alone, a write needs no savepoint of its own
+                outcomes.extend(_attempt(conn, work, savepoint=not alone)
+                                for work, _, _ in group)
+                conn.execute("ROLLBACK" if alone and not outcomes[0][0] else "COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -132,17 +131,21 @@ class SqliteLane:
             self._conn = None
 
 
-def _in_savepoint(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], Any]
-                  ) -> tuple[bool, Any]:
-    """(True, result) or (False, the exception, its writes undone)."""
-    conn.execute("SAVEPOINT lane_write")
+def _attempt(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], Any], *,
+             savepoint: bool) -> tuple[bool, Any]:
+    """(True, result), or (False, what ``work`` raised, its writes undone with its
+    savepoint). Anything it raises is its caller's (a Fenced included), not the group's."""
+    if savepoint:
+        conn.execute("SAVEPOINT lane_write")
     try:
         result = work(conn)
-    except Exception as exc:
-        conn.execute("ROLLBACK TO lane_write")
-        conn.execute("RELEASE lane_write")
+    except BaseException as exc:
+        if savepoint:
+            conn.execute("ROLLBACK TO lane_write")
+            conn.execute("RELEASE lane_write")
         return False, exc
-    conn.execute("RELEASE lane_write")
+    if savepoint:
+        conn.execute("RELEASE lane_write")
     return True, result
 
 
