@@ -41,6 +41,8 @@ class RunFeed:
         self.fence = fence
         #: Held while a batch is written (by a flush or a checkpoint).
         self.writing = asyncio.Lock()
+        #: Checkpoints waiting for ``writing``: a flush leaves the pending events to them.
+        self.checkpoints_waiting = 0
 
 
 class EventBus:
@@ -72,6 +74,10 @@ class EventBus:
     async def _flush(self, feed: RunFeed) -> None:
         while feed.pending:
             async with feed.writing:
+                if feed.checkpoints_waiting:
+                    # A checkpoint is next: it writes these with the state they led to (a
+                    # `done` must not be read before the status it announces).
+                    return
                 batch, feed.pending = feed.pending, []
                 if not batch:  # a checkpoint took them while this waited
                     return
@@ -92,13 +98,20 @@ class EventBus:
         if feed is None:
             await save(())
             return
-        async with feed.writing:
+        feed.checkpoints_waiting += 1
+        try:
+            await feed.writing.acquire()
+        finally:
+            feed.checkpoints_waiting -= 1
+        try:
             batch, feed.pending = feed.pending, []
             try:
                 await save(batch)
             except BaseException:
                 feed.pending[:0] = batch
                 raise
+        finally:
+            feed.writing.release()
 
     async def close(self, run_id: str) -> None:
         """The run stopped advancing in this process: flush, end subscriptions, drop it."""
