@@ -58,6 +58,10 @@ async def test_a_checkpoint_and_its_events_are_stored_together(db: Database) -> 
     assert [(e.type, e.seq, e.data) for e in await log.after(run.run_id)] == [
         ("answer", 1, {"answer": "done", **ODD}), ("done", 2, {"status": "completed"})]
     assert [e.seq for e in await log.after(run.run_id, 1)] == [2]
+    summary = await store.summary(run.run_id)
+    assert summary is not None and (summary.org_id, summary.status) == ("acme", "completed")
+    assert RunState.from_json(summary.state_json) == run
+    assert await store.summary("run_missing") is None
     # A seq already stored keeps what it had.
     await log.append(run.run_id, [RunEvent("answer", {"answer": "other"}, 1)])
     assert (await log.after(run.run_id))[0].data["answer"] == "done"

@@ -183,5 +183,5 @@ class EventBus:
 
     async def _ended_silently(self, run_id: str) -> bool:
         # A run ended without a `done` event (it could not resume): the stream ends too.
-        row = await DatabaseRunStore(self.log.db).row(run_id)
+        row = await DatabaseRunStore(self.log.db).summary(run_id)
         return row is None or row.status not in RESUMABLE

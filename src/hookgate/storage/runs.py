@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 from sqlalchemy import select, update
@@ -17,11 +18,24 @@ from hookgate.engines.events import RunEvent
 from hookgate.engines.state import RunState
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
+from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.run_writes import Checkpoint, write_in_session, write_run
+from hookgate.storage.sqlite_lane import SqliteLane
 from hookgate.storage.tables import RunRow
 from hookgate.storage.types import utcnow
 
 RESUMABLE = ("running", "awaiting_approval")
+_SUMMARY_SQLITE = "SELECT org_id, status, state_json FROM runs WHERE id = ?"
+_SUMMARY_PG = "SELECT org_id, status, state_json FROM runs WHERE id = $1"
+
+
+@dataclass(slots=True, frozen=True)
+class RunSummary:
+    """What the API needs of a stored run to answer about it."""
+
+    org_id: str | None
+    status: str
+    state_json: str
 log = logging.getLogger(__name__)
 
 
@@ -86,6 +100,21 @@ class DatabaseRunStore:
         if state is None:
             await self._fail_unreadable(run_id, fence)
         return state
+
+    async def summary(self, run_id: str) -> RunSummary | None:
+        """The run's org, status and stored state: one statement on the raw lane when there
+        is one (the API reads this on every request about a run)."""
+        lane = SqliteLane.for_database(self.db)
+        if lane is not None:
+            found = await lane.read(lambda c: c.execute(_SUMMARY_SQLITE, (run_id,)).fetchone())
+        elif (pg := PgLane.for_database(self.db)) is not None:
+            found = await pg.fetchrow(_SUMMARY_PG, run_id)
+        else:
+            async with self.db.session() as s:
+                found = (await s.execute(select(RunRow.org_id, RunRow.status,
+                                                RunRow.state_json)
+                                         .where(RunRow.id == run_id))).first()
+        return None if found is None else RunSummary(found[0], str(found[1]), str(found[2]))
 
     async def row(self, run_id: str) -> RunRow | None:
         async with self.db.session() as s:
