@@ -302,11 +302,22 @@ class RunDriver:
 
         Finished calls are recorded in the state as they finish, so a resumed run skips
         them and re-enters only the ones still in flight. A call that parks (waits for a
-        person) stops the turn only once the others have finished.
+        person) stops the turn only once the others have finished. The call that finishes
+        the turn is not checkpointed here: the caller checkpoints the whole turn next (a
+        crash in between re-enters it, and the ledger answers with its recorded result).
         """
         self._keep_transcript(self.state.messages)
-        results = await asyncio.gather(*(self.run_call(c) for c in calls),
-                                       return_exceptions=True)
+        in_flight = len(calls)
+
+        async def one(call: ToolCall) -> ToolOutcome:
+            nonlocal in_flight
+            outcome = await self.run_call(call, checkpoint=False)
+            in_flight -= 1
+            if in_flight:  # others still run (or wait for a person): keep this result now
+                await self.checkpoint()
+            return outcome
+
+        results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             raise first_to_raise(errors)
@@ -318,7 +329,9 @@ class RunDriver:
                 getattr(h, "reads_transcript", False) for h in self.registry.hooks()):
             self.transcript_path = write_transcript(self.state.run_id, messages)
 
-    async def run_call(self, call: ToolCall) -> ToolOutcome:
+    async def run_call(self, call: ToolCall, *, checkpoint: bool = True) -> ToolOutcome:
+        """One call of the run, its outcome recorded in the state (and checkpointed, unless
+        the caller checkpoints it next)."""
         assert self.registry is not None
         # Every path's calls (DAG steps, workflow nodes, delegates) cross the arguments
         # boundary here; ids the engines build are hashed only past the column's width.
@@ -346,7 +359,8 @@ class RunDriver:
             self.request_stop(outcome.stop_reason)
         self.state.outcomes[call.id] = outcome.to_dict()
         self.emit("tool_result" if outcome.allowed else "tool_blocked", outcome.to_dict())
-        await self.checkpoint()
+        if checkpoint or self.stop_reason is not None:
+            await self.checkpoint()
         # Every engine path (ReAct turns, DAG steps, workflow nodes, delegates) ends here.
         self.raise_if_stopped()
         return outcome

@@ -2,9 +2,11 @@
 
 Each run advancing in this process has a RunFeed: every event it emitted here (for replay
 without a query), the queues of local subscribers, and a pending batch for the run_events
-table (written under the executor's fence, if it has one). With ``followers`` (PostgreSQL),
-subscribers instead follow the event log itself, woken by a notification per run, so any
-instance can stream any run to its end wherever it executes.
+table (written under the executor's fence, if it has one). A checkpoint takes the pending
+batch into its own transaction (`EventBus.checkpoint`); batches are written one at a time,
+in seq order, so a follower reading ``seq > last`` never skips one committed late. With
+``followers`` (PostgreSQL), subscribers instead follow the event log itself, woken by a
+notification per run, so any instance can stream any run to its end wherever it executes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
@@ -39,6 +41,10 @@ class RunFeed:
         self.flushing: asyncio.Task[None] | None = None
         self.closed = False
         self.fence = fence
+        #: Held while a batch is written (by a flush or a checkpoint).
+        self.writing = asyncio.Lock()
+        #: Checkpoints waiting for ``writing``: a flush leaves the pending events to them.
+        self.checkpoints_waiting = 0
 
 
 class EventBus:
@@ -69,8 +75,15 @@ class EventBus:
 
     async def _flush(self, feed: RunFeed) -> None:
         while feed.pending:
-            batch, feed.pending = feed.pending, []
-            await self._write(feed, batch)
+            async with feed.writing:
+                if feed.checkpoints_waiting:
+                    # A checkpoint is next: it writes these with the state they led to (a
+                    # `done` must not be read before the status it announces).
+                    return
+                batch, feed.pending = feed.pending, []
+                if not batch:  # a checkpoint took them while this waited
+                    return
+                await self._write(feed, batch)
 
     async def _write(self, feed: RunFeed, batch: list[RunEvent]) -> None:
         # A database hiccup under load must not lose a batch (its `done` would be missing
@@ -91,6 +104,29 @@ class EventBus:
                 log.warning("writing %d events of run %s failed; retrying in %ss",
                             len(batch), feed.run_id, delay, exc_info=True)
             await asyncio.sleep(delay)
+
+    async def checkpoint(self, run_id: str,
+                         save: Callable[[Sequence[RunEvent]], Awaitable[None]]) -> None:
+        """``save(events)`` with the run's events not yet written, so the checkpoint and
+        the events it follows commit in one transaction. If it fails they stay pending."""
+        feed = self.feeds.get(run_id)
+        if feed is None:
+            await save(())
+            return
+        feed.checkpoints_waiting += 1
+        try:
+            await feed.writing.acquire()
+        finally:
+            feed.checkpoints_waiting -= 1
+        try:
+            batch, feed.pending = feed.pending, []
+            try:
+                await save(batch)
+            except BaseException:
+                feed.pending[:0] = batch
+                raise
+        finally:
+            feed.writing.release()
 
     async def close(self, run_id: str) -> None:
         """The run stopped advancing in this process: flush, end subscriptions, drop it."""
@@ -141,7 +177,7 @@ class EventBus:
         woken = followers.add(run_id)
         try:
             last = after
-            unprompted = True  # the first read, or a re-check no wake-up led to
+            first = True
             while True:
                 woken.clear()
                 events = await self.log.after(run_id, last)
@@ -150,17 +186,17 @@ class EventBus:
                     yield event
                     if event.type == "done":
                         return
-                # Only after reading the log: a run that ended since the last read has
-                # its remaining events (its `done` included) there.
-                if unprompted and not events and await self._ended_silently(run_id):
+                if first and not events and await self._ended_silently(run_id):
                     return  # a client resuming after the end has nothing to wait for
+                first = False
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), FOLLOW_RECHECK_S)
-                unprompted = not woken.is_set()
+                if not woken.is_set() and await self._ended_silently(run_id):
+                    return
         finally:
             followers.remove(run_id, woken)
 
     async def _ended_silently(self, run_id: str) -> bool:
         # A run ended without a `done` event (it could not resume): the stream ends too.
-        row = await DatabaseRunStore(self.log.db).row(run_id)
+        row = await DatabaseRunStore(self.log.db).summary(run_id)
         return row is None or row.status not in RESUMABLE

@@ -204,13 +204,14 @@ class RunManager:
             state.error = reason
             await self.store.save(state, fence=fence)
             return None
-        return self.advance(agent, state, store=self.store if fence is None
-                            else _FencedStore(self.store, fence),
+        return self.advance(agent, state, fence=fence,
                             ledger=None if fence is None else self.ledger.fenced(fence))
 
-    def advance(self, agent: Agent, state: RunState, *, store: RunStore | None = None,
+    def advance(self, agent: Agent, state: RunState, *, fence: Fence | None = None,
                 ledger: ExecutionLedger | None = None) -> Advance:
-        """The coroutine factory that advances ``state`` until it ends or must wait."""
+        """The coroutine factory that advances ``state`` until it ends or must wait; its
+        checkpoints carry the events emitted since (under ``fence``, if given)."""
+        store = _ExecutorStore(self.store, self.bus, fence)
         if state.engine == WORKFLOW_ENGINE:
             runner = self.workflow_runner(store=store, ledger=ledger)
             return lambda sink: runner.execute(state, sink=sink)
@@ -242,15 +243,18 @@ class RunManager:
         return [e.to_dict() for e in logged] if len(logged) > len(state.trace) else state.trace
 
 
-class _FencedStore:
-    """The run store as one executor of a run sees it: checkpoints only under its fence."""
+class _ExecutorStore:
+    """The run store as one executor of a run sees it: each checkpoint writes the events
+    pending on the bus in its transaction, and only under the executor's fence (if any)."""
 
-    def __init__(self, store: DatabaseRunStore, fence: Fence) -> None:
+    def __init__(self, store: DatabaseRunStore, bus: EventBus, fence: Fence | None) -> None:
         self.store = store
+        self.bus = bus
         self.fence = fence
 
     async def save(self, state: RunState) -> None:
-        await self.store.save(state, fence=self.fence)
+        await self.bus.checkpoint(state.run_id, lambda events: self.store.save(
+            state, fence=self.fence, events=events))
 
     async def record_failure(self, state: RunState, error: str) -> None:
         # As the in-process path does: a run whose checkpoint failed is failed (under the

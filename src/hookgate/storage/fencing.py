@@ -18,6 +18,12 @@ from hookgate.engines.interrupts import Fenced
 from hookgate.storage.database import Database
 from hookgate.storage.tables import RunRow
 
+#: The token read on the raw lanes: SQLite's IMMEDIATE transaction already holds the
+#: database's write lock; on PostgreSQL the row is locked as in `Fence.check`.
+FENCE_SQLITE = "SELECT fence FROM runs WHERE id = ?"
+FENCE_PG = {True: "SELECT fence FROM runs WHERE id = $1 FOR UPDATE",
+            False: "SELECT fence FROM runs WHERE id = $1 FOR SHARE"}
+
 
 @dataclass(slots=True, frozen=True)
 class Fence:
@@ -35,6 +41,11 @@ class Fence:
             select(RunRow.fence).where(RunRow.id == self.run_id)
             .with_for_update(read=not updates_run, key_share=True)
         )).scalar_one_or_none()
+        self.refuse_unless(current)
+
+    def refuse_unless(self, current: int | None) -> None:
+        """Raise Fenced unless ``current`` (the stored token, read under a row lock in the
+        writing transaction) is this token."""
         if current != self.token:
             raise Fenced(f"run {self.run_id} was taken over (fence {current}, this executor "
                          f"holds {self.token}); this executor writes nothing more")

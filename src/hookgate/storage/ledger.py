@@ -1,19 +1,41 @@
-"""The at-most-once execution ledger in the ``tool_executions`` table."""
+"""The at-most-once execution ledger in the ``tool_executions`` table.
+
+A claim and a finish are each one write on the database's raw lane (SQLite's group commit,
+PostgreSQL's prepared statements in autocommit); SQLAlchemy serves only SQLite in memory.
+"""
 
 from __future__ import annotations
+
+import sqlite3
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from hookgate.storage.database import Database
-from hookgate.storage.fencing import Fence
+from hookgate.storage.fencing import FENCE_PG, FENCE_SQLITE, Fence
+from hookgate.storage.pg_lane import PgLane
+from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import ToolExecutionRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.ledger import PriorExecution
 
+_CLAIM_SQLITE = ("INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args_sha256, "
+                 "started_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+_PRIOR_SQLITE = ("SELECT observation, ok, tool_name, args_sha256 FROM tool_executions "
+                 "WHERE run_id = ? AND tool_call_id = ?")
+_FINISH_SQLITE = ("UPDATE tool_executions SET observation = ?, ok = ?, finished_at = ? "
+                  "WHERE run_id = ? AND tool_call_id = ?")
+_CLAIM_PG = ("INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args_sha256, "
+             "started_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING")
+_PRIOR_PG = ("SELECT observation, ok, tool_name, args_sha256 FROM tool_executions "
+             "WHERE run_id = $1 AND tool_call_id = $2")
+_FINISH_PG = ("UPDATE tool_executions SET observation = $1, ok = $2, finished_at = $3 "
+              "WHERE run_id = $4 AND tool_call_id = $5")
+
 
 class DatabaseLedger:
-    """Claims a (run, tool call) with an INSERT; a second claim hits the primary key."""
+    """Claims a (run, tool call) with an INSERT; a second claim finds the first one's row."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -22,9 +44,38 @@ class DatabaseLedger:
         self, run_id: str, tool_call_id: str, tool_name: str, args_sha256: str,
         *, fence: Fence | None = None,
     ) -> PriorExecution | None:
+        """None when this call claimed the record; the earlier claim's record otherwise.
+        With ``fence``, only while that token is current (a fenced-out executor claims
+        nothing: Fenced)."""
+        lane = SqliteLane.for_database(self.db)
+        if lane is not None:
+            at = sqlite_timestamp(utcnow())
+            prior = await lane.write(lambda conn: _claim_sqlite(
+                conn, (run_id, tool_call_id, tool_name, args_sha256, at), fence))
+            return _prior(prior)
+        pg = PgLane.for_database(self.db)
+        if pg is not None:
+            return _prior(await self._claim_pg(
+                pg, (run_id, tool_call_id, tool_name, args_sha256, utcnow()), fence))
+        return await self._claim_orm(run_id, tool_call_id, tool_name, args_sha256, fence)
+
+    @staticmethod
+    async def _claim_pg(pg: PgLane, row: tuple[Any, ...], fence: Fence | None) -> Any:
+        if fence is None:  # one statement in autocommit; the rare repeat reads afterwards
+            if await pg.execute(_CLAIM_PG, *row) == "INSERT 0 1":
+                return None
+            return await pg.fetchrow(_PRIOR_PG, *row[:2])
+        async with pg.transaction() as conn:
+            fence.refuse_unless(_first(await conn.fetchrow(FENCE_PG[False], fence.run_id)))
+            if await conn.execute(_CLAIM_PG, *row) == "INSERT 0 1":
+                return None
+            return await conn.fetchrow(_PRIOR_PG, *row[:2])
+
+    async def _claim_orm(self, run_id: str, tool_call_id: str, tool_name: str,
+                         args_sha256: str, fence: Fence | None) -> PriorExecution | None:
         try:
             async with self.db.transaction() as s:
-                if fence is not None:  # a fenced-out executor claims nothing
+                if fence is not None:
                     await fence.check(s)
                 s.add(ToolExecutionRow(run_id=run_id, tool_call_id=tool_call_id,
                                        tool_name=tool_name, args_sha256=args_sha256))
@@ -41,6 +92,15 @@ class DatabaseLedger:
         return FencedLedger(self, fence)
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool) -> None:
+        lane = SqliteLane.for_database(self.db)
+        if lane is not None:
+            params = (observation, ok, sqlite_timestamp(utcnow()), run_id, tool_call_id)
+            await lane.write(lambda conn: conn.execute(_FINISH_SQLITE, params))
+            return
+        pg = PgLane.for_database(self.db)
+        if pg is not None:
+            await pg.execute(_FINISH_PG, observation, ok, utcnow(), run_id, tool_call_id)
+            return
         async with self.db.transaction() as s:
             await s.execute(
                 update(ToolExecutionRow)
@@ -48,6 +108,28 @@ class DatabaseLedger:
                        ToolExecutionRow.tool_call_id == tool_call_id)
                 .values(observation=observation, ok=ok, finished_at=utcnow())
             )
+
+
+def _claim_sqlite(conn: sqlite3.Connection, row: tuple[Any, ...], fence: Fence | None
+                  ) -> Any:
+    if fence is not None:
+        fence.refuse_unless(_first(conn.execute(FENCE_SQLITE, (fence.run_id,)).fetchone()))
+    if conn.execute(_CLAIM_SQLITE, row).rowcount == 1:
+        return None
+    return conn.execute(_PRIOR_SQLITE, row[:2]).fetchone()
+
+
+def _first(row: Any) -> Any:
+    return row[0] if row is not None else None
+
+
+def _prior(row: Any) -> PriorExecution | None:
+    """The earlier claim's record from its row (observation, ok, tool_name, args_sha256)."""
+    if row is None:
+        return None
+    observation, ok, tool_name, args_sha256 = row[0], row[1], row[2], row[3]
+    return PriorExecution(observation, None if ok is None else bool(ok), tool_name,
+                          args_sha256)
 
 
 class FencedLedger:

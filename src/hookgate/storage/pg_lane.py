@@ -59,6 +59,11 @@ class PgLane:
         async with self.connection() as conn:
             return await conn.fetchrow(sql, *args)
 
+    async def fetch(self, sql: str, *args: Any) -> list[Any]:
+        """One statement in autocommit; all its rows."""
+        async with self.connection() as conn:
+            return list(await conn.fetch(sql, *args))
+
     async def execute(self, sql: str, *args: Any) -> str:
         """One statement in autocommit; its status ("INSERT 0 1", …)."""
         async with self.connection() as conn:
@@ -81,6 +86,10 @@ class _Counted:
     async def fetchrow(self, sql: str, *args: Any) -> Any:
         COUNT.statement()
         return await self._conn.fetchrow(sql, *args)
+
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        COUNT.statement()
+        return await self._conn.fetch(sql, *args)
 
     async def execute(self, sql: str, *args: Any) -> Any:
         COUNT.statement()
@@ -117,6 +126,11 @@ class _Psycopg:
         async with psycopg.AsyncRawCursor(self._conn) as cur:
             await cur.execute(sql, args, prepare=True)
             return await cur.fetchone()
+
+    async def fetch(self, sql: str, *args: Any) -> list[Any]:
+        async with psycopg.AsyncRawCursor(self._conn) as cur:
+            await cur.execute(sql, args, prepare=True)
+            return await cur.fetchall()
 
     async def execute(self, sql: str, *args: Any) -> str:
         async with psycopg.AsyncRawCursor(self._conn) as cur:

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from hookgate.engines.events import RunEvent
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
+from hookgate.storage.pg_lane import PgLane
+from hookgate.storage.run_writes import RUN_EVENTS_CHANNEL, write_run
+from hookgate.storage.sqlite_lane import SqliteLane
 from hookgate.storage.tables import RunEventRow
-from hookgate.storage.types import utcnow
 
-#: NOTIFY channel whose payload is the id of a run that has new events.
-RUN_EVENTS_CHANNEL = "hookgate_run_events"
+__all__ = ["RUN_EVENTS_CHANNEL", "RunEventLog"]
 
 
 class RunEventLog:
@@ -28,24 +29,31 @@ class RunEventLog:
                      fence: Fence | None = None) -> None:
         """Store events (a seq already stored is kept as it was); with ``fence``, only while
         that executor holds the run. On PostgreSQL the commit notifies the run's followers."""
-        if not events:
-            return
-        insert = sqlite_insert if self.db.is_sqlite else pg_insert
-        stmt = insert(RunEventRow).values([
-            {"run_id": run_id, "seq": e.seq, "type": e.type, "data": e.data,
-             "created_at": utcnow()}
-            for e in events
-        ]).on_conflict_do_nothing(index_elements=["run_id", "seq"])
-        async with self.db.transaction() as s:
-            if fence is not None:
-                await fence.check(s)
-            await s.execute(stmt)
-            await self.db.notify(s, RUN_EVENTS_CHANNEL, run_id)
+        await write_run(self.db, run_id, checkpoint=None, events=events, fence=fence)
 
     async def after(self, run_id: str, seq: int = 0) -> list[RunEvent]:
+        """The run's events with seq > ``seq``, in order: one statement, on the raw lane
+        when there is one (SSE followers read this on every notification)."""
+        lane = SqliteLane.for_database(self.db)
+        if lane is not None:
+            rows = await lane.read(lambda c: c.execute(_AFTER_SQLITE, (run_id, seq)).fetchall())
+            return [_event(row) for row in rows]
+        pg = PgLane.for_database(self.db)
+        if pg is not None:
+            return [_event(row) for row in await pg.fetch(_AFTER_PG, run_id, seq)]
         async with self.db.session() as s:
-            rows = (await s.execute(
+            found = (await s.execute(
                 select(RunEventRow).where(RunEventRow.run_id == run_id, RunEventRow.seq > seq)
                 .order_by(RunEventRow.seq)
             )).scalars().all()
-        return [RunEvent(r.type, dict(r.data or {}), r.seq) for r in rows]
+        return [RunEvent(r.type, dict(r.data or {}), r.seq) for r in found]
+
+
+_AFTER_SQLITE = "SELECT type, data, seq FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq"
+_AFTER_PG = "SELECT type, data, seq FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq"
+
+
+def _event(row: Any) -> RunEvent:
+    # SQLite (and asyncpg) hand the JSON column over as text; psycopg has parsed it.
+    data = json.loads(row[1]) if isinstance(row[1], str | bytes) else row[1]
+    return RunEvent(str(row[0]), dict(data or {}), int(row[2]))

@@ -7,21 +7,35 @@ A run whose state cannot be saved is marked failed on its last good checkpoint
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hookgate.engines.events import RunEvent
 from hookgate.engines.state import RunState
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
+from hookgate.storage.pg_lane import PgLane
+from hookgate.storage.run_writes import Checkpoint, write_in_session, write_run
+from hookgate.storage.sqlite_lane import SqliteLane
 from hookgate.storage.tables import RunRow
 from hookgate.storage.types import utcnow
 
 RESUMABLE = ("running", "awaiting_approval")
+_SUMMARY_SQLITE = "SELECT org_id, status, state_json FROM runs WHERE id = ?"
+_SUMMARY_PG = "SELECT org_id, status, state_json FROM runs WHERE id = $1"
+
+
+@dataclass(slots=True, frozen=True)
+class RunSummary:
+    """What the API needs of a stored run to answer about it."""
+
+    org_id: str | None
+    status: str
+    state_json: str
 log = logging.getLogger(__name__)
 
 
@@ -32,39 +46,21 @@ class DatabaseRunStore:
         self.db = db
 
     async def save(self, state: RunState, *, fence: Fence | None = None,
-                   session: AsyncSession | None = None) -> None:
-        """Upsert the checkpoint; with ``fence``, only while that token is current; with
+                   session: AsyncSession | None = None,
+                   events: Sequence[RunEvent] = ()) -> None:
+        """Upsert the checkpoint, with ``events`` (the run's events not yet logged) in the
+        same transaction; with ``fence``, only while that token is current; with
         ``session``, inside the caller's transaction (e.g. with the job that runs it)."""
-        values = {
-            "id": state.run_id,
-            "agent_id": state.agent_id,
-            "org_id": state.org_id,
-            "user_id": state.user_id,
-            "conversation_id": state.conversation_id,
-            "engine": state.engine,
-            "status": state.status,
-            "state_json": state.to_json(),
-            "answer": state.answer,
-            "error": state.error,
-            "updated_at": utcnow(),
-        }
-        insert = sqlite_insert if self.db.is_sqlite else pg_insert
-        stmt = insert(RunRow).values(created_at=utcnow(), **values)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[RunRow.id],
-            set_={k: v for k, v in values.items() if k != "id"},
-        )
+        checkpoint = Checkpoint((
+            state.run_id, state.agent_id, state.org_id, state.user_id,
+            state.conversation_id, state.engine, state.status, state.to_json(),
+            state.answer, state.error, None))
         if session is not None:
-            await self._write(session, stmt, fence)
+            await write_in_session(self.db, session, state.run_id, checkpoint=checkpoint,
+                                   events=events, fence=fence)
             return
-        async with self.db.transaction() as s:
-            await self._write(s, stmt, fence)
-
-    @staticmethod
-    async def _write(s: AsyncSession, stmt: Any, fence: Fence | None) -> None:
-        if fence is not None:
-            await fence.check(s, updates_run=True)
-        await s.execute(stmt)
+        await write_run(self.db, state.run_id, checkpoint=checkpoint, events=events,
+                        fence=fence)
 
     async def record_failure(self, state: RunState, error: str, *,
                              fence: Fence | None = None) -> None:
@@ -110,6 +106,21 @@ class DatabaseRunStore:
         if state is None:
             await self._fail_unreadable(run_id, fence)
         return state
+
+    async def summary(self, run_id: str) -> RunSummary | None:
+        """The run's org, status and stored state: one statement on the raw lane when there
+        is one (the API reads this on every request about a run)."""
+        lane = SqliteLane.for_database(self.db)
+        if lane is not None:
+            found = await lane.read(lambda c: c.execute(_SUMMARY_SQLITE, (run_id,)).fetchone())
+        elif (pg := PgLane.for_database(self.db)) is not None:
+            found = await pg.fetchrow(_SUMMARY_PG, run_id)
+        else:
+            async with self.db.session() as s:
+                found = (await s.execute(select(RunRow.org_id, RunRow.status,
+                                                RunRow.state_json)
+                                         .where(RunRow.id == run_id))).first()
+        return None if found is None else RunSummary(found[0], str(found[1]), str(found[2]))
 
     async def row(self, run_id: str) -> RunRow | None:
         async with self.db.session() as s:

@@ -6,17 +6,23 @@ database file with its own ``sqlite3`` connection that runs a whole unit of work
 transaction, start to commit — per hop (tens of microseconds). Writes begin with
 ``BEGIN IMMEDIATE``, taking SQLite's one write lock before reading anything, so they queue
 behind other writers (any process) instead of failing on a stale snapshot.
+
+Group commit: writes that arrive while the thread is busy share the next transaction, each
+in a savepoint of its own (one that raises is rolled back alone), and every caller returns
+only once that transaction has committed. Under concurrency a commit (and its fsync) is
+paid once per group instead of once per write.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hookgate.storage.database import Database
 from hookgate.storage.statement_count import COUNT
@@ -47,29 +53,57 @@ class SqliteLane:
         self.path = path
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="hookgate-sqlite-lane")
         self._conn: sqlite3.Connection | None = None
+        #: Writes waiting for the next group: (work, its loop, its future).
+        self._queued: list[tuple[Callable[[sqlite3.Connection], Any],
+                                 asyncio.AbstractEventLoop, asyncio.Future[Any]]] = []
+        self._queue_lock = threading.Lock()
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(conn)`` outside any transaction (it sees the latest commit)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._run, work, False)
+        return await loop.run_in_executor(self._executor, self._read, work)
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(conn)`` in one IMMEDIATE transaction, committed before this returns."""
+        """``work(conn)`` in an IMMEDIATE transaction (shared with the writes queued beside
+        it, in a savepoint of its own), committed before this returns."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._run, work, True)
+        done: asyncio.Future[T] = loop.create_future()
+        with self._queue_lock:
+            self._queued.append((work, loop, done))
+            first = len(self._queued) == 1
+        if first:  # else a drain is already due and will take this write too
+            self._executor.submit(self._drain)
+        return await done
 
-    def _run(self, work: Callable[[sqlite3.Connection], T], transaction: bool) -> T:
-        conn = self._conn or self._connect()
-        if not transaction:
-            return work(conn)
-        conn.execute("BEGIN IMMEDIATE")
+    def _drain(self) -> None:
+        with self._queue_lock:
+            group, self._queued = self._queued, []
+        if not group:
+            return
+        outcomes: list[tuple[bool, Any]] = []
         try:
-            result = work(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return result
+            conn = self._conn or self._connect()
+            if COUNT.enabled:
+                COUNT.transaction()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                alone = len(group) == 1  # alone, a write needs no savepoint of its own
+                outcomes.extend(_attempt(conn, work, savepoint=not alone)
+                                for work, _, _ in group)
+                conn.execute("ROLLBACK" if alone and not outcomes[0][0] else "COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except BaseException as exc:  # nothing of the group is stored: all of it failed
+            failure = exc if isinstance(exc, Exception) else RuntimeError(
+                f"the SQLite lane stopped: {exc!r}")
+            outcomes = [(False, failure)] * len(group)
+        for (_, loop, done), (ok, value) in zip(group, outcomes, strict=True):
+            loop.call_soon_threadsafe(_settle, done, ok, value)
+
+    def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return work(self._conn or self._connect())
 
     def _connect(self) -> sqlite3.Connection:
         # Autocommit mode: the lane says BEGIN and COMMIT itself. The pragmas match the
@@ -95,6 +129,33 @@ class SqliteLane:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _attempt(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], Any], *,
+             savepoint: bool) -> tuple[bool, Any]:
+    """(True, result), or (False, what ``work`` raised, its writes undone with its
+    savepoint). Anything it raises is its caller's (a Fenced included), not the group's."""
+    if savepoint:
+        conn.execute("SAVEPOINT lane_write")
+    try:
+        result = work(conn)
+    except BaseException as exc:
+        if savepoint:
+            conn.execute("ROLLBACK TO lane_write")
+            conn.execute("RELEASE lane_write")
+        return False, exc
+    if savepoint:
+        conn.execute("RELEASE lane_write")
+    return True, result
+
+
+def _settle(done: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if done.done():  # the caller was cancelled; what it wrote is committed all the same
+        return
+    if ok:
+        done.set_result(value)
+    else:
+        done.set_exception(value)
 
 
 def sqlite_timestamp(at: datetime) -> str:

@@ -59,7 +59,7 @@ def _approval_outcome(status: str, declined: list[ConfirmationRequest]) -> dict[
 
 
 async def _visible_state(run_id: str, caller: Caller, rt: Runtime) -> RunState:
-    row = await rt.runs.store.row(run_id)
+    row = await rt.runs.store.summary(run_id)
     if row is None or row.org_id != caller.org_id:
         raise HTTPException(404, f"no run '{run_id}'")
     return RunState.from_json(row.state_json)

@@ -1,0 +1,145 @@
+"""The run layer's hot writes: a checkpoint (the ``runs`` row) with the events emitted
+since the last write, and event batches alone, each in ONE transaction under the run's
+fence. On a SQLite file they take the SqliteLane (group commit), on PostgreSQL the PgLane
+(prepared statements, no ORM); elsewhere (SQLite in memory) SQLAlchemy Core.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hookgate.engines.events import RunEvent
+from hookgate.storage.database import Database
+from hookgate.storage.fencing import FENCE_PG, FENCE_SQLITE, Fence
+from hookgate.storage.pg_lane import PgLane
+from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
+from hookgate.storage.tables import RunEventRow, RunRow
+from hookgate.storage.types import utcnow
+
+#: NOTIFY channel whose payload is the id of a run that has new events.
+RUN_EVENTS_CHANNEL = "hookgate_run_events"
+
+#: The columns a checkpoint sets, in the order of the statements' parameters.
+CHECKPOINT_COLUMNS = ("id", "agent_id", "org_id", "user_id", "conversation_id", "engine",
+                      "status", "state_json", "answer", "error", "updated_at")
+_UPDATED = ", ".join(f"{c} = excluded.{c}" for c in CHECKPOINT_COLUMNS[1:])
+_COLUMN_LIST = ", ".join((*CHECKPOINT_COLUMNS, "created_at", "fence"))
+
+_UPSERT_SQLITE = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
+                  f"({', '.join('?' * (len(CHECKPOINT_COLUMNS) + 2))}) "
+                  f"ON CONFLICT (id) DO UPDATE SET {_UPDATED}")
+_EVENTS_SQLITE = ("INSERT INTO run_events (run_id, seq, type, data, created_at) "
+                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING")
+
+_UPSERT_PG = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
+              f"({', '.join(f'${i}' for i in range(1, len(CHECKPOINT_COLUMNS) + 3))}) "
+              f"ON CONFLICT (id) DO UPDATE SET {_UPDATED}")
+# One statement for a whole batch: arrays of the columns, unnested into rows.
+_EVENTS_PG = ("INSERT INTO run_events (run_id, seq, type, data, created_at) "
+              "SELECT $1, s, t, d::json, $5 FROM unnest($2::int[], $3::text[], $4::text[]) "
+              "AS e(s, t, d) ON CONFLICT (run_id, seq) DO NOTHING")
+_NOTIFY_PG = "SELECT pg_notify($1, $2)"
+
+
+@dataclass(slots=True, frozen=True)
+class Checkpoint:
+    """A run's row as a checkpoint writes it (the stored state is ``state_json``)."""
+
+    values: tuple[Any, ...]  # in CHECKPOINT_COLUMNS' order
+
+    @property
+    def run_id(self) -> str:
+        return str(self.values[0])
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(zip(CHECKPOINT_COLUMNS, self.values, strict=True))
+
+
+def event_data_text(event: RunEvent) -> str:
+    """An event's data as the JSON column stores it (SQLAlchemy's JSON type's default)."""
+    return json.dumps(event.data)
+
+
+async def write_run(db: Database, run_id: str, *, checkpoint: Checkpoint | None,
+                    events: Sequence[RunEvent], fence: Fence | None) -> None:
+    """Store ``checkpoint`` and ``events`` (a seq already stored is kept as it was) in one
+    transaction, only while ``fence`` (if any) is current (else Fenced, nothing stored).
+    On PostgreSQL the commit notifies the run's followers when there are events."""
+    if checkpoint is None and not events:
+        return
+    now = utcnow()
+    lane = SqliteLane.for_database(db)
+    if lane is not None:
+        at = sqlite_timestamp(now)
+        rows = [(run_id, e.seq, e.type, event_data_text(e), at) for e in events]
+        values = None if checkpoint is None else _with_times(checkpoint, at)
+        await lane.write(lambda conn: _write_sqlite(conn, run_id, values, rows, fence))
+        return
+    pg = PgLane.for_database(db)
+    if pg is not None:
+        async with pg.transaction() as conn:
+            if fence is not None:
+                fence.refuse_unless(await _scalar(conn, FENCE_PG[checkpoint is not None],
+                                                  fence.run_id))
+            if checkpoint is not None:
+                await conn.execute(_UPSERT_PG, *_with_times(checkpoint, now))
+            if events:
+                await conn.execute(_EVENTS_PG, run_id, [e.seq for e in events],
+                                   [e.type for e in events],
+                                   [event_data_text(e) for e in events], now)
+                await conn.execute(_NOTIFY_PG, RUN_EVENTS_CHANNEL, run_id)
+        return
+    async with db.transaction() as s:
+        await write_in_session(db, s, run_id, checkpoint=checkpoint, events=events,
+                               fence=fence)
+
+
+async def write_in_session(db: Database, s: AsyncSession, run_id: str, *,
+                           checkpoint: Checkpoint | None, events: Sequence[RunEvent],
+                           fence: Fence | None) -> None:
+    """`write_run` inside the caller's SQLAlchemy transaction (e.g. with a queued job)."""
+    if fence is not None:
+        await fence.check(s, updates_run=checkpoint is not None)
+    insert = sqlite_insert if db.is_sqlite else pg_insert
+    now = utcnow()
+    if checkpoint is not None:
+        values = {**checkpoint.as_dict(), "updated_at": now}
+        stmt = insert(RunRow).values(created_at=now, **values)
+        await s.execute(stmt.on_conflict_do_update(
+            index_elements=[RunRow.id], set_={k: v for k, v in values.items() if k != "id"}))
+    if events:
+        await s.execute(insert(RunEventRow).values([
+            {"run_id": run_id, "seq": e.seq, "type": e.type, "data": e.data,
+             "created_at": now} for e in events
+        ]).on_conflict_do_nothing(index_elements=["run_id", "seq"]))
+        await db.notify(s, RUN_EVENTS_CHANNEL, run_id)
+
+
+def _with_times(checkpoint: Checkpoint, at: datetime | str) -> tuple[Any, ...]:
+    # updated_at is the write's time; created_at only counts for a new row; fence 0 too.
+    return (*checkpoint.values[:-1], at, at, 0)
+
+
+def _write_sqlite(conn: sqlite3.Connection, run_id: str, checkpoint: tuple[Any, ...] | None,
+                  events: list[tuple[Any, ...]], fence: Fence | None) -> None:
+    if fence is not None:  # the lane's IMMEDIATE transaction holds the write lock already
+        row = conn.execute(FENCE_SQLITE, (fence.run_id,)).fetchone()
+        fence.refuse_unless(row[0] if row is not None else None)
+    if checkpoint is not None:
+        conn.execute(_UPSERT_SQLITE, checkpoint)
+    if events:
+        conn.executemany(_EVENTS_SQLITE, events)
+
+
+async def _scalar(conn: Any, sql: str, *args: Any) -> Any:
+    row = await conn.fetchrow(sql, *args)
+    return row[0] if row is not None else None

@@ -1,0 +1,154 @@
+"""The run layer's hot writes on the raw lanes: a checkpoint and its events commit together
+or not at all, under the run's fence; the event log reads back what was written; the
+ledger claims each call once; the SQLite lane's group commit keeps each write's outcome
+its own."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import text
+
+from hookgate.engines.events import RunEvent
+from hookgate.engines.interrupts import Fenced
+from hookgate.engines.state import RunState
+from hookgate.storage.database import Database
+from hookgate.storage.fencing import take_over
+from hookgate.storage.ledger import DatabaseLedger
+from hookgate.storage.run_events import RunEventLog
+from hookgate.storage.runs import DatabaseRunStore
+from hookgate.storage.sqlite_lane import SqliteLane
+
+ODD = {"text": "é 🙂 \u2028", "nested": {"list": [1, 2.5, None, True]}, "n": 10**15}
+
+
+def state(status: str = "running") -> RunState:
+    return RunState(run_id="run_w1", agent_id="buyer", user_id="alice", org_id="acme",
+                    message="pay", status=status)  # type: ignore[arg-type]
+
+
+async def stored(db: Database, run_id: str) -> tuple[str | None, int]:
+    async with db.session() as s:
+        status = (await s.execute(text("SELECT status FROM runs WHERE id = :i"),
+                                  {"i": run_id})).scalar_one_or_none()
+        events = (await s.execute(text("SELECT count(*) FROM run_events WHERE run_id = :i"),
+                                  {"i": run_id})).scalar_one()
+    return status, int(events)
+
+
+@pytest.mark.both_databases
+async def test_a_checkpoint_and_its_events_are_stored_together(db: Database) -> None:
+    store, log = DatabaseRunStore(db), RunEventLog(db)
+    run = state()
+    await store.save(run)
+    run.status = "completed"
+    run.answer = "done"
+    events = [RunEvent("answer", {"answer": "done", **ODD}, 1),
+              RunEvent("done", {"status": "completed"}, 2)]
+    await store.save(run, events=events)
+
+    loaded = await store.load(run.run_id)
+    assert loaded is not None and (loaded.status, loaded.answer) == ("completed", "done")
+    row = await store.row(run.run_id)
+    assert row is not None and (row.status, row.answer, row.org_id) == ("completed", "done",
+                                                                        "acme")
+    assert [(e.type, e.seq, e.data) for e in await log.after(run.run_id)] == [
+        ("answer", 1, {"answer": "done", **ODD}), ("done", 2, {"status": "completed"})]
+    assert [e.seq for e in await log.after(run.run_id, 1)] == [2]
+    summary = await store.summary(run.run_id)
+    assert summary is not None and (summary.org_id, summary.status) == ("acme", "completed")
+    assert RunState.from_json(summary.state_json) == run
+    assert await store.summary("run_missing") is None
+    # A seq already stored keeps what it had.
+    await log.append(run.run_id, [RunEvent("answer", {"answer": "other"}, 1)])
+    assert (await log.after(run.run_id))[0].data["answer"] == "done"
+
+
+@pytest.mark.both_databases
+async def test_a_fenced_out_checkpoint_stores_neither_the_state_nor_its_events(
+        db: Database) -> None:
+    store, log = DatabaseRunStore(db), RunEventLog(db)
+    run = state()
+    await store.save(run)
+    old = await take_over(db, run.run_id)
+    new = await take_over(db, run.run_id)
+    assert old is not None and new is not None
+    run.status = "completed"
+    with pytest.raises(Fenced):
+        await store.save(run, fence=old, events=[RunEvent("done", {}, 1)])
+    with pytest.raises(Fenced):
+        await log.append(run.run_id, [RunEvent("done", {}, 1)], fence=old)
+    assert await stored(db, run.run_id) == ("running", 0)
+    await store.save(run, fence=new, events=[RunEvent("done", {}, 1)])
+    assert await stored(db, run.run_id) == ("completed", 1)
+    row = await store.row(run.run_id)
+    assert row is not None and row.fence == new.token  # a checkpoint leaves the fence be
+
+
+@pytest.mark.both_databases
+async def test_the_ledger_claims_a_call_once_and_answers_a_repeat_with_its_record(
+        db: Database) -> None:
+    await DatabaseRunStore(db).save(state())
+    ledger = DatabaseLedger(db)
+    assert await ledger.claim("run_w1", "c1", "pay", "ab" * 32) is None
+    prior = await ledger.claim("run_w1", "c1", "pay", "ab" * 32)
+    assert prior is not None and (prior.observation, prior.ok) == (None, None)
+    await ledger.finish("run_w1", "c1", "paid 70", True)
+    prior = await ledger.claim("run_w1", "c1", "other", "cd" * 32)
+    assert prior is not None
+    assert (prior.observation, prior.ok, prior.tool_name, prior.args_sha256) == (
+        "paid 70", True, "pay", "ab" * 32)
+    # Racing claims of one call: exactly one wins.
+    won = await asyncio.gather(*(ledger.claim("run_w1", "c2", "pay", "ef" * 32)
+                                 for _ in range(8)))
+    assert sum(p is None for p in won) == 1
+
+
+@pytest.mark.both_databases
+async def test_a_fenced_out_executor_claims_nothing(db: Database) -> None:
+    await DatabaseRunStore(db).save(state())
+    old = await take_over(db, "run_w1")
+    new = await take_over(db, "run_w1")
+    assert old is not None and new is not None
+    ledger = DatabaseLedger(db)
+    with pytest.raises(Fenced):
+        await ledger.claim("run_w1", "c1", "pay", "ab" * 32, fence=old)
+    assert await ledger.fenced(new).claim("run_w1", "c1", "pay", "ab" * 32) is None
+    assert await ledger.claim("run_w1", "c1", "pay", "ab" * 32, fence=new) is not None
+
+
+async def test_writes_sharing_a_group_commit_keep_their_own_outcomes(db: Database) -> None:
+    # (the default backend: a SQLite file)
+    lane = SqliteLane.for_database(db)
+    assert lane is not None
+    await lane.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)"))
+
+    def write(k: int) -> Callable[[sqlite3.Connection], int]:
+        def work(c: sqlite3.Connection) -> int:
+            c.execute("INSERT INTO t (k) VALUES (?)", (k,))
+            if k % 3 == 0:
+                c.execute("INSERT INTO t (k) VALUES (?)", (k,))  # fails: its first row goes too
+            return k
+        return work
+
+    outcomes = await asyncio.gather(*(lane.write(write(k)) for k in range(1, 31)),
+                                    return_exceptions=True)
+    failed = [k for k, o in zip(range(1, 31), outcomes, strict=True)
+              if isinstance(o, sqlite3.IntegrityError)]
+    assert failed == [k for k in range(1, 31) if k % 3 == 0]
+    assert [o for o in outcomes if not isinstance(o, BaseException)] == [
+        k for k in range(1, 31) if k % 3]
+    rows = await lane.read(lambda c: [r[0] for r in c.execute("SELECT k FROM t ORDER BY k")])
+    assert rows == [k for k in range(1, 31) if k % 3]
+    # Concurrent writes did share transactions (fewer commits than writes).
+    commits: list[str] = []
+    await lane.read(lambda c: c.set_trace_callback(commits.append))
+    await asyncio.gather(*(lane.write(lambda c, k=k: c.execute(
+        "INSERT INTO t (k) VALUES (?)", (k,))) for k in range(100, 140)))
+    await lane.read(lambda c: c.set_trace_callback(None))
+    assert 1 <= sum(s == "COMMIT" for s in commits) < 40
+    assert len(await lane.read(lambda c: c.execute("SELECT k FROM t WHERE k >= 100")
+                               .fetchall())) == 40
