@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from hookgate.approvals.context import readable_numbers
+from hookgate.approvals.edits import changes
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallBinding
@@ -41,6 +42,11 @@ class ConfirmationRequest:
     delivery_ref: dict[str, Any] | None
     context: dict[str, Any] | None = None
     decided_via: str | None = None
+    #: Set when the approver changed the arguments: what may run instead of ``args``.
+    edited_args: dict[str, Any] | None = None
+    edited_args_sha256: str | None = None
+    #: The approver's words to the model, read with the decision.
+    message: str | None = None
 
     @classmethod
     def from_row(cls, row: ConfirmationRequestRow) -> ConfirmationRequest:
@@ -54,6 +60,8 @@ class ConfirmationRequest:
             responded_by=row.responded_by,
             responder_channel_identity=row.responder_channel_identity, reason=row.reason,
             delivery_ref=row.delivery_ref, context=row.context, decided_via=row.decided_via,
+            edited_args=dict(row.edited_args) if row.edited_args is not None else None,
+            edited_args_sha256=row.edited_args_sha256, message=row.message,
         )
 
     @property
@@ -61,6 +69,18 @@ class ConfirmationRequest:
         """The one call this request is about: run, call id, tool, agent, argument digest."""
         return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent_id,
                            self.args_sha256)
+
+    @property
+    def approved_binding(self) -> CallBinding:
+        """The call an approval lets run: the asked call, with the edited arguments' digest
+        when the approver changed them."""
+        return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent_id,
+                           self.edited_args_sha256 or self.args_sha256)
+
+    @property
+    def changes(self) -> list[dict[str, Any]]:
+        """What the approver changed (``path``, ``before``, ``after``); [] without edits."""
+        return changes(self.args, self.edited_args) if self.edited_args is not None else []
 
     @property
     def pending(self) -> bool:
@@ -82,7 +102,10 @@ class ConfirmationRequest:
             "approver_scope": self.approver_scope,
             "status": self.status,
             "payload": {"tool_name": self.tool_name, "args": self.args,
-                        "args_sha256": self.args_sha256},
+                        "args_sha256": self.args_sha256,
+                        "edited_args": self.edited_args,
+                        "edited_args_sha256": self.edited_args_sha256},
+            "changes": self.changes,
             "context": {**(self.context or {}), "numbers": readable_numbers(self.args)},
             "created_at": self.created_at.isoformat(),
             "expires_at": self.expires_at.isoformat(),
@@ -93,5 +116,6 @@ class ConfirmationRequest:
                 "channel_identity": self.responder_channel_identity,
                 "reason": self.reason,
                 "via": self.decided_via,
+                "message": self.message,
             },
         }

@@ -10,6 +10,7 @@ import typer
 from rich.text import Text
 
 from hookgate.approvals.context import numbers_text, reason_texts
+from hookgate.approvals.edits import changes_text
 from hookgate.cli.app import app, console, fail
 
 approvals_app = typer.Typer(help="Confirmation requests on a running server.",
@@ -21,6 +22,14 @@ UrlOption = Annotated[str, typer.Option(envvar="HOOKGATE_URL",
 TokenOption = Annotated[str | None, typer.Option(envvar="HOOKGATE_TOKEN",
                                                  help="Your API token.", show_default=False)]
 ReasonOption = Annotated[str | None, typer.Option(help="Why (recorded with the decision).")]
+MessageOption = Annotated[str | None, typer.Option(
+    help="Words for the agent's model, read with the decision.")]
+ArgsOption = Annotated[str | None, typer.Option(
+    "--args", help="Approve these arguments instead (a JSON object), checked against the "
+                   "tool's schema.", show_default=False)]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", help="Change one argument before approving: path=value (value as JSON, else "
+                  "text; a.b for nested keys). Repeatable.", show_default=False)]
 
 
 def _call(method: str, url: str, path: str, token: str | None,
@@ -94,6 +103,11 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             ("what it does", context.get("tool_description") or ""),
             *[("why approval", reason) for reason in reason_texts(it.get("context"))],
             ("arguments", _arguments(it)), ("sha256", it["payload"]["args_sha256"])]
+    edited = it["payload"].get("edited_args")
+    if edited is not None:
+        rows += [("approved as", json.dumps(edited, ensure_ascii=False, allow_nan=False)),
+                 ("changed", changes_text(it.get("changes") or [])),
+                 ("sha256", it["payload"]["edited_args_sha256"])]
     if it["status"] == "pending":
         rows.append(("time left", f"{it['seconds_left']:.0f}s"))
     else:
@@ -103,6 +117,8 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             f"via {d['via']}" if d.get("via") else "", f"at {d.get('responded_at')}") if x)))
         if d.get("reason"):
             rows.append(("reason", d["reason"]))
+        if d.get("message"):
+            rows.append(("to the agent", d["message"]))
     for label, value in rows:
         # Text, not markup: what people and models wrote shows exactly as written.
         console.print(Text.assemble((f"{label:<13}", "bold"), str(value)), soft_wrap=True,
@@ -110,24 +126,78 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
 
 
 def _decide(decision: str, request_id: str, url: str, token: str | None,
-            reason: str | None) -> None:
+            reason: str | None, message: str | None = None,
+            arguments: dict[str, Any] | None = None) -> None:
     body: dict[str, Any] = {"decision": decision, "via": "cli"}
     if reason:
         body["reason"] = reason
+    if message:
+        body["message"] = message
+    if arguments is not None:
+        body["arguments"] = arguments
     out = _call("POST", url, f"/api/confirmations/{request_id}/respond", token, body)
     console.print(f"{request_id}: {out['status']} by {out['decision']['responded_by']} "
-                  f"via {out['decision']['via']}")
+                  f"via {out['decision']['via']}", highlight=False)
+    if out.get("changes"):
+        console.print(Text(f"  changed: {changes_text(out['changes'])}"), soft_wrap=True,
+                      highlight=False)
+
+
+def _edited(request_id: str, url: str, token: str | None, args: str | None,
+            sets: list[str]) -> dict[str, Any] | None:
+    """The arguments to approve instead: ``--args`` whole, then each ``--set`` on top (on
+    the request's own arguments when there is no ``--args``); None for no edit."""
+    if args is None and not sets:
+        return None
+    if args is not None:
+        try:
+            edited = json.loads(args, parse_constant=_no_constant)
+        except ValueError as exc:
+            fail(f"--args is not valid JSON: {exc}", 2)
+        if not isinstance(edited, dict):
+            fail("--args must be a JSON object", 2)
+    else:
+        edited = _call("GET", url, f"/api/confirmations/{request_id}", token)["payload"]["args"]
+    for item in sets:
+        path, sep, raw = item.partition("=")
+        if not sep or not path:
+            fail(f"--set takes path=value, got {item!r}", 2)
+        try:
+            value: Any = json.loads(raw, parse_constant=_no_constant)
+        except ValueError:
+            value = raw  # not JSON: the text itself
+        _put(edited, path.split("."), value, item)
+    return dict(edited)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number an argument can hold")
+
+
+def _put(target: dict[str, Any], keys: list[str], value: Any, item: str) -> None:
+    for key in keys[:-1]:
+        inner = target.setdefault(key, {})
+        if not isinstance(inner, dict):
+            fail(f"--set {item!r}: '{key}' is not an object", 2)
+        target = inner
+    target[keys[-1]] = value
 
 
 @approvals_app.command()
 def approve(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
-            token: TokenOption = None, reason: ReasonOption = None) -> None:
-    """Approve a pending request: the waiting call runs with exactly its arguments."""
-    _decide("approve", request_id, url, token, reason)
+            token: TokenOption = None, reason: ReasonOption = None,
+            message: MessageOption = None, args: ArgsOption = None,
+            set_: SetOption = None) -> None:
+    """Approve a pending request: the waiting call runs with exactly its arguments, or with
+    the edited ones given by --args / --set (the agent is told what changed)."""
+    edited = _edited(request_id, url, token, args, set_ or [])
+    _decide("approve", request_id, url, token, reason, message, edited)
 
 
 @approvals_app.command()
 def reject(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
-           token: TokenOption = None, reason: ReasonOption = None) -> None:
-    """Reject a pending request: the call does not run and the agent is told."""
-    _decide("reject", request_id, url, token, reason)
+           token: TokenOption = None, reason: ReasonOption = None,
+           message: MessageOption = None) -> None:
+    """Reject a pending request: the call does not run and the agent is told (with
+    --message in its own words)."""
+    _decide("reject", request_id, url, token, reason, message)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
+from hookgate.approvals.edits import agent_tool
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.services import HookServices
 from hookgate.claude_code.backend import ClaudeCodeBackend
@@ -65,6 +67,8 @@ class Runtime:
             raise ValueError("the deployment declares no models")
         # Agents listing channel_notify get one that posts through this server's channels.
         agents = self.channels.with_notify_tool(deployment.agents)
+        # An approver's edit is checked against the tool's own schema (approvals/edits.py).
+        self.approvals.tool_of = partial(agent_tool, agents)
         self.runs = RunManager(self.db, self.approvals, self.services, agents,
                                deployment.model_for, max_steps=deployment.max_steps,
                                workflows=deployment.workflows)

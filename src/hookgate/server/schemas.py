@@ -3,7 +3,7 @@ as the JSON types they are: ``"yes"`` or ``1`` is not a boolean, ``"5"`` not a n
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,8 +24,29 @@ class StartRun(ApiBody):
     engine: Literal["react", "dag"] = "react"
 
 
+#: The longest approver's ``message`` to the model, in characters.
+MAX_DECISION_MESSAGE_CHARS = 2000
+#: How many requests one batch decision takes.
+MAX_BATCH = 100
+
+
 class Respond(ApiBody):
     decision: Literal["approve", "reject"]
     reason: str | None = Field(default=None, max_length=2000)
     #: Where the person decided; chat channels are set by their callbacks, never here.
     via: Literal["inbox", "api", "cli"] = "api"
+    #: Approve with edits: the arguments that run instead (checked by approvals/edits.py).
+    arguments: dict[str, Any] | None = None
+    #: Words for the model, read with the decision (approve or reject).
+    message: str | None = Field(default=None, max_length=MAX_DECISION_MESSAGE_CHARS)
+
+
+class RespondBatch(ApiBody):
+    """One decision for several requests (e.g. the parallel calls of one turn); each is
+    decided on its own: eligibility, binding and first-decision-wins per request."""
+
+    ids: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(default=None, max_length=2000)
+    via: Literal["inbox", "api", "cli"] = "api"
+    message: str | None = Field(default=None, max_length=MAX_DECISION_MESSAGE_CHARS)

@@ -126,6 +126,12 @@ class ConfirmationRequestRow(Base):
     context: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: Through what the decision came: inbox, api, cli, feishu, slack or wecom.
     decided_via: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    #: The arguments an approver changed before approving (migration 0010); with them,
+    #: their digest is what may run, not ``args_sha256``.
+    edited_args: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    edited_args_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: The approver's words to the model, given with the decision (migration 0010).
+    message: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class RunRow(Base):

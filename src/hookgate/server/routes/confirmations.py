@@ -11,16 +11,16 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from sse_starlette.sse import EventSourceResponse
 
 from hookgate.approvals.eligibility import Approver, refusal
-from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
+from hookgate.server.decisions import decide_for
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
 
 router = APIRouter(prefix="/api", tags=["confirmations"])
 
 
-def _view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str, Any]:
+def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str, Any]:
     out = request.to_dict()
     agent = rt.deployment.agents.get(request.agent_id)
     out["agent_name"] = agent.name if agent else request.agent_id
@@ -41,7 +41,7 @@ async def list_confirmations(
         raise HTTPException(422, f"status must be one of {', '.join(STATUSES)}")
     rows = await rt.approvals.store.list_for_org(org_id=caller.org_id, status=status,
                                                  limit=limit, offset=offset)
-    return [_view(r, caller, rt) for r in rows]
+    return [view(r, caller, rt) for r in rows]
 
 
 @router.get("/confirmations/events")
@@ -55,7 +55,7 @@ async def confirmation_events(request: Request, caller: StreamCallerDep,
             while True:
                 item = await queue.get()
                 yield {"event": "confirmation",
-                       "data": json.dumps(_view(item, caller, rt), default=str)}
+                       "data": json.dumps(view(item, caller, rt), default=str)}
         except asyncio.CancelledError:
             raise
         finally:
@@ -74,23 +74,15 @@ async def _visible(request_id: str, caller: Caller, rt: Runtime) -> Confirmation
 @router.get("/confirmations/{request_id}")
 async def get_confirmation(request_id: str, caller: CallerDep,
                            rt: RuntimeDep) -> dict[str, Any]:
-    return _view(await _visible(request_id, caller, rt), caller, rt)
+    return view(await _visible(request_id, caller, rt), caller, rt)
 
 
 @router.post("/confirmations/{request_id}/respond")
 async def respond(request_id: str, body: Respond, caller: CallerDep,
                   rt: RuntimeDep) -> dict[str, Any]:
-    await _visible(request_id, caller, rt)
-    try:
-        decided = await rt.approvals.decide(
-            request_id, body.decision,
-            Approver(caller.user_id, caller.org_id, caller.admin, via=body.via),
-            reason=body.reason,
-        )
-    except RequestNotFound as exc:
-        raise HTTPException(404, str(exc)) from None
-    except NotEligible as exc:
-        raise HTTPException(403, f"not allowed: {exc}") from None
-    except AlreadyDecided as exc:
-        raise HTTPException(409, str(exc)) from None
-    return _view(decided, caller, rt)
+    done = await decide_for(rt, caller, request_id, body.decision, via=body.via,
+                            reason=body.reason, arguments=body.arguments,
+                            message=body.message)
+    if done.error is not None or done.request is None:
+        raise HTTPException(done.status_code, done.error)
+    return view(done.request, caller, rt)

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 #: Modules under hookgate.server.routes that expose ``router``.
 EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows", "channel_callbacks", "audit", "orgs",
-                                         "users", "claude_code")
+                                         "users", "claude_code", "batch_decisions")
 
 
 def routers() -> list[APIRouter]:
