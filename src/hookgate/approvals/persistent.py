@@ -30,7 +30,7 @@ from hookgate.approvals.routing import ChannelDirectory, route
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.approvals.store import AfterTransition, ConfirmationStore
 from hookgate.approvals.waiters import WaiterHub
-from hookgate.channels.base import ApprovalCard, CardOutcome, DeliveredCard, DeliveryError
+from hookgate.channels.base import ApprovalCard, DeliveredCard, DeliveryError
 from hookgate.engines.interrupts import RunParked
 from hookgate.storage.database import Database
 from hookgate.storage.users import is_disabled
@@ -352,10 +352,7 @@ class PersistentApprovals:
         if channel is None:
             return
         ref = {k: v for k, v in request.delivery_ref.items() if k != "channel_id"}
-        outcome = CardOutcome(request.id, request.status,  # type: ignore[arg-type]
-                              request.responded_by, request.responded_at, request.reason,
-                              via=request.decided_via, changes=request.changes,
-                              message=request.message)
+        outcome = request.card_outcome()
 
         async def update() -> None:
             try:

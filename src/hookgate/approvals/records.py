@@ -8,6 +8,7 @@ from typing import Any
 
 from hookgate.approvals.context import readable_numbers
 from hookgate.approvals.edits import changes
+from hookgate.channels.base import CardOutcome
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallBinding
@@ -81,6 +82,12 @@ class ConfirmationRequest:
     def changes(self) -> list[dict[str, Any]]:
         """What the approver changed (``path``, ``before``, ``after``); [] without edits."""
         return changes(self.args, self.edited_args) if self.edited_args is not None else []
+
+    def card_outcome(self) -> CardOutcome:
+        """What a chat card shows once this request is decided."""
+        return CardOutcome(self.id, self.status,  # type: ignore[arg-type]
+                           self.responded_by, self.responded_at, self.reason,
+                           via=self.decided_via, changes=self.changes, message=self.message)
 
     @property
     def pending(self) -> bool:
