@@ -250,7 +250,9 @@ class Scene:
         record = await self.record()
         assert record["status"] == "pending"
         assert record["decision"] == {"responded_at": None, "responded_by": None,
-                                      "channel_identity": None, "reason": None, "via": None}
+                                      "channel_identity": None, "reason": None, "via": None,
+                                      "message": None}
+        assert record["payload"]["edited_args"] is None
         assert self.bank.transfers == []
 
     async def approve_for_real(self, callback: BuiltCallback,

@@ -80,7 +80,8 @@ def approval_card(
         _plain(args),
     ]
     if card.inbox_url:
-        elements.append({"tag": "markdown", "content": f"[{card_text.INBOX_LINK}]({card.inbox_url})"})
+        elements.append({"tag": "markdown",
+                         "content": f"[{card_text.INBOX_LINK}]({card.inbox_url})"})
     elements.append(
         {
             "tag": "column_set",
