@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shlex
 from pathlib import Path
 
 from rich.console import Console
@@ -18,6 +19,10 @@ from hookgate.cli.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, demo_deployment
 from hookgate.server.runtime import Runtime
 from hookgate.server.serving import build_server, listen
+
+#: The walkthrough's approve-with-edits: the large payment lowered, with a word for the model.
+EDITED_AMOUNT = 40000
+EDIT_MESSAGE = "40,000 now; the rest once the hardware is delivered"
 
 
 async def run_demo(console: Console, *, host: str, port: int, directory: Path,
@@ -62,6 +67,11 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
                       f"hookgate approvals show {rid} --url {url} --token {token}")
             _copyable(console, "  ",
                       f"hookgate approvals approve {rid} --url {url} --token {token}")
+            console.print("  [dim]or approve a lowered amount (the agent is told what you "
+                          "changed):[/]")
+            _copyable(console, "  ",
+                      f"hookgate approvals approve {rid} --set amount={EDITED_AMOUNT} "
+                      f"--message {shlex.quote(EDIT_MESSAGE)} --url {url} --token {token}")
         if event.type == "done":
             status = str(event.data.get("status"))
     if view.outcome == "not_approved":
