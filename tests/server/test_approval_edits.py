@@ -84,6 +84,8 @@ def test_an_approved_edit_runs_exactly_the_edited_call_and_the_model_is_told(
         assert '{"amount": 40000.0, "vendor": "ACME"}' in shown.stdout
         assert "amount: 60000.0 → 40000.0" in shown.stdout
         assert "40k now, the rest next month" in shown.stdout
+        listed = _cli(srv, "list", "--status", "all")
+        assert "edited: amount: 60000.0 → 40000.0" in listed.stdout
 
 
 def test_the_cli_approves_with_set_and_with_args(database_url: str) -> None:
@@ -270,3 +272,19 @@ def test_a_rejection_message_reaches_the_model_and_every_view(database_url: str)
         assert "Ask Olivia for a quote under 50,000 first." in shown.stdout
         too_long = _respond(c, request["id"], {"decision": "reject", "message": "x" * 2001})
         assert too_long.status_code == 422
+
+
+@pytest.mark.both_databases
+def test_words_no_store_can_keep_exactly_are_refused(database_url: str) -> None:
+    deployment, bank = world(database_url)
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        start_run(c)
+        request = pending_request(c)
+        for body in ('{"decision": "reject", "message": "no\\u0000way"}',
+                     '{"decision": "reject", "reason": "no\\u0000way"}',
+                     '{"decision": "reject", "message": "\\ud800"}'):
+            r = c.post(f"/api/confirmations/{request['id']}/respond", content=body,
+                       headers={**auth("alice"), "Content-Type": "application/json"})
+            assert r.status_code == 422, (body, r.text)
+        assert _status(c, request["id"]) == "pending" and bank.payments == []
+        srv.call(srv.runtime.approvals.cancel(request["id"], "test over"))

@@ -80,6 +80,9 @@ def list_(
                       highlight=False)
         for reason in reason_texts(it.get("context")):
             console.print(Text(f"    why: {reason}"), soft_wrap=True, highlight=False)
+        if it.get("changes"):
+            console.print(Text(f"    edited: {changes_text(it['changes'])}"), soft_wrap=True,
+                          highlight=False)
 
 
 def _arguments(item: dict[str, Any]) -> str:

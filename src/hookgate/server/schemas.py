@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hookgate.tools.arguments import ArgumentsRefused, check_arguments
 
 #: The longest ``message`` a run or workflow run takes, in characters (README: HTTP API).
 MAX_MESSAGE_CHARS = 100_000
@@ -30,6 +32,17 @@ MAX_DECISION_MESSAGE_CHARS = 2000
 MAX_BATCH = 100
 
 
+def storable_text(value: str | None) -> str | None:
+    """Words a person gives with a decision, refused if no store could keep them exactly
+    (a lone surrogate, a NUL): the model and the record must read what was written."""
+    if value is not None:
+        try:
+            check_arguments(value)
+        except ArgumentsRefused as exc:
+            raise ValueError(str(exc).replace("arguments: ", "", 1)) from None
+    return value
+
+
 class Respond(ApiBody):
     decision: Literal["approve", "reject"]
     reason: str | None = Field(default=None, max_length=2000)
@@ -39,6 +52,8 @@ class Respond(ApiBody):
     arguments: dict[str, Any] | None = None
     #: Words for the model, read with the decision (approve or reject).
     message: str | None = Field(default=None, max_length=MAX_DECISION_MESSAGE_CHARS)
+
+    _texts = field_validator("reason", "message")(storable_text)
 
 
 class RespondBatch(ApiBody):
@@ -50,3 +65,5 @@ class RespondBatch(ApiBody):
     reason: str | None = Field(default=None, max_length=2000)
     via: Literal["inbox", "api", "cli"] = "api"
     message: str | None = Field(default=None, max_length=MAX_DECISION_MESSAGE_CHARS)
+
+    _texts = field_validator("reason", "message")(storable_text)

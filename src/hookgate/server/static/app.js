@@ -762,8 +762,11 @@
         page.resolved(event);
         const title = [`${STATUS_TEXT[event.status] || event.status}`];
         if (event.decided_by) title.push(" by ", h("strong", {}, visible(event.decided_by)));
+        const edits = (event.changes || []).map((c) => `${c.path}: ${JSON.stringify(c.before)} → ${JSON.stringify(c.after)}`);
         return step(event.status === "approved" ? "good" : "bad", title,
-          event.reason ? h("blockquote", {}, visible(event.reason)) : null);
+          event.reason ? h("blockquote", {}, visible(event.reason)) : null,
+          edits.length ? h("p", { class: "edited" }, "Edited before approval: ", visible(edits.join("; "))) : null,
+          event.message ? h("p", { class: "message" }, "Message to the agent: ", visible(event.message)) : null);
       }
       case "tool_result":
       case "tool_blocked":
