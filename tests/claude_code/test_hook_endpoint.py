@@ -233,6 +233,7 @@ def test_an_edit_of_a_claude_code_call_is_refused_and_a_rejection_message_is_pas
     outside = pre("Write", {"file_path": "/work/projectx/a.txt", "content": "x"}, "toolu_x")
     assert decision(hook(srv, outside))[0] == "deny"
     [request] = pending(srv)
+    assert request["can_decide"] is True and request["can_edit"] is False  # the inbox hides it
     headers = {"Authorization": f"Bearer {TOKEN}"}
     r = httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond", headers=headers,
                    json={"decision": "approve", "arguments": {

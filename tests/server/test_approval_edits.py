@@ -49,6 +49,7 @@ def test_an_approved_edit_runs_exactly_the_edited_call_and_the_model_is_told(
     with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
         run_id = start_run(c, "Pay ACME 60000")
         request = pending_request(c)
+        assert request["can_edit"] is True
         r = _respond(c, request["id"], {"decision": "approve", "arguments": {
             "amount": 40000, "vendor": "ACME"}, "message": "40k now, the rest next month"})
         assert r.status_code == 200, r.text

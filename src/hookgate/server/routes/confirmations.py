@@ -26,6 +26,8 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
     out["agent_name"] = agent.name if agent else request.agent_id
     out["can_decide"] = request.pending and refusal(
         request, Approver(caller.user_id, caller.org_id)) is None
+    # Arguments can be edited only against the tool's own schema (approvals/edits.py).
+    out["can_edit"] = out["can_decide"] and rt.approvals.tool_of(request) is not None
     return out
 
 

@@ -311,7 +311,7 @@
       h("textarea", { id: reasonId, name: "reason", rows: "2", maxlength: "2000" }),
       h("label", { for: messageId }, "Message to the agent ", h("span", { class: "optional" }, "(optional, the model reads it)")),
       h("textarea", { id: messageId, name: "message", rows: "2", maxlength: "2000" }),
-      h("details", { class: "edit" },
+      req.can_edit === false ? null : h("details", { class: "edit" },
         h("summary", {}, "Edit the arguments before approving"),
         h("label", { for: argsId }, "Arguments (JSON), checked against the tool's schema; the agent is told what you changed"),
         h("textarea", { id: argsId, name: "arguments", rows: "6", spellcheck: "false", class: "code" }),
@@ -322,7 +322,7 @@
         h("button", { type: "submit", name: "decision", value: "reject", class: "button reject" }, "Reject")),
       error);
     // A value, not markup: the arguments show exactly as they are.
-    form.elements.arguments.value = asked;
+    if (form.elements.arguments) form.elements.arguments.value = asked;
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const pressed = event.submitter && event.submitter.value;
