@@ -174,3 +174,27 @@ def test_the_demo_model_pays_what_the_message_asks(message: str, calls: list[flo
 def test_the_demo_model_asks_when_the_message_names_no_vendor_or_amount() -> None:
     turn = demo_turn([{"role": "user", "content": "hello"}])
     assert "Tell me which vendor and how much" in turn["answer"]
+
+
+def test_demo_approve_and_remember_lets_the_second_order_through_by_the_rule(
+        tmp_path: Path) -> None:
+    demo, url, token, lines = _start_demo(tmp_path)
+    _printed_approve(demo, lines)
+    remember = _printed_approve(demo, lines)  # the next printed approve: "and remember"
+    assert "--remember" in remember
+    request = _pending(url, token)
+    assert remember[3] == request["id"]
+    approved = _cli(*remember[2:])
+    assert approved.returncode == 0, approved.stderr
+    assert "remembered: ar_" in " ".join(approved.stdout.split())
+
+    out, _ = demo.communicate(timeout=90)
+    flat = " ".join(("".join(lines) + out).split())
+    assert demo.returncode == 0, flat
+    rule = re.search(r"Standing rule (ar_\w+) by alice", flat)
+    assert rule, flat
+    # The second order pays 70,000 without a request: approved by the rule, on the trace.
+    assert f"approved by rule {rule.group(1)}, created by alice" in flat
+    assert "Paid ACME 70,000." in flat
+    assert "second run finished: completed" in flat
+    assert flat.count("needs a person's approval") == 1  # only the first order asked

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hookgate.tools.tool import Tool
+
+if TYPE_CHECKING:
+    from hookgate.approvals.quorum import QuorumRule
 
 ConfirmationMode = Literal["auto", "inline_only", "channel_only"]
 ApproverScope = Literal["initiator", "agent_owner", "org_members"]
@@ -38,6 +41,10 @@ class Agent:
     #: After a person rejected a call, the same tool with the same arguments in the same
     #: run is refused without asking anyone again (and the model is told so).
     refuse_retry_after_rejection: bool = True
+    #: False: whoever requested a call may not approve it themselves (four eyes).
+    allow_self_approval: bool = True
+    #: Calls that need several distinct approvers (and maybe four eyes), by tool and `when`.
+    approval_quorum: tuple[QuorumRule, ...] = ()
 
     def __post_init__(self) -> None:
         if self.confirmation_mode not in CONFIRMATION_MODES:
@@ -50,10 +57,18 @@ class Agent:
                 f"agent '{self.id}': confirmation_approver_scope must be one of "
                 f"{', '.join(APPROVER_SCOPES)}, not {self.confirmation_approver_scope!r}"
             )
+        self._check_quorum()
         names = [t.name for t in self.tools]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"agent '{self.id}': tool names repeat: {', '.join(dupes)}")
+
+    def _check_quorum(self) -> None:
+        problem = quorum_problem(self.confirmation_approver_scope, self.allow_self_approval,
+                                 [(r.approvals_required, r.allow_self_approval)
+                                  for r in self.approval_quorum])
+        if problem is not None:
+            raise ValueError(f"agent '{self.id}': {problem}")
 
     def toolbox(self) -> dict[str, Tool]:
         """The agent's tools by exact name (no case folding: a near-miss is unknown)."""
@@ -65,6 +80,22 @@ class Agent:
 
         have = {t.name for t in self.tools}
         return replace(self, tools=[*self.tools, *(t for t in extra if t.name not in have)])
+
+
+def quorum_problem(scope: str, allow_self_approval: bool,
+                   rules: Iterable[tuple[int, bool | None]]) -> str | None:
+    """Why a four-eyes or quorum declaration could never be satisfied under ``scope``
+    (None when it can): such requests would only wait until they expire."""
+    rules = list(rules)
+    four_eyes = not allow_self_approval or any(own is False for _, own in rules)
+    if four_eyes and scope == "initiator":
+        return ("allow_self_approval: false with confirmation_approver_scope 'initiator' "
+                "leaves nobody who may approve (use agent_owner or org_members)")
+    several = max((n for n, _ in rules), default=1)
+    if several > 1 and scope != "org_members":
+        return (f"approvals_required {several} needs confirmation_approver_scope "
+                f"'org_members' ('{scope}' is one person)")
+    return None
 
 
 def hook_declaration(agent: Agent) -> Mapping[str, Any]:

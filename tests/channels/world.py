@@ -117,6 +117,7 @@ def world(
     turns: list[dict[str, Any]] | None = None,
     notify_on_completion: bool = False,
     public_url: str | None = PUBLIC_URL,
+    agent_options: dict[str, Any] | None = None,
 ) -> tuple[Deployment, Bank]:
     """The deployment with ``channels``; the agent ``buyer`` runs ``turns``."""
     bank = Bank()
@@ -125,7 +126,7 @@ def world(
         tools=[wire_transfer_tool(bank), UNBOUND_CHANNEL_NOTIFY], org_id="acme",
         owner_user_id="olivia", confirmation_approver_scope=scope,  # type: ignore[arg-type]
         approval_channel_id=approval_channel_id, model_config_json=HOOKS,
-        notify_on_completion=notify_on_completion,
+        notify_on_completion=notify_on_completion, **(agent_options or {}),
     )
     script = turns or PAY_TURNS
     orgs = {"alice": "acme", "bob": "acme", "olivia": "acme", "mallory": "other"}

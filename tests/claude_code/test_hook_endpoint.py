@@ -246,3 +246,27 @@ def test_an_edit_of_a_claude_code_call_is_refused_and_a_rejection_message_is_pas
     assert r.status_code == 200
     answer, why = decision(hook(srv, outside))
     assert answer == "deny" and "Message from alice: write inside the project" in why
+
+
+def test_a_standing_rule_allows_claude_codes_matching_calls_every_time(srv):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    for name in ("bash ", "B\u0430sh", ""):  # a trailing space, a Cyrillic 'а', nothing
+        r = httpx.post(f"{srv.url}/api/approval-rules", headers=headers, json={
+            "agent_id": "coder", "tool_name": name, "scope": "agent_user", "user_id": "alice"})
+        assert r.status_code == 422, r.text
+    r = httpx.post(f"{srv.url}/api/approval-rules", headers=headers, json={
+        "agent_id": "coder", "tool_name": "Bash", "scope": "agent_user", "user_id": "alice",
+        "when": 'args.command.startswith("git push origin main")'})
+    assert r.status_code == 201, r.text
+    rule = r.json()
+    for call_id in ("toolu_r1", "toolu_r2"):  # every use, not once
+        ok, why = decision(hook(srv, pre("Bash", PUSH, call_id)))
+        assert (ok, why) == (
+            "allow", f"approved by rule {rule['id']}, created by alice in hookgate")
+    assert pending(srv) == []
+    # Another gated command is asked for as usual.
+    other = {"command": "git push --force > push.log"}
+    assert decision(hook(srv, pre("Bash", other, "toolu_r3")))[0] == "deny"
+    assert [r["payload"]["args"] for r in pending(srv)] == [other]
+    assert httpx.get(f"{srv.url}/api/approval-rules/{rule['id']}",
+                     headers=headers).json()["uses"] == 2

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from mcp.shared import _otel as mcp_otel
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
@@ -29,6 +30,9 @@ def reset_globals() -> None:
     metrics_internal._METER_PROVIDER = None
     SWITCH.capture_content = False
     SWITCH.mask_patterns = ()
+    # The MCP SDK takes its tracer once, at import, and that proxy sticks to the first
+    # provider it saw: give it a fresh one, so each test's provider gets the SDK's spans.
+    mcp_otel._tracer = trace.get_tracer("mcp-python-sdk")
     refresh()
 
 

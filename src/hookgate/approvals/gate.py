@@ -15,7 +15,12 @@ from hookgate.approvals.edits import changes, model_note
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
 from hookgate.tools.calls import CallBinding
-from hookgate.tools.guarded import APPROVED_CALL_KEY, APPROVED_DIGEST_KEY, HOOK_CONTEXT_KEY
+from hookgate.tools.guarded import (
+    APPROVED_BY_RULE_KEY,
+    APPROVED_CALL_KEY,
+    APPROVED_DIGEST_KEY,
+    HOOK_CONTEXT_KEY,
+)
 from hookgate.tools.tool import args_digest
 
 #: The gate runs last among PreToolUse hooks, after every hook that may rewrite arguments.
@@ -92,6 +97,9 @@ class ApprovalGate(PreToolUseHook):
                 return _approved_with_edits(ctx, ask, decision, who)
             ctx.metadata[APPROVED_CALL_KEY] = ask.binding
             ctx.metadata[APPROVED_DIGEST_KEY] = digest
+            if decision.rule_id is not None:
+                ctx.metadata[APPROVED_BY_RULE_KEY] = decision.reason
+                return HookResult(side_effects=[str(decision.reason)])
             if decision.message:
                 _tell_model(ctx, model_note(decision.request_id, decision.decided_by, [],
                                             decision.message))

@@ -25,8 +25,15 @@ from hookgate.approvals.errors import (
     NotEligible,
     RequestNotFound,
 )
+from hookgate.approvals.quorum import (
+    QuorumVotes,
+    requirement_for,
+    self_approval_refusal,
+    with_vote,
+)
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.routing import ChannelDirectory, route
+from hookgate.approvals.rules import RuleBook, StandingRule
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.approvals.store import AfterTransition, ConfirmationStore
 from hookgate.approvals.waiters import WaiterHub
@@ -71,6 +78,9 @@ class PersistentApprovals:
     ) -> None:
         self.db = db
         self.store = ConfirmationStore(db)
+        #: Standing rules ("approve and remember"), consulted before a request is made.
+        self.rules = RuleBook(db)
+        self.votes = QuorumVotes(db)
         self.hub = WaiterHub()
         self.channels = channels
         self.inbox_url = inbox_url or (lambda _id: None)
@@ -147,6 +157,9 @@ class PersistentApprovals:
                     responded_at=earlier.responded_at.isoformat() if earlier.responded_at
                     else None, repeat_of=earlier.id)
         if request is None:
+            rule = await self.rules.match(ask)
+            if rule is not None:
+                return _by_rule(ask, rule)
             request = await self._create(ask)
         if request.binding != ask.binding:
             # The call id was used before in this run for another call: that request (and
@@ -170,6 +183,9 @@ class PersistentApprovals:
     async def _create(self, ask: ApprovalAsk) -> ConfirmationRequest:
         agent = ask.agent
         mode, channel = route(agent, self.channels)
+        need = requirement_for(ask)
+        context = approval_context(ask)
+        context["reasons"] += [{"kind": "quorum", "text": t} for t in need.reasons]
         now = await self.db.now()
         request, created = await self.store.create(
             run_id=ask.run_id,
@@ -186,7 +202,9 @@ class PersistentApprovals:
             args_sha256=ask.args_sha256,
             created_at=now,
             expires_at=now + timedelta(seconds=agent.confirmation_timeout_s),
-            context=approval_context(ask),
+            context=context,
+            approvals_required=need.approvals_required,
+            allow_self_approval=need.allow_self_approval,
         )
         if created:
             self._changed(request)
@@ -278,6 +296,9 @@ class PersistentApprovals:
         # a user removed from the configuration or disabled decides nothing.
         if await is_disabled(self.db, who.user_id):
             raise NotEligible(f"user '{who.user_id}' is disabled")
+        why_not = self_approval_refusal(request, who, decision)
+        if why_not is not None:
+            raise NotEligible(why_not)
         if not request.pending:
             raise AlreadyDecided(request)
         edit = None
@@ -289,13 +310,24 @@ class PersistentApprovals:
                                 arguments)
         # Whether it expired is judged by the database's clock, in the compare-and-set.
         status = "approved" if decision == "approve" else "rejected"
-        after = await self.store.transition(
-            request_id, status, responded_by=who.user_id,
-            channel_identity=who.channel_identity, reason=reason, via=who.via,
-            edited_args=edit[0] if edit else None, edited_args_sha256=edit[1] if edit else None,
-            message=message, unexpired=True,
-            then=self.after_transition,
-        )
+        if status == "approved" and request.approvals_required > 1:
+            # Towards a quorum: the request stays pending until enough distinct people
+            # approved (one reject, below, rejects at once).
+            if edit is not None or message:
+                raise InvalidEdit(
+                    f"request {request_id} needs {request.approvals_required} approvers, who "
+                    "must all approve the same call: it cannot be approved with edited "
+                    "arguments or a message to the model")
+            after = await self.votes.approve(request_id, who, reason, self.after_transition)
+        else:
+            after = await self.store.transition(
+                request_id, status, responded_by=who.user_id,
+                channel_identity=who.channel_identity, reason=reason, via=who.via,
+                edited_args=edit[0] if edit else None,
+                edited_args_sha256=edit[1] if edit else None,
+                message=message, unexpired=True,
+                then=with_vote(who, decision, reason, self.after_transition),
+            )
         if after is None:
             latest = await self.store.get(request_id)
             assert latest is not None
@@ -305,6 +337,9 @@ class PersistentApprovals:
                 latest = await self.store.get(request_id)
                 assert latest is not None
             raise AlreadyDecided(latest)
+        if after.pending:  # one more approval towards the quorum; the call still waits
+            self._changed(after)
+            return after
         self.hub.wake(request_id, after)
         self._changed(after)
         self._update_card_later(after)
@@ -368,6 +403,21 @@ class PersistentApprovals:
 def _emit(ask: ApprovalAsk, type_: str, data: dict[str, Any]) -> None:
     if ask.emit is not None:
         ask.emit(type_, data)
+
+
+def _by_rule(ask: ApprovalAsk, rule: StandingRule) -> ApprovalDecision:
+    # No request and no card: the rule's creator decided in advance. Every use is on the
+    # run's trace and events ("approved by rule R, created by alice") and counted on the rule.
+    use_id = f"{rule.id}#{rule.uses}"
+    _emit(ask, "confirmation_resolved", {
+        "request_id": use_id, "tool_call_id": ask.tool_call_id, "tool_name": ask.tool_name,
+        "status": "approved", "decided_by": rule.created_by, "reason": rule.describe(),
+        "rule_id": rule.id,
+    })
+    return ApprovalDecision(
+        request_id=use_id, status="approved", args_sha256=ask.args_sha256,
+        decided_by=rule.created_by, reason=rule.describe(), binding=ask.binding,
+        rule_id=rule.id)
 
 
 def _decision(request: ConfirmationRequest) -> ApprovalDecision:

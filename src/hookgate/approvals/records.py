@@ -48,6 +48,10 @@ class ConfirmationRequest:
     edited_args_sha256: str | None = None
     #: The approver's words to the model, read with the decision.
     message: str | None = None
+    #: Distinct eligible approvals the request needs (quorum), and who gave them so far.
+    approvals_required: int = 1
+    allow_self_approval: bool = True
+    approvals: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def from_row(cls, row: ConfirmationRequestRow) -> ConfirmationRequest:
@@ -63,6 +67,9 @@ class ConfirmationRequest:
             delivery_ref=row.delivery_ref, context=row.context, decided_via=row.decided_via,
             edited_args=dict(row.edited_args) if row.edited_args is not None else None,
             edited_args_sha256=row.edited_args_sha256, message=row.message,
+            approvals_required=row.approvals_required or 1,
+            allow_self_approval=row.allow_self_approval is not False,
+            approvals=tuple(row.approvals or ()),
         )
 
     @property
@@ -96,6 +103,16 @@ class ConfirmationRequest:
     def seconds_left(self, now: datetime | None = None) -> float:
         return max(0.0, (self.expires_at - (now or utcnow())).total_seconds())
 
+    @property
+    def approved_by(self) -> list[dict[str, Any]]:
+        """Everyone who approved, in order (a single approval is the decision itself)."""
+        if self.approvals:
+            return [dict(a) for a in self.approvals]
+        if self.status == "approved" and self.responded_by:
+            return [{"user_id": self.responded_by, "via": self.decided_via,
+                     "at": self.responded_at.isoformat() if self.responded_at else None}]
+        return []
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -124,5 +141,11 @@ class ConfirmationRequest:
                 "reason": self.reason,
                 "via": self.decided_via,
                 "message": self.message,
+            },
+            "approvals": {
+                "required": self.approvals_required,
+                "count": len(self.approved_by),
+                "approved_by": self.approved_by,
+                "allow_self_approval": self.allow_self_approval,
             },
         }

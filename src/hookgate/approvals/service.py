@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from hookgate.agent import Agent
-from hookgate.hooks.model import EventEmitter
+from hookgate.hooks.model import EventEmitter, HookContext, HookPoint
 from hookgate.tools.calls import CallBinding
 
 DecisionStatus = Literal["approved", "rejected", "expired", "cancelled"]
@@ -34,6 +34,12 @@ class ApprovalAsk:
         return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent.id,
                            self.args_sha256)
 
+    def condition_context(self) -> HookContext:
+        """The call as a ``when`` condition reads it (quorum entries, standing rules)."""
+        return HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=self.tool_name,
+                           tool_args=dict(self.args), agent_id=self.agent.id,
+                           user_id=self.user_id, metadata={**self.metadata, "org_id": self.org_id})
+
 
 @dataclass(slots=True)
 class ApprovalDecision:
@@ -59,6 +65,8 @@ class ApprovalDecision:
     edited_args_sha256: str | None = None
     #: The approver's words to the model.
     message: str | None = None
+    #: Set when nobody was asked because a standing rule approved the call (its id).
+    rule_id: str | None = None
 
 
 class ApprovalService(Protocol):

@@ -35,6 +35,8 @@ class ExternalApprovals:
         self.pending: ConfirmationRequest | None = None
         #: The approved request this call used.
         self.used: ConfirmationRequest | None = None
+        #: "approved by rule R, created by alice" when a standing rule approved this call.
+        self.by_rule: str | None = None
 
     async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
         this_call = ask.binding
@@ -59,7 +61,10 @@ class ExternalApprovals:
         if claimed is not None:
             return replace(decision, status="cancelled",
                            reason="this approval was already used by one execution")
-        self.used = await self.approvals.store.get(decision.request_id)
+        if decision.rule_id is not None:
+            self.by_rule = decision.reason  # no request: a standing rule approved it
+        else:
+            self.used = await self.approvals.store.get(decision.request_id)
         return decision
 
     async def _same_call(self, ask: ApprovalAsk) -> ConfirmationRequest | None:

@@ -200,6 +200,8 @@ class _Call:
             return self._answer_pre("deny", decided.observation)
         ctx, final_args, pre = decided
         updated = final_args if pre.modified_args is not None else None
+        if approvals.by_rule is not None:
+            return self._answer_pre("allow", f"{approvals.by_rule} in hookgate", ctx, updated)
         if approvals.used is not None:
             used = approvals.used
             who = f" by {used.responded_by}" if used.responded_by else ""

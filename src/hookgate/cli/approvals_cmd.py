@@ -52,6 +52,10 @@ def _call(method: str, url: str, path: str, token: str | None,
     return r.json()
 
 
+#: The same client for the other command groups of a running server (``hookgate rules``).
+call_api = _call
+
+
 @approvals_app.command("list")
 def list_(
     url: UrlOption = "http://127.0.0.1:8000",
@@ -111,6 +115,11 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
         rows += [("approved as", json.dumps(edited, ensure_ascii=False, allow_nan=False)),
                  ("changed", changes_text(it.get("changes") or [])),
                  ("sha256", it["payload"]["edited_args_sha256"])]
+    counted = it.get("approvals") or {}
+    if counted.get("required", 1) > 1 or counted.get("count", 0) > 1:
+        names = ", ".join(a["user_id"] for a in counted.get("approved_by") or [])
+        rows.append(("approvals", f"{counted.get('count')} of {counted.get('required')}"
+                     + (f" ({names})" if names else "")))
     if it["status"] == "pending":
         rows.append(("time left", f"{it['seconds_left']:.0f}s"))
     else:
@@ -130,7 +139,8 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
 
 def _decide(decision: str, request_id: str, url: str, token: str | None,
             reason: str | None, message: str | None = None,
-            arguments: dict[str, Any] | None = None) -> None:
+            arguments: dict[str, Any] | None = None,
+            remember: dict[str, Any] | None = None) -> None:
     body: dict[str, Any] = {"decision": decision, "via": "cli"}
     if reason:
         body["reason"] = reason
@@ -138,11 +148,23 @@ def _decide(decision: str, request_id: str, url: str, token: str | None,
         body["message"] = message
     if arguments is not None:
         body["arguments"] = arguments
+    if remember:
+        body["remember"] = remember
     out = _call("POST", url, f"/api/confirmations/{request_id}/respond", token, body)
+    if out["status"] == "pending":  # one approval towards a quorum
+        counted = out["approvals"]
+        console.print(f"{request_id}: approval recorded, {counted['count']} of "
+                      f"{counted['required']} approvals")
+        return
     console.print(f"{request_id}: {out['status']} by {out['decision']['responded_by']} "
                   f"via {out['decision']['via']}", highlight=False)
     if out.get("changes"):
         console.print(Text(f"  changed: {changes_text(out['changes'])}"), soft_wrap=True,
+                      highlight=False)
+    if out.get("rule"):
+        from hookgate.cli.rules_cmd import rule_line  # it imports this module
+
+        console.print(Text.assemble("remembered: ", rule_line(out["rule"])), soft_wrap=True,
                       highlight=False)
 
 
@@ -190,11 +212,26 @@ def _put(target: dict[str, Any], keys: list[str], value: Any, item: str) -> None
 def approve(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             token: TokenOption = None, reason: ReasonOption = None,
             message: MessageOption = None, args: ArgsOption = None,
-            set_: SetOption = None) -> None:
+            set_: SetOption = None,
+            remember: Annotated[str | None, typer.Option(
+                help="Also approve later calls like it: run, agent_user or org.",
+                show_default=False)] = None,
+            when: Annotated[str | None, typer.Option(
+                help="With --remember: a constraint, e.g. 'args.amount <= 80000'.",
+                show_default=False)] = None,
+            expires_in: Annotated[int | None, typer.Option(
+                "--expires-in", help="With --remember: seconds the rule lasts.",
+                show_default=False)] = None) -> None:
     """Approve a pending request: the waiting call runs with exactly its arguments, or with
     the edited ones given by --args / --set (the agent is told what changed)."""
+    rule: dict[str, Any] | None = None
+    if remember is not None:
+        rule = {"scope": remember, **({"when": when} if when else {}),
+                **({"expires_in": expires_in} if expires_in else {})}
+    elif when is not None or expires_in is not None:
+        fail("--when and --expires-in go with --remember", 2)
     edited = _edited(request_id, url, token, args, set_ or [])
-    _decide("approve", request_id, url, token, reason, message, edited)
+    _decide("approve", request_id, url, token, reason, message, edited, rule)
 
 
 @approvals_app.command()

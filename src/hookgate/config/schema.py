@@ -24,9 +24,11 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from hookgate.agent import Agent, ApproverScope, ConfirmationMode
+from hookgate.agent import Agent, ApproverScope, ConfirmationMode, quorum_problem
+from hookgate.approvals.quorum import MAX_APPROVALS, QuorumRule
 from hookgate.config.channel_validators import channel_types
 from hookgate.config.errors import ConfigError
+from hookgate.hooks.errors import HookBuildError
 from hookgate.llm.base import ChatModel, ModelError
 from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
 from hookgate.llm.scripted import ScriptedLLM, parse_turn
@@ -179,6 +181,28 @@ class ScriptedModelSpec(_Section):
 ModelSpec = Annotated[OpenAIModelSpec | ScriptedModelSpec, Field(discriminator="type")]
 
 
+class QuorumSpec(_Section):
+    """An ``approval_quorum`` entry: calls matching ``matcher`` (and ``when``) need
+    ``approvals_required`` distinct approvers; ``allow_self_approval: false`` adds four eyes."""
+
+    matcher: str = "*"
+    when: str | None = None
+    approvals_required: int = Field(default=2, ge=1, le=MAX_APPROVALS)
+    allow_self_approval: bool | None = None
+
+    @model_validator(mode="after")
+    def _parses(self) -> QuorumSpec:
+        try:
+            self.rule()
+        except HookBuildError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def rule(self) -> QuorumRule:
+        return QuorumRule.parse(self.matcher, self.when, self.approvals_required,
+                                self.allow_self_approval)
+
+
 class AgentSpec(_Section):
     id: NonEmpty
     name: str | None = None
@@ -194,9 +218,20 @@ class AgentSpec(_Section):
     approval_channel_id: str | None = None
     notify_on_completion: bool = False
     refuse_retry_after_rejection: bool = True
+    allow_self_approval: bool = True
+    approval_quorum: list[QuorumSpec] = Field(default_factory=list)
     model_config_json: dict[str, Any] = Field(default_factory=dict)
     #: What the agent may use through the MCP gateway (hookgate.mcp).
     mcp: AgentMcpAccess | None = None
+
+    @model_validator(mode="after")
+    def _quorum_possible(self) -> AgentSpec:
+        problem = quorum_problem(self.confirmation_approver_scope, self.allow_self_approval,
+                                 [(q.approvals_required, q.allow_self_approval)
+                                  for q in self.approval_quorum])
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 class ServerSpec(_Section):
@@ -315,6 +350,8 @@ class HookgateConfig(_Section):
             model=spec.model,
             notify_on_completion=spec.notify_on_completion,
             refuse_retry_after_rejection=spec.refuse_retry_after_rejection,
+            allow_self_approval=spec.allow_self_approval,
+            approval_quorum=tuple(q.rule() for q in spec.approval_quorum),
         )
 
     def build_agents(self) -> dict[str, Agent]:

@@ -23,6 +23,11 @@ from hookgate.server.serving import build_server, listen
 #: The walkthrough's approve-with-edits: the large payment lowered, with a word for the model.
 EDITED_AMOUNT = 40000
 EDIT_MESSAGE = "40,000 now; the rest once the hardware is delivered"
+#: The decision the demo offers to remember: ACME payments up to 100,000, for a day.
+REMEMBER = ("--remember agent_user --when 'args.vendor == \"ACME\" and args.amount <= "
+            "100000' --expires-in 86400")
+#: The order the standing rule approves once it exists.
+SECOND_MESSAGE = "Pay ACME the 70,000 for the Q4 hardware order."
 
 
 async def run_demo(console: Console, *, host: str, port: int, directory: Path,
@@ -52,6 +57,7 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
     console.print(f"[dim]run {state.run_id}:[/] {DEMO_MESSAGE}")
     view = EventView(console)
     status = "unknown"
+    asked: list[str] = []
     async for event in runtime.runs.bus.subscribe(state.run_id):
         view.show(event)
         if event.type == "confirmation_pending":
@@ -72,18 +78,50 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
             _copyable(console, "  ",
                       f"hookgate approvals approve {rid} --set amount={EDITED_AMOUNT} "
                       f"--message {shlex.quote(EDIT_MESSAGE)} --url {url} --token {token}")
+            console.print("  or approve and remember (later ACME payments up to 100,000 "
+                          "go through without asking):", highlight=False)
+            _copyable(console, "  ", f"hookgate approvals approve {rid} {REMEMBER} "
+                                     f"--url {url} --token {token}")
+            asked.append(rid)
         if event.type == "done":
             status = str(event.data.get("status"))
     if view.outcome == "not_approved":
         console.print(f"[bold]run finished: {status}, but a payment was not approved[/]")
     else:
         console.print(f"[bold]run finished: {status}[/]")
+    status = await _with_standing_rule(console, runtime, asked) or status
     if keep_serving:
         console.print(f"The server keeps running at {url}/ — press Ctrl-C to stop.")
     else:
         server.should_exit = True
     with contextlib.suppress(asyncio.CancelledError):
         await serving
+    return status
+
+
+async def _with_standing_rule(console: Console, runtime: Runtime, asked: list[str]
+                              ) -> str | None:
+    """When the approver remembered the decision, a second order runs and the rule approves
+    it without a card; its status (None when no rule was made)."""
+    rules = [r for r in await runtime.approvals.rules.list_for_org("acme", active_only=True)
+             if r.from_request_id in asked]
+    if not rules:
+        return None
+    rule = rules[0]
+    console.print(Panel.fit(
+        f"Standing rule {rule.id} by {escape(rule.created_by)}: {escape(rule.tool_name)} "
+        f"when {escape(rule.when or 'always')}. A second order runs now; the rule approves "
+        "it without asking anyone. List or revoke rules on the inbox's Rules page or with "
+        "`hookgate rules`.", title="approve and remember", border_style="green"))
+    state = await runtime.runs.start("buyer", SECOND_MESSAGE, user_id="alice", org_id="acme")
+    console.print(f"[dim]run {state.run_id}:[/] {SECOND_MESSAGE}")
+    view = EventView(console)
+    status = "unknown"
+    async for event in runtime.runs.bus.subscribe(state.run_id):
+        view.show(event)
+        if event.type == "done":
+            status = str(event.data.get("status"))
+    console.print(f"[bold]second run finished: {status}[/]")
     return status
 
 

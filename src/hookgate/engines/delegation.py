@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.engines.driver import Lineage, RunDriver
+from hookgate.engines.driver import STOP_KEY, Lineage, RunDriver
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.react import ReActEngine
 from hookgate.engines.result import RunResult
@@ -131,9 +131,15 @@ class Delegation:
                                  org_id=parent.state.org_id,
                                  conversation_id=parent.state.conversation_id,
                                  run_id=run_id or new_run_id())
-        return await engine.execute(agent, state, sink=_forward_to(parent, state.run_id,
-                                                                    agent.id),
-                                    lineage=lineage)
+        result = await engine.execute(agent, state, sink=_forward_to(parent, state.run_id,
+                                                                      agent.id),
+                                      lineage=lineage)
+        stop = state.extra.get(STOP_KEY)
+        if isinstance(stop, str):
+            # Claude Code's `continue: false` stops the whole session, not just the delegate:
+            # the caller ends too, once the call (or node) that ran the child is recorded.
+            parent.request_stop(stop)
+        return result
 
 
 def _delegates_or_none(agent: Agent) -> list[str] | None:

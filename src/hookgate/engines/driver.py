@@ -16,7 +16,7 @@ from hookgate.catalog.build import build_registry
 from hookgate.catalog.declarative.transcript import remove_transcript, write_transcript
 from hookgate.catalog.services import HookServices
 from hookgate.engines.events import EventSink, RunEvent
-from hookgate.engines.interrupts import first_to_raise
+from hookgate.engines.interrupts import RunStopped, first_to_raise
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
@@ -43,6 +43,9 @@ class FailureStore(Protocol):
 
 
 log = logging.getLogger(__name__)
+#: Where a run keeps the ``stopReason`` of a hook that answered ``continue: false``: in the
+#: state, so a run that went down before it ended ends on its next advance, not later.
+STOP_KEY = "stop_reason"
 #: Seconds between attempts to record a failed run while the database is away (doubling).
 FAILURE_RETRY_S = (0.2, 30.0)
 
@@ -144,6 +147,8 @@ class RunDriver:
             await body
         except asyncio.CancelledError:
             raise
+        except RunStopped as exc:
+            await self._end_stopped(exc.reason)
         except ModelError as exc:
             await self.fail(f"model error: {exc}")
         except Exception as exc:
@@ -189,6 +194,28 @@ class RunDriver:
             await asyncio.sleep(delay)
             delay = min(delay * 2, ceiling)
 
+    # -- continue: false -------------------------------------------------------------------
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why a hook stopped this run (Claude Code's ``continue: false``), or None."""
+        reason = self.state.extra.get(STOP_KEY)
+        return reason if isinstance(reason, str) else None
+
+    def request_stop(self, reason: str) -> None:
+        """Mark the run stopped; the first reason stays. The calls already running finish,
+        no further call or model turn starts, and the run ends ``session_blocked``."""
+        self.state.extra.setdefault(STOP_KEY, storable_text(reason))
+
+    async def _end_stopped(self, reason: str) -> None:
+        if not self.state.finished:
+            await self.finish("session_blocked", error=f"a hook stopped the run: {reason}")
+
+    def raise_if_stopped(self) -> None:
+        """Raise RunStopped once the run is marked stopped (see ``request_stop``)."""
+        if self.stop_reason is not None:
+            raise RunStopped(self.stop_reason)
+
     # -- phases ----------------------------------------------------------------------------
 
     def build(self) -> bool:
@@ -220,8 +247,13 @@ class RunDriver:
         )
 
     async def start_session(self) -> bool:
-        """Run SessionStart hooks once and write the initial prompt; False stops the run."""
+        """Run SessionStart hooks once and write the initial prompt; False stops the run
+        (also a run a hook stopped before a restart: every engine asks this first)."""
         assert self.registry is not None
+        if self.stop_reason is not None:
+            # A hook stopped it before a restart, and it had not ended then: it ends now.
+            await self._end_stopped(self.stop_reason)
+            return False
         if self.state.session_started:
             return True
         self._keep_transcript([])
@@ -294,6 +326,7 @@ class RunDriver:
         done = self.state.outcomes.get(call.id)
         if done is not None:
             return ToolOutcome.from_dict(done)
+        self.raise_if_stopped()  # a call that would start after the stop never runs
         resume_at: str | None = None
         # Only exactly the call that was interrupted resumes where its chain stopped; any
         # other call (a live one, or a later one re-using its id) runs every hook.
@@ -306,9 +339,13 @@ class RunDriver:
         self.emit("tool_call", {"tool_call_id": call.id, "tool_name": call.name,
                                 "args": call.args})
         outcome = await self.guarded_call(call, resume_at)
+        if outcome.stop_reason:
+            self.request_stop(outcome.stop_reason)
         self.state.outcomes[call.id] = outcome.to_dict()
         self.emit("tool_result" if outcome.allowed else "tool_blocked", outcome.to_dict())
         await self.checkpoint()
+        # Every engine path (ReAct turns, DAG steps, workflow nodes, delegates) ends here.
+        self.raise_if_stopped()
         return outcome
 
     async def guarded_call(self, call: ToolCall, resume_at: str | None) -> ToolOutcome:

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
-from hookgate.engines.interrupts import RunParked
+from hookgate.engines.interrupts import RunParked, RunStopped
 from hookgate.tools.calls import ToolOutcome
 
 Readiness = tuple[Literal["run", "wait", "skip"], str]
@@ -79,15 +79,17 @@ async def run_graph(
 
     ``readiness(node)`` says "run", "wait" (something it depends on has not settled) or
     "skip" with the reason; ``run`` and ``skip`` must leave the node settled. An error in a
-    node cancels the others and propagates.
+    node cancels the others and propagates. A node whose hook stopped the run (RunStopped)
+    starts nothing more: the nodes already running finish, then the stop propagates.
     """
     running: dict[asyncio.Task[None], str] = {}
     # A node that parked (waits for a person) is not run again in this advance; the others
     # go on, and the run parks once nothing else can run.
     parked: dict[str, BaseException] = {}
+    stopped: RunStopped | None = None
     try:
         while True:
-            changed = True
+            changed = stopped is None
             while changed:
                 changed = False
                 active = set(running.values()) | set(parked)
@@ -102,6 +104,8 @@ async def run_graph(
                         running[asyncio.create_task(run(node))] = node
                         active.add(node)
             if not running:
+                if stopped is not None:
+                    raise stopped
                 if parked:
                     raise next(iter(parked.values()))
                 return
@@ -111,6 +115,9 @@ async def run_graph(
                 exc = None if task.cancelled() else task.exception()
                 if isinstance(exc, RunParked):
                     parked[node] = exc
+                    continue
+                if isinstance(exc, RunStopped):
+                    stopped = stopped or exc
                     continue
                 task.result()
     finally:

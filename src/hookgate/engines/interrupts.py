@@ -23,7 +23,21 @@ class Fenced(RunInterrupt):
     from now on may be written — no checkpoint, no event, no tool claim."""
 
 
+class RunStopped(Exception):
+    """A hook answered Claude Code's ``continue: false``: the whole run ends, with the hook's
+    ``stopReason``. Raised by the driver once the call that carried it is recorded; the
+    driver's ``run_to_end`` ends the run as ``session_blocked``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def first_to_raise(errors: list[BaseException]) -> BaseException:
-    """Of the errors of calls that ran together, the one to raise: a failure or a takeover
-    before a parked call, since parking only means "continue later"."""
-    return next((e for e in errors if not isinstance(e, RunParked)), errors[0])
+    """Of the errors of calls that ran together, the one to raise: a takeover first (nothing
+    may be written after it), then a failure, then a stop, then a parked call, since parking
+    only means "continue later"."""
+    def rank(e: BaseException) -> int:
+        return (0 if isinstance(e, Fenced) else 2 if isinstance(e, RunStopped)
+                else 3 if isinstance(e, RunParked) else 1)
+    return min(errors, key=rank)

@@ -147,11 +147,6 @@ class ReActEngine:
                 state.outcomes = {}
                 state.status = "running"
                 await d.checkpoint()
-                stop = next((o.stop_reason for o in outcomes if o.stop_reason), None)
-                if stop:
-                    # A hook answered `continue: false`: the run ends here, with its reason.
-                    await d.finish("session_blocked", error=f"a hook stopped the run: {stop}")
-                    return
             if state.step >= self.max_steps:
                 await d.finish("max_steps", error=(
                     f"the run stopped after {self.max_steps} model turns without an answer"))

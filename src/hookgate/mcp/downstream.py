@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from hookgate.mcp.config import McpServerSpec
 from hookgate.mcp.errors import DownstreamError
+from hookgate.telemetry.mcp_spans import HttpTraceHeaders, downstream_span
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -49,6 +50,7 @@ class DownstreamServer:
         self._failed: tuple[float, DownstreamError] | None = None
         #: How many times a connection was opened (restarts included).
         self.starts = 0
+        self._trace_headers = HttpTraceHeaders()
 
     @property
     def id(self) -> str:
@@ -161,8 +163,11 @@ class DownstreamServer:
             return StdioServerParameters(command=spec.command, args=list(spec.args),
                                          env=dict(spec.env) or None, cwd=spec.cwd)
         assert spec.url is not None
+        hooks = self._trace_headers
         http = httpx2.AsyncClient(headers=dict(spec.headers),
-                                  timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 5))
+                                  timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 5),
+                                  event_hooks={"request": [hooks.request],
+                                               "response": [hooks.response]})
         return _HttpTransport(spec.url, http)
 
     async def _list_tools(self, client: Client) -> list[types.Tool]:
@@ -182,7 +187,7 @@ class DownstreamServer:
         """Call a tool once. Any failure raises DownstreamError; nothing is retried."""
         client = await self.client()
         return await self._request(client, "tools/call", client.call_tool(name, args),
-                                   unknown_outcome=True)
+                                   unknown_outcome=True, target=name)
 
     async def list_resources(self) -> types.ListResourcesResult:
         client = await self.client()
@@ -190,7 +195,8 @@ class DownstreamServer:
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         client = await self.client()
-        return await self._request(client, "resources/read", client.read_resource(uri))
+        return await self._request(client, "resources/read", client.read_resource(uri),
+                                   resource_uri=uri)
 
     async def list_prompts(self) -> types.ListPromptsResult:
         client = await self.client()
@@ -198,33 +204,55 @@ class DownstreamServer:
 
     async def get_prompt(self, name: str, args: dict[str, str] | None) -> types.GetPromptResult:
         client = await self.client()
-        return await self._request(client, "prompts/get", client.get_prompt(name, args))
+        return await self._request(client, "prompts/get", client.get_prompt(name, args),
+                                   target=name)
 
     async def _request(self, client: Client, what: str, call: Awaitable[_T],
-                       unknown_outcome: bool = False) -> _T:
+                       unknown_outcome: bool = False, target: str | None = None,
+                       resource_uri: str | None = None) -> _T:
+        with downstream_span(what, target, url=self.spec.url,
+                             session_id=self._trace_headers.session_id,
+                             protocol_version=_protocol_version(client),
+                             resource_uri=resource_uri) as traced:
+            try:
+                result = await self._answer(client, what, call, unknown_outcome)
+            except DownstreamError as exc:
+                traced.failed(exc.kind, str(exc), exc.rpc_code)
+                raise
+            if getattr(result, "is_error", False):
+                traced.failed("tool_error", "the tool reported an error")
+            return result
+
+    async def _answer(self, client: Client, what: str, call: Awaitable[_T],
+                      unknown_outcome: bool) -> _T:
         after = "; its outcome is unknown and it is not retried" if unknown_outcome else ""
         try:
             async with asyncio.timeout(self.spec.timeout_s):
                 return await call
         except TimeoutError:
             raise DownstreamError(self.id, f"did not answer {what} within "
-                                           f"{self.spec.timeout_s:g}s{after}") from None
+                                           f"{self.spec.timeout_s:g}s{after}",
+                                  kind="timeout") from None
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 await self._forget(client)
                 raise DownstreamError(self.id, f"closed the connection during {what} (it "
                                                f"crashed or exited){after}; it is started "
-                                               "again on the next call") from None
+                                               "again on the next call",
+                                      kind="connection_closed", rpc_code=exc.code) from None
             raise DownstreamError(self.id, f"answered {what} with an error: "
-                                           f"{exc.message} (code {exc.code})") from None
+                                           f"{exc.message} (code {exc.code})",
+                                  kind=str(exc.code), rpc_code=exc.code) from None
         except ValidationError as exc:
             raise DownstreamError(self.id, f"returned a malformed {what} result: "
                                            f"{exc.error_count()} problem(s), first: "
-                                           f"{exc.errors()[0]['msg']}") from None
+                                           f"{exc.errors()[0]['msg']}",
+                                  kind="malformed_result") from None
         except Exception as exc:
             await self._forget(client)
             raise DownstreamError(self.id, f"failed during {what}: {_reason(exc)}{after}; "
-                                           "it is started again on the next call") from exc
+                                           "it is started again on the next call",
+                                  kind=type(exc).__qualname__) from exc
 
     async def _forget(self, client: Client) -> None:
         # Only the connection that failed is dropped; a restart may already have replaced it.
@@ -248,6 +276,13 @@ class _HttpTransport:
             return await self._cm.__aexit__(*exc)
         finally:
             await self._http.aclose()
+
+
+def _protocol_version(client: Client) -> str | None:
+    try:
+        return str(client.protocol_version)
+    except Exception:  # not negotiated (yet): the span goes without it
+        return None
 
 
 def _reason(exc: BaseException) -> str:

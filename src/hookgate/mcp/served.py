@@ -25,6 +25,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from hookgate import __version__
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.gateway import GatewayRefusal, McpGateway, Principal
+from hookgate.telemetry.mcp_spans import ServedSpanAttributes
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +65,16 @@ def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[A
         with _as_protocol_errors():
             return await gateway.get_prompt(principal_of(ctx), params.name, params.arguments)
 
-    return Server(
+    server = Server(
         "hookgate", version=__version__,
         instructions="Tools behind hookgate: some calls wait for a person's approval.",
         on_list_tools=list_tools, on_call_tool=call_tool,
         on_list_resources=list_resources, on_read_resource=read_resource,
         on_list_prompts=list_prompts, on_get_prompt=get_prompt,
     )
+    # Inside the SDK's span middleware (first in the list), which opens each SERVER span.
+    server.middleware.append(ServedSpanAttributes(lambda ctx: principal_of(ctx).session_id))
+    return server
 
 
 @contextlib.contextmanager

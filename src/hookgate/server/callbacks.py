@@ -22,6 +22,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.approvals.quorum import AlreadyVoted, progress_text
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.channels.base import (
     CallbackAction,
@@ -124,8 +125,10 @@ class ChannelCallbacks:
             log.warning("channel %s: %s user %s may not decide %s: %s", channel.id,
                         channel.type, action.platform_user_id, action.request_id, exc)
             return None, f"not allowed: {exc}"
-        except AlreadyDecided as exc:
+        except (AlreadyDecided, AlreadyVoted) as exc:
             return None, str(exc)
+        if decided.pending:  # one approval towards a quorum: the card still waits
+            return None, f"Approval recorded: {progress_text(decided)}; waiting for more"
         return _outcome(decided), "Approved" if decided.status == "approved" else "Rejected"
 
     async def _approver(self, channel: Channel, platform_user_id: str | None) -> Approver:

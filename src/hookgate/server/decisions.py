@@ -8,6 +8,7 @@ from typing import Any
 
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import AlreadyDecided, InvalidEdit, NotEligible, RequestNotFound
+from hookgate.approvals.quorum import AlreadyVoted
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.server.runtime import Caller, Runtime
 
@@ -39,6 +40,8 @@ async def decide_for(rt: Runtime, caller: Caller, request_id: str, decision: str
         return Decided(403, error=f"not allowed: {exc}")
     except AlreadyDecided as exc:
         return Decided(409, request=exc.request, error=str(exc))
+    except AlreadyVoted as exc:
+        return Decided(409, error=str(exc))
     except InvalidEdit as exc:
         return Decided(422, error=str(exc))
     return Decided(200, request=decided)

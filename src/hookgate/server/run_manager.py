@@ -29,6 +29,7 @@ from hookgate.storage.fencing import Fence
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore
+from hookgate.telemetry.propagation import remember_trace
 from hookgate.tools.calls import ToolCall
 from hookgate.tools.ledger import ExecutionLedger
 from hookgate.workflows import Workflow, WorkflowRunner
@@ -124,6 +125,7 @@ class RunManager:
         eng = self.engine(agent, engine)
         state = eng.new_state(agent, message, user_id=user_id, org_id=org_id,
                               conversation_id=conversation_id)
+        remember_trace(state.extra)  # any worker continues the caller's trace
         await self._executor().submit(state)
         return state
 
@@ -138,6 +140,7 @@ class RunManager:
         runner = self.workflow_runner()
         state = runner.new_state(workflow_id, message, user_id=user_id, org_id=org_id,
                                  conversation_id=conversation_id)
+        remember_trace(state.extra)  # any worker continues the caller's trace
         await self._executor().submit(state)
         return state
 

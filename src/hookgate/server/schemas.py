@@ -43,6 +43,25 @@ def storable_text(value: str | None) -> str | None:
     return value
 
 
+class Remember(ApiBody):
+    """Approve and remember: a standing rule made from this decision (approvals.rules)."""
+
+    scope: Literal["run", "agent_user", "org"]
+    #: Seconds until the rule stops matching; none: until revoked.
+    expires_in: int | None = Field(default=None, ge=1, le=366 * 86_400)
+    #: A constraint on the arguments, in the declarative hooks' ``when`` language.
+    when: str | None = Field(default=None, min_length=1, max_length=2000)
+
+
+class CreateRule(Remember):
+    """A standing rule created directly (``POST /api/approval-rules``)."""
+
+    agent_id: str = Field(min_length=1, max_length=128)
+    tool_name: str = Field(min_length=1, max_length=256)
+    run_id: str | None = Field(default=None, max_length=64)
+    user_id: str | None = Field(default=None, max_length=128)
+
+
 class Respond(ApiBody):
     decision: Literal["approve", "reject"]
     reason: str | None = Field(default=None, max_length=2000)
@@ -52,6 +71,8 @@ class Respond(ApiBody):
     arguments: dict[str, Any] | None = None
     #: Words for the model, read with the decision (approve or reject).
     message: str | None = Field(default=None, max_length=MAX_DECISION_MESSAGE_CHARS)
+    #: Approve and remember: also create a standing rule for calls like this one.
+    remember: Remember | None = None
 
     _texts = field_validator("reason", "message")(storable_text)
 

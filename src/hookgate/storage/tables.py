@@ -16,6 +16,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -132,6 +133,54 @@ class ConfirmationRequestRow(Base):
     edited_args_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     #: The approver's words to the model, given with the decision (migration 0010).
     message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: How many distinct eligible people must approve (quorum; migration 0011).
+    approvals_required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    #: False: the requester may not approve their own call (four eyes).
+    allow_self_approval: Mapped[bool] = mapped_column(Boolean, default=True,
+                                                      server_default=true())
+    #: Who approved so far ({user_id, via, at}), kept with the row the votes lock.
+    approvals: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+
+
+class ApprovalRuleRow(Base):
+    """A standing rule: calls it covers are approved without asking (approvals.rules)."""
+
+    __tablename__ = "approval_rules"
+    __table_args__ = (Index("ix_approval_rules_lookup", "org_id", "agent_id", "tool_name"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    org_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    agent_id: Mapped[str] = mapped_column(String(128))
+    tool_name: Mapped[str] = mapped_column(String(256))
+    #: run (one run), agent_user (this agent for one user), org (this agent, any user).
+    scope: Mapped[str] = mapped_column(String(16))
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    user_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    when: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    from_request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    revoked_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    uses: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_used_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class ApprovalVoteRow(Base):
+    """One person's decision on one request; unique per person, so a quorum counts people."""
+
+    __tablename__ = "approval_votes"
+    __table_args__ = (UniqueConstraint("request_id", "user_id", name="uq_approval_vote_person"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    request_id: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(String(128))
+    decision: Mapped[str] = mapped_column(String(16))
+    via: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    channel_identity: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class RunRow(Base):

@@ -25,6 +25,9 @@ _HOOK_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 3
 _CLIENT_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
                    40.96, 81.92)
 
+#: The MCP conventions' advised buckets for mcp.{client,server}.operation.duration.
+_MCP_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
 
 @dataclass(frozen=True, slots=True)
 class Instruments:
@@ -36,6 +39,8 @@ class Instruments:
     delivery_failures: Counter
     client_duration: Histogram
     client_tokens: Histogram
+    mcp_client_duration: Histogram
+    mcp_server_duration: Histogram
 
 
 @cache
@@ -64,4 +69,12 @@ def instruments() -> Instruments:
             explicit_bucket_boundaries_advisory=_CLIENT_BUCKETS),
         client_tokens=m.create_histogram(
             names.M_CLIENT_TOKENS, unit="{token}", description="Number of tokens used."),
+        mcp_client_duration=m.create_histogram(
+            names.M_MCP_CLIENT_DURATION, unit="s",
+            description="MCP requests hookgate sent to downstream servers, until the answer.",
+            explicit_bucket_boundaries_advisory=_MCP_BUCKETS),
+        mcp_server_duration=m.create_histogram(
+            names.M_MCP_SERVER_DURATION, unit="s",
+            description="MCP requests clients sent to hookgate, until it answered.",
+            explicit_bucket_boundaries_advisory=_MCP_BUCKETS),
     )

@@ -81,6 +81,8 @@ M_APPROVAL_WAIT: Final = "hookgate.approval.wait.duration"
 M_DELIVERY_FAILURES: Final = "hookgate.channel.delivery.failures"
 M_CLIENT_DURATION: Final = "gen_ai.client.operation.duration"
 M_CLIENT_TOKENS: Final = "gen_ai.client.token.usage"
+M_MCP_CLIENT_DURATION: Final = "mcp.client.operation.duration"
+M_MCP_SERVER_DURATION: Final = "mcp.server.operation.duration"
 
 #: The run key under which a run remembers the trace it belongs to (W3C traceparent), so a
 #: run resumed after a restart goes on in the same trace.

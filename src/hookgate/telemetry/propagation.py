@@ -2,7 +2,9 @@
 
 Out: a command hook gets ``TRACEPARENT``/``TRACESTATE`` in its environment, an HTTP hook
 and the model endpoint get the ``traceparent`` header (through the configured propagators).
-In: ``POST /api/runs`` with a ``traceparent`` header starts the run inside the caller's trace.
+In: ``POST /api/runs`` with a ``traceparent`` header starts the run inside the caller's trace,
+and the new run keeps that context in its state, so the worker that advances it (another
+process, on PostgreSQL) continues the same trace.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
+from typing import Any
 
+from hookgate.telemetry.names import STATE_TRACEPARENT
 from hookgate.telemetry.switch import SWITCH
 
 
@@ -58,3 +62,20 @@ def continue_trace(headers: Mapping[str, str]) -> Iterator[None]:
         yield
     finally:
         context.detach(token)
+
+
+def remember_trace(extra: dict[str, Any]) -> None:
+    """Keep the current trace context (its W3C ``traceparent``) in a new run's ``extra``.
+
+    Called where a server run is created, before it is handed to an executor: a queue job
+    runs on any worker, where the caller's span is not current, and the run's span then
+    takes this one as its parent (see `hookgate.telemetry.runs`).
+    """
+    if not SWITCH.on or STATE_TRACEPARENT in extra:
+        return
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    if "traceparent" in carrier:
+        extra[STATE_TRACEPARENT] = carrier["traceparent"]

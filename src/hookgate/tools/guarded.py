@@ -30,6 +30,9 @@ APPROVED_DIGEST_KEY = "approved_args_sha256"
 #: Set by the approval gate: the CallBinding a person approved. The call runs only if it is
 #: exactly this call (run, tool call id, tool name, agent and argument digest).
 APPROVED_CALL_KEY = "approved_call"
+#: Set by the approval gate when a standing rule approved the call: "approved by rule R,
+#: created by alice" (the audit log records it with the call).
+APPROVED_BY_RULE_KEY = "approved_by_rule"
 #: ``time.perf_counter()`` when the call entered the hooks, for hooks that time calls.
 CALL_STARTED_KEY = "call_started"
 #: Texts hooks add next to the tool's output (Claude Code's ``additionalContext``).

@@ -203,6 +203,7 @@ class WorkflowRunner:
             nodes[node_id] = record
             d.emit("node_result", {"node_id": node_id, "node_type": node.type, **record})
             await d.checkpoint()
+            d.raise_if_stopped()  # an agent node whose hook answered `continue: false`
 
         await run_graph([n.id for n in workflow.nodes],
                         lambda n: n in nodes and nodes[n]["status"] != "running",

@@ -20,7 +20,7 @@ from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook
 from hookgate.storage.audit import AuditLogStore, AuditRecord, canonical_json
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import ToolOutcome
-from hookgate.tools.guarded import CALL_STARTED_KEY, render_observation
+from hookgate.tools.guarded import APPROVED_BY_RULE_KEY, CALL_STARTED_KEY, render_observation
 from hookgate.tools.tool import args_digest
 
 #: After every other PostToolUse hook: the row records the observation the model gets.
@@ -65,7 +65,7 @@ class AuditLog(PostToolUseHook):
         elif meta.get("tool_error") is not None:
             outcome, detail = "error", meta["tool_error"]
         else:
-            outcome, detail = "ok", None
+            outcome, detail = "ok", meta.get(APPROVED_BY_RULE_KEY)
         observation = render_observation(ctx.tool_result).encode("utf-8", "surrogatepass")
         await self.sink(self.record(
             ctx, ctx.tool_args, outcome, None, detail,

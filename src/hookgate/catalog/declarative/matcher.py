@@ -109,6 +109,15 @@ class Condition:
 
     def holds(self, ctx: HookContext) -> bool:
         """Evaluate for ``ctx``; raises when the expression cannot be evaluated."""
+        return bool(self.value(ctx))
+
+    def holds_exactly(self, ctx: HookContext) -> bool:
+        """True only when the expression is the boolean True for ``ctx`` (what a rule that
+        grants something needs: ``args.vendor`` being a non-empty string is not a yes)."""
+        return self.value(ctx) is True
+
+    def value(self, ctx: HookContext) -> Any:
+        """The expression's value for ``ctx``; raises when it cannot be evaluated."""
         meta = ctx.metadata
         names = {
             **_CONSTANTS,
@@ -120,7 +129,7 @@ class Condition:
             "metadata": _view(meta),
         }
         evaluator = EvalWithCompoundTypes(functions=dict(_FUNCTIONS), names=names)
-        return bool(evaluator.eval(self.source, previously_parsed=self._tree))
+        return evaluator.eval(self.source, previously_parsed=self._tree)
 
     def __str__(self) -> str:
         return self.source

@@ -11,9 +11,11 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from sse_starlette.sse import EventSourceResponse
 
 from hookgate.approvals.eligibility import Approver, refusal
+from hookgate.approvals.quorum import self_approval_refusal
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.decisions import decide_for
+from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
 
@@ -24,10 +26,14 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
     out = request.to_dict()
     agent = rt.deployment.agents.get(request.agent_id)
     out["agent_name"] = agent.name if agent else request.agent_id
-    out["can_decide"] = request.pending and refusal(
-        request, Approver(caller.user_id, caller.org_id)) is None
+    who = Approver(caller.user_id, caller.org_id)
+    voted = any(a.get("user_id") == caller.user_id for a in request.approvals)
+    out["can_decide"] = request.pending and not voted and refusal(request, who) is None
+    # Four eyes: the requester may reject their own call but not approve it.
+    out["can_approve"] = out["can_decide"] and self_approval_refusal(
+        request, who, "approve") is None
     # Arguments can be edited only against the tool's own schema (approvals/edits.py).
-    out["can_edit"] = out["can_decide"] and rt.approvals.tool_of(request) is not None
+    out["can_edit"] = out["can_approve"] and rt.approvals.tool_of(request) is not None
     return out
 
 
@@ -82,9 +88,15 @@ async def get_confirmation(request_id: str, caller: CallerDep,
 @router.post("/confirmations/{request_id}/respond")
 async def respond(request_id: str, body: Respond, caller: CallerDep,
                   rt: RuntimeDep) -> dict[str, Any]:
+    request = await _visible(request_id, caller, rt)
+    rule = (await remembered_rule(rt, request, body.remember, caller, body.decision)
+            if body.remember is not None else None)
     done = await decide_for(rt, caller, request_id, body.decision, via=body.via,
                             reason=body.reason, arguments=body.arguments,
                             message=body.message)
     if done.error is not None or done.request is None:
         raise HTTPException(done.status_code, done.error)
-    return view(done.request, caller, rt)
+    out = view(done.request, caller, rt)
+    if rule is not None:
+        out["rule"] = (await rt.approvals.rules.save(rule)).to_dict()
+    return out

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from pydantic import Field
 
 from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.server.run_manager import UnknownWorkflow
 from hookgate.server.schemas import MAX_MESSAGE_CHARS, ApiBody
+from hookgate.telemetry.propagation import continue_trace
 
 router = APIRouter(prefix="/api", tags=["workflows"])
 
@@ -31,11 +32,13 @@ async def list_workflows(caller: CallerDep, rt: RuntimeDep) -> list[dict[str, An
 
 @router.post("/workflows/{workflow_id}/runs")
 async def start_workflow_run(workflow_id: str, body: StartWorkflowRun, caller: CallerDep,
-                             rt: RuntimeDep) -> dict[str, Any]:
+                             rt: RuntimeDep, request: Request) -> dict[str, Any]:
     try:
-        state = await rt.runs.start_workflow(workflow_id, body.message,
-                                             user_id=caller.user_id, org_id=caller.org_id,
-                                             conversation_id=body.conversation_id)
+        with continue_trace(request.headers):
+            state = await rt.runs.start_workflow(workflow_id, body.message,
+                                                 user_id=caller.user_id,
+                                                 org_id=caller.org_id,
+                                                 conversation_id=body.conversation_id)
     except UnknownWorkflow as exc:
         raise HTTPException(404, str(exc)) from None
     return {"run_id": state.run_id, "status": state.status}

@@ -253,10 +253,14 @@
         h("p", { class: "digest" }, "SHA-256 ", h("code", {}, payload.args_sha256 || "—"))),
     );
     if (notice) card.append(h("p", { class: "alert", role: "alert" }, notice));
+    const progress = quorumText(req);
+    if (progress) card.append(h("p", { class: "quorum" }, progress));
     if (req.status === "pending") {
       card.append(h("p", { class: "left" }, "Time left: ", countdown(req.seconds_left, req.expires_at)));
-      card.append(req.can_decide ? decisionForm(req) : h("p", { class: "note" },
-        `You cannot decide this request: ${SCOPE_TEXT[req.approver_scope] || req.approver_scope} may.`));
+      const voted = ((req.approvals || {}).approved_by || []).some((v) => session.me && v.user_id === session.me.user_id);
+      card.append(req.can_decide ? decisionForm(req) : h("p", { class: "note" }, voted
+        ? "You approved this request; it waits for the other approvals it needs."
+        : `You cannot decide this request: ${SCOPE_TEXT[req.approver_scope] || req.approver_scope} may.`));
     } else {
       card.append(decisionRecord(req));
     }
@@ -264,6 +268,14 @@
     if (showRun) links.unshift(h("a", { href: `#/runs/${encodeURIComponent(req.run_id)}` }, "Open the run"));
     card.append(h("p", { class: "links" }, links));
     return card;
+  }
+
+  /** "1 of 2 approvals (bob)" for a request that needs several people, else null. */
+  function quorumText(req) {
+    const a = req.approvals || {};
+    if (!a.required || a.required < 2) return null;
+    const names = (a.approved_by || []).map((v) => visible(v.user_id)).join(", ");
+    return `${a.count} of ${a.required} approvals` + (names ? ` (${names})` : "");
   }
 
   function decisionRecord(req) {
@@ -306,19 +318,23 @@
     const argsId = nextId("arguments");
     const asked = JSON.stringify(req.payload.args, null, 2);
     const error = h("p", { class: "alert", role: "alert", hidden: true });
+    const canApprove = req.can_approve !== false;
+    const remember = canApprove && !quorumText(req) ? rememberFields(req) : null;
     const form = h("form", { class: "decide", "aria-label": `Decide on ${req.payload.tool_name}` },
       h("label", { for: reasonId }, "Reason ", h("span", { class: "optional" }, "(optional, for the record)")),
       h("textarea", { id: reasonId, name: "reason", rows: "2", maxlength: "2000" }),
       h("label", { for: messageId }, "Message to the agent ", h("span", { class: "optional" }, "(optional, the model reads it)")),
       h("textarea", { id: messageId, name: "message", rows: "2", maxlength: "2000" }),
-      req.can_edit === false ? null : h("details", { class: "edit" },
+      !canApprove || req.can_edit === false || quorumText(req) ? null : h("details", { class: "edit" },
         h("summary", {}, "Edit the arguments before approving"),
         h("label", { for: argsId }, "Arguments (JSON), checked against the tool's schema; the agent is told what you changed"),
         h("textarea", { id: argsId, name: "arguments", rows: "6", spellcheck: "false", class: "code" }),
         h("div", { class: "actions" },
           h("button", { type: "submit", name: "decision", value: "approve-edited", class: "button approve-edited" }, "Approve with these arguments"))),
+      remember,
+      canApprove ? null : h("p", { class: "note" }, "You requested this call: another person must approve it (four eyes). You may reject it."),
       h("div", { class: "actions" },
-        h("button", { type: "submit", name: "decision", value: "approve", class: "button approve" }, "Approve"),
+        canApprove ? h("button", { type: "submit", name: "decision", value: "approve", class: "button approve" }, "Approve") : null,
         h("button", { type: "submit", name: "decision", value: "reject", class: "button reject" }, "Reject")),
       error);
     // A value, not markup: the arguments show exactly as they are.
@@ -345,6 +361,8 @@
         }
         body.arguments = edited;
       }
+      const rule = decision === "approve" && remember ? rememberBody(form) : null;
+      if (rule) body.remember = rule;
       // Disabling the pressed button drops its focus; remember to put focus on the result.
       const focus = form.contains(document.activeElement);
       const buttons = form.querySelectorAll("button");
@@ -356,7 +374,8 @@
         });
         updateCards(decided, { focus });
         if (session.view && session.view.onConfirmation) session.view.onConfirmation(decided);
-        announce(`${STATUS_TEXT[decided.status]}: ${decided.payload.tool_name}.`);
+        announce(`${STATUS_TEXT[decided.status]}: ${decided.payload.tool_name}.`
+          + (decided.rule ? ` Remembered as rule ${decided.rule.id}.` : ""));
       } catch (err) {
         if (err.status === 409 || err.status === 404) {
           // Someone else decided first (or it is gone): show the current record with why.
@@ -431,6 +450,42 @@
     bar.querySelectorAll("button[name$=-selected]").forEach((b) => { b.disabled = chosen === 0; });
   }
 
+  /** "Approve and remember": whose later calls like this one are approved without asking,
+      for how long, and only when (a constraint in the hooks' `when` language). */
+  function rememberFields(req) {
+    const scopeId = nextId("remember");
+    const whenId = nextId("when");
+    const forId = nextId("for");
+    const who = visible(req.requested_by || "this user");
+    return h("fieldset", { class: "remember" },
+      h("legend", {}, "Approve and remember"),
+      h("label", { for: scopeId }, "Also approve later calls like this "),
+      h("select", { id: scopeId, name: "remember_scope" },
+        h("option", { value: "" }, "no, only this call"),
+        h("option", { value: "run" }, "in this run"),
+        h("option", { value: "agent_user" }, `of this agent for ${who}`),
+        h("option", { value: "org" }, "of this agent for everyone in the org")),
+      h("label", { for: whenId }, "Only when ", h("span", { class: "optional" }, "(optional, e.g. args.amount <= 80000)")),
+      h("input", { id: whenId, name: "remember_when", type: "text", maxlength: "2000", autocomplete: "off" }),
+      h("label", { for: forId }, "For "),
+      h("select", { id: forId, name: "remember_for" },
+        h("option", { value: "3600" }, "1 hour"),
+        h("option", { value: "86400" }, "1 day"),
+        h("option", { value: "604800" }, "7 days"),
+        h("option", { value: "" }, "until revoked")));
+  }
+
+  function rememberBody(form) {
+    const scope = form.elements.remember_scope.value;
+    if (!scope) return null;
+    const rule = { scope };
+    const constraint = form.elements.remember_when.value.trim();
+    if (constraint) rule.when = constraint;
+    const seconds = form.elements.remember_for.value;
+    if (seconds) rule.expires_in = Number(seconds);
+    return rule;
+  }
+
   /** Redraw every card of ``req`` on the page; a card someone is typing in stays while the
       request is still pending. */
   function updateCards(req, { notice = null, force = false, focus = false } = {}) {
@@ -438,7 +493,9 @@
     for (const old of document.querySelectorAll(selector)) {
       const before = cardRequests.get(old);
       const same = before && before.status === req.status
-        && (before.decision || {}).responded_at === (req.decision || {}).responded_at;
+        && (before.decision || {}).responded_at === (req.decision || {}).responded_at
+        && (before.approvals || {}).count === (req.approvals || {}).count
+        && before.can_decide === req.can_decide;
       if (same && !force) {
         if (focus) old.querySelector("h3").focus(); // the live stream drew it first
         continue;
@@ -624,6 +681,55 @@
     };
     session.view = { onConfirmation: place, refresh: load };
     await load();
+  }
+
+  /** Standing rules of the org: what is approved without asking, by whom, and revoke. */
+  async function rulesView() {
+    const list = h("div", { class: "cards", id: "rules" });
+    const status = h("div");
+    show("Standing rules",
+      h("p", { class: "lede" }, "Calls these rules cover are approved without asking anyone, as their creator decided. Revoked and expired rules never match."),
+      status, list);
+    const card = (rule) => {
+      const state = rule.active ? "active" : (rule.revoked_at ? "revoked" : "expired");
+      const covers = { run: `run ${rule.run_id}`, agent_user: `calls of ${rule.user_id}`, org: "everyone in the org" }[rule.scope] || rule.scope;
+      const item = h("article", { class: `card rule ${state}`, dataset: { ruleId: rule.id } },
+        h("header", { class: "card-head" },
+          h("h3", {}, h("code", { class: "tool" }, visible(rule.tool_name))),
+          h("span", { class: `badge ${rule.active ? "good" : "muted"}` }, state)),
+        h("p", { class: "meta" },
+          h("span", {}, `agent ${visible(rule.agent_id)}`), h("span", {}, visible(covers)),
+          h("span", {}, "created by ", h("strong", {}, visible(rule.created_by))),
+          h("span", {}, rule.expires_at ? `until ${when(rule.expires_at)}` : "until revoked"),
+          h("span", { class: "uses" }, `used ${rule.uses} time${rule.uses === 1 ? "" : "s"}`)),
+        rule.when ? h("p", {}, "Only when ", h("code", {}, visible(rule.when))) : null,
+        h("p", { class: "digest" }, visible(rule.id)));
+      if (rule.active) {
+        const error = h("p", { class: "alert", role: "alert", hidden: true });
+        const button = h("button", { type: "button", class: "button reject small" }, "Revoke");
+        button.addEventListener("click", async () => {
+          button.disabled = true;
+          try {
+            const revoked = await api(`/api/approval-rules/${encodeURIComponent(rule.id)}`, { method: "DELETE" });
+            item.replaceWith(card(revoked));
+            announce(`Rule ${rule.id} revoked.`);
+          } catch (err) {
+            error.textContent = err.message;
+            error.hidden = false;
+            button.disabled = false;
+          }
+        });
+        item.append(h("div", { class: "actions" }, button), error);
+      }
+      return item;
+    };
+    try {
+      const rules = await api("/api/approval-rules");
+      list.replaceChildren(...rules.map(card));
+      if (!rules.length) list.append(h("p", { class: "empty" }, "No standing rules. Approve a request with \"Approve and remember\" to make one."));
+    } catch (err) {
+      status.replaceChildren(failure(err));
+    }
   }
 
   async function confirmationView(id) {
@@ -921,6 +1027,7 @@
     [/^#\/inbox$/, "inbox", () => inboxView()],
     [/^#\/confirmations\/([^/]+)$/, "inbox", (id) => confirmationView(decodeURIComponent(id))],
     [/^#\/runs$/, "runs", () => runsView()],
+    [/^#\/rules$/, "rules", () => rulesView()],
     [/^#\/runs\/([^/]+)$/, "runs", (id) => runView(decodeURIComponent(id))],
   ];
 

@@ -2,7 +2,7 @@
 their digest, which is what may run) and the words the model reads with the decision.
 
 Revision ID: 0010
-Revises: 0009
+Revises: 0011
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0010'
-down_revision = '0009'
+down_revision = '0011'  # after i13b's 0011 on main; rechained at merge
 branch_labels = None
 depends_on = None
 

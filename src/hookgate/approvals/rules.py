@@ -1,0 +1,347 @@
+"""Standing rules ("approve and remember"): an eligible approver's decision that calls of one
+agent's tool are approved without asking, within a scope (one run, this agent for one user,
+this agent for the whole org), until an expiry, and only while the arguments satisfy an
+optional ``when`` constraint in the declarative hooks' language (simpleeval, never eval).
+
+The gate consults them before it creates a request. A rule matches only when every check
+holds again at the moment of use (not revoked, not expired by the database's clock, its
+creator still enabled and still eligible, no quorum or four eyes it would bypass, its
+``when`` true); anything else, including a ``when`` that cannot be evaluated, asks a person.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+
+from hookgate.agent import Agent
+from hookgate.approvals.eligibility import Approver
+from hookgate.approvals.errors import ApprovalError
+from hookgate.approvals.quorum import requirement_for
+from hookgate.approvals.service import ApprovalAsk
+from hookgate.catalog.declarative.matcher import Condition
+from hookgate.hooks.errors import HookBuildError
+from hookgate.storage.database import Database
+from hookgate.storage.tables import ApprovalRuleRow, RunRow
+from hookgate.storage.types import utcnow
+from hookgate.storage.users import is_disabled
+
+#: ``run``: this run only; ``agent_user``: this agent for one user; ``org``: this agent for
+#: every user of its org.
+RULE_SCOPES = ("run", "agent_user", "org")
+#: The longest a rule may live, in seconds (a year); no expiry means until revoked.
+MAX_EXPIRES_IN_S = 366 * 86_400
+MAX_WHEN_CHARS = 2000
+
+
+class RuleRefused(ApprovalError):
+    """The person may not create (or revoke) this rule: it covers what they cannot approve."""
+
+
+class RuleInvalid(ApprovalError):
+    """The rule as asked is malformed: scope, tool, run, expiry or ``when``."""
+
+
+class RuleNotFound(ApprovalError):
+    """No standing rule with that id in the caller's org."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDraft:
+    """What a person asks to remember; `RuleBook.create` checks it before storing it."""
+
+    agent_id: str
+    tool_name: str
+    scope: str
+    run_id: str | None = None
+    user_id: str | None = None
+    when: str | None = None
+    expires_in_s: float | None = None
+    from_request_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StandingRule:
+    """A stored rule, as read from ``approval_rules``."""
+
+    id: str
+    org_id: str | None
+    agent_id: str
+    tool_name: str
+    scope: str
+    run_id: str | None
+    user_id: str | None
+    when: str | None
+    created_by: str
+    created_at: datetime
+    expires_at: datetime | None
+    from_request_id: str | None
+    revoked_at: datetime | None
+    revoked_by: str | None
+    uses: int
+    last_used_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: ApprovalRuleRow) -> StandingRule:
+        return cls(row.id, row.org_id, row.agent_id, row.tool_name, row.scope, row.run_id,
+                   row.user_id, row.when, row.created_by, row.created_at, row.expires_at,
+                   row.from_request_id, row.revoked_at, row.revoked_by, row.uses or 0,
+                   row.last_used_at)
+
+    def active(self, now: datetime | None = None) -> bool:
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > (now or utcnow()))
+
+    def describe(self) -> str:
+        """``approved by rule ar_…, created by alice``: how every use is recorded."""
+        return f"approved by rule {self.id}, created by {self.created_by}"
+
+    def to_dict(self) -> dict[str, Any]:
+        def at(value: datetime | None) -> str | None:
+            return value.isoformat() if value else None
+
+        return {
+            "id": self.id, "org_id": self.org_id, "agent_id": self.agent_id,
+            "tool_name": self.tool_name, "scope": self.scope, "run_id": self.run_id,
+            "user_id": self.user_id, "when": self.when, "created_by": self.created_by,
+            "created_at": at(self.created_at), "expires_at": at(self.expires_at),
+            "from_request_id": self.from_request_id, "revoked_at": at(self.revoked_at),
+            "revoked_by": self.revoked_by, "uses": self.uses,
+            "last_used_at": at(self.last_used_at), "active": self.active(),
+        }
+
+
+def parse_when(when: str | None) -> Condition | None:
+    """The rule's constraint, parsed; RuleInvalid says what is wrong with it."""
+    if when is None:
+        return None
+    if len(when) > MAX_WHEN_CHARS:
+        raise RuleInvalid(f"'when' is longer than {MAX_WHEN_CHARS} characters")
+    try:
+        return Condition(when)
+    except HookBuildError as exc:
+        raise RuleInvalid(str(exc)) from None
+
+
+def may_cover(agent: Agent, creator: str, requester: str | None) -> str | None:
+    """Why ``creator`` could not approve a call of ``agent`` requested by ``requester``
+    (None when they could), by the agent's approver scope and four eyes."""
+    scope = agent.confirmation_approver_scope
+    if scope == "initiator" and creator != requester:
+        return (f"agent '{agent.id}' is decided by the user who started the run; "
+                f"'{creator}' may not approve calls of '{requester or 'anyone else'}'")
+    if scope == "agent_owner" and creator != agent.owner_user_id:
+        return f"only the agent's owner ('{agent.owner_user_id}') may approve its calls"
+    if not agent.allow_self_approval and requester is not None and creator == requester:
+        return (f"four eyes: '{creator}' may not approve their own calls "
+                "(allow_self_approval: false)")
+    return None
+
+
+#: The shape of a tool name that comes from outside the agent's own list (Claude Code's
+#: tools, the MCP gateway's ``mcp__<server>__<tool>``): plain ASCII, no spaces.
+_EXTERNAL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,255}")
+
+
+def _callable_name(agent: Agent, name: str) -> bool:
+    """Whether ``agent`` can call a tool named exactly ``name``: one of its tools, or (for an
+    agent whose tools come from outside) a well-formed external name."""
+    if name in agent.toolbox():
+        return True
+    if not _EXTERNAL_NAME.fullmatch(name):
+        return False
+    external = "claude_code" in (agent.model_config_json or {})
+    return external or (name.startswith("mcp__") and name.count("__") >= 2)
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(v) for v in value)
+    return True
+
+
+class RuleBook:
+    """The ``approval_rules`` table: create, list, revoke, and match a call."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, draft: RuleDraft, agent: Agent, who: Approver) -> StandingRule:
+        """Store ``draft`` as ``who``'s rule after checking they may (`prepare`)."""
+        return await self.save(await self.prepare(draft, agent, who))
+
+    async def save(self, row: ApprovalRuleRow) -> StandingRule:
+        async with self.db.transaction() as s:
+            s.add(row)
+        return StandingRule.from_row(row)
+
+    async def prepare(self, draft: RuleDraft, agent: Agent, who: Approver) -> ApprovalRuleRow:
+        """The row for ``draft`` as ``who``'s rule, not yet stored; RuleInvalid for a
+        malformed draft, RuleRefused when ``who`` could not approve what it covers."""
+        if who.org_id != agent.org_id:
+            raise RuleRefused(f"agent '{agent.id}' is not in org '{who.org_id}'")
+        if not _callable_name(agent, draft.tool_name):
+            # Exact names only: a look-alike name would be a rule for nothing, or for
+            # something nobody meant.
+            raise RuleInvalid(f"agent '{agent.id}' has no tool {draft.tool_name!r} "
+                              f"(its tools: {', '.join(sorted(agent.toolbox())) or 'none'})")
+        parse_when(draft.when)
+        if draft.scope not in RULE_SCOPES:
+            raise RuleInvalid(f"scope must be one of {', '.join(RULE_SCOPES)}, "
+                              f"not {draft.scope!r}")
+        expires_at = None
+        if draft.expires_in_s is not None:
+            if not (0 < draft.expires_in_s <= MAX_EXPIRES_IN_S):
+                raise RuleInvalid(f"expires_in must be between 1 and {MAX_EXPIRES_IN_S} "
+                                  "seconds")
+            expires_at = await self.db.now() + timedelta(seconds=draft.expires_in_s)
+        run_id, user_id = await self._scope_fields(draft, agent, who)
+        if draft.scope == "org":
+            # Covers everyone's calls: the creator must be able to approve anyone's.
+            why_not = may_cover(agent, who.user_id, None)
+            if why_not is None and agent.confirmation_approver_scope == "initiator":
+                why_not = "an org-wide rule needs an agent decided by its owner or org members"
+        else:
+            why_not = may_cover(agent, who.user_id, user_id)
+        if why_not is not None:
+            raise RuleRefused(f"'{who.user_id}' may not create this rule: {why_not}")
+        if await is_disabled(self.db, who.user_id):
+            raise RuleRefused(f"user '{who.user_id}' is disabled")
+        return ApprovalRuleRow(
+            id="ar_" + uuid.uuid4().hex[:20], org_id=agent.org_id, agent_id=agent.id,
+            tool_name=draft.tool_name, scope=draft.scope, run_id=run_id, user_id=user_id,
+            when=draft.when, created_by=who.user_id, created_at=utcnow(),
+            expires_at=expires_at, from_request_id=draft.from_request_id, uses=0,
+        )
+
+    async def _scope_fields(self, draft: RuleDraft, agent: Agent, who: Approver
+                            ) -> tuple[str | None, str | None]:
+        if draft.scope == "run":
+            if not draft.run_id:
+                raise RuleInvalid("a rule of scope 'run' needs run_id")
+            if draft.from_request_id is not None:
+                # From a decision: the request itself says whose run it is.
+                return draft.run_id, draft.user_id
+            async with self.db.session() as s:
+                run = await s.get(RunRow, draft.run_id)
+            if run is None or run.org_id != who.org_id or run.agent_id != agent.id:
+                raise RuleInvalid(f"no run '{draft.run_id}' of agent '{agent.id}' in your org")
+            return draft.run_id, run.user_id
+        if draft.run_id is not None:
+            raise RuleInvalid(f"run_id is only for scope 'run', not {draft.scope!r}")
+        if draft.scope == "agent_user":
+            if not draft.user_id:
+                raise RuleInvalid("a rule of scope 'agent_user' needs user_id (whose calls)")
+            return None, draft.user_id
+        if draft.user_id is not None:
+            raise RuleInvalid("user_id is only for scope 'agent_user' or 'run'")
+        return None, None
+
+    async def get(self, rule_id: str, org_id: str | None) -> StandingRule:
+        async with self.db.session() as s:
+            row = await s.get(ApprovalRuleRow, rule_id)
+        if row is None or row.org_id != org_id:
+            raise RuleNotFound(f"no standing rule '{rule_id}'")
+        return StandingRule.from_row(row)
+
+    async def list_for_org(self, org_id: str | None, *, active_only: bool = False
+                           ) -> list[StandingRule]:
+        q = select(ApprovalRuleRow).where(ApprovalRuleRow.org_id == org_id)
+        if active_only:
+            q = q.where(ApprovalRuleRow.revoked_at.is_(None), or_(
+                ApprovalRuleRow.expires_at.is_(None), ApprovalRuleRow.expires_at > self._now()))
+        async with self.db.session() as s:
+            rows = (await s.execute(q.order_by(ApprovalRuleRow.created_at.desc()))
+                    ).scalars().all()
+        return [StandingRule.from_row(r) for r in rows]
+
+    async def revoke(self, rule_id: str, who: Approver, agent: Agent | None) -> StandingRule:
+        """Revoke a rule: its creator, an admin, or anyone who could have created it."""
+        rule = await self.get(rule_id, who.org_id)
+        if not (who.admin or who.user_id == rule.created_by or (
+                agent is not None and may_cover(agent, who.user_id, rule.user_id) is None)):
+            raise RuleRefused(f"'{who.user_id}' may not revoke rule {rule_id} (created by "
+                              f"{rule.created_by})")
+        async with self.db.transaction() as s:
+            await s.execute(update(ApprovalRuleRow).where(
+                ApprovalRuleRow.id == rule_id, ApprovalRuleRow.revoked_at.is_(None)
+            ).values(revoked_at=self._now(), revoked_by=who.user_id))
+        return await self.get(rule_id, who.org_id)
+
+    def _now(self) -> Any:
+        return utcnow() if self.db.is_sqlite else func.now()
+
+    async def match(self, ask: ApprovalAsk) -> StandingRule | None:
+        """The first active rule that approves ``ask``'s exact call, its use counted; None
+        means a person must be asked."""
+        agent = ask.agent
+        org_id = ask.org_id if ask.org_id is not None else agent.org_id
+        now = self._now()
+        t = ApprovalRuleRow
+        async with self.db.session() as s:
+            rows = (await s.execute(select(t).where(
+                t.org_id == org_id, t.agent_id == agent.id, t.tool_name == ask.tool_name,
+                t.revoked_at.is_(None), or_(t.expires_at.is_(None), t.expires_at > now),
+            ).order_by(t.created_at))).scalars().all()
+        if not rows:
+            return None
+        need = requirement_for(ask)
+        if need.approvals_required > 1 or not _finite(ask.args):
+            # One person's rule never stands in for several people's approvals; and a
+            # constraint is not judged over numbers that are no numbers.
+            return None
+        for rule in (StandingRule.from_row(r) for r in rows):
+            if not self._covers(rule, ask, need.allow_self_approval):
+                continue
+            if await is_disabled(self.db, rule.created_by):
+                continue
+            used = await self._use(rule.id)
+            if used is not None:
+                return used
+        return None
+
+    def _covers(self, rule: StandingRule, ask: ApprovalAsk, self_ok: bool) -> bool:
+        if rule.scope == "run" and rule.run_id != ask.run_id:
+            return False
+        if rule.scope == "agent_user" and (ask.user_id is None or rule.user_id != ask.user_id):
+            return False
+        if rule.scope not in RULE_SCOPES:
+            return False
+        if may_cover(ask.agent, rule.created_by, ask.user_id) is not None:
+            return False
+        if not self_ok and rule.created_by == ask.user_id:
+            return False
+        if rule.when is None:
+            return True
+        try:
+            condition = parse_when(rule.when)
+            assert condition is not None
+            ctx = ask.condition_context()
+            # Only a plain True counts: a constraint that evaluates to a string or a number
+            # is a mistake, not a yes.
+            return condition.holds_exactly(ctx)
+        except Exception:
+            return False  # fail closed: a constraint that cannot be judged asks a person
+
+    async def _use(self, rule_id: str) -> StandingRule | None:
+        # Counted with a condition, so a rule revoked or expired a moment ago is not used.
+        now = self._now()
+        t = ApprovalRuleRow
+        async with self.db.transaction() as s:
+            row = (await s.execute(
+                update(t).where(t.id == rule_id, t.revoked_at.is_(None),
+                                or_(t.expires_at.is_(None), t.expires_at > now))
+                .values(uses=t.uses + 1, last_used_at=now).returning(t)
+            )).scalar_one_or_none()
+        return StandingRule.from_row(row) if row is not None else None
