@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals.context import readable_numbers
 from hookgate.approvals.edits import changes
-from hookgate.channels.base import CardOutcome
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallBinding
+
+if TYPE_CHECKING:
+    from hookgate.channels.base import CardOutcome
 
 STATUSES = ("pending", "approved", "rejected", "expired", "cancelled")
 
@@ -92,6 +94,9 @@ class ConfirmationRequest:
 
     def card_outcome(self) -> CardOutcome:
         """What a chat card shows once this request is decided."""
+        # Imported here: the channels package reaches the config, which imports approvals.
+        from hookgate.channels.base import CardOutcome
+
         return CardOutcome(self.id, self.status,  # type: ignore[arg-type]
                            self.responded_by, self.responded_at, self.reason,
                            via=self.decided_via, changes=self.changes, message=self.message)
