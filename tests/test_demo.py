@@ -45,8 +45,10 @@ def _start_demo(tmp_path: Path) -> tuple[subprocess.Popen[str], str, str, list[s
     return demo, url, token, lines
 
 
-def _printed_approve(demo: subprocess.Popen[str], lines: list[str]) -> list[str]:
-    """The `hookgate approvals approve …` command the demo printed, split as a shell would."""
+def _printed_approve(demo: subprocess.Popen[str], lines: list[str],
+                     with_edit: bool = False) -> list[str]:
+    """The `hookgate approvals approve …` command the demo printed (``with_edit``: the one
+    that approves a lowered amount), split as a shell would."""
     assert demo.stdout is not None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -54,7 +56,8 @@ def _printed_approve(demo: subprocess.Popen[str], lines: list[str]) -> list[str]
         if not line:
             break
         lines.append(line)
-        if line.strip().startswith("hookgate approvals approve"):
+        if line.strip().startswith("hookgate approvals approve") and (
+                ("--set" in line) == with_edit):
             return shlex.split(line)
     raise AssertionError("".join(lines))
 
@@ -113,6 +116,29 @@ def test_demo_shows_the_approvers_context_and_completes_once_approved(tmp_path: 
     assert "Paid ACME 12,000. Paid ACME 60,000." in flat
     assert "run finished: completed" in transcript
     assert (tmp_path / "hookgate-demo.db").exists()
+
+
+def test_demo_walkthrough_approves_a_lowered_amount_and_the_answer_says_so(
+        tmp_path: Path) -> None:
+    demo, url, token, lines = _start_demo(tmp_path)
+    _printed_approve(demo, lines)
+    command = _printed_approve(demo, lines, with_edit=True)
+    request = _pending(url, token)
+    assert command[:6] == ["hookgate", "approvals", "approve", request["id"], "--set",
+                           "amount=40000"]
+    approve = _cli(*command[2:])
+    assert approve.returncode == 0, approve.stderr
+    assert "amount: 60000.0 → 40000.0" in approve.stdout
+    out, _ = demo.communicate(timeout=60)
+    transcript = "".join(lines) + out
+    flat = " ".join(transcript.split())
+    assert demo.returncode == 0, transcript
+    assert "or approve a lowered amount" in flat
+    assert "edited amount: 60000.0 → 40000.0" in flat
+    assert "40,000 now; the rest once the hardware is delivered" in flat
+    assert "Paid 40,000.00 to ACME" in flat
+    assert "Paid ACME 12,000. Paid ACME 40,000 (alice changed it from 60,000)." in flat
+    assert "run finished: completed" in flat
 
 
 def test_demo_rejected_says_the_payment_did_not_happen(tmp_path: Path) -> None:

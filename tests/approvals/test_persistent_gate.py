@@ -75,14 +75,6 @@ async def next_event(events: asyncio.Queue[RunEvent], type_: str) -> RunEvent:
             return e
 
 
-@pytest.fixture
-async def approvals(db: Database) -> Any:
-    service = PersistentApprovals(db, sweep_interval=0.2)
-    await service.start()
-    yield service
-    await service.stop()
-
-
 def engine_for(db: Database, approvals: PersistentApprovals, llm: ScriptedLLM) -> ReActEngine:
     return ReActEngine(llm, services=HookServices(approvals=approvals, database=db),
                        ledger=DatabaseLedger(db))

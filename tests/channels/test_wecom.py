@@ -53,7 +53,7 @@ async def test_the_card_masks_secrets_and_marks_what_it_cut(
     assert "t0k3n" not in str(card)
     assert "chars in all — see the inbox]" in card["sub_title_text"]
     inbox = [r for r in card["horizontal_content_list"] if r.get("type") == 1]
-    assert inbox == [{"keyname": "Inbox", "value": "Open", "type": 1,
+    assert inbox == [{"keyname": "Inbox", "value": "Open to edit", "type": 1,
                       "url": "https://gate.example/inbox/req-2"}]
 
 

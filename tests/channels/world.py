@@ -227,10 +227,13 @@ class Scene:
         """Deliver ``callback`` as the platform would (to this scene's channel by default)."""
         return await callback.send(self.client, callback_url(channel_id or self.channel_id))
 
-    async def decide_in_inbox(self, decision: str, reason: str | None = None) -> None:
+    async def decide_in_inbox(self, decision: str, reason: str | None = None, *,
+                              arguments: dict[str, Any] | None = None,
+                              message: str | None = None) -> None:
         r = await self.client.post(f"/api/confirmations/{self.request_id}/respond",
                                    json={"decision": decision, "reason": reason,
-                                         "via": "inbox"},
+                                         "via": "inbox", "arguments": arguments,
+                                         "message": message},
                                    headers=auth("alice"))
         assert r.status_code == 200, r.text
 
@@ -248,7 +251,9 @@ class Scene:
         record = await self.record()
         assert record["status"] == "pending"
         assert record["decision"] == {"responded_at": None, "responded_by": None,
-                                      "channel_identity": None, "reason": None, "via": None}
+                                      "channel_identity": None, "reason": None, "via": None,
+                                      "message": None}
+        assert record["payload"]["edited_args"] is None
         assert self.bank.transfers == []
 
     async def approve_for_real(self, callback: BuiltCallback,

@@ -226,6 +226,28 @@ def test_rate_limits_apply_to_claude_codes_tools_by_connector(database_url):
         assert decision(hook(server, pre("Bash", {"command": "ls"}, "toolu_b")))[0] is None
 
 
+def test_an_edit_of_a_claude_code_call_is_refused_and_a_rejection_message_is_passed_on(srv):
+    # Whether a Claude Code call needs a person, and whether it writes, comes from rules
+    # over its arguments as asked (here: a Write outside the project); an edit could move
+    # it to another class, and hookgate holds no schema to check it, so it is refused.
+    outside = pre("Write", {"file_path": "/work/projectx/a.txt", "content": "x"}, "toolu_x")
+    assert decision(hook(srv, outside))[0] == "deny"
+    [request] = pending(srv)
+    assert request["can_decide"] is True and request["can_edit"] is False  # the inbox hides it
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    r = httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond", headers=headers,
+                   json={"decision": "approve", "arguments": {
+                       "file_path": "/work/project/a.txt", "content": "x"}})
+    assert r.status_code == 422 and "cannot be edited here" in r.json()["error"]
+    assert [p["id"] for p in pending(srv)] == [request["id"]]
+
+    r = httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond", headers=headers,
+                   json={"decision": "reject", "message": "write inside the project"})
+    assert r.status_code == 200
+    answer, why = decision(hook(srv, outside))
+    assert answer == "deny" and "Message from alice: write inside the project" in why
+
+
 def test_a_standing_rule_allows_claude_codes_matching_calls_every_time(srv):
     headers = {"Authorization": f"Bearer {TOKEN}"}
     for name in ("bash ", "B\u0430sh", ""):  # a trailing space, a Cyrillic 'а', nothing

@@ -53,7 +53,8 @@ def test_payment_waits_for_approval_over_http_and_runs_once(database_url: str) -
         pending = wait_pending(c)
         assert pending["payload"] == {"tool_name": "oa__purchase_pay",
                                       "args": {"amount": 60000.0, "vendor": "ACME"},
-                                      "args_sha256": pending["payload"]["args_sha256"]}
+                                      "args_sha256": pending["payload"]["args_sha256"],
+                                      "edited_args": None, "edited_args_sha256": None}
         assert pending["run_id"] == run_id and pending["requested_by"] == "alice"
         assert pending["can_decide"] is True and pending["agent_name"] == "Purchasing agent"
         assert bank.payments == []

@@ -32,3 +32,8 @@ class AlreadyDecided(ApprovalError):
 
 class RoutingError(ApprovalError):
     """No way to reach an approver (e.g. channel_only with no channel)."""
+
+
+class InvalidEdit(ApprovalError):
+    """Arguments an approver edited that may not run: refused at the arguments boundary or
+    by the tool's schema, or a tool whose arguments cannot be edited; nothing changed."""

@@ -11,9 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from hookgate.agent import Agent
+from hookgate.approvals.edits import changes, model_note
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
-from hookgate.tools.guarded import APPROVED_BY_RULE_KEY, APPROVED_CALL_KEY, APPROVED_DIGEST_KEY
+from hookgate.tools.calls import CallBinding
+from hookgate.tools.guarded import (
+    APPROVED_BY_RULE_KEY,
+    APPROVED_CALL_KEY,
+    APPROVED_DIGEST_KEY,
+    HOOK_CONTEXT_KEY,
+)
 from hookgate.tools.tool import args_digest
 
 #: The gate runs last among PreToolUse hooks, after every hook that may rewrite arguments.
@@ -86,11 +93,16 @@ class ApprovalGate(PreToolUseHook):
         if decision.binding != ask.binding:
             return HookResult(allow=False, error=_not_this_call(ask, decision))
         if decision.status == "approved" and decision.args_sha256 == digest:
+            if decision.edited_args is not None:
+                return _approved_with_edits(ctx, ask, decision, who)
             ctx.metadata[APPROVED_CALL_KEY] = ask.binding
             ctx.metadata[APPROVED_DIGEST_KEY] = digest
             if decision.rule_id is not None:
                 ctx.metadata[APPROVED_BY_RULE_KEY] = decision.reason
                 return HookResult(side_effects=[str(decision.reason)])
+            if decision.message:
+                _tell_model(ctx, model_note(decision.request_id, decision.decided_by, [],
+                                            decision.message))
             return HookResult(
                 side_effects=[f"request {decision.request_id} approved{who}"],
             )
@@ -103,14 +115,43 @@ class ApprovalGate(PreToolUseHook):
                 ),
             )
         reason = f": {decision.reason}" if decision.reason else ""
+        said = (f" Message from {decision.decided_by or 'the approver'}: {decision.message}"
+                if decision.message else "")
         return HookResult(
             allow=False,
             error=(
                 f"Not approved: '{ctx.tool_name}' was {decision.status}{who} "
-                f"(request {decision.request_id}){reason}. The call did not run."
+                f"(request {decision.request_id}){reason}. The call did not run.{said}"
             ),
             side_effects=[f"request {decision.request_id} {decision.status}{who}"],
         )
+
+
+def _approved_with_edits(ctx: HookContext, ask: ApprovalAsk, decision: ApprovalDecision,
+                         who: str) -> HookResult:
+    """The approver changed the arguments: the call goes on with exactly those, bound by
+    their digest (the guarded path validates, rechecks and compares them once more)."""
+    edited = dict(decision.edited_args or {})
+    digest = args_digest(edited)
+    if digest != decision.edited_args_sha256:
+        return HookResult(allow=False, error=(
+            f"Blocked: the edited arguments of request {decision.request_id} are not the ones "
+            "the approver approved (their digest differs); the call did not run."))
+    ctx.metadata[APPROVED_CALL_KEY] = CallBinding(ask.run_id, ask.tool_call_id, ask.tool_name,
+                                                  ask.agent.id, digest)
+    ctx.metadata[APPROVED_DIGEST_KEY] = digest
+    found = changes(ask.args, edited)
+    _tell_model(ctx, model_note(decision.request_id, decision.decided_by, found,
+                                decision.message))
+    return HookResult(
+        modified_args=edited,
+        side_effects=[f"request {decision.request_id} approved{who} with edited arguments"],
+    )
+
+
+def _tell_model(ctx: HookContext, note: str) -> None:
+    # Read next to the tool's result (and as Claude Code's additionalContext).
+    ctx.metadata.setdefault(HOOK_CONTEXT_KEY, []).append(note)
 
 
 def _not_this_call(ask: ApprovalAsk, decision: ApprovalDecision) -> str:

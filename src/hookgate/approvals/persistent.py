@@ -17,8 +17,14 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals.context import approval_context
+from hookgate.approvals.edits import checked_edit
 from hookgate.approvals.eligibility import Approver, refusal
-from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
+from hookgate.approvals.errors import (
+    AlreadyDecided,
+    InvalidEdit,
+    NotEligible,
+    RequestNotFound,
+)
 from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.quorum import (
@@ -45,6 +51,7 @@ from hookgate.engines.interrupts import RunParked
 from hookgate.storage.database import Database
 from hookgate.storage.users import is_disabled
 from hookgate.telemetry.approvals import timed_wait
+from hookgate.tools.tool import Tool
 
 if TYPE_CHECKING:
     from hookgate.approvals.followups import Followups
@@ -52,6 +59,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Listener = Callable[[ConfirmationRequest], None]
+#: The tool a request is for, with the schema an edit is checked against (None: unknown).
+ToolOf = Callable[[ConfirmationRequest], Tool | None]
 
 
 class ApprovalDeliveryFailed(Exception):
@@ -77,6 +86,7 @@ class PersistentApprovals:
         inbox_url: Callable[[str], str | None] | None = None,
         sweep_interval: float = 2.0,
         expiry_interval: float = 30.0,
+        tool_of: ToolOf | None = None,
     ) -> None:
         self.db = db
         self.store = ConfirmationStore(db)
@@ -88,6 +98,7 @@ class PersistentApprovals:
         self.inbox_url = inbox_url or (lambda _id: None)
         self.sweep_interval = sweep_interval
         self.expiry_interval = expiry_interval
+        self.tool_of: ToolOf = tool_of or (lambda _request: None)
         self._listeners: list[Listener] = []
         self._shutting_down = False
         self._background: set[asyncio.Task[Any]] = set()
@@ -186,6 +197,7 @@ class PersistentApprovals:
             "request_id": request.id, "tool_call_id": request.tool_call_id,
             "tool_name": request.tool_name, "status": request.status,
             "decided_by": request.responded_by, "reason": request.reason,
+            "changes": request.changes, "message": request.message,
         })
         return decision
 
@@ -297,10 +309,12 @@ class PersistentApprovals:
     # -- the deciders' side ------------------------------------------------------------------
 
     async def decide(
-        self, request_id: str, decision: str, who: Approver, reason: str | None = None
+        self, request_id: str, decision: str, who: Approver, reason: str | None = None, *,
+        arguments: Any = None, message: str | None = None,
     ) -> ConfirmationRequest:
-        """Approve or reject. Raises RequestNotFound, NotEligible or AlreadyDecided;
-        in each of those cases nothing changed."""
+        """Approve or reject. ``arguments`` (approvals only) are the approver's edit: what
+        may run instead; ``message`` is for the model. Raises RequestNotFound, NotEligible,
+        AlreadyDecided or InvalidEdit; in each of those cases nothing changed."""
         if decision not in ("approve", "reject"):
             raise ValueError(f"decision must be 'approve' or 'reject', not {decision!r}")
         request = await self.store.get(request_id)
@@ -318,17 +332,31 @@ class PersistentApprovals:
             raise NotEligible(why_not)
         if not request.pending:
             raise AlreadyDecided(request)
+        edit = None
+        if arguments is not None:
+            if decision != "approve":
+                raise InvalidEdit("only an approval can carry edited arguments; a rejected "
+                                  "call does not run")
+            edit = checked_edit(self.tool_of(request), request.tool_name, request.args,
+                                arguments)
         # Whether it expired is judged by the database's clock, in the compare-and-set.
         status = "approved" if decision == "approve" else "rejected"
         if status == "approved" and request.approvals_required > 1:
             # Towards a quorum: the request stays pending until enough distinct people
             # approved (one reject, below, rejects at once).
+            if edit is not None or message:
+                raise InvalidEdit(
+                    f"request {request_id} needs {request.approvals_required} approvers, who "
+                    "must all approve the same call: it cannot be approved with edited "
+                    "arguments or a message to the model")
             after = await self.votes.approve(request_id, who, reason, self.after_transition)
         else:
             after = await self.store.transition(
                 request_id, status, responded_by=who.user_id,
                 channel_identity=who.channel_identity, reason=reason, via=who.via,
-                unexpired=True,
+                edited_args=edit[0] if edit else None,
+                edited_args_sha256=edit[1] if edit else None,
+                message=message, unexpired=True,
                 then=with_vote(who, decision, reason, self.after_transition),
             )
         if after is None:
@@ -402,9 +430,7 @@ class PersistentApprovals:
     def _update_card_later(self, request: ConfirmationRequest) -> None:
         if self.channels is None:
             return
-        outcome = CardOutcome(request.id, request.status,  # type: ignore[arg-type]
-                              request.responded_by, request.responded_at, request.reason,
-                              via=request.decided_via)
+        outcome = request.card_outcome()
         # No card yet (none, or one still being sent): nothing to update on the own channel.
         own = ([request.delivery_ref] if request.delivery_ref and "channel_id" in
                request.delivery_ref and request.channel_id else [])
@@ -458,6 +484,9 @@ def _decision(request: ConfirmationRequest) -> ApprovalDecision:
         reason=request.reason,
         responded_at=request.responded_at.isoformat() if request.responded_at else None,
         binding=request.binding,
+        edited_args=request.edited_args,
+        edited_args_sha256=request.edited_args_sha256,
+        message=request.message,
     )
 
 

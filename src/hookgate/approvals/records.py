@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals.context import readable_numbers
+from hookgate.approvals.edits import changes
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallBinding
+
+if TYPE_CHECKING:
+    from hookgate.channels.base import CardOutcome
 
 STATUSES = ("pending", "approved", "rejected", "expired", "cancelled")
 
@@ -48,6 +52,11 @@ class ConfirmationRequest:
     escalated_to: tuple[str, ...] = ()
     escalation_refs: tuple[dict[str, Any], ...] = ()
     unreachable: str | None = None
+    #: Set when the approver changed the arguments: what may run instead of ``args``.
+    edited_args: dict[str, Any] | None = None
+    edited_args_sha256: str | None = None
+    #: The approver's words to the model, read with the decision.
+    message: str | None = None
     #: Distinct eligible approvals the request needs (quorum), and who gave them so far.
     approvals_required: int = 1
     allow_self_approval: bool = True
@@ -69,6 +78,8 @@ class ConfirmationRequest:
             last_reminded_at=row.last_reminded_at, escalated_at=row.escalated_at,
             escalated_to=tuple(row.escalated_to or ()),
             escalation_refs=tuple(row.escalation_refs or ()), unreachable=row.unreachable,
+            edited_args=dict(row.edited_args) if row.edited_args is not None else None,
+            edited_args_sha256=row.edited_args_sha256, message=row.message,
             approvals_required=row.approvals_required or 1,
             allow_self_approval=row.allow_self_approval is not False,
             approvals=tuple(row.approvals or ()),
@@ -79,6 +90,27 @@ class ConfirmationRequest:
         """The one call this request is about: run, call id, tool, agent, argument digest."""
         return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent_id,
                            self.args_sha256)
+
+    @property
+    def approved_binding(self) -> CallBinding:
+        """The call an approval lets run: the asked call, with the edited arguments' digest
+        when the approver changed them."""
+        return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent_id,
+                           self.edited_args_sha256 or self.args_sha256)
+
+    @property
+    def changes(self) -> list[dict[str, Any]]:
+        """What the approver changed (``path``, ``before``, ``after``); [] without edits."""
+        return changes(self.args, self.edited_args) if self.edited_args is not None else []
+
+    def card_outcome(self) -> CardOutcome:
+        """What a chat card shows once this request is decided."""
+        # Imported here: the channels package reaches the config, which imports approvals.
+        from hookgate.channels.base import CardOutcome
+
+        return CardOutcome(self.id, self.status,  # type: ignore[arg-type]
+                           self.responded_by, self.responded_at, self.reason,
+                           via=self.decided_via, changes=self.changes, message=self.message)
 
     @property
     def pending(self) -> bool:
@@ -110,7 +142,10 @@ class ConfirmationRequest:
             "approver_scope": self.approver_scope,
             "status": self.status,
             "payload": {"tool_name": self.tool_name, "args": self.args,
-                        "args_sha256": self.args_sha256},
+                        "args_sha256": self.args_sha256,
+                        "edited_args": self.edited_args,
+                        "edited_args_sha256": self.edited_args_sha256},
+            "changes": self.changes,
             "context": {**(self.context or {}), "numbers": readable_numbers(self.args)},
             "created_at": self.created_at.isoformat(),
             "expires_at": self.expires_at.isoformat(),
@@ -121,6 +156,7 @@ class ConfirmationRequest:
                 "channel_identity": self.responder_channel_identity,
                 "reason": self.reason,
                 "via": self.decided_via,
+                "message": self.message,
             },
             "followup": {
                 "reminders_sent": self.reminders_sent,

@@ -59,6 +59,12 @@ class ApprovalDecision:
     #: Set when nobody was asked: the id of the earlier request a person rejected for the
     #: same tool and arguments in this run.
     repeat_of: str | None = None
+    #: The arguments the approver changed (and their digest): with them, only this call
+    #: may run, not the asked one.
+    edited_args: dict[str, Any] | None = None
+    edited_args_sha256: str | None = None
+    #: The approver's words to the model.
+    message: str | None = None
     #: Set when nobody was asked because a standing rule approved the call (its id).
     rule_id: str | None = None
 

@@ -79,6 +79,9 @@ class ConfirmationStore:
         unexpired: bool = False,
         then: AfterTransition | None = None,
         via: str | None = None,
+        edited_args: dict[str, Any] | None = None,
+        edited_args_sha256: str | None = None,
+        message: str | None = None,
     ) -> ConfirmationRequest | None:
         """Move a pending request to ``status`` and return it as it now is, in one
         statement; None if it was no longer pending (someone else decided first) or, with
@@ -99,7 +102,8 @@ class ConfirmationStore:
                 .where(*cond)
                 .values(status=status, responded_at=when, responded_by=responded_by,
                         responder_channel_identity=channel_identity, reason=reason,
-                        decided_via=via)
+                        decided_via=via, edited_args=edited_args,
+                        edited_args_sha256=edited_args_sha256, message=message)
                 .returning(ConfirmationRequestRow)
             )
             row = result.scalar_one_or_none()

@@ -103,6 +103,10 @@ class CardOutcome:
     reason: str | None = None
     #: Through what the decision came (inbox, api, cli, feishu, slack, wecom).
     via: str | None = None
+    #: What the approver changed before approving (hookgate.approvals.edits.changes).
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    #: The approver's words to the model.
+    message: str | None = None
 
 
 @dataclass(slots=True)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from hookgate.approvals.context import numbers_text, readable_numbers, reason_texts
+from hookgate.approvals.edits import changes_text
 from hookgate.channels.base import ApprovalCard, CardOutcome
+from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, MASK, is_secret_key
+
+#: The words of a card's link to the request in the inbox, where the arguments can be
+#: edited before approving (no platform card has a form that could hold them safely).
+INBOX_LINK = "Open in the inbox (to approve with edited arguments)"
 
 #: Where a decision came from, as the record names it.
 VIA_TITLES = {
@@ -135,4 +142,24 @@ def context_lines(card: ApprovalCard, *, message_chars: int, text_chars: int) ->
     numbers = numbers_line(card)
     if numbers:
         lines.append("Numbers: " + clip(numbers, text_chars))
+    return lines
+
+
+#: The longest edit or message line of a follow-up notice (WeCom's text messages).
+NOTICE_CHARS = 1500
+
+
+def decision_lines(outcome: CardOutcome, *, text_chars: int,
+                   patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> list[str]:
+    """What the approver changed (secret-looking values masked) and their words to the
+    model, as lines for a decided card; [] for a plain decision."""
+    lines = []
+    if outcome.changes:
+        pats = tuple(patterns)
+        shown = [change if not any(is_secret_key(part, pats)
+                                   for part in str(change["path"]).split("."))
+                 else {**change, "before": MASK, "after": MASK} for change in outcome.changes]
+        lines.append("Approved with edits: " + clip(changes_text(shown), text_chars))
+    if outcome.message:
+        lines.append("Message to the agent: " + clip(outcome.message, text_chars))
     return lines

@@ -10,6 +10,7 @@ import typer
 from rich.text import Text
 
 from hookgate.approvals.context import numbers_text, reason_texts
+from hookgate.approvals.edits import changes_text
 from hookgate.cli.app import app, console, fail
 
 approvals_app = typer.Typer(help="Confirmation requests on a running server.",
@@ -21,6 +22,14 @@ UrlOption = Annotated[str, typer.Option(envvar="HOOKGATE_URL",
 TokenOption = Annotated[str | None, typer.Option(envvar="HOOKGATE_TOKEN",
                                                  help="Your API token.", show_default=False)]
 ReasonOption = Annotated[str | None, typer.Option(help="Why (recorded with the decision).")]
+MessageOption = Annotated[str | None, typer.Option(
+    help="Words for the agent's model, read with the decision.")]
+ArgsOption = Annotated[str | None, typer.Option(
+    "--args", help="Approve these arguments instead (a JSON object), checked against the "
+                   "tool's schema.", show_default=False)]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", help="Change one argument before approving: path=value (value as JSON, else "
+                  "text; a.b for nested keys). Repeatable.", show_default=False)]
 
 
 def _call(method: str, url: str, path: str, token: str | None,
@@ -75,6 +84,9 @@ def list_(
                       highlight=False)
         for reason in reason_texts(it.get("context")):
             console.print(Text(f"    why: {reason}"), soft_wrap=True, highlight=False)
+        if it.get("changes"):
+            console.print(Text(f"    edited: {changes_text(it['changes'])}"), soft_wrap=True,
+                          highlight=False)
         for line in _followup_lines(it):
             console.print(line, soft_wrap=True, highlight=False)
 
@@ -118,6 +130,11 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             ("what it does", context.get("tool_description") or ""),
             *[("why approval", reason) for reason in reason_texts(it.get("context"))],
             ("arguments", _arguments(it)), ("sha256", it["payload"]["args_sha256"])]
+    edited = it["payload"].get("edited_args")
+    if edited is not None:
+        rows += [("approved as", json.dumps(edited, ensure_ascii=False, allow_nan=False)),
+                 ("changed", changes_text(it.get("changes") or [])),
+                 ("sha256", it["payload"]["edited_args_sha256"])]
     counted = it.get("approvals") or {}
     if counted.get("required", 1) > 1 or counted.get("count", 0) > 1:
         names = ", ".join(a["user_id"] for a in counted.get("approved_by") or [])
@@ -132,6 +149,8 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             f"via {d['via']}" if d.get("via") else "", f"at {d.get('responded_at')}") if x)))
         if d.get("reason"):
             rows.append(("reason", d["reason"]))
+        if d.get("message"):
+            rows.append(("to the agent", d["message"]))
     for line in _followup_lines(it):
         rows.append(("follow-up", line.plain.strip()))
     for label, value in rows:
@@ -141,10 +160,16 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
 
 
 def _decide(decision: str, request_id: str, url: str, token: str | None,
-            reason: str | None, remember: dict[str, Any] | None = None) -> None:
+            reason: str | None, message: str | None = None,
+            arguments: dict[str, Any] | None = None,
+            remember: dict[str, Any] | None = None) -> None:
     body: dict[str, Any] = {"decision": decision, "via": "cli"}
     if reason:
         body["reason"] = reason
+    if message:
+        body["message"] = message
+    if arguments is not None:
+        body["arguments"] = arguments
     if remember:
         body["remember"] = remember
     out = _call("POST", url, f"/api/confirmations/{request_id}/respond", token, body)
@@ -154,7 +179,10 @@ def _decide(decision: str, request_id: str, url: str, token: str | None,
                       f"{counted['required']} approvals")
         return
     console.print(f"{request_id}: {out['status']} by {out['decision']['responded_by']} "
-                  f"via {out['decision']['via']}")
+                  f"via {out['decision']['via']}", highlight=False)
+    if out.get("changes"):
+        console.print(Text(f"  changed: {changes_text(out['changes'])}"), soft_wrap=True,
+                      highlight=False)
     if out.get("rule"):
         from hookgate.cli.rules_cmd import rule_line  # it imports this module
 
@@ -162,9 +190,51 @@ def _decide(decision: str, request_id: str, url: str, token: str | None,
                       highlight=False)
 
 
+def _edited(request_id: str, url: str, token: str | None, args: str | None,
+            sets: list[str]) -> dict[str, Any] | None:
+    """The arguments to approve instead: ``--args`` whole, then each ``--set`` on top (on
+    the request's own arguments when there is no ``--args``); None for no edit."""
+    if args is None and not sets:
+        return None
+    if args is not None:
+        try:
+            edited = json.loads(args, parse_constant=_no_constant)
+        except ValueError as exc:
+            fail(f"--args is not valid JSON: {exc}", 2)
+        if not isinstance(edited, dict):
+            fail("--args must be a JSON object", 2)
+    else:
+        edited = _call("GET", url, f"/api/confirmations/{request_id}", token)["payload"]["args"]
+    for item in sets:
+        path, sep, raw = item.partition("=")
+        if not sep or not path:
+            fail(f"--set takes path=value, got {item!r}", 2)
+        try:
+            value: Any = json.loads(raw, parse_constant=_no_constant)
+        except ValueError:
+            value = raw  # not JSON: the text itself
+        _put(edited, path.split("."), value, item)
+    return dict(edited)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number an argument can hold")
+
+
+def _put(target: dict[str, Any], keys: list[str], value: Any, item: str) -> None:
+    for key in keys[:-1]:
+        inner = target.setdefault(key, {})
+        if not isinstance(inner, dict):
+            fail(f"--set {item!r}: '{key}' is not an object", 2)
+        target = inner
+    target[keys[-1]] = value
+
+
 @approvals_app.command()
 def approve(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             token: TokenOption = None, reason: ReasonOption = None,
+            message: MessageOption = None, args: ArgsOption = None,
+            set_: SetOption = None,
             remember: Annotated[str | None, typer.Option(
                 help="Also approve later calls like it: run, agent_user or org.",
                 show_default=False)] = None,
@@ -174,18 +244,22 @@ def approve(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
             expires_in: Annotated[int | None, typer.Option(
                 "--expires-in", help="With --remember: seconds the rule lasts.",
                 show_default=False)] = None) -> None:
-    """Approve a pending request: the waiting call runs with exactly its arguments."""
+    """Approve a pending request: the waiting call runs with exactly its arguments, or with
+    the edited ones given by --args / --set (the agent is told what changed)."""
     rule: dict[str, Any] | None = None
     if remember is not None:
         rule = {"scope": remember, **({"when": when} if when else {}),
                 **({"expires_in": expires_in} if expires_in else {})}
     elif when is not None or expires_in is not None:
         fail("--when and --expires-in go with --remember", 2)
-    _decide("approve", request_id, url, token, reason, rule)
+    edited = _edited(request_id, url, token, args, set_ or [])
+    _decide("approve", request_id, url, token, reason, message, edited, rule)
 
 
 @approvals_app.command()
 def reject(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
-           token: TokenOption = None, reason: ReasonOption = None) -> None:
-    """Reject a pending request: the call does not run and the agent is told."""
-    _decide("reject", request_id, url, token, reason)
+           token: TokenOption = None, reason: ReasonOption = None,
+           message: MessageOption = None) -> None:
+    """Reject a pending request: the call does not run and the agent is told (with
+    --message in its own words)."""
+    _decide("reject", request_id, url, token, reason, message)

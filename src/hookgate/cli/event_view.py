@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from hookgate.approvals.edits import changes_text
 from hookgate.engines.events import RunEvent
 from hookgate.hooks.trace import ADMIN_OUTPUT_KEY
 
@@ -153,6 +154,10 @@ class EventView:
         why = f": {data['reason']}" if data.get("reason") else ""
         self._line("decided", "magenta",
                    f"request {data.get('request_id')} {data.get('status')}{who}{why}", 2)
+        if data.get("changes"):
+            self._line("edited", "magenta", changes_text(data["changes"]), 2)
+        if data.get("message"):
+            self._line("message", "magenta", str(data["message"]), 2)
 
     def _answer(self, data: dict[str, Any]) -> None:
         self._line("answer", "bold green", str(data.get("answer") or ""))

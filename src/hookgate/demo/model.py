@@ -18,6 +18,9 @@ LIST = "oa__list_vendors"
 _AMOUNT = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w,])")
 #: The purchasing tool's own words when a payment went through.
 _PAID_MARK = "OA payment confirmed"
+_PAID = re.compile(r"Paid ([\d,]+(?:\.\d+)?) to ")
+#: The gate's note when an approver changed the arguments before approving.
+_EDITED_BY = re.compile(r"Note: (\S+) changed the arguments before approving")
 
 
 def demo_turn(messages: list[Message]) -> Turn:
@@ -50,8 +53,16 @@ def _report(messages: list[Message], vendor: str) -> str:
             continue
         amount = _amount(call.get("args"))
         observation = results.get(str(call.get("id")), "")
-        if _PAID_MARK in observation:
-            lines.append(f"Paid {vendor} {amount}.")
+        paid = _PAID.search(observation)
+        if _PAID_MARK in observation and paid:
+            # The approver may have changed the amount: report what the tool paid.
+            actual = _amount({"amount": float(paid.group(1).replace(",", ""))})
+            editor = _EDITED_BY.search(observation)
+            if actual != amount and editor:
+                lines.append(f"Paid {vendor} {actual} ({editor.group(1)} changed it from "
+                             f"{amount}).")
+            else:
+                lines.append(f"Paid {vendor} {actual}.")
         else:
             lines.append(f"Did not pay {vendor} {amount}: {observation}")
     return " ".join(lines) or f"No payment to {vendor} was made."

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shlex
 from pathlib import Path
 
 from rich.console import Console
@@ -19,6 +20,9 @@ from hookgate.demo.world import DEMO_MESSAGE, demo_deployment
 from hookgate.server.runtime import Runtime
 from hookgate.server.serving import build_server, listen
 
+#: The walkthrough's approve-with-edits: the large payment lowered, with a word for the model.
+EDITED_AMOUNT = 40000
+EDIT_MESSAGE = "40,000 now; the rest once the hardware is delivered"
 #: The decision the demo offers to remember: ACME payments up to 100,000, for a day.
 REMEMBER = ("--remember agent_user --when 'args.vendor == \"ACME\" and args.amount <= "
             "100000' --expires-in 86400")
@@ -69,6 +73,11 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
                       f"hookgate approvals show {rid} --url {url} --token {token}")
             _copyable(console, "  ",
                       f"hookgate approvals approve {rid} --url {url} --token {token}")
+            console.print("  [dim]or approve a lowered amount (the agent is told what you "
+                          "changed):[/]")
+            _copyable(console, "  ",
+                      f"hookgate approvals approve {rid} --set amount={EDITED_AMOUNT} "
+                      f"--message {shlex.quote(EDIT_MESSAGE)} --url {url} --token {token}")
             console.print("  or approve and remember (later ACME payments up to 100,000 "
                           "go through without asking):", highlight=False)
             _copyable(console, "  ", f"hookgate approvals approve {rid} {REMEMBER} "

@@ -160,6 +160,4 @@ class ChannelCallbacks:
 
 
 def _outcome(request: ConfirmationRequest) -> CardOutcome:
-    return CardOutcome(request.id, request.status,  # type: ignore[arg-type]
-                       request.responded_by, request.responded_at, request.reason,
-                       via=request.decided_via)
+    return request.card_outcome()

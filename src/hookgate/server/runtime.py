@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import Table
 
+from hookgate.approvals.edits import agent_tool
 from hookgate.approvals.followup_timers import FollowupTimers
 from hookgate.approvals.followups import Followups
 from hookgate.approvals.persistent import PersistentApprovals
@@ -75,6 +77,8 @@ class Runtime:
             raise ValueError("the deployment declares no models")
         # Agents listing channel_notify get one that posts through this server's channels.
         agents = self.channels.with_notify_tool(deployment.agents)
+        # An approver's edit is checked against the tool's own schema (approvals/edits.py).
+        self.approvals.tool_of = partial(agent_tool, agents)
         self.runs = RunManager(self.db, self.approvals, self.services, agents,
                                deployment.model_for, max_steps=deployment.max_steps,
                                workflows=deployment.workflows)

@@ -3,9 +3,11 @@ as the JSON types they are: ``"yes"`` or ``1`` is not a boolean, ``"5"`` not a n
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hookgate.tools.arguments import ArgumentsRefused, check_arguments
 
 #: The longest ``message`` a run or workflow run takes, in characters (README: HTTP API).
 MAX_MESSAGE_CHARS = 100_000
@@ -22,6 +24,23 @@ class StartRun(ApiBody):
     message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     conversation_id: str | None = Field(default=None, max_length=128)
     engine: Literal["react", "dag"] = "react"
+
+
+#: The longest approver's ``message`` to the model, in characters.
+MAX_DECISION_MESSAGE_CHARS = 2000
+#: How many requests one batch decision takes.
+MAX_BATCH = 100
+
+
+def storable_text(value: str | None) -> str | None:
+    """Words a person gives with a decision, refused if no store could keep them exactly
+    (a lone surrogate, a NUL): the model and the record must read what was written."""
+    if value is not None:
+        try:
+            check_arguments(value)
+        except ArgumentsRefused as exc:
+            raise ValueError(str(exc).replace("arguments: ", "", 1)) from None
+    return value
 
 
 class Remember(ApiBody):
@@ -48,5 +67,24 @@ class Respond(ApiBody):
     reason: str | None = Field(default=None, max_length=2000)
     #: Where the person decided; chat channels are set by their callbacks, never here.
     via: Literal["inbox", "api", "cli"] = "api"
+    #: Approve with edits: the arguments that run instead (checked by approvals/edits.py).
+    arguments: dict[str, Any] | None = None
+    #: Words for the model, read with the decision (approve or reject).
+    message: str | None = Field(default=None, max_length=MAX_DECISION_MESSAGE_CHARS)
     #: Approve and remember: also create a standing rule for calls like this one.
     remember: Remember | None = None
+
+    _texts = field_validator("reason", "message")(storable_text)
+
+
+class RespondBatch(ApiBody):
+    """One decision for several requests (e.g. the parallel calls of one turn); each is
+    decided on its own: eligibility, binding and first-decision-wins per request."""
+
+    ids: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(default=None, max_length=2000)
+    via: Literal["inbox", "api", "cli"] = "api"
+    message: str | None = Field(default=None, max_length=MAX_DECISION_MESSAGE_CHARS)
+
+    _texts = field_validator("reason", "message")(storable_text)

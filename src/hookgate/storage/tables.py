@@ -140,6 +140,12 @@ class ConfirmationRequestRow(Base):
     escalation_refs: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     #: Why no approver can be reached (no approver resolved, every delivery failed).
     unreachable: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: The arguments an approver changed before approving (migration 0010); with them,
+    #: their digest is what may run, not ``args_sha256``.
+    edited_args: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    edited_args_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: The approver's words to the model, given with the decision (migration 0010).
+    message: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: How many distinct eligible people must approve (quorum; migration 0011).
     approvals_required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     #: False: the requester may not approve their own call (four eyes).

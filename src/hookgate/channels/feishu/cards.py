@@ -13,7 +13,7 @@ from typing import Any
 
 from hookgate.channels import card_text
 from hookgate.channels.base import ApprovalCard, CardOutcome
-from hookgate.channels.masking import ArgsLimits, render_args
+from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, ArgsLimits, render_args
 
 #: Feishu refuses cards over 30 KB; the arguments get a good part of that, not all.
 ARGS_LIMITS = ArgsLimits(value_chars=500, budget=6000)
@@ -80,7 +80,8 @@ def approval_card(
         _plain(args),
     ]
     if card.inbox_url:
-        elements.append({"tag": "markdown", "content": f"[Open in the inbox]({card.inbox_url})"})
+        elements.append({"tag": "markdown",
+                         "content": f"[{card_text.INBOX_LINK}]({card.inbox_url})"})
     elements.append(
         {
             "tag": "column_set",
@@ -94,12 +95,15 @@ def approval_card(
     return _card(_header(card_text.title(card), card_text.summary(card), "orange"), elements)
 
 
-def decided_card(outcome: CardOutcome, tool_name: str | None = None) -> dict[str, Any]:
-    """The card after the decision: outcome, who, when; no buttons."""
+def decided_card(outcome: CardOutcome, tool_name: str | None = None, *,
+                 patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> dict[str, Any]:
+    """The card after the decision: outcome, who, when, what was edited and the words to
+    the model; no buttons."""
     status = card_text.STATUS_TITLES[outcome.status]
     lines = [card_text.outcome_line(outcome)]
     if outcome.reason:
         lines.append(f"Reason: {outcome.reason}")
+    lines += card_text.decision_lines(outcome, text_chars=MESSAGE_CHARS, patterns=patterns)
     lines.append(f"Request: {outcome.request_id}")
     title = f"{status}: {tool_name}" if tool_name else status
     header = _header(title, f"request {outcome.request_id}", OUTCOME_TEMPLATES[outcome.status])

@@ -166,7 +166,8 @@ class FeishuChannel(Channel):
                 "its ref has no message_id",
                 platform="feishu",
             )
-        card = decided_card(outcome, string(delivered.ref, "tool"))
+        card = decided_card(outcome, string(delivered.ref, "tool"),
+                            patterns=self.settings.mask_patterns)
         content = json.dumps(card, ensure_ascii=False, separators=(",", ":"))
         await self._call("PATCH", f"{MESSAGES_PATH}/{message_id}", {"content": content})
 
@@ -298,7 +299,8 @@ class FeishuChannel(Channel):
         if outcome is None:
             return _reply_json({"toast": {"type": "warning", "content": message}})
         toast_type = "success" if outcome.status in ("approved", "rejected") else "info"
-        card = decided_card(outcome, string(action.ref, "tool"))
+        card = decided_card(outcome, string(action.ref, "tool"),
+                            patterns=self.settings.mask_patterns)
         return _reply_json(
             {"toast": {"type": toast_type, "content": message},
              "card": {"type": "raw", "data": card}}

@@ -12,7 +12,7 @@ from typing import Any
 
 from hookgate.channels import card_text
 from hookgate.channels.base import ApprovalCard, CardOutcome
-from hookgate.channels.masking import ArgsLimits, render_args
+from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, ArgsLimits, render_args
 
 #: A section's text holds at most 3000 characters; leave room for the label and marker.
 ARGS_LIMITS = ArgsLimits(value_chars=300, budget=2400)
@@ -74,7 +74,7 @@ def approval_blocks(
     if card.inbox_url:
         blocks.append(
             {"type": "context",
-             "elements": [{"type": "mrkdwn", "text": f"<{card.inbox_url}|Open in the inbox>"}]}
+             "elements": [{"type": "mrkdwn", "text": f"<{card.inbox_url}|{card_text.INBOX_LINK}>"}]}
         )
     blocks.append(
         {
@@ -96,12 +96,15 @@ def decided_text(outcome: CardOutcome, tool_name: str | None) -> str:
     return f"{card_text.outcome_line(outcome)}: {what}"
 
 
-def decided_blocks(outcome: CardOutcome, tool_name: str | None) -> list[dict[str, Any]]:
-    """The message after the decision: outcome, who, when; no buttons."""
+def decided_blocks(outcome: CardOutcome, tool_name: str | None, *,
+                   patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> list[dict[str, Any]]:
+    """The message after the decision: outcome, who, when, what was edited and the words
+    to the model; no buttons."""
     status = card_text.STATUS_TITLES[outcome.status]
     lines = [card_text.outcome_line(outcome)]
     if outcome.reason:
         lines.append(f"Reason: {outcome.reason}")
+    lines += card_text.decision_lines(outcome, text_chars=MESSAGE_CHARS, patterns=patterns)
     return [
         _header(f"{status}: {tool_name}" if tool_name else status),
         {"type": "section", "block_id": f"decided_{outcome.request_id}",

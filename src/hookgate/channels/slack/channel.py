@@ -102,7 +102,8 @@ class SlackChannel(Channel):
                 "channel": channel,
                 "ts": ts,
                 "text": decided_text(outcome, tool_name),
-                "blocks": decided_blocks(outcome, tool_name),
+                "blocks": decided_blocks(outcome, tool_name,
+                                         patterns=self.settings.mask_patterns),
             },
         )
 

@@ -150,6 +150,13 @@ class WeComChannel(Channel):
         else:
             body["userids"] = self.settings.touser.split("|")
         await self._post(UPDATE_PATH, body)
+        # The disabled button has room for a few words only: edits and the words to the
+        # model follow as a message to the same people.
+        details = card_text.decision_lines(outcome, text_chars=card_text.NOTICE_CHARS,
+                                           patterns=self.settings.mask_patterns)
+        if details:
+            await self.notify("\n".join([f"{card_text.outcome_line(outcome)} "
+                                         f"(request {outcome.request_id})", *details]))
 
     async def notify(self, text: str) -> None:
         await self._post(

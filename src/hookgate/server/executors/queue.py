@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from hookgate.server.run_manager import RunManager
 
 log = logging.getLogger(__name__)
+#: Tries to queue a job or hold the one queued (each miss means a worker just took it).
+_DEFER_ATTEMPTS = 5
 
 QUEUE = "hookgate_runs"
 #: Runs that should advance and have no job queued or running (see recover()).
@@ -158,13 +160,31 @@ class QueueExecutor:
                      **kwargs: Any) -> None:
         job = task.configure(lock=lock, queueing_lock=queueing_lock,
                              schedule_at=schedule_at).make_new_job(**kwargs)
-        conn = await (await session.connection()).get_raw_connection()
-        try:
-            # A savepoint: a job already queued must not abort the caller's transaction.
-            async with session.begin_nested():
-                await self.app.job_manager.defer_job_async(job, connection=conn.driver_connection)
-        except pq_exceptions.AlreadyEnqueued:
-            pass
+        sa_conn = await session.connection()
+        conn = await sa_conn.get_raw_connection()
+        for _ in range(_DEFER_ATTEMPTS):
+            try:
+                # A savepoint: a job already queued must not abort the caller's transaction.
+                # Taken on the connection, which emits it now; the session's own would wait
+                # for the session's next statement and miss the raw insert below, so the
+                # conflict aborted the transaction and silently undid the caller's change
+                # (a decision answered 200 but left pending).
+                async with sa_conn.begin_nested():
+                    await self.app.job_manager.defer_job_async(
+                        job, connection=conn.driver_connection)
+                return
+            except pq_exceptions.AlreadyEnqueued:
+                pass
+            # The job already queued could be taken by a worker before this transaction
+            # commits and read the state from before it (a decision's continuation lost,
+            # the run left waiting). Holding its row until the commit keeps workers off it
+            # (they skip locked jobs); if a worker took it meanwhile, queue a new one.
+            held = (await session.execute(text(
+                "SELECT id FROM procrastinate_jobs WHERE queueing_lock = :q "
+                "AND status = 'todo' FOR UPDATE"), {"q": queueing_lock})).first()
+            if held is not None:
+                return
+        log.warning("could not queue or hold a job with queueing lock %s", queueing_lock)
 
     async def _continue_after_transition(self, session: AsyncSession,
                                          request: ConfirmationRequest) -> None:

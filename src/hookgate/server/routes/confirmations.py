@@ -11,10 +11,10 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from sse_starlette.sse import EventSourceResponse
 
 from hookgate.approvals.eligibility import Approver, refusal
-from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
-from hookgate.approvals.quorum import AlreadyVoted, self_approval_refusal
+from hookgate.approvals.quorum import self_approval_refusal
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
+from hookgate.server.decisions import decide_for
 from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
@@ -22,7 +22,7 @@ from hookgate.server.schemas import Respond
 router = APIRouter(prefix="/api", tags=["confirmations"])
 
 
-def _view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str, Any]:
+def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str, Any]:
     out = request.to_dict()
     agent = rt.deployment.agents.get(request.agent_id)
     out["agent_name"] = agent.name if agent else request.agent_id
@@ -32,6 +32,8 @@ def _view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str
     # Four eyes: the requester may reject their own call but not approve it.
     out["can_approve"] = out["can_decide"] and self_approval_refusal(
         request, who, "approve") is None
+    # Arguments can be edited only against the tool's own schema (approvals/edits.py).
+    out["can_edit"] = out["can_approve"] and rt.approvals.tool_of(request) is not None
     return out
 
 
@@ -47,7 +49,7 @@ async def list_confirmations(
         raise HTTPException(422, f"status must be one of {', '.join(STATUSES)}")
     rows = await rt.approvals.store.list_for_org(org_id=caller.org_id, status=status,
                                                  limit=limit, offset=offset)
-    return [_view(r, caller, rt) for r in rows]
+    return [view(r, caller, rt) for r in rows]
 
 
 @router.get("/confirmations/events")
@@ -61,7 +63,7 @@ async def confirmation_events(request: Request, caller: StreamCallerDep,
             while True:
                 item = await queue.get()
                 yield {"event": "confirmation",
-                       "data": json.dumps(_view(item, caller, rt), default=str)}
+                       "data": json.dumps(view(item, caller, rt), default=str)}
         except asyncio.CancelledError:
             raise
         finally:
@@ -80,7 +82,7 @@ async def _visible(request_id: str, caller: Caller, rt: Runtime) -> Confirmation
 @router.get("/confirmations/{request_id}")
 async def get_confirmation(request_id: str, caller: CallerDep,
                            rt: RuntimeDep) -> dict[str, Any]:
-    return _view(await _visible(request_id, caller, rt), caller, rt)
+    return view(await _visible(request_id, caller, rt), caller, rt)
 
 
 @router.post("/confirmations/{request_id}/respond")
@@ -89,21 +91,12 @@ async def respond(request_id: str, body: Respond, caller: CallerDep,
     request = await _visible(request_id, caller, rt)
     rule = (await remembered_rule(rt, request, body.remember, caller, body.decision)
             if body.remember is not None else None)
-    try:
-        decided = await rt.approvals.decide(
-            request_id, body.decision,
-            Approver(caller.user_id, caller.org_id, caller.admin, via=body.via),
-            reason=body.reason,
-        )
-    except RequestNotFound as exc:
-        raise HTTPException(404, str(exc)) from None
-    except NotEligible as exc:
-        raise HTTPException(403, f"not allowed: {exc}") from None
-    except AlreadyDecided as exc:
-        raise HTTPException(409, str(exc)) from None
-    except AlreadyVoted as exc:
-        raise HTTPException(409, str(exc)) from None
-    out = _view(decided, caller, rt)
+    done = await decide_for(rt, caller, request_id, body.decision, via=body.via,
+                            reason=body.reason, arguments=body.arguments,
+                            message=body.message)
+    if done.error is not None or done.request is None:
+        raise HTTPException(done.status_code, done.error)
+    out = view(done.request, caller, rt)
     if rule is not None:
         out["rule"] = (await rt.approvals.rules.save(rule)).to_dict()
     return out

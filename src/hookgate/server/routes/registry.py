@@ -8,7 +8,8 @@ from fastapi import APIRouter
 
 #: Modules under hookgate.server.routes that expose ``router``.
 EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows", "channel_callbacks", "audit", "orgs",
-                                         "users", "claude_code", "approval_rules")
+                                         "users", "claude_code", "batch_decisions",
+                                         "approval_rules")
 
 
 def routers() -> list[APIRouter]:

@@ -255,8 +255,15 @@
     });
     cardRequests.set(card, req);
     const payload = req.payload || {};
+    // In the inbox, a request this person may decide can be picked for a batch decision.
+    const selectable = req.status === "pending" && req.can_decide && document.getElementById("batch");
     card.append(
       h("header", { class: "card-head" },
+        selectable ? h("input", {
+          type: "checkbox", class: "select", value: req.id,
+          "aria-label": `Select the call of ${payload.tool_name} for a decision together`,
+          onchange: syncBatch,
+        }) : null,
         h("h3", { id: headingId, tabindex: "-1" },
           h("span", { class: "visually-hidden" }, "Call of "),
           h("code", { class: "tool" }, visible(payload.tool_name))),
@@ -313,29 +320,77 @@
     }
     const out = h("div", { class: "decision" }, h("p", {}, parts));
     if (d.reason) out.append(h("blockquote", {}, visible(d.reason)));
+    const changes = req.changes || [];
+    if (changes.length) {
+      out.append(h("div", { class: "edits" },
+        h("h4", {}, "Approved with edited arguments"),
+        h("ul", {}, changes.map((c) => h("li", {},
+          h("code", {}, visible(c.path)), ": ",
+          c.added ? ["added ", h("code", {}, json(c.after))]
+            : c.removed ? ["removed (was ", h("code", {}, json(c.before)), ")"]
+              : [h("del", {}, json(c.before)), " → ", h("ins", {}, json(c.after))]))),
+        h("p", { class: "sub" }, "What runs instead of the arguments asked for:"),
+        argsView(payloadOf(req).edited_args),
+        h("p", { class: "digest" }, "SHA-256 ", h("code", {}, payloadOf(req).edited_args_sha256 || "—"))));
+    }
+    if (d.message) {
+      out.append(h("div", { class: "message" }, h("h4", {}, "Message to the agent"),
+        h("blockquote", {}, visible(d.message))));
+    }
     return out;
   }
 
+  const payloadOf = (req) => req.payload || {};
+
   function decisionForm(req) {
     const reasonId = nextId("reason");
+    const messageId = nextId("message");
+    const argsId = nextId("arguments");
+    const asked = JSON.stringify(req.payload.args, null, 2);
     const error = h("p", { class: "alert", role: "alert", hidden: true });
     const canApprove = req.can_approve !== false;
     const remember = canApprove && !quorumText(req) ? rememberFields(req) : null;
     const form = h("form", { class: "decide", "aria-label": `Decide on ${req.payload.tool_name}` },
-      h("label", { for: reasonId }, "Reason ", h("span", { class: "optional" }, "(optional)")),
+      h("label", { for: reasonId }, "Reason ", h("span", { class: "optional" }, "(optional, for the record)")),
       h("textarea", { id: reasonId, name: "reason", rows: "2", maxlength: "2000" }),
+      h("label", { for: messageId }, "Message to the agent ", h("span", { class: "optional" }, "(optional, the model reads it)")),
+      h("textarea", { id: messageId, name: "message", rows: "2", maxlength: "2000" }),
+      !canApprove || req.can_edit === false || quorumText(req) ? null : h("details", { class: "edit" },
+        h("summary", {}, "Edit the arguments before approving"),
+        h("label", { for: argsId }, "Arguments (JSON), checked against the tool's schema; the agent is told what you changed"),
+        h("textarea", { id: argsId, name: "arguments", rows: "6", spellcheck: "false", class: "code" }),
+        h("div", { class: "actions" },
+          h("button", { type: "submit", name: "decision", value: "approve-edited", class: "button approve-edited" }, "Approve with these arguments"))),
       remember,
       canApprove ? null : h("p", { class: "note" }, "You requested this call: another person must approve it (four eyes). You may reject it."),
       h("div", { class: "actions" },
         canApprove ? h("button", { type: "submit", name: "decision", value: "approve", class: "button approve" }, "Approve") : null,
         h("button", { type: "submit", name: "decision", value: "reject", class: "button reject" }, "Reject")),
       error);
+    // A value, not markup: the arguments show exactly as they are.
+    if (form.elements.arguments) form.elements.arguments.value = asked;
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
-      const decision = event.submitter && event.submitter.value;
-      if (decision !== "approve" && decision !== "reject") return;
+      const pressed = event.submitter && event.submitter.value;
+      if (!["approve", "approve-edited", "reject"].includes(pressed)) return;
+      const decision = pressed === "reject" ? "reject" : "approve";
+      const body = { decision, via: "inbox" };
       const reason = form.elements.reason.value.trim();
-      const body = reason ? { decision, reason, via: "inbox" } : { decision, via: "inbox" };
+      const message = form.elements.message.value.trim();
+      if (reason) body.reason = reason;
+      if (message) body.message = message;
+      if (pressed === "approve-edited") {
+        let edited;
+        try {
+          edited = JSON.parse(form.elements.arguments.value);
+        } catch (err) {
+          error.textContent = `The edited arguments are not valid JSON: ${err.message}`;
+          error.hidden = false;
+          form.elements.arguments.focus();
+          return;
+        }
+        body.arguments = edited;
+      }
       const rule = decision === "approve" && remember ? rememberBody(form) : null;
       if (rule) body.remember = rule;
       // Disabling the pressed button drops its focus; remember to put focus on the result.
@@ -368,6 +423,61 @@
       }
     });
     return form;
+  }
+
+  /** The inbox's batch bar: decide the selected requests (e.g. the parallel calls of one
+      turn) together; the server still decides and checks each one on its own. */
+  function batchBar() {
+    const count = h("span", { class: "count", "aria-live": "polite" }, "None selected");
+    const message = h("input", { type: "text", name: "batch-message", maxlength: "2000", "aria-label": "Message to the agent for each selected call (optional)", placeholder: "Message to the agent (optional)" });
+    const errors = h("ul", { class: "alert", role: "alert", hidden: true });
+    const act = (decision) => async () => {
+      const ids = [...document.querySelectorAll("#waiting input.select:checked")].map((b) => b.value);
+      if (!ids.length) return;
+      const body = { ids, decision, via: "inbox" };
+      if (message.value.trim()) body.message = message.value.trim();
+      errors.hidden = true;
+      try {
+        const out = await api("/api/confirmations/batch", { method: "POST", body });
+        const failed = [];
+        for (const item of out.results) {
+          if (item.request) {
+            updateCards(item.request, { notice: item.status_code === 200 ? null : item.error, force: item.status_code !== 200 });
+            if (session.view && session.view.onConfirmation) session.view.onConfirmation(item.request);
+          }
+          if (item.status_code !== 200) failed.push(h("li", {}, `${item.id}: ${item.error}`));
+        }
+        errors.replaceChildren(...failed);
+        errors.hidden = failed.length === 0;
+        announce(`${out.decided} of ${ids.length} ${decision === "approve" ? "approved" : "rejected"}.`);
+        message.value = "";
+      } catch (err) {
+        errors.replaceChildren(h("li", {}, err.message));
+        errors.hidden = false;
+      }
+      syncBatch();
+    };
+    return h("div", { id: "batch", class: "batch", role: "group", "aria-label": "Decide the selected requests together", hidden: true },
+      h("button", { type: "button", class: "button", onclick: () => {
+        const boxes = [...document.querySelectorAll("#waiting input.select")];
+        const all = boxes.every((b) => b.checked);
+        boxes.forEach((b) => { b.checked = !all; });
+        syncBatch();
+      } }, "Select all"),
+      count, message,
+      h("button", { type: "button", class: "button approve-selected", name: "approve-selected", onclick: act("approve") }, "Approve selected"),
+      h("button", { type: "button", class: "button reject-selected", name: "reject-selected", onclick: act("reject") }, "Reject selected"),
+      errors);
+  }
+
+  function syncBatch() {
+    const bar = document.getElementById("batch");
+    if (!bar) return;
+    const boxes = document.querySelectorAll("#waiting input.select");
+    const chosen = document.querySelectorAll("#waiting input.select:checked").length;
+    bar.hidden = boxes.length < 2 && chosen === 0 && bar.querySelector("[role=alert]").hidden;
+    bar.querySelector(".count").textContent = chosen ? `${chosen} selected` : "None selected";
+    bar.querySelectorAll("button[name$=-selected]").forEach((b) => { b.disabled = chosen === 0; });
   }
 
   /** "Approve and remember": whose later calls like this one are approved without asking,
@@ -575,12 +685,13 @@
     show("Inbox",
       h("p", { class: "lede" }, "Tool calls waiting for a person's decision in your organisation."),
       status,
-      h("section", { "aria-labelledby": "waiting-h" }, h("h2", { id: "waiting-h" }, "Waiting for a decision"), empty, waiting),
+      h("section", { "aria-labelledby": "waiting-h" }, h("h2", { id: "waiting-h" }, "Waiting for a decision"), batchBar(), empty, waiting),
       decidedSection);
 
     const syncEmpty = () => {
       empty.hidden = waiting.children.length > 0;
       decidedSection.hidden = decided.children.length === 0;
+      syncBatch();
     };
     const place = (req) => {
       // A card already on the page was redrawn in place by updateCards; once decided, it
@@ -799,8 +910,11 @@
         page.resolved(event);
         const title = [`${STATUS_TEXT[event.status] || event.status}`];
         if (event.decided_by) title.push(" by ", h("strong", {}, visible(event.decided_by)));
+        const edits = (event.changes || []).map((c) => `${c.path}: ${JSON.stringify(c.before)} → ${JSON.stringify(c.after)}`);
         return step(event.status === "approved" ? "good" : "bad", title,
-          event.reason ? h("blockquote", {}, visible(event.reason)) : null);
+          event.reason ? h("blockquote", {}, visible(event.reason)) : null,
+          edits.length ? h("p", { class: "edited" }, "Edited before approval: ", visible(edits.join("; "))) : null,
+          event.message ? h("p", { class: "message" }, "Message to the agent: ", visible(event.message)) : null);
       }
       case "tool_result":
       case "tool_blocked":
