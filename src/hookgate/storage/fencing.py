@@ -19,10 +19,11 @@ from hookgate.storage.database import Database
 from hookgate.storage.tables import RunRow
 
 #: The token read on the raw lanes: SQLite's IMMEDIATE transaction already holds the
-#: database's write lock; on PostgreSQL the row is locked as in `Fence.check`.
+#: database's write lock; on PostgreSQL the row is locked as in `Fence.check` (keyed by
+#: ``updates_run``: a checkpoint's no-key update lock, else a key-share lock).
 FENCE_SQLITE = "SELECT fence FROM runs WHERE id = ?"
-FENCE_PG = {True: "SELECT fence FROM runs WHERE id = $1 FOR UPDATE",
-            False: "SELECT fence FROM runs WHERE id = $1 FOR SHARE"}
+FENCE_PG = {True: "SELECT fence FROM runs WHERE id = $1 FOR NO KEY UPDATE",
+            False: "SELECT fence FROM runs WHERE id = $1 FOR KEY SHARE"}
 
 
 @dataclass(slots=True, frozen=True)
