@@ -177,7 +177,7 @@ class EventBus:
         woken = followers.add(run_id)
         try:
             last = after
-            first = True
+            unprompted = True  # the first read, or a re-check no wake-up led to
             while True:
                 woken.clear()
                 events = await self.log.after(run_id, last)
@@ -186,13 +186,13 @@ class EventBus:
                     yield event
                     if event.type == "done":
                         return
-                if first and not events and await self._ended_silently(run_id):
+                # Only after reading the log: a run that ended since the last read has
+                # its remaining events (its `done` included) there.
+                if unprompted and not events and await self._ended_silently(run_id):
                     return  # a client resuming after the end has nothing to wait for
-                first = False
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), FOLLOW_RECHECK_S)
-                if not woken.is_set() and await self._ended_silently(run_id):
-                    return
+                unprompted = not woken.is_set()
         finally:
             followers.remove(run_id, woken)
 

@@ -96,7 +96,10 @@ async def write_run(db: Database, run_id: str, *, checkpoint: Checkpoint | None,
                 await conn.execute(_EVENTS_PG, run_id, [e.seq for e in events],
                                    [e.type for e in events],
                                    [event_data_text(e) for e in events], now)
-                await conn.execute(_NOTIFY_PG, RUN_EVENTS_CHANNEL, run_id)
+                if db.publisher is None:
+                    await conn.execute(_NOTIFY_PG, RUN_EVENTS_CHANNEL, run_id)
+        if events and db.publisher is not None:  # committed: wake the followers (Redis)
+            await db.publisher.publish([(RUN_EVENTS_CHANNEL, run_id)])
         return
     async with db.transaction() as s:
         await write_in_session(db, s, run_id, checkpoint=checkpoint, events=events,
