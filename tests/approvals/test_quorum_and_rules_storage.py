@@ -88,6 +88,27 @@ async def test_one_person_counts_once_even_at_the_same_moment(db: Database) -> N
     assert final is not None and final.pending and len(final.approvals) == 1
 
 
+async def test_an_approver_disabled_after_voting_no_longer_counts(db: Database) -> None:
+    approvals = PersistentApprovals(db)
+    request = await _request(approvals, 2)
+    async with db.transaction() as s:
+        s.add(Org(id="acme"))
+    async with db.transaction() as s:
+        s.add_all([User(id="bob", org_id="acme"), User(id="olivia", org_id="acme"),
+                   User(id="carol", org_id="acme")])
+    first = await approvals.decide(request.id, "approve", Approver("bob", "acme"))
+    assert first.pending and len(first.approvals) == 1
+    async with db.transaction() as s:
+        bob = await s.get(User, "bob")
+        assert bob is not None
+        bob.disabled = True
+    # Olivia's approval would make two, but bob no longer stands behind the call.
+    second = await approvals.decide(request.id, "approve", Approver("olivia", "acme"))
+    assert second.pending, second
+    third = await approvals.decide(request.id, "approve", Approver("carol", "acme"))
+    assert third.status == "approved" and third.responded_by == "carol"
+
+
 def _agent(*tools: Tool, agent_id: str = "buyer") -> Agent:
     return Agent(id=agent_id, name=agent_id, instructions="", tools=list(tools),
                  org_id="acme", owner_user_id="olivia",

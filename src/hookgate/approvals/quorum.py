@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,7 +20,7 @@ from hookgate.approvals.service import ApprovalAsk
 from hookgate.approvals.store import AfterTransition
 from hookgate.catalog.declarative.matcher import Condition, ToolMatcher, selects
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
+from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow, User
 from hookgate.storage.types import utcnow
 
 #: The most approvals a rule may ask for (a quorum nobody can reach is a stuck request).
@@ -168,10 +168,16 @@ class QuorumVotes:
             await add_vote(s, request_id, who, "approve", reason)
             stamp = await _clock(s, self.db)
             approvals = [*(locked.approvals or ()), vote_entry(who, stamp)]
+            # Only approvers still enabled count: someone disabled after voting no longer
+            # stands behind the call (an unknown user — the library without a users
+            # table's rows — still counts).
             count = (await s.execute(
-                select(func.count(func.distinct(ApprovalVoteRow.user_id))).where(
-                    ApprovalVoteRow.request_id == request_id,
-                    ApprovalVoteRow.decision == "approve")
+                select(func.count(func.distinct(ApprovalVoteRow.user_id)))
+                .select_from(ApprovalVoteRow)
+                .outerjoin(User, User.id == ApprovalVoteRow.user_id)
+                .where(ApprovalVoteRow.request_id == request_id,
+                       ApprovalVoteRow.decision == "approve",
+                       or_(User.disabled.is_(None), User.disabled.is_(False)))
             )).scalar_one()
             values: dict[str, Any] = {"approvals": approvals}
             if count >= locked.approvals_required:
