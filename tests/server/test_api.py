@@ -244,3 +244,14 @@ def test_portal_and_openapi_are_served(database_url: str) -> None:
         hooks = c.get("/api/hooks", headers=auth("alice")).json()
         assert any(h["name"] == "approval_gate" and "feishu_gate" in h["aliases"]
                    for h in hooks)
+
+
+def test_without_mcp_servers_the_gateway_is_absent_and_says_why(database_url: str) -> None:
+    deployment, _ = world(database_url)
+    assert not deployment.mcp_servers
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        for method, path in (("POST", "/mcp/buyer"), ("GET", "/mcp/buyer/"),
+                             ("GET", "/api/mcp/servers")):
+            r = c.request(method, path, headers=auth("alice"))
+            assert r.status_code == 404, (path, r.text)
+        assert "declares no mcp_servers" in c.post("/mcp/buyer", headers=auth("alice")).text
