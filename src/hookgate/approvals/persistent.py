@@ -16,6 +16,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from hookgate.approvals.context import approval_context
 from hookgate.approvals.edits import checked_edit
 from hookgate.approvals.eligibility import Approver, refusal
@@ -311,10 +313,13 @@ class PersistentApprovals:
     async def decide(
         self, request_id: str, decision: str, who: Approver, reason: str | None = None, *,
         arguments: Any = None, message: str | None = None,
+        with_decision: AfterTransition | None = None,
     ) -> ConfirmationRequest:
         """Approve or reject. ``arguments`` (approvals only) are the approver's edit: what
-        may run instead; ``message`` is for the model. Raises RequestNotFound, NotEligible,
-        AlreadyDecided or InvalidEdit; in each of those cases nothing changed."""
+        may run instead; ``message`` is for the model; ``with_decision`` writes more in the
+        transaction that ends the request (e.g. a rule remembered with it). Raises
+        RequestNotFound, NotEligible, AlreadyDecided or InvalidEdit; in each of those cases
+        nothing changed."""
         if decision not in ("approve", "reject"):
             raise ValueError(f"decision must be 'approve' or 'reject', not {decision!r}")
         request = await self.store.get(request_id)
@@ -341,6 +346,7 @@ class PersistentApprovals:
                                 arguments)
         # Whether it expired is judged by the database's clock, in the compare-and-set.
         status = "approved" if decision == "approve" else "rejected"
+        then = _both(self.after_transition, with_decision)
         if status == "approved" and request.approvals_required > 1:
             # Towards a quorum: the request stays pending until enough distinct people
             # approved (one reject, below, rejects at once).
@@ -349,7 +355,7 @@ class PersistentApprovals:
                     f"request {request_id} needs {request.approvals_required} approvers, who "
                     "must all approve the same call: it cannot be approved with edited "
                     "arguments or a message to the model")
-            after = await self.votes.approve(request_id, who, reason, self.after_transition)
+            after = await self.votes.approve(request_id, who, reason, then)
         else:
             after = await self.store.transition(
                 request_id, status, responded_by=who.user_id,
@@ -357,7 +363,7 @@ class PersistentApprovals:
                 edited_args=edit[0] if edit else None,
                 edited_args_sha256=edit[1] if edit else None,
                 message=message, unexpired=True,
-                then=with_vote(who, decision, reason, self.after_transition),
+                then=with_vote(who, decision, reason, then),
             )
         if after is None:
             latest = await self.store.get(request_id)
@@ -502,3 +508,16 @@ def _pending_event(request: ConfirmationRequest, resumed: bool) -> dict[str, Any
         "expires_at": request.expires_at.isoformat(),
         "resumed": resumed,
     }
+
+
+def _both(first: AfterTransition | None, second: AfterTransition | None
+          ) -> AfterTransition | None:
+    """``first`` then ``second`` in the same transaction (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    async def both(s: AsyncSession, after: ConfirmationRequest) -> None:
+        await first(s, after)
+        await second(s, after)
+
+    return both

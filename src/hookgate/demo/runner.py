@@ -15,7 +15,6 @@ from rich.panel import Panel
 from rich.text import Text
 
 from hookgate.approvals.context import numbers_text, reason_texts
-from hookgate.approvals.rules import StandingRule
 from hookgate.cli.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, demo_deployment
 from hookgate.server.runtime import Runtime
@@ -27,8 +26,6 @@ EDIT_MESSAGE = "40,000 now; the rest once the hardware is delivered"
 #: The decision the demo offers to remember: ACME payments up to 100,000, for a day.
 REMEMBER = ("--remember agent_user --when 'args.vendor == \"ACME\" and args.amount <= "
             "100000' --expires-in 86400")
-#: How long the demo looks for the rule an approval remembered (steps of RULE_WAIT_STEP_S).
-RULE_WAIT_STEPS, RULE_WAIT_STEP_S = 20, 0.1
 #: The order the standing rule approves once it exists.
 SECOND_MESSAGE = "Pay ACME the 70,000 for the Q4 hardware order."
 
@@ -102,26 +99,12 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
     return status
 
 
-async def _remembered(runtime: Runtime, asked: list[str]) -> list[StandingRule]:
-    # The rule is saved right after the approval it came with: a run the approval woke can
-    # end first, so an approved request's rule gets a moment to appear.
-    for _ in range(RULE_WAIT_STEPS):
-        rules = [r for r in await runtime.approvals.rules.list_for_org("acme", active_only=True)
-                 if r.from_request_id in asked]
-        approved = [rid for rid in asked
-                    if (req := await runtime.approvals.store.get(rid)) is not None
-                    and req.status == "approved"]
-        if rules or not approved:
-            return rules
-        await asyncio.sleep(RULE_WAIT_STEP_S)
-    return []
-
-
 async def _with_standing_rule(console: Console, runtime: Runtime, asked: list[str]
                               ) -> str | None:
     """When the approver remembered the decision, a second order runs and the rule approves
     it without a card; its status (None when no rule was made)."""
-    rules = await _remembered(runtime, asked)
+    rules = [r for r in await runtime.approvals.rules.list_for_org("acme", active_only=True)
+             if r.from_request_id in asked]
     if not rules:
         return None
     rule = rules[0]

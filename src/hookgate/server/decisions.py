@@ -10,6 +10,7 @@ from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import AlreadyDecided, InvalidEdit, NotEligible, RequestNotFound
 from hookgate.approvals.quorum import AlreadyVoted
 from hookgate.approvals.records import ConfirmationRequest
+from hookgate.approvals.store import AfterTransition
 from hookgate.server.runtime import Caller, Runtime
 
 
@@ -24,7 +25,8 @@ class Decided:
 
 async def decide_for(rt: Runtime, caller: Caller, request_id: str, decision: str, *,
                      via: str, reason: str | None = None, arguments: Any = None,
-                     message: str | None = None) -> Decided:
+                     message: str | None = None,
+                     with_decision: AfterTransition | None = None) -> Decided:
     """``caller``'s decision on one request of their org; a request of another org is
     answered as missing (404), as if it did not exist."""
     request = await rt.approvals.store.get(request_id)
@@ -33,7 +35,8 @@ async def decide_for(rt: Runtime, caller: Caller, request_id: str, decision: str
     try:
         decided = await rt.approvals.decide(
             request_id, decision, Approver(caller.user_id, caller.org_id, caller.admin, via=via),
-            reason=reason, arguments=arguments, message=message)
+            reason=reason, arguments=arguments, message=message,
+            with_decision=with_decision)
     except RequestNotFound as exc:
         return Decided(404, error=str(exc))
     except NotEligible as exc:

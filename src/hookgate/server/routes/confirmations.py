@@ -8,16 +8,20 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
+from sqlalchemy.ext.asyncio import AsyncSession
 from sse_starlette.sse import EventSourceResponse
 
 from hookgate.approvals.eligibility import Approver, refusal
 from hookgate.approvals.quorum import self_approval_refusal
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
+from hookgate.approvals.rules import StandingRule
+from hookgate.approvals.store import AfterTransition
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.decisions import decide_for
 from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
+from hookgate.storage.tables import ApprovalRuleRow
 
 router = APIRouter(prefix="/api", tags=["confirmations"])
 
@@ -93,10 +97,22 @@ async def respond(request_id: str, body: Respond, caller: CallerDep,
             if body.remember is not None else None)
     done = await decide_for(rt, caller, request_id, body.decision, via=body.via,
                             reason=body.reason, arguments=body.arguments,
-                            message=body.message)
+                            message=body.message,
+                            with_decision=None if rule is None else _storing(rule))
     if done.error is not None or done.request is None:
         raise HTTPException(done.status_code, done.error)
     out = view(done.request, caller, rt)
-    if rule is not None:
-        out["rule"] = (await rt.approvals.rules.save(rule)).to_dict()
+    if rule is not None and done.request.status == "approved":
+        out["rule"] = StandingRule.from_row(rule).to_dict()
     return out
+
+
+def _storing(rule: ApprovalRuleRow) -> AfterTransition:
+    # The rule commits with the approval that made it, or not at all: a run the approval
+    # wakes never looks for a rule that is not there yet.
+    async def store(s: AsyncSession, after: ConfirmationRequest) -> None:
+        if after.status == "approved":
+            s.add(rule)
+            await s.flush()
+
+    return store
