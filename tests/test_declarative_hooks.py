@@ -403,7 +403,7 @@ async def test_sync_python_hook_scrubs_card_numbers_from_the_output(pyhooks):
     r = await run(agent, ("crm__lookup", {"customer": "bob"}),
                   ("oa__purchase_pay", {"amount": 5, "vendor": "ACME"}))
 
-    assert "4111" not in r.observation(0)
+    assert "4111 1111" not in r.observation(0)
     assert "**** **** **** ****" in r.observation(0)
     assert [e["tool_name"] for e in pyhooks.SEEN] == ["crm__lookup"]
     assert pyhooks.SEEN[0]["tool_response"]["card"] == "4111 1111 1111 1111"

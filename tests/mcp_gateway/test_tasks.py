@@ -61,8 +61,11 @@ async def left_by_a_stdio_process(world: McpWorld, api: httpx.AsyncClient, *bran
     async with Client(stdio_params(world, "coder", "alice"), extensions=[Tasks()]) as client:
         for branch in branches:
             handle = await create_branch_task(client, world, branch)
-            pending = await eventually(lambda: pending_requests(api), "a pending request")
-            request = next(r for r in pending if r["payload"]["args"]["branch_name"] == branch)
+            async def its_request(branch: str = branch) -> list[dict[str, Any]]:
+                return [r for r in await pending_requests(api)
+                        if r["payload"]["args"]["branch_name"] == branch]
+            # Wait for this branch's own request: the earlier branches' are pending already.
+            (request,) = await eventually(its_request, f"the pending request for {branch}")
             out.append((handle, request))
     return out
 
