@@ -104,7 +104,8 @@ class Instance:
 class MessageModel:
     """A chat-completions endpoint: the user message ``KIND:REF`` picks the first turn —
     ``pay`` → pay(ref), ``slowtool`` → slow_step(ref), ``slowmodel`` → (after
-    ``slow_s``) note(ref); once a tool answered, the reply is ``done REF``."""
+    ``slow_s``) note(ref), ``delegate`` → call_agent(clerk, "pay:REF"); once a tool
+    answered, the reply is ``done REF``."""
 
     def __init__(self, slow_s: float = 2.0) -> None:
         self.slow_s = slow_s
@@ -134,10 +135,13 @@ class MessageModel:
         else:
             if kind == "slowmodel":
                 await asyncio.sleep(self.slow_s)
-            name = {"pay": "pay", "slowtool": "slow_step"}.get(kind, "note")
+            name = {"pay": "pay", "slowtool": "slow_step",
+                    "delegate": "call_agent"}.get(kind, "note")
+            args = {"agent_id": "clerk", "message": f"pay:{ref}"} if kind == "delegate" \
+                else {"ref": ref}
             message = {"role": "assistant", "content": None, "tool_calls": [{
                 "id": f"c_{ref}", "type": "function",
-                "function": {"name": name, "arguments": json.dumps({"ref": ref})}}]}
+                "function": {"name": name, "arguments": json.dumps(args)}}]}
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         return JSONResponse({"id": "x", "object": "chat.completion", "created": 0,
                              "model": body.get("model"),

@@ -277,11 +277,15 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
                 conn.execute("SELECT pg_stat_statements_reset()")
         latencies: list[float] = []
         responded: list[float] = []
+        # The decider holds one keep-alive connection to C, as the web inbox does: a client
+        # built per request would time its own construction (an SSL context, ~25 ms).
+        decider = httpx.Client(base_url=c.url, headers=H, timeout=30)
+        decider.get("/api/confirmations", params={"status": "pending", "limit": 1})
         for request_id in pending_ids(c.url)[:samples]:
             seen = len(stamps.read_text().splitlines()) if stamps.exists() else 0
             t0 = time.time()
-            r = httpx.post(f"{c.url}/api/confirmations/{request_id}/respond",
-                           json={"decision": "approve"}, headers=H, timeout=30)
+            r = decider.post(f"/api/confirmations/{request_id}/respond",
+                             json={"decision": "approve"})
             assert r.status_code == 200, r.text
             responded.append((time.time() - t0) * 1000)
             while True:
@@ -290,6 +294,7 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
                     latencies.append((float(lines[-1]) - t0) * 1000)
                     break
                 time.sleep(0.0005)
+        decider.close()
         costly = costliest(dsn, len(latencies)) if counted else []
         return {
             "instances": "A, B: serve (API + worker); C: serve --no-worker (decides)",

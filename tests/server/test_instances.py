@@ -47,6 +47,8 @@ agents:
      tools: [pay, slow_step, note], confirmation_mode: inline_only}}
   - {{id: hasty, name: Hasty, org: acme, owner: alice, model: fake, tools: [pay],
      confirmation_mode: inline_only, confirmation_timeout_s: 2, on_timeout: expire}}
+  - {{id: boss, name: Boss, org: acme, owner: alice, model: fake, tools: [],
+     model_config_json: {{delegates: [clerk]}}}}
 worker: {{heartbeat_s: 0.5, stalled_after_s: 2.5, shutdown_grace_s: 1}}
 """
 
@@ -167,7 +169,7 @@ def test_five_instances_started_together_on_an_empty_database_all_come_up(
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     assert cluster.query("SELECT version_num FROM alembic_version") == [(h,) for h in heads]
     assert cluster.query("SELECT id FROM users") == [("alice",)]
-    assert cluster.query("SELECT count(*) FROM agents") == [(2,)]
+    assert cluster.query("SELECT count(*) FROM agents") == [(3,)]
     # Restarting is stopping and starting: D and E stop cleanly (uvicorn re-raises the
     # SIGTERM it handled), and their workers unregister.
     for name in ("d", "e"):
@@ -256,6 +258,41 @@ def test_an_expired_request_ends_its_run(cluster: Cluster, a: Instance) -> None:
     resolved = [e for e in state["trace"] if e["type"] == "confirmation_resolved"]
     assert [e["status"] for e in resolved] == ["expired"]
     assert not [ln for ln in cluster.lines() if ln[:2] == ["pay", r_]]
+
+
+def test_a_delegates_payment_parks_its_root_and_a_decision_elsewhere_pays_once(
+        cluster: Cluster, a: Instance, b: Instance, c: Instance) -> None:
+    refs = [ref() for _ in range(3)]
+    runs = {r_: start(c, f"delegate:{r_}", agent="boss") for r_ in refs}
+    def request_of(r_: str) -> dict[str, Any] | None:
+        listed = httpx.get(c.url + "/api/confirmations?status=pending", headers=H,
+                           timeout=10).json()
+        return next((x for x in listed if x["payload"]["args"]["ref"] == r_), None)
+
+    requests = {r_: wait_for(lambda r_=r_: request_of(r_), "the delegate's payment request")
+                for r_ in refs}
+    # Each root parked: waiting, its child inside its state, no job of it queued or held.
+    for r_, run_id in runs.items():
+        wait_for(lambda run_id=run_id: cluster.query(
+            "SELECT 1 FROM runs WHERE id = %s AND status = 'awaiting_approval' AND NOT "
+            "EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.lock = runs.id AND "
+            "j.status IN ('todo', 'doing'))", run_id), f"run {r_} to park")
+        assert requests[r_]["agent_id"] == "clerk" and requests[r_]["run_id"] != run_id
+    for r_ in refs:
+        decide(c, requests[r_]["id"])
+    for r_, run_id in runs.items():
+        wait_for(lambda run_id=run_id: finished(c, run_id), f"run {r_} to finish", 40)
+        state = run(c, run_id)
+        assert state["status"] == "completed" and state["answer"] == f"done {r_}"
+        [delegated] = [e for e in state["trace"] if e["type"] == "tool_result"
+                       and e["tool_name"] == "call_agent"]
+        assert delegated["observation"] == f"done {r_}"
+    effects = Counter((ln[0], ln[1]) for ln in cluster.lines())
+    assert all(effects[("pay", r_)] == 1 for r_ in refs), effects
+    done = Counter(run_id for (run_id,) in cluster.query(
+        "SELECT run_id FROM run_events WHERE type = 'done' AND run_id = ANY(%s)",
+        list(runs.values())))
+    assert done == Counter(runs.values())
 
 
 def test_killing_and_pausing_instances_never_runs_a_tool_twice_nor_loses_a_run(

@@ -130,6 +130,9 @@ def test_run_waiting_for_approval_survives_sigkill_and_pays_once(serve: Serve) -
     run_id = httpx.post(serve.url + "/api/runs", json={"agent_id": "buyer", "message": "pay"},
                         headers=H, timeout=10).json()["run_id"]
     [request] = wait_for(lambda: pending(serve.url), "the pending request")
+    # Killed once it waits (a kill in the moment before it parks leaves the run to the
+    # stalled-job retry, tens of seconds later: tests/server/test_instances.py).
+    wait_for(lambda: run_status(serve.url, run_id) == "awaiting_approval", "the run to wait")
     serve.kill()
     assert payments(serve.ledger) == []
 
@@ -158,6 +161,9 @@ def test_decision_written_while_the_server_was_down_is_honoured(
     run_id = httpx.post(serve.url + "/api/runs", json={"agent_id": "buyer", "message": "pay"},
                         headers=H, timeout=10).json()["run_id"]
     [request] = wait_for(lambda: pending(serve.url), "the pending request")
+    # Killed once it waits (a kill in the moment before it parks leaves the run to the
+    # stalled-job retry, tens of seconds later: tests/server/test_instances.py).
+    wait_for(lambda: run_status(serve.url, run_id) == "awaiting_approval", "the run to wait")
     serve.kill()
 
     async def decide_offline() -> None:

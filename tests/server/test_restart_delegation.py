@@ -1,5 +1,7 @@
-"""A delegate waiting for approval when its server stops does not resume; its request is
-cancelled instead of waiting for nobody, and the payment never runs."""
+"""With one process on a SQLite file a delegate waits for its approval in memory; when the
+server stops it does not resume, its request is cancelled instead of waiting for nobody,
+and the payment never runs. (On PostgreSQL the delegate parks with its root run and
+resumes after a restart: tests/server/test_parked_children.py.)"""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from hookgate import Agent, ScriptedLLM, tool
 from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.live_server import live_server
 
-pytestmark = pytest.mark.both_databases
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 H = {"Authorization": "Bearer tok-alice"}
 
 

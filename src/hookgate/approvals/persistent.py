@@ -210,8 +210,10 @@ class PersistentApprovals:
         context = approval_context(ask)
         context["reasons"] += [{"kind": "quorum", "text": t} for t in need.reasons]
         now = await self.db.now()
+        root = ask.metadata.get("root_run_id")
         request, created = await self.store.create(
             run_id=ask.run_id,
+            root_run_id=root if isinstance(root, str) and root != ask.run_id else None,
             tool_call_id=ask.tool_call_id,
             agent_id=agent.id,
             requested_by=ask.user_id,
@@ -314,15 +316,18 @@ class PersistentApprovals:
         self, request_id: str, decision: str, who: Approver, reason: str | None = None, *,
         arguments: Any = None, message: str | None = None,
         with_decision: AfterTransition | None = None,
+        read: ConfirmationRequest | None = None,
     ) -> ConfirmationRequest:
         """Approve or reject. ``arguments`` (approvals only) are the approver's edit: what
         may run instead; ``message`` is for the model; ``with_decision`` writes more in the
-        transaction that ends the request (e.g. a rule remembered with it). Raises
-        RequestNotFound, NotEligible, AlreadyDecided or InvalidEdit; in each of those cases
-        nothing changed."""
+        transaction that ends the request (e.g. a rule remembered with it); ``read`` is the
+        request as the caller just read it (saves reading it again: the compare-and-set
+        decides whether it is still pending). Raises RequestNotFound, NotEligible,
+        AlreadyDecided or InvalidEdit; in each of those cases nothing changed."""
         if decision not in ("approve", "reject"):
             raise ValueError(f"decision must be 'approve' or 'reject', not {decision!r}")
-        request = await self.store.get(request_id)
+        request = read if read is not None and read.id == request_id else \
+            await self.store.get(request_id)
         if request is None:
             raise RequestNotFound(f"no confirmation request '{request_id}'")
         why_not = refusal(request, who)

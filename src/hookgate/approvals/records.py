@@ -61,6 +61,14 @@ class ConfirmationRequest:
     approvals_required: int = 1
     allow_self_approval: bool = True
     approvals: tuple[dict[str, Any], ...] = ()
+    #: A delegated child's request: the stored run the child runs inside (None: the
+    #: request's own run is the stored one).
+    root_run_id: str | None = None
+
+    @property
+    def stored_run_id(self) -> str:
+        """The stored run a decision on this request continues."""
+        return self.root_run_id or self.run_id
 
     @classmethod
     def from_row(cls, row: ConfirmationRequestRow) -> ConfirmationRequest:
@@ -82,7 +90,7 @@ class ConfirmationRequest:
             edited_args_sha256=row.edited_args_sha256, message=row.message,
             approvals_required=row.approvals_required or 1,
             allow_self_approval=row.allow_self_approval is not False,
-            approvals=tuple(row.approvals or ()),
+            approvals=tuple(row.approvals or ()), root_run_id=row.root_run_id,
         )
 
     @property

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -170,10 +170,12 @@ class ConfirmationStore:
         return list(rows)
 
     async def pending_for_run(self, run_id: str) -> list[ConfirmationRequest]:
+        """The run's pending requests, its parked children's included."""
         async with self.db.session() as s:
             rows = (await s.execute(
                 select(ConfirmationRequestRow).where(
-                    ConfirmationRequestRow.run_id == run_id,
+                    or_(ConfirmationRequestRow.run_id == run_id,
+                        ConfirmationRequestRow.root_run_id == run_id),
                     ConfirmationRequestRow.status == "pending",
                 )
             )).scalars().all()

@@ -10,15 +10,23 @@ approval gate included), with the caller's user and org, a child run id of its o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hookgate.agent import Agent
+from hookgate.engines.children import (
+    CURRENT_CALL,
+    call_slot,
+    park_child,
+    parked_child,
+    release_child,
+)
 from hookgate.engines.driver import STOP_KEY, Lineage, RunDriver
 from hookgate.engines.events import EventSink, RunEvent
+from hookgate.engines.interrupts import RunParked
 from hookgate.engines.react import ReActEngine
 from hookgate.engines.result import RunResult
-from hookgate.engines.state import new_run_id
+from hookgate.engines.state import RunState, new_run_id
 from hookgate.llm.base import ChatModel
 from hookgate.tools.tool import Tool, tool
 
@@ -99,13 +107,20 @@ class Delegation:
             raise DelegationError(
                 f"delegation depth limit {self.max_depth} reached: '{caller.agent.id}' "
                 f"(depth {caller.lineage.depth}) cannot call '{agent_id}'")
+        call_id = CURRENT_CALL.get()
+        slot = call_slot(call_id) if call_id is not None else None
+        parked = parked_child(caller.state, slot) if slot is not None else None
         lineage = Lineage("delegate", parent_agent_id=caller.agent.id, depth=depth)
-        child_run_id = new_run_id()
-        caller.emit("delegate_start", {"child_run_id": child_run_id, "agent_id": agent_id,
-                                       "parent_agent_id": caller.agent.id, "depth": depth,
-                                       "message": message})
+        if parked is not None:  # it parked with this run and resumes: announced already
+            child_run_id = str(parked["state"]["run_id"])
+        else:
+            child_run_id = new_run_id()
+            caller.emit("delegate_start", {"child_run_id": child_run_id, "agent_id": agent_id,
+                                           "parent_agent_id": caller.agent.id,
+                                           "depth": depth, "message": message})
         result = await self.run_child(delegate, message, parent=caller, lineage=lineage,
-                                      run_id=child_run_id)
+                                      run_id=child_run_id, slot=slot,
+                                      args={"agent_id": agent_id, "message": message})
         caller.emit("delegate_end", {"child_run_id": child_run_id, "agent_id": agent_id,
                                      "status": result.status, "answer": result.answer,
                                      "error": result.error, "trace": result.trace})
@@ -118,22 +133,40 @@ class Delegation:
                               f"{result.error or 'no answer'}")
 
     async def run_child(self, agent: Agent, message: str, *, parent: RunDriver,
-                        lineage: Lineage, run_id: str | None = None) -> RunResult:
+                        lineage: Lineage, run_id: str | None = None, slot: str | None = None,
+                        args: dict[str, Any] | None = None) -> RunResult:
         """Run ``agent`` as a child of ``parent``'s run, with its own registry and run id.
 
         The child's approval events are shown on the parent's stream as they happen (with
         ``child_run_id``), so whoever watches the parent sees what is waiting for them.
+        With a ``slot`` (where in the parent it runs; ``args``: the parent's call that runs
+        it), a call of the child that waits for a person parks the root run with the
+        child's state in the parent's, and the child resumes from there
+        (hookgate.engines.children); without one it waits in memory.
         """
         engine = DelegatingReActEngine(
             self.model_for(agent.id), services=parent.services, ledger=parent.ledger,
-            delegation=self)
-        state = engine.new_state(agent, message, user_id=parent.state.user_id,
-                                 org_id=parent.state.org_id,
-                                 conversation_id=parent.state.conversation_id,
-                                 run_id=run_id or new_run_id())
-        result = await engine.execute(agent, state, sink=_forward_to(parent, state.run_id,
-                                                                      agent.id),
-                                      lineage=lineage)
+            delegation=self, resume_resolver=parent.resume_resolver)
+        parked = parked_child(parent.state, slot) if slot is not None else None
+        if parked is not None:
+            state = RunState.model_validate(parked["state"])
+        else:
+            state = engine.new_state(agent, message, user_id=parent.state.user_id,
+                                     org_id=parent.state.org_id,
+                                     conversation_id=parent.state.conversation_id,
+                                     run_id=run_id or new_run_id())
+        if slot is not None:  # its calls name the stored run they may park
+            lineage = replace(lineage, root_run_id=parent.lineage.root_run_id
+                              or parent.state.run_id)
+        try:
+            result = await engine.execute(agent, state, sink=_forward_to(
+                parent, state.run_id, agent.id), lineage=lineage)
+        except RunParked:
+            if slot is not None:
+                park_child(parent.state, slot, state, args or {})
+            raise
+        if slot is not None:
+            release_child(parent.state, slot)
         stop = state.extra.get(STOP_KEY)
         if isinstance(stop, str):
             # Claude Code's `continue: false` stops the whole session, not just the delegate:

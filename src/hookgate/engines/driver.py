@@ -15,12 +15,13 @@ from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
 from hookgate.catalog.declarative.transcript import remove_transcript, write_transcript
 from hookgate.catalog.services import HookServices
+from hookgate.engines.children import CURRENT_CALL, call_slot, parked_child
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.interrupts import RunStopped, first_to_raise
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
-from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.registry import ADMITTED, HookRegistry
 from hookgate.llm.base import ModelError
 from hookgate.tools.arguments import CALL_ID_COLUMN, admit_call, storable_text
 from hookgate.tools.calls import CallIdentity, ExecutionPath, ToolCall, ToolOutcome
@@ -62,6 +63,8 @@ class Lineage:
     execution_path: ExecutionPath = "react"
     parent_agent_id: str | None = None
     depth: int = 0
+    #: A child's root: the stored run it runs inside (None: this run is the root).
+    root_run_id: str | None = None
 
 
 class RunDriver:
@@ -240,6 +243,7 @@ class RunDriver:
             execution_path=self.lineage.execution_path,
             parent_agent_id=self.lineage.parent_agent_id,
             depth=self.lineage.depth,
+            root_run_id=self.lineage.root_run_id,
             require_confirmation_for_all=self.agent.require_confirmation_for_all,
             emit=self.emit,
             transcript_path=self.transcript_path,
@@ -349,12 +353,22 @@ class RunDriver:
             if point is not None:
                 resume_at, args = point
                 call = ToolCall(call.id, call.name, args)
+        # A call whose child run parked with this run re-enters its tool, which resumes the
+        # child; past the hooks that admitted it, unless it resumes at its own gate.
+        child = parked_child(self.state, call_slot(call.id)) if interrupted else None
+        if child is not None and resume_at is None:
+            resume_at = ADMITTED
+            call = ToolCall(call.id, call.name, dict(child["args"]))
         if not interrupted:
             # A call re-entered after it parked (or after its worker stopped) was announced
             # when it first started: the trace shows each call once.
             self.emit("tool_call", {"tool_call_id": call.id, "tool_name": call.name,
                                     "args": call.args})
-        outcome = await self.guarded_call(call, resume_at)
+        token = CURRENT_CALL.set(call.id)
+        try:
+            outcome = await self.guarded_call(call, resume_at, reenter=child is not None)
+        finally:
+            CURRENT_CALL.reset(token)
         if outcome.stop_reason:
             self.request_stop(outcome.stop_reason)
         self.state.outcomes[call.id] = outcome.to_dict()
@@ -365,8 +379,10 @@ class RunDriver:
         self.raise_if_stopped()
         return outcome
 
-    async def guarded_call(self, call: ToolCall, resume_at: str | None) -> ToolOutcome:
-        """One call through the guarded path with this run's registry and identity.
+    async def guarded_call(self, call: ToolCall, resume_at: str | None, *,
+                           reenter: bool = False) -> ToolOutcome:
+        """One call through the guarded path with this run's registry and identity
+        (``reenter``: its tool continues a child run parked with this run).
 
         Only the eval driver (hookgate.evals) overrides this, to bypass hooks on purpose.
         """
@@ -378,6 +394,7 @@ class RunDriver:
             identity=self.identity(),
             ledger=self.ledger,
             resume_at=resume_at,
+            reenter=reenter,
         )
 
 

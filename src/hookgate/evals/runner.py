@@ -37,7 +37,8 @@ class _HooksBypassedDriver(RunDriver):
     def emit(self, type_: str, data: dict[str, Any]) -> None:
         super().emit(type_, {**data, "hooks_bypassed": True})
 
-    async def guarded_call(self, call: ToolCall, resume_at: str | None) -> ToolOutcome:
+    async def guarded_call(self, call: ToolCall, resume_at: str | None, *,
+                           reenter: bool = False) -> ToolOutcome:
         assert self.registry is not None
         return await execute_tool_call(call, tools=self.tools, registry=self.registry,
                                        identity=self.identity(), ledger=self.ledger,

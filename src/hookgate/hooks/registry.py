@@ -163,6 +163,12 @@ def withheld_message(name: str, kind: str) -> str:
             "fails closed, so its output is not shown.")
 
 
+#: ``start_at`` for a call the whole chain admitted before an interruption, whose tool
+#: continues work of its own that was checkpointed (a delegate's child run): no hook of
+#: the chain runs again, only the re-checks that run before any resumed call.
+ADMITTED = "<admitted before the interruption>"
+
+
 class HookRegistry:
     """An ordered set of hooks for one session; build a fresh one per session."""
 
@@ -494,6 +500,8 @@ class _Trace:
 
 
 def _from(chain: tuple[_Entry, ...], name: str) -> tuple[_Entry, ...]:
+    if name == ADMITTED:
+        return ()
     for i, e in enumerate(chain):
         if e[1] == name:
             return chain[i:]
@@ -501,6 +509,7 @@ def _from(chain: tuple[_Entry, ...], name: str) -> tuple[_Entry, ...]:
 
 
 __all__ = [
+    "ADMITTED",
     "HookRegistry",
     "PostToolUseHook",
     "PreToolUseHook",

@@ -120,7 +120,8 @@ class ChannelCallbacks:
         try:
             approver = await self._approver(channel, action.platform_user_id)
             request = await self._request_of(channel, action.request_id)
-            decided = await self.approvals.decide(request.id, action.decision, approver)
+            decided = await self.approvals.decide(request.id, action.decision, approver,
+                                                  read=request)
         except (NotAllowed, NotEligible, RequestNotFound) as exc:
             log.warning("channel %s: %s user %s may not decide %s: %s", channel.id,
                         channel.type, action.platform_user_id, action.request_id, exc)

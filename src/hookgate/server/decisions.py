@@ -26,17 +26,20 @@ class Decided:
 async def decide_for(rt: Runtime, caller: Caller, request_id: str, decision: str, *,
                      via: str, reason: str | None = None, arguments: Any = None,
                      message: str | None = None,
-                     with_decision: AfterTransition | None = None) -> Decided:
+                     with_decision: AfterTransition | None = None,
+                     read: ConfirmationRequest | None = None) -> Decided:
     """``caller``'s decision on one request of their org; a request of another org is
-    answered as missing (404), as if it did not exist."""
-    request = await rt.approvals.store.get(request_id)
+    answered as missing (404), as if it did not exist. ``read``: the request as the caller
+    just read it, not read again."""
+    request = read if read is not None and read.id == request_id else \
+        await rt.approvals.store.get(request_id)
     if request is None or request.org_id != caller.org_id:
         return Decided(404, error=f"no confirmation request '{request_id}'")
     try:
         decided = await rt.approvals.decide(
             request_id, decision, Approver(caller.user_id, caller.org_id, caller.admin, via=via),
             reason=reason, arguments=arguments, message=message,
-            with_decision=with_decision)
+            with_decision=with_decision, read=request)
     except RequestNotFound as exc:
         return Decided(404, error=str(exc))
     except NotEligible as exc:

@@ -16,6 +16,7 @@ from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import GATE_NAME
 from hookgate.catalog.services import HookServices
 from hookgate.engines import ENGINES
+from hookgate.engines.children import parked_run_ids
 from hookgate.engines.delegation import Delegation
 from hookgate.engines.driver import RunStore
 from hookgate.engines.events import EventSink, RunEvent
@@ -222,13 +223,15 @@ class RunManager:
         return [RunEvent.from_dict(e) for e in state.trace]
 
     async def _cancel_child_requests(self, state: RunState) -> None:
-        # Child runs (delegates, workflow agent nodes) are not checkpointed on their own: a
-        # child interrupted by the restart does not resume (the parent's call reports an
-        # unknown outcome and is not run again), so requests it was waiting on would wait
-        # for nobody. Their pending events reached the parent's trace; cancel them.
+        # A child run (a delegate, a workflow's agent node) that waited in memory is not
+        # checkpointed: one interrupted by a restart does not resume (the parent's call
+        # reports an unknown outcome and is not run again), so requests it was waiting on
+        # would wait for nobody. Their pending events reached the parent's trace; cancel
+        # them. A child that parked with the run resumes from the run's state: not its.
+        parked = parked_run_ids(state)
         for event in state.trace:
             if (event.get("type") == "confirmation_pending" and event.get("child_run_id")
-                    and event.get("request_id")):
+                    and event.get("child_run_id") not in parked and event.get("request_id")):
                 await self.approvals.cancel(
                     str(event["request_id"]),
                     "the delegated run waiting for this request was interrupted by a "

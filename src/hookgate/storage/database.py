@@ -105,6 +105,13 @@ class Database:
         except (ArgumentError, ImportError) as exc:
             raise DatabaseError(f"database URL {url!r} is not usable: {exc}") from exc
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Reads on PostgreSQL run in autocommit: no BEGIN and ROLLBACK around a one-statement
+        # read (two round trips), and psycopg keeps its prepared statements (a ROLLBACK makes
+        # it deallocate them all). Under READ COMMITTED every statement takes its own
+        # snapshot anyway, so a read of several statements sees nothing different.
+        self._reads = self.sessions if self.is_sqlite else async_sessionmaker(
+            self.engine.execution_options(isolation_level="AUTOCOMMIT"),
+            expire_on_commit=False)
         self.queries = 0
         #: Carries notify() wake-ups instead of NOTIFY (server/redis_wakeups.py).
         self.publisher: Publisher | None = None
@@ -126,7 +133,8 @@ class Database:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
-        async with self.sessions() as s:
+        """A session for reads; writes go through ``transaction()``."""
+        async with self._reads() as s:
             yield s
 
     @asynccontextmanager

@@ -16,7 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.engines.interrupts import Fenced
 from hookgate.storage.database import Database
+from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.tables import RunRow
+from hookgate.storage.types import utcnow
 
 #: The token read on the raw lanes: SQLite's IMMEDIATE transaction already holds the
 #: database's write lock; on PostgreSQL the row is locked as in `Fence.check` (keyed by
@@ -58,9 +60,23 @@ async def take_over(db: Database, run_id: str) -> Fence | None:
     return taken[0] if taken is not None else None
 
 
+#: The takeover on PostgreSQL in one statement (one round trip on the way from a decision to
+#: the tool): the row locked FOR UPDATE in the CTE, which waits for every write in flight
+#: under the old token (the UPDATE alone takes the weaker no-key lock, which would not wait
+#: for their key-share locks), then the token raised and the state read.
+TAKE_OVER_PG = (
+    "WITH held AS (SELECT id FROM runs WHERE id = $1 FOR UPDATE) "
+    "UPDATE runs SET fence = runs.fence + 1, updated_at = $2 FROM held "
+    "WHERE runs.id = held.id RETURNING runs.fence, runs.state_json")
+
+
 async def take_over_reading(db: Database, run_id: str) -> tuple[Fence, str] | None:
-    """Become the run's executor and read its stored state in the same statement (one
-    round trip on the way from a decision to the tool); None: no run."""
+    """Become the run's executor and read its stored state in the same statement; None:
+    no run."""
+    lane = PgLane.for_database(db)
+    if lane is not None:
+        found = await lane.fetchrow(TAKE_OVER_PG, run_id, utcnow())
+        return (Fence(run_id, int(found[0])), str(found[1])) if found is not None else None
     async with db.transaction() as s:
         # FOR UPDATE first: the UPDATE alone takes the weaker no-key lock, which would not
         # wait for the share locks of writes in flight under the old token.

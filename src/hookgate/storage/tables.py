@@ -99,10 +99,15 @@ class ConfirmationRequestRow(Base):
         Index("ix_confirmation_responded_at", "responded_at"),
         # The expiry sweep: pending requests whose deadline passed (migration 0008).
         Index("ix_confirmation_status_expires", "status", "expires_at"),
+        # The requests of a root run's delegated children (migration 0013).
+        Index("ix_confirmation_root_run", "root_run_id"),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     run_id: Mapped[str] = mapped_column(String(64))
+    #: For a delegated child's call: the stored run the child runs inside (its decision
+    #: continues that run); None for a root run's own call (migration 0013).
+    root_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     tool_call_id: Mapped[str] = mapped_column(String(128))
     agent_id: Mapped[str] = mapped_column(String(128))
     requested_by: Mapped[str | None] = mapped_column(String(128), nullable=True)

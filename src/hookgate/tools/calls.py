@@ -59,6 +59,9 @@ class CallIdentity:
     execution_path: ExecutionPath = "react"
     parent_agent_id: str | None = None
     depth: int = 0
+    #: The stored run a child (a delegate, a workflow's agent node) runs inside; None for
+    #: the stored run's own calls.
+    root_run_id: str | None = None
     require_confirmation_for_all: bool = False
     emit: EventEmitter | None = None
     #: The run's Claude Code-shaped transcript, for hooks that read it (None: not kept).

@@ -80,6 +80,7 @@ def build_metadata(
         "execution_path": identity.execution_path,
         "parent_agent_id": identity.parent_agent_id,
         "depth": identity.depth,
+        "root_run_id": identity.root_run_id,
         "transcript_path": identity.transcript_path,
         "user_message": identity.message,
     }
@@ -100,11 +101,14 @@ async def execute_tool_call(
     ledger: ExecutionLedger | None = None,
     resume_at: str | None = None,
     hooks_bypassed: bool = False,
+    reenter: bool = False,
 ) -> ToolOutcome:
     """Run one tool call through the hooks and return what the model will see.
 
     ``resume_at`` restarts an interrupted PreToolUse chain at the named hook (the arguments
-    in ``call`` are then the ones that hook saw). ``hooks_bypassed`` is for evals only.
+    in ``call`` are then the ones that hook saw; `ADMITTED`: past the whole chain).
+    ``reenter``: the call was claimed before and its tool continues its own checkpointed
+    work (a delegate's parked child run). ``hooks_bypassed`` is for evals only.
     """
     tool = tools.get(call.name) if isinstance(call.name, str) else None
     if tool is None:
@@ -132,7 +136,8 @@ async def execute_tool_call(
     if isinstance(decided, ToolOutcome):
         return decided
     ctx, final_args, pre = decided
-    outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry)
+    outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry,
+                              reenter=reenter)
     outcome.side_effects[:0] = pre.side_effects
     outcome.hooks[:0] = pre.trace
     return outcome
@@ -346,11 +351,16 @@ async def _run_tool(
     registry: HookRegistry,
     *,
     bypass: bool = False,
+    reenter: bool = False,
 ) -> ToolOutcome:
     if ledger is not None:
         digest = args_digest(args)
         prior = await ledger.claim(identity.run_id, call.id, tool.name, digest)
-        if prior is not None:
+        # ``reenter``: the tool continues its own checkpointed work (a delegate's child run,
+        # whose every call has a ledger entry of its own), so its open claim is its own.
+        continues = reenter and prior is not None and prior.observation is None and (
+            prior.tool_name, prior.args_sha256) == (tool.name, digest)
+        if prior is not None and not continues:
             if prior.observation is None:
                 msg = (
                     f"Error: '{tool.name}' (call {call.id}) was started before an interruption "

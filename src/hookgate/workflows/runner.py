@@ -17,6 +17,7 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
 from hookgate.catalog.services import HookServices
+from hookgate.engines.children import node_slot, parked_child
 from hookgate.engines.delegation import Delegation
 from hookgate.engines.driver import Lineage, ResumeResolver, RunDriver, RunStore
 from hookgate.engines.events import EventSink, RunEvent
@@ -160,6 +161,9 @@ class WorkflowRunner:
     async def _nodes(self, d: RunDriver, workflow: Workflow) -> None:
         nodes: dict[str, dict[str, Any]] = d.state.extra["workflow"]["nodes"]
         for node_id, record in nodes.items():
+            if record["status"] == "running" and parked_child(
+                    d.state, node_slot(node_id)) is not None:
+                continue  # its agent run parked with this run: it resumes when run again
             if record["status"] == "running":  # an agent run cut short by a restart
                 nodes[node_id] = {"status": "failed", "output": None, "reason": (
                     "interrupted by a restart; not run again since its outcome is unknown")}
@@ -224,7 +228,7 @@ class WorkflowRunner:
         await d.checkpoint()
         result = await self.delegation.run_child(
             agent, message, parent=d, lineage=Lineage(execution_path="workflow"),
-            run_id=child)
+            run_id=child, slot=node_slot(node.id), args={"message": message})
         d.emit("agent_node", {"node_id": node.id, "agent_id": agent.id, "child_run_id": child,
                               "status": result.status, "trace": result.trace})
         if result.status == "completed":

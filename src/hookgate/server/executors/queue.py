@@ -55,7 +55,9 @@ SELECT runs.id FROM runs
                     WHERE j.lock = runs.id AND j.status IN ('todo', 'doing'))
    AND (runs.status = 'running'
         OR NOT EXISTS (SELECT 1 FROM confirmation_requests cr
-                        WHERE cr.run_id = runs.id AND cr.status = 'pending'))
+                        WHERE cr.run_id = runs.id AND cr.status = 'pending')
+           AND NOT EXISTS (SELECT 1 FROM confirmation_requests cr
+                            WHERE cr.root_run_id = runs.id AND cr.status = 'pending'))
 """
 ADVANCE_TASK = "hookgate.advance_run"
 EXPIRE_TASK = "hookgate.expire_requests"
@@ -188,15 +190,19 @@ class QueueExecutor:
 
     async def _continue_after_transition(self, session: AsyncSession,
                                          request: ConfirmationRequest) -> None:
-        # Only stored runs continue from the queue; a delegated child waits in memory.
+        # Stored runs continue from the queue: the request's own, or the root a delegated
+        # child parked with (a child that could not park waits in memory: no row).
+        run_id = request.stored_run_id
         status = (await session.execute(
-            text("SELECT status FROM runs WHERE id = :id"), {"id": request.run_id}
+            text("SELECT status FROM runs WHERE id = :id"), {"id": run_id}
         )).scalar_one_or_none()
         if status in ("running", "awaiting_approval"):
-            await self._defer_advance(session, request.run_id)
+            await self._defer_advance(session, run_id)
 
     def _parks(self, ask: ApprovalAsk) -> bool:
-        return ask.run_id in self.advancing
+        # A child's call parks the stored run it runs inside, when that run advances here.
+        root = ask.metadata.get("root_run_id")
+        return (root if isinstance(root, str) else ask.run_id) in self.advancing
 
     async def cancel(self, run_id: str) -> bool:
         m = self.manager

@@ -98,7 +98,8 @@ async def respond(request_id: str, body: Respond, caller: CallerDep,
     done = await decide_for(rt, caller, request_id, body.decision, via=body.via,
                             reason=body.reason, arguments=body.arguments,
                             message=body.message,
-                            with_decision=None if rule is None else _storing(rule))
+                            with_decision=None if rule is None else _storing(rule),
+                            read=request)
     if done.error is not None or done.request is None:
         raise HTTPException(done.status_code, done.error)
     out = view(done.request, caller, rt)
