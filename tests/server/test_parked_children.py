@@ -218,3 +218,28 @@ def test_a_workflows_agent_node_parks_the_workflow_run_and_resumes(database_url:
         run = finished(c, run_id)
     assert run["status"] == "completed" and run["answer"] == "buyer done"
     assert payments == [60000]
+
+
+def test_a_dag_step_that_delegates_parks_the_dag_run_and_resumes(database_url: str) -> None:
+    payments: list[float] = []
+    dep = deployment(database_url, payments)
+    dep.model_for = lambda agent_id: ScriptedLLM({
+        "lead": [{"plan": {"steps": [{"id": "buy", "tool": "call_agent",
+                                      "args": {"agent_id": "buyer", "message": "pay"}}]}},
+                 {"answer": "planned and paid"}],
+        "buyer": [{"tool_calls": [{"name": "oa__purchase_pay", "args": PAY}]},
+                  {"answer": "buyer done"}]}[agent_id])
+    with live_server(dep) as srv, httpx.Client(base_url=srv.url, timeout=10) as c:
+        r = c.post("/api/runs", json={"agent_id": "lead", "message": "go", "engine": "dag"},
+                   headers=H)
+        assert r.status_code == 200, r.text
+        run_id = r.json()["run_id"]
+        request = the_pending(c)
+        state = wait_for(lambda: parked(database_url, run_id), "the DAG run to park")
+        assert list(state["extra"]["children"]) == ["call:step_buy"]
+    with live_server(dep) as srv, httpx.Client(base_url=srv.url, timeout=10) as c:
+        decide(c, request["id"])
+        run = finished(c, run_id)
+    assert run["status"] == "completed" and run["engine"] == "dag"
+    assert payments == [60000]
+    assert outcomes(run, "call_agent")[-1]["observation"] == "buyer done"

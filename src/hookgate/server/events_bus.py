@@ -91,6 +91,7 @@ class EventBus:
         for delay in (*WRITE_RETRY_S, None):
             try:
                 await self.log.append(feed.run_id, batch, fence=feed.fence)
+                self._committed(feed.run_id, batch)
                 return
             except Fenced:
                 log.warning("run %s was taken over; %d event(s) of this executor dropped",
@@ -125,8 +126,14 @@ class EventBus:
             except BaseException:
                 feed.pending[:0] = batch
                 raise
+            self._committed(run_id, batch)
         finally:
             feed.writing.release()
+
+    def _committed(self, run_id: str, batch: Sequence[RunEvent]) -> None:
+        # This process's streams of the run take the batch as it is: no read of the log.
+        if self.followers is not None and batch:
+            self.followers.hand(run_id, batch)
 
     async def close(self, run_id: str) -> None:
         """The run stopped advancing in this process: flush, end subscriptions, drop it."""
@@ -174,27 +181,44 @@ class EventBus:
     async def _follow(self, followers: Wakers, run_id: str, after: int
                       ) -> AsyncIterator[RunEvent]:
         # Registered before the first read, so no notification between read and wait is lost.
-        woken = followers.add(run_id)
+        me = followers.add(run_id)
         try:
             last = after
             unprompted = True  # the first read, or a re-check no wake-up led to
+            read = True
             while True:
-                woken.clear()
-                events = await self.log.after(run_id, last)
-                for event in events:
-                    last = event.seq
-                    yield event
-                    if event.type == "done":
-                        return
-                # Only after reading the log: a run that ended since the last read has
-                # its remaining events (its `done` included) there.
-                if unprompted and not events and await self._ended_silently(run_id):
-                    return  # a client resuming after the end has nothing to wait for
+                me.event.clear()
+                handed, me.handed = me.handed, []
+                for event in handed:  # committed by this process, in seq order
+                    if event.seq == last + 1:
+                        last = event.seq
+                        yield event
+                        if event.type == "done":
+                            return
+                    elif event.seq > last:
+                        read = True  # a gap: the log has what came between
+                        break
+                # A notification of events past the ones in hand (another instance's, or
+                # one that said not how far) sends the stream to the log.
+                read = read or me.read_anyway or me.upto > last
+                me.read_anyway = False
+                if read:
+                    events = await self.log.after(run_id, last)
+                    for event in events:
+                        last = event.seq
+                        yield event
+                        if event.type == "done":
+                            return
+                    # Only after reading the log: a run that ended since the last read has
+                    # its remaining events (its `done` included) there.
+                    if unprompted and not events and await self._ended_silently(run_id):
+                        return  # a client resuming after the end has nothing to wait for
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), FOLLOW_RECHECK_S)
-                unprompted = not woken.is_set()
+                    await asyncio.wait_for(me.event.wait(), FOLLOW_RECHECK_S)
+                unprompted = not me.event.is_set()
+                read = unprompted  # the periodic re-check reads; a wake-up is judged above
         finally:
-            followers.remove(run_id, woken)
+            followers.remove(run_id, me)
 
     async def _ended_silently(self, run_id: str) -> bool:
         # A run ended without a `done` event (it could not resume): the stream ends too.

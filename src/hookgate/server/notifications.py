@@ -13,10 +13,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-
-import psycopg
-from psycopg import sql
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +101,9 @@ class Notifications(Subscription):
         self.conninfo = conninfo
 
     async def _listen(self) -> AsyncIterator[None]:
+        import psycopg  # PostgreSQL only: a SQLite deployment never loads the driver
+        from psycopg import sql
+
         async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
             for channel in self._handlers:
                 await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
@@ -111,30 +112,65 @@ class Notifications(Subscription):
                 self._dispatch(note.channel, note.payload)
 
 
-class Wakers:
-    """asyncio.Events of local followers by key (run id, org id): set on a notification."""
+class Follower:
+    """One local stream following a run's event log: woken by a notification (which says
+    up to which seq the log was written, when it knows) or handed the events this process
+    just committed, so a stream of a run executing here reads nothing."""
+
+    __slots__ = ("event", "handed", "read_anyway", "upto")
 
     def __init__(self) -> None:
-        self._events: dict[str, set[asyncio.Event]] = {}
+        self.event = asyncio.Event()
+        #: Events committed by this process since the follower last looked (seq order).
+        self.handed: list[Any] = []
+        #: The highest seq a notification announced as written.
+        self.upto = 0
+        #: A wake-up that did not say how far (a reconnect, an older instance's payload).
+        self.read_anyway = False
 
-    def add(self, key: str) -> asyncio.Event:
-        event = asyncio.Event()
-        self._events.setdefault(key, set()).add(event)
-        return event
 
-    def remove(self, key: str, event: asyncio.Event) -> None:
-        events = self._events.get(key)
-        if events is not None:
-            events.discard(event)
-            if not events:
-                del self._events[key]
+class Wakers:
+    """The local followers of each run, woken by its notifications (``RUN_ID SEQ``: the
+    log holds the run's events up to SEQ) and handed this process's committed events."""
 
-    def wake(self, key: str | None) -> None:
-        """Wake the followers of ``key``; None wakes everyone (after a reconnect)."""
-        targets = (self._events.get(key, set()) if key is not None
-                   else set().union(*self._events.values()) if self._events else set())
-        for event in targets:
-            event.set()
+    def __init__(self) -> None:
+        self._followers: dict[str, set[Follower]] = {}
+
+    def add(self, key: str) -> Follower:
+        follower = Follower()
+        self._followers.setdefault(key, set()).add(follower)
+        return follower
+
+    def remove(self, key: str, follower: Follower) -> None:
+        followers = self._followers.get(key)
+        if followers is not None:
+            followers.discard(follower)
+            if not followers:
+                del self._followers[key]
+
+    def wake(self, payload: str | None) -> None:
+        """A notification: ``RUN_ID SEQ`` (or ``RUN_ID``); None wakes everyone (after a
+        reconnect, when notifications may have been missed)."""
+        if payload is None:
+            for followers in self._followers.values():
+                for f in followers:
+                    f.read_anyway = True
+                    f.event.set()
+            return
+        key, _, seq = payload.partition(" ")
+        upto = int(seq) if seq.isdigit() else None
+        for f in self._followers.get(key, ()):
+            if upto is None:
+                f.read_anyway = True
+            else:
+                f.upto = max(f.upto, upto)
+            f.event.set()
+
+    def hand(self, key: str, events: Sequence[Any]) -> None:
+        """Events of ``key`` this process has just committed to the log."""
+        for f in self._followers.get(key, ()):
+            f.handed.extend(events)
+            f.event.set()
 
     def __contains__(self, key: str) -> bool:
-        return key in self._events
+        return key in self._followers

@@ -16,8 +16,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import psycopg
-
 from hookgate.storage.database import Database
 from hookgate.storage.statement_count import COUNT
 
@@ -110,7 +108,10 @@ class _Psycopg:
     for single statements and an explicit transaction for units of work."""
 
     def __init__(self, conn: Any) -> None:
+        import psycopg  # only for PostgreSQL: a SQLite deployment never loads the driver
+
         self._conn = conn
+        self._psycopg = psycopg
 
     @classmethod
     @asynccontextmanager
@@ -123,26 +124,27 @@ class _Psycopg:
             await conn.set_autocommit(False)
 
     async def fetchrow(self, sql: str, *args: Any) -> Any:
-        async with psycopg.AsyncRawCursor(self._conn) as cur:
+        async with self._psycopg.AsyncRawCursor(self._conn) as cur:
             await cur.execute(sql, args, prepare=True)
             return await cur.fetchone()
 
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
-        async with psycopg.AsyncRawCursor(self._conn) as cur:
+        async with self._psycopg.AsyncRawCursor(self._conn) as cur:
             await cur.execute(sql, args, prepare=True)
             return await cur.fetchall()
 
     async def execute(self, sql: str, *args: Any) -> str:
-        async with psycopg.AsyncRawCursor(self._conn) as cur:
+        async with self._psycopg.AsyncRawCursor(self._conn) as cur:
             await cur.execute(sql, args, prepare=True)
             return str(cur.statusmessage)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        async with psycopg.AsyncRawCursor(self._conn) as cur:
+        async with self._psycopg.AsyncRawCursor(self._conn) as cur:
             await cur.executemany(sql, rows)
 
     def transaction(self) -> Any:
         return self._conn.transaction()
 
     def is_in_transaction(self) -> bool:
-        return bool(self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE)
+        return bool(self._conn.info.transaction_status
+                    != self._psycopg.pq.TransactionStatus.IDLE)

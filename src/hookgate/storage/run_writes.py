@@ -28,6 +28,12 @@ from hookgate.storage.types import utcnow
 #: NOTIFY channel whose payload is the id of a run that has new events.
 RUN_EVENTS_CHANNEL = "hookgate_run_events"
 
+
+def events_note(run_id: str, events: Sequence[RunEvent]) -> str:
+    """The notification of a write of ``events``: ``RUN_ID SEQ``, the highest seq written
+    (a follower that has it already reads nothing)."""
+    return f"{run_id} {max(e.seq for e in events)}"
+
 #: The columns a checkpoint sets, in the order of the statements' parameters.
 CHECKPOINT_COLUMNS = ("id", "agent_id", "org_id", "user_id", "conversation_id", "engine",
                       "status", "state_json", "answer", "error", "updated_at")
@@ -97,9 +103,9 @@ async def write_run(db: Database, run_id: str, *, checkpoint: Checkpoint | None,
                                    [e.type for e in events],
                                    [event_data_text(e) for e in events], now)
                 if db.publisher is None:
-                    await conn.execute(_NOTIFY_PG, RUN_EVENTS_CHANNEL, run_id)
+                    await conn.execute(_NOTIFY_PG, RUN_EVENTS_CHANNEL, events_note(run_id, events))
         if events and db.publisher is not None:  # committed: wake the followers (Redis)
-            await db.publisher.publish([(RUN_EVENTS_CHANNEL, run_id)])
+            await db.publisher.publish([(RUN_EVENTS_CHANNEL, events_note(run_id, events))])
         return
     async with db.transaction() as s:
         await write_in_session(db, s, run_id, checkpoint=checkpoint, events=events,
@@ -124,7 +130,7 @@ async def write_in_session(db: Database, s: AsyncSession, run_id: str, *,
             {"run_id": run_id, "seq": e.seq, "type": e.type, "data": e.data,
              "created_at": now} for e in events
         ]).on_conflict_do_nothing(index_elements=["run_id", "seq"]))
-        await db.notify(s, RUN_EVENTS_CHANNEL, run_id)
+        await db.notify(s, RUN_EVENTS_CHANNEL, events_note(run_id, events))
 
 
 def _with_times(checkpoint: Checkpoint, at: datetime | str) -> tuple[Any, ...]:

@@ -142,7 +142,7 @@ class QueueExecutor:
         m = self.manager
         async with m.db.transaction() as s:  # the run and its first job commit together
             await m.store.save(state, session=s)
-            await self._defer_advance(s, state.run_id)
+            await self._defer_advance(s, state.run_id, fresh=True)
 
     async def continue_run(self, run_id: str, session: AsyncSession | None = None) -> None:
         """Queue the run's next advance (at most one is queued; one already queued will
@@ -153,17 +153,23 @@ class QueueExecutor:
         async with self.manager.db.transaction() as s:
             await self._defer_advance(s, run_id)
 
-    async def _defer_advance(self, session: AsyncSession, run_id: str) -> None:
+    async def _defer_advance(self, session: AsyncSession, run_id: str, *,
+                             fresh: bool = False) -> None:
         await self._defer(session, self.advance_task, lock=run_id, queueing_lock=run_id,
-                          run_id=run_id)
+                          fresh=fresh, run_id=run_id)
 
     async def _defer(self, session: AsyncSession, task: Task[Any, Any, Any], *, lock: str | None,
                      queueing_lock: str, schedule_at: datetime | None = None,
-                     **kwargs: Any) -> None:
+                     fresh: bool = False, **kwargs: Any) -> None:
         job = task.configure(lock=lock, queueing_lock=queueing_lock,
                              schedule_at=schedule_at).make_new_job(**kwargs)
         sa_conn = await session.connection()
         conn = await sa_conn.get_raw_connection()
+        if fresh:
+            # A run created in this transaction: no job of it can be queued yet, so no
+            # savepoint (two round trips) guards against one.
+            await self.app.job_manager.defer_job_async(job, connection=conn.driver_connection)
+            return
         for _ in range(_DEFER_ATTEMPTS):
             try:
                 # A savepoint: a job already queued must not abort the caller's transaction.
