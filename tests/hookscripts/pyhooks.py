@@ -43,3 +43,8 @@ def raises(event: dict[str, Any]) -> None:
 
 class NotAFunction:
     pass
+
+
+def stop_the_run(event: dict[str, Any]) -> dict[str, Any]:
+    """PostToolUse: Claude Code's ``continue: false`` — the whole run stops here."""
+    return {"continue": False, "stopReason": "a hook stopped the run after the note"}

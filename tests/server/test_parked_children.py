@@ -243,3 +243,49 @@ def test_a_dag_step_that_delegates_parks_the_dag_run_and_resumes(database_url: s
     assert run["status"] == "completed" and run["engine"] == "dag"
     assert payments == [60000]
     assert outcomes(run, "call_agent")[-1]["observation"] == "buyer done"
+
+
+def test_a_request_parked_in_a_turn_whose_run_ended_otherwise_is_cancelled(
+        database_url: str) -> None:
+    """A turn's payment parks; another call of the same turn stops the run (a hook's
+    ``continue: false``): the run ends, and its request does not wait for nobody."""
+    payments: list[float] = []
+    notes: list[str] = []
+
+    @tool(requires_confirmation=lambda a: a["amount"] > 50_000, writes=True)
+    async def oa__purchase_pay(amount: float, vendor: str) -> str:
+        """Pay a vendor."""
+        payments.append(amount)
+        return "paid"
+
+    @tool(writes=True)
+    async def oa__note(text: str) -> str:
+        """Write a note."""
+        notes.append(text)
+        return "noted"
+
+    clerk = Agent(id="clerk", name="Clerk", instructions="", org_id="acme",
+                  owner_user_id="alice", confirmation_mode="inline_only",
+                  tools=[oa__purchase_pay, oa__note], model_config_json={"hooks": {
+                      "python_hooks": [{"event": "PostToolUse", "matcher": "oa__note",
+                                        "function": "tests.hookscripts.pyhooks:stop_the_run"}]}})
+    dep = Deployment(
+        database_url=database_url, orgs=[OrgSpec("acme")],
+        users=[UserSpec("alice", "acme", token_sha256=token_digest("tok-alice"))],
+        agents={"clerk": clerk}, model_for=lambda _a: ScriptedLLM([
+            {"tool_calls": [{"name": "oa__purchase_pay", "args": PAY, "id": "p1"},
+                            {"name": "oa__note", "args": {"text": "x"}, "id": "n1"}]},
+            {"answer": "never asked"}]))
+    with live_server(dep) as srv, httpx.Client(base_url=srv.url, timeout=10) as c:
+        run_id = start(c, "clerk")
+        run = finished(c, run_id)
+        assert run["status"] == "session_blocked" and notes == ["x"]
+        [request] = wait_for(lambda: c.get("/api/confirmations?status=cancelled",
+                                           headers=H).json(), "the request to be cancelled")
+        assert request["run_id"] == run_id
+        assert "ended" in request["decision"]["reason"]
+        late = c.post(f"/api/confirmations/{request['id']}/respond",
+                      json={"decision": "approve"}, headers=H)
+        assert late.status_code == 409
+        assert c.get("/api/confirmations?status=pending", headers=H).json() == []
+    assert payments == []

@@ -219,6 +219,24 @@ class RunManager:
         engine = self.engine(agent, state.engine, store=store, ledger=ledger)
         return lambda sink: engine.execute(agent, state, sink=sink)
 
+    async def settle_requests(self, state: RunState) -> None:
+        """A run that ended leaves no request waiting for nobody: one still pending (a call
+        of its last turn parked while another call of that turn ended the run, e.g. a
+        hook's ``continue: false``) is cancelled, its children's included. Only a run whose
+        trace shows a request it never saw resolved pays the query."""
+        if not state.finished:
+            return
+        resolved = {e.get("request_id") for e in state.trace
+                    if e.get("type") == "confirmation_resolved"}
+        if any(e.get("type") == "confirmation_pending" and e.get("request_id") not in resolved
+               for e in state.trace):
+            try:
+                await self.approvals.cancel_run(
+                    state.run_id, f"the run ended ({state.status}) before this request was "
+                                  "decided; nothing would run on its decision")
+            except Exception:  # the request still ends by its expiry; its decision is moot
+                log.exception("cancelling the requests left by run %s failed", state.run_id)
+
     def history(self, state: RunState) -> list[RunEvent]:
         return [RunEvent.from_dict(e) for e in state.trace]
 

@@ -123,6 +123,7 @@ class InProcessExecutor:
                 await bus.close(state.run_id)
                 self.tasks.pop(state.run_id, None)
                 if state.finished and not self._stopping:
+                    await self.manager.settle_requests(state)
                     self._endings.ended(state, self.manager.on_run_end)
 
         self.tasks[state.run_id] = asyncio.create_task(go(), name=f"run-{state.run_id}")

@@ -260,6 +260,7 @@ class QueueExecutor:
             self.advancing.discard(run_id)
             await m.bus.close(run_id)
         if state.finished:
+            await m.settle_requests(state)
             self._endings.ended(state, m.on_run_end)
 
     async def _park(self, state: RunState, parked: RunParked, fence: Any) -> None:
