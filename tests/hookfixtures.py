@@ -9,7 +9,7 @@ reads its own record and nothing leaks between tests.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 from hookgate import (
     Agent,
@@ -22,6 +22,7 @@ from hookgate import (
     tool,
 )
 from hookgate.catalog import BuildEnv
+from hookgate.engines.interrupts import RunParked
 from hookgate.hooks import FailMode
 
 #: How a misbehaving hook fails: it raises, it overruns its timeout, or it answers with
@@ -212,3 +213,28 @@ class Linger(PreToolUseHook):
     async def execute(self, ctx: HookContext) -> HookResult:
         await asyncio.sleep(self.seconds)
         return HookResult()
+
+
+class ParkOnce(PreToolUseHook):
+    """Parks the run at ``tool``'s first call as the approval gate does on the run queue
+    (announces a pending request, then raises RunParked); allows it afterwards."""
+
+    name = "park_once"
+    priority = 90
+    parked: ClassVar[set[tuple[str, str]]] = set()
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+
+    def should_trigger(self, ctx: HookContext) -> bool:
+        return ctx.tool_name == self.tool
+
+    async def execute(self, ctx: HookContext) -> HookResult:
+        key = (str(ctx.metadata.get("run_id")), str(ctx.metadata.get("tool_call_id")))
+        if key not in ParkOnce.parked:
+            ParkOnce.parked.add(key)
+            if ctx.emit is not None:
+                ctx.emit("confirmation_pending", {"request_id": f"req_{key[1]}",
+                                                  "tool_call_id": key[1]})
+            raise RunParked(f"req_{key[1]}")
+        return HookResult(allow=True)

@@ -5,6 +5,7 @@ refused, so a re-entry can never start a second child or a second payment."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -12,8 +13,10 @@ import pytest
 from hookgate import Agent, ScriptedLLM, tool
 from hookgate.engines import DelegatingReActEngine, Delegation
 from hookgate.engines.children import call_slot
+from hookgate.engines.interrupts import RunParked
 from hookgate.engines.state import RunState
 from hookgate.tools.ledger import InMemoryLedger
+from tests.hookfixtures import ParkOnce
 
 
 class Crash(BaseException):
@@ -80,3 +83,58 @@ async def test_a_planted_child_with_other_arguments_is_refused() -> None:
     result = await engine.execute(lead, state)
     assert ran == ["r1"]
     assert "not run a second time" in (result.answer or "")
+
+
+class SlowFirstSave:
+    """A run store that serialises the state when asked (as the database store does) and
+    is slow to commit the first save of a waiting run: a status checkpoint still in flight
+    when the run parks."""
+
+    def __init__(self) -> None:
+        self.saved: list[RunState] = []
+        self.slowed = False
+
+    async def save(self, state: RunState) -> None:
+        text = state.to_json()
+        if state.status == "awaiting_approval" and not self.slowed:
+            self.slowed = True  # the save the pending request's announcement set off
+            await asyncio.sleep(0.3)
+        self.saved.append(RunState.model_validate_json(text))
+
+
+async def test_a_status_save_in_flight_lands_before_the_park_not_after_it() -> None:
+    ParkOnce.parked.clear()
+    ran: list[str] = []
+
+    @tool(writes=True)
+    async def oa__transfer(ref: str) -> str:
+        """Move money."""
+        ran.append(ref)
+        return f"moved {ref}"
+
+    lead = Agent(id="lead", name="Lead", instructions="", tools=[], org_id="acme",
+                 model_config_json={"delegates": ["payer"]})
+    payer = Agent(id="payer", name="Payer", instructions="", tools=[oa__transfer],
+                  org_id="acme", model_config_json={"hooks": {"class_hooks": [
+                      {"name": "tests.hookfixtures:ParkOnce",
+                       "params": {"tool": "oa__transfer"}}]}})
+    models = {"lead": ScriptedLLM([{"tool_calls": [{"name": "call_agent", "id": "c1", "args": {
+        "agent_id": "payer", "message": "move r1"}}]}, {"answer": "lead done"}]),
+              "payer": ScriptedLLM([{"tool_calls": [{"name": "oa__transfer",
+                                                     "args": {"ref": "r1"}}]},
+                                    {"answer": "payer done"}])}
+    store = SlowFirstSave()
+    engine = DelegatingReActEngine(
+        models["lead"], ledger=InMemoryLedger(), store=store,
+        delegation=Delegation({"lead": lead, "payer": payer}, lambda a: models[a]))
+    state = engine.new_state(lead, "go", user_id="alice")
+    with pytest.raises(RunParked):
+        await engine.execute(lead, state)
+    # The forwarded `confirmation_pending` set off a status save; the park waited for it,
+    # so what the executor saves now is the last word, and it holds the parked child.
+    await store.save(state)  # the executor's park
+    await asyncio.sleep(0.5)  # a save that had not waited would land about now
+    assert call_slot("c1") in store.saved[-1].extra["children"]
+    assert store.saved[-1].status == "awaiting_approval"
+    result = await engine.execute(lead, RunState.model_validate_json(state.to_json()))
+    assert result.status == "completed" and ran == ["r1"]

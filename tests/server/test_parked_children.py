@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -104,6 +106,19 @@ def start(c: httpx.Client, agent_id: str = "lead") -> str:
     return str(r.json()["run_id"])
 
 
+@contextmanager
+def a_parked_run(database_url: str, payments: list[float], **kw: Any
+                 ) -> Iterator[tuple[httpx.Client, str, dict[str, Any], dict[str, Any]]]:
+    """A server, the client, and a ``lead`` run parked at its delegate's request: (client,
+    run id, the request, the run's stored state)."""
+    with live_server(deployment(database_url, payments, **kw)) as srv, \
+            httpx.Client(base_url=srv.url, timeout=10) as c:
+        run_id = start(c)
+        request = the_pending(c)
+        state = wait_for(lambda: parked(database_url, run_id), "the root to park")
+        yield c, run_id, request, state
+
+
 def outcomes(run: dict[str, Any], tool_name: str) -> list[dict[str, Any]]:
     return [e for e in run["trace"] if e["type"] in ("tool_result", "tool_blocked")
             and e.get("tool_name") == tool_name]
@@ -112,13 +127,9 @@ def outcomes(run: dict[str, Any], tool_name: str) -> list[dict[str, Any]]:
 def test_a_delegates_waiting_call_parks_the_root_and_the_decision_resumes_the_child(
         database_url: str) -> None:
     payments: list[float] = []
-    with live_server(deployment(database_url, payments)) as srv, \
-            httpx.Client(base_url=srv.url, timeout=10) as c:
-        run_id = start(c)
-        request = the_pending(c)
+    with a_parked_run(database_url, payments) as (c, run_id, request, state):
         assert request["agent_id"] == "buyer" and request["run_id"] != run_id
         # Parked: no job of the run queued or running, the child's state in the root's.
-        state = wait_for(lambda: parked(database_url, run_id), "the root to park")
         [slot] = state["extra"]["children"].values()
         assert slot["state"]["run_id"] == request["run_id"]
         assert slot["args"] == {"agent_id": "buyer", "message": "pay"}
@@ -142,11 +153,8 @@ def test_a_delegates_waiting_call_parks_the_root_and_the_decision_resumes_the_ch
 def test_a_parked_child_survives_a_restart_and_pays_once_when_approved(
         database_url: str) -> None:
     payments: list[float] = []
-    with live_server(deployment(database_url, payments)) as srv, \
-            httpx.Client(base_url=srv.url, timeout=10) as c:
-        run_id = start(c)
-        request = the_pending(c)
-        wait_for(lambda: parked(database_url, run_id), "the root to park")
+    with a_parked_run(database_url, payments) as (_, run_id, request, _state):
+        pass
 
     # A new server: the child's request still waits (nobody cancelled it), and deciding it
     # there finishes the child, then the root.
@@ -162,11 +170,7 @@ def test_a_parked_child_survives_a_restart_and_pays_once_when_approved(
 
 def test_a_rejected_childs_call_does_not_run_and_both_runs_go_on(database_url: str) -> None:
     payments: list[float] = []
-    with live_server(deployment(database_url, payments)) as srv, \
-            httpx.Client(base_url=srv.url, timeout=10) as c:
-        run_id = start(c)
-        request = the_pending(c)
-        wait_for(lambda: parked(database_url, run_id), "the root to park")
+    with a_parked_run(database_url, payments) as (c, run_id, request, _state):
         decide(c, request["id"], "reject")
         run = finished(c, run_id)
     assert run["status"] == "completed" and payments == []
@@ -175,11 +179,7 @@ def test_a_rejected_childs_call_does_not_run_and_both_runs_go_on(database_url: s
 
 def test_a_grandchild_parks_the_root_through_two_delegations(database_url: str) -> None:
     payments: list[float] = []
-    with live_server(deployment(database_url, payments, levels=2)) as srv, \
-            httpx.Client(base_url=srv.url, timeout=10) as c:
-        run_id = start(c)
-        request = the_pending(c)
-        state = wait_for(lambda: parked(database_url, run_id), "the root to park")
+    with a_parked_run(database_url, payments, levels=2) as (c, run_id, request, state):
         [mid] = state["extra"]["children"].values()
         [buyer] = mid["state"]["extra"]["children"].values()
         assert buyer["state"]["run_id"] == request["run_id"]

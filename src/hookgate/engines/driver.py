@@ -17,7 +17,7 @@ from hookgate.catalog.declarative.transcript import remove_transcript, write_tra
 from hookgate.catalog.services import HookServices
 from hookgate.engines.children import CURRENT_CALL, call_slot, parked_child
 from hookgate.engines.events import EventSink, RunEvent
-from hookgate.engines.interrupts import RunStopped, first_to_raise
+from hookgate.engines.interrupts import RunParked, RunStopped, first_to_raise
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
@@ -149,6 +149,12 @@ class RunDriver:
         try:
             await body
         except asyncio.CancelledError:
+            raise
+        except RunParked:
+            # The executor saves the parked run next (with its parked children's states):
+            # a status save still in flight must land before that one, not after it.
+            if self._pending_saves:
+                await asyncio.gather(*self._pending_saves, return_exceptions=True)
             raise
         except RunStopped as exc:
             await self._end_stopped(exc.reason)
