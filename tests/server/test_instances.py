@@ -66,7 +66,7 @@ class Cluster:
     def instance(self, name: str, **kw: Any) -> Instance:
         inst = Instance(name, self.config, self.workdir,
                         env={"HOOKGATE_TEST_LEDGER": str(self.ledger),
-                             "HOOKGATE_TEST_SLOW_S": "4"}, **kw)
+                             "HOOKGATE_TEST_SLOW_S": "8"}, **kw)
         self.instances.append(inst)
         return inst
 

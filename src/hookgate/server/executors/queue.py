@@ -267,7 +267,10 @@ class QueueExecutor:
         m = self.manager
         state.status = "awaiting_approval"
         try:
-            await m.store.save(state, fence=fence)
+            # Through the bus: the events not yet logged (the pending request's among them)
+            # commit with the parked state, after any write of the run still in flight.
+            await m.bus.checkpoint(state.run_id, lambda events: m.store.save(
+                state, fence=fence, events=events))
         except Fenced as exc:
             log.warning("%s", exc)
             return
