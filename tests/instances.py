@@ -65,9 +65,19 @@ class Instance:
     def wait_up(self, timeout: float = 90) -> None:
         assert self.proc is not None
         deadline = time.monotonic() + timeout
+        respawns = 3
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"{self.name} exited: {self.log.read_text()[-3000:]}")
+                said = self.log.read_text()[-3000:]
+                if "cannot listen on" in said and respawns:
+                    # The free port went to another test process between the probe and
+                    # the bind: take another one.
+                    respawns -= 1
+                    self.port = free_port()
+                    self.url = f"http://127.0.0.1:{self.port}"
+                    self.spawn()
+                    continue
+                raise AssertionError(f"{self.name} exited: {said}")
             try:
                 if httpx.get(self.url + "/openapi.json", timeout=1).status_code == 200:
                     return
