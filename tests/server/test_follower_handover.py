@@ -118,3 +118,39 @@ async def test_events_past_the_hand_over_or_an_unsaid_extent_are_read_from_the_l
     bus.followers.wake(None)
     await asyncio.wait_for(follower, 5)
     assert [e.seq for e in got] == [1, 2, 3, 4, 5, 6] and log.reads == 5
+
+
+async def test_a_superseded_executor_in_the_same_process_writes_nothing_into_its_successor(
+        db: Database) -> None:
+    """A stalled job retried in the process that still runs it: two executors of one run
+    side by side, the old one fenced out. Its events stay in its own feed, where its fence
+    refuses them; its checkpoint takes none of the new one's events; closing it leaves the
+    new feed open."""
+    from hookgate.storage.fencing import take_over
+
+    await running(db, "run_z")
+    log = CountingLog(db)
+    bus = EventBus(log)
+    old_fence = await take_over(db, "run_z")
+    assert old_fence is not None
+    old = bus.open("run_z", [], fence=old_fence)
+    new_fence = await take_over(db, "run_z")
+    assert new_fence is not None
+    new = bus.open("run_z", [], fence=new_fence)
+
+    bus.publish("run_z", event("tool_result", 1), new)   # the new executor's first event
+    bus.publish("run_z", event("zombie_note", 1), old)   # the old one, unaware, the same seq
+    saved: list[list[str]] = []
+
+    async def save(batch: Sequence[RunEvent]) -> None:
+        saved.append([e.type for e in batch])
+
+    await bus.checkpoint("run_z", save, fence=old_fence)  # the old one's checkpoint
+    assert saved == [[]]  # it took none of the new executor's events
+    await bus.close("run_z", old)
+    assert bus.feeds["run_z"] is new
+    await bus.checkpoint("run_z", lambda b: log.append("run_z", b, fence=new_fence),
+                         fence=new_fence)
+    await bus.close("run_z", new)
+    assert [e.type for e in await log.after("run_z", 0)] == ["tool_result"]
+    assert "run_z" not in bus.feeds

@@ -62,8 +62,11 @@ class EventBus:
         self.feeds[run_id] = feed
         return feed
 
-    def publish(self, run_id: str, event: RunEvent) -> None:
-        feed = self.feeds.get(run_id)
+    def publish(self, run_id: str, event: RunEvent, feed: RunFeed | None = None) -> None:
+        """``event`` to the run's feed, or to ``feed``: the one its executor opened (a job
+        superseded by a takeover in this same process keeps writing to its own feed, where
+        its fence refuses the writes, never into its successor's)."""
+        feed = feed or self.feeds.get(run_id)
         if feed is None:
             return
         feed.events.append(event)
@@ -107,10 +110,15 @@ class EventBus:
             await asyncio.sleep(delay)
 
     async def checkpoint(self, run_id: str,
-                         save: Callable[[Sequence[RunEvent]], Awaitable[None]]) -> None:
+                         save: Callable[[Sequence[RunEvent]], Awaitable[None]], *,
+                         fence: Fence | None = None) -> None:
         """``save(events)`` with the run's events not yet written, so the checkpoint and
-        the events it follows commit in one transaction. If it fails they stay pending."""
+        the events it follows commit in one transaction. If it fails they stay pending.
+        With ``fence``, only the feed of that executor: a superseded one takes none of its
+        successor's events (its save is refused by its fence anyway)."""
         feed = self.feeds.get(run_id)
+        if feed is not None and fence is not None and feed.fence != fence:
+            feed = None
         if feed is None:
             await save(())
             return
@@ -135,9 +143,10 @@ class EventBus:
         if self.followers is not None and batch:
             self.followers.hand(run_id, batch)
 
-    async def close(self, run_id: str) -> None:
-        """The run stopped advancing in this process: flush, end subscriptions, drop it."""
-        feed = self.feeds.get(run_id)
+    async def close(self, run_id: str, feed: RunFeed | None = None) -> None:
+        """The run stopped advancing in this process (or ``feed``'s executor stopped): flush,
+        end subscriptions, drop it — never a successor's feed."""
+        feed = feed or self.feeds.get(run_id)
         if feed is None:
             return
         feed.closed = True
@@ -147,7 +156,8 @@ class EventBus:
         await self._flush(feed)
         for q in feed.subscribers:
             q.put_nowait(None)
-        self.feeds.pop(run_id, None)
+        if self.feeds.get(run_id) is feed:
+            self.feeds.pop(run_id, None)
 
     async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
         """Events with seq > ``after``: the replay, then live ones until the run ends."""

@@ -275,7 +275,7 @@ class _ExecutorStore:
 
     async def save(self, state: RunState) -> None:
         await self.bus.checkpoint(state.run_id, lambda events: self.store.save(
-            state, fence=self.fence, events=events))
+            state, fence=self.fence, events=events), fence=self.fence)
 
     async def record_failure(self, state: RunState, error: str) -> None:
         # As the in-process path does: a run whose checkpoint failed is failed (under the

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections import Counter
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -89,8 +90,9 @@ class QueueExecutor:
             name=ADVANCE_TASK, queue=QUEUE, priority=ADVANCE_PRIORITY)(self._advance_job)
         self.expire_task: Task[Any, Any, Any] = self.app.task(
             name=EXPIRE_TASK, queue=QUEUE)(self._expire_job)
-        #: Root runs advancing in this process: their waiting calls park.
-        self.advancing: set[str] = set()
+        #: Root runs advancing in this process (how many jobs of each: a job superseded by
+        #: a takeover in this same process may still be unwinding): their waiting calls park.
+        self.advancing: Counter[str] = Counter()
         self._endings = RunEndings()
         self._worker: asyncio.Task[None] | None = None
         self._reaper: asyncio.Task[None] | None = None
@@ -243,10 +245,10 @@ class QueueExecutor:
             return
         if advance is None:
             return
-        self.advancing.add(run_id)
-        m.bus.open(run_id, m.history(state), fence=fence)
+        self.advancing[run_id] += 1
+        feed = m.bus.open(run_id, m.history(state), fence=fence)
         try:
-            await advance(lambda e: m.bus.publish(run_id, e))
+            await advance(lambda e: m.bus.publish(run_id, e, feed))
         except RunParked as parked:
             await self._park(state, parked, fence)
         except Fenced as exc:
@@ -257,8 +259,10 @@ class QueueExecutor:
                 await asyncio.shield(self.continue_run(run_id))
             raise
         finally:
-            self.advancing.discard(run_id)
-            await m.bus.close(run_id)
+            self.advancing[run_id] -= 1
+            if self.advancing[run_id] <= 0:
+                del self.advancing[run_id]
+            await m.bus.close(run_id, feed)
         if state.finished:
             await m.settle_requests(state)
             self._endings.ended(state, m.on_run_end)
@@ -270,7 +274,7 @@ class QueueExecutor:
             # Through the bus: the events not yet logged (the pending request's among them)
             # commit with the parked state, after any write of the run still in flight.
             await m.bus.checkpoint(state.run_id, lambda events: m.store.save(
-                state, fence=fence, events=events))
+                state, fence=fence, events=events), fence=fence)
         except Fenced as exc:
             log.warning("%s", exc)
             return
