@@ -119,16 +119,16 @@ class SqliteLane:
         return conn
 
     def close(self) -> None:
-        try:
-            self._executor.submit(self._disconnect)
-        except RuntimeError:  # at interpreter exit the worker is already gone
-            self._disconnect()
+        """Stop the lane: its database is gone. This runs from a finalizer, that is wherever
+        the garbage collector happened to run — possibly inside another executor's
+        ``submit``, which holds a lock of the whole process — so it submits nothing (that
+        deadlocked): the worker thread ends once idle, and the connection (made with
+        ``check_same_thread=False``) is closed here; no work of a collected database is
+        left to use it."""
         self._executor.shutdown(wait=False)
-
-    def _disconnect(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
 
 def _attempt(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], Any], *,
