@@ -1,18 +1,8 @@
-"""The approval service over the test database, started and stopped around each test."""
+"""The approval tests' fixtures: the approval service over the test's database, the same
+one the engine tests use (tests/engines/world.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from tests.engines.world import approvals
 
-import pytest
-
-from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.storage.database import Database
-
-
-@pytest.fixture
-async def approvals(db: Database) -> AsyncIterator[PersistentApprovals]:
-    service = PersistentApprovals(db, sweep_interval=0.2)
-    await service.start()
-    yield service
-    await service.stop()
+__all__ = ["approvals"]
