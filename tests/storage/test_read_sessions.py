@@ -1,0 +1,45 @@
+"""Reads and writes keep their own transaction modes: on PostgreSQL a read session runs in
+autocommit (one round trip a read, and psycopg keeps its prepared statements, which a
+ROLLBACK makes it deallocate), while a write transaction stays one atomic unit — a failure
+half-way stores nothing, and a connection handed back by a read serves a write
+transactionally again."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+
+from hookgate.storage.database import Database
+from hookgate.storage.tables import Org
+
+pytestmark = pytest.mark.both_databases
+
+
+class Boom(Exception):
+    pass
+
+
+async def driver_autocommit(db: Database, *, reading: bool) -> bool:
+    context = db.session() if reading else db.transaction()
+    async with context as s:
+        raw = await (await s.connection()).get_raw_connection()
+        return bool(raw.driver_connection.autocommit)  # psycopg's own flag
+
+
+async def test_reads_run_in_autocommit_on_postgresql_and_writes_stay_atomic(
+        db: Database) -> None:
+    if not db.is_sqlite:
+        assert await driver_autocommit(db, reading=True)
+        assert not await driver_autocommit(db, reading=False)
+    for _ in range(3):  # connections go back and forth between reads and writes
+        async with db.session() as s:
+            before = (await s.execute(select(func.count()).select_from(Org))).scalar_one()
+        with pytest.raises(Boom):
+            async with db.transaction() as s:
+                s.add(Org(id="half_way", name="Half way"))
+                await s.flush()  # the row is written inside the transaction …
+                raise Boom()  # … which then fails: nothing of it is kept
+        async with db.session() as s:
+            after = (await s.execute(select(func.count()).select_from(Org))).scalar_one()
+            assert await s.get(Org, "half_way") is None
+        assert after == before
