@@ -28,7 +28,7 @@ PAY = {"amount": 60000, "vendor": "ACME"}
 
 
 def deployment(database_url: str, payments: list[float], *, levels: int = 1,
-               timeout_s: int = 3600) -> Deployment:
+               timeout_s: int = 3600, gated_delegation: bool = False) -> Deployment:
     """``lead`` delegates to ``mid`` … to ``buyer`` (``levels`` delegations deep), whose
     payment above 50,000 waits for a person."""
     @tool(requires_confirmation=lambda a: a["amount"] > 50_000, writes=True)
@@ -43,7 +43,9 @@ def deployment(database_url: str, payments: list[float], *, levels: int = 1,
     for caller, callee in itertools.pairwise(chain):
         agents[caller] = Agent(id=caller, name=caller, instructions="", tools=[],
                                org_id="acme", owner_user_id="alice",
-                               model_config_json={"delegates": [callee]})
+                               model_config_json={"delegates": [callee]},
+                               confirmation_mode="inline_only",
+                               require_confirmation_for_all=gated_delegation)
         scripts[caller] = [
             {"tool_calls": [{"name": "call_agent", "id": f"via_{caller}",
                              "args": {"agent_id": callee, "message": "pay"}}]},
@@ -289,3 +291,28 @@ def test_a_request_parked_in_a_turn_whose_run_ended_otherwise_is_cancelled(
         assert late.status_code == 409
         assert c.get("/api/confirmations?status=pending", headers=H).json() == []
     assert payments == []
+
+
+def test_a_gated_delegation_resumes_at_its_own_gate_and_runs_its_child_once(
+        database_url: str) -> None:
+    """Every call of ``lead`` needs a person, ``call_agent`` included: the delegation is
+    approved, the child's payment parks the root, and the root re-enters ``call_agent``
+    at its gate — with that approval, not without one — and resumes the child."""
+    payments: list[float] = []
+    with live_server(deployment(database_url, payments, gated_delegation=True)) as srv, \
+            httpx.Client(base_url=srv.url, timeout=10) as c:
+        run_id = start(c)
+        delegation = the_pending(c)
+        assert delegation["payload"]["tool_name"] == "call_agent"
+        decide(c, delegation["id"])
+        payment = wait_for(lambda: [r for r in c.get(
+            "/api/confirmations?status=pending", headers=H).json()
+            if r["payload"]["tool_name"] == "oa__purchase_pay"], "the child's request")[0]
+        wait_for(lambda: parked(database_url, run_id), "the root to park")
+        decide(c, payment["id"])
+        run = finished(c, run_id)
+    assert run["status"] == "completed" and payments == [60000]
+    [delegated] = outcomes(run, "call_agent")
+    assert delegated["observation"] == "buyer done"
+    resolved = [e["request_id"] for e in run["trace"] if e["type"] == "confirmation_resolved"]
+    assert set(resolved) == {delegation["id"], payment["id"]}
