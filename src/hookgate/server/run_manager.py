@@ -226,10 +226,7 @@ class RunManager:
         trace shows a request it never saw resolved pays the query."""
         if not state.finished:
             return
-        resolved = {e.get("request_id") for e in state.trace
-                    if e.get("type") == "confirmation_resolved"}
-        if any(e.get("type") == "confirmation_pending" and e.get("request_id") not in resolved
-               for e in state.trace):
+        if _unresolved(state.trace):
             try:
                 await self.approvals.cancel_run(
                     state.run_id, f"the run ended ({state.status}) before this request was "
@@ -247,9 +244,8 @@ class RunManager:
         # would wait for nobody. Their pending events reached the parent's trace; cancel
         # them. A child that parked with the run resumes from the run's state: not its.
         parked = parked_run_ids(state)
-        for event in state.trace:
-            if (event.get("type") == "confirmation_pending" and event.get("child_run_id")
-                    and event.get("child_run_id") not in parked and event.get("request_id")):
+        for event in _unresolved(state.trace):  # a resolved one needs no write
+            if event.get("child_run_id") and event.get("child_run_id") not in parked:
                 await self.approvals.cancel(
                     str(event["request_id"]),
                     "the delegated run waiting for this request was interrupted by a "
@@ -262,6 +258,19 @@ class RunManager:
             return [e.to_dict() for e in feed.events]
         logged = await self.bus.log.after(run_id, 0)
         return [e.to_dict() for e in logged] if len(logged) > len(state.trace) else state.trace
+
+
+def _unresolved(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``confirmation_pending`` events of requests the trace never saw resolved, one
+    per request."""
+    resolved = {e.get("request_id") for e in trace if e.get("type") == "confirmation_resolved"}
+    seen: dict[str, dict[str, Any]] = {}
+    for e in trace:
+        rid = e.get("request_id")
+        if e.get("type") == "confirmation_pending" and isinstance(rid, str) \
+                and rid not in resolved:
+            seen.setdefault(rid, e)
+    return list(seen.values())
 
 
 class _ExecutorStore:
