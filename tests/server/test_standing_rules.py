@@ -270,3 +270,34 @@ def test_the_cli_remembers_lists_creates_and_revokes_rules(database_url: str) ->
         bad = _cli(srv.url, "alice", "rules", "create", "--agent", "buyer", "--tool",
                    "oa__purchase_pay", "--scope", "org")
         assert bad.returncode != 0 and "may not create this rule" in bad.stderr + bad.stdout
+
+
+@pytest.mark.both_databases
+def test_a_run_that_resumes_counts_a_rule_use_once(database_url: str) -> None:
+    # One turn: a call the rule covers, then one it does not. The run parks on the second;
+    # when it resumes, the first call re-enters the gate — the same use, not a second one.
+    turns = [{"tool_calls": [_pay("covered", 60000)["tool_calls"][0],
+                             _pay("asked", 90000)["tool_calls"][0]]}, {"answer": "done"}]
+    deployment, bank = world(database_url, turns=turns)
+    deployment.agents["buyer"] = _audited(deployment.agents["buyer"])
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        made = _rule(c, scope="agent_user", user_id="alice", when=WHEN)
+        assert made.status_code == 201, made.text
+        rule_id = made.json()["id"]
+        run_id = _start(c)
+        asked = _next_pending(c, 0)
+        assert asked["tool_call_id"] == "asked"
+        c.post(f"/api/confirmations/{asked['id']}/respond", json={"decision": "approve"},
+               headers=auth("alice")).raise_for_status()
+        assert wait_finished(c, run_id) == "completed"
+        assert bank.payments == [{"amount": 60000.0, "vendor": "ACME"},
+                                 {"amount": 90000.0, "vendor": "ACME"}]
+        used = f"approved by rule {rule_id}, created by alice"
+        events = c.get(f"/api/runs/{run_id}", headers=auth("alice")).json()["trace"]
+        by_rule = [(e["tool_call_id"], e["request_id"]) for e in events
+                   if e["type"] == "confirmation_resolved" and e.get("rule_id") == rule_id]
+        assert by_rule == [("covered", f"{rule_id}#1")], by_rule
+        assert _outcome(c, run_id, "covered")["allowed"] is True
+        assert f"approval_gate: {used}" in _outcome(c, run_id, "covered")["side_effects"]
+        listed = c.get("/api/approval-rules", headers=auth("alice")).json()
+        assert [(x["id"], x["uses"]) for x in listed] == [(rule_id, 1)]

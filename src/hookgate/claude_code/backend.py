@@ -5,6 +5,10 @@ PreToolUse hooks, read-only, rate limits, the gate); PostToolUse and PostToolUse
 PostToolUse chain (audit, result rules); SessionStart the SessionStart chain. The session
 is the run (one per agent, user and ``session_id``), ``tool_use_id`` the call id.
 UserPromptSubmit and Stop have no hookgate equivalent and are answered with "no objection".
+
+A SessionStart chain that stops the session is recorded in the execution ledger under the
+session's run: Claude Code goes on after a SessionStart hook says ``continue: false`` in a
+headless run, so hookgate itself refuses the session's prompts and tool calls from then on.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"
           "SessionStart", "UserPromptSubmit", "Stop")
 #: What Claude Code sets CLAUDE_CODE_ENTRYPOINT to in headless (-p / SDK) runs.
 HEADLESS_ENTRYPOINTS = ("sdk-cli", "sdk-ts", "sdk-py")
+#: The ledger entry of a session its SessionStart chain stopped (the reason is its record).
+SESSION_STOPPED = "claude-code-session-stopped"
 
 Answer = dict[str, Any]
 
@@ -76,12 +82,16 @@ class ClaudeCodeBackend:
         session = _text(body, "session_id")
         run_id = session_run_id(agent.id, caller.user_id, session)
         call = _Call(self, agent, caller, body, event, run_id)
+        if event == "SessionStart":
+            return await call.session_start()
+        if event in ("PreToolUse", "PermissionRequest", "UserPromptSubmit"):
+            stopped = await self.ledger.recorded(run_id, SESSION_STOPPED)
+            if stopped is not None:
+                return call.refuse_stopped(stopped.observation or "stopped by hookgate")
         if event in ("PreToolUse", "PermissionRequest"):
             return await call.decide()
         if event in ("PostToolUse", "PostToolUseFailure"):
             return await call.observe()
-        if event == "SessionStart":
-            return await call.session_start()
         return {}
 
 
@@ -210,6 +220,13 @@ class _Call:
                                     ctx, updated)
         return self._answer_pre("allow" if updated is not None else None, None, ctx, updated)
 
+    def refuse_stopped(self, reason: str) -> Answer:
+        """The answer to a prompt or tool call of a session its SessionStart stopped."""
+        if self.event == "UserPromptSubmit":
+            return {"decision": "block", "reason": reason, "continue": False,
+                    "stopReason": reason}
+        return {**self._answer_pre("deny", reason), "continue": False, "stopReason": reason}
+
     def _answer_pending(self, request_id: str, tool_name: str) -> Answer:
         if self.caller.headless and self.event == "PreToolUse":
             # -p mode: the run ends with the call deferred; `claude -p --resume` asks again
@@ -277,7 +294,12 @@ class _Call:
         )
         result = await registry.run_session_start(ctx)
         if not result.allow:
-            return {"continue": False, "stopReason": result.error or "stopped by hookgate"}
+            reason = f"hookgate stopped the session at SessionStart: {result.error or 'a hook'}"
+            ledger = self.backend.ledger
+            if await ledger.claim(self.identity.run_id, SESSION_STOPPED, "SessionStart",
+                                  "") is None:
+                await ledger.finish(self.identity.run_id, SESSION_STOPPED, reason, ok=False)
+            return {"continue": False, "stopReason": reason}
         if result.additional_context:
             return {"hookSpecificOutput": {"hookEventName": "SessionStart",
                                            "additionalContext": result.additional_context}}

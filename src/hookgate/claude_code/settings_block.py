@@ -4,12 +4,15 @@ Every event hookgate answers gets one ``type: http`` handler posting to
 ``/api/claude-code/hooks?agent=ID``, with the token taken from an environment variable
 (never written into the file), ``CLAUDE_CODE_ENTRYPOINT`` passed along so hookgate can tell
 a headless run (where it defers) from an interactive one, and ``onFailure: block`` so an
-unreachable hookgate blocks the call instead of letting it run.
+unreachable hookgate blocks the call instead of letting it run. SessionStart, which Claude
+Code sends only to command hooks, gets ``hookgate claude-code forward URL`` instead: the
+same post, made by a command.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,6 +23,8 @@ DEFAULT_TOKEN_ENV = "HOOKGATE_TOKEN"
 #: Events Claude Code matches against a tool name; the others take no matcher.
 _TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse",
                           "PostToolUseFailure"})
+#: The event Claude Code sends only to ``type: command`` hooks.
+COMMAND_ONLY = "SessionStart"
 #: Seconds Claude Code gives the hook beyond hookgate's own wait for a person.
 _MARGIN_S = 30
 
@@ -40,9 +45,17 @@ def settings_block(server_url: str, agent_id: str, *, token_env: str = DEFAULT_T
         "timeout": int(wait_s) + _MARGIN_S,
         "onFailure": "block",
     }
+    forward = {
+        "type": "command",
+        "command": " ".join(["hookgate", "claude-code", "forward",
+                             shlex.quote(hook_url(server_url, agent_id)),
+                             "--token-env", token_env]),
+        "timeout": _MARGIN_S,
+    }
     hooks: dict[str, Any] = {}
     for event in EVENTS:
-        group: dict[str, Any] = {"hooks": [dict(handler)]}
+        group: dict[str, Any] = {"hooks": [dict(forward if event == COMMAND_ONLY
+                                                else handler)]}
         if event in _TOOL_EVENTS:
             group = {"matcher": "*", **group}
         hooks[event] = [group]
@@ -69,5 +82,5 @@ def merge_into(path: Path, block: dict[str, Any]) -> dict[str, Any]:
 
 def _is_ours(group: Any) -> bool:
     handlers = group.get("hooks", []) if isinstance(group, dict) else []
-    return any(isinstance(h, dict) and "/api/claude-code/hooks" in str(h.get("url", ""))
-               for h in handlers)
+    return any(isinstance(h, dict) and "/api/claude-code/hooks" in str(
+        h.get("url") or h.get("command") or "") for h in handlers)

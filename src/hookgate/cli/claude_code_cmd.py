@@ -71,3 +71,33 @@ def install_command(
     console.print(f"wrote {target}: Claude Code now asks hookgate about every tool call of "
                   f"agent '{agent}'; set {token_env} to your hookgate token", highlight=False,
                   soft_wrap=True)
+
+
+@claude_app.command("forward")
+def forward_command(
+    url: Annotated[str, typer.Argument(
+        help="hookgate's hook endpoint, /api/claude-code/hooks?agent=ID on the server.")],
+    token_env: Annotated[str, typer.Option(
+        "--token-env", help="The environment variable holding the developer's hookgate "
+                            "token.")] = "HOOKGATE_TOKEN",
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0.1, help="Seconds to wait for hookgate's answer.")] = 25.0,
+) -> None:
+    """Post the Claude Code hook input on stdin to hookgate and print its answer.
+
+    For events Claude Code sends only to command hooks (SessionStart); `install` writes it.
+    When hookgate cannot be reached the hook fails (exit 1, the reason on stderr): Claude
+    Code goes on, and hookgate's http handlers, which block when it is unreachable, refuse
+    the session's prompts and tool calls.
+    """
+    import sys
+
+    from hookgate.claude_code.forward import Forward, ForwardFailed
+
+    if not token_env.isidentifier():
+        fail(f"--token-env {token_env!r} is not an environment variable name")
+    try:
+        answer = Forward(url, token_env, timeout).send(sys.stdin.buffer.read())
+    except ForwardFailed as exc:
+        fail(f"hookgate claude-code forward: {exc}")
+    typer.echo(answer)

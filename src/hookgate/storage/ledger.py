@@ -87,6 +87,14 @@ class DatabaseLedger:
             return PriorExecution(row.observation, row.ok, row.tool_name, row.args_sha256)
         return None
 
+    async def recorded(self, run_id: str, tool_call_id: str) -> PriorExecution | None:
+        """The record of (run, call) if one was claimed; None otherwise (one read)."""
+        async with self.db.session() as s:
+            row = await s.get(ToolExecutionRow, (run_id, tool_call_id))
+        if row is None:
+            return None
+        return PriorExecution(row.observation, row.ok, row.tool_name, row.args_sha256)
+
     def fenced(self, fence: Fence) -> FencedLedger:
         """This ledger as the executor holding ``fence`` may use it."""
         return FencedLedger(self, fence)
