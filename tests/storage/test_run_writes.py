@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
+from functools import partial
 
 import pytest
 from sqlalchemy import text
@@ -143,12 +145,54 @@ async def test_writes_sharing_a_group_commit_keep_their_own_outcomes(db: Databas
         k for k in range(1, 31) if k % 3]
     rows = await lane.read(lambda c: [r[0] for r in c.execute("SELECT k FROM t ORDER BY k")])
     assert rows == [k for k in range(1, 31) if k % 3]
-    # Concurrent writes did share transactions (fewer commits than writes).
+    # Writes that have to wait for the write lock (held here by another connection, as
+    # another process would) queue on the lane's thread and share its transactions.
     commits: list[str] = []
-    await lane.read(lambda c: c.set_trace_callback(commits.append))
-    await asyncio.gather(*(lane.write(lambda c, k=k: c.execute(
+    loop = asyncio.get_running_loop()
+    on_thread = partial(loop.run_in_executor, lane._executor)
+    await on_thread(lambda: (lane._conn or lane._connect()).set_trace_callback(commits.append))
+    holder = sqlite3.connect(lane.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    waiting = asyncio.gather(*(lane.write(lambda c, k=k: c.execute(
         "INSERT INTO t (k) VALUES (?)", (k,))) for k in range(100, 140)))
-    await lane.read(lambda c: c.set_trace_callback(None))
+    ticks = 0
+    for _ in range(10):  # the event loop is not blocked while they wait for the lock
+        await asyncio.sleep(0.005)
+        ticks += 1
+    assert ticks == 10 and not waiting.done()
+    holder.execute("COMMIT")
+    holder.close()
+    await waiting
+    await on_thread(lambda: (lane._conn or lane._connect()).set_trace_callback(None))
     assert 1 <= sum(s == "COMMIT" for s in commits) < 40
     assert len(await lane.read(lambda c: c.execute("SELECT k FROM t WHERE k >= 100")
                                .fetchall())) == 40
+
+
+async def test_a_write_with_the_lock_free_runs_on_the_callers_thread(db: Database) -> None:
+    lane = SqliteLane.for_database(db)
+    assert lane is not None
+    await lane.write(lambda c: c.execute("CREATE TABLE u (k INTEGER PRIMARY KEY)"))
+    here = threading.get_ident()
+    where = await lane.write(lambda c: (c.execute("INSERT INTO u VALUES (1)"),
+                                        threading.get_ident())[1])
+    assert where == here  # no hop to the lane's thread and back
+    # Committed: another connection sees it at once.
+    other = sqlite3.connect(lane.path)
+    assert other.execute("SELECT k FROM u").fetchall() == [(1,)]
+    # A write that raises leaves nothing, and the next one starts clean.
+    with pytest.raises(sqlite3.IntegrityError):
+        await lane.write(lambda c: (c.execute("INSERT INTO u VALUES (2)"),
+                                    c.execute("INSERT INTO u VALUES (1)")))
+    assert other.execute("SELECT k FROM u").fetchall() == [(1,)]
+    # With the lock taken elsewhere, the write goes to the lane's thread and waits there.
+    other.isolation_level = None
+    other.execute("BEGIN IMMEDIATE")
+    pending = asyncio.ensure_future(lane.write(lambda c: (
+        c.execute("INSERT INTO u VALUES (3)"), threading.get_ident())[1]))
+    await asyncio.sleep(0.05)
+    assert not pending.done()
+    other.execute("COMMIT")
+    assert await pending != here
+    assert await lane.read(lambda c: [r[0] for r in c.execute("SELECT k FROM u")]) == [1, 3]
+    other.close()

@@ -35,7 +35,7 @@ import json
 import sqlite3
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal, cast
@@ -213,9 +213,13 @@ class AuditLogStore:
             chain, records = groups[0]
             last_seq, last_hash = self._heads.pop(chain)  # back only once committed
             rows, out = _linked(chain, records, last_seq + len(records), last_hash)
-            status = await pg.execute(
-                _APPEND_IF_HEAD_PG, chain, out[-1].seq, out[-1].row_hash, last_seq, last_hash,
-                *([row[c] for row in rows] for c in _COLUMNS[1:]))
+            head = (chain, out[-1].seq, out[-1].row_hash, last_seq, last_hash)
+            if len(rows) == 1:
+                status = await pg.execute(_APPEND_ONE_IF_HEAD_PG, *head,
+                                          *(rows[0][c] for c in _COLUMNS[1:]))
+            else:
+                status = await pg.execute(_APPEND_IF_HEAD_PG, *head,
+                                          *([row[c] for row in rows] for c in _COLUMNS[1:]))
             if status == f"INSERT 0 {len(records)}":
                 self._heads[chain] = (out[-1].seq, out[-1].row_hash)
                 return [out]
@@ -273,8 +277,10 @@ def _linked(chain: str, records: Sequence[AuditRecord], last_seq: int, prev: str
     for record in records:
         seq += 1
         digest = row_hash(record, prev)
-        rows.append({**asdict(record), "chain": chain, "seq": seq, "prev_hash": prev,
-                     "row_hash": digest})
+        # Every field is a scalar: a shallow dict, not asdict()'s deep copy of each one.
+        row = {name: getattr(record, name) for name in _CONTENT}
+        row.update(chain=chain, seq=seq, prev_hash=prev, row_hash=digest)
+        rows.append(row)
         out.append(Appended(chain, seq, digest))
         prev = digest
     return rows, out
@@ -308,6 +314,17 @@ _APPEND_IF_HEAD_PG = (
     f"SELECT head.chain, r.* FROM head, unnest("
     + ", ".join(f"${i}::{_PG_TYPES.get(c, 'text')}[]" for i, c in enumerate(_COLUMNS[1:], 6))
     + f") AS r({', '.join(_COLUMNS[1:])})"
+)
+
+
+#: The same for one record, with plain parameters: no arrays to build and send.
+_APPEND_ONE_IF_HEAD_PG = (
+    "WITH head AS (UPDATE audit_chain_heads SET last_seq = $2, last_hash = $3 "
+    "WHERE chain = $1 AND last_seq = $4 AND last_hash = $5 RETURNING chain) "
+    f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
+    "SELECT head.chain, "
+    + ", ".join(f"${i}::{_PG_TYPES.get(c, 'text')}" for i, c in enumerate(_COLUMNS[1:], 6))
+    + " FROM head"
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -113,6 +113,7 @@ class Database:
             self.engine.execution_options(isolation_level="AUTOCOMMIT"),
             expire_on_commit=False)
         self.queries = 0
+        self._closers: list[Callable[[], Awaitable[None]]] = []
         #: Carries notify() wake-ups instead of NOTIFY (server/redis_wakeups.py).
         self.publisher: Publisher | None = None
         event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
@@ -214,7 +215,15 @@ class Database:
     def safe_url(self) -> str:
         return self.engine.url.render_as_string(hide_password=True)
 
+    def on_dispose(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Run ``close`` when the database is disposed (connections kept outside the
+        engine's pool, such as the PostgreSQL lane's own)."""
+        self._closers.append(close)
+
     async def dispose(self) -> None:
+        closers, self._closers = self._closers, []
+        for close in closers:
+            await close()
         await self.engine.dispose()
 
 

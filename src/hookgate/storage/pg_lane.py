@@ -7,10 +7,17 @@ to the driver directly (asyncpg, or psycopg through a small adapter): a single s
 runs in autocommit (one round trip, no BEGIN), a unit of work runs in one explicit
 transaction, and each statement text is prepared once per connection and reused.
 Statements use PostgreSQL's ``$n`` parameters.
+
+A checkout from SQLAlchemy's pool and switching the connection into autocommit and back
+costs as much as the round trip itself, so the lane keeps a few psycopg connections of its
+own, opened in autocommit, per event loop (``OWN_CONNECTIONS``). When all of them are busy
+it borrows from SQLAlchemy's pool as before, so it never waits for one of its own. A
+connection that breaks, or comes back inside a transaction, is closed and not reused.
 """
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -18,6 +25,9 @@ from typing import Any
 
 from hookgate.storage.database import Database
 from hookgate.storage.statement_count import COUNT
+
+#: Connections the lane opens itself, per event loop; beyond them it borrows from the pool.
+OWN_CONNECTIONS = 4
 
 
 class PgLane:
@@ -38,11 +48,25 @@ class PgLane:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._own: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Own] = (
+            weakref.WeakKeyDictionary())
+        db.on_dispose(self.close)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
-        """A raw asyncpg connection, back to the pool afterwards. SQLAlchemy began no
-        transaction on it, so its reset on return is a no-op."""
+        """A raw connection: one of the lane's own when one is free, else one borrowed
+        from SQLAlchemy's pool (which began no transaction on it, so its reset on return
+        is a no-op)."""
+        if self.db.engine.dialect.driver == "psycopg":
+            own = self._own_pool()
+            conn = await own.take(self.db)
+            if conn is not None:
+                adapted = _Psycopg(conn)
+                try:
+                    yield _Counted(adapted) if COUNT.enabled else adapted
+                finally:
+                    own.give_back(conn)
+                return
         async with self.db.engine.connect() as conn:
             raw = await conn.get_raw_connection()
             driver: Any = raw.driver_connection
@@ -73,6 +97,74 @@ class PgLane:
         rolled back when it raises."""
         async with self.connection() as conn, conn.transaction():
             yield conn
+
+    def _own_pool(self) -> _Own:
+        loop = asyncio.get_running_loop()
+        own = self._own.get(loop)
+        if own is None:
+            own = self._own[loop] = _Own()
+        return own
+
+    async def close(self) -> None:
+        """Close the lane's own connections (``Database.dispose`` calls this)."""
+        pools, self._own = list(self._own.values()), weakref.WeakKeyDictionary()
+        for own in pools:
+            await own.close()
+
+
+class _Own:
+    """The lane's own autocommit connections on one event loop: idle ones, and how many
+    are open."""
+
+    def __init__(self) -> None:
+        self.idle: list[Any] = []
+        self.open = 0
+
+    async def take(self, db: Database) -> Any:
+        """An idle connection, a new one while fewer than OWN_CONNECTIONS are open, else
+        None (the caller borrows from the pool)."""
+        while self.idle:
+            conn = self.idle.pop()
+            if not (conn.closed or conn.broken):
+                return conn
+            self.open -= 1
+        if self.open >= OWN_CONNECTIONS:
+            return None
+        import psycopg
+
+        self.open += 1
+        try:
+            return await psycopg.AsyncConnection.connect(db.libpq_url, autocommit=True)
+        except BaseException:
+            self.open -= 1
+            raise
+
+    def give_back(self, conn: Any) -> None:
+        import psycopg
+
+        if conn.closed or conn.broken or (
+                conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE):
+            self.open -= 1
+            conn.pgconn.finish()  # not reusable: a broken link or a transaction left open
+            if conn.broken:
+                # The server likely went away for all of them (a restart): the idle ones
+                # are dropped too, as SQLAlchemy's pool does, so one statement fails, not
+                # one per connection.
+                idle, self.idle = self.idle, []
+                self.open -= len(idle)
+                for other in idle:
+                    other.pgconn.finish()
+            return
+        self.idle.append(conn)
+
+    async def close(self) -> None:
+        idle, self.idle = self.idle, []
+        for conn in idle:
+            self.open -= 1
+            try:
+                await conn.close()
+            except RuntimeError:  # made on another event loop, now gone: drop the socket
+                conn.pgconn.finish()
 
 
 class _Counted:

@@ -1,0 +1,102 @@
+"""The PostgreSQL lane's own connections: reused across statements, never more than
+OWN_CONNECTIONS per event loop (concurrent work beyond them borrows from the pool and still
+runs), a connection that breaks fails its statement and is replaced, one left inside a
+transaction is not reused, and disposing the database closes them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+
+from hookgate.storage.database import Database
+from hookgate.storage.pg_lane import OWN_CONNECTIONS, PgLane
+from tests.conftest import _fresh_pg_database
+
+
+@pytest.fixture
+def pg_url(postgres_server_url: str) -> str:
+    return _fresh_pg_database(postgres_server_url)
+
+
+@pytest.fixture
+async def pg(pg_url: str) -> AsyncIterator[tuple[Database, PgLane]]:
+    db = Database(pg_url)
+    lane = PgLane.for_database(db)
+    assert lane is not None
+    try:
+        yield db, lane
+    finally:
+        await db.dispose()
+
+
+async def _backends(db: Database) -> set[int]:
+    admin = await psycopg.AsyncConnection.connect(db.libpq_url, autocommit=True)
+    async with admin:
+        rows = await (await admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()")).fetchall()
+    return {r[0] for r in rows}
+
+
+async def test_statements_reuse_the_lanes_own_connections(
+        pg: tuple[Database, PgLane]) -> None:
+    _db, lane = pg
+    pids = {(await lane.fetchrow("SELECT pg_backend_pid()"))[0] for _ in range(20)}
+    assert len(pids) == 1  # one after the other: the same connection every time
+    # Concurrent statements beyond the lane's own connections borrow from the pool.
+    many = await asyncio.gather(*(lane.fetchrow("SELECT pg_backend_pid(), pg_sleep(0.05)")
+                                  for _ in range(12)))
+    assert len(many) == 12
+    assert len({r[0] for r in many}) > OWN_CONNECTIONS
+    again = {(await lane.fetchrow("SELECT pg_backend_pid()"))[0] for _ in range(20)}
+    assert len(again) == 1
+
+
+async def test_a_broken_connection_fails_its_statement_and_is_replaced(
+        pg: tuple[Database, PgLane]) -> None:
+    db, lane = pg
+    await asyncio.gather(*(lane.fetchrow("SELECT pg_sleep(0.02)") for _ in range(3)))
+    pids = await _backends(db)
+    assert len(pids) >= 3
+    admin = await psycopg.AsyncConnection.connect(db.libpq_url, autocommit=True)
+    async with admin:  # as a server restart would: every connection goes
+        for pid in pids:
+            await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(psycopg.OperationalError):
+        await lane.fetchrow("SELECT 1")  # fail closed: the caller learns it did not run
+    # One failure, not one per connection: the others were dropped with it.
+    fresh = (await lane.fetchrow("SELECT pg_backend_pid()"))[0]
+    assert fresh not in pids
+    assert (await lane.fetchrow("SELECT 41 + 1"))[0] == 42
+
+
+async def test_a_connection_left_in_a_transaction_is_not_reused(
+        pg: tuple[Database, PgLane]) -> None:
+    _db, lane = pg
+    async with lane.connection() as conn:
+        pid = (await conn.fetchrow("SELECT pg_backend_pid()"))[0]
+        await conn.execute("BEGIN")  # a caller that left a transaction open
+    assert (await lane.fetchrow("SELECT pg_backend_pid()"))[0] != pid
+    # A unit of work that raises rolls back and its connection serves the next one.
+    with pytest.raises(ZeroDivisionError):
+        async with lane.transaction() as conn:
+            await conn.execute("CREATE TABLE lane_t (k int)")
+            1 / 0  # noqa: B018
+    assert (await lane.fetchrow("SELECT to_regclass('lane_t') IS NULL"))[0] is True
+
+
+async def test_dispose_closes_the_lanes_connections(pg_url: str) -> None:
+    db = Database(pg_url)
+    lane = PgLane.for_database(db)
+    assert lane is not None
+    await asyncio.gather(*(lane.fetchrow("SELECT pg_sleep(0.02)") for _ in range(3)))
+    assert len(await _backends(db)) >= 3
+    await db.dispose()
+    for _ in range(50):  # the server notices the closed sockets at once or nearly
+        if not await _backends(db):
+            break
+        await asyncio.sleep(0.02)
+    assert await _backends(db) == set()
