@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -206,21 +207,28 @@ async def one_run(client: httpx.AsyncClient) -> float:
 
 
 async def drive(url: str, runs: int, concurrency: int) -> tuple[list[float], float]:
-    """``runs`` runs by ``concurrency`` clients; their latencies and the wall time."""
-    limits = httpx.Limits(max_connections=concurrency * 2,
-                          max_keepalive_connections=concurrency * 2)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits,
-                                 headers={"Authorization": f"Bearer {TOKEN}"}) as client:
-        await one_run(client)  # warm: first-use costs are not throughput
+    """``runs`` runs by ``concurrency`` clients; their latencies and the wall time.
+
+    Each client has its own connections (two: the event stream and the requests beside
+    it). One shared httpx pool costs its user time that grows with the number of
+    connections in it, so at 64 clients the benchmark itself, not the server, was the
+    limit."""
+    limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(httpx.AsyncClient(
+            base_url=url, timeout=120, limits=limits, headers=headers))
+            for _ in range(concurrency)]
+        await asyncio.gather(*(one_run(c) for c in clients))  # warm: connections are open
         todo = iter(range(runs))
         latencies: list[float] = []
 
-        async def worker() -> None:
+        async def worker(client: httpx.AsyncClient) -> None:
             for _ in todo:
                 latencies.append(await one_run(client))
 
         started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await asyncio.gather(*(worker(c) for c in clients))
         return latencies, time.perf_counter() - started
 
 

@@ -77,4 +77,10 @@ async def require_stream_caller(request: Request) -> Caller:
 
 CallerDep = Annotated[Caller, Depends(require_caller)]
 StreamCallerDep = Annotated[Caller, Depends(require_stream_caller)]
-RuntimeDep = Annotated[Runtime, Depends(runtime_of)]
+async def _runtime_dependency(request: Request) -> Runtime:
+    # A coroutine, not a plain function: FastAPI runs a plain dependency in a worker thread,
+    # a round trip through the thread pool on every request.
+    return runtime_of(request)
+
+
+RuntimeDep = Annotated[Runtime, Depends(_runtime_dependency)]

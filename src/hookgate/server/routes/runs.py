@@ -70,6 +70,12 @@ async def get_run(run_id: str, caller: CallerDep,
                   rt: RuntimeDep) -> dict[str, Any]:
     state = await _visible_state(run_id, caller, rt)
     trace = await rt.runs.trace(run_id, state)
+    declined: list[ConfirmationRequest] = []
+    if state.status != "completed" or _asked_anyone(trace):
+        # A run that completed went through the gate for every request it made, and the
+        # gate puts each on the trace: with none there, there is nothing to look up.
+        declined = (await rt.approvals.store.declined_by_run([state.run_id])).get(
+            state.run_id, [])
     return {
         "run_id": state.run_id,
         "agent_id": state.agent_id,
@@ -82,9 +88,12 @@ async def get_run(run_id: str, caller: CallerDep,
         "answer": state.answer,
         "error": state.error,
         "trace": for_caller(trace, caller.admin),
-        **_approval_outcome(state.status, (await rt.approvals.store.declined_by_run(
-            [state.run_id])).get(state.run_id, [])),
+        **_approval_outcome(state.status, declined),
     }
+
+
+def _asked_anyone(trace: list[dict[str, Any]]) -> bool:
+    return any(str(e.get("type", "")).startswith("confirmation_") for e in trace)
 
 
 @router.get("/runs/{run_id}/events")
