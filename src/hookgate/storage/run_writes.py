@@ -2,6 +2,12 @@
 since the last write, and event batches alone, each in ONE transaction under the run's
 fence. On a SQLite file they take the SqliteLane (group commit), on PostgreSQL the PgLane
 (prepared statements, no ORM); elsewhere (SQLite in memory) SQLAlchemy Core.
+
+On PostgreSQL a write is ONE statement in autocommit (one round trip instead of BEGIN, the
+fence read, the upsert, the events, the notification and COMMIT): data-modifying CTEs that
+run only while the fence is current. The fence is read under the same row locks as
+``Fence.check`` takes (a checkpoint's FOR NO KEY UPDATE, an event batch's FOR KEY SHARE),
+held until the statement commits, so a takeover still waits for the write in flight.
 """
 
 from __future__ import annotations
@@ -55,6 +61,38 @@ _EVENTS_PG = ("INSERT INTO run_events (run_id, seq, type, data, created_at) "
               "AS e(s, t, d) ON CONFLICT (run_id, seq) DO NOTHING")
 _NOTIFY_PG = "SELECT pg_notify($1, $2)"
 
+_NC = len(CHECKPOINT_COLUMNS) + 2  # the upsert's parameters: the columns, created_at, fence
+_ROW_PG = ", ".join(f"${i}" for i in range(1, _NC + 1))
+#: $1..$13 the row, $14 the fence token (NULL: unfenced), $15..$17 the events' arrays,
+#: $18 their time, $19 the channel (NULL: notify nobody), $20 the note.
+_FENCED = f"(${_NC + 1}::bigint IS NULL OR (SELECT fence FROM f) = ${_NC + 1}::bigint)"
+_WRITE_PG = (
+    f"WITH f AS (SELECT fence FROM runs WHERE id = $1 FOR NO KEY UPDATE), "
+    f"up AS (INSERT INTO runs ({_COLUMN_LIST}) SELECT {_ROW_PG} WHERE {_FENCED} "
+    f"ON CONFLICT (id) DO UPDATE SET {_UPDATED} RETURNING 1), "
+    f"ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
+    f"SELECT $1, s, t, d::json, ${_NC + 5} FROM unnest(${_NC + 2}::int[], "
+    f"${_NC + 3}::text[], ${_NC + 4}::text[]) AS e(s, t, d) WHERE EXISTS (SELECT 1 FROM up) "
+    f"ON CONFLICT (run_id, seq) DO NOTHING RETURNING 1), "
+    f"n AS (SELECT pg_notify(${_NC + 6}, ${_NC + 7}) WHERE ${_NC + 6}::text IS NOT NULL "
+    f"AND cardinality(${_NC + 2}::int[]) > 0 AND EXISTS (SELECT 1 FROM up)) "
+    f"SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
+    f"(SELECT count(*) FROM n)"
+)
+#: Events alone: $1 the run, $2 the fence token (NULL: unfenced), $3..$5 the arrays, $6 the
+#: time, $7 the channel (NULL: notify nobody), $8 the note.
+_EVENTS_ONLY_PG = (
+    "WITH f AS (SELECT fence FROM runs WHERE id = $1 FOR KEY SHARE), "
+    "ok AS (SELECT 1 WHERE $2::bigint IS NULL OR (SELECT fence FROM f) = $2::bigint), "
+    "ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
+    "SELECT $1, s, t, d::json, $6 FROM unnest($3::int[], $4::text[], $5::text[]) "
+    "AS e(s, t, d) WHERE EXISTS (SELECT 1 FROM ok) "
+    "ON CONFLICT (run_id, seq) DO NOTHING RETURNING 1), "
+    "n AS (SELECT pg_notify($7, $8) WHERE $7::text IS NOT NULL AND EXISTS (SELECT 1 FROM ok)) "
+    "SELECT EXISTS (SELECT 1 FROM ok), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
+    "(SELECT count(*) FROM n)"
+)
+
 
 @dataclass(slots=True, frozen=True)
 class Checkpoint:
@@ -92,18 +130,7 @@ async def write_run(db: Database, run_id: str, *, checkpoint: Checkpoint | None,
         return
     pg = PgLane.for_database(db)
     if pg is not None:
-        async with pg.transaction() as conn:
-            if fence is not None:
-                fence.refuse_unless(await _scalar(conn, FENCE_PG[checkpoint is not None],
-                                                  fence.run_id))
-            if checkpoint is not None:
-                await conn.execute(_UPSERT_PG, *_with_times(checkpoint, now))
-            if events:
-                await conn.execute(_EVENTS_PG, run_id, [e.seq for e in events],
-                                   [e.type for e in events],
-                                   [event_data_text(e) for e in events], now)
-                if db.publisher is None:
-                    await conn.execute(_NOTIFY_PG, RUN_EVENTS_CHANNEL, events_note(run_id, events))
+        await _write_pg(db, pg, run_id, checkpoint, events, fence, now)
         if events and db.publisher is not None:  # committed: wake the followers (Redis)
             await db.publisher.publish([(RUN_EVENTS_CHANNEL, events_note(run_id, events))])
         return
@@ -149,6 +176,34 @@ def _write_sqlite(conn: sqlite3.Connection, run_id: str, checkpoint: tuple[Any, 
         conn.executemany(_EVENTS_SQLITE, events)
 
 
-async def _scalar(conn: Any, sql: str, *args: Any) -> Any:
-    row = await conn.fetchrow(sql, *args)
+async def _write_pg(db: Database, pg: PgLane, run_id: str, checkpoint: Checkpoint | None,
+                    events: Sequence[RunEvent], fence: Fence | None, now: datetime) -> None:
+    arrays = ([e.seq for e in events], [e.type for e in events],
+              [event_data_text(e) for e in events], now)
+    channel = RUN_EVENTS_CHANNEL if events and db.publisher is None else None
+    note = events_note(run_id, events) if events else ""
+    if fence is not None and fence.run_id != run_id:  # a child's write under its root's fence
+        async with pg.transaction() as conn:
+            fence.refuse_unless(_first(await conn.fetchrow(
+                FENCE_PG[checkpoint is not None], fence.run_id)))
+            if checkpoint is not None:
+                await conn.execute(_UPSERT_PG, *_with_times(checkpoint, now))
+            if events:
+                await conn.execute(_EVENTS_PG, run_id, *arrays)
+                if channel is not None:
+                    await conn.execute(_NOTIFY_PG, channel, note)
+        return
+    token = fence.token if fence is not None else None
+    if checkpoint is not None:
+        row = await pg.fetchrow(_WRITE_PG, *_with_times(checkpoint, now), token, *arrays,
+                                channel, note)
+    else:
+        row = await pg.fetchrow(_EVENTS_ONLY_PG, run_id, token, *arrays, channel, note)
+    written, current = row[0], row[1]
+    if fence is not None and not written:
+        fence.refuse_unless(current)  # raises: the token moved (or the run is gone)
+        fence.refuse_unless(None)
+
+
+def _first(row: Any) -> Any:
     return row[0] if row is not None else None
