@@ -66,7 +66,7 @@ class Cluster:
     def instance(self, name: str, **kw: Any) -> Instance:
         inst = Instance(name, self.config, self.workdir,
                         env={"HOOKGATE_TEST_LEDGER": str(self.ledger),
-                             "HOOKGATE_TEST_SLOW_S": "8"}, **kw)
+                             "HOOKGATE_TEST_SLOW_S": "15"}, **kw)
         self.instances.append(inst)
         return inst
 
@@ -305,8 +305,11 @@ def test_killing_and_pausing_instances_never_runs_a_tool_twice_nor_loses_a_run(
                           and ln[1] in refs["slowtool"]]) == 2, "the slow tools to start")
     for r_ in refs["pay"]:
         wait_for(lambda r_=r_: pending_for(c, runs[r_]), "the payment requests")
+    # The victim is an instance with a slow tool still running (a loaded machine can take
+    # a while to get the payments asked for).
+    ended = {ln[1] for ln in cluster.lines() if ln[0] == "end"}
     victim_pid = next(int(ln[2]) for ln in cluster.lines()
-                      if ln[0] == "start" and ln[1] in refs["slowtool"])
+                      if ln[0] == "start" and ln[1] in refs["slowtool"] and ln[1] not in ended)
     victim, other = (a, b) if a.pid == victim_pid else (b, a)
     victim.kill()  # SIGKILL: its slow tool, its model calls, its jobs stop mid-way
 
