@@ -57,12 +57,16 @@ _UPSERT_PG = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
               f"ON CONFLICT (id) DO UPDATE SET {_UPDATED}")
 # One statement for a whole batch: arrays of the columns, unnested into rows.
 _EVENTS_PG = ("INSERT INTO run_events (run_id, seq, type, data, created_at) "
-              "SELECT $1, s, t, d::json, $5 FROM unnest($2::int[], $3::text[], $4::text[]) "
+              "SELECT $1, s, t, d::json, $5::timestamptz FROM unnest($2::int[], $3::text[], "
+              "$4::text[]) "
               "AS e(s, t, d) ON CONFLICT (run_id, seq) DO NOTHING")
 _NOTIFY_PG = "SELECT pg_notify($1, $2)"
 
 _NC = len(CHECKPOINT_COLUMNS) + 2  # the upsert's parameters: the columns, created_at, fence
-_ROW_PG = ", ".join(f"${i}" for i in range(1, _NC + 1))
+#: Each parameter cast to its column's type: in a SELECT list PostgreSQL cannot infer it.
+_ROW_TYPES = {"updated_at": "timestamptz", "created_at": "timestamptz", "fence": "bigint"}
+_ROW_PG = ", ".join(f"${i}::{_ROW_TYPES.get(c, 'text')}" for i, c in enumerate(
+    (*CHECKPOINT_COLUMNS, "created_at", "fence"), 1))
 #: $1..$13 the row, $14 the fence token (NULL: unfenced), $15..$17 the events' arrays,
 #: $18 their time, $19 the channel (NULL: notify nobody), $20 the note.
 _FENCED = f"(${_NC + 1}::bigint IS NULL OR (SELECT fence FROM f) = ${_NC + 1}::bigint)"
@@ -71,7 +75,7 @@ _WRITE_PG = (
     f"up AS (INSERT INTO runs ({_COLUMN_LIST}) SELECT {_ROW_PG} WHERE {_FENCED} "
     f"ON CONFLICT (id) DO UPDATE SET {_UPDATED} RETURNING 1), "
     f"ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
-    f"SELECT $1, s, t, d::json, ${_NC + 5} FROM unnest(${_NC + 2}::int[], "
+    f"SELECT $1, s, t, d::json, ${_NC + 5}::timestamptz FROM unnest(${_NC + 2}::int[], "
     f"${_NC + 3}::text[], ${_NC + 4}::text[]) AS e(s, t, d) WHERE EXISTS (SELECT 1 FROM up) "
     f"ON CONFLICT (run_id, seq) DO NOTHING RETURNING 1), "
     f"n AS (SELECT pg_notify(${_NC + 6}, ${_NC + 7}) WHERE ${_NC + 6}::text IS NOT NULL "
@@ -85,7 +89,7 @@ _EVENTS_ONLY_PG = (
     "WITH f AS (SELECT fence FROM runs WHERE id = $1 FOR KEY SHARE), "
     "ok AS (SELECT 1 WHERE $2::bigint IS NULL OR (SELECT fence FROM f) = $2::bigint), "
     "ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
-    "SELECT $1, s, t, d::json, $6 FROM unnest($3::int[], $4::text[], $5::text[]) "
+    "SELECT $1, s, t, d::json, $6::timestamptz FROM unnest($3::int[], $4::text[], $5::text[]) "
     "AS e(s, t, d) WHERE EXISTS (SELECT 1 FROM ok) "
     "ON CONFLICT (run_id, seq) DO NOTHING RETURNING 1), "
     "n AS (SELECT pg_notify($7, $8) WHERE $7::text IS NOT NULL AND EXISTS (SELECT 1 FROM ok)) "
