@@ -13,7 +13,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from hookgate.storage.database import Database
-from hookgate.storage.fencing import FENCE_PG, FENCE_SQLITE, Fence
+from hookgate.storage.fencing import FENCE_SQLITE, Fence
 from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import ToolExecutionRow
@@ -30,6 +30,18 @@ _CLAIM_PG = ("INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args
              "started_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING")
 _PRIOR_PG = ("SELECT observation, ok, tool_name, args_sha256 FROM tool_executions "
              "WHERE run_id = $1 AND tool_call_id = $2")
+#: A fenced claim in one statement: the fence read under a key-share lock (held until the
+#: statement commits, so a takeover waits for it), the row inserted only while the token is
+#: current, and the earlier claim's record read beside it. $1..$5 the row, $6 the token.
+_CLAIM_FENCED_PG = (
+    "WITH f AS (SELECT fence FROM runs WHERE id = $7 FOR KEY SHARE), "
+    "ins AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args_sha256, "
+    "started_at) SELECT $1::text, $2::text, $3::text, $4::text, $5::timestamptz "
+    "WHERE (SELECT fence FROM f) = $6::bigint ON CONFLICT DO NOTHING RETURNING 1) "
+    "SELECT (SELECT fence FROM f), EXISTS (SELECT 1 FROM ins), p.observation, p.ok, "
+    "p.tool_name, p.args_sha256 FROM (SELECT 1) AS one LEFT JOIN tool_executions p "
+    "ON p.run_id = $1::text AND p.tool_call_id = $2::text"
+)
 _FINISH_PG = ("UPDATE tool_executions SET observation = $1, ok = $2, finished_at = $3 "
               "WHERE run_id = $4 AND tool_call_id = $5")
 
@@ -65,11 +77,14 @@ class DatabaseLedger:
             if await pg.execute(_CLAIM_PG, *row) == "INSERT 0 1":
                 return None
             return await pg.fetchrow(_PRIOR_PG, *row[:2])
-        async with pg.transaction() as conn:
-            fence.refuse_unless(_first(await conn.fetchrow(FENCE_PG[False], fence.run_id)))
-            if await conn.execute(_CLAIM_PG, *row) == "INSERT 0 1":
-                return None
-            return await conn.fetchrow(_PRIOR_PG, *row[:2])
+        found = await pg.fetchrow(_CLAIM_FENCED_PG, *row, fence.token, fence.run_id)
+        fence.refuse_unless(found[0])
+        if found[1]:
+            return None
+        if found[4] is not None:
+            return tuple(found)[2:]
+        # The other claim committed after this statement's snapshot: read it now.
+        return await pg.fetchrow(_PRIOR_PG, *row[:2])
 
     async def _claim_orm(self, run_id: str, tool_call_id: str, tool_name: str,
                          args_sha256: str, fence: Fence | None) -> PriorExecution | None:
