@@ -323,7 +323,7 @@ def test_killing_and_pausing_instances_never_runs_a_tool_twice_nor_loses_a_run(
     for r_ in refs["pay"]:
         decide(c, pending_for(c, runs[r_])["id"])  # type: ignore[index]
     for r_, run_id in runs.items():
-        wait_for(lambda run_id=run_id: finished(c, run_id), f"run {r_} to finish", 40)
+        wait_for(lambda run_id=run_id: finished(c, run_id), f"run {r_} to finish", 60)
 
     states = {r_: run(c, run_id) for r_, run_id in runs.items()}
     assert {s["status"] for s in states.values()} == {"completed"}, states
