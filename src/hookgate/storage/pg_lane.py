@@ -208,6 +208,12 @@ class _Counted:
         return self._conn.transaction()
 
 
+def psycopg_statements(conn: Any) -> _Psycopg:
+    """The lane's statements (``$n`` parameters, prepared once per connection) on a psycopg
+    connection the caller holds, inside whatever transaction it has open."""
+    return _Psycopg(conn)
+
+
 class _Psycopg:
     """asyncpg's few connection methods the lane's users call, on a psycopg connection:
     ``$n`` parameters (a raw cursor), statements prepared once per connection, autocommit

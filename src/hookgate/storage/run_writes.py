@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hookgate.engines.events import RunEvent
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import FENCE_PG, FENCE_SQLITE, Fence
-from hookgate.storage.pg_lane import PgLane
+from hookgate.storage.pg_lane import PgLane, psycopg_statements
 from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import RunEventRow, RunRow
 from hookgate.storage.types import utcnow
@@ -147,10 +147,29 @@ async def write_in_session(db: Database, s: AsyncSession, run_id: str, *,
                            checkpoint: Checkpoint | None, events: Sequence[RunEvent],
                            fence: Fence | None) -> None:
     """`write_run` inside the caller's SQLAlchemy transaction (e.g. with a queued job)."""
+    now = utcnow()
+    if db.engine.dialect.driver == "psycopg":
+        # The lane's prepared statements on the session's own connection: building the
+        # same upsert through SQLAlchemy cost more than the round trips.
+        raw = await (await s.connection()).get_raw_connection()
+        conn = psycopg_statements(raw.driver_connection)
+        if fence is not None:
+            fence.refuse_unless(_first(await conn.fetchrow(
+                FENCE_PG[checkpoint is not None], fence.run_id)))
+        if checkpoint is not None:
+            await conn.execute(_UPSERT_PG, *_with_times(checkpoint, now))
+        if events:
+            await conn.execute(_EVENTS_PG, run_id, [e.seq for e in events],
+                               [e.type for e in events],
+                               [event_data_text(e) for e in events], now)
+            if db.publisher is None:
+                await conn.execute(_NOTIFY_PG, RUN_EVENTS_CHANNEL, events_note(run_id, events))
+            else:  # published once the caller's transaction commits
+                await db.notify(s, RUN_EVENTS_CHANNEL, events_note(run_id, events))
+        return
     if fence is not None:
         await fence.check(s, updates_run=checkpoint is not None)
     insert = sqlite_insert if db.is_sqlite else pg_insert
-    now = utcnow()
     if checkpoint is not None:
         values = {**checkpoint.as_dict(), "updated_at": now}
         stmt = insert(RunRow).values(created_at=now, **values)
