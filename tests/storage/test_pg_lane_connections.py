@@ -114,3 +114,16 @@ async def test_dispose_closes_the_lanes_connections(pg_url: str) -> None:
             break
         await asyncio.sleep(0.02)
     assert await _backends(db) == set()
+
+
+async def test_a_value_the_driver_cannot_send_is_not_repeated_in_the_error(
+        pg: tuple[Database, PgLane]) -> None:
+    # A database error's text reaches run errors and API answers: asyncpg's words for an
+    # argument it cannot encode quote the argument (here a card number with a lone
+    # surrogate); the lane's error says which argument and why, without the value.
+    _db, lane = pg
+    with pytest.raises(asyncpg.exceptions.DataError) as raised:
+        await lane.fetchrow("SELECT $1::text", "card 4111 1111 1111 1111 \ud83d")
+    text = str(raised.value)
+    assert "4111" not in text and "query argument $1" in text and "surrogates" in text
+    assert (await lane.fetchrow("SELECT 1"))[0] == 1  # the connection is still good

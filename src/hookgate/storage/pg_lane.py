@@ -22,6 +22,7 @@ comes back inside a transaction, is closed and not reused.
 from __future__ import annotations
 
 import asyncio
+import re
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -68,8 +69,11 @@ class PgLane:
 
             try:
                 yield _Counted(mine) if COUNT.enabled else mine
-            except asyncpg.PostgresError:
+            except asyncpg.PostgresError as exc:
                 own.give_back(mine)  # the server said no; the connection is as it was
+                clean = without_values(exc)
+                if clean is not exc:
+                    raise clean from None
                 raise
             except BaseException as exc:
                 # Cancelled mid-statement, a broken link, or the caller's own error inside
@@ -123,6 +127,21 @@ class PgLane:
         pools, self._own = list(self._own.values()), weakref.WeakKeyDictionary()
         for own in pools:
             await own.close()
+
+
+#: asyncpg's words for a parameter it could not encode; the value follows them.
+_BAD_ARGUMENT = re.compile(r"^(invalid input for query argument \$\d+): .* \((.*)\)$", re.S)
+
+
+def without_values(exc: Exception) -> Exception:
+    """``exc`` without the parameter values asyncpg puts in a message about a parameter it
+    could not encode (a tool's arguments, a card number): a database error's text reaches
+    run errors, observations and API answers. Quoted values in the reason go too."""
+    found = _BAD_ARGUMENT.match(str(exc))
+    if found is None:
+        return exc
+    reason = re.sub(r"(?<!\w)'[^']*'(?!\w)", "'…'", found.group(2))
+    return type(exc)(f"{found.group(1)} ({reason})")
 
 
 class _Own:
