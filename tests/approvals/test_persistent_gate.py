@@ -367,3 +367,63 @@ async def test_a_new_request_held_by_two_processes_at_once_gets_one_card(
     stored = await one.store.get(created.id)
     assert stored is not None and stored.delivery_ref is not None
     assert stored.delivery_ref["channel_id"] == "ops"
+
+
+async def _abandoned(db: Database, request_id: str, *, by: str, age_s: float) -> None:
+    """Leave a claim on the request as a sender that stopped ``age_s`` ago would."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from hookgate.storage.tables import ConfirmationRequestRow
+
+    at = (await db.now()) - timedelta(seconds=age_s)
+    async with db.transaction() as s:
+        await s.execute(update(ConfirmationRequestRow).where(
+            ConfirmationRequestRow.id == request_id).values(delivery_ref={
+                "sending": True, "by": by, "claim": "c0ffee", "at": at.isoformat()}))
+
+
+async def test_a_card_whose_sender_died_before_sending_it_is_sent_by_the_next_holder(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process claimed the card and died before the platform answered. Resuming the
+    # request takes over another process's claim older than TAKEOVER_S; a fresh claim (the
+    # other process may be sending right now) is left alone until it is STALE_S old, when
+    # the waiting call itself sends the card. One card each time, never two.
+    from hookgate.approvals import delivery_claims
+
+    monkeypatch.setattr(delivery_claims, "STALE_S", 1.0)
+    with FakeSlack() as slack:
+        channels = ConfiguredChannels([ChannelSpec("ops", "slack", "acme",
+                                                   slack.channel_config())],
+                                      secrets=SecretsKey([SecretsKey.generate()]))
+        gate = PersistentApprovals(db, channels=channels, sweep_interval=0.2)
+        await gate.start()
+        agent = make_agent(Bank(), confirmation_mode="channel_only", confirmation_timeout_s=60)
+        asks = []
+        for n in (1, 2):
+            args = {"amount": 60_000 + n, "vendor": "ACME"}
+            asks.append(ApprovalAsk(agent=agent, run_id=f"run-claim-{n}", tool_call_id="c",
+                                    tool_name="oa__purchase_pay", args=args,
+                                    args_sha256=args_digest(args), user_id="alice",
+                                    org_id="acme"))
+        made = [await gate._create(ask) for ask in asks]
+        await _abandoned(db, made[0].id, by="a-dead-process", age_s=40)
+        await _abandoned(db, made[1].id, by="a-busy-process", age_s=0)
+        waits = [asyncio.create_task(gate.request_and_wait(ask)) for ask in asks]
+        await eventually(lambda: len(slack.messages) >= 1, "the dead sender's card")
+        first = list(slack.messages.values())
+        assert len(first) == 1 and "60,001" in str(first[0].blocks)
+        # The fresh claim: no card at once, then one once the claim is STALE_S old.
+        await eventually(lambda: len(slack.messages) >= 2, "the slow sender's card")
+        await asyncio.sleep(1.5)  # another round of the waiting loop: still two cards
+        assert len(slack.messages) == 2, list(slack.messages)
+        stored = [await gate.store.get(m.id) for m in made]
+        assert all(r is not None and r.delivery_ref is not None
+                   and r.delivery_ref.get("channel_id") == "ops" for r in stored), stored
+        for m in made:
+            await gate.decide(m.id, "approve", ALICE)
+        decisions = await asyncio.wait_for(asyncio.gather(*waits), 10)
+        await gate.stop()
+        await channels.aclose()
+    assert [d.status for d in decisions] == ["approved", "approved"]

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from hookgate import Agent, HookResult, PreToolUseHook, ScriptedLLM, tool
-from hookgate.approvals.store import CLAIMED_DELIVERY
+from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.channels.notify_tool import UNBOUND_CHANNEL_NOTIFY
 from hookgate.hooks.model import HookContext
 from hookgate.server.deployment import (
@@ -203,7 +203,8 @@ async def delivered_request(srv: LiveServer, client: httpx.AsyncClient) -> dict[
     def recorded() -> bool:
         request = srv.call(srv.runtime.approvals.store.get(pending["id"]))
         # Not the claim a sender takes before the platform answers: the card's own record.
-        return request is not None and request.delivery_ref not in (None, CLAIMED_DELIVERY)
+        ref = request.delivery_ref if request is not None else None
+        return ref is not None and not is_delivery_claim(ref)
 
     await eventually(recorded, f"the delivery record of {pending['id']}")
     return dict(pending)

@@ -19,7 +19,7 @@ import httpx
 from typer.testing import CliRunner
 
 from hookgate import Agent, ScriptedLLM
-from hookgate.approvals.store import CLAIMED_DELIVERY
+from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.cli.main import app
 from hookgate.server.deployment import ChannelSpec, Deployment, OrgSpec, UserSpec, token_digest
 from tests.claude_cli import ClaudeRun, Result
@@ -102,7 +102,8 @@ class Scene:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             request = self.srv.call(self.srv.runtime.approvals.store.get(request_id))
-            if request is not None and request.delivery_ref not in (None, CLAIMED_DELIVERY):
+            ref = request.delivery_ref if request is not None else None
+            if ref is not None and not is_delivery_claim(ref):
                 return  # the card's own record, not the claim taken before sending it
             time.sleep(0.03)
         raise AssertionError(f"request {request_id} was never recorded as delivered")

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hookgate.approvals import delivery_claims
 from hookgate.approvals.context import approval_context
+from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.approvals.edits import checked_edit
 from hookgate.approvals.eligibility import Approver, refusal
 from hookgate.approvals.errors import (
@@ -187,10 +189,9 @@ class PersistentApprovals:
             return _decision(request)
         if request.pending:
             # Claimed first: the same call held by two processes at once (or resumed while
-            # its creator sends the card) sends one card.
-            if request.mode == "channel" and request.delivery_ref is None and \
-                    await self.store.claim_delivery(request.id):
-                await self._deliver(request, ask)
+            # its creator sends the card) sends one card; a claim its sender abandoned (it
+            # died before the card went out) is taken over.
+            await self._deliver_unless_claimed(request, ask, resumed=resumed)
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
             request = await timed_wait(self._wait(request, ask, wait_s), request,
                                        resumed=resumed)
@@ -242,6 +243,14 @@ class PersistentApprovals:
                     log.exception("scheduling the follow-ups of request %s failed", request.id)
         return request
 
+    async def _deliver_unless_claimed(self, request: ConfirmationRequest, ask: ApprovalAsk,
+                                      *, resumed: bool) -> None:
+        if request.mode != "channel" or not (
+                request.delivery_ref is None or is_delivery_claim(request.delivery_ref)):
+            return
+        if await self.store.claim_delivery(request.id, resumed=resumed):
+            await self._deliver(request, ask)
+
     async def _deliver(self, request: ConfirmationRequest, ask: ApprovalAsk) -> None:
         channel = self.channels.get(request.channel_id) if (
             self.channels and request.channel_id) else None
@@ -290,12 +299,19 @@ class PersistentApprovals:
                     if loop.time() >= give_up:
                         raise StillPending(current)
                     left = min(left, give_up - loop.time())
+                # A card still being sent by someone: look again once that claim could be
+                # abandoned (its sender gone), and send the card then.
+                claimed = current.mode == "channel" and is_delivery_claim(current.delivery_ref)
+                nap = min(left, delivery_claims.STALE_S) if claimed else left
                 if left > 0:
                     try:
-                        woken_with = await asyncio.wait_for(fut, left)
+                        woken_with = await asyncio.wait_for(fut, nap)
                     except TimeoutError:
                         if give_up is not None and loop.time() >= give_up:
                             continue  # the loop reads the request once more, then gives up
+                        if nap < left:
+                            await self._deliver_unless_claimed(current, ask, resumed=False)
+                            continue
                         woken_with = None
                     else:
                         if woken_with is not None and not woken_with.pending:

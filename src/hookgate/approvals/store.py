@@ -8,10 +8,11 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import Text, cast, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hookgate.approvals.delivery_claims import claim_abandoned, delivery_claim
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ConfirmationRequestRow
@@ -19,11 +20,6 @@ from hookgate.storage.types import utcnow
 
 #: Work done in the transaction of a status change, with the request as it now is.
 AfterTransition = Callable[[AsyncSession, ConfirmationRequest], Awaitable[None]]
-
-
-#: A request's delivery while its card is being sent (a delivered card's ref names its
-#: ``channel_id``; this does not).
-CLAIMED_DELIVERY: dict[str, Any] = {"sending": True}
 
 
 def new_request_id() -> str:
@@ -114,16 +110,30 @@ class ConfirmationStore:
                 await then(s, after)
             return after
 
-    async def claim_delivery(self, request_id: str) -> bool:
+    async def claim_delivery(self, request_id: str, *, resumed: bool = False) -> bool:
         """True for the one caller that may send the request's card: the row's delivery
-        moves from nothing to a claim (CLAIMED_DELIVERY) in one conditional UPDATE, so two
-        processes holding the same new request never both send it."""
+        moves from nothing to this process's claim in one conditional UPDATE, so two
+        processes holding the same new request never both send it. A claim its sender
+        abandoned (``delivery_claims.claim_abandoned``; ``resumed``: this process resumes
+        the request) is taken over the same way: only while it is still that claim."""
+        now = await self.db.now()
+        t = ConfirmationRequestRow
+        mine = delivery_claim(now)
         async with self.db.transaction() as s:
-            result = await s.execute(
-                update(ConfirmationRequestRow)
-                .where(ConfirmationRequestRow.id == request_id,
-                       ConfirmationRequestRow.delivery_ref.is_(None))
-                .values(delivery_ref=CLAIMED_DELIVERY))
+            result = await s.execute(update(t).where(
+                t.id == request_id, t.delivery_ref.is_(None)).values(delivery_ref=mine))
+            if getattr(result, "rowcount", 0) == 1:
+                return True
+            held = (await s.execute(select(t.delivery_ref).where(t.id == request_id))
+                    ).scalar_one_or_none()
+            if not claim_abandoned(held, now, resumed=resumed):
+                return False
+            token = held.get("claim") if isinstance(held, dict) else None
+            as_text = cast(t.delivery_ref, Text)
+            same = (as_text.like(f"%{token}%") if isinstance(token, str) and token.isalnum()
+                    else as_text.not_like('%"claim"%') & as_text.like('%"sending"%'))
+            result = await s.execute(update(t).where(t.id == request_id, same)
+                                     .values(delivery_ref=mine))
             return bool(getattr(result, "rowcount", 0) == 1)
 
     async def set_delivery(self, request_id: str, ref: dict[str, Any]) -> None:
