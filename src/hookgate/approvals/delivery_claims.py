@@ -7,7 +7,8 @@ answered. A process that dies between the two leaves the claim behind, and the c
 never go out. So a claim is taken over:
 
 - by a process that resumes the request (a run continued after a crash, a takeover or a
-  restart) when another process made the claim more than ``TAKEOVER_S`` ago;
+  restart) when another process made the claim more than ``TAKEOVER_S`` ago (a run retried after its worker
+  died resumes at least 30 s later, the stalled-worker timeout);
 - by anyone once it is older than ``STALE_S``: no send takes so long (the delivery
   policy gives up after 60 s), so its sender is gone.
 
@@ -25,7 +26,7 @@ from typing import Any
 #: This process, as its claims name it.
 PROCESS_ID = uuid.uuid4().hex[:16]
 #: Age (s) after which a resuming process takes over another process's claim.
-TAKEOVER_S = 30.0
+TAKEOVER_S = 10.0
 #: Age (s) after which anyone takes a claim over.
 STALE_S = 90.0
 
