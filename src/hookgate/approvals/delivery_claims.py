@@ -7,8 +7,8 @@ answered. A process that dies between the two leaves the claim behind, and the c
 never go out. So a claim is taken over:
 
 - by a process that resumes the request (a run continued after a crash, a takeover or a
-  restart) when another process made the claim more than ``TAKEOVER_S`` ago (a run retried after its worker
-  died resumes at least 30 s later, the stalled-worker timeout);
+  restart) when another process made the claim more than ``TAKEOVER_S`` ago (a run
+  retried after its worker died resumes 30 s or more later, the stalled-worker timeout);
 - by anyone once it is older than ``STALE_S``: no send takes so long (the delivery
   policy gives up after 60 s), so its sender is gone.
 
