@@ -109,7 +109,7 @@ async def test_dispose_closes_the_lanes_connections(pg_url: str) -> None:
     await asyncio.gather(*(lane.fetchrow("SELECT pg_sleep(0.02)") for _ in range(3)))
     assert len(await _backends(db)) >= 3
     await db.dispose()
-    for _ in range(50):  # the server notices the closed sockets at once or nearly
+    for _ in range(250):  # the server notices the closed sockets at once or nearly
         if not await _backends(db):
             break
         await asyncio.sleep(0.02)
