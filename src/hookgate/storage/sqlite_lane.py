@@ -19,15 +19,15 @@ first tries the work on a connection of its own: a read always (WAL readers neve
 writers), a write when it can take the write lock at once (``BEGIN IMMEDIATE`` with no busy
 wait) and no group is waiting on the lane thread. Only a write that would wait for another
 writer (another process, or the lane's own group) goes to the thread, so the event loop
-never blocks on a lock. The inline connections do not checkpoint the WAL themselves (a
-checkpoint fsyncs); every ``_CHECKPOINT_EVERY`` inline commits the lane thread runs a
-passive checkpoint.
+never blocks on a lock. The WAL is checkpointed the way SQLite does it by itself: by the
+commit that takes it past 1,000 pages (about every 4 MB written, an fsync of a few
+milliseconds on the caller's thread). A checkpoint on another thread instead was measured
+to fall behind writes that go on meanwhile, and the log then grew without bound.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import threading
 import weakref
@@ -42,9 +42,6 @@ from hookgate.storage.statement_count import COUNT
 T = TypeVar("T")
 
 _BUSY_TIMEOUT_MS = 30_000
-#: Inline commits between two passive WAL checkpoints on the lane thread (SQLite's own
-#: automatic checkpoint runs every 1,000 pages).
-_CHECKPOINT_EVERY = 500
 
 
 class SqliteLane:
@@ -74,7 +71,6 @@ class SqliteLane:
         self._queue_lock = threading.Lock()
         #: Each calling thread's own connection (made there; used only there).
         self._local = threading.local()
-        self._inline_commits = 0
         self._closed = False
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -147,16 +143,7 @@ class SqliteLane:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        self._inline_commits += 1
-        if self._inline_commits % _CHECKPOINT_EVERY == 0 and not self._closed:
-            self._executor.submit(self._checkpoint)
         return result
-
-    def _checkpoint(self) -> None:
-        # A failure is harmless: the next one, or SQLite's own on the other connections,
-        # catches up.
-        with contextlib.suppress(sqlite3.Error):
-            (self._conn or self._connect()).execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def _inline(self) -> sqlite3.Connection | None:
         """The calling thread's own connection (made on first use); None once closed, and
@@ -175,7 +162,6 @@ class SqliteLane:
             conn.execute("PRAGMA busy_timeout=0")  # never wait on the caller's thread
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA wal_autocheckpoint=0")  # the lane thread checkpoints
             if COUNT.enabled:
                 conn.set_trace_callback(COUNT.statement)
             self._local.conn = conn
