@@ -10,6 +10,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -88,6 +89,52 @@ async def test_a_fenced_out_checkpoint_stores_neither_the_state_nor_its_events(
     assert await stored(db, run.run_id) == ("completed", 1)
     row = await store.row(run.run_id)
     assert row is not None and row.fence == new.token  # a checkpoint leaves the fence be
+
+
+@pytest.mark.both_databases
+async def test_a_delegated_childs_writes_count_its_roots_fence(db: Database) -> None:
+    # A parked child checkpoints and claims under its root's fence: a takeover of the root
+    # fences the child's writes out too, whatever the child's own row says.
+    store, log, ledger = DatabaseRunStore(db), RunEventLog(db), DatabaseLedger(db)
+    root = state()
+    child = RunState(run_id="run_w1_child", agent_id="clerk", user_id="alice", org_id="acme",
+                     message="pay", status="running")  # type: ignore[arg-type]
+    await store.save(root)
+    await store.save(child)
+    old = await take_over(db, root.run_id)
+    assert old is not None
+    child.status = "awaiting_approval"
+    await store.save(child, fence=old, events=[RunEvent("tool_call", {}, 1)])
+    await log.append(child.run_id, [RunEvent("note", {}, 2)], fence=old)
+    assert await ledger.claim(child.run_id, "c1", "pay", "ab" * 32, fence=old) is None
+    assert await stored(db, child.run_id) == ("awaiting_approval", 2)
+    new = await take_over(db, root.run_id)
+    assert new is not None
+    child.status = "completed"
+    with pytest.raises(Fenced):
+        await store.save(child, fence=old, events=[RunEvent("done", {}, 3)])
+    with pytest.raises(Fenced):
+        await log.append(child.run_id, [RunEvent("done", {}, 3)], fence=old)
+    with pytest.raises(Fenced):
+        await ledger.claim(child.run_id, "c2", "pay", "ab" * 32, fence=old)
+    assert await stored(db, child.run_id) == ("awaiting_approval", 2)
+    assert await ledger.recorded(child.run_id, "c2") is None
+    await store.save(child, fence=new, events=[RunEvent("done", {}, 3)])
+    assert await stored(db, child.run_id) == ("completed", 3)
+
+
+@pytest.mark.both_databases
+async def test_racing_fenced_claims_of_one_call_let_one_win_and_tell_the_rest(
+        db: Database) -> None:
+    await DatabaseRunStore(db).save(state())
+    fence = await take_over(db, "run_w1")
+    assert fence is not None
+    ledger = DatabaseLedger(db).fenced(fence)
+    won = await asyncio.gather(*(ledger.claim("run_w1", "c9", "pay", "ef" * 32)
+                                 for _ in range(8)))
+    assert sum(p is None for p in won) == 1
+    assert all(p.tool_name == "pay" and p.args_sha256 == "ef" * 32
+               for p in won if p is not None)
 
 
 @pytest.mark.both_databases
@@ -196,3 +243,37 @@ async def test_a_write_with_the_lock_free_runs_on_the_callers_thread(db: Databas
     assert await pending != here
     assert await lane.read(lambda c: [r[0] for r in c.execute("SELECT k FROM u")]) == [1, 3]
     other.close()
+
+
+async def test_a_file_not_in_wal_mode_writes_on_the_lane_thread(tmp_path: Path) -> None:
+    # Outside WAL mode a reader can wait for a writer and every commit fsyncs: nothing runs
+    # on the caller's thread, and the writes are stored all the same.
+    path = tmp_path / "rollback-journal.db"
+    sqlite3.connect(path).execute("PRAGMA journal_mode=DELETE").fetchone()
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    try:
+        lane = SqliteLane.for_database(db)
+        assert lane is not None
+        await lane.write(lambda c: c.execute("CREATE TABLE v (k INTEGER PRIMARY KEY)"))
+        where = await lane.write(lambda c: (c.execute("INSERT INTO v VALUES (1)"),
+                                            threading.get_ident())[1])
+        assert where != threading.get_ident()
+        assert await lane.read(lambda c: c.execute("SELECT k FROM v").fetchall()) == [(1,)]
+    finally:
+        await db.dispose()
+
+
+async def test_inline_writes_leave_the_write_ahead_log_bounded(db: Database) -> None:
+    # Writes on the caller's thread still checkpoint the WAL (as SQLite does by itself, past
+    # 1,000 pages), so the log is reused, not grown: a checkpoint on the lane thread fell
+    # behind the writes that went on meanwhile, and this log reached 19 MB.
+    lane = SqliteLane.for_database(db)
+    assert lane is not None
+    await lane.write(lambda c: c.execute("CREATE TABLE w (k INTEGER PRIMARY KEY, v TEXT)"))
+    for k in range(3000):
+        await lane.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
+                                                  (k, "x" * 1000)))
+    size = await asyncio.to_thread(lambda: Path(lane.path + "-wal").stat().st_size)
+    # 3,000 commits of a 1 KB row each append at least one 4 KB page: ~12 MB unchecked.
+    assert size < 6_000_000, size
+    assert await lane.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (3000,)

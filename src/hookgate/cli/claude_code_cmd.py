@@ -92,12 +92,13 @@ def forward_command(
     """
     import sys
 
-    from hookgate.claude_code.forward import Forward, ForwardFailed
+    from hookgate.claude_code.forward import MAX_INPUT, Forward, ForwardFailed
 
     if not token_env.isidentifier():
         fail(f"--token-env {token_env!r} is not an environment variable name")
     try:
-        answer = Forward(url, token_env, timeout).send(sys.stdin.buffer.read())
+        # One byte past the limit is enough to refuse an input that is too long.
+        answer = Forward(url, token_env, timeout).send(sys.stdin.buffer.read(MAX_INPUT + 1))
     except ForwardFailed as exc:
         fail(f"hookgate claude-code forward: {exc}")
     typer.echo(answer)

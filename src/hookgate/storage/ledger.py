@@ -32,7 +32,8 @@ _PRIOR_PG = ("SELECT observation, ok, tool_name, args_sha256 FROM tool_execution
              "WHERE run_id = $1 AND tool_call_id = $2")
 #: A fenced claim in one statement: the fence read under a key-share lock (held until the
 #: statement commits, so a takeover waits for it), the row inserted only while the token is
-#: current, and the earlier claim's record read beside it. $1..$5 the row, $6 the token.
+#: current, and the earlier claim's record read beside it. $1..$5 the row, $6 the token,
+#: $7 the run whose fence counts (the run itself, or the root a delegated child runs under).
 _CLAIM_FENCED_PG = (
     "WITH f AS (SELECT fence FROM runs WHERE id = $7 FOR KEY SHARE), "
     "ins AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args_sha256, "
@@ -95,15 +96,22 @@ class DatabaseLedger:
                 s.add(ToolExecutionRow(run_id=run_id, tool_call_id=tool_call_id,
                                        tool_name=tool_name, args_sha256=args_sha256))
         except IntegrityError:
-            async with self.db.session() as s:
-                row = await s.get(ToolExecutionRow, (run_id, tool_call_id))
-            if row is None:
+            prior = await self.recorded(run_id, tool_call_id)
+            if prior is None:
                 raise
-            return PriorExecution(row.observation, row.ok, row.tool_name, row.args_sha256)
+            return prior
         return None
 
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorExecution | None:
-        """The record of (run, call) if one was claimed; None otherwise (one read)."""
+        """The record of (run, call) if one was claimed; None otherwise (one read, on the
+        raw lanes where there is one)."""
+        lane = SqliteLane.for_database(self.db)
+        if lane is not None:
+            return _prior(await lane.read(
+                lambda conn: conn.execute(_PRIOR_SQLITE, (run_id, tool_call_id)).fetchone()))
+        pg = PgLane.for_database(self.db)
+        if pg is not None:
+            return _prior(await pg.fetchrow(_PRIOR_PG, run_id, tool_call_id))
         async with self.db.session() as s:
             row = await s.get(ToolExecutionRow, (run_id, tool_call_id))
         if row is None:

@@ -2,11 +2,9 @@
 
 Through SQLAlchemy a one-row read is a checkout, a BEGIN, the statement and a ROLLBACK —
 three round trips plus about a hundred microseconds of Python per statement. The lane
-borrows a connection from the same pool (so limits and disposal stay one thing) and talks
-to the driver directly (asyncpg, or psycopg through a small adapter): a single statement
-runs in autocommit (one round trip, no BEGIN), a unit of work runs in one explicit
-transaction, and each statement text is prepared once per connection and reused.
-Statements use PostgreSQL's ``$n`` parameters.
+talks to the driver directly: a single statement runs in autocommit (one round trip, no
+BEGIN), a unit of work runs in one explicit transaction, and each statement text is
+prepared once per connection and reused. Statements use PostgreSQL's ``$n`` parameters.
 
 A checkout from SQLAlchemy's pool and switching the connection into autocommit and back
 costs as much as the round trip itself, so the lane keeps a few connections of its own per
@@ -36,7 +34,8 @@ OWN_CONNECTIONS = 8
 
 
 class PgLane:
-    """Single statements and short transactions on raw asyncpg connections of ``db``'s pool."""
+    """Single statements and short transactions on raw connections: the lane's own asyncpg
+    ones, else psycopg ones borrowed from ``db``'s pool."""
 
     _lanes: weakref.WeakKeyDictionary[Database, PgLane] = weakref.WeakKeyDictionary()
 

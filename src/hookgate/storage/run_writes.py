@@ -68,10 +68,11 @@ _ROW_TYPES = {"updated_at": "timestamptz", "created_at": "timestamptz", "fence":
 _ROW_PG = ", ".join(f"${i}::{_ROW_TYPES.get(c, 'text')}" for i, c in enumerate(
     (*CHECKPOINT_COLUMNS, "created_at", "fence"), 1))
 #: $1..$13 the row, $14 the fence token (NULL: unfenced), $15..$17 the events' arrays,
-#: $18 their time, $19 the channel (NULL: notify nobody), $20 the note.
+#: $18 their time, $19 the channel (NULL: notify nobody), $20 the note, $21 the run whose
+#: fence counts (the run itself, or the root a delegated child writes under).
 _FENCED = f"(${_NC + 1}::bigint IS NULL OR (SELECT fence FROM f) = ${_NC + 1}::bigint)"
 _WRITE_PG = (
-    f"WITH f AS (SELECT fence FROM runs WHERE id = $1 FOR NO KEY UPDATE), "
+    f"WITH f AS (SELECT fence FROM runs WHERE id = ${_NC + 8} FOR NO KEY UPDATE), "
     f"up AS (INSERT INTO runs ({_COLUMN_LIST}) SELECT {_ROW_PG} WHERE {_FENCED} "
     f"ON CONFLICT (id) DO UPDATE SET {_UPDATED} RETURNING 1), "
     f"ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
@@ -84,9 +85,9 @@ _WRITE_PG = (
     f"(SELECT count(*) FROM n)"
 )
 #: Events alone: $1 the run, $2 the fence token (NULL: unfenced), $3..$5 the arrays, $6 the
-#: time, $7 the channel (NULL: notify nobody), $8 the note.
+#: time, $7 the channel (NULL: notify nobody), $8 the note, $9 the run whose fence counts.
 _EVENTS_ONLY_PG = (
-    "WITH f AS (SELECT fence FROM runs WHERE id = $1 FOR KEY SHARE), "
+    "WITH f AS (SELECT fence FROM runs WHERE id = $9 FOR KEY SHARE), "
     "ok AS (SELECT 1 WHERE $2::bigint IS NULL OR (SELECT fence FROM f) = $2::bigint), "
     "ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
     "SELECT $1, s, t, d::json, $6::timestamptz FROM unnest($3::int[], $4::text[], $5::text[]) "
@@ -205,27 +206,17 @@ async def _write_pg(db: Database, pg: PgLane, run_id: str, checkpoint: Checkpoin
               [event_data_text(e) for e in events], now)
     channel = RUN_EVENTS_CHANNEL if events and db.publisher is None else None
     note = events_note(run_id, events) if events else ""
-    if fence is not None and fence.run_id != run_id:  # a child's write under its root's fence
-        async with pg.transaction() as conn:
-            fence.refuse_unless(_first(await conn.fetchrow(
-                FENCE_PG[checkpoint is not None], fence.run_id)))
-            if checkpoint is not None:
-                await conn.execute(_UPSERT_PG, *_with_times(checkpoint, now))
-            if events:
-                await conn.execute(_EVENTS_PG, run_id, *arrays)
-                if channel is not None:
-                    await conn.execute(_NOTIFY_PG, channel, note)
-        return
-    token = fence.token if fence is not None else None
+    token, fenced_run = (fence.token, fence.run_id) if fence is not None else (None, run_id)
     if checkpoint is not None:
         row = await pg.fetchrow(_WRITE_PG, *_with_times(checkpoint, now), token, *arrays,
-                                channel, note)
+                                channel, note, fenced_run)
     else:
-        row = await pg.fetchrow(_EVENTS_ONLY_PG, run_id, token, *arrays, channel, note)
+        row = await pg.fetchrow(_EVENTS_ONLY_PG, run_id, token, *arrays, channel, note,
+                                fenced_run)
     written, current = row[0], row[1]
     if fence is not None and not written:
-        fence.refuse_unless(current)  # raises: the token moved (or the run is gone)
-        fence.refuse_unless(None)
+        # Nothing was written: the token moved, or the run is gone. Fenced either way.
+        fence.refuse_unless(None if current == fence.token else current)
 
 
 def _first(row: Any) -> Any:
