@@ -74,6 +74,8 @@ agents:
       hooks:
         class_hooks: [audit_log]
 """
+SERVER_DEPENDENCIES = ("import fastapi, sqlalchemy.ext.asyncio, sqlalchemy.orm, uvicorn, "
+                       "pydantic, yaml, httpx")
 TARGETS = {"import_hookgate_s": 0.3, "help_s": 0.5, "serve_ready_s": 1.0}
 
 
@@ -112,6 +114,9 @@ def startup_times(envs: dict[str, dict[str, str]], repeats: int) -> dict[str, di
         "import_hookgate_s": [sys.executable, "-c", "import hookgate"],
         "import_public_names_s": [sys.executable, "-c", "from hookgate import *"],
         "help_s": [*cmd, "--help"],
+        # What `hookgate serve` cannot start without, whatever hookgate does: the floor
+        # under serve_ready_s on this machine.
+        "import_server_dependencies_s": [sys.executable, "-c", SERVER_DEPENDENCIES],
     }
     times: dict[str, dict[str, list[float]]] = {name: {k: [] for k in commands} for name in envs}
     for _ in range(repeats):

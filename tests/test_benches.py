@@ -51,7 +51,8 @@ def check_hooks(out: dict[str, Any]) -> None:
 
 def check_throughput(out: dict[str, Any]) -> None:
     startup = out["startup"]
-    for key in ("import_hookgate_s", "import_public_names_s", "help_s", "serve_ready_s"):
+    for key in ("import_hookgate_s", "import_public_names_s", "help_s",
+                "import_server_dependencies_s", "serve_ready_s"):
         assert _number(startup[key]) and 0 < startup[key] < 60, (key, startup)
     assert set(out["backends"]) == {"sqlite", "postgresql"}
     for name, backend in out["backends"].items():

@@ -8,6 +8,7 @@ import pytest
 
 from hookgate.engines.events import RunEvent
 from hookgate.server.runtime import Runtime
+from hookgate.storage.runs import DatabaseRunStore
 from tests.channels.world import world
 
 
@@ -28,7 +29,9 @@ async def test_checkpointed_events_missing_from_the_log_are_written_once(
         state.trace = [RunEvent("run_started", {}, 1).to_dict(),
                        RunEvent("tool_call", call, 2).to_dict(),
                        RunEvent("confirmation_pending", {"request_id": "cr_x"}, 3).to_dict()]
-        await m.store.save(state)
+        # Stored as an earlier version stored states, its trace inside (the server's store
+        # now keeps traces in the log only).
+        await DatabaseRunStore(rt.db).save(state)
         await m.bus.log.append(state.run_id, [RunEvent("run_started", {}, 1)])  # cut off
 
         assert await m.prepare(state) is not None

@@ -27,6 +27,9 @@ def new_run_id() -> str:
     return "run_" + uuid.uuid4().hex
 
 
+_NO_TRACE: set[str] = {"trace"}
+
+
 class RunState(BaseModel):
     """Everything needed to continue a run: the conversation, the turn in flight, the trace.
 
@@ -56,8 +59,10 @@ class RunState(BaseModel):
     def finished(self) -> bool:
         return self.status in FINAL_STATUSES
 
-    def to_json(self) -> str:
-        return self.model_dump_json()
+    def to_json(self, *, trace: bool = True) -> str:
+        """The state as JSON; ``trace=False`` leaves the trace out (a store that keeps the
+        run's events in an event log of their own stores them there only)."""
+        return self.model_dump_json() if trace else self.model_dump_json(exclude=_NO_TRACE)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunState:

@@ -86,28 +86,34 @@ class EventBus:
                 batch, feed.pending = feed.pending, []
                 if not batch:  # a checkpoint took them while this waited
                     return
-                await self._write(feed, batch)
+                if not await self._write(feed, batch):
+                    # The log is the only place a run's trace is stored: the batch waits
+                    # for the run's next checkpoint (or the next flush), in order.
+                    feed.pending[:0] = batch
+                    return
 
-    async def _write(self, feed: RunFeed, batch: list[RunEvent]) -> None:
-        # A database hiccup under load must not lose a batch (its `done` would be missing
-        # from the log while the checkpoint says the run ended): retry, then give up loudly.
+    async def _write(self, feed: RunFeed, batch: list[RunEvent]) -> bool:
+        """Write ``batch``; False if every attempt failed. A database hiccup under load
+        must not lose a batch (its `done` would be missing from the log while the
+        checkpoint says the run ended): retry, then give up loudly."""
         for delay in (*WRITE_RETRY_S, None):
             try:
                 await self.log.append(feed.run_id, batch, fence=feed.fence)
                 self._committed(feed.run_id, batch)
-                return
+                return True
             except Fenced:
                 log.warning("run %s was taken over; %d event(s) of this executor dropped",
                             feed.run_id, len(batch))
-                return
+                return True
             except Exception:
                 if delay is None:
-                    log.exception("writing %d events of run %s failed; they are missing "
-                                  "from its event log", len(batch), feed.run_id)
-                    return
+                    log.exception("writing %d events of run %s failed; they stay pending "
+                                  "for the run's next checkpoint", len(batch), feed.run_id)
+                    return False
                 log.warning("writing %d events of run %s failed; retrying in %ss",
                             len(batch), feed.run_id, delay, exc_info=True)
             await asyncio.sleep(delay)
+        return False
 
     async def checkpoint(self, run_id: str,
                          save: Callable[[Sequence[RunEvent]], Awaitable[None]], *,

@@ -76,7 +76,9 @@ class RunManager:
         self.model_for = model_for
         self.max_steps = max_steps
         self.workflows: dict[str, Workflow] = dict(workflows or {})
-        self.store = DatabaseRunStore(db)
+        #: Every checkpoint of the server's runs carries the events emitted since the last
+        #: one, so their traces are stored once, in the event log.
+        self.store = DatabaseRunStore(db, trace_in_log=True)
         self.ledger = DatabaseLedger(db)
         self.bus = EventBus(RunEventLog(db))
         #: Called (in the background) with the state of every run that ends here.
@@ -157,7 +159,8 @@ class RunManager:
     async def prepare(self, state: RunState, fence: Fence | None = None) -> Advance | None:
         """Make a stored run ready to continue; None if it must not (it is finished, or
         what it runs no longer exists: then it is ended here as ``failed``)."""
-        # The event log may hold events emitted after the last checkpoint.
+        # The trace is in the event log (stored states leave it out; one stored by an
+        # earlier version has it, and the log may hold events emitted after it).
         logged = await self.bus.log.after(state.run_id, 0)
         if len(logged) > len(state.trace):
             state.trace = [e.to_dict() for e in logged]
@@ -189,8 +192,9 @@ class RunManager:
                                                      "answer": state.answer},
                                             seq=max(len(state.trace), last) + 1))
                     state.trace.append(missing[-1].to_dict())
-                    await self.store.save(state, fence=fence)
-                await self.bus.log.append(state.run_id, missing, fence=fence)
+                    await self.store.save(state, fence=fence, events=missing)
+                else:
+                    await self.bus.log.append(state.run_id, missing, fence=fence)
             return None
         await self._cancel_child_requests(state)
         agent = self.agents.get(state.agent_id)

@@ -24,8 +24,10 @@ def build_server(deployment: Deployment, host: str, port: int,
     False serves the API only (PostgreSQL)."""
     runtime = Runtime(deployment, worker=worker)
     app = create_app(runtime)
+    # ws="none": hookgate serves no WebSocket, and uvicorn's default would import a
+    # WebSocket implementation at start-up (~15 ms) for nothing.
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
-                            timeout_graceful_shutdown=5)
+                            ws="none", timeout_graceful_shutdown=5)
     return uvicorn.Server(config), runtime
 
 

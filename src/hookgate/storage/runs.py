@@ -1,5 +1,12 @@
 """Run checkpoints in the ``runs`` table: the engine saves its RunState as JSON.
 
+The server's store keeps a run's trace in the event log only (``trace_in_log``): each
+checkpoint commits the events emitted since the last one in its own transaction, so the log
+holds every event of the stored state, and the state is stored without its trace (which
+would otherwise be written again, whole, by every checkpoint). Loading such a state takes
+the trace from the log; a state stored with its trace (by an earlier version, or by the
+standalone store, which has no log) keeps it, and the longer of the two wins.
+
 A run whose state cannot be saved is marked failed on its last good checkpoint
 (`record_failure`), and a stored state that no longer loads is failed rather than resumed.
 """
@@ -19,6 +26,7 @@ from hookgate.engines.state import RunState
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.pg_lane import PgLane
+from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.run_writes import Checkpoint, write_in_session, write_run
 from hookgate.storage.sqlite_lane import SqliteLane
 from hookgate.storage.tables import RunRow
@@ -40,10 +48,14 @@ log = logging.getLogger(__name__)
 
 
 class DatabaseRunStore:
-    """Implements the engines' RunStore: one upsert per checkpoint."""
+    """Implements the engines' RunStore: one upsert per checkpoint.
 
-    def __init__(self, db: Database) -> None:
+    With ``trace_in_log`` (the server, whose checkpoints carry the run's events not yet
+    logged) the trace is stored in the event log only; see the module docstring."""
+
+    def __init__(self, db: Database, *, trace_in_log: bool = False) -> None:
         self.db = db
+        self.trace_in_log = trace_in_log
 
     async def save(self, state: RunState, *, fence: Fence | None = None,
                    session: AsyncSession | None = None,
@@ -53,7 +65,8 @@ class DatabaseRunStore:
         ``session``, inside the caller's transaction (e.g. with the job that runs it)."""
         checkpoint = Checkpoint((
             state.run_id, state.agent_id, state.org_id, state.user_id,
-            state.conversation_id, state.engine, state.status, state.to_json(),
+            state.conversation_id, state.engine, state.status,
+            state.to_json(trace=not self.trace_in_log),
             state.answer, state.error, None))
         if session is not None:
             await write_in_session(self.db, session, state.run_id, checkpoint=checkpoint,
@@ -75,22 +88,43 @@ class DatabaseRunStore:
             user_id=state.user_id, org_id=state.org_id)
         failed.status = "failed"
         failed.error = error
-        failed.trace.append({"type": "error", "seq": len(failed.trace) + 1, "error": error,
-                             "status": "failed"})
-        failed.trace.append({"type": "done", "seq": len(failed.trace) + 1,
-                             "status": "failed", "answer": None})
-        await self.save(failed, fence=fence)
+        if not self.trace_in_log:
+            failed.trace.append({"type": "error", "seq": len(failed.trace) + 1,
+                                 "error": error, "status": "failed"})
+            failed.trace.append({"type": "done", "seq": len(failed.trace) + 1,
+                                 "status": "failed", "answer": None})
+            await self.save(failed, fence=fence)
+            return
+        # The end goes to the log with the failed state, numbered after every event the run
+        # emitted (``state`` holds them all; some may not have reached the log).
+        await self._attach_log(failed)
+        last = max(len(failed.trace), len(state.trace))
+        end = [RunEvent("error", {"error": error, "status": "failed"}, last + 1),
+               RunEvent("done", {"status": "failed", "answer": None}, last + 2)]
+        await self.save(failed, fence=fence, events=end)
+
+    async def _attach_log(self, state: RunState) -> RunState:
+        """``state`` with its trace from the event log, when the log holds more of it."""
+        logged = await RunEventLog(self.db).after(state.run_id, 0)
+        if len(logged) > len(state.trace):
+            state.trace = [e.to_dict() for e in logged]
+        return state
 
     async def load(self, run_id: str) -> RunState | None:
+        """The stored state with its whole trace (from the event log when it is kept there)."""
         async with self.db.session() as s:
             row = await s.get(RunRow, run_id)
-            return RunState.from_json(row.state_json) if row else None
+            state = RunState.from_json(row.state_json) if row else None
+        if state is not None and self.trace_in_log:
+            await self._attach_log(state)
+        return state
 
     async def load_to_resume(self, run_id: str, fence: Fence | None = None
                              ) -> RunState | None:
         """The run's state to continue it; None if there is no run, or if its stored state
         no longer loads: then it is marked failed here (under ``fence``), as `resumable`
-        does, instead of failing every attempt to continue it."""
+        does, instead of failing every attempt to continue it. The trace is as stored (see
+        `RunManager.prepare`, which completes it from the event log)."""
         async with self.db.session() as s:
             row = await s.get(RunRow, run_id)
             text = row.state_json if row is not None else None
@@ -127,8 +161,9 @@ class DatabaseRunStore:
             return await s.get(RunRow, run_id)
 
     async def resumable(self) -> list[RunState]:
-        """Runs that were in flight when their process stopped. One whose stored state no
-        longer loads is marked failed here, instead of failing every start after it."""
+        """Runs that were in flight when their process stopped (traces as stored, as in
+        `load_to_resume`). One whose stored state no longer loads is marked failed here,
+        instead of failing every start after it."""
         async with self.db.session() as s:
             rows = (await s.execute(
                 select(RunRow.id, RunRow.state_json).where(RunRow.status.in_(RESUMABLE))

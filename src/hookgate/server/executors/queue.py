@@ -223,8 +223,7 @@ class QueueExecutor:
         done = RunEvent("done", {"status": "cancelled", "answer": state.answer},
                         seq=len(await m.bus.log.after(run_id, 0)) + 1)
         state.trace.append(done.to_dict())
-        await m.store.save(state, fence=fence)
-        await m.bus.log.append(run_id, [done], fence=fence)
+        await m.store.save(state, fence=fence, events=[done])  # one transaction
         return True
 
     # -- the jobs --------------------------------------------------------------------------
