@@ -45,7 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from hookgate.storage.database import Database
 from hookgate.storage.pg_lane import PgLane
-from hookgate.storage.sqlite_lane import SqliteLane, sqlite_timestamp
+from hookgate.storage.sqlite_lane import NotNow, SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
 GENESIS = "0" * 64
@@ -155,6 +155,15 @@ class AuditLogStore:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (tests, a CLI's asyncio.run)
             self._loop, self._pending, self._writer = loop, [], None
+        if self._writer is None and not self._pending:
+            # Nothing to group with: on a SQLite file whose write lock is free the row is
+            # committed right here, with no writer task and no future to wait on. (A sync
+            # call: no cancellation can cut it off half-way.)
+            lane = SqliteLane.for_database(self.db)
+            if lane is not None:
+                now = lane.write_now(partial(_append_sqlite, [(record.chain, [record])]))
+                if not isinstance(now, NotNow):
+                    return now[0][0]
         done: asyncio.Future[Appended] = loop.create_future()
         self._pending.append((record, done))
         if self._writer is None:

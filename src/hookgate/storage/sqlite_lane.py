@@ -44,6 +44,13 @@ T = TypeVar("T")
 _BUSY_TIMEOUT_MS = 30_000
 
 
+class NotNow:
+    """What `SqliteLane.write_now` returns when the write would have had to wait."""
+
+
+NOT_NOW = NotNow()
+
+
 class SqliteLane:
     """Runs functions of a ``sqlite3.Connection`` on the lane's own thread."""
 
@@ -86,12 +93,21 @@ class SqliteLane:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._read, work)
 
-    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(conn)`` in an IMMEDIATE transaction (shared with the writes queued beside
-        it, in a savepoint of its own), committed before this returns."""
+    def write_now(self, work: Callable[[sqlite3.Connection], T]) -> T | NotNow:
+        """``work(conn)`` committed on the calling thread, if the write lock is free this
+        instant and no group is waiting; else ``NOT_NOW`` (and nothing was done). No await:
+        a caller that needs no task of its own to write can return without one."""
         conn = None if self._queued else self._inline()
         if conn is not None and _begin_now(conn):
             return self._write_inline(conn, work)
+        return NOT_NOW
+
+    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(conn)`` in an IMMEDIATE transaction (shared with the writes queued beside
+        it, in a savepoint of its own), committed before this returns."""
+        now = self.write_now(work)
+        if not isinstance(now, NotNow):
+            return now
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
         with self._queue_lock:
