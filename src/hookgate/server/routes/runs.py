@@ -16,6 +16,7 @@ from hookgate.server.run_manager import UnknownAgent, UnknownEngine
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import StartRun
 from hookgate.server.trace_view import for_caller
+from hookgate.storage.runs import RunSummary
 from hookgate.telemetry.propagation import continue_trace
 
 router = APIRouter(prefix="/api", tags=["runs"])
@@ -59,10 +60,15 @@ def _approval_outcome(status: str, declined: list[ConfirmationRequest]) -> dict[
 
 
 async def _visible_state(run_id: str, caller: Caller, rt: Runtime) -> RunState:
+    return RunState.from_json((await _visible(run_id, caller, rt)).state_json)
+
+
+async def _visible(run_id: str, caller: Caller, rt: Runtime) -> RunSummary:
+    """The run's summary, if the caller's org may see the run (else 404)."""
     row = await rt.runs.store.summary(run_id)
     if row is None or row.org_id != caller.org_id:
         raise HTTPException(404, f"no run '{run_id}'")
-    return RunState.from_json(row.state_json)
+    return row
 
 
 @router.get("/runs/{run_id}")
@@ -99,7 +105,7 @@ def _asked_anyone(trace: list[dict[str, Any]]) -> bool:
 @router.get("/runs/{run_id}/events")
 async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
                      rt: RuntimeDep) -> EventSourceResponse:
-    await _visible_state(run_id, caller, rt)
+    await _visible(run_id, caller, rt)  # its state is not needed: no parse
     raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     try:
         after = int(raw) if raw else 0
