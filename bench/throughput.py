@@ -225,7 +225,11 @@ async def drive(url: str, runs: int, concurrency: int,
     timeout = aiohttp.ClientTimeout(total=120)
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(aiohttp.ClientSession(
-            headers=headers, timeout=timeout, connector=aiohttp.TCPConnector(limit=2)))
+            headers=headers, timeout=timeout,
+            # Under uvicorn's 5 s keep-alive: a connection left idle longer (e.g. while
+            # the warm-up's slowest run ends) is closed here, not reused as the server
+            # closes it (a "Server disconnected" race).
+            connector=aiohttp.TCPConnector(limit=2, keepalive_timeout=2.0)))
             for _ in range(concurrency)]
         await asyncio.gather(*(one_run(c, url) for c in clients))  # warm: connections open
         if warmed_up is not None:
