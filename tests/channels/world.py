@@ -21,6 +21,7 @@ import httpx
 from hookgate import Agent, HookResult, PreToolUseHook, ScriptedLLM, tool
 from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.channels.notify_tool import UNBOUND_CHANNEL_NOTIFY
+from hookgate.engines.state import RunState
 from hookgate.hooks.model import HookContext
 from hookgate.server.deployment import (
     ChannelSpec,
@@ -29,6 +30,7 @@ from hookgate.server.deployment import (
     UserSpec,
     token_digest,
 )
+from hookgate.server.runtime import Runtime
 from hookgate.tools.tool import Tool
 from tests.fakes.server import BuiltCallback
 from tests.live_server import LiveServer, live_server
@@ -147,6 +149,22 @@ def world(
         public_url=public_url,
     )
     return deployment, bank
+
+
+@asynccontextmanager
+async def buyer_runtime(database_url: str) -> AsyncIterator[tuple[Runtime, RunState]]:
+    """The world's runtime (no channels), migrated and synced but not started, and a new
+    (unsaved) run of the buyer: for tests that drive the run manager directly."""
+    deployment, _ = world(database_url, [])
+    rt = Runtime(deployment)
+    await rt.db.upgrade()
+    await rt.sync()
+    try:
+        agent = deployment.agents["buyer"]
+        yield rt, rt.runs.engine(agent).new_state(agent, "pay", user_id="alice",
+                                                  org_id="acme")
+    finally:
+        await rt.db.dispose()
 
 
 def auth(user: str) -> dict[str, str]:

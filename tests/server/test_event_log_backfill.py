@@ -7,22 +7,15 @@ from __future__ import annotations
 import pytest
 
 from hookgate.engines.events import RunEvent
-from hookgate.server.runtime import Runtime
 from hookgate.storage.runs import DatabaseRunStore
-from tests.channels.world import world
+from tests.channels.world import buyer_runtime
 
 
 @pytest.mark.both_databases
 async def test_checkpointed_events_missing_from_the_log_are_written_once(
         database_url: str) -> None:
-    deployment, _ = world(database_url, [])
-    rt = Runtime(deployment)
-    await rt.db.upgrade()
-    await rt.sync()
-    try:
+    async with buyer_runtime(database_url) as (rt, state):
         m = rt.runs
-        agent = deployment.agents["buyer"]
-        state = m.engine(agent).new_state(agent, "pay", user_id="alice")
         state.session_started = True
         state.status = "awaiting_approval"
         call = {"tool_call_id": "c1", "tool_name": "wire_transfer", "args": {"amount": 1}}
@@ -40,5 +33,3 @@ async def test_checkpointed_events_missing_from_the_log_are_written_once(
         assert [(e.seq, e.type) for e in logged] == [
             (1, "run_started"), (2, "tool_call"), (3, "confirmation_pending")]
         assert logged[1].data == call
-    finally:
-        await rt.db.dispose()

@@ -11,8 +11,15 @@ import httpx
 import pytest
 
 from hookgate.engines.events import RunEvent
-from hookgate.server.runtime import Runtime
-from tests.channels.world import auth, eventually, finished_run, requests, start_run, world
+from tests.channels.world import (
+    auth,
+    buyer_runtime,
+    eventually,
+    finished_run,
+    requests,
+    start_run,
+    world,
+)
 from tests.live_server import live_server
 
 
@@ -72,14 +79,8 @@ async def test_a_run_across_a_restart_stores_its_trace_once_and_shows_it_whole(
 @pytest.mark.both_databases
 async def test_a_run_failed_because_its_checkpoint_failed_logs_its_end_after_every_event(
         database_url: str) -> None:
-    deployment, _ = world(database_url, [])
-    rt = Runtime(deployment)
-    await rt.db.upgrade()
-    await rt.sync()
-    try:
+    async with buyer_runtime(database_url) as (rt, state):
         m = rt.runs
-        agent = deployment.agents["buyer"]
-        state = m.engine(agent).new_state(agent, "pay", user_id="alice", org_id="acme")
         first = RunEvent("run_started", {}, 1)
         state.trace.append(first.to_dict())
         await m.store.save(state, events=[first])
@@ -96,5 +97,3 @@ async def test_a_run_failed_because_its_checkpoint_failed_logs_its_end_after_eve
         loaded = await m.store.load(state.run_id)
         assert loaded is not None and loaded.error == "the checkpoint could not be written"
         assert [e["type"] for e in loaded.trace] == ["run_started", "error", "done"]
-    finally:
-        await rt.db.dispose()
