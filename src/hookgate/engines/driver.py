@@ -256,9 +256,13 @@ class RunDriver:
             message=self.state.message,
         )
 
-    async def start_session(self) -> bool:
+    async def start_session(self, *, checkpoint_without_hooks: bool = True) -> bool:
         """Run SessionStart hooks once and write the initial prompt; False stops the run
-        (also a run a hook stopped before a restart: every engine asks this first)."""
+        (also a run a hook stopped before a restart: every engine asks this first).
+
+        ``checkpoint_without_hooks=False``: the engine checkpoints before anything of the
+        run can happen (ReAct's model turn, the DAG's plan), so with no SessionStart hook
+        there is nothing to keep here and the checkpoint is left out."""
         assert self.registry is not None
         if self.stop_reason is not None:
             # A hook stopped it before a restart, and it had not ended then: it ends now.
@@ -283,15 +287,22 @@ class RunDriver:
             },
             emit=self.emit,
         )
+        hookless = not checkpoint_without_hooks and not self.registry.hooks(
+            HookPoint.SESSION_START)
         result = await self.registry.run_session_start(ctx)
-        self.emit("session_start", {
-            "agent_id": self.agent.id,
-            "allowed": result.allow,
-            "error": result.error,
-            "additional_context": result.additional_context,
-            "side_effects": list(result.side_effects),
-            "hooks": result.trace,
-        })
+        # Without SessionStart hooks nothing here is checkpointed (below): a run that stops
+        # before its next checkpoint comes back here, and its session was announced then.
+        announced = hookless and any(e.get("type") == "session_start"
+                                     for e in self.state.trace)
+        if not announced:
+            self.emit("session_start", {
+                "agent_id": self.agent.id,
+                "allowed": result.allow,
+                "error": result.error,
+                "additional_context": result.additional_context,
+                "side_effects": list(result.side_effects),
+                "hooks": result.trace,
+            })
         if not result.allow:
             await self.finish("session_blocked", error=result.error)
             return False
@@ -304,7 +315,11 @@ class RunDriver:
             {"role": "user", "content": self.state.message},
         ]
         self.state.session_started = True
-        await self.checkpoint()
+        if not hookless:
+            # What the hooks did (their context, their side effects) is kept before the
+            # model is asked, so a run that stops later does not run them again. Without
+            # hooks (and an engine that checkpoints next) the prompt is made again alike.
+            await self.checkpoint()
         return True
 
     async def run_calls(self, calls: list[ToolCall]) -> list[ToolOutcome]:

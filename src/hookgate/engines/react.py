@@ -132,7 +132,9 @@ class ReActEngine:
         if not d.build():
             await d.checkpoint()
             return
-        if not await d.start_session():
+        # The loop checkpoints the model's first turn before any tool runs (the DAG, its
+        # plan before any step): a session without SessionStart hooks keeps nothing.
+        if not await d.start_session(checkpoint_without_hooks=False):
             return
         await d.run_to_end(self._loop(d))
 
