@@ -7,6 +7,7 @@ PostgreSQL cases skip with the reason shown, unless ``CI`` is set, where they fa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -48,8 +49,36 @@ def postgres_server_url() -> Iterator[str]:
         pgcluster.stop(datadir)  # and delete the data directory
 
 
+#: Databases made on the server named by HOOKGATE_TEST_POSTGRES_URL and not dropped yet
+#: (a throwaway cluster goes with all of its databases at the end of the session).
+_LEFT: list[tuple[str, str]] = []
+
+
 def _fresh_pg_database(server_url: str) -> str:
-    return pgcluster.create_database(server_url)
+    url = pgcluster.create_database(server_url)
+    if server_url == os.environ.get("HOOKGATE_TEST_POSTGRES_URL"):
+        _LEFT.append((server_url, url))
+    return url
+
+
+def _drop_pg_database(server_url: str, url: str) -> None:
+    with contextlib.suppress(ValueError):
+        _LEFT.remove((server_url, url))
+    try:
+        pgcluster.drop_database(server_url, url)
+    except Exception as exc:  # a leftover database must not fail the test that used it
+        warnings.warn(f"could not drop the test database {url}: {exc}", stacklevel=1)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Drop what module-level fixtures made on a named server (``database_url`` drops its
+    own after each test)."""
+    # Test modules import this file as ``tests.conftest``, which pytest may have loaded
+    # under another name: each copy keeps its own list.
+    for module in {sys.modules.get("tests.conftest"), sys.modules.get(__name__)}:
+        left = getattr(module, "_LEFT", [])
+        while left:
+            module._drop_pg_database(*left[-1])  # type: ignore[union-attr]
 
 
 @pytest.fixture
@@ -64,10 +93,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     server = request.getfixturevalue("postgres_server_url")
     url = _fresh_pg_database(server)
     yield url
-    try:
-        pgcluster.drop_database(server, url)
-    except Exception as exc:  # a leftover database must not fail the test that used it
-        warnings.warn(f"could not drop the test database {url}: {exc}", stacklevel=1)
+    _drop_pg_database(server, url)
 
 
 @pytest.fixture
