@@ -29,7 +29,7 @@ from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.storage.run_events import RunEventLog
-from hookgate.storage.runs import DatabaseRunStore
+from hookgate.storage.runs import DatabaseRunStore, whole_trace
 from hookgate.telemetry.propagation import remember_trace
 from hookgate.tools.calls import ToolCall
 from hookgate.tools.ledger import ExecutionLedger
@@ -163,7 +163,7 @@ class RunManager:
         # earlier version has it, and the log may hold events emitted after it).
         logged = await self.bus.log.after(state.run_id, 0)
         if len(logged) > len(state.trace):
-            state.trace = [e.to_dict() for e in logged]
+            state.trace = whole_trace(state.trace, logged)
         elif not state.finished:
             # Or the other way round: the checkpoint holds events whose write was cut off
             # (the process died before its batch reached the log). A re-entered call is not
@@ -261,7 +261,7 @@ class RunManager:
         if feed is not None:
             return [e.to_dict() for e in feed.events]
         logged = await self.bus.log.after(run_id, 0)
-        return [e.to_dict() for e in logged] if len(logged) > len(state.trace) else state.trace
+        return whole_trace(state.trace, logged)
 
 
 def _unresolved(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import select, update
@@ -105,9 +106,7 @@ class DatabaseRunStore:
 
     async def _attach_log(self, state: RunState) -> RunState:
         """``state`` with its trace from the event log, when the log holds more of it."""
-        logged = await RunEventLog(self.db).after(state.run_id, 0)
-        if len(logged) > len(state.trace):
-            state.trace = [e.to_dict() for e in logged]
+        state.trace = whole_trace(state.trace, await RunEventLog(self.db).after(state.run_id, 0))
         return state
 
     async def load(self, run_id: str) -> RunState | None:
@@ -194,6 +193,13 @@ class DatabaseRunStore:
                 .order_by(RunRow.created_at.desc()).limit(limit)
             )).scalars().all()
         return list(rows)
+
+
+def whole_trace(stored: list[dict[str, Any]], logged: Sequence[RunEvent]
+                ) -> list[dict[str, Any]]:
+    """A run's trace: its event log's, unless the stored state holds more of it (a state
+    stored with its trace by an earlier version, whose last events the log missed)."""
+    return [e.to_dict() for e in logged] if len(logged) > len(stored) else stored
 
 
 def _loaded(text: str) -> RunState | None:
