@@ -9,8 +9,15 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from hookgate.engines.events import RunEvent
+from hookgate.engines.state import RunState
+from hookgate.server import events_bus
+from hookgate.server.events_bus import EventBus
+from hookgate.storage.database import Database
+from hookgate.storage.run_events import RunEventLog
+from hookgate.storage.runs import DatabaseRunStore
 from tests.channels.world import (
     auth,
     buyer_runtime,
@@ -97,3 +104,34 @@ async def test_a_run_failed_because_its_checkpoint_failed_logs_its_end_after_eve
         loaded = await m.store.load(state.run_id)
         assert loaded is not None and loaded.error == "the checkpoint could not be written"
         assert [e["type"] for e in loaded.trace] == ["run_started", "error", "done"]
+
+
+async def test_events_the_log_refused_after_every_retry_go_with_the_next_checkpoint(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The log is the only place a run's trace is kept: a batch the database refused (here a
+    # trigger refuses every event row) must not be dropped when the retries run out.
+    monkeypatch.setattr(events_bus, "WRITE_RETRY_S", (0.01, 0.01))
+    store = DatabaseRunStore(db, trace_in_log=True)
+    bus = EventBus(RunEventLog(db))
+    state = RunState(agent_id="buyer", message="pay")
+    await store.save(state)
+    feed = bus.open(state.run_id, [])
+    async with db.transaction() as s:
+        await s.execute(text("CREATE TRIGGER refuse BEFORE INSERT ON run_events "
+                             "BEGIN SELECT RAISE(ABORT, 'refused'); END"))
+    for event in (RunEvent("run_started", {}, 1), RunEvent("tool_call", {"x": 1}, 2)):
+        state.trace.append(event.to_dict())
+        bus.publish(state.run_id, event)
+    assert feed.flushing is not None
+    await feed.flushing
+    assert await bus.log.after(state.run_id) == []  # refused every time
+
+    async with db.transaction() as s:
+        await s.execute(text("DROP TRIGGER refuse"))
+    state.status = "completed"
+    await bus.checkpoint(state.run_id, lambda events: store.save(state, events=events))
+    logged = [(e.seq, e.type) for e in await bus.log.after(state.run_id)]
+    assert logged == [(1, "run_started"), (2, "tool_call")]
+    loaded = await store.load(state.run_id)
+    assert loaded is not None and loaded.status == "completed"
+    assert [e["type"] for e in loaded.trace] == ["run_started", "tool_call"]
