@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hookgate.server.events_bus import FOLLOW_RECHECK_S
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
 from tests.sse import read_events
@@ -228,6 +229,30 @@ def test_run_stream_shows_the_wait_then_continues_and_replays_from_last_event_id
             replay = [ev for ev in read_events(resp) if not ev.comment]
         assert [int(e.id) for e in replay] == [i for i in ids if i > cut]
         assert [e.event for e in replay] == types[3:]
+
+
+def test_a_stream_resumed_after_the_end_closes_at_once(database_url: str) -> None:
+    # A client reconnecting with the last id it saw, after the run ended: nothing is left
+    # to send, and the stream ends instead of waiting for events that will never come (the
+    # status the route read for its visibility check decides; on PostgreSQL a stream that
+    # waited would only re-read after FOLLOW_RECHECK_S).
+    deployment, bank = world(database_url)
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+        run_id = start(c)
+        pending = wait_pending(c)
+        c.post(f"/api/confirmations/{pending['id']}/respond", json={"decision": "approve"},
+               headers=auth("alice"))
+        assert wait_run(c, run_id)["status"] == "completed"
+        with c.stream("GET", f"/api/runs/{run_id}/events", headers=auth("alice")) as resp:
+            ids = [int(ev.id) for ev in read_events(resp) if not ev.comment and ev.id]
+        assert ids == list(range(1, len(ids) + 1))
+        began = time.monotonic()
+        with c.stream("GET", f"/api/runs/{run_id}/events",
+                      headers={**auth("alice"), "Last-Event-ID": str(ids[-1])}) as resp:
+            assert resp.status_code == 200
+            assert [ev for ev in read_events(resp) if not ev.comment] == []
+        assert time.monotonic() - began < FOLLOW_RECHECK_S / 2
+        assert len(bank.payments) == 1
 
 
 def test_portal_and_openapi_are_served(database_url: str) -> None:

@@ -3,6 +3,7 @@ within that time (server/token_cache.py), on a real server."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
@@ -80,3 +81,75 @@ async def test_only_valid_tokens_are_remembered_and_only_by_digest() -> None:
     cache.clear()
     await cache.lookup("c", load)
     assert calls[-1] == "c"
+
+
+async def test_concurrent_requests_share_one_lookup() -> None:
+    cache: token_cache.TokenCache[str] = token_cache.TokenCache(ttl_s=60)
+    calls: list[str] = []
+    release = asyncio.Event()
+
+    async def load(token: str) -> str | None:
+        calls.append(token)
+        await release.wait()
+        return f"user-{token}"
+
+    waiters = [asyncio.create_task(cache.lookup("a", load)) for _ in range(20)]
+    other = asyncio.create_task(cache.lookup("b", load))
+    await asyncio.sleep(0)
+    waiters[0].cancel()  # one client gone: the lookup goes on for the rest
+    await asyncio.sleep(0)
+    release.set()
+    assert await asyncio.gather(*waiters[1:]) == ["user-a"] * 19
+    assert await other == "user-b"
+    assert waiters[0].cancelled()
+    assert sorted(calls) == ["a", "b"]  # one database read per token, not 21
+    assert await cache.lookup("a", load) == "user-a"
+    assert len(calls) == 2
+
+
+async def test_a_failed_shared_lookup_fails_every_waiter_and_is_not_remembered() -> None:
+    cache: token_cache.TokenCache[str] = token_cache.TokenCache(ttl_s=60)
+    release = asyncio.Event()
+    calls = 0
+
+    async def broken(token: str) -> str | None:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        raise ConnectionError("database unreachable")
+
+    waiters = [asyncio.create_task(cache.lookup("a", broken)) for _ in range(5)]
+    await asyncio.sleep(0)
+    release.set()
+    results = await asyncio.gather(*waiters, return_exceptions=True)
+    assert calls == 1
+    assert all(isinstance(r, ConnectionError) for r in results)
+
+    async def working(token: str) -> str | None:
+        return "user-a"
+
+    assert await cache.lookup("a", working) == "user-a"  # the failure was not remembered
+
+
+async def test_clear_during_a_lookup_keeps_its_answer_out_of_the_cache() -> None:
+    # A revocation in this process while a lookup is in flight: that lookup's answer (read
+    # before the revocation) is neither joined by later requests nor remembered.
+    cache: token_cache.TokenCache[str] = token_cache.TokenCache(ttl_s=60)
+    release = asyncio.Event()
+    calls: list[str] = []
+
+    async def load(token: str) -> str | None:
+        calls.append(token)
+        if len(calls) == 1:
+            await release.wait()
+            return "stale"
+        return "fresh"
+
+    first = asyncio.create_task(cache.lookup("a", load))
+    await asyncio.sleep(0)
+    cache.clear()
+    assert await cache.lookup("a", load) == "fresh"  # a new lookup, not the one in flight
+    release.set()
+    assert await first == "stale"
+    assert await cache.lookup("a", load) == "fresh"
+    assert calls == ["a", "a"]  # "fresh" is remembered; "stale" never was

@@ -165,10 +165,15 @@ class EventBus:
         if self.feeds.get(run_id) is feed:
             self.feeds.pop(run_id, None)
 
-    async def subscribe(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
-        """Events with seq > ``after``: the replay, then live ones until the run ends."""
+    async def subscribe(self, run_id: str, after: int = 0, *,
+                        status_before: str | None = None) -> AsyncIterator[RunEvent]:
+        """Events with seq > ``after``: the replay, then live ones until the run ends.
+
+        ``status_before``: the run's status as the caller read it just before (the API's
+        visibility check), which spares the stream its own read of it: a run that had ended
+        by then has every event in the log the stream reads first."""
         if self.followers is not None:
-            async for event in self._follow(self.followers, run_id, after):
+            async for event in self._follow(self.followers, run_id, after, status_before):
                 yield event
             return
         feed = self.feeds.get(run_id)
@@ -194,8 +199,8 @@ class EventBus:
         finally:
             feed.subscribers.discard(queue)
 
-    async def _follow(self, followers: Wakers, run_id: str, after: int
-                      ) -> AsyncIterator[RunEvent]:
+    async def _follow(self, followers: Wakers, run_id: str, after: int,
+                      status_before: str | None = None) -> AsyncIterator[RunEvent]:
         # Registered before the first read, so no notification between read and wait is lost.
         me = followers.add(run_id)
         try:
@@ -227,8 +232,10 @@ class EventBus:
                             return
                     # Only after reading the log: a run that ended since the last read has
                     # its remaining events (its `done` included) there.
-                    if unprompted and not events and await self._ended_silently(run_id):
+                    if unprompted and not events and await self._ended_silently(
+                            run_id, status_before):
                         return  # a client resuming after the end has nothing to wait for
+                    status_before = None  # only the first read follows the caller's
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(me.event.wait(), FOLLOW_RECHECK_S)
                 unprompted = not me.event.is_set()
@@ -236,7 +243,11 @@ class EventBus:
         finally:
             followers.remove(run_id, me)
 
-    async def _ended_silently(self, run_id: str) -> bool:
+    async def _ended_silently(self, run_id: str, status_before: str | None = None) -> bool:
         # A run ended without a `done` event (it could not resume): the stream ends too.
+        # A status read before the log was (the caller's) decides as well as one read after
+        # it: an end it saw is final. One that came between is seen by the next re-check.
+        if status_before is not None:
+            return status_before not in RESUMABLE
         row = await DatabaseRunStore(self.log.db).summary(run_id)
         return row is None or row.status not in RESUMABLE

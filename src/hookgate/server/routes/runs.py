@@ -105,7 +105,7 @@ def _asked_anyone(trace: list[dict[str, Any]]) -> bool:
 @router.get("/runs/{run_id}/events")
 async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
                      rt: RuntimeDep) -> EventSourceResponse:
-    await _visible(run_id, caller, rt)  # its state is not needed: no parse
+    seen = await _visible(run_id, caller, rt)  # its state is not needed: no parse
     raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     try:
         after = int(raw) if raw else 0
@@ -113,7 +113,7 @@ async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
         raise HTTPException(422, "Last-Event-ID must be an event number") from None
 
     async def stream() -> AsyncIterator[dict[str, Any]]:
-        async for event in rt.runs.bus.subscribe(run_id, after):
+        async for event in rt.runs.bus.subscribe(run_id, after, status_before=seen.status):
             yield {"id": str(event.seq), "event": event.type,
                    "data": json.dumps(for_caller(event.to_dict(), caller.admin),
                                       ensure_ascii=False, default=str)}
