@@ -15,6 +15,7 @@ import uvicorn
 from hookgate.server.app import create_app
 from hookgate.server.deployment import Deployment
 from hookgate.server.runtime import Runtime
+from hookgate.server.serving import uvicorn_config
 
 
 def free_port() -> int:
@@ -51,9 +52,7 @@ def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
         kwargs["max_body"] = max_body
     app = create_app(runtime, **kwargs)
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, graceful_s=2))
     holder: dict[str, asyncio.AbstractEventLoop] = {}
 
     def run() -> None:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import errno
 import os
 import socket
+from typing import Any
 
 import uvicorn
 
 from hookgate.server.app import create_app
 from hookgate.server.deployment import Deployment
+from hookgate.server.http_protocol import BoundedHttpToolsProtocol
 from hookgate.server.runtime import Runtime
 
 
@@ -23,12 +25,19 @@ def build_server(deployment: Deployment, host: str, port: int,
     """A uvicorn server for ``deployment`` (not started) and its runtime; ``worker``
     False serves the API only (PostgreSQL)."""
     runtime = Runtime(deployment, worker=worker)
-    app = create_app(runtime)
-    # ws="none": hookgate serves no WebSocket, and uvicorn's default would import a
-    # WebSocket implementation at start-up (~15 ms) for nothing.
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
-                            ws="none", timeout_graceful_shutdown=5)
+    config = uvicorn_config(create_app(runtime), host, port, log_level=log_level)
     return uvicorn.Server(config), runtime
+
+
+def uvicorn_config(app: Any, host: str, port: int, *, log_level: str = "warning",
+                   graceful_s: int = 5) -> uvicorn.Config:
+    """How hookgate's app is served (``hookgate serve`` and the tests' servers alike)."""
+    # ws="none": hookgate serves no WebSocket, and uvicorn's default would import a
+    # WebSocket implementation at start-up (~15 ms) for nothing. HTTP is parsed by
+    # httptools, with h11's bound on a request's head kept (server/http_protocol.py).
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
+                          ws="none", http=BoundedHttpToolsProtocol,
+                          timeout_graceful_shutdown=graceful_s)
 
 
 class PortUnavailable(Exception):
