@@ -52,7 +52,8 @@ _UPSERT_SQLITE = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
 _EVENTS_SQLITE = ("INSERT INTO run_events (run_id, seq, type, data, created_at) "
                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING")
 
-_UPSERT_PG = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
+#: A checkpoint's upsert alone (parameters: checkpoint_row), e.g. inside a larger statement.
+UPSERT_PG = (f"INSERT INTO runs ({_COLUMN_LIST}) VALUES "
               f"({', '.join(f'${i}' for i in range(1, len(CHECKPOINT_COLUMNS) + 3))}) "
               f"ON CONFLICT (id) DO UPDATE SET {_UPDATED}")
 # One statement for a whole batch: arrays of the columns, unnested into rows.
@@ -130,7 +131,7 @@ async def write_run(db: Database, run_id: str, *, checkpoint: Checkpoint | None,
     if lane is not None:
         at = sqlite_timestamp(now)
         rows = [(run_id, e.seq, e.type, event_data_text(e), at) for e in events]
-        values = None if checkpoint is None else _with_times(checkpoint, at)
+        values = None if checkpoint is None else checkpoint_row(checkpoint, at)
         await lane.write(lambda conn: _write_sqlite(conn, run_id, values, rows, fence))
         return
     pg = PgLane.for_database(db)
@@ -158,7 +159,7 @@ async def write_in_session(db: Database, s: AsyncSession, run_id: str, *,
             fence.refuse_unless(_first(await conn.fetchrow(
                 FENCE_PG[checkpoint is not None], fence.run_id)))
         if checkpoint is not None:
-            await conn.execute(_UPSERT_PG, *_with_times(checkpoint, now))
+            await conn.execute(UPSERT_PG, *checkpoint_row(checkpoint, now))
         if events:
             await conn.execute(_EVENTS_PG, run_id, [e.seq for e in events],
                                [e.type for e in events],
@@ -184,8 +185,9 @@ async def write_in_session(db: Database, s: AsyncSession, run_id: str, *,
         await db.notify(s, RUN_EVENTS_CHANNEL, events_note(run_id, events))
 
 
-def _with_times(checkpoint: Checkpoint, at: datetime | str) -> tuple[Any, ...]:
-    # updated_at is the write's time; created_at only counts for a new row; fence 0 too.
+def checkpoint_row(checkpoint: Checkpoint, at: datetime | str) -> tuple[Any, ...]:
+    """The upsert's parameters (UPSERT_PG's $1..$13): updated_at is the write's time;
+    created_at only counts for a new row; fence 0 too."""
     return (*checkpoint.values[:-1], at, at, 0)
 
 
@@ -208,7 +210,7 @@ async def _write_pg(db: Database, pg: PgLane, run_id: str, checkpoint: Checkpoin
     note = events_note(run_id, events) if events else ""
     token, fenced_run = (fence.token, fence.run_id) if fence is not None else (None, run_id)
     if checkpoint is not None:
-        row = await pg.fetchrow(_WRITE_PG, *_with_times(checkpoint, now), token, *arrays,
+        row = await pg.fetchrow(_WRITE_PG, *checkpoint_row(checkpoint, now), token, *arrays,
                                 channel, note, fenced_run)
     else:
         row = await pg.fetchrow(_EVENTS_ONLY_PG, run_id, token, *arrays, channel, note,

@@ -64,17 +64,21 @@ class DatabaseRunStore:
         """Upsert the checkpoint, with ``events`` (the run's events not yet logged) in the
         same transaction; with ``fence``, only while that token is current; with
         ``session``, inside the caller's transaction (e.g. with the job that runs it)."""
-        checkpoint = Checkpoint((
-            state.run_id, state.agent_id, state.org_id, state.user_id,
-            state.conversation_id, state.engine, state.status,
-            state.to_json(trace=not self.trace_in_log),
-            state.answer, state.error, None))
+        checkpoint = self.checkpoint(state)
         if session is not None:
             await write_in_session(self.db, session, state.run_id, checkpoint=checkpoint,
                                    events=events, fence=fence)
             return
         await write_run(self.db, state.run_id, checkpoint=checkpoint, events=events,
                         fence=fence)
+
+    def checkpoint(self, state: RunState) -> Checkpoint:
+        """The row a checkpoint of ``state`` writes."""
+        return Checkpoint((
+            state.run_id, state.agent_id, state.org_id, state.user_id,
+            state.conversation_id, state.engine, state.status,
+            state.to_json(trace=not self.trace_in_log),
+            state.answer, state.error, None))
 
     async def record_failure(self, state: RunState, error: str, *,
                              fence: Fence | None = None) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 from collections import Counter
@@ -39,6 +40,9 @@ from hookgate.engines.state import RunState
 from hookgate.server.executors.base import RunEndings
 from hookgate.server.executors.settings import WorkerSettings
 from hookgate.storage.fencing import take_over, take_over_reading
+from hookgate.storage.pg_lane import PgLane
+from hookgate.storage.run_writes import UPSERT_PG, checkpoint_row
+from hookgate.storage.types import utcnow
 
 if TYPE_CHECKING:
     from hookgate.server.run_manager import RunManager
@@ -60,6 +64,15 @@ SELECT runs.id FROM runs
            AND NOT EXISTS (SELECT 1 FROM confirmation_requests cr
                             WHERE cr.root_run_id = runs.id AND cr.status = 'pending'))
 """
+#: A new run's row and its first job (procrastinate's own function, as its defer calls it:
+#: the job's NOTIFY and bookkeeping are its triggers'), in one statement: $1..$13 the row
+#: (run_writes.checkpoint_row), $14..$20 the job (queue, task, priority, lock, queueing
+#: lock, arguments, scheduled time). A new run has no job queued, so none can conflict.
+SUBMIT_PG = (
+    f"WITH up AS ({UPSERT_PG} RETURNING 1) "
+    "SELECT procrastinate_defer_jobs_v1(ARRAY[ROW($14::varchar, $15::varchar, $16::integer, "
+    "$17::text, $18::text, $19::jsonb, $20::timestamptz)::procrastinate_job_to_defer_v1]) "
+    "FROM up")
 ADVANCE_TASK = "hookgate.advance_run"
 EXPIRE_TASK = "hookgate.expire_requests"
 #: A worker fetches the highest priority first, walking an index in (priority, id) order:
@@ -141,10 +154,18 @@ class QueueExecutor:
     # -- submitting and continuing ---------------------------------------------------------
 
     async def submit(self, state: RunState) -> None:
+        """Store a new run with its first job: ONE statement, so both commit or neither
+        (a run stored without its job would start only at the next recovery; a job without
+        its run would find nothing to do)."""
         m = self.manager
-        async with m.db.transaction() as s:  # the run and its first job commit together
-            await m.store.save(state, session=s)
-            await self._defer_advance(s, state.run_id, fresh=True)
+        lane = PgLane.for_database(m.db)
+        if lane is None:
+            raise RuntimeError("the run queue needs PostgreSQL (asyncpg or psycopg)")
+        job = self.advance_task.configure(lock=state.run_id, queueing_lock=state.run_id
+                                          ).make_new_job(run_id=state.run_id)
+        await lane.fetchrow(SUBMIT_PG, *checkpoint_row(m.store.checkpoint(state), utcnow()),
+                            job.queue, job.task_name, job.priority, job.lock,
+                            job.queueing_lock, json.dumps(job.task_kwargs), job.scheduled_at)
 
     async def continue_run(self, run_id: str, session: AsyncSession | None = None) -> None:
         """Queue the run's next advance (at most one is queued; one already queued will
@@ -155,23 +176,17 @@ class QueueExecutor:
         async with self.manager.db.transaction() as s:
             await self._defer_advance(s, run_id)
 
-    async def _defer_advance(self, session: AsyncSession, run_id: str, *,
-                             fresh: bool = False) -> None:
+    async def _defer_advance(self, session: AsyncSession, run_id: str) -> None:
         await self._defer(session, self.advance_task, lock=run_id, queueing_lock=run_id,
-                          fresh=fresh, run_id=run_id)
+                          run_id=run_id)
 
     async def _defer(self, session: AsyncSession, task: Task[Any, Any, Any], *, lock: str | None,
                      queueing_lock: str, schedule_at: datetime | None = None,
-                     fresh: bool = False, **kwargs: Any) -> None:
+                     **kwargs: Any) -> None:
         job = task.configure(lock=lock, queueing_lock=queueing_lock,
                              schedule_at=schedule_at).make_new_job(**kwargs)
         sa_conn = await session.connection()
         conn = await sa_conn.get_raw_connection()
-        if fresh:
-            # A run created in this transaction: no job of it can be queued yet, so no
-            # savepoint (two round trips) guards against one.
-            await self.app.job_manager.defer_job_async(job, connection=conn.driver_connection)
-            return
         for _ in range(_DEFER_ATTEMPTS):
             try:
                 # A savepoint: a job already queued must not abort the caller's transaction.

@@ -1,0 +1,56 @@
+"""A new run and its first job are stored together or not at all (executors/queue.py
+submit: one statement on PostgreSQL): a run stored without its job would wait for the next
+recovery pass, and a client told its start failed could start it again beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from hookgate.storage.database import Database
+from tests.live_server import live_server
+from tests.server.demo_world import auth, world
+from tests.server.test_api import wait_pending
+
+REFUSE_JOBS = (
+    "CREATE FUNCTION refuse_jobs() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN RAISE EXCEPTION 'no jobs today'; END $$",
+    "CREATE TRIGGER refuse_jobs BEFORE INSERT ON procrastinate_jobs "
+    "FOR EACH ROW EXECUTE FUNCTION refuse_jobs()",
+)
+
+
+async def _sql(url: str, sql: str) -> list[Any]:
+    db = Database(url)
+    try:
+        async with db.engine.begin() as conn:
+            result = await conn.execute(text(sql))
+            return list(result.all()) if result.returns_rows else []
+    finally:
+        await db.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_run_whose_job_cannot_be_queued_is_not_stored(database_url: str) -> None:
+    deployment, bank = world(database_url)
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        for sql in REFUSE_JOBS:
+            srv.call(_sql(database_url, sql))
+        r = c.post("/api/runs", json={"agent_id": "buyer", "message": "pay ACME"},
+                   headers=auth("alice"))
+        assert r.status_code == 500
+        assert srv.call(_sql(database_url, "SELECT id FROM runs")) == []
+        assert srv.call(_sql(database_url, "SELECT id FROM procrastinate_jobs")) == []
+
+        srv.call(_sql(database_url, "DROP TRIGGER refuse_jobs ON procrastinate_jobs"))
+        r = c.post("/api/runs", json={"agent_id": "buyer", "message": "pay ACME"},
+                   headers=auth("alice"))
+        assert r.status_code == 200, r.text
+        run_id = r.json()["run_id"]
+        assert wait_pending(c)["run_id"] == run_id  # its job ran: it reached the gate
+        rows = srv.call(_sql(database_url, "SELECT id FROM runs"))
+        assert [row[0] for row in rows] == [run_id]
+        assert bank.payments == []
