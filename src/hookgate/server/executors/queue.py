@@ -24,7 +24,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from procrastinate import App, PsycopgConnector
+from procrastinate import App
 from procrastinate import exceptions as pq_exceptions
 from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
@@ -38,6 +38,7 @@ from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
 from hookgate.server.executors.base import RunEndings
+from hookgate.server.executors.lane_connector import LaneConnector
 from hookgate.server.executors.settings import WorkerSettings
 from hookgate.storage.fencing import take_over, take_over_reading
 from hookgate.storage.pg_lane import PgLane
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from hookgate.server.run_manager import RunManager
 
 log = logging.getLogger(__name__)
+#: The first and the longest pause before the worker starts again after an error.
+WORKER_RESTART_S = (0.5, 30.0)
 #: Tries to queue a job or hold the one queued (each miss means a worker just took it).
 _DEFER_ATTEMPTS = 5
 
@@ -97,8 +100,8 @@ class QueueExecutor:
         self.manager = manager
         self.run_worker = worker
         self.settings = settings or WorkerSettings()
-        self.app = App(connector=PsycopgConnector(conninfo=manager.db.libpq_url,
-                                                  min_size=1, max_size=10))
+        self.app = App(connector=LaneConnector(manager.db, conninfo=manager.db.libpq_url,
+                                               min_size=1, max_size=10))
         self.advance_task: Task[Any, Any, Any] = self.app.task(
             name=ADVANCE_TASK, queue=QUEUE, priority=ADVANCE_PRIORITY)(self._advance_job)
         self.expire_task: Task[Any, Any, Any] = self.app.task(
@@ -130,14 +133,35 @@ class QueueExecutor:
         await self.app.open_async()
         if not self.run_worker:
             return
-        s = self.settings
-        self._worker = asyncio.create_task(self.app.run_worker_async(
-            queues=[QUEUE], concurrency=s.concurrency, install_signal_handlers=False,
-            update_heartbeat_interval=s.heartbeat_s, stalled_worker_timeout=s.stalled_after_s,
-            shutdown_graceful_timeout=s.shutdown_grace_s, delete_jobs="successful",
-            listen_notify=True, fetch_job_polling_interval=max(s.heartbeat_s, 5.0),
-        ), name="hookgate-worker")
+        self._worker = asyncio.create_task(self._work(), name="hookgate-worker")
         self._reaper = asyncio.create_task(self._retry_stalled(), name="hookgate-reaper")
+
+    async def _work(self) -> None:
+        """procrastinate's worker, started again whenever it stops on an error: one failed
+        statement in its fetch loop (the database away for a moment) ends the worker, and
+        the server would go on accepting runs that no one advances."""
+        s = self.settings
+        loop = asyncio.get_running_loop()
+        pause = WORKER_RESTART_S[0]
+        while True:
+            began = loop.time()
+            try:
+                await self.app.run_worker_async(
+                    queues=[QUEUE], concurrency=s.concurrency, install_signal_handlers=False,
+                    update_heartbeat_interval=s.heartbeat_s,
+                    stalled_worker_timeout=s.stalled_after_s,
+                    shutdown_graceful_timeout=s.shutdown_grace_s, delete_jobs="successful",
+                    listen_notify=True, fetch_job_polling_interval=max(s.heartbeat_s, 5.0))
+                return  # stopped as asked
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                if loop.time() - began > WORKER_RESTART_S[-1] * 2:
+                    pause = WORKER_RESTART_S[0]  # it had been working: no backlog of failures
+                log.exception("the run worker stopped on an error; it starts again in %.1fs "
+                              "(its jobs in flight are retried as a dead worker's)", pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, WORKER_RESTART_S[-1])
 
     async def stop(self) -> None:
         if self._reaper is not None:

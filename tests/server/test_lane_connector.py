@@ -1,0 +1,43 @@
+"""The worker's per-job statements on hookgate's lane (executors/lane_connector.py): runs
+advance whether the lane answers on its own asyncpg connections or on psycopg ones it
+borrowed from the pool (which hand rows over as tuples, not records), and procrastinate's
+query texts are numbered for asyncpg without changing what they say."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import httpx
+import pytest
+
+from hookgate.server.executors.lane_connector import numbered
+from hookgate.storage import pg_lane
+from tests.live_server import live_server
+from tests.server.demo_world import auth, world
+from tests.server.test_api import wait_run
+
+
+def test_parameters_are_numbered_in_order_and_a_repeated_name_keeps_its_number() -> None:
+    text, names = numbered("SELECT f(%(a)s::int[], %(b)s, %(a)s) WHERE x = '%%(c)s'")
+    assert names == ("a", "b")
+    assert text == "SELECT f($1::int[], $2, $1) WHERE x = '%(c)s'"
+
+
+@pytest.mark.parametrize("own", [pg_lane.OWN_CONNECTIONS, 0], ids=["asyncpg", "borrowed"])
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_runs_advance_on_the_lanes_own_and_on_borrowed_connections(
+        database_url: str, own: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pg_lane, "OWN_CONNECTIONS", own)
+    deployment, _ = world(database_url, turns=[{"answer": "nothing to pay"}])
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        def start(_: int) -> str:
+            r = c.post("/api/runs", json={"agent_id": "buyer", "message": "hi"},
+                       headers=auth("alice"))
+            assert r.status_code == 200, r.text
+            return str(r.json()["run_id"])
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            run_ids = list(pool.map(start, range(16)))
+        assert [wait_run(c, run_id)["status"] for run_id in run_ids] == ["completed"] * 16
+        worker = srv.runtime.runs.executor._worker  # type: ignore[union-attr]
+        assert worker is not None and not worker.done()
