@@ -54,3 +54,20 @@ def test_a_run_whose_job_cannot_be_queued_is_not_stored(database_url: str) -> No
         rows = srv.call(_sql(database_url, "SELECT id FROM runs"))
         assert [row[0] for row in rows] == [run_id]
         assert bank.payments == []
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_the_job_row_follows_procrastinates_own_type(database_url: str) -> None:
+    # submit() builds procrastinate's row type field by field in JobToDefer's order: an
+    # upgrade that reorders or renames the type's fields must fail here, not defer garbage.
+    from procrastinate.types import JobToDefer
+
+    from hookgate.server.executors.queue import _DEFER_CALL
+
+    assert _DEFER_CALL is not None
+    deployment, _ = world(database_url)
+    with live_server(deployment) as srv:  # its start installs procrastinate's schema
+        rows = srv.call(_sql(database_url, (
+            "SELECT attname FROM pg_attribute WHERE attrelid = (SELECT typrelid FROM pg_type "
+            f"WHERE typname = '{_DEFER_CALL.group(2)}') AND attnum > 0 ORDER BY attnum")))
+    assert tuple(row[0] for row in rows) == JobToDefer._fields
