@@ -40,6 +40,11 @@ def logged(srv: Any, run_id: str) -> list[dict[str, Any]]:
     return [e.to_dict() for e in srv.call(srv.runtime.runs.bus.log.after(run_id, 0))]
 
 
+async def parked(client: httpx.AsyncClient, run_id: str) -> dict[str, Any] | None:
+    body: dict[str, Any] = (await client.get(f"/api/runs/{run_id}", headers=auth("alice"))).json()
+    return body if body["status"] == "awaiting_approval" else None
+
+
 def contiguous(trace: list[dict[str, Any]]) -> None:
     assert [e["seq"] for e in trace] == list(range(1, len(trace) + 1)), trace
 
@@ -53,8 +58,8 @@ async def test_a_run_across_a_restart_stores_its_trace_once_and_shows_it_whole(
             run_id = await start_run(client)
             [pending] = await eventually(lambda: requests(client, "pending"),
                                          "a pending request")
-            waiting = (await client.get(f"/api/runs/{run_id}", headers=auth("alice"))).json()
-            assert waiting["status"] == "awaiting_approval"
+            # The request is stored before the run parks on it: wait for the checkpoint.
+            waiting = await eventually(lambda: parked(client, run_id), "the run to park")
             before = logged(srv, run_id)
             state = stored_state(srv, run_id)
     assert "trace" not in state and state["status"] == "awaiting_approval"
