@@ -6,6 +6,7 @@ query texts are numbered for asyncpg without changing what they say."""
 from __future__ import annotations
 
 import concurrent.futures
+import time
 
 import httpx
 import pytest
@@ -41,3 +42,56 @@ def test_runs_advance_on_the_lanes_own_and_on_borrowed_connections(
         assert [wait_run(c, run_id)["status"] for run_id in run_ids] == ["completed"] * 16
         worker = srv.runtime.runs.executor._worker  # type: ignore[union-attr]
         assert worker is not None and not worker.done()
+
+
+async def _sql(url: str, statement: str) -> None:
+    from sqlalchemy import text
+
+    from hookgate.storage.database import Database
+
+    db = Database(url)
+    try:
+        async with db.engine.begin() as conn:
+            await conn.execute(text(statement))
+    finally:
+        await db.dispose()
+
+
+@pytest.mark.parametrize("own", [pg_lane.OWN_CONNECTIONS, 0], ids=["asyncpg", "borrowed"])
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_worker_whose_fetch_the_database_refuses_starts_again_once_it_answers(
+        database_url: str, own: int, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    # The database itself refuses the fetch (its function is away), on either driver the
+    # lane may use: the error reaches procrastinate as its own ConnectorException, the
+    # worker ends, is started again until the database answers, and the run completes.
+    import logging
+
+    from hookgate.server.executors import queue
+
+    monkeypatch.setattr(pg_lane, "OWN_CONNECTIONS", own)
+    monkeypatch.setattr(queue, "WORKER_RESTART_S", (0.2, 0.5))
+    deployment, _ = world(database_url, turns=[{"answer": "nothing to pay"}])
+    with caplog.at_level(logging.ERROR, logger=queue.__name__), live_server(deployment) as srv, \
+            httpx.Client(base_url=srv.url, timeout=20) as c:
+        srv.call(_sql(database_url, "ALTER FUNCTION procrastinate_fetch_job_v2(varchar[], "
+                                    "bigint) RENAME TO procrastinate_fetch_job_v2_away"))
+        r = c.post("/api/runs", json={"agent_id": "buyer", "message": "hi"},
+                   headers=auth("alice"))
+        assert r.status_code == 200, r.text
+        run_id = r.json()["run_id"]
+
+        def refused() -> bool:
+            return any("run worker stopped on an error" in rec.message
+                       and "ConnectorException" in (rec.exc_text or "")
+                       for rec in caplog.records)
+
+        deadline = time.monotonic() + 10
+        while not refused():
+            assert time.monotonic() < deadline, "the worker never hit the refused fetch"
+            time.sleep(0.05)
+        assert c.get(f"/api/runs/{run_id}", headers=auth("alice")).json()["status"] \
+            == "running"
+        srv.call(_sql(database_url, "ALTER FUNCTION procrastinate_fetch_job_v2_away("
+                                    "varchar[], bigint) RENAME TO procrastinate_fetch_job_v2"))
+        assert wait_run(c, run_id)["status"] == "completed"

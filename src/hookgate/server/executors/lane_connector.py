@@ -88,8 +88,10 @@ class LaneConnector(PsycopgConnector):
     async def _on_lane(self, method: str, query: str, names: tuple[str, ...],
                        arguments: dict[str, Any]) -> Any:
         import asyncpg  # type: ignore[import-untyped]
+        import psycopg
 
         try:
             return await getattr(self._lane, method)(query, *(arguments[n] for n in names))
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, psycopg.Error, OSError) as exc:
+            # asyncpg's on the lane's own connections, psycopg's on one it borrowed.
             raise pq_exceptions.ConnectorException(str(exc)) from exc
