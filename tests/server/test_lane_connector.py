@@ -95,3 +95,44 @@ def test_a_worker_whose_fetch_the_database_refuses_starts_again_once_it_answers(
         srv.call(_sql(database_url, "ALTER FUNCTION procrastinate_fetch_job_v2_away("
                                     "varchar[], bigint) RENAME TO procrastinate_fetch_job_v2"))
         assert wait_run(c, run_id)["status"] == "completed"
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_finish_the_database_refuses_for_a_moment_is_tried_again(
+        database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The job ran (the payment is made) but the database refuses to finish it for a
+    # moment. A job left "doing" under a live worker is never retried, and its lock (the
+    # run's id) would keep the run's next job from ever being fetched: the finish is tried
+    # again, the job ends, the payment stays single and the next run goes through.
+    from hookgate.server.executors import lane_connector
+    from tests.server.test_submit_atomic import _sql as query
+
+    monkeypatch.setattr(lane_connector, "FINISH_RETRY_S", (0.2, 0.5, 1.0, 2.0, 4.0))
+    finish = "procrastinate_finish_job_v1(bigint, procrastinate_job_status, boolean)"
+    deployment, bank = world(database_url, turns=[
+        {"tool_calls": [{"name": "oa__purchase_pay", "args": {"amount": 100, "vendor": "X"}}]},
+        {"answer": "paid"}])
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        srv.call(_sql(database_url, f"ALTER FUNCTION {finish} "
+                                    "RENAME TO procrastinate_finish_job_v1_away"))
+        r = c.post("/api/runs", json={"agent_id": "buyer", "message": "pay"},
+                   headers=auth("alice"))
+        run_id = r.json()["run_id"]
+        deadline = time.monotonic() + 10
+        while not bank.payments:
+            assert time.monotonic() < deadline, "the job never ran"
+            time.sleep(0.05)
+        time.sleep(0.5)  # the first finishes are refused
+        srv.call(_sql(database_url, "ALTER FUNCTION procrastinate_finish_job_v1_away("
+                                    "bigint, procrastinate_job_status, boolean) "
+                                    "RENAME TO procrastinate_finish_job_v1"))
+        assert wait_run(c, run_id)["status"] == "completed"
+        deadline = time.monotonic() + 10
+        while srv.call(query(database_url, "SELECT id FROM procrastinate_jobs "
+                                           f"WHERE lock = '{run_id}'")):
+            assert time.monotonic() < deadline, "the job was left unfinished"
+            time.sleep(0.1)
+        again = c.post("/api/runs", json={"agent_id": "buyer", "message": "pay"},
+                       headers=auth("alice")).json()["run_id"]
+        assert wait_run(c, again)["status"] == "completed"
+    assert bank.payments == [{"amount": 100, "vendor": "X"}] * 2  # one per run

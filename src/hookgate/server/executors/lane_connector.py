@@ -14,7 +14,9 @@ types, so the worker handles them as it would its own connector's.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 from typing import Any
 
@@ -24,6 +26,11 @@ from procrastinate import exceptions as pq_exceptions
 from hookgate.storage.database import Database
 from hookgate.storage.pg_lane import PgLane
 
+log = logging.getLogger(__name__)
+#: Pauses between attempts to finish a job whose finish failed (then the error stands).
+FINISH_RETRY_S = (0.1, 0.5, 1.0, 2.0, 5.0)
+#: What procrastinate's finish function says of a job that is not "doing" any more.
+_NOT_DOING = "not found or not in"
 _PARAM = re.compile(r"%%|%\((\w+)\)s")
 
 
@@ -83,7 +90,23 @@ class LaneConnector(PsycopgConnector):
         if query != _FINISH_JOB:
             await super().execute_query_async(query, **arguments)
             return
-        await self._on_lane("execute", _FINISH_PG, _FINISH_NAMES, arguments)
+        # A finish that fails leaves the job "doing" under a live worker, which nothing
+        # retries, and its lock (the run's id) keeps the run's next job from ever being
+        # fetched: the run would be stuck. So a failed finish is tried again for a while.
+        # An attempt after one whose answer was lost finds the job finished already
+        # (gone, or no longer "doing"): that is success.
+        for attempt, pause in enumerate((*FINISH_RETRY_S, None)):
+            try:
+                await self._on_lane("execute", _FINISH_PG, _FINISH_NAMES, arguments)
+                return
+            except pq_exceptions.ConnectorException as exc:
+                if attempt > 0 and _NOT_DOING in str(exc):
+                    return
+                if pause is None:
+                    raise
+                log.warning("finishing job %s failed (%s); trying again in %ss",
+                            arguments.get("job_id"), exc, pause)
+            await asyncio.sleep(pause)
 
     async def _on_lane(self, method: str, query: str, names: tuple[str, ...],
                        arguments: dict[str, Any]) -> Any:
