@@ -62,12 +62,12 @@ def test_the_job_row_follows_procrastinates_own_type(database_url: str) -> None:
     # upgrade that reorders or renames the type's fields must fail here, not defer garbage.
     from procrastinate.types import JobToDefer
 
-    from hookgate.server.executors.queue import _DEFER_CALL
+    from hookgate.server.executors.lane_connector import DEFER_CALL
 
-    assert _DEFER_CALL is not None
+    assert DEFER_CALL is not None
     deployment, _ = world(database_url)
     with live_server(deployment) as srv:  # its start installs procrastinate's schema
         rows = srv.call(_sql(database_url, (
             "SELECT attname FROM pg_attribute WHERE attrelid = (SELECT typrelid FROM pg_type "
-            f"WHERE typname = '{_DEFER_CALL.group(2)}') AND attnum > 0 ORDER BY attnum")))
+            f"WHERE typname = '{DEFER_CALL.group(2)}') AND attnum > 0 ORDER BY attnum")))
     assert tuple(row[0] for row in rows) == JobToDefer._fields

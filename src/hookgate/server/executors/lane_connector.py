@@ -1,5 +1,6 @@
-"""procrastinate's psycopg connector, with the two statements a worker makes per job on
-hookgate's PostgreSQL lane.
+"""procrastinate's statements on hookgate's PostgreSQL lane: its psycopg connector with the
+two statements a worker makes per job on the lane, and its defer as SQL to put beside the
+row of the run a new job advances.
 
 Every run is a job: a worker fetches it and, once it has run, finishes it. Through
 psycopg's async path (its pool, a cursor, Python-level waiting) each of those costs about
@@ -22,6 +23,8 @@ from typing import Any
 
 from procrastinate import PsycopgConnector, sql
 from procrastinate import exceptions as pq_exceptions
+from procrastinate.jobs import Job
+from procrastinate.types import JobToDefer
 
 from hookgate.storage.database import Database
 from hookgate.storage.pg_lane import PgLane
@@ -57,6 +60,37 @@ _FETCH_PG, _FETCH_NAMES = numbered(_FETCH_JOB)
 _FETCH_COLUMNS = tuple(c.strip() for c in re.search(
     r"SELECT\s+(.*?)\s+FROM", _FETCH_JOB, re.S | re.I).group(1).split(","))  # type: ignore[union-attr]
 _FINISH_PG, _FINISH_NAMES = numbered(_FINISH_JOB)
+
+
+#: The function and row type procrastinate's own defer query calls (versioned names, read
+#: from its query text so an upgrade that renames them is followed, or refused at import).
+DEFER_CALL = re.search(r"(procrastinate_defer_jobs_v\d+)\(\s*%\(jobs\)s::(\w+)\[\]",
+                       sql.queries["defer_jobs"])
+if DEFER_CALL is None:  # pragma: no cover - only a procrastinate this code does not know
+    raise ImportError("procrastinate's defer_jobs query is not the one hookgate knows")
+#: Each field of a job to defer, cast to its column's type (asyncpg cannot infer them in a
+#: row constructor), in procrastinate's order (types.JobToDefer).
+_JOB_CASTS = {"queue_name": "varchar", "task_name": "varchar", "priority": "integer",
+              "lock": "text", "queueing_lock": "text", "args": "jsonb",
+              "scheduled_at": "timestamptz"}
+
+
+def defer_call(first: int) -> str:
+    """SQL deferring one job with procrastinate's own function, its fields as parameters
+    ``$first``.. (``defer_values``' order): to put inside a larger statement, e.g. with the
+    row of the run the job advances."""
+    assert DEFER_CALL is not None
+    row = ", ".join(f"${first + i}::{_JOB_CASTS[f]}" for i, f in enumerate(JobToDefer._fields))
+    return f"{DEFER_CALL.group(1)}(ARRAY[ROW({row})::{DEFER_CALL.group(2)}])"
+
+
+def defer_values(job: Job) -> list[Any]:
+    """``job``'s fields for ``defer_call``, as procrastinate's own defer builds them."""
+    fields = JobToDefer(queue_name=job.queue, task_name=job.task_name, priority=job.priority,
+                        lock=job.lock, queueing_lock=job.queueing_lock, args=job.task_kwargs,
+                        scheduled_at=job.scheduled_at)._asdict()
+    fields["args"] = json.dumps(fields["args"])  # jsonb: asyncpg takes its text
+    return list(fields.values())
 
 
 class LaneConnector(PsycopgConnector):

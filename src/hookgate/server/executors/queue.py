@@ -17,21 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
-import re
 from collections import Counter
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from procrastinate import App
 from procrastinate import exceptions as pq_exceptions
-from procrastinate import sql as pq_sql
 from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
 from procrastinate.tasks import Task
-from procrastinate.types import JobToDefer
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -41,7 +37,7 @@ from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
 from hookgate.server.executors.base import RunEndings
-from hookgate.server.executors.lane_connector import LaneConnector
+from hookgate.server.executors.lane_connector import LaneConnector, defer_call, defer_values
 from hookgate.server.executors.settings import WorkerSettings
 from hookgate.storage.fencing import take_over, take_over_reading
 from hookgate.storage.pg_lane import PgLane
@@ -70,23 +66,10 @@ SELECT runs.id FROM runs
            AND NOT EXISTS (SELECT 1 FROM confirmation_requests cr
                             WHERE cr.root_run_id = runs.id AND cr.status = 'pending'))
 """
-#: The function and row type procrastinate's own defer query calls (versioned names, read
-#: from its query text so an upgrade that renames them is followed, or refused at import).
-_DEFER_CALL = re.search(r"(procrastinate_defer_jobs_v\d+)\(\s*%\(jobs\)s::(\w+)\[\]",
-                        pq_sql.queries["defer_jobs"])
-if _DEFER_CALL is None:  # pragma: no cover - only a procrastinate this code does not know
-    raise ImportError("procrastinate's defer_jobs query is not the one hookgate knows")
-#: Each field of a job to defer, cast to its column's type (asyncpg cannot infer them in a
-#: row constructor), in procrastinate's order (types.JobToDefer).
-_JOB_CASTS = {"queue_name": "varchar", "task_name": "varchar", "priority": "integer",
-              "lock": "text", "queueing_lock": "text", "args": "jsonb",
-              "scheduled_at": "timestamptz"}
-_JOB_ROW = ", ".join(f"${14 + i}::{_JOB_CASTS[f]}" for i, f in enumerate(JobToDefer._fields))
 #: A new run's row and its first job, in one statement (the job's NOTIFY and bookkeeping
 #: are procrastinate's triggers'): $1..$13 the row (run_writes.checkpoint_row), $14.. the
-#: job's fields. A new run has no job queued, so none can conflict.
-SUBMIT_PG = (f"WITH up AS ({UPSERT_PG} RETURNING 1) SELECT {_DEFER_CALL.group(1)}("
-             f"ARRAY[ROW({_JOB_ROW})::{_DEFER_CALL.group(2)}]) FROM up")
+#: job (lane_connector.defer_values). A new run has no job queued, so none can conflict.
+SUBMIT_PG = f"WITH up AS ({UPSERT_PG} RETURNING 1) SELECT {defer_call(14)} FROM up"
 ADVANCE_TASK = "hookgate.advance_run"
 EXPIRE_TASK = "hookgate.expire_requests"
 #: A worker fetches the highest priority first, walking an index in (priority, id) order:
@@ -198,13 +181,8 @@ class QueueExecutor:
             raise RuntimeError("the run queue needs PostgreSQL (asyncpg or psycopg)")
         job = self.advance_task.configure(lock=state.run_id, queueing_lock=state.run_id
                                           ).make_new_job(run_id=state.run_id)
-        fields = JobToDefer(queue_name=job.queue, task_name=job.task_name,
-                            priority=job.priority, lock=job.lock,
-                            queueing_lock=job.queueing_lock, args=job.task_kwargs,
-                            scheduled_at=job.scheduled_at)._asdict()
-        fields["args"] = json.dumps(fields["args"])  # jsonb: asyncpg takes its text
         await lane.fetchrow(SUBMIT_PG, *checkpoint_row(m.store.checkpoint(state), utcnow()),
-                            *fields.values())
+                            *defer_values(job))
 
     async def continue_run(self, run_id: str, session: AsyncSession | None = None) -> None:
         """Queue the run's next advance (at most one is queued; one already queued will
