@@ -8,11 +8,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import pytest
+
 from hookgate.engines.events import RunEvent
+from hookgate.server import events_bus
 from hookgate.server.events_bus import EventBus
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog
+
+
+@pytest.fixture(autouse=True)
+def flush_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Events go out on the next turn of the loop, not after waiting for a checkpoint:
+    # these tests order flushes and checkpoints step by step.
+    monkeypatch.setattr(events_bus, "FLUSH_AFTER_S", 0)
 
 
 class GatedLog(RunEventLog):
@@ -50,7 +60,9 @@ async def test_a_flush_queued_behind_checkpoints_leaves_their_events_to_them(
         await bus.checkpoint("run_o", save)
 
     bus.publish("run_o", RunEvent("tool_call", {}, 1))   # a flush starts writing seq 1
-    await asyncio.sleep(0)
+    for _ in range(3):  # the timer fires, its task starts
+        await asyncio.sleep(0)
+    assert log.appended == [[1]]
     driver = asyncio.create_task(run())  # its first checkpoint waits behind the flush
     for _ in range(3):
         await asyncio.sleep(0)

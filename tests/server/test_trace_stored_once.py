@@ -116,6 +116,7 @@ async def test_events_the_log_refused_after_every_retry_go_with_the_next_checkpo
     # The log is the only place a run's trace is kept: a batch the database refused (here a
     # trigger refuses every event row) must not be dropped when the retries run out.
     monkeypatch.setattr(events_bus, "WRITE_RETRY_S", (0.01, 0.01))
+    monkeypatch.setattr(events_bus, "FLUSH_AFTER_S", 0.01)
     store = DatabaseRunStore(db, trace_in_log=True)
     bus = EventBus(RunEventLog(db))
     state = RunState(agent_id="buyer", message="pay")
@@ -127,6 +128,8 @@ async def test_events_the_log_refused_after_every_retry_go_with_the_next_checkpo
     for event in (RunEvent("run_started", {}, 1), RunEvent("tool_call", {"x": 1}, 2)):
         state.trace.append(event.to_dict())
         bus.publish(state.run_id, event)
+    # No checkpoint takes them: written alone, soon.
+    await eventually(lambda: feed.flushing is not None, "the flush")
     assert feed.flushing is not None
     await feed.flushing
     assert await bus.log.after(state.run_id) == []  # refused every time

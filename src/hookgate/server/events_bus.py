@@ -3,7 +3,10 @@
 Each run advancing in this process has a RunFeed: every event it emitted here (for replay
 without a query), the queues of local subscribers, and a pending batch for the run_events
 table (written under the executor's fence, if it has one). A checkpoint takes the pending
-batch into its own transaction (`EventBus.checkpoint`); batches are written one at a time,
+batch into its own transaction (`EventBus.checkpoint`); events no checkpoint takes within
+FLUSH_AFTER_S are written alone. Most events come just before a checkpoint (a call's
+`tool_call` and its result before the turn's), so a run's events cost no writes of their
+own unless a step takes longer than that. Batches are written one at a time,
 in seq order, so a follower reading ``seq > last`` never skips one committed late. With
 ``followers`` (PostgreSQL), subscribers instead follow the event log itself, woken by a
 notification per run, so any instance can stream any run to its end wherever it executes.
@@ -28,6 +31,11 @@ log = logging.getLogger(__name__)
 #: How often a follower re-reads the log with no notification (a dropped notification
 #: connection must not leave a stream hanging).
 FOLLOW_RECHECK_S = 10.0
+#: How long a new event waits for the run's next checkpoint to take it (in the same
+#: transaction) before it is written on its own. A process that dies in between loses at
+#: most this much of the run's latest events, as any stop between emit and write did: a
+#: resumed run announces again a call whose `tool_call` is missing (see RunDriver.run_call).
+FLUSH_AFTER_S = 0.1
 #: Pauses between attempts to write a batch of events that failed (then it is given up).
 WRITE_RETRY_S = (0.1, 0.5, 2.0, 5.0)
 
@@ -39,6 +47,8 @@ class RunFeed:
         self.subscribers: set[asyncio.Queue[RunEvent | None]] = set()
         self.pending: list[RunEvent] = []
         self.flushing: asyncio.Task[None] | None = None
+        #: Starts ``flushing`` FLUSH_AFTER_S after an event, unless a checkpoint came first.
+        self.timer: asyncio.TimerHandle | None = None
         self.closed = False
         self.fence = fence
         #: Held while a batch is written (by a flush or a checkpoint).
@@ -73,8 +83,25 @@ class EventBus:
         feed.pending.append(event)
         for q in feed.subscribers:
             q.put_nowait(event)
-        if feed.flushing is None or feed.flushing.done():
+        self._arm(feed)
+
+    def _arm(self, feed: RunFeed) -> None:
+        """Write the pending events FLUSH_AFTER_S from now unless a checkpoint takes them
+        (a flush in progress writes them next, without waiting)."""
+        if feed.timer is None and (feed.flushing is None or feed.flushing.done()):
+            feed.timer = asyncio.get_running_loop().call_later(
+                FLUSH_AFTER_S, self._start_flush, feed)
+
+    def _start_flush(self, feed: RunFeed) -> None:
+        feed.timer = None
+        if feed.pending and (feed.flushing is None or feed.flushing.done()):
             feed.flushing = asyncio.create_task(self._flush(feed))
+
+    @staticmethod
+    def _stop_timer(feed: RunFeed) -> None:
+        if feed.timer is not None:
+            feed.timer.cancel()
+            feed.timer = None
 
     async def _flush(self, feed: RunFeed) -> None:
         while feed.pending:
@@ -135,10 +162,15 @@ class EventBus:
             feed.checkpoints_waiting -= 1
         try:
             batch, feed.pending = feed.pending, []
+            self._stop_timer(feed)  # taken: nothing is left to write alone
             try:
                 await save(batch)
             except BaseException:
                 feed.pending[:0] = batch
+                if not feed.closed:
+                    # Not lost with the checkpoint: written alone unless the next one
+                    # takes them (the flush retries a database away for a moment).
+                    self._arm(feed)
                 raise
             self._committed(run_id, batch)
         finally:
@@ -156,6 +188,7 @@ class EventBus:
         if feed is None:
             return
         feed.closed = True
+        self._stop_timer(feed)  # what is pending is written now, below
         if feed.flushing is not None:
             with contextlib.suppress(Exception):
                 await feed.flushing
