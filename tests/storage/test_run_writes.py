@@ -277,3 +277,24 @@ async def test_inline_writes_leave_the_write_ahead_log_bounded(db: Database) -> 
     # 3,000 commits of a 1 KB row each append at least one 4 KB page: ~12 MB unchecked.
     assert size < 6_000_000, size
     assert await lane.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (3000,)
+
+
+@pytest.mark.both_databases
+async def test_a_summary_with_its_log_reads_the_row_and_every_event(db: Database) -> None:
+    store = DatabaseRunStore(db, trace_in_log=True)
+    assert await store.summary("run_missing", with_log=True) is None
+    run = state()
+    await store.save(run)
+    bare = await store.summary(run.run_id, with_log=True)
+    assert bare is not None and bare.logged == [] and bare.status == "running"
+    events = [RunEvent("tool_call", {"args": ODD, "quote": "\"'\\"}, 1),
+              RunEvent("tool_result", {}, 2), RunEvent("done", {"status": "completed"}, 3)]
+    run.status = "completed"
+    await store.save(run, events=events[:2])
+    await RunEventLog(db).append(run.run_id, events[2:])
+    found = await store.summary(run.run_id, with_log=True)
+    assert found is not None and (found.org_id, found.status) == ("acme", "completed")
+    assert found.logged == events == await RunEventLog(db).after(run.run_id)
+    assert found.logged[0].data["args"] == ODD
+    plain = await store.summary(run.run_id)
+    assert plain is not None and plain.logged is None

@@ -8,7 +8,7 @@ the run queue for PostgreSQL. Routes talk to the manager and never own tasks.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from hookgate.agent import Agent
@@ -255,12 +255,15 @@ class RunManager:
                     "the delegated run waiting for this request was interrupted by a "
                     "restart and does not resume")
 
-    async def trace(self, run_id: str, state: RunState) -> list[dict[str, Any]]:
-        """The run's events so far: this process's live feed, else the event log."""
+    async def trace(self, run_id: str, state: RunState,
+                    logged: Sequence[RunEvent] | None = None) -> list[dict[str, Any]]:
+        """The run's events so far: this process's live feed, else the event log
+        (``logged``: as read with the state)."""
         feed = self.bus.feeds.get(run_id)
         if feed is not None:
             return [e.to_dict() for e in feed.events]
-        logged = await self.bus.log.after(run_id, 0)
+        if logged is None:
+            logged = await self.bus.log.after(run_id, 0)
         return whole_trace(state.trace, logged)
 
 

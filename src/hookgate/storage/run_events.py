@@ -57,3 +57,12 @@ def _event(row: Any) -> RunEvent:
     # SQLite (and asyncpg) hand the JSON column over as text; psycopg has parsed it.
     data = json.loads(row[1]) if isinstance(row[1], str | bytes) else row[1]
     return RunEvent(str(row[0]), dict(data or {}), int(row[2]))
+
+
+def aggregated_events(text: str | None) -> list[RunEvent]:
+    """Events a statement gathered with ``json_agg(json_build_array(type, data, seq))``
+    (NULL: none)."""
+    if text is None:
+        return []
+    return [RunEvent(str(kind), dict(data or {}), int(seq)) for kind, data, seq in
+            json.loads(text)]

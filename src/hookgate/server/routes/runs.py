@@ -59,13 +59,10 @@ def _approval_outcome(status: str, declined: list[ConfirmationRequest]) -> dict[
     }
 
 
-async def _visible_state(run_id: str, caller: Caller, rt: Runtime) -> RunState:
-    return RunState.from_json((await _visible(run_id, caller, rt)).state_json)
-
-
-async def _visible(run_id: str, caller: Caller, rt: Runtime) -> RunSummary:
+async def _visible(run_id: str, caller: Caller, rt: Runtime, *,
+                   with_log: bool = False) -> RunSummary:
     """The run's summary, if the caller's org may see the run (else 404)."""
-    row = await rt.runs.store.summary(run_id)
+    row = await rt.runs.store.summary(run_id, with_log=with_log)
     if row is None or row.org_id != caller.org_id:
         raise HTTPException(404, f"no run '{run_id}'")
     return row
@@ -74,8 +71,10 @@ async def _visible(run_id: str, caller: Caller, rt: Runtime) -> RunSummary:
 @router.get("/runs/{run_id}")
 async def get_run(run_id: str, caller: CallerDep,
                   rt: RuntimeDep) -> dict[str, Any]:
-    state = await _visible_state(run_id, caller, rt)
-    trace = await rt.runs.trace(run_id, state)
+    # A run advancing here has its trace in memory; any other's is read with its row.
+    seen = await _visible(run_id, caller, rt, with_log=run_id not in rt.runs.bus.feeds)
+    state = RunState.from_json(seen.state_json)
+    trace = await rt.runs.trace(run_id, state, seen.logged)
     declined: list[ConfirmationRequest] = []
     if state.status != "completed" or _asked_anyone(trace):
         # A run that completed went through the gate for every request it made, and the
