@@ -200,26 +200,35 @@ class _Own:
 
 
 class _Counted:
-    """An asyncpg connection whose statements bench/throughput.py counts."""
+    """A lane connection whose statements and transactions bench/throughput.py counts (a
+    statement outside a transaction is one of its own: autocommit)."""
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    async def fetchrow(self, sql: str, *args: Any) -> Any:
+    def _count(self) -> None:
         COUNT.statement()
+        if not self._conn.is_in_transaction():
+            COUNT.transaction()
+
+    async def fetchrow(self, sql: str, *args: Any) -> Any:
+        self._count()
         return await self._conn.fetchrow(sql, *args)
 
     async def fetch(self, sql: str, *args: Any) -> Any:
-        COUNT.statement()
+        self._count()
         return await self._conn.fetch(sql, *args)
 
     async def execute(self, sql: str, *args: Any) -> Any:
-        COUNT.statement()
+        self._count()
         return await self._conn.execute(sql, *args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
-        COUNT.statement()
+        self._count()
         return await self._conn.executemany(sql, rows)
+
+    def is_in_transaction(self) -> bool:
+        return bool(self._conn.is_in_transaction())
 
     def transaction(self) -> Any:
         COUNT.transaction()
