@@ -18,6 +18,7 @@ from sqlalchemy import text
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
 from hookgate.engines.state import RunState
+from hookgate.storage import pg_lane
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import take_over
 from hookgate.storage.ledger import DatabaseLedger
@@ -280,7 +281,11 @@ async def test_inline_writes_leave_the_write_ahead_log_bounded(db: Database) -> 
 
 
 @pytest.mark.both_databases
-async def test_a_summary_with_its_log_reads_the_row_and_every_event(db: Database) -> None:
+@pytest.mark.parametrize("own", [pg_lane.OWN_CONNECTIONS, 0], ids=["own", "borrowed"])
+async def test_a_summary_with_its_log_reads_the_row_and_every_event(
+        db: Database, own: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # On PostgreSQL the lane's own connections (asyncpg) and borrowed ones (psycopg) alike.
+    monkeypatch.setattr(pg_lane, "OWN_CONNECTIONS", own)
     store = DatabaseRunStore(db, trace_in_log=True)
     assert await store.summary("run_missing", with_log=True) is None
     run = state()

@@ -59,10 +59,10 @@ def _event(row: Any) -> RunEvent:
     return RunEvent(str(row[0]), dict(data or {}), int(row[2]))
 
 
-def aggregated_events(text: str | None) -> list[RunEvent]:
+def aggregated_events(value: str | list[Any] | None) -> list[RunEvent]:
     """Events a statement gathered with ``json_agg(json_build_array(type, data, seq))``
-    (NULL: none)."""
-    if text is None:
+    (NULL: none); asyncpg hands the JSON over as text, psycopg has parsed it."""
+    if value is None:
         return []
-    return [RunEvent(str(kind), dict(data or {}), int(seq)) for kind, data, seq in
-            json.loads(text)]
+    items = json.loads(value) if isinstance(value, str | bytes) else value
+    return [RunEvent(str(kind), dict(data or {}), int(seq)) for kind, data, seq in items]
