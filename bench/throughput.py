@@ -328,6 +328,17 @@ def postgres_database(server: str) -> Iterator[tuple[str, str, str]]:
         pgcluster.drop_database(server, database)
 
 
+#: Runs per client at least, per level: a level's rate is its runs over its wall time, which
+#: ends with the last runs draining (fewer than ``concurrency`` in flight); with too few
+#: runs per client that tail, one run's latency long, is a large part of the wall time.
+RUNS_PER_CLIENT = 10
+
+
+def runs_at(level: int, runs: int) -> int:
+    """The runs measured at concurrency ``level`` (``--runs``, or more at high levels)."""
+    return max(runs, RUNS_PER_CLIENT * level)
+
+
 def measure_backend(databases: dict[str, tuple[str, tuple[str, str] | None]],
                     envs: dict[str, dict[str, str]], workdir: Path, runs: int,
                     levels: list[int], slices: int) -> dict[str, dict[str, Any]]:
@@ -344,7 +355,7 @@ def measure_backend(databases: dict[str, tuple[str, tuple[str, str] | None]],
         results: dict[str, list[dict[str, Any]]] = {name: [] for name in envs}
         for level in levels:
             measured = {name: Level(level) for name in envs}
-            per_slice = max(runs, level) // slices
+            per_slice = runs_at(level, runs) // slices
             for _ in range(slices):
                 for name, server in servers.items():
                     measured[name].drive(server, max(per_slice, level))
@@ -417,7 +428,7 @@ def main(options: argparse.Namespace) -> dict[str, Any]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=200, help="runs per concurrency level")
+    parser.add_argument("--runs", type=int, default=200, help="runs per concurrency level (at least RUNS_PER_CLIENT per client)")
     parser.add_argument("--levels", default="1,8,64")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--postgres-url", default=os.environ.get("HOOKGATE_TEST_POSTGRES_URL"))
@@ -431,4 +442,5 @@ if __name__ == "__main__":
     options = parser.parse_args()
     if options.quick:
         options.runs, options.levels = 8, "1,8"
+        RUNS_PER_CLIENT = 1
     print(json.dumps(main(options), indent=2))
