@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
-from hookgate.server.notifications import Wakers
+from hookgate.server.notifications import Follower, Wakers
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import RESUMABLE, DatabaseRunStore
@@ -198,16 +198,34 @@ class EventBus:
         if self.feeds.get(run_id) is feed:
             self.feeds.pop(run_id, None)
 
+    def follow(self, run_id: str) -> Follower | None:
+        """Register for the run's wake-ups ahead of a read the caller makes itself (None:
+        streams here do not follow the log); hand it to `subscribe` with what was read."""
+        return self.followers.add(run_id) if self.followers is not None else None
+
+    def unfollow(self, run_id: str, follower: Follower | None) -> None:
+        """Drop a registration `follow` made (twice is harmless)."""
+        if self.followers is not None and follower is not None:
+            self.followers.remove(run_id, follower)
+
     async def subscribe(self, run_id: str, after: int = 0, *,
-                        status_before: str | None = None) -> AsyncIterator[RunEvent]:
+                        status_before: str | None = None,
+                        follower: Follower | None = None,
+                        logged: list[RunEvent] | None = None) -> AsyncIterator[RunEvent]:
         """Events with seq > ``after``: the replay, then live ones until the run ends.
 
         ``status_before``: the run's status as the caller read it just before (the API's
         visibility check), which spares the stream its own read of it: a run that had ended
-        by then has every event in the log the stream reads first."""
+        by then has every event in the log the stream reads first. ``follower``, from
+        `follow` before that read, and ``logged``, the events with seq > ``after`` the same
+        read found: the stream's first read of the log is that one."""
         if self.followers is not None:
-            async for event in self._follow(self.followers, run_id, after, status_before):
-                yield event
+            # Closed with this stream, not whenever the collector gets to it: its finally
+            # drops the stream's registration for wake-ups.
+            async with contextlib.aclosing(self._follow(
+                    self.followers, run_id, after, status_before, follower, logged)) as events:
+                async for event in events:
+                    yield event
             return
         feed = self.feeds.get(run_id)
         if feed is None:
@@ -233,9 +251,14 @@ class EventBus:
             feed.subscribers.discard(queue)
 
     async def _follow(self, followers: Wakers, run_id: str, after: int,
-                      status_before: str | None = None) -> AsyncIterator[RunEvent]:
+                      status_before: str | None = None, me: Follower | None = None,
+                      first: list[RunEvent] | None = None) -> AsyncIterator[RunEvent]:
         # Registered before the first read, so no notification between read and wait is lost.
-        me = followers.add(run_id)
+        if me is None:
+            me = followers.add(run_id)
+            first = None
+        elif me.handed or me.read_anyway or me.upto > after:
+            first = None  # something came after the caller's read: read the log as usual
         try:
             last = after
             unprompted = True  # the first read, or a re-check no wake-up led to
@@ -257,7 +280,9 @@ class EventBus:
                 read = read or me.read_anyway or me.upto > last
                 me.read_anyway = False
                 if read:
-                    events = await self.log.after(run_id, last)
+                    events = first if first is not None else await self.log.after(run_id,
+                                                                                  last)
+                    first = None
                     for event in events:
                         last = event.seq
                         yield event

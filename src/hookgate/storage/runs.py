@@ -40,7 +40,7 @@ _SUMMARY_PG = "SELECT org_id, status, state_json FROM runs WHERE id = $1"
 #: says the run ended comes with every event it committed with that status).
 _SUMMARY_LOGGED_PG = (
     "SELECT r.org_id, r.status, r.state_json, (SELECT json_agg(json_build_array(e.type, "
-    "e.data, e.seq) ORDER BY e.seq) FROM run_events e WHERE e.run_id = r.id) "
+    "e.data, e.seq) ORDER BY e.seq) FROM run_events e WHERE e.run_id = r.id AND e.seq > $2) "
     "FROM runs r WHERE r.id = $1")
 
 
@@ -152,16 +152,17 @@ class DatabaseRunStore:
             await self._fail_unreadable(run_id, fence)
         return state
 
-    async def summary(self, run_id: str, *, with_log: bool = False) -> RunSummary | None:
+    async def summary(self, run_id: str, *, with_log: bool = False,
+                      after: int = 0) -> RunSummary | None:
         """The run's org, status and stored state: one statement on the raw lane when there
-        is one (the API reads this on every request about a run). ``with_log``: its event
-        log too (``logged``), on PostgreSQL in the same statement."""
+        is one (the API reads this on every request about a run). ``with_log``: its logged
+        events with seq > ``after`` too (``logged``), on PostgreSQL in the same statement."""
         lane = SqliteLane.for_database(self.db)
         if lane is not None:
             found = await lane.read(lambda c: c.execute(_SUMMARY_SQLITE, (run_id,)).fetchone())
         elif (pg := PgLane.for_database(self.db)) is not None:
             if with_log:
-                row = await pg.fetchrow(_SUMMARY_LOGGED_PG, run_id)
+                row = await pg.fetchrow(_SUMMARY_LOGGED_PG, run_id, after)
                 return None if row is None else RunSummary(
                     row[0], str(row[1]), str(row[2]), aggregated_events(row[3]))
             found = await pg.fetchrow(_SUMMARY_PG, run_id)
@@ -172,7 +173,7 @@ class DatabaseRunStore:
                                          .where(RunRow.id == run_id))).first()
         if found is None:
             return None
-        logged = await RunEventLog(self.db).after(run_id, 0) if with_log else None
+        logged = await RunEventLog(self.db).after(run_id, after) if with_log else None
         return RunSummary(found[0], str(found[1]), str(found[2]), logged)
 
     async def row(self, run_id: str) -> RunRow | None:

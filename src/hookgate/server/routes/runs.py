@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -60,9 +61,9 @@ def _approval_outcome(status: str, declined: list[ConfirmationRequest]) -> dict[
 
 
 async def _visible(run_id: str, caller: Caller, rt: Runtime, *,
-                   with_log: bool = False) -> RunSummary:
+                   with_log: bool = False, after: int = 0) -> RunSummary:
     """The run's summary, if the caller's org may see the run (else 404)."""
-    row = await rt.runs.store.summary(run_id, with_log=with_log)
+    row = await rt.runs.store.summary(run_id, with_log=with_log, after=after)
     if row is None or row.org_id != caller.org_id:
         raise HTTPException(404, f"no run '{run_id}'")
     return row
@@ -104,17 +105,35 @@ def _asked_anyone(trace: list[dict[str, Any]]) -> bool:
 @router.get("/runs/{run_id}/events")
 async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
                      rt: RuntimeDep) -> EventSourceResponse:
-    seen = await _visible(run_id, caller, rt)  # its state is not needed: no parse
     raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     try:
-        after = int(raw) if raw else 0
+        after: int | None = int(raw) if raw else 0
     except ValueError:
-        raise HTTPException(422, "Last-Event-ID must be an event number") from None
+        after = None  # refused after the visibility check: an unknown run is a 404 first
+    bus = rt.runs.bus
+    # A stream that follows the log registers for the run's wake-ups first; the visibility
+    # check then reads the run's first events with its row (one statement on PostgreSQL).
+    follower = bus.follow(run_id) if after is not None else None
+    try:
+        seen = await _visible(run_id, caller, rt, with_log=follower is not None,
+                              after=after or 0)  # its state is not needed: no parse
+    except BaseException:
+        bus.unfollow(run_id, follower)
+        raise
+    if after is None:
+        raise HTTPException(422, "Last-Event-ID must be an event number")
+    start = after
 
     async def stream() -> AsyncIterator[dict[str, Any]]:
-        async for event in rt.runs.bus.subscribe(run_id, after, status_before=seen.status):
+        async for event in bus.subscribe(run_id, start, status_before=seen.status,
+                                         follower=follower, logged=seen.logged):
             yield {"id": str(event.seq), "event": event.type,
                    "data": json.dumps(for_caller(event.to_dict(), caller.admin),
                                       ensure_ascii=False, default=str)}
 
-    return EventSourceResponse(stream(), ping=request.app.state.keepalive_s)
+    events = stream()
+    if follower is not None:
+        # Dropped with the stream even if the response never iterates it (a client gone
+        # before the headers went out); `subscribe` drops it when it ends.
+        weakref.finalize(events, bus.unfollow, run_id, follower)
+    return EventSourceResponse(events, ping=request.app.state.keepalive_s)
