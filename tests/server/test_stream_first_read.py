@@ -81,6 +81,17 @@ async def test_events_committed_after_the_callers_read_are_not_missed(db: Databa
     await stream.aclose()
 
 
+async def test_a_run_that_had_ended_silently_ends_the_stream_at_once(db: Database) -> None:
+    # Ended without a `done` (it could not resume): the status read with the (empty) log
+    # says so, and the stream ends without waiting for a wake-up.
+    bus, log = following_bus(db)
+    me = bus.follow("run_s")
+    stream = bus.subscribe("run_s", 0, status_before="failed", follower=me, logged=[])
+    async with asyncio.timeout(3):
+        assert [e async for e in stream] == []
+    assert log.reads == 0
+
+
 async def test_events_handed_after_the_callers_read_are_not_repeated(db: Database) -> None:
     bus, log = following_bus(db)
     me = bus.follow("run_s")
@@ -91,6 +102,7 @@ async def test_events_handed_after_the_callers_read_are_not_repeated(db: Databas
     bus.followers.hand("run_s", batch)  # this process committed them
     stream = bus.subscribe("run_s", 0, status_before="running", follower=me, logged=first)
     assert await take(stream, 2) == [1, 2]
+    assert log.reads == 0  # what was handed follows the read without a gap
     await log.append("run_s", [RunEvent("done", {"status": "completed"}, 3)])
     bus.followers.wake("run_s 3")
     assert await take(stream, 1) == [3]  # and then the stream ends

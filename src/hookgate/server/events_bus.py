@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
@@ -252,17 +252,27 @@ class EventBus:
 
     async def _follow(self, followers: Wakers, run_id: str, after: int,
                       status_before: str | None = None, me: Follower | None = None,
-                      first: list[RunEvent] | None = None) -> AsyncIterator[RunEvent]:
+                      first: list[RunEvent] | None = None
+                      ) -> AsyncGenerator[RunEvent, None]:
         # Registered before the first read, so no notification between read and wait is lost.
         if me is None:
             me = followers.add(run_id)
             first = None
-        elif me.handed or me.read_anyway or me.upto > after:
-            first = None  # something came after the caller's read: read the log as usual
         try:
             last = after
             unprompted = True  # the first read, or a re-check no wake-up led to
-            read = True
+            read = first is None
+            if first is not None:
+                # The caller's read, made after `me` was registered, is the first read:
+                # what came since (handed, or announced past it) is taken up below.
+                for event in first:
+                    last = event.seq
+                    yield event
+                    if event.type == "done":
+                        return
+                if not first and await self._ended_silently(run_id, status_before):
+                    return
+                status_before = None
             while True:
                 me.event.clear()
                 handed, me.handed = me.handed, []
@@ -280,9 +290,7 @@ class EventBus:
                 read = read or me.read_anyway or me.upto > last
                 me.read_anyway = False
                 if read:
-                    events = first if first is not None else await self.log.after(run_id,
-                                                                                  last)
-                    first = None
+                    events = await self.log.after(run_id, last)
                     for event in events:
                         last = event.seq
                         yield event
