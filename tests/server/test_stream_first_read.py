@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import pytest
 
 from hookgate.engines.events import RunEvent
+from hookgate.engines.interrupts import Fenced
 from hookgate.server import events_bus
 from hookgate.server.events_bus import EventBus
 from hookgate.server.notifications import Wakers
@@ -131,3 +132,52 @@ async def test_no_registration_outlives_its_request(database_url: str) -> None:
                 return bus.followers is not None and run_id in bus.followers
 
             assert not srv.call(registered())
+
+
+async def test_a_notification_of_this_processs_own_write_waits_for_its_events(
+        db: Database) -> None:
+    # The write's notification can reach the stream before the write returns: the stream
+    # then waits for the events the write hands it instead of reading the log for them.
+    bus, log = following_bus(db)
+    bus.open("run_s", [])
+    stream = bus.subscribe("run_s", 0, status_before="running")
+    waiting = asyncio.create_task(take(stream, 1))
+    await asyncio.sleep(0.05)
+    assert log.reads == 1  # the stream's first read: nothing yet
+
+    async def save(events: Sequence[RunEvent]) -> None:
+        await RunEventLog.append(log, "run_s", events)
+        assert bus.followers is not None
+        bus.followers.wake("run_s 1")  # the commit's notification, ahead of the return
+        await asyncio.sleep(0.05)
+
+    bus.publish("run_s", RunEvent("tool_call", {}, 1))
+    await bus.checkpoint("run_s", save)
+    assert await waiting == [1]
+    assert log.reads == 1
+    await stream.aclose()
+
+
+async def test_a_failed_write_of_this_process_sends_its_streams_to_the_log(
+        db: Database) -> None:
+    # This executor's write is refused (it was taken over) while the run's new executor,
+    # elsewhere, commits the same seq: the stream reads it from the log at once.
+    bus, log = following_bus(db)
+    bus.open("run_s", [])
+    stream = bus.subscribe("run_s", 0, status_before="running")
+    waiting = asyncio.create_task(take(stream, 1))
+    await asyncio.sleep(0.05)
+
+    async def refused(events: Sequence[RunEvent]) -> None:
+        await RunEventLog.append(log, "run_s", [RunEvent("tool_call", {"by": "b"}, 1)])
+        assert bus.followers is not None
+        bus.followers.wake("run_s 1")  # the other instance's notification
+        await asyncio.sleep(0.05)
+        raise Fenced("run_s was taken over")
+
+    bus.publish("run_s", RunEvent("tool_call", {"by": "a"}, 1))
+    with pytest.raises(Fenced):
+        await bus.checkpoint("run_s", refused)
+    assert await waiting == [1]
+    assert log.reads == 2
+    await stream.aclose()

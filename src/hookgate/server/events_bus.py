@@ -55,6 +55,9 @@ class RunFeed:
         self.writing = asyncio.Lock()
         #: Checkpoints waiting for ``writing``: a flush leaves the pending events to them.
         self.checkpoints_waiting = 0
+        #: The highest seq this feed has sent to the log: a notification up to it is of this
+        #: process's own write, whose events it hands its streams when the write returns.
+        self.sent = 0
 
 
 class EventBus:
@@ -125,7 +128,8 @@ class EventBus:
         checkpoint says the run ended): retry, then give up loudly."""
         for delay in (*WRITE_RETRY_S, None):
             try:
-                await self.log.append(feed.run_id, batch, fence=feed.fence)
+                await self._send(feed, batch, self.log.append(feed.run_id, batch,
+                                                              fence=feed.fence))
                 self._committed(feed.run_id, batch)
                 return True
             except Fenced:
@@ -164,7 +168,7 @@ class EventBus:
             batch, feed.pending = feed.pending, []
             self._stop_timer(feed)  # taken: nothing is left to write alone
             try:
-                await save(batch)
+                await self._send(feed, batch, save(batch))
             except BaseException:
                 feed.pending[:0] = batch
                 if not feed.closed:
@@ -175,6 +179,22 @@ class EventBus:
             self._committed(run_id, batch)
         finally:
             feed.writing.release()
+
+    async def _send(self, feed: RunFeed, batch: Sequence[RunEvent],
+                    write: Awaitable[None]) -> None:
+        """Await ``write`` of ``batch``, its seqs counted as this process's own while it
+        is in flight or done; a write that fails (or is refused) counts for nothing, and
+        the run's streams here read the log instead of waiting for events in hand."""
+        before = feed.sent
+        if batch:
+            feed.sent = max(before, batch[-1].seq)
+        try:
+            await write
+        except BaseException:
+            feed.sent = before
+            if batch and self.followers is not None:
+                self.followers.wake(feed.run_id)
+            raise
 
     def _committed(self, run_id: str, batch: Sequence[RunEvent]) -> None:
         # This process's streams of the run take the batch as it is: no read of the log.
@@ -286,8 +306,11 @@ class EventBus:
                         read = True  # a gap: the log has what came between
                         break
                 # A notification of events past the ones in hand (another instance's, or
-                # one that said not how far) sends the stream to the log.
-                read = read or me.read_anyway or me.upto > last
+                # one that said not how far) sends the stream to the log; one of this
+                # process's own write does not: the write hands its events when it returns
+                # (its notification can come first).
+                read = read or me.read_anyway or (me.upto > last
+                                                  and not self._own_write(run_id, me.upto))
                 me.read_anyway = False
                 if read:
                     events = await self.log.after(run_id, last)
@@ -308,6 +331,10 @@ class EventBus:
                 read = unprompted  # the periodic re-check reads; a wake-up is judged above
         finally:
             followers.remove(run_id, me)
+
+    def _own_write(self, run_id: str, upto: int) -> bool:
+        feed = self.feeds.get(run_id)
+        return feed is not None and feed.sent >= upto
 
     async def _ended_silently(self, run_id: str, status_before: str | None = None) -> bool:
         # A run ended without a `done` event (it could not resume): the stream ends too.
