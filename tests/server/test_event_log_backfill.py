@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 
 from hookgate.engines.events import RunEvent
+from hookgate.storage.database import Database
+from hookgate.storage.fencing import take_over
+from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore
 from tests.channels.world import buyer_runtime
 
@@ -33,3 +36,43 @@ async def test_checkpointed_events_missing_from_the_log_are_written_once(
         assert [(e.seq, e.type) for e in logged] == [
             (1, "run_started"), (2, "tool_call"), (3, "confirmation_pending")]
         assert logged[1].data == call
+
+
+class CountingLog(RunEventLog):
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.reads = 0
+
+    async def after(self, run_id: str, seq: int = 0) -> list[RunEvent]:
+        self.reads += 1
+        return await super().after(run_id, seq)
+
+
+@pytest.mark.both_databases
+async def test_only_a_runs_first_executor_skips_reading_its_log(database_url: str) -> None:
+    # Every event write is fenced and the fence counts takeovers: the holder of token 1 of
+    # a run that never started is its first executor, with nothing in the log to read.
+    # Any later holder, or a first one of a run that started (a state of an earlier
+    # version), reads the log and finds what is there.
+    async with buyer_runtime(database_url) as (rt, state):
+        m = rt.runs
+        log = m.bus.log = CountingLog(rt.db)
+        await m.store.save(state)
+        fence = await take_over(rt.db, state.run_id)
+        assert fence is not None and fence.token == 1
+        assert await m.prepare(state, fence) is not None
+        assert log.reads == 0
+
+        await m.bus.log.append(state.run_id, [RunEvent("session_start", {}, 1)], fence=fence)
+        again = await take_over(rt.db, state.run_id)
+        assert again is not None and again.token == 2
+        assert await m.prepare(state, again) is not None
+        assert log.reads == 1 and [e["type"] for e in state.trace] == ["session_start"]
+
+        started = state.model_copy(update={"run_id": "run_started_elsewhere",
+                                           "session_started": True, "trace": []})
+        await m.store.save(started)
+        first = await take_over(rt.db, started.run_id)
+        assert first is not None and first.token == 1
+        await m.prepare(started, first)
+        assert log.reads == 2

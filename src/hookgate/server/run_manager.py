@@ -160,8 +160,12 @@ class RunManager:
         """Make a stored run ready to continue; None if it must not (it is finished, or
         what it runs no longer exists: then it is ended here as ``failed``)."""
         # The trace is in the event log (stored states leave it out; one stored by an
-        # earlier version has it, and the log may hold events emitted after it).
-        logged = await self.bus.log.after(state.run_id, 0)
+        # earlier version has it, and the log may hold events emitted after it). A run's
+        # first executor has none to read: every event write is fenced, and the fence
+        # counts takeovers, so at token 1 nothing else has held it (it has not started).
+        first_hold = (fence is not None and fence.token == 1 and not state.session_started
+                      and not state.trace)
+        logged = [] if first_hold else await self.bus.log.after(state.run_id, 0)
         if len(logged) > len(state.trace):
             state.trace = whole_trace(state.trace, logged)
         elif not state.finished:
