@@ -18,25 +18,21 @@ import pytest
 from hookgate import tool
 from hookgate.engines.events import RunEvent
 from hookgate.server import events_bus
-from hookgate.server.events_bus import EventBus
+from hookgate.server.events_bus import EventBus, RunFeed
 from hookgate.storage.database import Database
-from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog
 from tests.channels.world import eventually, finished_run, start_run, world
 from tests.live_server import live_server
+from tests.server.counting_log import CountingLog
 
 
-class CountingLog(RunEventLog):
-    """The real event log, recording each batch written on its own (not by a checkpoint)."""
-
-    def __init__(self, db: Database) -> None:
-        super().__init__(db)
-        self.alone: list[list[int]] = []
-
-    async def append(self, run_id: str, events: Sequence[RunEvent], *,
-                     fence: Fence | None = None) -> None:
-        self.alone.append([e.seq for e in events])
-        await super().append(run_id, events, fence=fence)
+def feed_waiting(db: Database, monkeypatch: pytest.MonkeyPatch, seconds: float
+                 ) -> tuple[EventBus, CountingLog, RunFeed]:
+    """A bus whose events wait ``seconds`` for a checkpoint, and the feed of run_d."""
+    monkeypatch.setattr(events_bus, "FLUSH_AFTER_S", seconds)
+    log = CountingLog(db)
+    bus = EventBus(log)
+    return bus, log, bus.open("run_d", [])
 
 
 def saver(log: RunEventLog, saved: list[list[int]]) -> Any:
@@ -63,10 +59,7 @@ async def test_events_a_checkpoint_follows_soon_are_written_by_it(db: Database) 
 
 async def test_events_no_checkpoint_takes_are_written_after_the_wait(
         db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(events_bus, "FLUSH_AFTER_S", 0.2)
-    log = CountingLog(db)
-    bus = EventBus(log)
-    bus.open("run_d", [])
+    bus, log, _ = feed_waiting(db, monkeypatch, 0.2)
     published = time.monotonic()
     bus.publish("run_d", RunEvent("tool_call", {}, 1))  # a long tool call: no checkpoint
     bus.publish("run_d", RunEvent("progress", {}, 2))
@@ -83,10 +76,7 @@ async def test_events_no_checkpoint_takes_are_written_after_the_wait(
 
 async def test_closing_a_feed_writes_its_pending_events_without_waiting(
         db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(events_bus, "FLUSH_AFTER_S", 3600)
-    log = CountingLog(db)
-    bus = EventBus(log)
-    feed = bus.open("run_d", [])
+    bus, log, feed = feed_waiting(db, monkeypatch, 3600)
     bus.publish("run_d", RunEvent("answer", {}, 1))
     async with asyncio.timeout(5):
         await bus.close("run_d")
@@ -96,10 +86,7 @@ async def test_closing_a_feed_writes_its_pending_events_without_waiting(
 
 async def test_events_a_failed_checkpoint_took_are_written_alone_after_the_wait(
         db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(events_bus, "FLUSH_AFTER_S", 0.05)
-    log = CountingLog(db)
-    bus = EventBus(log)
-    bus.open("run_d", [])
+    bus, log, _ = feed_waiting(db, monkeypatch, 0.05)
 
     async def failing(events: Sequence[RunEvent]) -> None:
         raise ConnectionError("the database went away")

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 
 from hookgate.engines.events import RunEvent
-from hookgate.storage.database import Database
 from hookgate.storage.fencing import take_over
-from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore
 from tests.channels.world import buyer_runtime
+from tests.server.counting_log import CountingLog
 
 
 @pytest.mark.both_databases
@@ -36,16 +35,6 @@ async def test_checkpointed_events_missing_from_the_log_are_written_once(
         assert [(e.seq, e.type) for e in logged] == [
             (1, "run_started"), (2, "tool_call"), (3, "confirmation_pending")]
         assert logged[1].data == call
-
-
-class CountingLog(RunEventLog):
-    def __init__(self, db: Database) -> None:
-        super().__init__(db)
-        self.reads = 0
-
-    async def after(self, run_id: str, seq: int = 0) -> list[RunEvent]:
-        self.reads += 1
-        return await super().after(run_id, seq)
 
 
 @pytest.mark.both_databases

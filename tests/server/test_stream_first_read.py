@@ -21,16 +21,7 @@ from hookgate.storage.database import Database
 from hookgate.storage.run_events import RunEventLog
 from tests.channels.world import auth, finished_run, start_run, world
 from tests.live_server import live_server
-
-
-class CountingLog(RunEventLog):
-    def __init__(self, db: Database) -> None:
-        super().__init__(db)
-        self.reads = 0
-
-    async def after(self, run_id: str, seq: int = 0) -> list[RunEvent]:
-        self.reads += 1
-        return await super().after(run_id, seq)
+from tests.server.counting_log import CountingLog
 
 
 def following_bus(db: Database) -> tuple[EventBus, CountingLog]:
@@ -134,15 +125,23 @@ async def test_no_registration_outlives_its_request(database_url: str) -> None:
             assert not srv.call(registered())
 
 
-async def test_a_notification_of_this_processs_own_write_waits_for_its_events(
-        db: Database) -> None:
-    # The write's notification can reach the stream before the write returns: the stream
-    # then waits for the events the write hands it instead of reading the log for them.
+async def stream_of_a_run_advancing_here(db: Database) -> tuple[
+        EventBus, CountingLog, AsyncIterator[RunEvent], asyncio.Task[list[int]]]:
+    """A stream of run_s, whose feed is open here, past its first read and waiting for its
+    first event."""
     bus, log = following_bus(db)
     bus.open("run_s", [])
     stream = bus.subscribe("run_s", 0, status_before="running")
     waiting = asyncio.create_task(take(stream, 1))
     await asyncio.sleep(0.05)
+    return bus, log, stream, waiting
+
+
+async def test_a_notification_of_this_processs_own_write_waits_for_its_events(
+        db: Database) -> None:
+    # The write's notification can reach the stream before the write returns: the stream
+    # then waits for the events the write hands it instead of reading the log for them.
+    bus, log, stream, waiting = await stream_of_a_run_advancing_here(db)
     assert log.reads == 1  # the stream's first read: nothing yet
 
     async def save(events: Sequence[RunEvent]) -> None:
@@ -162,11 +161,7 @@ async def test_a_failed_write_of_this_process_sends_its_streams_to_the_log(
         db: Database) -> None:
     # This executor's write is refused (it was taken over) while the run's new executor,
     # elsewhere, commits the same seq: the stream reads it from the log at once.
-    bus, log = following_bus(db)
-    bus.open("run_s", [])
-    stream = bus.subscribe("run_s", 0, status_before="running")
-    waiting = asyncio.create_task(take(stream, 1))
-    await asyncio.sleep(0.05)
+    bus, log, stream, waiting = await stream_of_a_run_advancing_here(db)
 
     async def refused(events: Sequence[RunEvent]) -> None:
         await RunEventLog.append(log, "run_s", [RunEvent("tool_call", {"by": "b"}, 1)])
