@@ -10,13 +10,20 @@ connection closed, before any application code sees the request.
 Two checks: a complete head is measured from what the parser reported (the target and
 every header, exactly); a head still incomplete after a read is measured by the bytes read
 since it began, so a header that never ends is cut off once that many bytes are held.
+
+When the server starts to stop, a response still streaming (an event stream, which would
+otherwise hold the shutdown for its whole grace period) is told through the callbacks it
+registered in its scope (``server/sse.py``, ``ON_SERVER_STOP``) and ends cleanly.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from hookgate.server.sse import ON_SERVER_STOP
 
 #: The largest request line plus headers accepted (h11's default, which uvicorn used before).
 MAX_HEAD_BYTES = 16 * 1024
@@ -60,6 +67,17 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._in_head = True
         self._head_read = 0
+        extensions: dict[str, Any] = {ON_SERVER_STOP: []}
+        self.scope["extensions"] = extensions
+
+    def shutdown(self) -> None:
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            extensions: dict[str, Any] = cycle.scope.get("extensions") or {}
+            callbacks: list[Callable[[], None]] = extensions.get(ON_SERVER_STOP, [])
+            for stop in list(callbacks):
+                stop()
+        super().shutdown()
 
     def on_headers_complete(self) -> None:
         size = len(self.url) + _LINE_OVERHEAD + sum(len(n) + len(v) + 4 for n, v in self.headers)

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
-from sse_starlette.sse import EventSourceResponse
 
 from hookgate.approvals.eligibility import Approver, refusal
 from hookgate.approvals.quorum import self_approval_refusal
@@ -21,6 +20,7 @@ from hookgate.server.decisions import decide_for
 from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
+from hookgate.server.sse import Event, EventStreamResponse
 from hookgate.storage.tables import ApprovalRuleRow
 
 router = APIRouter(prefix="/api", tags=["confirmations"])
@@ -58,22 +58,22 @@ async def list_confirmations(
 
 @router.get("/confirmations/events")
 async def confirmation_events(request: Request, caller: StreamCallerDep,
-                              rt: RuntimeDep) -> EventSourceResponse:
+                              rt: RuntimeDep) -> EventStreamResponse:
     """Live changes of the caller's org's requests (for the inbox page)."""
     queue = rt.inbox.subscribe(caller.org_id)
 
-    async def stream() -> AsyncIterator[dict[str, Any]]:
+    async def stream() -> AsyncIterator[Event]:
         try:
             while True:
                 item = await queue.get()
-                yield {"event": "confirmation",
-                       "data": json.dumps(view(item, caller, rt), default=str)}
+                yield Event(json.dumps(view(item, caller, rt), default=str),
+                            event="confirmation")
         except asyncio.CancelledError:
             raise
         finally:
             rt.inbox.unsubscribe(caller.org_id, queue)
 
-    return EventSourceResponse(stream(), ping=request.app.state.keepalive_s)
+    return EventStreamResponse(stream(), ping_s=request.app.state.keepalive_s)
 
 
 async def _visible(request_id: str, caller: Caller, rt: Runtime) -> ConfirmationRequest:

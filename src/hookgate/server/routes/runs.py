@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from sse_starlette.sse import EventSourceResponse
 
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.engines.state import RunState
@@ -16,6 +15,7 @@ from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.run_manager import UnknownAgent, UnknownEngine
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import StartRun
+from hookgate.server.sse import Event, EventStreamResponse
 from hookgate.server.trace_view import for_caller
 from hookgate.storage.runs import RunSummary
 from hookgate.telemetry.propagation import continue_trace
@@ -104,7 +104,7 @@ def _asked_anyone(trace: list[dict[str, Any]]) -> bool:
 
 @router.get("/runs/{run_id}/events")
 async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
-                     rt: RuntimeDep) -> EventSourceResponse:
+                     rt: RuntimeDep) -> EventStreamResponse:
     raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     try:
         after: int | None = int(raw) if raw else 0
@@ -124,16 +124,16 @@ async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
         raise HTTPException(422, "Last-Event-ID must be an event number")
     start = after
 
-    async def stream() -> AsyncIterator[dict[str, Any]]:
+    async def stream() -> AsyncIterator[Event]:
         async for event in bus.subscribe(run_id, start, status_before=seen.status,
                                          follower=follower, logged=seen.logged):
-            yield {"id": str(event.seq), "event": event.type,
-                   "data": json.dumps(for_caller(event.to_dict(), caller.admin),
-                                      ensure_ascii=False, default=str)}
+            yield Event(json.dumps(for_caller(event.to_dict(), caller.admin),
+                                   ensure_ascii=False, default=str),
+                        event=event.type, id=str(event.seq))
 
     events = stream()
     if follower is not None:
         # Dropped with the stream even if the response never iterates it (a client gone
         # before the headers went out); `subscribe` drops it when it ends.
         weakref.finalize(events, bus.unfollow, run_id, follower)
-    return EventSourceResponse(events, ping=request.app.state.keepalive_s)
+    return EventStreamResponse(events, ping_s=request.app.state.keepalive_s)
