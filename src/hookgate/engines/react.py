@@ -61,12 +61,14 @@ class ReActEngine:
 
     # -- public API --------------------------------------------------------------------------
 
-    def new_state(self, agent: Agent, message: str, *, user_id: str | None = None,
+    @classmethod
+    def new_state(cls, agent: Agent, message: str, *, user_id: str | None = None,
                   org_id: str | None = None, conversation_id: str | None = None,
                   run_id: str | None = None) -> RunState:
+        """A new run of ``agent`` on this engine (no model is needed to make one)."""
         state = RunState(agent_id=agent.id, user_id=user_id,
                          org_id=org_id if org_id is not None else agent.org_id,
-                         conversation_id=conversation_id, message=message, engine=self.name)
+                         conversation_id=conversation_id, message=message, engine=cls.name)
         if run_id:
             state.run_id = run_id
         return state

@@ -15,7 +15,7 @@ from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import GATE_NAME
 from hookgate.catalog.services import HookServices
-from hookgate.engines import ENGINES
+from hookgate.engines import ENGINES, DelegatingReActEngine
 from hookgate.engines.children import parked_run_ids
 from hookgate.engines.delegation import Delegation
 from hookgate.engines.driver import RunStore
@@ -49,6 +49,15 @@ class UnknownEngine(ValueError):
 
 class UnknownWorkflow(LookupError):
     """No such workflow (or not in the caller's org)."""
+
+
+def engine_class(name: str) -> type[DelegatingReActEngine]:
+    """The engine called ``name`` (``react``, ``dag``); UnknownEngine for any other."""
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise UnknownEngine(
+            f"unknown engine '{name}' (available: {', '.join(ENGINES)})") from None
 
 
 #: Runs one advance of a run with the given event sink.
@@ -89,10 +98,8 @@ class RunManager:
 
     def engine(self, agent: Agent, name: str = "react", *, store: RunStore | None = None,
                ledger: ExecutionLedger | None = None) -> ReActEngine:
-        if name not in ENGINES:
-            raise UnknownEngine(f"unknown engine '{name}' (available: {', '.join(ENGINES)})")
         llm: ChatModel = self.model_for(agent.id)
-        return ENGINES[name](llm, services=self.services, ledger=ledger or self.ledger,
+        return engine_class(name)(llm, services=self.services, ledger=ledger or self.ledger,
                              store=store or self.store, resume_resolver=self._resume_point,
                              max_steps=self.max_steps,
                              delegation=Delegation(self.agents, self.model_for))
@@ -125,9 +132,9 @@ class RunManager:
         agent = self.agents.get(agent_id)
         if agent is None or agent.org_id != org_id:
             raise UnknownAgent(f"no agent '{agent_id}' in org '{org_id}'")
-        eng = self.engine(agent, engine)
-        state = eng.new_state(agent, message, user_id=user_id, org_id=org_id,
-                              conversation_id=conversation_id)
+        # The state alone: the model client is built where the run advances, not here.
+        state = engine_class(engine).new_state(agent, message, user_id=user_id,
+                                               org_id=org_id, conversation_id=conversation_id)
         remember_trace(state.extra)  # any worker continues the caller's trace
         await self._executor().submit(state)
         return state
