@@ -25,7 +25,8 @@ def build_server(deployment: Deployment, host: str, port: int,
     """A uvicorn server for ``deployment`` (not started) and its runtime; ``worker``
     False serves the API only (PostgreSQL)."""
     runtime = Runtime(deployment, worker=worker)
-    config = uvicorn_config(create_app(runtime), host, port, log_level=log_level)
+    config = uvicorn_config(create_app(runtime, tune_gc=True), host, port,
+                            log_level=log_level)
     return uvicorn.Server(config), runtime
 
 
