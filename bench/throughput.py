@@ -14,7 +14,11 @@ Start-up: `import hookgate`, `import hookgate` plus every public name, `hookgate
 and `hookgate serve` from exec to its first HTTP answer (medians).
 
     python bench/throughput.py [--runs 200] [--levels 1,8,64] [--backends sqlite,postgresql]
-                               [--postgres-url URL] [--quick]
+                               [--postgres-url URL] [--instances N] [--quick]
+
+--instances N starts N `hookgate serve` processes on one PostgreSQL database and spreads
+the clients over them (a run advances wherever its job is fetched; CPU and SQL are summed
+over the instances).
 
 PostgreSQL: --postgres-url or HOOKGATE_TEST_POSTGRES_URL names a server (a database is
 created and dropped for the bench); without one a throwaway cluster is started with
@@ -199,13 +203,15 @@ async def one_run(client: aiohttp.ClientSession, url: str) -> float:
     async with client.post(url + "/api/runs", json={"agent_id": "bench", "message": "go"}) as r:
         r.raise_for_status()
         run_id = (await r.json())["run_id"]
-    kinds = []
     async with client.get(f"{url}/api/runs/{run_id}/events") as stream:
         stream.raise_for_status()
-        async for line in stream.content:
-            if line.startswith(b"event:"):
-                kinds.append(line[6:].strip().decode())
+        # The stream ends with the run: read it whole, then pick the event names out (a
+        # Python loop over its lines cost the client, which shares the server's two
+        # cores, more CPU than the server spent writing them).
+        body = await stream.read()
     elapsed = time.perf_counter() - started
+    kinds = [line[6:].strip().decode() for line in body.splitlines()
+             if line.startswith(b"event:")]
     if "tool_result" not in kinds and "tool_call" not in kinds:
         raise RuntimeError(f"run {run_id} made no tool call: {kinds}")
     async with client.get(f"{url}/api/runs/{run_id}") as r:
@@ -215,9 +221,11 @@ async def one_run(client: aiohttp.ClientSession, url: str) -> float:
     return elapsed
 
 
-async def drive(url: str, runs: int, concurrency: int,
+async def drive(urls: list[str], runs: int, concurrency: int,
                 warmed_up: Callable[[], None] | None = None) -> tuple[list[float], float]:
-    """``runs`` runs by ``concurrency`` clients; their latencies and the wall time.
+    """``runs`` runs by ``concurrency`` clients; their latencies and the wall time. Client
+    ``i`` talks to ``urls[i % len(urls)]`` (several instances: the clients are spread over
+    them, and a run may advance on any of them, wherever its job is fetched).
 
     The client shares the machine's cores with the server and PostgreSQL, so its own CPU
     is kept small: aiohttp (C-accelerated HTTP parsing) spends ~3 ms of CPU per run where
@@ -233,7 +241,8 @@ async def drive(url: str, runs: int, concurrency: int,
             # closes it (a "Server disconnected" race).
             connector=aiohttp.TCPConnector(limit=2, keepalive_timeout=2.0)))
             for _ in range(concurrency)]
-        await asyncio.gather(*(one_run(c, url) for c in clients))  # warm: connections open
+        url_of = {id(c): urls[i % len(urls)] for i, c in enumerate(clients)}
+        await asyncio.gather(*(one_run(c, url_of[id(c)]) for c in clients))  # warm up
         if warmed_up is not None:
             await asyncio.to_thread(warmed_up)
         todo = iter(range(runs))
@@ -241,7 +250,7 @@ async def drive(url: str, runs: int, concurrency: int,
 
         async def worker(client: aiohttp.ClientSession) -> None:
             for _ in todo:
-                latencies.append(await one_run(client, url))
+                latencies.append(await one_run(client, url_of[id(client)]))
 
         started = time.perf_counter()
         await asyncio.gather(*(worker(c) for c in clients))
@@ -257,18 +266,23 @@ class Level:
         self.wall = self.cpu = 0.0
         self.runs = self.statements = self.transactions = 0
 
-    def drive(self, server: Server, runs: int) -> None:
+    def drive(self, servers: list[Server], runs: int) -> None:
         start: dict[str, Any] = {}
+
+        def totals() -> tuple[float, dict[str, int]]:
+            counts = [s.sql() for s in servers]
+            return (sum(s.cpu_s() for s in servers),
+                    {k: sum(c[k] for c in counts) for k in ("statements", "transactions")})
 
         def warmed_up() -> None:
             # Taken after each client's warm-up run: CPU, SQL and transactions per run
             # are of the timed runs alone (not of `concurrency` more, nor of opening the
             # clients' connections).
-            start["cpu"], start["sql"] = server.cpu_s(), server.sql()
+            start["cpu"], start["sql"] = totals()
 
-        latencies, wall = asyncio.run(drive(server.url, runs, self.concurrency,
-                                            warmed_up=warmed_up))
-        cpu1, sql1 = server.cpu_s(), server.sql()
+        latencies, wall = asyncio.run(drive([s.url for s in servers], runs,
+                                            self.concurrency, warmed_up=warmed_up))
+        cpu1, sql1 = totals()
         cpu0, sql0 = start["cpu"], start["sql"]
         self.latencies += latencies
         self.wall += wall
@@ -341,31 +355,36 @@ def runs_at(level: int, runs: int) -> int:
 
 def measure_backend(databases: dict[str, tuple[str, tuple[str, str] | None]],
                     envs: dict[str, dict[str, str]], workdir: Path, runs: int,
-                    levels: list[int], slices: int) -> dict[str, dict[str, Any]]:
-    """Each tree's server on its own database, driven in turns: every level is cut into
-    ``slices`` and the servers take the slices alternately, so machine load hits them alike."""
-    servers: dict[str, Server] = {}
+                    levels: list[int], slices: int, instances: int = 1
+                    ) -> dict[str, dict[str, Any]]:
+    """Each tree's server (``instances`` of them, on one database) on its own database,
+    driven in turns: every level is cut into ``slices`` and the trees take the slices
+    alternately, so machine load hits them alike."""
+    servers: dict[str, list[Server]] = {}
     try:
         for name, env in envs.items():
             config = workdir / f"hookgate-{uuid.uuid4().hex[:6]}.yaml"
             config.write_text(CONFIG.format(database=databases[name][0], token=TOKEN))
             # The first start migrates the database; the ready time is a second start's.
             Server(config, workdir, env).stop()
-            servers[name] = Server(config, workdir, env)
+            servers[name] = []
+            for _ in range(instances):
+                servers[name].append(Server(config, workdir, env))
         results: dict[str, list[dict[str, Any]]] = {name: [] for name in envs}
         for level in levels:
             measured = {name: Level(level) for name in envs}
             per_slice = runs_at(level, runs) // slices
             for _ in range(slices):
-                for name, server in servers.items():
-                    measured[name].drive(server, max(per_slice, level))
+                for name, group in servers.items():
+                    measured[name].drive(group, max(per_slice, level))
             for name in envs:
                 results[name].append(measured[name].report())
     finally:
-        for server in servers.values():
-            server.stop()
-    return {name: {"serve_ready_s": servers[name].ready_s, "levels": results[name]}
-            for name in envs}
+        for group in servers.values():
+            for server in group:
+                server.stop()
+    return {name: {"serve_ready_s": servers[name][0].ready_s, "instances": instances,
+                   "levels": results[name]} for name in envs}
 
 
 def main(options: argparse.Namespace) -> dict[str, Any]:
@@ -399,8 +418,9 @@ def main(options: argparse.Namespace) -> dict[str, Any]:
                             url, admin, db_name = stack.enter_context(
                                 postgres_database(server))
                             dbs[name] = (url, (admin, db_name))
-                        for name, result in measure_backend(dbs, envs, workdir, options.runs,
-                                                            levels, slices).items():
+                        for name, result in measure_backend(
+                                dbs, envs, workdir, options.runs, levels, slices,
+                                instances=options.instances).items():
                             backends[name]["postgresql"] = result
             else:
                 raise SystemExit(f"unknown backend {backend!r}")
@@ -437,6 +457,9 @@ if __name__ == "__main__":
     parser.add_argument("--against", metavar="SRC",
                         help="another source tree (its src/ directory) to measure in turns "
                              "with this one, e.g. an export of the main branch")
+    parser.add_argument("--instances", type=int, default=1,
+                        help="PostgreSQL: this many `hookgate serve` processes on one database, "
+                             "the clients spread over them (SQLite is served by one)")
     parser.add_argument("--quick", action="store_true",
                         help="a few runs at concurrency 1 and 8 (checks the bench works)")
     options = parser.parse_args()

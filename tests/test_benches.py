@@ -147,3 +147,21 @@ def test_the_cross_instance_approval_bench_runs_small_and_prints_its_json(
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     check_approval_cross(json.loads(done.stdout))
+
+
+@pytest.mark.timeout(300)
+def test_the_throughput_bench_spreads_its_clients_over_several_instances(
+        postgres_server_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "throughput.py"), "--quick", "--backends", "postgresql",
+         "--postgres-url", postgres_server_url, "--instances", "2"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    backend = json.loads(done.stdout)["backends"]["postgresql"]
+    assert backend["instances"] == 2
+    for level in backend["levels"]:
+        # Every run completed (the bench checks each), whichever instance advanced it.
+        assert level["runs"] >= 8 and level["runs_per_s"] > 0, level
+        assert level["server_cpu_ms_per_run"] > 0, level
