@@ -342,6 +342,8 @@ class RunDriver:
                 await self.checkpoint()
             return outcome
 
+        if len(calls) == 1:  # the common turn: no task of its own for the one call
+            return [await one(calls[0])]
         results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:

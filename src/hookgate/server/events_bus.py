@@ -325,8 +325,11 @@ class EventBus:
                             run_id, status_before):
                         return  # a client resuming after the end has nothing to wait for
                     status_before = None  # only the first read follows the caller's
+                # asyncio.timeout, not wait_for: no task per wait (a stream waits a few
+                # times per run, and a task is most of what waiting costs here).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(me.event.wait(), FOLLOW_RECHECK_S)
+                    async with asyncio.timeout(FOLLOW_RECHECK_S):
+                        await me.event.wait()
                 unprompted = not me.event.is_set()
                 read = unprompted  # the periodic re-check reads; a wake-up is judged above
         finally:
