@@ -8,6 +8,7 @@ remembered for two seconds (server/token_cache.py), so revocation holds within t
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
@@ -84,3 +85,24 @@ async def _runtime_dependency(request: Request) -> Runtime:
 
 
 RuntimeDep = Annotated[Runtime, Depends(_runtime_dependency)]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """The caller and the runtime serving them: one dependency where two would each cost a
+    pass of FastAPI's dependency solver (the run routes every run calls)."""
+
+    caller: Caller
+    rt: Runtime
+
+
+async def require_access(request: Request) -> Access:
+    return Access(await require_caller(request), runtime_of(request))
+
+
+async def require_stream_access(request: Request) -> Access:
+    return Access(await require_stream_caller(request), runtime_of(request))
+
+
+AccessDep = Annotated[Access, Depends(require_access)]
+StreamAccessDep = Annotated[Access, Depends(require_stream_access)]

@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
 
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.engines.state import RunState
-from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
+from hookgate.server.auth import AccessDep, CallerDep, RuntimeDep, StreamAccessDep
 from hookgate.server.run_manager import UnknownAgent, UnknownEngine
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import StartRun
@@ -24,8 +25,8 @@ router = APIRouter(prefix="/api", tags=["runs"])
 
 
 @router.post("/runs")
-async def start_run(body: StartRun, caller: CallerDep, rt: RuntimeDep,
-                    request: Request) -> dict[str, Any]:
+async def start_run(body: StartRun, access: AccessDep, request: Request) -> dict[str, Any]:
+    caller, rt = access.caller, access.rt
     try:
         with continue_trace(request.headers):
             state = await rt.runs.start(body.agent_id, body.message,
@@ -70,8 +71,8 @@ async def _visible(run_id: str, caller: Caller, rt: Runtime, *,
 
 
 @router.get("/runs/{run_id}")
-async def get_run(run_id: str, caller: CallerDep,
-                  rt: RuntimeDep) -> dict[str, Any]:
+async def get_run(run_id: str, access: AccessDep) -> JSONResponse:
+    caller, rt = access.caller, access.rt
     # A run advancing here has its trace in memory; any other's is read with its row.
     seen = await _visible(run_id, caller, rt, with_log=run_id not in rt.runs.bus.feeds)
     state = RunState.from_json(seen.state_json)
@@ -82,7 +83,9 @@ async def get_run(run_id: str, caller: CallerDep,
         # gate puts each on the trace: with none there, there is nothing to look up.
         declined = (await rt.approvals.store.declined_by_run([state.run_id])).get(
             state.run_id, [])
-    return {
+    # A response of its own: FastAPI would otherwise walk the whole trace to re-encode what
+    # is JSON already.
+    return JSONResponse({
         "run_id": state.run_id,
         "agent_id": state.agent_id,
         "user_id": state.user_id,
@@ -95,7 +98,7 @@ async def get_run(run_id: str, caller: CallerDep,
         "error": state.error,
         "trace": for_caller(trace, caller.admin),
         **_approval_outcome(state.status, declined),
-    }
+    })
 
 
 def _asked_anyone(trace: list[dict[str, Any]]) -> bool:
@@ -103,8 +106,9 @@ def _asked_anyone(trace: list[dict[str, Any]]) -> bool:
 
 
 @router.get("/runs/{run_id}/events")
-async def run_events(run_id: str, request: Request, caller: StreamCallerDep,
-                     rt: RuntimeDep) -> EventStreamResponse:
+async def run_events(run_id: str, request: Request,
+                     access: StreamAccessDep) -> EventStreamResponse:
+    caller, rt = access.caller, access.rt
     raw = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
     try:
         after: int | None = int(raw) if raw else 0
