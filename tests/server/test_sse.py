@@ -3,6 +3,8 @@ end when the client goes away or the server stops, dropping what they registered
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -10,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.background import BackgroundTask
 
 from hookgate.server.sse import Event, EventStreamResponse
 from tests.live_server import live_server
@@ -118,3 +121,110 @@ def test_a_server_stopping_ends_open_streams_cleanly_and_at_once(tmp_path: Any) 
     assert ended["status"] == 200 and ended["clean"] is True and ended["events"] == []
     # Well within the server's grace period (2 s here), which a stream used to hold.
     assert ended["at"] - stopping < 1.5
+
+
+class Wire:
+    """The ASGI side of one request: what the response sent, and a disconnect on demand."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.gone = asyncio.Event()
+        self.streaming = asyncio.Event()  # the head and a first event went out
+        self._first = True
+
+    async def receive(self) -> dict[str, Any]:
+        if self._first:
+            self._first = False
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+        if len(self.sent) >= 2:
+            self.streaming.set()
+
+    def body(self) -> bytes:
+        return b"".join(m.get("body", b"") for m in self.sent[1:])
+
+    def ended(self) -> bool:
+        return self.sent[-1] == {"type": "http.response.body", "body": b"",
+                                 "more_body": False}
+
+
+SCOPE: dict[str, Any] = {"type": "http", "method": "GET", "path": "/", "headers": []}
+
+
+async def test_a_stream_ends_with_its_events_then_runs_its_background_task() -> None:
+    after: list[bool] = []
+
+    async def events() -> Any:
+        yield Event("one", id="1")
+        yield Event("two", id="2")
+
+    async def background_task() -> None:
+        after.append(wire.ended())
+
+    wire = Wire()
+    response = EventStreamResponse(events(), ping_s=30)
+    response.background = BackgroundTask(background_task)
+    await response(SCOPE, wire.receive, wire.send)
+    assert wire.sent[0]["status"] == 200
+    assert wire.body() == b"id: 1\r\ndata: one\r\n\r\nid: 2\r\ndata: two\r\n\r\n"
+    assert after == [True]  # the background task ran once the body had ended
+
+
+async def test_a_client_gone_closes_the_events_and_sends_nothing_more() -> None:
+    closed: list[str] = []
+
+    async def events() -> Any:
+        try:
+            yield Event("first")
+            await asyncio.Event().wait()  # a run that waits for a person, for ever
+            yield Event("never")
+        finally:
+            closed.append("closed")
+
+    wire = Wire()
+    serving = asyncio.ensure_future(
+        EventStreamResponse(events(), ping_s=30)(SCOPE, wire.receive, wire.send))
+    await asyncio.wait_for(wire.streaming.wait(), 5)
+    wire.gone.set()
+    await asyncio.wait_for(serving, 5)  # returns: the disconnect is not an error
+    assert closed == ["closed"] and not wire.ended()
+    assert serving.cancelling() == 0  # the stream's own cancellation was taken back
+
+
+async def test_events_that_swallow_the_cut_still_end_the_stream_cleanly() -> None:
+    async def events() -> Any:
+        yield Event("first")
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+
+    wire = Wire()
+    serving = asyncio.ensure_future(
+        EventStreamResponse(events(), ping_s=30)(SCOPE, wire.receive, wire.send))
+    await asyncio.wait_for(wire.streaming.wait(), 5)
+    wire.gone.set()
+    await asyncio.wait_for(serving, 5)
+    assert serving.cancelling() == 0 and not serving.cancelled()
+
+
+async def test_a_cancellation_from_outside_is_not_swallowed() -> None:
+    closed: list[str] = []
+
+    async def events() -> Any:
+        try:
+            yield Event("first")
+            await asyncio.Event().wait()
+        finally:
+            closed.append("closed")
+
+    wire = Wire()
+    serving = asyncio.ensure_future(
+        EventStreamResponse(events(), ping_s=30)(SCOPE, wire.receive, wire.send))
+    await asyncio.wait_for(wire.streaming.wait(), 5)
+    serving.cancel()  # e.g. the server's grace period ran out
+    with pytest.raises(asyncio.CancelledError):
+        await serving
+    assert closed == ["closed"]

@@ -130,6 +130,8 @@ class EventStreamResponse(Response):
             await _close(self.events)
         if cut != ["disconnect"]:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if self.background is not None:  # as any Starlette response: after the body
+            await self.background()
 
 
 async def _await_disconnect(receive: Receive, cut: Callable[[str], None]) -> None:
