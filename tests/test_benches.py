@@ -114,13 +114,8 @@ def test_the_bench_runs_in_quick_mode_and_prints_its_json(
     args, check = SCRIPTS[script]
     if script in ("hooks.py", "throughput.py"):
         args = [*args, "--postgres-url", postgres_server_url]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=280)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout)
-    assert isinstance(out, dict) and out.get("benchmark"), out
+    out = run_bench(script, args, tmp_path)
+    assert out.get("benchmark"), out
     check(out)
 
 
@@ -136,30 +131,32 @@ def check_approval_cross(out: dict[str, Any]) -> None:
     assert set(result["rss_mb_while_waiting"]) == {"A", "B", "C"}
 
 
+def run_bench(script: str, args: list[str], cwd: Path) -> dict[str, Any]:
+    """Run bench/``script`` on this tree's sources; the JSON it printed."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert isinstance(out, dict), out
+    return out
+
+
 @pytest.mark.timeout(300)
 def test_the_cross_instance_approval_bench_runs_small_and_prints_its_json(
         postgres_server_url: str, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "approval.py"), "--cross-instance", "--postgres",
-         postgres_server_url, "--waiting", "50", "--decisions", "3", "--idle", "0.5"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
-    assert done.returncode == 0, done.stderr[-3000:]
-    check_approval_cross(json.loads(done.stdout))
+    check_approval_cross(run_bench(
+        "approval.py", ["--cross-instance", "--postgres", postgres_server_url,
+                        "--waiting", "50", "--decisions", "3", "--idle", "0.5"], tmp_path))
 
 
 @pytest.mark.timeout(300)
 def test_the_throughput_bench_spreads_its_clients_over_several_instances(
         postgres_server_url: str, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "throughput.py"), "--quick", "--backends", "postgresql",
-         "--postgres-url", postgres_server_url, "--instances", "2"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
-    assert done.returncode == 0, done.stderr[-3000:]
-    backend = json.loads(done.stdout)["backends"]["postgresql"]
+    backend = run_bench("throughput.py", [
+        "--quick", "--backends", "postgresql", "--postgres-url", postgres_server_url,
+        "--instances", "2"], tmp_path)["backends"]["postgresql"]
     assert backend["instances"] == 2
     for level in backend["levels"]:
         # Every run completed (the bench checks each), whichever instance advanced it.

@@ -174,21 +174,28 @@ async def test_a_stream_ends_with_its_events_then_runs_its_background_task() -> 
     assert after == [True]  # the background task ran once the body had ended
 
 
+async def waiting_events(closed: list[str]) -> Any:
+    """A first event, then a wait for ever (a run waiting for a person); notes its close."""
+    try:
+        yield Event("first")
+        await asyncio.Event().wait()
+        yield Event("never")
+    finally:
+        closed.append("closed")
+
+
+async def streaming(events: Any) -> tuple[Wire, asyncio.Task[None]]:
+    """A stream of ``events`` being served, once its head and first event went out."""
+    wire = Wire()
+    serving = asyncio.create_task(
+        EventStreamResponse(events, ping_s=30)(SCOPE, wire.receive, wire.send))
+    await asyncio.wait_for(wire.streaming.wait(), 5)
+    return wire, serving
+
+
 async def test_a_client_gone_closes_the_events_and_sends_nothing_more() -> None:
     closed: list[str] = []
-
-    async def events() -> Any:
-        try:
-            yield Event("first")
-            await asyncio.Event().wait()  # a run that waits for a person, for ever
-            yield Event("never")
-        finally:
-            closed.append("closed")
-
-    wire = Wire()
-    serving = asyncio.ensure_future(
-        EventStreamResponse(events(), ping_s=30)(SCOPE, wire.receive, wire.send))
-    await asyncio.wait_for(wire.streaming.wait(), 5)
+    wire, serving = await streaming(waiting_events(closed))
     wire.gone.set()
     await asyncio.wait_for(serving, 5)  # returns: the disconnect is not an error
     assert closed == ["closed"] and not wire.ended()
@@ -201,10 +208,7 @@ async def test_events_that_swallow_the_cut_still_end_the_stream_cleanly() -> Non
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.Event().wait()
 
-    wire = Wire()
-    serving = asyncio.ensure_future(
-        EventStreamResponse(events(), ping_s=30)(SCOPE, wire.receive, wire.send))
-    await asyncio.wait_for(wire.streaming.wait(), 5)
+    wire, serving = await streaming(events())
     wire.gone.set()
     await asyncio.wait_for(serving, 5)
     assert serving.cancelling() == 0 and not serving.cancelled()
@@ -212,18 +216,7 @@ async def test_events_that_swallow_the_cut_still_end_the_stream_cleanly() -> Non
 
 async def test_a_cancellation_from_outside_is_not_swallowed() -> None:
     closed: list[str] = []
-
-    async def events() -> Any:
-        try:
-            yield Event("first")
-            await asyncio.Event().wait()
-        finally:
-            closed.append("closed")
-
-    wire = Wire()
-    serving = asyncio.ensure_future(
-        EventStreamResponse(events(), ping_s=30)(SCOPE, wire.receive, wire.send))
-    await asyncio.wait_for(wire.streaming.wait(), 5)
+    _, serving = await streaming(waiting_events(closed))
     serving.cancel()  # e.g. the server's grace period ran out
     with pytest.raises(asyncio.CancelledError):
         await serving
