@@ -226,7 +226,8 @@ class RunEventRow(Base):
     __table_args__ = (UniqueConstraint("run_id", "seq", name="uq_run_event_seq"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[str] = mapped_column(String(64), index=True)
+    # No index of its own: uq_run_event_seq's (run_id, seq) serves lookups by run.
+    run_id: Mapped[str] = mapped_column(String(64))
     seq: Mapped[int] = mapped_column(Integer)
     type: Mapped[str] = mapped_column(String(64))
     data: Mapped[dict[str, Any]] = mapped_column(default=dict)

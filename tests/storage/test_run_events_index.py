@@ -1,0 +1,80 @@
+"""A run's event log is read through the unique (run_id, seq) index, on SQLite and
+PostgreSQL: migration 0014 dropped the index on run_id alone, which it made redundant."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import insert, text
+
+from hookgate.storage.database import Database, alembic_config
+from hookgate.storage.tables import RunEventRow
+
+# The log read of storage/run_events.py (_AFTER_SQLITE / _AFTER_PG), with literals.
+AFTER = ("SELECT type, data, seq FROM run_events WHERE run_id = 'run-7' AND seq > 2 "
+         "ORDER BY seq")
+
+
+@pytest.mark.both_databases
+async def test_a_runs_events_are_read_through_the_unique_index(db: Database) -> None:
+    now = datetime.now(UTC)
+    rows = [{"run_id": f"run-{r}", "seq": s, "type": "tool_call", "data": {"s": s},
+             "created_at": now} for r in range(400) for s in range(1, 9)]
+    async with db.engine.begin() as conn:
+        await conn.execute(insert(RunEventRow.__table__), rows)
+        await conn.execute(text("ANALYZE"))
+    indexes = await _indexes(db)
+    assert "ix_run_events_run_id" not in indexes, indexes
+    async with db.engine.connect() as conn:
+        if db.is_sqlite:
+            plan = (await conn.execute(text("EXPLAIN QUERY PLAN " + AFTER))).all()
+            detail = " ".join(str(row[-1]) for row in plan)
+            assert "(run_id=? AND seq>?)" in detail, detail
+        else:
+            plan = (await conn.execute(text("EXPLAIN " + AFTER))).all()
+            detail = " ".join(str(row[0]) for row in plan)
+            assert "uq_run_event_seq" in detail, detail
+        seqs = (await conn.execute(text(AFTER))).scalars().all()
+    assert seqs == ["tool_call"] * 6
+
+
+def _downgrade(conn: Any, revision: str) -> None:
+    from alembic import command
+
+    cfg = alembic_config()
+    cfg.attributes["connection"] = conn
+    command.downgrade(cfg, revision)
+
+
+async def _indexes(db: Database) -> list[str]:
+    async with db.engine.connect() as conn:
+        return list((await conn.execute(text(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'run_events'"
+            if db.is_sqlite else
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'run_events'"))).scalars())
+
+
+@pytest.mark.both_databases
+async def test_an_existing_log_keeps_its_events_across_0014_and_back(database_url: str
+                                                                      ) -> None:
+    db = Database(database_url)
+    try:
+        await db.upgrade("0013")
+        assert "ix_run_events_run_id" in await _indexes(db)
+        async with db.engine.begin() as conn:
+            await conn.execute(insert(RunEventRow.__table__), [
+                {"run_id": "run-1", "seq": s, "type": "t", "data": {}, "created_at":
+                 datetime.now(UTC)} for s in (1, 2, 3)])
+        await db.upgrade()
+        assert "ix_run_events_run_id" not in await _indexes(db)
+        async with db.engine.begin() as conn:
+            await conn.run_sync(_downgrade, "0013")
+        assert "ix_run_events_run_id" in await _indexes(db)
+        async with db.engine.connect() as conn:
+            seqs = (await conn.execute(text(
+                "SELECT seq FROM run_events WHERE run_id = 'run-1' ORDER BY seq"))).scalars()
+            assert list(seqs) == [1, 2, 3]
+    finally:
+        await db.dispose()
