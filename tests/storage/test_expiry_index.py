@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 
 from hookgate.storage.database import Database
 from hookgate.storage.tables import Base, ConfirmationRequestRow
+from tests.storage.plans import query_plan
 
 OVERDUE = ("SELECT id FROM confirmation_requests "
            "WHERE status = 'pending' AND expires_at <= CURRENT_TIMESTAMP")
@@ -36,13 +37,10 @@ async def test_the_overdue_scan_reads_the_status_expiry_index(db: Database) -> N
         await conn.execute(insert(table), waiting + overdue)
         await conn.execute(text("ANALYZE"))
     async with db.engine.connect() as conn:
+        detail = await query_plan(conn, OVERDUE)
         if db.is_sqlite:
-            plan = (await conn.execute(text("EXPLAIN QUERY PLAN " + OVERDUE))).all()
-            detail = " ".join(str(row[-1]) for row in plan)
             assert "ix_confirmation_status_expires (status=? AND expires_at<?)" in detail, detail
         else:
-            plan = (await conn.execute(text("EXPLAIN " + OVERDUE))).all()
-            detail = " ".join(str(row[0]) for row in plan)
             assert "ix_confirmation_status_expires" in detail, detail
             assert "expires_at <=" in detail.split("Index Cond:")[1], detail
         found = (await conn.execute(text(OVERDUE))).scalars().all()

@@ -11,6 +11,7 @@ from sqlalchemy import insert, text
 
 from hookgate.storage.database import Database, alembic_config
 from hookgate.storage.tables import RunEventRow
+from tests.storage.plans import query_plan
 
 # The log read of storage/run_events.py (_AFTER_SQLITE / _AFTER_PG), with literals.
 AFTER = ("SELECT type, data, seq FROM run_events WHERE run_id = 'run-7' AND seq > 2 "
@@ -28,14 +29,8 @@ async def test_a_runs_events_are_read_through_the_unique_index(db: Database) -> 
     indexes = await _indexes(db)
     assert "ix_run_events_run_id" not in indexes, indexes
     async with db.engine.connect() as conn:
-        if db.is_sqlite:
-            plan = (await conn.execute(text("EXPLAIN QUERY PLAN " + AFTER))).all()
-            detail = " ".join(str(row[-1]) for row in plan)
-            assert "(run_id=? AND seq>?)" in detail, detail
-        else:
-            plan = (await conn.execute(text("EXPLAIN " + AFTER))).all()
-            detail = " ".join(str(row[0]) for row in plan)
-            assert "uq_run_event_seq" in detail, detail
+        detail = await query_plan(conn, AFTER)
+        assert ("(run_id=? AND seq>?)" if db.is_sqlite else "uq_run_event_seq") in detail, detail
         seqs = (await conn.execute(text(AFTER))).scalars().all()
     assert seqs == ["tool_call"] * 6
 
