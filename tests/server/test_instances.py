@@ -171,12 +171,13 @@ def test_five_instances_started_together_on_an_empty_database_all_come_up(
     assert cluster.query("SELECT id FROM users") == [("alice",)]
     assert cluster.query("SELECT count(*) FROM agents") == [(3,)]
     # Restarting is stopping and starting: D and E stop cleanly (uvicorn re-raises the
-    # SIGTERM it handled), and their workers unregister.
+    # SIGTERM it handled), and their workers unregister: two each, the one that fetches
+    # jobs and the one its own runs' taken jobs run under (executors/taken_jobs.py).
     for name in ("d", "e"):
         started[name].stop()
         assert started[name].proc is not None and started[name].proc.returncode in (0, -15)
         assert "Traceback" not in started[name].log.read_text()
-    assert cluster.query("SELECT count(*) FROM procrastinate_workers") == [(2,)]
+    assert cluster.query("SELECT count(*) FROM procrastinate_workers") == [(4,)]
 
 
 def test_a_client_on_one_instance_follows_a_run_executing_elsewhere_live_to_done(
@@ -377,3 +378,42 @@ def test_a_worker_wrongly_declared_dead_writes_nothing_after_the_takeover(
         "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
     assert Counter(ln[0] for ln in cluster.lines() if ln[1] == r_)["start"] == 1
     assert json.dumps(after).count("stepped") == 0  # the zombie's result never landed
+
+
+def test_a_run_its_own_instance_took_moves_on_when_that_instance_is_killed(
+        cluster: Cluster, c: Instance) -> None:
+    # A run started on an instance that runs a worker advances there: its job is inserted
+    # already "doing" under that instance's own registered worker, its fence at 1, and no
+    # other worker fetches it. Killed mid-tool, the instance stops heartbeating; the job
+    # is a dead worker's like any other, another worker takes the run over (fence 2) and
+    # finishes it without running the tool again.
+    taker = cluster.instance("g")
+    taker.spawn()
+    helper = cluster.instance("h", command="worker")
+    helper.spawn()
+    taker.wait_up()
+    r_ = ref()
+    run_id = start(taker, f"slowtool:{r_}")
+    started = wait_for(lambda: [ln for ln in cluster.lines() if ln[:2] == ["start", r_]],
+                       "the slow tool to start")
+    assert int(started[0][2]) == taker.pid  # it runs where it was started
+    [(status, worker_id, job_args)] = cluster.query(
+        "SELECT status, worker_id, args FROM procrastinate_jobs WHERE lock = %s", run_id)
+    assert status == "doing" and job_args == {"run_id": run_id}
+    assert cluster.query("SELECT id FROM procrastinate_workers WHERE id = %s", worker_id)
+    assert cluster.query("SELECT fence FROM runs WHERE id = %s", run_id) == [(1,)]
+    # Taken, never queued: procrastinate logged no "deferred" event for it.
+    assert cluster.query("SELECT type FROM procrastinate_events e JOIN procrastinate_jobs j "
+                         "ON j.id = e.job_id WHERE j.lock = %s", run_id) == []
+    taker.kill()
+    wait_for(lambda: finished(c, run_id), "another worker to finish the run", 60)
+    state = run(c, run_id)
+    assert state["status"] == "completed", state
+    assert Counter(ln[0] for ln in cluster.lines() if ln[1] == r_)["start"] == 1
+    assert any("outcome is unknown" in e["observation"] for e in state["trace"]
+               if e["type"] == "tool_result")
+    assert [t for (t,) in cluster.query(
+        "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
+    [(fence,)] = cluster.query("SELECT fence FROM runs WHERE id = %s", run_id)
+    assert fence >= 2  # taken over, so whatever the dead instance had in flight is refused
+    helper.stop()

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from hookgate.server.executors.lane_connector import numbered
+from hookgate.server.executors.settings import WorkerSettings
 from hookgate.storage import pg_lane
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
@@ -72,6 +73,8 @@ def test_a_worker_whose_fetch_the_database_refuses_starts_again_once_it_answers(
     monkeypatch.setattr(pg_lane, "OWN_CONNECTIONS", own)
     monkeypatch.setattr(queue, "WORKER_RESTART_S", (0.2, 0.5))
     deployment, _ = world(database_url, turns=[{"answer": "nothing to pay"}])
+    # Through the queue: a run its own instance takes needs no fetch.
+    deployment.worker = WorkerSettings(take_own_runs=False)
     with caplog.at_level(logging.ERROR, logger=queue.__name__), live_server(deployment) as srv, \
             httpx.Client(base_url=srv.url, timeout=20) as c:
         srv.call(_sql(database_url, "ALTER FUNCTION procrastinate_fetch_job_v2(varchar[], "

@@ -290,11 +290,15 @@ class WorkerSpec(_Section):
     heartbeat interval, after how long without a heartbeat a worker counts as dead, and
     the tick expiry jobs are grouped by."""
 
-    concurrency: int = Field(default=50, ge=1, le=10_000)
+    concurrency: int = Field(default=100, ge=1, le=10_000)
     heartbeat_s: float = Field(default=5.0, gt=0, le=3600)
     stalled_after_s: float = Field(default=30.0, gt=0, le=86_400)
     shutdown_grace_s: float = Field(default=5.0, ge=0, le=3600)
     expiry_tick_s: float = Field(default=5.0, ge=0.1, le=3600)
+    #: A run started on an instance that runs a worker advances there, its job inserted
+    #: already taken (up to ``concurrency`` such runs at once), instead of going through
+    #: the queue to whichever worker fetches it first.
+    take_own_runs: bool = True
 
 
 class HookgateConfig(_Section):

@@ -30,7 +30,7 @@ from hookgate.storage.database import Database
 from hookgate.storage.statement_count import COUNT
 
 #: Connections the lane opens itself, per event loop; beyond them it borrows from the pool.
-OWN_CONNECTIONS = 8
+OWN_CONNECTIONS = 16
 
 
 class PgLane:

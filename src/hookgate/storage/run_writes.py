@@ -185,10 +185,11 @@ async def write_in_session(db: Database, s: AsyncSession, run_id: str, *,
         await db.notify(s, RUN_EVENTS_CHANNEL, events_note(run_id, events))
 
 
-def checkpoint_row(checkpoint: Checkpoint, at: datetime | str) -> tuple[Any, ...]:
+def checkpoint_row(checkpoint: Checkpoint, at: datetime | str, *,
+                   fence: int = 0) -> tuple[Any, ...]:
     """The upsert's parameters (UPSERT_PG's $1..$13): updated_at is the write's time;
-    created_at only counts for a new row; fence 0 too."""
-    return (*checkpoint.values[:-1], at, at, 0)
+    created_at and ``fence`` only count for a new row (0: no executor has taken it yet)."""
+    return (*checkpoint.values[:-1], at, at, fence)
 
 
 def _write_sqlite(conn: sqlite3.Connection, run_id: str, checkpoint: tuple[Any, ...] | None,

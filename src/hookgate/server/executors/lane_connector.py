@@ -84,6 +84,21 @@ def defer_call(first: int) -> str:
     return f"{DEFER_CALL.group(1)}(ARRAY[ROW({row})::{DEFER_CALL.group(2)}])"
 
 
+#: The job columns a taken job is inserted with, beyond procrastinate's fields to defer.
+_TAKEN_COLUMNS = ("status", "worker_id")
+
+
+def taken_insert(first: int) -> str:
+    """SQL inserting one job already taken: ``doing`` under the worker ``$(first + 7)``,
+    its fields ``$first``.. in ``defer_values``' order. Nothing is notified (no worker is
+    to fetch it) and procrastinate logs no ``deferred``/``started`` event for it; if its
+    worker stops beating, procrastinate's stalled-job query finds it like any other."""
+    fields = JobToDefer._fields
+    row = ", ".join(f"${first + i}::{_JOB_CASTS[f]}" for i, f in enumerate(fields))
+    return (f"INSERT INTO procrastinate_jobs ({', '.join((*fields, *_TAKEN_COLUMNS))}) "
+            f"SELECT {row}, 'doing', ${first + len(fields)}::bigint")
+
+
 def defer_values(job: Job) -> list[Any]:
     """``job``'s fields for ``defer_call``, as procrastinate's own defer builds them."""
     fields = JobToDefer(queue_name=job.queue, task_name=job.task_name, priority=job.priority,

@@ -37,9 +37,15 @@ from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
 from hookgate.server.executors.base import RunEndings
-from hookgate.server.executors.lane_connector import LaneConnector, defer_call, defer_values
+from hookgate.server.executors.lane_connector import (
+    LaneConnector,
+    defer_call,
+    defer_values,
+    taken_insert,
+)
 from hookgate.server.executors.settings import WorkerSettings
-from hookgate.storage.fencing import take_over, take_over_reading
+from hookgate.server.executors.taken_jobs import TakenJobs
+from hookgate.storage.fencing import Fence, take_over, take_over_reading
 from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.run_writes import UPSERT_PG, checkpoint_row
 from hookgate.storage.types import utcnow
@@ -70,6 +76,11 @@ SELECT runs.id FROM runs
 #: are procrastinate's triggers'): $1..$13 the row (run_writes.checkpoint_row), $14.. the
 #: job (lane_connector.defer_values). A new run has no job queued, so none can conflict.
 SUBMIT_PG = f"WITH up AS ({UPSERT_PG} RETURNING 1) SELECT {defer_call(14)} FROM up"
+#: The same, the job inserted already taken by this process's worker ($21; taken_jobs.py)
+#: and the row's fence at 1 (this process is its first executor): the job's id comes back.
+SUBMIT_TAKEN_PG = f"WITH up AS ({UPSERT_PG} RETURNING 1) {taken_insert(14)} FROM up RETURNING id"
+#: The fence of a run whose first job its own submitter took (a takeover raises it past).
+FIRST_FENCE = 1
 ADVANCE_TASK = "hookgate.advance_run"
 EXPIRE_TASK = "hookgate.expire_requests"
 #: A worker fetches the highest priority first, walking an index in (priority, id) order:
@@ -104,6 +115,8 @@ class QueueExecutor:
         #: a takeover in this same process may still be unwinding): their waiting calls park.
         self.advancing: Counter[str] = Counter()
         self._endings = RunEndings()
+        #: The jobs of runs started here, taken here (only where a worker runs).
+        self.taken = TakenJobs(self.app, self.settings)
         self._worker: asyncio.Task[None] | None = None
         self._reaper: asyncio.Task[None] | None = None
         approvals = manager.approvals
@@ -127,6 +140,7 @@ class QueueExecutor:
         await self.app.open_async()
         if not self.run_worker:
             return
+        await self.taken.start()
         self._worker = asyncio.create_task(self._work(), name="hookgate-worker")
         self._reaper = asyncio.create_task(self._retry_stalled(), name="hookgate-reaper")
 
@@ -162,27 +176,44 @@ class QueueExecutor:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
+        await asyncio.gather(self._stop_worker(), self.taken.stop())
+        await self._endings.drain()
+        await self.app.close_async()
+
+    async def _stop_worker(self) -> None:
         if self._worker is not None:
             self._worker.cancel()  # procrastinate stops gracefully, then aborts what is left
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._worker
-        await self._endings.drain()
-        await self.app.close_async()
 
     # -- submitting and continuing ---------------------------------------------------------
 
     async def submit(self, state: RunState) -> None:
         """Store a new run with its first job: ONE statement, so both commit or neither
         (a run stored without its job would start only at the next recovery; a job without
-        its run would find nothing to do)."""
+        its run would find nothing to do). Where this process runs a worker with room, the
+        job is inserted taken and the run advances here (taken_jobs.py); else any worker
+        fetches it."""
         m = self.manager
         lane = PgLane.for_database(m.db)
         if lane is None:
             raise RuntimeError("the run queue needs PostgreSQL (asyncpg or psycopg)")
         job = self.advance_task.configure(lock=state.run_id, queueing_lock=state.run_id
                                           ).make_new_job(run_id=state.run_id)
-        await lane.fetchrow(SUBMIT_PG, *checkpoint_row(m.store.checkpoint(state), utcnow()),
-                            *defer_values(job))
+        checkpoint = m.store.checkpoint(state)
+        taker = self.taken.worker_id if self.taken.can_take() else None
+        if taker is None:
+            await lane.fetchrow(SUBMIT_PG, *checkpoint_row(checkpoint, utcnow()),
+                                *defer_values(job))
+            return
+        row = await lane.fetchrow(SUBMIT_TAKEN_PG, *checkpoint_row(
+            checkpoint, utcnow(), fence=FIRST_FENCE), *defer_values(job), taker)
+        assert row is not None
+        # The run advances from the state as stored (not the caller's object, which the
+        # caller may still read), under the fence the statement gave it.
+        stored = str(checkpoint.as_dict()["state_json"])
+        self.taken.run(int(row[0]), self._advance(
+            state.run_id, Fence(state.run_id, FIRST_FENCE), stored))
 
     async def continue_run(self, run_id: str, session: AsyncSession | None = None) -> None:
         """Queue the run's next advance (at most one is queued; one already queued will
@@ -261,11 +292,13 @@ class QueueExecutor:
     # -- the jobs --------------------------------------------------------------------------
 
     async def _advance_job(self, run_id: str) -> None:
+        taken = await take_over_reading(self.manager.db, run_id)
+        if taken is not None:
+            await self._advance(run_id, *taken)
+
+    async def _advance(self, run_id: str, fence: Fence, stored: str) -> None:
+        """Advance the run from its ``stored`` state, as the executor holding ``fence``."""
         m = self.manager
-        taken = await take_over_reading(m.db, run_id)
-        if taken is None:
-            return
-        fence, stored = taken
         try:
             # A state that no longer loads is failed here, as on the in-process path.
             state = await m.store.parse_to_resume(run_id, stored, fence)

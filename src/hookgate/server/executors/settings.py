@@ -9,10 +9,13 @@ from dataclasses import dataclass
 class WorkerSettings:
     """How a worker runs jobs and notices dead workers."""
 
-    concurrency: int = 50
+    concurrency: int = 100
     heartbeat_s: float = 5.0
     stalled_after_s: float = 30.0
     shutdown_grace_s: float = 5.0
     #: Requests expiring within one tick share one scheduled expiry job (see
     #: executors/queue.py expiry_tick); a request ends at most this long after it expired.
     expiry_tick_s: float = 5.0
+    #: Runs started here advance here, their jobs inserted taken (taken_jobs.py), up to
+    #: ``concurrency`` at once; False: every run goes through the queue.
+    take_own_runs: bool = True
