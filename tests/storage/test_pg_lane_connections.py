@@ -1,17 +1,20 @@
 """The PostgreSQL lane's own connections: reused across statements, never more than
-OWN_CONNECTIONS per event loop (concurrent work beyond them borrows from the pool and still
-runs), a connection that breaks fails its statement and is replaced, one left inside a
-transaction is not reused, and disposing the database closes them."""
+OWN_CONNECTIONS per event loop (concurrent work beyond them waits a moment for one, then
+borrows from the pool and still runs), a connection that breaks fails its statement and
+is replaced, one left inside a transaction is not reused, and disposing the database
+closes them."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import asyncpg
 import psycopg
 import pytest
 
+from hookgate.storage import pg_lane
 from hookgate.storage.database import Database
 from hookgate.storage.pg_lane import OWN_CONNECTIONS, PgLane
 from tests.conftest import _fresh_pg_database
@@ -47,13 +50,49 @@ async def test_statements_reuse_the_lanes_own_connections(
     _db, lane = pg
     pids = {(await lane.fetchrow("SELECT pg_backend_pid()"))[0] for _ in range(20)}
     assert len(pids) == 1  # one after the other: the same connection every time
-    # Concurrent statements beyond the lane's own connections borrow from the pool.
+    # Concurrent statements beyond the lane's own connections wait a moment for one to
+    # come back rather than borrow a costlier one from the pool.
     many = await asyncio.gather(*(lane.fetchrow("SELECT pg_backend_pid(), pg_sleep(0.05)")
-                                  for _ in range(12)))
-    assert len(many) == 12
-    assert len({r[0] for r in many}) > OWN_CONNECTIONS
+                                  for _ in range(OWN_CONNECTIONS + 4)))
+    assert len(many) == OWN_CONNECTIONS + 4
+    assert len({r[0] for r in many}) == OWN_CONNECTIONS
     again = {(await lane.fetchrow("SELECT pg_backend_pid()"))[0] for _ in range(20)}
     assert len(again) == 1
+
+
+async def test_a_statement_that_would_wait_too_long_borrows_from_the_pool(
+        pg: tuple[Database, PgLane], monkeypatch: pytest.MonkeyPatch) -> None:
+    _db, lane = pg
+    monkeypatch.setattr(pg_lane, "OWN_WAIT_S", 0.02)
+    many = await asyncio.gather(*(lane.fetchrow("SELECT pg_backend_pid(), pg_sleep(0.3)")
+                                  for _ in range(OWN_CONNECTIONS + 4)))
+    assert len({r[0] for r in many}) == OWN_CONNECTIONS + 4  # 4 borrowed ones
+
+
+async def test_work_holding_every_own_connection_still_gets_one_more(
+        pg: tuple[Database, PgLane], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The wait is bounded: a unit of work that needs a connection while it (or whatever
+    # it waits for) holds all of the lane's own cannot deadlock; it borrows one.
+    _db, lane = pg
+    monkeypatch.setattr(pg_lane, "OWN_WAIT_S", 0.05)
+    async with contextlib.AsyncExitStack() as stack:
+        held = [await stack.enter_async_context(lane.connection())
+                for _ in range(OWN_CONNECTIONS)]
+        held_pids = {(await c.fetchrow("SELECT pg_backend_pid()"))[0] for c in held}
+        assert len(held_pids) == OWN_CONNECTIONS
+        extra = await asyncio.wait_for(lane.fetchrow("SELECT pg_backend_pid()"), 5)
+        assert extra[0] not in held_pids
+        # A waiter cancelled while it waits takes no connection with it.
+        waiting = asyncio.ensure_future(lane.fetchrow("SELECT 1"))
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    own = lane._own_pool()
+    assert own.open == OWN_CONNECTIONS and len(own.idle) == OWN_CONNECTIONS
+    assert not [w for w in own.waiters if not w.done()]
+    pids = {(await lane.fetchrow("SELECT pg_backend_pid()"))[0] for _ in range(5)}
+    assert pids <= held_pids
 
 
 async def test_a_broken_connection_fails_its_statement_and_is_replaced(

@@ -11,8 +11,12 @@ costs as much as the round trip itself, so the lane keeps a few connections of i
 event loop (``OWN_CONNECTIONS``), made with asyncpg: its protocol runs in compiled code and
 keeps each statement prepared per connection, and a round trip costs about half the CPU of
 psycopg's (asyncpg is outside a transaction unless asked, like autocommit). When all of
-them are busy the lane borrows from SQLAlchemy's pool as before (psycopg), so it never
-waits for one of its own. Statements therefore cast the parameters whose type PostgreSQL
+them are busy a statement waits a moment (``OWN_WAIT_S``) for one to come back, then
+borrows from SQLAlchemy's pool (psycopg): the wait is bounded, so a unit of work that
+needs a second connection while it holds one (or a lock another holder waits for) cannot
+deadlock, and under load the statements queue for the cheap connections instead of
+paying psycopg's cost (at 64 concurrent runs, borrowing took 1.3 ms of the server's CPU
+per run). Statements therefore cast the parameters whose type PostgreSQL
 cannot infer (those in a SELECT list), which asyncpg needs. A connection that breaks, or
 comes back inside a transaction, is closed and not reused.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import re
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -30,7 +35,9 @@ from hookgate.storage.database import Database
 from hookgate.storage.statement_count import COUNT
 
 #: Connections the lane opens itself, per event loop; beyond them it borrows from the pool.
-OWN_CONNECTIONS = 16
+OWN_CONNECTIONS = 8
+#: How long a statement waits for one of them to come back before it borrows from the pool.
+OWN_WAIT_S = 0.5
 
 
 class PgLane:
@@ -150,17 +157,19 @@ class _Own:
     def __init__(self) -> None:
         self.idle: list[Any] = []
         self.open = 0
+        #: Statements waiting for a connection to come back, first come first served.
+        self.waiters: deque[asyncio.Future[Any]] = deque()
 
     async def take(self, db: Database) -> Any:
         """An idle connection, a new one while fewer than OWN_CONNECTIONS are open, else
-        None (the caller borrows from the pool)."""
+        one given back within OWN_WAIT_S, else None (the caller borrows from the pool)."""
         while self.idle:
             conn = self.idle.pop()
             if not conn.is_closed():
                 return conn
             self.open -= 1
         if self.open >= OWN_CONNECTIONS:
-            return None
+            return await self._wait()
         import asyncpg
 
         self.open += 1
@@ -170,11 +179,36 @@ class _Own:
             self.open -= 1
             raise
 
+    async def _wait(self) -> Any:
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            async with asyncio.timeout(OWN_WAIT_S):
+                return await waiter
+        except TimeoutError:
+            pass
+        except BaseException:
+            # Cancelled: a connection handed over in the same instant goes back.
+            if waiter.done() and not waiter.cancelled():
+                self.give_back(waiter.result())
+            else:
+                waiter.cancel()
+            raise
+        if waiter.done() and not waiter.cancelled():
+            return waiter.result()  # handed over as the wait ran out
+        waiter.cancel()  # give_back skips it
+        return None
+
     def give_back(self, conn: Any) -> None:
         if conn.is_closed() or conn.is_in_transaction():
             # Not reusable: a broken link or a transaction left open.
             self.discard(conn, everyone=conn.is_closed())
             return
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return
         self.idle.append(conn)
 
     def discard(self, conn: Any, *, everyone: bool = False) -> None:
@@ -190,6 +224,10 @@ class _Own:
                 other.terminate()
 
     async def close(self) -> None:
+        while self.waiters:  # they borrow from the pool instead
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
         idle, self.idle = self.idle, []
         for conn in idle:
             self.open -= 1
