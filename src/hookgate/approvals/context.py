@@ -65,17 +65,6 @@ def readable_numbers(args: Mapping[str, Any]) -> list[dict[str, str]]:
     return [{"path": path, "text": text} for path, text in _numbers(args, "")]
 
 
-def numbers_text(numbers: list[dict[str, str]]) -> str | None:
-    """``readable_numbers`` as one line: "amount = 60,000; fee = 1,250.5"."""
-    return "; ".join(f"{n['path']} = {n['text']}" for n in numbers) or None
-
-
-def reason_texts(context: Mapping[str, Any] | None) -> list[str]:
-    """The words of each reason of a stored (or API-returned) context, in order."""
-    found = (context or {}).get("reasons") or []
-    return [str(r["text"]) for r in found if isinstance(r, Mapping) and r.get("text")]
-
-
 def _numbers(value: Any, path: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, Mapping):
         for key, item in value.items():

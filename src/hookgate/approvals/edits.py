@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals.errors import InvalidEdit
+from hookgate.approvals.wording import changes_text
 from hookgate.tools.arguments import ArgumentsRefused, check_arguments
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.tool import Tool, args_digest
@@ -19,8 +20,6 @@ if TYPE_CHECKING:
     from hookgate.agent import Agent
     from hookgate.approvals.records import ConfirmationRequest
 
-#: How much of one changed value the model's note and the cards show.
-VALUE_CHARS = 200
 
 
 def checked_edit(tool: Tool | None, tool_name: str, original: Mapping[str, Any],
@@ -72,20 +71,6 @@ def changes(before: Mapping[str, Any], after: Mapping[str, Any],
     return out
 
 
-def changes_text(found: list[dict[str, Any]]) -> str:
-    """``amount: 60000 → 40000; note: added "rush"`` — one line for cards, CLI and model."""
-    parts = []
-    for change in found:
-        if change.get("removed"):
-            parts.append(f"{change['path']}: removed (was {_value(change['before'])})")
-        elif change.get("added"):
-            parts.append(f"{change['path']}: added {_value(change['after'])}")
-        else:
-            parts.append(f"{change['path']}: {_value(change['before'])} → "
-                         f"{_value(change['after'])}")
-    return "; ".join(parts)
-
-
 def model_note(request_id: str, decided_by: str | None, found: list[dict[str, Any]],
                message: str | None) -> str:
     """What the model reads next to the tool's result of an edited (or commented) call."""
@@ -104,6 +89,3 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _value(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from hookgate.approvals.context import numbers_text, readable_numbers, reason_texts
-from hookgate.approvals.edits import changes_text
+from hookgate.approvals.context import readable_numbers
+from hookgate.approvals.wording import changes_text, numbers_text, reason_texts
 from hookgate.channels.base import ApprovalCard, CardOutcome
 from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, MASK, is_secret_key
 

@@ -9,8 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from hookgate.approvals.context import numbers_text, reason_texts
-from hookgate.approvals.edits import changes_text
+from hookgate.approvals.wording import changes_text, numbers_text, reason_texts
 from hookgate.cli.app import app, console, fail
 
 approvals_app = typer.Typer(help="Confirmation requests on a running server.",

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from hookgate.approvals.edits import changes_text
+from hookgate.approvals.wording import changes_text
 from hookgate.engines.events import RunEvent
 from hookgate.hooks.trace import ADMIN_OUTPUT_KEY
 

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from hookgate.approvals.context import numbers_text, reason_texts
+from hookgate.approvals.wording import numbers_text, reason_texts
 from hookgate.cli.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, demo_deployment
 from hookgate.server.runtime import Runtime
