@@ -13,6 +13,7 @@ from procrastinate import exceptions as pq_exceptions
 
 from hookgate.server.executors import lane_connector, queue
 from hookgate.server.executors.lane_connector import LaneConnector
+from hookgate.server.executors.settings import WorkerSettings
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
 from tests.server.test_api import wait_run
@@ -34,6 +35,8 @@ def test_a_worker_that_fails_to_fetch_starts_again_and_the_run_completes(
 
     monkeypatch.setattr(LaneConnector, "execute_query_one_async", flaky)
     deployment, _ = world(database_url, turns=[{"answer": "nothing to pay"}])
+    # Through the queue: a run its own instance takes needs no fetch.
+    deployment.worker = WorkerSettings(take_own_runs=False)
     with caplog.at_level(logging.ERROR, logger=queue.__name__), live_server(deployment) as srv, \
             httpx.Client(base_url=srv.url, timeout=20) as c:
         r = c.post("/api/runs", json={"agent_id": "buyer", "message": "hi"},
