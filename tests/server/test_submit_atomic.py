@@ -4,16 +4,18 @@ recovery pass, and a client told its start failed could start it again beside it
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import text
 
+from hookgate.server.executors.settings import WorkerSettings
 from hookgate.storage.database import Database
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
-from tests.server.test_api import wait_pending
+from tests.server.test_api import wait_pending, wait_run
 
 REFUSE_JOBS = (
     "CREATE FUNCTION refuse_jobs() RETURNS trigger LANGUAGE plpgsql AS $$ "
@@ -33,9 +35,14 @@ async def _sql(url: str, sql: str) -> list[Any]:
         await db.dispose()
 
 
+@pytest.mark.parametrize("take_own_runs", [True, False], ids=["taken", "queued"])
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-def test_a_run_whose_job_cannot_be_queued_is_not_stored(database_url: str) -> None:
+def test_a_run_whose_job_cannot_be_queued_is_not_stored(database_url: str,
+                                                        take_own_runs: bool) -> None:
+    # Both statements a new run can take: its job inserted already taken by this instance
+    # (executors/taken_jobs.py), or queued with procrastinate's defer function.
     deployment, bank = world(database_url)
+    deployment.worker = WorkerSettings(take_own_runs=take_own_runs)
     with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
         for sql in REFUSE_JOBS:
             srv.call(_sql(database_url, sql))
@@ -71,3 +78,39 @@ def test_the_job_row_follows_procrastinates_own_type(database_url: str) -> None:
             "SELECT attname FROM pg_attribute WHERE attrelid = (SELECT typrelid FROM pg_type "
             f"WHERE typname = '{DEFER_CALL.group(2)}') AND attnum > 0 ORDER BY attnum")))
     assert tuple(row[0] for row in rows) == JobToDefer._fields
+
+
+@pytest.mark.parametrize("own", [8, 0], ids=["asyncpg", "borrowed"])
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_runs_still_start_after_another_instance_pruned_this_ones_workers(
+        database_url: str, own: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another instance deletes the worker rows whose heartbeats it found stale (this
+    # process or the database paused for longer than stalled_after_s). A job inserted
+    # under the pruned worker's id breaks procrastinate's foreign key: that run goes
+    # through the queue instead (nothing half-stored), a new worker is registered, and the
+    # runs after it are taken again. On either kind of lane connection (their drivers
+    # report the refusal differently).
+    from hookgate.storage import pg_lane
+
+    monkeypatch.setattr(pg_lane, "OWN_CONNECTIONS", own)
+    deployment, _ = world(database_url, turns=[{"answer": "nothing to pay"}])
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        taken = srv.runtime.runs.executor.taken  # type: ignore[union-attr]
+        pruned = taken.worker_id
+        assert pruned is not None
+        srv.call(_sql(database_url, "DELETE FROM procrastinate_workers"))
+        for _ in range(3):
+            r = c.post("/api/runs", json={"agent_id": "buyer", "message": "hi"},
+                       headers=auth("alice"))
+            assert r.status_code == 200, r.text
+            assert wait_run(c, r.json()["run_id"])["status"] == "completed"
+            deadline = time.monotonic() + 10
+            while taken.worker_id is None:
+                assert time.monotonic() < deadline, "no new worker was registered"
+                time.sleep(0.05)
+        assert taken.worker_id != pruned
+        workers = [row[0] for row in srv.call(_sql(database_url,
+                                                   "SELECT id FROM procrastinate_workers"))]
+        assert taken.worker_id in workers and pruned not in workers
+        runs = srv.call(_sql(database_url, "SELECT count(*) FROM runs"))
+        assert runs == [(3,)]  # each start stored once, the refused insert left nothing

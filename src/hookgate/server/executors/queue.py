@@ -44,7 +44,7 @@ from hookgate.server.executors.lane_connector import (
     taken_insert,
 )
 from hookgate.server.executors.settings import WorkerSettings
-from hookgate.server.executors.taken_jobs import TakenJobs
+from hookgate.server.executors.taken_jobs import TakenJobs, worker_gone
 from hookgate.storage.fencing import Fence, take_over, take_over_reading
 from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.run_writes import UPSERT_PG, checkpoint_row
@@ -202,13 +202,19 @@ class QueueExecutor:
                                           ).make_new_job(run_id=state.run_id)
         checkpoint = m.store.checkpoint(state)
         taker = self.taken.worker_id if self.taken.can_take() else None
-        if taker is None:
+        row = None
+        if taker is not None:
+            try:
+                row = await lane.fetchrow(SUBMIT_TAKEN_PG, *checkpoint_row(
+                    checkpoint, utcnow(), fence=FIRST_FENCE), *defer_values(job), taker)
+            except Exception as exc:
+                if not worker_gone(exc):
+                    raise
+                self.taken.lost(taker)  # nothing was stored: the queue takes the run
+        if row is None:
             await lane.fetchrow(SUBMIT_PG, *checkpoint_row(checkpoint, utcnow()),
                                 *defer_values(job))
             return
-        row = await lane.fetchrow(SUBMIT_TAKEN_PG, *checkpoint_row(
-            checkpoint, utcnow(), fence=FIRST_FENCE), *defer_values(job), taker)
-        assert row is not None
         # The run advances from the state as stored (not the caller's object, which the
         # caller may still read), under the fence the statement gave it.
         stored = str(checkpoint.as_dict()["state_json"])

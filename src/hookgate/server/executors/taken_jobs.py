@@ -10,6 +10,12 @@ state in hand. Everything else stays procrastinate's: the job holds the run's ``
 other job of the run is fetched while it runs), this process heartbeats the worker, and if
 the process dies its taken jobs are stalled jobs like any other (queue.py retries them; the
 next executor's takeover raises the fence, so nothing this process still writes lands).
+
+A live process can lose its worker too: when its heartbeats stop for longer than
+``stalled_after_s`` (the process or the database paused), another worker prunes the row, and
+a job inserted under that id would break the row's foreign key. The insert that finds the
+worker gone says so (``lost``): the run goes through the queue instead, and a new worker is
+registered for the next ones.
 """
 
 from __future__ import annotations
@@ -26,6 +32,18 @@ from procrastinate.jobs import Status
 from hookgate.server.executors.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
+#: procrastinate's foreign key from a job to the worker that holds it (its schema's name).
+WORKER_FOREIGN_KEY = "procrastinate_jobs_worker_id_fkey"
+
+
+def worker_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is a job insert refused because its worker's row is gone (asyncpg's
+    error, or psycopg's on a connection the lane borrowed)."""
+    if getattr(exc, "sqlstate", None) != "23503":  # foreign_key_violation
+        return False
+    diag = getattr(exc, "diag", None)
+    name = getattr(diag, "constraint_name", None) or getattr(exc, "constraint_name", None)
+    return name == WORKER_FOREIGN_KEY
 
 
 class TakenJobs:
@@ -37,13 +55,14 @@ class TakenJobs:
         self.worker_id: int | None = None
         self._running: set[asyncio.Task[None]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
+        self._registering: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Register this process's worker for the jobs it takes, and heartbeat it."""
         if not self._settings.take_own_runs:
             return
         self.worker_id = await self._jobs.register_worker()
-        self._heartbeat = asyncio.create_task(self._beat(self.worker_id),
+        self._heartbeat = asyncio.create_task(self._beat(),
                                               name="hookgate-taken-jobs-heartbeat")
 
     def can_take(self) -> bool:
@@ -53,6 +72,29 @@ class TakenJobs:
                 and self._heartbeat is not None
                 and not self._heartbeat.done()
                 and len(self._running) < self._settings.concurrency)
+
+    def lost(self, worker_id: int) -> None:
+        """Worker ``worker_id``'s row is gone (pruned as stalled): take no job until a new
+        one is registered (in the background, tried again until the database answers)."""
+        if self.worker_id != worker_id:
+            return  # already replaced, or being replaced
+        log.warning("worker %s was pruned as stalled; registering a new one for the runs "
+                    "started here", worker_id)
+        self.worker_id = None
+        self._registering = asyncio.get_running_loop().create_task(
+            self._register_again(), name="hookgate-taken-jobs-register")
+
+    async def _register_again(self) -> None:
+        while True:
+            try:
+                self.worker_id = await self._jobs.register_worker()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("registering a worker failed (%s); trying again in %ss", exc,
+                            self._settings.heartbeat_s)
+            await asyncio.sleep(self._settings.heartbeat_s)
 
     def run(self, job_id: int, body: Coroutine[Any, Any, None]) -> None:
         """Run ``body`` (the job's work) in a task of its own, then finish job ``job_id`` as
@@ -80,9 +122,12 @@ class TakenJobs:
                 await asyncio.shield(self._jobs.finish_job_by_id_async(
                     job_id, status, delete_job=status is Status.SUCCEEDED))
 
-    async def _beat(self, worker_id: int) -> None:
+    async def _beat(self) -> None:
         while True:
             await asyncio.sleep(self._settings.heartbeat_s)
+            worker_id = self.worker_id
+            if worker_id is None:
+                continue  # a new one is being registered
             try:
                 await self._jobs.update_heartbeat(worker_id)
             except asyncio.CancelledError:
@@ -102,11 +147,12 @@ class TakenJobs:
                 task.cancel()
             if late:
                 await asyncio.gather(*late, return_exceptions=True)
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat
-            self._heartbeat = None
+        for helper in (self._heartbeat, self._registering):
+            if helper is not None:
+                helper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await helper
+        self._heartbeat = self._registering = None
         if self.worker_id is not None:
             worker_id, self.worker_id = self.worker_id, None
             try:
