@@ -417,3 +417,37 @@ def test_a_run_its_own_instance_took_moves_on_when_that_instance_is_killed(
     [(fence,)] = cluster.query("SELECT fence FROM runs WHERE id = %s", run_id)
     assert fence >= 2  # taken over, so whatever the dead instance had in flight is refused
     helper.stop()
+
+
+def test_a_run_its_own_instance_took_moves_on_when_that_instance_stops_cleanly(
+        cluster: Cluster, c: Instance) -> None:
+    # A stopping instance lets its taken runs finish for shutdown_grace_s (1 s here), then
+    # cancels them: each queues its run's continuation and ends its own job, so another
+    # worker goes on at once instead of after the stalled-worker timeout, and the stopped
+    # instance leaves no job "doing" behind.
+    taker = cluster.instance("k")
+    taker.spawn()
+    helper = cluster.instance("l", command="worker")
+    helper.spawn()
+    taker.wait_up()
+    r_ = ref()
+    run_id = start(taker, f"slowtool:{r_}")
+    started = wait_for(lambda: [ln for ln in cluster.lines() if ln[:2] == ["start", r_]],
+                       "the slow tool to start")
+    assert int(started[0][2]) == taker.pid
+    taker.stop()  # SIGTERM, inside the 15 s tool
+    assert taker.proc is not None and taker.proc.returncode in (0, -15)
+    assert "Traceback" not in taker.log.read_text()
+    # Its job ended as "aborted" (kept, as procrastinate keeps unsuccessful jobs), none
+    # is left "doing" without a worker, and the continuation it queued is there (or done).
+    statuses = [s_ for (s_,) in cluster.query(
+        "SELECT status FROM procrastinate_jobs WHERE lock = %s AND "
+        "(worker_id IS NULL OR status <> 'doing')", run_id)]
+    assert "aborted" in statuses and "doing" not in statuses
+    wait_for(lambda: finished(c, run_id), "another worker to finish the run", 60)
+    state = run(c, run_id)
+    assert state["status"] == "completed", state
+    assert Counter(ln[0] for ln in cluster.lines() if ln[1] == r_)["start"] == 1
+    assert [t for (t,) in cluster.query(
+        "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
+    helper.stop()
