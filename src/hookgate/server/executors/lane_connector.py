@@ -2,7 +2,8 @@
 two statements a worker makes per job on the lane, and its defer as SQL to put beside the
 row of the run a new job advances.
 
-Every run is a job: a worker fetches it and, once it has run, finishes it. Through
+Every run is a job: a worker fetches it (unless the instance that started the run took it
+at once, executors/taken_jobs.py) and, once it has run, finishes it. Through
 psycopg's async path (its pool, a cursor, Python-level waiting) each of those costs about
 half a millisecond of the server's CPU, 13 % of it per run at concurrency 8 (py-spy); on
 the lane's asyncpg connections (storage/pg_lane.py: compiled protocol, statements prepared

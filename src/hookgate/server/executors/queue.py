@@ -2,6 +2,8 @@
 
 - A job advances one run until it ends or must wait for a person: then the run is
   checkpointed as ``awaiting_approval`` and the job returns (no task, no memory held).
+- A run started on an instance that runs a worker has its first job inserted already taken
+  by that instance, and advances there (taken_jobs.py); every later advance is queued.
 - Jobs of one run share a procrastinate ``lock`` (the run id), so a run never has two
   executors at once, and a ``queueing_lock``, so it is queued at most once.
 - A decision, an expiry or a cancellation enqueues the run's continuation in the same
