@@ -380,16 +380,13 @@ def test_a_worker_wrongly_declared_dead_writes_nothing_after_the_takeover(
     assert json.dumps(after).count("stepped") == 0  # the zombie's result never landed
 
 
-def test_a_run_its_own_instance_took_moves_on_when_that_instance_is_killed(
-        cluster: Cluster, c: Instance) -> None:
-    # A run started on an instance that runs a worker advances there: its job is inserted
-    # already "doing" under that instance's own registered worker, its fence at 1, and no
-    # other worker fetches it. Killed mid-tool, the instance stops heartbeating; the job
-    # is a dead worker's like any other, another worker takes the run over (fence 2) and
-    # finishes it without running the tool again.
-    taker = cluster.instance("g")
+def _slow_run_on_a_new_instance(cluster: Cluster, name: str, helper_name: str
+                                ) -> tuple[Instance, Instance, str, str]:
+    """A new serving instance and a new `hookgate worker` beside it (to take over), and a
+    slow-tool run started on the first, checked to run there, its tool started."""
+    taker = cluster.instance(name)
     taker.spawn()
-    helper = cluster.instance("h", command="worker")
+    helper = cluster.instance(helper_name, command="worker")
     helper.spawn()
     taker.wait_up()
     r_ = ref()
@@ -397,6 +394,17 @@ def test_a_run_its_own_instance_took_moves_on_when_that_instance_is_killed(
     started = wait_for(lambda: [ln for ln in cluster.lines() if ln[:2] == ["start", r_]],
                        "the slow tool to start")
     assert int(started[0][2]) == taker.pid  # it runs where it was started
+    return taker, helper, r_, run_id
+
+
+def test_a_run_its_own_instance_took_moves_on_when_that_instance_is_killed(
+        cluster: Cluster, c: Instance) -> None:
+    # A run started on an instance that runs a worker advances there: its job is inserted
+    # already "doing" under that instance's own registered worker, its fence at 1, and no
+    # other worker fetches it. Killed mid-tool, the instance stops heartbeating; the job
+    # is a dead worker's like any other, another worker takes the run over (fence 2) and
+    # finishes it without running the tool again.
+    taker, helper, r_, run_id = _slow_run_on_a_new_instance(cluster, "g", "h")
     [(status, worker_id, job_args)] = cluster.query(
         "SELECT status, worker_id, args FROM procrastinate_jobs WHERE lock = %s", run_id)
     assert status == "doing" and job_args == {"run_id": run_id}
@@ -425,16 +433,7 @@ def test_a_run_its_own_instance_took_moves_on_when_that_instance_stops_cleanly(
     # cancels them: each queues its run's continuation and ends its own job, so another
     # worker goes on at once instead of after the stalled-worker timeout, and the stopped
     # instance leaves no job "doing" behind.
-    taker = cluster.instance("k")
-    taker.spawn()
-    helper = cluster.instance("l", command="worker")
-    helper.spawn()
-    taker.wait_up()
-    r_ = ref()
-    run_id = start(taker, f"slowtool:{r_}")
-    started = wait_for(lambda: [ln for ln in cluster.lines() if ln[:2] == ["start", r_]],
-                       "the slow tool to start")
-    assert int(started[0][2]) == taker.pid
+    taker, helper, r_, run_id = _slow_run_on_a_new_instance(cluster, "k", "l")
     taker.stop()  # SIGTERM, inside the 15 s tool
     assert taker.proc is not None and taker.proc.returncode in (0, -15)
     assert "Traceback" not in taker.log.read_text()
