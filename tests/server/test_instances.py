@@ -450,3 +450,32 @@ def test_a_run_its_own_instance_took_moves_on_when_that_instance_stops_cleanly(
     assert [t for (t,) in cluster.query(
         "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
     helper.stop()
+
+
+def test_gated_runs_an_instance_took_pay_only_as_decided_elsewhere(
+        cluster: Cluster, c: Instance) -> None:
+    # Payments started on an instance that takes its runs park there at the gate; the
+    # decisions are made on the API-only instance, a second approval of the same request
+    # is refused, and each payment runs exactly as decided: the approved one once, the
+    # rejected one never.
+    taker = cluster.instance("m")
+    taker.spawn()
+    taker.wait_up()
+    yes, no = ref(), ref()
+    runs = {r_: start(taker, f"pay:{r_}") for r_ in (yes, no)}
+    requests = {r_: wait_for(lambda r_=r_: pending_for(c, runs[r_]), "the payment request")
+                for r_ in runs}
+    decide(c, requests[yes]["id"])
+    again = httpx.post(f"{c.url}/api/confirmations/{requests[yes]['id']}/respond",
+                       json={"decision": "approve"}, headers=H, timeout=10)
+    assert again.status_code == 409, again.text
+    decide(c, requests[no]["id"], "reject")
+    for r_, run_id in runs.items():
+        wait_for(lambda run_id=run_id: finished(c, run_id), f"run {r_} to finish", 40)
+    effects = Counter((ln[0], ln[1]) for ln in cluster.lines())
+    assert effects[("pay", yes)] == 1 and effects[("pay", no)] == 0, effects
+    assert run(c, runs[yes])["status"] == "completed"
+    assert [t for (t,) in cluster.query(
+        "SELECT type FROM run_events WHERE run_id = ANY(%s)", list(runs.values()))
+            ].count("done") == 2
+    taker.stop()
