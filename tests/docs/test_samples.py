@@ -1,0 +1,73 @@
+"""Every code sample in the documentation runs or loads as written: Python blocks are
+executed (a page's blocks in order, in one namespace, as a reader pastes them), YAML, JSON
+and TOML blocks parse, and full configurations load through hookgate's own loader. Only
+blocks marked ``<!-- sample: skip -->`` (fragments) are left out, and there are few."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hookgate.config.loader import parse_config
+from tests.docs.samples import DOCS, Block, blocks, pages
+
+RUNNABLE = {"python", "yaml", "json", "toml"}
+
+
+def _page_id(page: Path) -> str:
+    return str(page.relative_to(DOCS))
+
+
+PAGES_WITH_PYTHON = [p for p in pages()
+                     if any(b.lang == "python" and b.sample is None and b.file is None
+                            for b in blocks(p))]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_PYTHON, ids=_page_id)
+def test_the_python_samples_of_a_page_run(page: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": "docs_sample"}
+    ran = 0
+    for block in blocks(page):
+        if block.lang != "python" or block.sample is not None or block.file is not None:
+            continue
+        code = compile(block.code, block.where, "exec")
+        exec(code, namespace)  # noqa: S102  (the documentation's own samples)
+        ran += 1
+    assert ran > 0
+
+
+def _data_blocks() -> list[Block]:
+    return [b for p in pages() for b in blocks(p)
+            if b.lang in {"yaml", "json", "toml"} and b.sample != "skip"]
+
+
+@pytest.mark.parametrize("block", _data_blocks(), ids=lambda b: b.where)
+def test_the_yaml_json_and_toml_samples_parse(block: Block) -> None:
+    if block.lang == "yaml":
+        data = yaml.safe_load(block.code)
+    elif block.lang == "json":
+        data = json.loads(block.code)
+    else:
+        data = tomllib.loads(block.code)
+    assert isinstance(data, dict | list), f"{block.where} is not a mapping or a list"
+    if block.sample == "config":
+        parse_config(block.code, source=block.where)
+
+
+def test_every_sample_is_run_or_marked() -> None:
+    """A block in a language the tests run is run, or carries a marker saying how it is
+    covered; the markers are the known kinds, and fragments stay few."""
+    kinds = {None, "skip", "shell", "tutorial", "config"}
+    every = [b for p in pages() for b in blocks(p)]
+    assert len([b for b in every if b.lang in RUNNABLE]) >= 30
+    for block in every:
+        assert block.sample in kinds, f"{block.where}: unknown sample kind {block.sample!r}"
+        assert block.lang or block.sample is None, f"{block.where}: a fence needs a language"
+    skipped = [b.where for b in every if b.sample == "skip"]
+    assert len(skipped) <= 12, skipped
