@@ -6,11 +6,14 @@ blocks marked ``<!-- sample: skip -->`` (fragments) are left out, and there are 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
+from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from hookgate.config.loader import parse_config
 from tests.docs.samples import DOCS, Block, blocks, pages
@@ -68,6 +71,48 @@ def test_every_sample_is_run_or_marked() -> None:
     assert len([b for b in every if b.lang in RUNNABLE]) >= 30
     for block in every:
         assert block.sample in kinds, f"{block.where}: unknown sample kind {block.sample!r}"
-        assert block.lang or block.sample is None, f"{block.where}: a fence needs a language"
+        assert block.lang, f"{block.where}: a fence needs a language"
     skipped = [b.where for b in every if b.sample == "skip"]
     assert len(skipped) <= 12, skipped
+
+
+@cache
+def _help(path: tuple[str, ...]) -> str | None:
+    from hookgate.cli.main import app
+
+    done = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    return done.output if done.exit_code == 0 else None
+
+
+def _commands() -> list[tuple[str, str]]:
+    """(where, command line) for each `hookgate ...` line of the shell samples."""
+    found = []
+    for page in pages():
+        for block in blocks(page):
+            if block.lang not in {"bash", "sh", "shell"}:
+                continue
+            for line in block.code.replace("\\\n", " ").splitlines():
+                for part in re.split(r"&&|;|\|\||\$\(", line):
+                    part = part.strip()
+                    if part.startswith("hookgate ") or part == "hookgate":
+                        found.append((block.where, part.split("#")[0].strip()))
+    return found
+
+
+def test_every_hookgate_command_in_the_docs_exists_with_its_options() -> None:
+    commands = _commands()
+    assert len(commands) >= 10
+    for where, line in commands:
+        words = [w.rstrip(')\"\'') for w in line.split()[1:]]
+        path: list[str] = []
+        for word in words:
+            if not re.fullmatch(r"[a-z][a-z-]*", word) or _help((*path, word)) is None:
+                break
+            path.append(word)
+        text = _help(tuple(path))
+        assert text is not None, f"{where}: {line}"
+        rest = words[len(path):]
+        if rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]) and "COMMAND" in text.split("\n\n")[0] + text[:300]:
+            raise AssertionError(f"{where}: 'hookgate {' '.join(path)}' has no command {rest[0]}")
+        for option in re.findall(r"(?<![\w-])--[a-z][a-z-]*", line):
+            assert option in text, f"{where}: 'hookgate {' '.join(path)}' has no {option}"
