@@ -11,7 +11,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import docs_reference  # noqa: E402
+import docs_reference
 
 MARKER = re.compile(r"<!-- generated: ([a-z-]+) -->")
 #: Folders whose pages join the named nav section when the nav does not list them yet.

@@ -39,7 +39,7 @@ def shell(block: Block, cwd: Path, env: dict[str, str], url: str, **swap: str) -
 def run_python(block: Block) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(block.code, block.where, "exec"), {"__name__": "docs_sample"})  # noqa: S102
+        exec(compile(block.code, block.where, "exec"), {"__name__": "docs_sample"})
     return out.getvalue()
 
 

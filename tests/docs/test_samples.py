@@ -40,7 +40,7 @@ def test_the_python_samples_of_a_page_run(page: Path, tmp_path: Path,
         if block.lang != "python" or block.sample is not None or block.file is not None:
             continue
         code = compile(block.code, block.where, "exec")
-        exec(code, namespace)  # noqa: S102  (the documentation's own samples)
+        exec(code, namespace)
         ran += 1
     assert ran > 0
 
@@ -112,7 +112,8 @@ def test_every_hookgate_command_in_the_docs_exists_with_its_options() -> None:
         text = _help(tuple(path))
         assert text is not None, f"{where}: {line}"
         rest = words[len(path):]
-        if rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]) and "COMMAND" in text.split("\n\n")[0] + text[:300]:
+        is_group = "COMMAND" in text[:300]
+        if rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]) and is_group:
             raise AssertionError(f"{where}: 'hookgate {' '.join(path)}' has no command {rest[0]}")
         for option in re.findall(r"(?<![\w-])--[a-z][a-z-]*", line):
             assert option in text, f"{where}: 'hookgate {' '.join(path)}' has no {option}"
