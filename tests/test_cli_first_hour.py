@@ -339,10 +339,11 @@ def _leading_words(text: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-def readme_commands() -> list[tuple[tuple[str, ...], list[str]]]:
-    """(command path, options named) for each command in the README's command table."""
+def documented_commands() -> list[tuple[tuple[str, ...], list[str]]]:
+    """(command path, options named) for each command in the CLI reference's command table."""
     found: list[tuple[tuple[str, ...], list[str]]] = []
-    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+    page = REPO / "docs" / "reference" / "cli.md"
+    for line in page.read_text(encoding="utf-8").splitlines():
         if not line.startswith("| `hookgate "):
             continue
         parts = line.split("`")[1].split(r"\|")
@@ -359,11 +360,12 @@ def readme_commands() -> list[tuple[tuple[str, ...], list[str]]]:
 
 def test_every_help_is_coherent_at_80_columns(elsewhere: Path) -> None:
     helps = _helps(elsewhere)
-    # The README's command table names real commands with options they have.
-    documented = readme_commands()
+    # The CLI reference's command table names real commands with options they have.
+    documented = documented_commands()
     assert len(documented) >= 15
     for path, options in documented:
-        assert path in helps, f"README names 'hookgate {' '.join(path)}', which does not exist"
+        assert path in helps, (
+            f"the CLI reference names 'hookgate {' '.join(path)}', which does not exist")
         for option in options:
             assert option in helps[path], f"hookgate {' '.join(path)} has no {option}"
     assert "--config" in dict(documented)[("users", "create")]

@@ -92,7 +92,7 @@ async def test_a_pre_tool_use_stop_also_refuses_its_own_call_unlike_claude_code(
     result = await ReActEngine(llm).run(coder(where), "ship it", user_id="alice")
     # Both stop the session at the first call and ask the model nothing more. Claude Code
     # (2.1.332) still runs the call whose PreToolUse hook said `continue: false`; hookgate
-    # fails closed and does not (the deliberate difference the README states).
+    # fails closed and does not (the deliberate difference the Claude Code guide states).
     assert cc_turns == llm.calls == 1
     assert cc_ran == {"deployed.txt": False, "after.txt": True}
     assert ran(where) == {"deployed.txt": False, "after.txt": False}

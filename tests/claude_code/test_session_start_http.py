@@ -1,4 +1,4 @@
-"""What the README says about SessionStart and http hooks, checked on the pinned Claude Code:
+"""What the Claude Code guide says of SessionStart and http hooks, checked on the pinned CLI:
 it sends SessionStart to a ``type: command`` hook but never to a ``type: http`` one, while
 UserPromptSubmit and PreToolUse do reach an http hook (such as hookgate's endpoint)."""
 

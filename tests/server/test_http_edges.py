@@ -18,7 +18,8 @@ from hookgate.server.schemas import MAX_MESSAGE_CHARS
 from tests.live_server import live_server
 from tests.server.demo_world import TOKENS, auth, world
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+#: The HTTP API reference page, which states the limits.
+HTTP_DOCS = Path(__file__).resolve().parents[2] / "docs" / "reference" / "http-api.md"
 
 
 def sqlite_url(tmp_path: Path) -> str:
@@ -75,8 +76,8 @@ def test_a_json_body_without_a_json_content_type_is_told_so(tmp_path: Path,
 
 
 def test_the_message_limit_is_the_documented_one(tmp_path: Path) -> None:
-    readme = " ".join(README.read_text(encoding="utf-8").split())
-    assert f"`message` up to {MAX_MESSAGE_CHARS:,} characters" in readme
+    documented = " ".join(HTTP_DOCS.read_text(encoding="utf-8").split())
+    assert f"`message` up to {MAX_MESSAGE_CHARS:,} characters" in documented
     deployment, _ = world(sqlite_url(tmp_path))
     with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
         over = c.post("/api/runs", json={"agent_id": "buyer", "message": "x" * (

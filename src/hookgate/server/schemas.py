@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hookgate.tools.arguments import ArgumentsRefused, check_arguments
 
-#: The longest ``message`` a run or workflow run takes, in characters (README: HTTP API).
+#: The longest ``message`` a run or workflow run takes, in characters (docs: Reference → HTTP API).
 MAX_MESSAGE_CHARS = 100_000
 
 

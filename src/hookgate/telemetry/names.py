@@ -2,7 +2,8 @@
 
 The ``gen_ai.*`` names are those of the OpenTelemetry GenAI semantic conventions (status
 "development"); tests/telemetry checks them against the installed semconv package, which is
-not a runtime dependency. Everything about hooks and approvals is ``hookgate.*`` (README).
+not a runtime dependency. Everything about hooks and approvals is ``hookgate.*``
+(docs: Deployment → Telemetry).
 """
 
 from __future__ import annotations
