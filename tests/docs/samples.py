@@ -55,4 +55,5 @@ def blocks(page: Path) -> list[Block]:
 
 
 def pages() -> list[Path]:
-    return sorted(DOCS.rglob("*.md"))
+    """Every page of the site, and the README, whose samples are held to the same rule."""
+    return [*sorted(DOCS.rglob("*.md")), REPO / "README.md"]

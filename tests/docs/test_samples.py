@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import tomllib
+import types
 from functools import cache
 from pathlib import Path
 
@@ -22,7 +24,7 @@ RUNNABLE = {"python", "yaml", "json", "toml"}
 
 
 def _page_id(page: Path) -> str:
-    return str(page.relative_to(DOCS))
+    return str(page.relative_to(DOCS.parent))
 
 
 PAGES_WITH_PYTHON = [p for p in pages()
@@ -34,7 +36,11 @@ PAGES_WITH_PYTHON = [p for p in pages()
 def test_the_python_samples_of_a_page_run(page: Path, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": "docs_sample"}
+    # The samples run as a module a reader would run, importable by its name (a sample may
+    # declare one of its own classes as "module:Class").
+    module = types.ModuleType("docs_sample")
+    monkeypatch.setitem(sys.modules, "docs_sample", module)
+    namespace = module.__dict__
     ran = 0
     for block in blocks(page):
         if block.lang != "python" or block.sample is not None or block.file is not None:
