@@ -133,6 +133,7 @@ def answer(srv: LiveServer, body: dict[str, Any]) -> str | None:
     return str(decided) if decided is not None else None
 
 
+@pytest.mark.both_databases
 def test_evasions_sent_to_the_hook_endpoint_wait_for_a_person(srv: LiveServer,
                                                               attempt: Tally) -> None:
     calls = [("Bash", {"command": c}) for c in (
