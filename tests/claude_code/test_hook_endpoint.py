@@ -23,8 +23,7 @@ def srv(database_url: str) -> Iterator[LiveServer]:
     agent.confirmation_mode = "inline_only"
     agent.approval_channel_id = None
     rules = agent.model_config_json["claude_code"]["rules"]
-    rules.append({"matcher": "Write, Edit",
-                  "when": "not args.file_path.startswith(metadata.cwd + '/')",
+    rules.append({"matcher": "Write, Edit", "path_outside": "{cwd}",
                   "requires_confirmation": True})
     with live_server(deployment) as server:
         yield server

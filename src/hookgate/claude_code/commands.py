@@ -240,11 +240,12 @@ class CommandPattern:
 
     @classmethod
     def of(cls, words: tuple[str, ...]) -> CommandPattern:
-        [found] = _unwrap(SimpleCommand(), [Word(w) for w in words], 0) or [None]
-        if found is None or found.name is None:
-            raise ValueError(f"{list(words)} names no command")
-        options, positional = _shape(found.name, found.args)
-        return cls(words, found.name, tuple(w.text for w in positional), options)
+        unwrapped = _unwrap(SimpleCommand(), [Word(w) for w in words], 0)
+        name = unwrapped[0].name if len(unwrapped) == 1 else None
+        if name is None:
+            raise ValueError(f"{list(words)} names no one command")
+        options, positional = _shape(name, unwrapped[0].args)
+        return cls(words, name, tuple(w.text for w in positional), options)
 
     def matches(self, call: Invocation) -> bool | None:
         """True or False, or None when it cannot be known (an unknown word)."""
