@@ -37,14 +37,15 @@ CARD_GUARD = {"event": "PostToolUse", "matcher": "Bash", "name": "card_guard",
 
 
 def coder(wait_s: float, read_only: bool = False,
-          extra_hooks: list[dict[str, Any]] | None = None) -> Deployment:
+          extra_hooks: list[dict[str, Any]] | None = None,
+          rules: list[dict[str, Any]] | None = None) -> Deployment:
     agent = Agent(
         id="coder", name="Claude Code of alice", instructions="", tools=[], org_id="acme",
         owner_user_id="alice", approval_channel_id="ops-slack",
         model_config_json={
             "hooks": {"class_hooks": ["audit_log", "readonly_guard"],
                       "command_hooks": [CARD_GUARD, *(extra_hooks or [])]},
-            "claude_code": {"wait_s": wait_s, "rules": [
+            "claude_code": {"wait_s": wait_s, "rules": rules if rules is not None else [
                 {"matcher": "Bash", "when": GATED, "requires_confirmation": True}]},
         },
     )
@@ -129,9 +130,9 @@ def _request_id(message: Any) -> str:
 
 @contextmanager
 def scene(tmp_path: Path, database_url: str, slack: FakeSlack, script: Script, *,
-          wait_s: float = 15.0, extra_hooks: list[dict[str, Any]] | None = None
-          ) -> Iterator[Scene]:
-    deployment = coder(wait_s, extra_hooks=extra_hooks)
+          wait_s: float = 15.0, extra_hooks: list[dict[str, Any]] | None = None,
+          rules: list[dict[str, Any]] | None = None) -> Iterator[Scene]:
+    deployment = coder(wait_s, extra_hooks=extra_hooks, rules=rules)
     deployment.database_url = database_url
     deployment.channels = [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
     with live_server(deployment) as srv, FakeAnthropic(script) as api:

@@ -23,8 +23,7 @@ def srv(database_url: str) -> Iterator[LiveServer]:
     agent.confirmation_mode = "inline_only"
     agent.approval_channel_id = None
     rules = agent.model_config_json["claude_code"]["rules"]
-    rules.append({"matcher": "Write, Edit",
-                  "when": "not args.file_path.startswith(metadata.cwd + '/')",
+    rules.append({"matcher": "Write, Edit", "path_outside": "{cwd}",
                   "requires_confirmation": True})
     with live_server(deployment) as server:
         yield server
@@ -270,3 +269,29 @@ def test_a_standing_rule_allows_claude_codes_matching_calls_every_time(srv):
     assert [r["payload"]["args"] for r in pending(srv)] == [other]
     assert httpx.get(f"{srv.url}/api/approval-rules/{rule['id']}",
                      headers=headers).json()["uses"] == 2
+
+
+@pytest.mark.both_databases
+def test_another_command_under_an_approved_tool_use_id_leaves_the_approval_for_the_exact_call(
+        srv):
+    from tests.adversarial_tally import TALLY
+
+    decision(hook(srv, pre("Bash", PUSH, "toolu_bound")))
+    [request] = pending(srv)
+    approve(srv, request["id"])
+
+    # A different command under the approved call's tool_use_id: refused, and the
+    # refusal did not use up the approval (the binding is checked before the claim).
+    swapped = pre("Bash", {"command": "git push --force origin main > push.log"},
+                  "toolu_bound")
+    refused, why = decision(hook(srv, swapped))
+    TALLY.record("claude-code other command under an approved tool_use_id",
+                 got_through=refused != "deny")
+    assert refused == "deny" and "toolu_bound" in why
+
+    ok, why = decision(hook(srv, pre("Bash", PUSH, "toolu_bound")))
+    assert ok == "allow" and request["id"] in why
+
+    replay, why = decision(hook(srv, pre("Bash", PUSH, "toolu_bound")))
+    TALLY.record("claude-code replay of a used approval", got_through=replay != "deny")
+    assert replay == "deny" and "already used by one execution" in why

@@ -137,3 +137,23 @@ def test_when_hookgate_is_unreachable_the_installed_hooks_block_the_call(
         cli.prompt("go", env={"HOOKGATE_TOKEN": "whatever"})
         assert not (cli.project / "ran.txt").exists()
         assert last_result(api).get("is_error") is True
+
+
+def test_a_reordered_rm_from_the_real_cli_is_gated_by_a_command_rule(
+        tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    from tests.adversarial_tally import TALLY
+
+    rules = [{"matcher": "Bash", "command": [["rm", "-rf"]], "requires_confirmation": True}]
+    script = sequence(bash("rm  -r --force keep"), Text("done"))
+    with scene(tmp_path, database_url, slack, script, wait_s=0.5, rules=rules) as s:
+        (s.cli.project / "keep").mkdir(parents=True)
+        (s.cli.project / "keep" / "file").write_text("x")
+        first = s.prompt()
+        assert first.returncode == 0, first.stderr
+        deferred = first.json().get("stop_reason") == "tool_deferred"
+        TALLY.record("claude-code real CLI 'rm  -r --force' under an [rm, -rf] rule",
+                     got_through=not (s.cli.project / "keep" / "file").exists())
+        assert deferred and (s.cli.project / "keep" / "file").exists()
+        [request] = s.requests()
+        assert request["status"] == "pending"
+        assert request["payload"]["args"]["command"] == "rm  -r --force keep"

@@ -5,7 +5,9 @@ leaves the request pending (StillPending). The same call asked again — the sam
 ``tool_use_id`` after ``claude -p --resume``, or an identical retry in the same session (same
 tool, same argument digest) — finds that request instead of making another. An approval is
 used by exactly one execution: its use is claimed in the execution ledger
-(``approval:<request id>``), and a second claim finds it taken.
+(``approval:<request id>``), and a second claim finds it taken. The binding (agent, session,
+``tool_use_id``, tool, argument digest) is checked before the claim, so a mismatched call
+never uses up an approval.
 """
 
 from __future__ import annotations
@@ -54,7 +56,10 @@ class ExternalApprovals:
             # decision is this call's. Anything else keeps its own binding, and the gate
             # refuses it.
             decision = replace(decision, binding=this_call)
-        if decision.status != "approved":
+        if decision.status != "approved" or decision.binding != this_call:
+            # Checked before the claim: a decision that is not this exact call's (another
+            # input sent under an approved tool_use_id) is refused by the gate, and the
+            # approval stays unused for the call a person approved.
             return decision
         claimed = await self.ledger.claim(ask.run_id, f"approval:{decision.request_id}",
                                           ask.tool_name, ask.args_sha256)

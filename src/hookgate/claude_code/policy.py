@@ -5,11 +5,12 @@ Declared under the agent's ``model_config_json.claude_code``::
     claude_code:
       wait_s: 20                 # how long a hook call waits for a person before deferring
       rules:
-        - {matcher: Bash, when: '"git push" in args.command', requires_confirmation: true}
-        - {matcher: "Write, Edit", when: 'not args.file_path.startswith(metadata.cwd)',
-           requires_confirmation: true}
+        - {matcher: Bash, command: [[git, push], [rm, -rf]], requires_confirmation: true}
+        - {path_outside: "{cwd}", requires_confirmation: true}
 
-Matchers and ``when`` are the declarative hooks' own (catalog.declarative.matcher). Tools
+Matchers and ``when`` are the declarative hooks' own (catalog.declarative.matcher);
+``command``, ``command_not_in``, ``path_under`` and ``path_outside`` are claude_code.matchers'
+(commands parsed and normalised, paths resolved), and every key given must hold. Tools
 that change files or run commands count as writes (read-only orgs refuse them) unless a
 rule says ``writes: false``; ``mcp__<server>__<tool>`` has connector ``mcp__<server>``.
 """
@@ -23,6 +24,8 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.catalog.declarative.matcher import Condition, ToolMatcher, selects
+from hookgate.claude_code.matchers import CommandMatch, PathMatch
+from hookgate.claude_code.paths import PathFacts
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.tools.tool import Tool
@@ -32,7 +35,8 @@ WRITING_TOOLS = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit",
                            "KillShell", "BashOutput"})
 DEFAULT_WAIT_S = 20.0
 CONNECTOR = "claude_code"
-_RULE_KEYS = frozenset({"matcher", "when", "requires_confirmation", "writes", "connector"})
+_RULE_KEYS = frozenset({"matcher", "when", "requires_confirmation", "writes", "connector",
+                        "command", "command_not_in", "path_under", "path_outside"})
 _KEYS = frozenset({"wait_s", "rules"})
 
 
@@ -51,10 +55,19 @@ class ToolRule:
     requires_confirmation: bool | None
     writes: bool | None
     connector: str | None
+    commands: tuple[CommandMatch, ...] = ()
+    paths: tuple[PathMatch, ...] = ()
 
     def applies(self, ctx: HookContext) -> bool:
-        # A rule whose `when` cannot be evaluated applies (fail closed).
-        return selects(self.matcher, self.when, ctx)[0]
+        # A rule whose `when` cannot be evaluated applies (fail closed), and so does one
+        # whose command or paths cannot be read for certain (claude_code.matchers).
+        if not selects(self.matcher, self.when, ctx)[0]:
+            return False
+        args = ctx.tool_args
+        if not all(match.applies(args) for match in self.commands):
+            return False
+        facts = PathFacts.of(ctx.metadata.get("cwd"), ctx.metadata.get("transcript_path"))
+        return all(match.applies(args, facts) for match in self.paths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,4 +149,12 @@ def _rule(agent: Agent, index: int, entry: object) -> ToolRule:
     connector = entry.get("connector")
     if connector is not None and (not isinstance(connector, str) or not connector):
         raise HookBuildError(f"{where}: 'connector' must be a non-empty string")
-    return ToolRule(matcher, when, flags["requires_confirmation"], flags["writes"], connector)
+    try:
+        commands = tuple(CommandMatch.parse(entry[key], allow_list=key == "command_not_in")
+                         for key in ("command", "command_not_in") if key in entry)
+        paths = tuple(PathMatch.parse(entry[key], outside=key == "path_outside")
+                      for key in ("path_under", "path_outside") if key in entry)
+    except HookBuildError as exc:
+        raise HookBuildError(f"{where}: {exc}") from None
+    return ToolRule(matcher, when, flags["requires_confirmation"], flags["writes"], connector,
+                    commands, paths)
