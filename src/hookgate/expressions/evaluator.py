@@ -76,6 +76,30 @@ class Expression:
         _check_shape(tree, what, limits)
         return cls(source, tree, limits)
 
+    def check_constant_parts(self, functions: Mapping[str, Callable[..., Any]]) -> None:
+        """Evaluate, once, every part that reads no names (``3900000**1000000``,
+        ``float('nan')``), so an expression that could only ever be stopped is refused when
+        it is declared; ExpressionInvalid says which part and why. Other errors (a part that
+        divides by zero) are left to evaluation, which fails closed."""
+        evaluator = _BoundedEval(Budget(self.limits), {}, functions)
+        evaluator.expr = self.source
+        pending: list[ast.AST] = [self.tree]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.expr) and not _reads_names(node, functions):
+                try:
+                    evaluator._eval(node)
+                except (ExpressionTooCostly, IterableTooLong, NumberTooHigh,
+                        RecursionError, MemoryError) as exc:
+                    raise ExpressionInvalid(
+                        f"expression {self.source!r} is refused: "
+                        f"{ast.get_source_segment(self.source.strip(), node) or 'a part'} "
+                        f"can never be evaluated ({exc})") from None
+                except Exception:  # noqa: BLE001 - left to evaluation, which fails closed
+                    pass
+                continue
+            pending.extend(ast.iter_child_nodes(node))
+
     def free_names(self) -> set[str]:
         """The names the expression reads (comprehension variables left out)."""
         bound = {
@@ -101,6 +125,13 @@ class Expression:
 
     def __str__(self) -> str:
         return self.source
+
+
+def _reads_names(node: ast.AST, functions: Mapping[str, Any]) -> bool:
+    """Whether ``node`` reads a name (a function it calls is not read)."""
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return any(isinstance(n, ast.Name) and not (id(n) in called and n.id in functions)
+               for n in ast.walk(node))
 
 
 def _check_shape(tree: ast.AST, what: str, limits: ExpressionLimits) -> None:

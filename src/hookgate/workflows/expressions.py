@@ -43,7 +43,7 @@ def check(expr: str) -> None:
     """ExpressionError when ``expr`` could never be evaluated: not an expression, or past
     the limits on length, depth and number of parts."""
     try:
-        Expression.parse(expr)
+        Expression.parse(expr).check_constant_parts(_FUNCTIONS)
     except Exception as exc:
         raise ExpressionError(f"expression {expr!r} is invalid: {exc}") from None
 

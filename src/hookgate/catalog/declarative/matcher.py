@@ -94,6 +94,7 @@ class Condition:
     def __init__(self, source: object) -> None:
         try:
             self.expression = Expression.parse(source, what="'when'")
+            self.expression.check_constant_parts(_FUNCTIONS)
         except ExpressionInvalid as exc:
             raise HookBuildError(str(exc)) from None
         self.source = self.expression.source
