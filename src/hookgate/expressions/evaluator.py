@@ -95,7 +95,7 @@ class Expression:
                         f"expression {self.source!r} is refused: "
                         f"{ast.get_source_segment(self.source.strip(), node) or 'a part'} "
                         f"can never be evaluated ({exc})") from None
-                except Exception:  # noqa: BLE001 - left to evaluation, which fails closed
+                except Exception:  # left to evaluation, which fails closed
                     pass
                 continue
             pending.extend(ast.iter_child_nodes(node))
