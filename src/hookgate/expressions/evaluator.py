@@ -128,10 +128,13 @@ class Expression:
 
 
 def _reads_names(node: ast.AST, functions: Mapping[str, Any]) -> bool:
-    """Whether ``node`` reads a name (a function it calls is not read)."""
+    """Whether ``node`` reads a name from outside itself (a function it calls, or a
+    variable of a comprehension inside it, is not read)."""
     called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
-    return any(isinstance(n, ast.Name) and not (id(n) in called and n.id in functions)
-               for n in ast.walk(node))
+    bound = {t.id for c in ast.walk(node) if isinstance(c, ast.comprehension)
+             for t in ast.walk(c.target) if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Name) and n.id not in bound
+               and not (id(n) in called and n.id in functions) for n in ast.walk(node))
 
 
 def _check_shape(tree: ast.AST, what: str, limits: ExpressionLimits) -> None:
