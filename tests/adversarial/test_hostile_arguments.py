@@ -18,6 +18,7 @@ from hookgate.llm import OpenAICompatibleModel
 from hookgate.storage.database import Database
 from hookgate.storage.runs import DatabaseRunStore
 from hookgate.workflows import WorkflowRunner, parse_workflow
+from hookgate.workflows.schema import WorkflowError
 from tests.adversarial.conftest import Tally
 from tests.engines.world import Bank, events, make_agent, services
 from tests.fakes.chat_completions import FakeChatCompletions, tool_call
@@ -211,11 +212,18 @@ async def test_a_workflow_cannot_pass_non_finite_numbers(
 
     buyer = make_agent(bank)
     buyer.tools.append(db__lookup)
+    for constant in ("float('nan')", "1e308 * 10"):
+        # A non-finite constant is refused when the workflow is declared.
+        with pytest.raises(WorkflowError, match="not a finite number"):
+            parse_workflow({"id": "w", "as_agent": "buyer", "nodes": [
+                {"id": "pay", "type": "tool", "tool": "oa__purchase_pay",
+                 "args": {"amount": f"{{{{ {constant} }}}}", "vendor": "ACME"}}]})
+    # The run's input makes them at run time: the node fails instead.
     workflow = parse_workflow({"id": "w", "as_agent": "buyer", "nodes": [
         {"id": "nan", "type": "tool", "tool": "oa__purchase_pay",
-         "args": {"amount": "{{ float('nan') }}", "vendor": "ACME"}},
+         "args": {"amount": "{{ float(input) }}", "vendor": "ACME"}},
         {"id": "inf", "type": "tool", "tool": "oa__purchase_pay",
-         "args": {"amount": "{{ 1e308 * 10 }}", "vendor": "ACME"}},
+         "args": {"amount": "{{ float('1e308') * (10 if input else 1) }}", "vendor": "ACME"}},
         {"id": "text", "type": "tool", "tool": "oa__purchase_pay",
          "args": {"amount": "NaN", "vendor": "ACME"}},
         {"id": "lookup", "type": "tool", "tool": "db__lookup", "args": {"key": "k"}},
@@ -224,7 +232,7 @@ async def test_a_workflow_cannot_pass_non_finite_numbers(
         "edges": [{"from": "lookup", "to": "relay"}]})
     runner = WorkflowRunner({"w": workflow}, {"buyer": buyer}, lambda _: ScriptedLLM([]),
                             store=DatabaseRunStore(db), **services(db, approvals))
-    result = await runner.run("w", user_id="alice")
+    result = await runner.run("w", "nan", user_id="alice")
     attempt.record("workflow: NaN, inf and 'NaN' in tool node arguments", bool(bank.payments))
     assert bank.payments == []
     nodes = {e["node_id"]: e for e in events(result.trace, "node_result")}

@@ -1,7 +1,8 @@
 """Standing rules ("approve and remember"): an eligible approver's decision that calls of one
 agent's tool are approved without asking, within a scope (one run, this agent for one user,
 this agent for the whole org), until an expiry, and only while the arguments satisfy an
-optional ``when`` constraint in the declarative hooks' language (simpleeval, never eval).
+optional ``when`` constraint in the declarative hooks' language (`hookgate.expressions`,
+never eval).
 
 The gate consults them before it creates a request. A rule matches only when every check
 holds again at the moment of use (not revoked, not expired by the database's clock, its
@@ -331,8 +332,16 @@ class RuleBook:
             # Only a plain True counts: a constraint that evaluates to a string or a number
             # is a mistake, not a yes.
             return condition.holds_exactly(ctx)
-        except Exception:
-            return False  # fail closed: a constraint that cannot be judged asks a person
+        except Exception as exc:
+            # Fail closed: a constraint that cannot be judged (an error, or a value or cost
+            # past the expression limits) asks a person, and the trace says why.
+            if ask.emit is not None:
+                ask.emit("standing_rule_skipped", {
+                    "rule_id": rule.id, "tool_call_id": ask.tool_call_id,
+                    "tool_name": ask.tool_name,
+                    "reason": f"its 'when' could not be evaluated ({type(exc).__name__}: "
+                              f"{exc}); a person is asked"})
+            return False
 
     async def _use(self, rule_id: str) -> StandingRule | None:
         # Counted with a condition, so a rule revoked or expired a moment ago is not used.

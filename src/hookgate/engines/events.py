@@ -23,6 +23,7 @@ EVENT_TYPES: frozenset[str] = frozenset(
         "step_skipped",
         "delegate_start",
         "delegate_end",
+        "standing_rule_skipped",
     }
 )
 

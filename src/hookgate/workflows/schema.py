@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hookgate.engines.graph import GraphError, check_graph
+from hookgate.workflows.expressions import ExpressionError, check, placeholders
 
 NodeId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
@@ -76,6 +77,19 @@ class Edge(_Strict):
     when: bool | None = None
 
 
+def _check_expressions(node: ToolNode | AgentNode | ConditionNode) -> None:
+    """Refuse, when the workflow is declared, an expression that could never be evaluated."""
+    if isinstance(node, ConditionNode):
+        exprs = [node.expr]
+    else:
+        exprs = placeholders(node.args if isinstance(node, ToolNode) else node.message)
+    for expr in exprs:
+        try:
+            check(expr)
+        except ExpressionError as exc:
+            raise ValueError(f"node '{node.id}': {exc}") from None
+
+
 class Workflow(_Strict):
     id: NodeId
     name: str | None = None
@@ -93,6 +107,8 @@ class Workflow(_Strict):
         except GraphError as exc:
             raise ValueError(str(exc)) from None
         by_id = {n.id: n for n in self.nodes}
+        for node in self.nodes:
+            _check_expressions(node)
         for edge in self.edges:
             for end in (edge.source, edge.to):
                 if end not in by_id:

@@ -7,23 +7,23 @@ exact tool name or a list of them separated by ``|`` or ``,`` (``oa__purchase_pa
 expression (Python's ``re``) searched anywhere in the tool name, as Claude Code does: write
 ``^oa__.*$`` to match whole names. A ``re:`` prefix marks a regular expression explicitly.
 
-``when`` is an expression over the call, evaluated by simpleeval (never Python's ``eval``):
+``when`` is an expression over the call, evaluated by `hookgate.expressions` (never Python's
+``eval``), within its limits on size, work and time:
 ``args.amount > 50000 and args.currency == "CNY"``. Names: ``args`` (the tool arguments,
 key by attribute or ``args["key"]``), ``tool_name``, ``agent_id``, ``user_id``, ``org_id``
 and ``metadata`` (the request facts). A condition that cannot be evaluated for a call (a
-missing argument, a type mismatch) counts as a match: the hook runs, failing closed.
+missing argument, a type mismatch, a value or cost past the limits) counts as a match: the
+hook runs, failing closed.
 """
 
 from __future__ import annotations
 
-import ast
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simpleeval import EvalWithCompoundTypes  # type: ignore[import-untyped]
-
+from hookgate.expressions import Expression, ExpressionInvalid
+from hookgate.expressions.values import view_of
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext
 
@@ -92,18 +92,16 @@ class Condition:
     """A parsed ``when`` expression; syntax and unknown names are build errors."""
 
     def __init__(self, source: object) -> None:
-        if not isinstance(source, str) or not source.strip():
-            raise HookBuildError("'when' must be a non-empty expression string")
-        self.source = source
         try:
-            self._tree = ast.parse(source.strip(), mode="eval").body
-        except SyntaxError as exc:
-            raise HookBuildError(f"'when' {source!r} is not a valid expression: {exc.msg}"
-                                 ) from None
-        unknown = _free_names(self._tree) - set(_NAMES) - set(_FUNCTIONS) - set(_CONSTANTS)
+            self.expression = Expression.parse(source, what="'when'")
+            self.expression.check_constant_parts(_FUNCTIONS)
+        except ExpressionInvalid as exc:
+            raise HookBuildError(str(exc)) from None
+        self.source = self.expression.source
+        unknown = self.expression.free_names() - set(_NAMES) - set(_FUNCTIONS) - set(_CONSTANTS)
         if unknown:
             raise HookBuildError(
-                f"'when' {source!r} uses unknown names {', '.join(sorted(unknown))} "
+                f"'when' {self.source!r} uses unknown names {', '.join(sorted(unknown))} "
                 f"(known: {', '.join(_NAMES)}; tool arguments are args.<name>)"
             )
 
@@ -121,15 +119,14 @@ class Condition:
         meta = ctx.metadata
         names = {
             **_CONSTANTS,
-            "args": _view(ctx.tool_args),
+            "args": view_of(ctx.tool_args),
             "tool_name": ctx.tool_name,
             "agent_id": ctx.agent_id,
             "user_id": ctx.user_id,
             "org_id": meta.get("org_id"),
-            "metadata": _view(meta),
+            "metadata": view_of(meta),
         }
-        evaluator = EvalWithCompoundTypes(functions=dict(_FUNCTIONS), names=names)
-        return evaluator.eval(self.source, previously_parsed=self._tree)
+        return self.expression.evaluate(names, _FUNCTIONS)
 
     def __str__(self) -> str:
         return self.source
@@ -147,53 +144,3 @@ def selects(matcher: ToolMatcher, when: Condition | None, ctx: HookContext
         return when.holds(ctx), None
     except Exception as exc:
         return True, f"{type(exc).__name__}: {exc}"
-
-
-def _free_names(tree: ast.AST) -> set[str]:
-    bound = {
-        n.id for c in ast.walk(tree) if isinstance(c, ast.comprehension)
-        for n in ast.walk(c.target) if isinstance(n, ast.Name)
-    }
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    return used - bound
-
-
-class _View:
-    """A JSON object's keys as attributes (``args.amount``), and nothing else: no dict
-    methods stand in for a tool argument called ``items`` or ``get``."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = data
-
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return _view(self._data[key])
-        except KeyError:
-            raise AttributeError(f"no key {key!r}") from None
-
-    def __getitem__(self, key: str) -> Any:
-        return _view(self._data[key])
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._data
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __eq__(self, other: object) -> bool:
-        return self._data == (other._data if isinstance(other, _View) else other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(self._data)
-
-
-def _view(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return _View(value)
-    if isinstance(value, list):
-        return [_view(v) for v in value]
-    return value
