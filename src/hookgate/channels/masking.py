@@ -2,29 +2,21 @@
 
 A card is seen by everyone in the chat, so any key that looks like a secret is masked at
 any depth, and the text is bounded; whatever is cut says so and points to the inbox, where
-the approver can read the exact arguments. ``mask_text`` does the same for free text (a
-failed hook's output in the admins' trace).
+the approver can read the exact arguments. ``mask_text`` (owned by hookgate.hooks.withheld)
+does the same for free text.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-MASK = "••••"
+from hookgate.hooks.withheld import DEFAULT_SECRET_PATTERNS, MASK, mask_text
 
-#: Substrings of a key (any case) whose value never appears on a card.
-DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
-    "password",
-    "secret",
-    "token",
-    "key",
-    "authorization",
-    "cookie",
-)
+__all__ = ["DEFAULT_SECRET_PATTERNS", "MASK", "ArgsLimits", "cut_marker", "is_secret_key",
+           "mask_secrets", "mask_text", "render_args", "secret_patterns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,20 +94,3 @@ def _cut_long_values(value: Any, limit: int, inbox_url: str | None) -> Any:
         return value[:limit] + cut_marker(len(value), inbox_url)
     return value
 
-
-#: Digit runs as long as card or account numbers (13-19 digits, spaces or dashes between).
-_LONG_NUMBER = re.compile(r"(?<![\w.])\d(?:[ -]?\d){12,18}(?![\w.])")
-_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]+")
-
-
-def mask_text(text: str, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> str:
-    """``text`` with secrets masked: the value after a secret-looking key (``key=…``,
-    ``"key": "…"``), bearer/basic credentials, and long numbers (all but the last 4)."""
-    text = _CREDENTIAL.sub(lambda m: f"{m.group(1)} {MASK}", text)
-    pats = "|".join(re.escape(p.lower()) for p in patterns if p)
-    if pats:
-        pair = re.compile(
-            r"(?i)([\"']?[\w.-]*(?:" + pats + r")[\w.-]*[\"']?\s*[:=]\s*)"
-            r"(\"[^\"]*\"|'[^']*'|[^\s,;&}\]]+)")
-        text = pair.sub(lambda m: m.group(1) + MASK, text)
-    return _LONG_NUMBER.sub(lambda m: MASK + re.sub(r"\D", "", m.group(0))[-4:], text)

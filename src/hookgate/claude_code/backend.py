@@ -28,6 +28,7 @@ from hookgate.claude_code.policy import ExternalPolicy, probe_context
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.withheld import Withheld
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
@@ -260,7 +261,10 @@ class _Call:
         ctx.metadata[CALL_STARTED_KEY] = time.perf_counter() - seconds
         failed = self.event == "PostToolUseFailure"
         result = self.body.get("error") if failed else self.body.get("tool_response")
-        error = str(self.body.get("error") or "the tool failed") if failed else None
+        # What Claude Code reported the tool said: hooks read it (``tool_result``); every
+        # other place (audit rows, logs) gets the fixed words.
+        error = Withheld.of(str(self.body.get("error") or "the tool failed"),
+                            shown=f"Error: tool '{name}' failed.") if failed else None
         post = await observe_result(ctx, registry, result, error)
         specific: dict[str, Any] = {"hookEventName": self.event}
         answer: Answer = {}

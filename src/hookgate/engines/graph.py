@@ -131,4 +131,4 @@ def settle(outcome: ToolOutcome) -> dict[str, Any]:
     """A node's record after its tool call: status (ok, blocked, failed), result, reason."""
     status = _SETTLED_AS.get(outcome.status, "blocked")
     return {"status": status, "result": outcome.observation,
-            "reason": None if status == "ok" else outcome.error or outcome.observation}
+            "reason": None if status == "ok" else str(outcome.error or outcome.observation)}

@@ -17,6 +17,7 @@ from hookgate.hooks.model import (
 )
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.trace import ChainResult, HookEvent
+from hookgate.hooks.withheld import Withheld
 
 __all__ = [
     "ChainResult",
@@ -33,5 +34,6 @@ __all__ = [
     "PostToolUseHook",
     "PreToolUseHook",
     "SessionStartHook",
+    "Withheld",
     "is_hook",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -29,6 +30,9 @@ from hookgate.hooks.model import (
     _Hook,
 )
 from hookgate.hooks.trace import UNCHANGED, ChainResult, HookEvent, HookEventKind
+from hookgate.hooks.withheld import Withheld, mask_text
+
+log = logging.getLogger("hookgate.hooks")
 
 _DEFAULT_TRIGGER = _Hook.should_trigger
 
@@ -146,15 +150,20 @@ def _failure_kind(exc: Exception, opts: _Options | None) -> str:
     return f"failed ({type(exc).__name__})"
 
 
-#: The longest hook output (an exception's text) kept in the trace for admins.
-_OUTPUT_LIMIT = 4000
-
-
-def _output_of(exc: Exception) -> str:
+def _output_of(name: str, exc: Exception, kind: str) -> Withheld:
+    """What a failed hook raised or printed (it may quote the tool's raw output), behind the
+    fixed words that say how it failed."""
     said = str(exc)
     text = said if isinstance(exc, _NotAHookResult) else (
         f"{type(exc).__name__}: {said}" if said else type(exc).__name__)
-    return text if len(text) <= _OUTPUT_LIMIT else text[:_OUTPUT_LIMIT] + "… [cut]"
+    return Withheld.of(text, shown=f"hook '{name}' {kind}")
+
+
+def _log_failure(name: str, point: HookPoint, ctx: HookContext, what: str, closed: bool
+                 ) -> None:
+    """One server log line per hook failure; ``what`` is fixed or masked text."""
+    log.warning("%s hook '%s' %s on tool %s (run %s); it fails %s", point.value, name, what,
+                ctx.tool_name, ctx.metadata.get("run_id"), "closed" if closed else "open")
 
 
 def withheld_message(name: str, kind: str) -> str:
@@ -316,6 +325,7 @@ class HookRegistry:
                     )
             except Exception as exc:
                 msg, closed = _failure(name, exc, opts)
+                _log_failure(name, _PRE, ctx, _failure_kind(exc, opts), closed)
                 trace = _Trace.add(trace, name, _PRE, "failed", msg, closed)
                 if closed:
                     return trace.result(
@@ -409,8 +419,9 @@ class HookRegistry:
                 # to the trace's admin-only ``output``, never into the observation.
                 _, closed = _failure(name, exc, opts)
                 kind = _failure_kind(exc, opts)
+                _log_failure(name, _POST, ctx, kind, closed)
                 trace = _Trace.add(trace, name, _POST, "failed", f"hook '{name}' {kind}",
-                                   closed, output=_output_of(exc))
+                                   closed, output=_output_of(name, exc, kind))
                 if closed and withheld is None:
                     withheld, withheld_by = withheld_message(name, kind), name
                     ctx.tool_result = withheld
@@ -449,6 +460,7 @@ class HookRegistry:
                     r = _check(r)
             except Exception as exc:
                 msg, closed = _failure(name, exc, opts)
+                _log_failure(name, _SESSION, ctx, _failure_kind(exc, opts), closed)
                 trace = _Trace.add(trace, name, _SESSION, "failed", msg, closed)
                 if closed:
                     return trace.result(
@@ -480,7 +492,8 @@ class _Trace:
 
     @staticmethod
     def add(trace: _Trace | None, name: str, point: HookPoint, kind: HookEventKind,
-            detail: str, closed: bool | None = None, output: str | None = None) -> _Trace:
+            detail: str, closed: bool | None = None, output: Withheld | None = None
+            ) -> _Trace:
         trace = trace or _Trace()
         mode = None if closed is None else ("closed" if closed else "open")
         trace.events.append(HookEvent(name, point, kind, detail, mode, output))
@@ -491,8 +504,11 @@ class _Trace:
                 side_effects: Iterable[Any]) -> _Trace:
         trace = trace or _Trace()
         for s in side_effects:
-            trace.side_effects.append(f"{name}: {s}")
-            trace.events.append(HookEvent(name, point, "side_effect", str(s)))
+            # After the tool ran, a hook's note may quote its raw output: masked, like the
+            # admins' copy of a failed hook's output.
+            said = mask_text(str(s)) if point is _POST else str(s)
+            trace.side_effects.append(f"{name}: {said}")
+            trace.events.append(HookEvent(name, point, "side_effect", said))
         return trace
 
     def result(self, **fields: Any) -> ChainResult:

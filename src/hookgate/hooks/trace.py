@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hookgate.hooks.model import HookPoint, HookResult
+from hookgate.hooks.withheld import Withheld
 
 HookEventKind = Literal[
     "blocked", "rewrote_args", "rewrote_result", "side_effect", "failed", "context"
@@ -14,6 +15,10 @@ HookEventKind = Literal[
 
 #: The key of a trace entry's admin-only hook output (see HookEvent).
 ADMIN_OUTPUT_KEY = "admin_output"
+#: The key of a tool outcome's admin-only error text (see hookgate.tools.calls.ToolOutcome).
+ADMIN_ERROR_KEY = "admin_error"
+#: Every key that only org admins' trace view keeps (hookgate.server.trace_view drops them).
+ADMIN_KEYS: frozenset[str] = frozenset({ADMIN_OUTPUT_KEY, ADMIN_ERROR_KEY})
 
 
 @dataclass(slots=True, frozen=True)
@@ -21,7 +26,8 @@ class HookEvent:
     """One thing a hook did at one point, attributed to the hook by name.
 
     ``output`` is what a failed hook raised or printed. It may quote a tool's raw output,
-    so it is shown to org admins only (as ``admin_output``), masked, and never to the model.
+    so it is a `Withheld`: shown to org admins only (as ``admin_output``, masked), never to
+    the model, and never on a span, a log line or a member's view.
     """
 
     hook: str
@@ -29,7 +35,7 @@ class HookEvent:
     kind: HookEventKind
     detail: str = ""
     fail_mode: str | None = None
-    output: str | None = None
+    output: Withheld | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -41,7 +47,7 @@ class HookEvent:
         if self.fail_mode is not None:
             out["fail_mode"] = self.fail_mode
         if self.output is not None:
-            out[ADMIN_OUTPUT_KEY] = self.output
+            out[ADMIN_OUTPUT_KEY] = self.output.admin_text()
         return out
 
 

@@ -2,7 +2,9 @@
 
 The registry takes each hook's ``execute`` once, at registration; while telemetry is on,
 `switch.refresh` has it take `traced_execute(hook)` instead, so with telemetry off the
-chains' fast paths stay exactly as they are. Outcomes: ``ok`` (changed nothing), ``blocked``,
+chains' fast paths stay exactly as they are. A span never carries what a hook raised or
+printed (it may quote the tool's raw output): a failure is its exception type, and a
+PreToolUse block's reason is masked. Outcomes: ``ok`` (changed nothing), ``blocked``,
 ``rewrote``, ``context`` (SessionStart text), ``failed``, ``timeout``, ``cancelled``.
 """
 
@@ -13,7 +15,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from hookgate.hooks.model import HookResult
+from hookgate.hooks.model import HookPoint, HookResult
+from hookgate.hooks.withheld import mask_text
 from hookgate.telemetry import names, values
 from hookgate.telemetry.instruments import instruments
 
@@ -27,6 +30,7 @@ def traced_execute(hook: _Hook) -> Execute:
     """The callable the registry runs for ``hook`` while telemetry is on: timed and traced."""
     execute: Execute = hook.execute
     name, point, timeout = values.name(hook.name), hook.point.value, hook.timeout
+    gives_reason = hook.point is HookPoint.PRE_TOOL_USE
     base = {names.HOOK_NAME: name, names.HOOK_POINT: point}
     span_attrs = {**base, names.HOOK_FAIL_MODE: hook.fail_mode}
     span_name = f"{names.HOOK_SPAN} {name}"
@@ -52,9 +56,12 @@ def traced_execute(hook: _Hook) -> Execute:
                 span.set_status(StatusCode.ERROR, f"hook '{name}' {outcome}")
                 raise
             except Exception as exc:
-                span.record_exception(exc)
+                # The exception's type only: its message and traceback may quote the output.
+                said = f"hook '{name}' failed ({type(exc).__name__})"
+                span.add_event("exception", {"exception.type": type(exc).__qualname__,
+                                             "exception.message": said})
                 span.set_attribute(names.ERROR_TYPE, type(exc).__qualname__)
-                span.set_status(StatusCode.ERROR, values.text(f"{type(exc).__name__}: {exc}"))
+                span.set_status(StatusCode.ERROR, said)
                 raise
             else:
                 outcome = _outcome(result)
@@ -62,8 +69,10 @@ def traced_execute(hook: _Hook) -> Execute:
                     span.set_attribute(names.ERROR_TYPE, "invalid_result")
                     span.set_status(StatusCode.ERROR, f"returned {type(result).__name__}, "
                                                       "not a HookResult")
-                elif outcome == "blocked" and result.error:
-                    span.set_attribute(names.HOOK_REASON, values.text(result.error))
+                elif outcome == "blocked" and result.error and gives_reason:
+                    # Only a PreToolUse block has a reason (the model reads it); a hook that
+                    # "blocks" after the tool ran may be quoting the tool's output.
+                    span.set_attribute(names.HOOK_REASON, values.text(mask_text(result.error)))
             finally:
                 span.set_attribute(names.HOOK_OUTCOME, outcome)
                 ins.hook_duration.record(time.perf_counter() - started,

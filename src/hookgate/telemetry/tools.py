@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec
 
+from hookgate.hooks.withheld import mask_text
 from hookgate.telemetry import names, values
 from hookgate.telemetry.instruments import instruments
 from hookgate.telemetry.switch import SWITCH, capture_content
@@ -82,7 +83,10 @@ async def _traced(fn: Callable[..., Outcome], args: tuple[Any, ...],
         error_type = ERROR_TYPES.get(outcome.status)
         if error_type is not None:
             span.set_attribute(names.ERROR_TYPE, error_type)
-            span.set_status(StatusCode.ERROR, values.text(outcome.error or outcome.status))
+            # A tool's error is a Withheld (str(): the tool and the exception type); a block's
+            # reason is what the model read, masked.
+            span.set_status(StatusCode.ERROR,
+                            values.text(mask_text(str(outcome.error or outcome.status))))
         if capture_content():
             span.set_attribute(names.TOOL_CALL_ARGUMENTS, values.masked_arguments(outcome.args))
             if outcome.allowed:

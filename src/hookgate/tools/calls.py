@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hookgate.hooks.model import EventEmitter
+from hookgate.hooks.trace import ADMIN_ERROR_KEY
+from hookgate.hooks.withheld import Withheld
 
 #: ``external``: a tool that runs outside hookgate (Claude Code's), decided here.
 ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval", "mcp", "external"]
@@ -72,7 +74,11 @@ class CallIdentity:
 
 @dataclass(slots=True)
 class ToolOutcome:
-    """What one guarded call came to; ``observation`` is exactly what the model is shown."""
+    """What one guarded call came to; ``observation`` is exactly what the model is shown.
+
+    ``error`` of a tool that raised is a `Withheld`: its text may quote what a PostToolUse
+    hook rewrote away, so a dict gets the fixed words and admins the text (``admin_error``).
+    """
 
     tool_call_id: str
     tool_name: str
@@ -80,7 +86,7 @@ class ToolOutcome:
     allowed: bool
     status: OutcomeStatus
     observation: str
-    error: str | None = None
+    error: str | Withheld | None = None
     side_effects: list[str] = field(default_factory=list)
     hooks: list[dict[str, Any]] = field(default_factory=list)
     blocked_by: str | None = None
@@ -88,20 +94,23 @@ class ToolOutcome:
     stop_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "tool_call_id": self.tool_call_id,
             "tool_name": self.tool_name,
             "args": self.args,
             "allowed": self.allowed,
             "status": self.status,
             "observation": self.observation,
-            "error": self.error,
+            "error": None if self.error is None else str(self.error),
             "side_effects": list(self.side_effects),
             "hooks": list(self.hooks),
             "blocked_by": self.blocked_by,
             "reason": self.reason,
             "stop_reason": self.stop_reason,
         }
+        if isinstance(self.error, Withheld):
+            out[ADMIN_ERROR_KEY] = self.error.admin_text()
+        return out
 
     @property
     def reason(self) -> str | None:
@@ -109,7 +118,7 @@ class ToolOutcome:
         that ``error`` starts with for the model; whoever shows it names the hook itself."""
         if self.status != "blocked" or self.error is None:
             return None
-        text = self.error.strip()
+        text = str(self.error).strip()
         for prefix in (f"Blocked by hook '{self.blocked_by}'", "Blocked:",
                        f"hook '{self.blocked_by}':"):
             if text.startswith(prefix):
@@ -118,6 +127,9 @@ class ToolOutcome:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolOutcome:
+        error = data.get("error")
+        if error is not None and data.get(ADMIN_ERROR_KEY) is not None:
+            error = Withheld.of(str(data[ADMIN_ERROR_KEY]), shown=str(error))
         return cls(
             tool_call_id=data["tool_call_id"],
             tool_name=data["tool_name"],
@@ -125,7 +137,7 @@ class ToolOutcome:
             allowed=bool(data["allowed"]),
             status=data["status"],
             observation=data["observation"],
-            error=data.get("error"),
+            error=error,
             side_effects=list(data.get("side_effects") or []),
             hooks=list(data.get("hooks") or []),
             blocked_by=data.get("blocked_by"),

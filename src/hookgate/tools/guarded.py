@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import fields
@@ -17,7 +18,8 @@ from typing import Any, Protocol
 
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
-from hookgate.hooks.trace import ADMIN_OUTPUT_KEY, ChainResult, HookEvent
+from hookgate.hooks.trace import ChainResult, HookEvent
+from hookgate.hooks.withheld import Withheld, mask_text
 from hookgate.telemetry.tools import traced_tool_call
 from hookgate.tools.calls import CallBinding, CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
@@ -39,6 +41,11 @@ CALL_STARTED_KEY = "call_started"
 HOOK_CONTEXT_KEY = "hook_context"
 #: Set by a hook that stops the whole run (Claude Code's ``continue: false``): the reason.
 STOP_RUN_KEY = "stop_run"
+#: Set on the PostToolUse context when the tool raised: its error, a `Withheld` (``str()``
+#: names the tool and the exception type; hooks read the error's text in ``tool_result``).
+TOOL_ERROR_KEY = "tool_error"
+
+log = logging.getLogger("hookgate.tools")
 
 
 class BlockedCallObserver(Protocol):
@@ -225,12 +232,12 @@ async def decide_call(
 
 
 async def observe_result(ctx: HookContext, registry: HookRegistry, result: Any,
-                         error: str | None) -> ChainResult:
+                         error: str | Withheld | None) -> ChainResult:
     """The PostToolUse chain over what a call returned (``error``: it failed)."""
     ctx.hook_point = HookPoint.POST_TOOL_USE
     ctx.tool_result = result
     if error is not None:
-        ctx.metadata["tool_error"] = error
+        ctx.metadata[TOOL_ERROR_KEY] = error
     return await registry.run_post_tool_use(ctx)
 
 
@@ -261,8 +268,12 @@ def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) 
 
 async def _blocked(registry: HookRegistry, ctx: HookContext, outcome: ToolOutcome
                    ) -> ToolOutcome:
-    """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one."""
+    """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one,
+    and say in the server log (one line, masked) that it was blocked."""
     outcome.stop_reason = ctx.metadata.get(STOP_RUN_KEY)
+    log.info("blocked %s call %s of run %s (%s, by %s): %s", outcome.tool_name,
+             outcome.tool_call_id, ctx.metadata.get("run_id"), outcome.status,
+             outcome.blocked_by or outcome.status, mask_text(str(outcome.error)))
     for hook in registry.hooks():
         observe = getattr(hook, "on_blocked", None)
         if observe is None:
@@ -273,7 +284,8 @@ async def _blocked(registry: HookRegistry, ctx: HookContext, outcome: ToolOutcom
         except Exception as exc:
             outcome.hooks.append(HookEvent(
                 hook.name, hook.point, "failed",
-                f"hook '{hook.name}' failed on the blocked call: {type(exc).__name__}: {exc}",
+                f"hook '{hook.name}' failed on the blocked call: {type(exc).__name__}: "
+                f"{mask_text(str(exc))}",
                 hook.fail_mode,
             ).to_dict())
     return outcome
@@ -330,17 +342,6 @@ _FIELD_WORDS = {"run_id": "run", "tool_call_id": "tool call id", "tool_name": "t
                 "agent_id": "agent", "args_sha256": "arguments"}
 
 
-def _masked(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The trace with each failed hook's admin-only output masked (secrets, card numbers)."""
-    if not any(ADMIN_OUTPUT_KEY in entry for entry in trace):
-        return trace
-    # Imported here, on the rare path: the channels package imports the tools package.
-    from hookgate.channels.masking import mask_text
-
-    return [{**entry, ADMIN_OUTPUT_KEY: mask_text(str(entry[ADMIN_OUTPUT_KEY]))}
-            if ADMIN_OUTPUT_KEY in entry else entry for entry in trace]
-
-
 async def _run_tool(
     call: ToolCall,
     tool: Tool,
@@ -381,13 +382,16 @@ async def _run_tool(
             )
 
     ok = True
-    error: str | None = None
+    error: str | Withheld | None = None
     try:
         result: Any = await tool._invoke(args)
     except Exception as exc:
         ok = False
-        error = f"Error: tool '{tool.name}' failed: {type(exc).__name__}: {exc}"
-        result = error
+        # The model reads what the tool said (unless a PostToolUse hook rewrites it); every
+        # other place gets the fixed words naming the tool and the exception type.
+        result = f"Error: tool '{tool.name}' failed: {type(exc).__name__}: {exc}"
+        error = Withheld.of(result, shown=(
+            f"Error: tool '{tool.name}' failed ({type(exc).__name__})."))
 
     if bypass or ctx is None:
         observation = render_observation(result)
@@ -409,7 +413,7 @@ async def _run_tool(
     return ToolOutcome(
         call.id, tool.name, args, True, status, observation, error,
         side_effects=list(post.side_effects),
-        hooks=_masked(post.trace) if post.events else post.trace,
+        hooks=post.trace,
         blocked_by=post.blocked_by if post.withheld else None,
         stop_reason=ctx.metadata.get(STOP_RUN_KEY),
     )

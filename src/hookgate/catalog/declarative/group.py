@@ -115,7 +115,8 @@ class _Group:
         payload = hook_input(ctx, cwd=self.project_dir)
         payload["hook_event_name"] = self.event
         if self.event == "PostToolUseFailure":
-            payload["error"] = str(ctx.metadata.get("tool_error"))
+            # The error as the chain has it (the tool's words, or an earlier hook's rewrite).
+            payload["error"] = str(ctx.tool_result)
             payload["is_interrupt"] = False
             payload.pop("tool_response", None)
         waited = []

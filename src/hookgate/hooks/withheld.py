@@ -1,0 +1,88 @@
+"""`Withheld`: text that may quote what a tool returned or raised (a failed hook's output, a
+tool's error), carried as one value whose every printed form is the masked or fixed text.
+
+The raw text is reachable only through `Withheld.admin_text`, which the org admins' trace
+view uses; spans, metrics, logs, events, audit rows and API responses get ``str()``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+MASK = "••••"
+
+#: Substrings of a key (any case) whose value is never shown (cards, traces, spans).
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
+    "password",
+    "secret",
+    "token",
+    "key",
+    "authorization",
+    "cookie",
+)
+
+#: Digit runs as long as card or account numbers (13-19 digits, spaces or dashes between).
+_LONG_NUMBER = re.compile(r"(?<![\w.])\d(?:[ -]?\d){12,18}(?![\w.])")
+_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]+")
+
+#: The longest raw text kept for admins; the rest is cut (and says so).
+ADMIN_TEXT_LIMIT = 4000
+
+
+def mask_text(text: str, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> str:
+    """``text`` with secrets masked: the value after a secret-looking key (``key=…``,
+    ``"key": "…"``), bearer/basic credentials, and long numbers (all but the last 4)."""
+    text = _CREDENTIAL.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    pats = "|".join(re.escape(p.lower()) for p in patterns if p)
+    if pats:
+        pair = re.compile(
+            r"(?i)([\"']?[\w.-]*(?:" + pats + r")[\w.-]*[\"']?\s*[:=]\s*)"
+            r"(\"[^\"]*\"|'[^']*'|[^\s,;&}\]]+)")
+        text = pair.sub(lambda m: m.group(1) + MASK, text)
+    return _LONG_NUMBER.sub(lambda m: MASK + re.sub(r"\D", "", m.group(0))[-4:], text)
+
+
+@dataclass(frozen=True, slots=True)
+class Withheld:
+    """Raw text that must not leave through observability, with what may be shown of it.
+
+    ``shown`` is the fixed (or masked) text every sink gets: ``str()``, ``repr()`` and
+    `to_json` all answer it. The raw text is a private field, never printed.
+    """
+
+    shown: str
+    _raw: str = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, raw: str, shown: str | None = None) -> Withheld:
+        """``raw`` behind ``shown`` (default: ``raw`` with its secrets masked)."""
+        if len(raw) > ADMIN_TEXT_LIMIT:
+            raw = raw[:ADMIN_TEXT_LIMIT] + "… [cut]"
+        return cls(mask_text(raw) if shown is None else shown, raw)
+
+    def __str__(self) -> str:
+        return self.shown
+
+    def __repr__(self) -> str:
+        return f"Withheld({self.shown!r})"
+
+    def __format__(self, spec: str) -> str:
+        return format(self.shown, spec)
+
+    def to_json(self) -> str:
+        return self.shown
+
+    def admin_text(self) -> str:
+        """The one door to the raw text, for the org admins' trace view only.
+
+        The admins' view is kept in the run's event log, so even here secret-looking values
+        (card numbers, ``key=…``, bearer credentials) are masked.
+        """
+        return mask_text(self._raw)
+
+
+def shown(value: object) -> str:
+    """What any sink may show of ``value``: a `Withheld`'s fixed text, anything else as is."""
+    return value.shown if isinstance(value, Withheld) else str(value)
