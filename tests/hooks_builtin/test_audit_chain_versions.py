@@ -83,7 +83,7 @@ async def test_rows_written_before_the_upgrade_and_after_it_verify_as_one_chain(
 
 
 async def test_a_tampered_row_from_before_the_upgrade_is_named(database_url: str) -> None:
-    db, rows = await spanning_chain(database_url)
+    db, _ = await spanning_chain(database_url)
     try:
         await sql(db, "UPDATE connector_call_logs SET detail = 'nothing' WHERE seq = 2")
         report = await verify(db)
@@ -93,7 +93,7 @@ async def test_a_tampered_row_from_before_the_upgrade_is_named(database_url: str
 
 
 async def test_a_tampered_row_from_after_the_upgrade_is_named(database_url: str) -> None:
-    db, rows = await spanning_chain(database_url)
+    db, _ = await spanning_chain(database_url)
     try:
         await sql(db, "UPDATE connector_call_logs SET args_json = :a WHERE seq = 5",
                   a=canonical_json({"payee": "Mallory"}))
@@ -106,7 +106,7 @@ async def test_a_tampered_row_from_after_the_upgrade_is_named(database_url: str)
 @pytest.mark.parametrize("forged_version", [1, 3])
 async def test_a_row_whose_hash_version_was_changed_is_named(
         database_url: str, forged_version: int) -> None:
-    db, rows = await spanning_chain(database_url)
+    db, _ = await spanning_chain(database_url)
     try:
         await sql(db, "UPDATE connector_call_logs SET hash_v = :v WHERE seq = 4",
                   v=forged_version)
