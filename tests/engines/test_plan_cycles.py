@@ -3,6 +3,8 @@ error names the cycle along "depends on"; a long plan is checked without recursi
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from hookgate import DAGEngine, ScriptedLLM
@@ -34,4 +36,4 @@ def test_a_cycle_at_the_end_of_a_five_thousand_step_chain_is_named() -> None:
     named = str(caught.value).removeprefix("the steps form a cycle: ").split(" → ")
     assert len(named) == 5001 and named[0] == named[-1]
     assert all(f"s{int(b[1:]) + 1}" == a or (a, b) == ("s0", "s4999")
-               for a, b in zip(named, named[1:], strict=False))
+               for a, b in itertools.pairwise(named))
