@@ -510,7 +510,7 @@ def _hash_holds(row: Mapping[str, Any]) -> bool:
     if hash_v not in HASH_VERSIONS:
         return False
     try:
-        return row_hash(record_of(row), row["prev_hash"], hash_v) == row["row_hash"]
+        return bool(row_hash(record_of(row), row["prev_hash"], hash_v) == row["row_hash"])
     except NotCanonicalJSON:  # edited into something no version-2 row can hold
         return False
 
