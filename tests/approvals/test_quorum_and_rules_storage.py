@@ -23,6 +23,7 @@ from hookgate.approvals.rules import RuleBook, RuleDraft
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalVoteRow, Org, User
+from hookgate.tools.arguments import ArgumentsRefused
 from hookgate.tools.tool import Tool, args_digest
 
 pytestmark = pytest.mark.both_databases
@@ -126,8 +127,12 @@ def _raw_tool() -> Tool:
 
 def _ask(agent: Agent, args: dict[str, Any], *, run_id: str = "run_1",
          user: str = "alice", tool_name: str = "oa__purchase_pay") -> ApprovalAsk:
+    try:
+        digest = args_digest(args)
+    except ArgumentsRefused:  # NaN, ±inf: no digest pins them (the boundary refuses them)
+        digest = "unpinnable"
     return ApprovalAsk(agent=agent, run_id=run_id, tool_call_id="c1", tool_name=tool_name,
-                       args=args, args_sha256=args_digest(args), user_id=user, org_id="acme")
+                       args=args, args_sha256=digest, user_id=user, org_id="acme")
 
 
 async def test_constraints_over_hostile_arguments_fail_closed(db: Database) -> None:

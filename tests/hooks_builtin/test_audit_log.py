@@ -77,7 +77,7 @@ async def test_every_call_leaves_a_row_ok_failed_and_blocked_by_whom(db: Databas
     assert (first["tool_name"], first["connector"], first["agent_id"], first["user_id"],
             first["org_id"], first["run_id"], first["execution_path"]) == (
         "oa__purchase_pay", "oa", "buyer", "alice", "acme", result.run_id, "react")
-    assert "sk-live-123" not in first["args_json"] and '"api_key":"\\u2022' in first["args_json"]
+    assert "sk-live-123" not in first["args_json"] and '"api_key":"\u2022' in first["args_json"]
     assert first["args_sha256"] == args_digest(
         {"amount": 100.0, "vendor": "ACME", "api_key": "sk-live-123"})
     shown = tool_events(result)[0]["observation"]

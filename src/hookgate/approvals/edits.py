@@ -6,12 +6,12 @@ The edited arguments' digest is what an approval then authorises (``approved_bin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals.errors import InvalidEdit
 from hookgate.approvals.wording import changes_text
+from hookgate.canonical import canonical_bytes
 from hookgate.tools.arguments import ArgumentsRefused, check_arguments
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.tool import Tool, args_digest
@@ -66,7 +66,7 @@ def changes(before: Mapping[str, Any], after: Mapping[str, Any],
             out.append({"path": path, "before": None, "after": after[key], "added": True})
         elif isinstance(before[key], Mapping) and isinstance(after[key], Mapping):
             out.extend(changes(before[key], after[key], path))
-        elif _canonical(before[key]) != _canonical(after[key]):
+        elif canonical_bytes(before[key]) != canonical_bytes(after[key]):
             out.append({"path": path, "before": before[key], "after": after[key]})
     return out
 
@@ -83,9 +83,5 @@ def model_note(request_id: str, decided_by: str | None, found: list[dict[str, An
     if message:
         lines.append(f"Message from {who}: {message}")
     return "\n".join(lines)
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 

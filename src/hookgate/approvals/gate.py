@@ -21,7 +21,7 @@ from hookgate.tools.guarded import (
     APPROVED_DIGEST_KEY,
     HOOK_CONTEXT_KEY,
 )
-from hookgate.tools.tool import args_digest
+from hookgate.tools.tool import args_digest, legacy_args_digest
 
 #: The gate runs last among PreToolUse hooks, after every hook that may rewrite arguments.
 GATE_PRIORITY = 1_000_000
@@ -90,6 +90,12 @@ class ApprovalGate(PreToolUseHook):
                 side_effects=[f"repeat of rejected request {decision.repeat_of}: refused "
                               "without asking"],
             )
+        if _pinned_before_upgrade(ask, decision):
+            return HookResult(allow=False, error=(
+                f"Blocked: request {decision.request_id} for '{ctx.tool_name}' was made before "
+                "this hookgate changed how it pins approved arguments (RFC 8785), so its "
+                "decision cannot be matched to this call and does not authorise it. The call "
+                "did not run; call the tool again to ask for a new approval."))
         if decision.binding != ask.binding:
             return HookResult(allow=False, error=_not_this_call(ask, decision))
         if decision.status == "approved" and decision.args_sha256 == digest:
@@ -152,6 +158,15 @@ def _approved_with_edits(ctx: HookContext, ask: ApprovalAsk, decision: ApprovalD
 def _tell_model(ctx: HookContext, note: str) -> None:
     # Read next to the tool's result (and as Claude Code's additionalContext).
     ctx.metadata.setdefault(HOOK_CONTEXT_KEY, []).append(note)
+
+
+def _pinned_before_upgrade(ask: ApprovalAsk, decision: ApprovalDecision) -> bool:
+    """The decision is about this very call, but its request pinned the arguments with the
+    digest hookgate used before RFC 8785: it fails closed, and says so."""
+    other = decision.binding
+    return (other is not None and other.differences(ask.binding) == ["args_sha256"]
+            and other.args_sha256 == legacy_args_digest(ask.args)
+            and other.args_sha256 != ask.args_sha256)
 
 
 def _not_this_call(ask: ApprovalAsk, decision: ApprovalDecision) -> str:

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from tenacity import retry_if_exception_type, retry_if_result, stop_after_attempt
 
 from hookgate.channels.base import ChannelConfigError, DeliveryError
+from hookgate.retries import RetryCallState, retrying, stop_when, wait_from
 from hookgate.telemetry.channels import delivery_failed
 
 #: Headers that say how many seconds to wait before retrying, in order of preference.
@@ -61,6 +63,16 @@ class RetryPolicy:
     def backoff(self, attempt: int) -> float:
         """The wait after failed attempt number ``attempt`` (1-based) when none was asked."""
         return float(min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
+
+
+def _failed(state: RetryCallState) -> bool:
+    return state.outcome is None or state.outcome.failed
+
+
+def _answer(state: RetryCallState) -> httpx.Response:
+    assert state.outcome is not None
+    answer: httpx.Response = state.outcome.result()
+    return answer
 
 
 def requested_delay(response: httpx.Response) -> float | None:
@@ -113,32 +125,37 @@ class PlatformSender:
         endpoint = f"{method} {path}"
         policy = self.policy
         deadline = self._clock() + policy.total_timeout
-        status: int | None = None
-        body = ""
-        for attempt in range(1, policy.max_attempts + 1):
-            wait: float | None = None
-            try:
-                response = await self._client.request(
-                    method, path, params=params, json=json, headers=headers
-                )
-            except httpx.TransportError as exc:
-                status, body = None, f"{type(exc).__name__}: {exc}"
+
+        def pause(state: RetryCallState) -> float:
+            asked = None if _failed(state) else requested_delay(_answer(state))
+            return policy.backoff(state.attempt_number) if asked is None else asked
+
+        def past_deadline(state: RetryCallState) -> bool:
+            return self._clock() + state.upcoming_sleep > deadline
+
+        def give_up(state: RetryCallState) -> httpx.Response:
+            if _failed(state):
+                error = state.outcome.exception() if state.outcome else None
+                status, body = None, f"{type(error).__name__}: {error}"
             else:
-                if not self._worth_retrying(response):
-                    return response
-                status, body = response.status_code, response.text[:500]
-                wait = requested_delay(response)
-            if attempt == policy.max_attempts:
-                break
-            delay = policy.backoff(attempt) if wait is None else wait
-            if self._clock() + delay > deadline:
-                raise self._gave_up(
-                    endpoint, status, body,
-                    f"the next retry (in {delay:g} s) would pass the "
-                    f"{policy.total_timeout:g} s limit",
-                )
-            await self._sleep(delay)
-        raise self._gave_up(endpoint, status, body, f"{policy.max_attempts} attempts failed")
+                answer = _answer(state)
+                status, body = answer.status_code, answer.text[:500]
+            if state.attempt_number >= policy.max_attempts:
+                why = f"{policy.max_attempts} attempts failed"
+            else:
+                why = (f"the next retry (in {state.upcoming_sleep:g} s) would pass the "
+                       f"{policy.total_timeout:g} s limit")
+            raise self._gave_up(endpoint, status, body, why)
+
+        attempts = retrying(
+            wait=wait_from(pause),
+            stop=stop_after_attempt(policy.max_attempts) | stop_when(past_deadline),
+            retry=retry_if_exception_type(httpx.TransportError)
+            | retry_if_result(self._worth_retrying),
+            retry_error_callback=give_up, sleep=self._sleep)
+        response: httpx.Response = await attempts(
+            self._client.request, method, path, params=params, json=json, headers=headers)
+        return response
 
     def _worth_retrying(self, response: httpx.Response) -> bool:
         if response.status_code == 429 or response.status_code >= 500:

@@ -23,6 +23,7 @@ from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import ADMITTED, HookRegistry
 from hookgate.llm.base import ModelError
+from hookgate.retries import doubling, retrying, warn_before_retry
 from hookgate.tools.arguments import CALL_ID_COLUMN, admit_call, storable_text
 from hookgate.tools.calls import CallIdentity, ExecutionPath, ToolCall, ToolOutcome
 from hookgate.tools.guarded import execute_tool_call
@@ -190,18 +191,11 @@ class RunDriver:
         if not isinstance(store, FailureStore):
             log.error("run %s failed and could not be saved: %s", self.state.run_id, error)
             return
-        delay, ceiling = FAILURE_RETRY_S
-        while True:
-            try:
-                await store.record_failure(self.state, error)
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("run %s: recording its failure failed (%s: %s); retrying in "
-                            "%.1fs", self.state.run_id, type(exc).__name__, exc, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, ceiling)
+        first, ceiling = FAILURE_RETRY_S
+        # No stop: until the database answers (a cancellation still goes straight out).
+        attempts = retrying(wait=doubling(first, ceiling), before_sleep=warn_before_retry(
+            log, lambda _: f"run {self.state.run_id}: recording its failure"))
+        await attempts(store.record_failure, self.state, error)
 
     # -- continue: false -------------------------------------------------------------------
 

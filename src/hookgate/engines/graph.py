@@ -7,6 +7,7 @@ each other run concurrently. Whether a node runs or is skipped is the caller's r
 from __future__ import annotations
 
 import asyncio
+import graphlib
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
@@ -43,28 +44,19 @@ def check_graph(order: Sequence[str], deps: Mapping[str, Sequence[str]], what: s
 
 
 def _find_cycle(order: Sequence[str], deps: Mapping[str, Sequence[str]]) -> list[str]:
-    colour: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str]:
-        colour[node] = 1
-        path.append(node)
-        for dep in deps.get(node, ()):
-            if colour.get(dep) == 1:
-                return [*path[path.index(dep):], dep]
-            if dep not in colour:
-                found = visit(dep)
-                if found:
-                    return found
-        path.pop()
-        colour[node] = 2
-        return []
-
-    for node in order:
-        if node not in colour:
-            found = visit(node)
-            if found:
-                return found
+    """A cycle as a path along "depends on" (first and last the same), or []."""
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter(
+        {node: deps.get(node, ()) for node in order})
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as exc:
+        # graphlib lists each node before the one depending on it: read it backwards,
+        # from the node the plan lists first.
+        ring = list(reversed(exc.args[1]))[:-1]
+        position = {node: i for i, node in enumerate(order)}
+        start = min(range(len(ring)), key=lambda i: position.get(ring[i], len(order)))
+        ring = ring[start:] + ring[:start]
+        return [*ring, ring[0]]
     return []
 
 

@@ -19,8 +19,11 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 
+from tenacity import retry_if_exception, stop_after_attempt
+
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
+from hookgate.retries import pauses, retrying, warn_before_retry
 from hookgate.server.notifications import Follower, Wakers
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog
@@ -126,25 +129,28 @@ class EventBus:
         """Write ``batch``; False if every attempt failed. A database hiccup under load
         must not lose a batch (its `done` would be missing from the log while the
         checkpoint says the run ended): retry, then give up loudly."""
-        for delay in (*WRITE_RETRY_S, None):
-            try:
-                await self._send(feed, batch, self.log.append(feed.run_id, batch,
-                                                              fence=feed.fence))
-                self._committed(feed.run_id, batch)
-                return True
-            except Fenced:
-                log.warning("run %s was taken over; %d event(s) of this executor dropped",
-                            feed.run_id, len(batch))
-                return True
-            except Exception:
-                if delay is None:
-                    log.exception("writing %d events of run %s failed; they stay pending "
-                                  "for the run's next checkpoint", len(batch), feed.run_id)
-                    return False
-                log.warning("writing %d events of run %s failed; retrying in %ss",
-                            len(batch), feed.run_id, delay, exc_info=True)
-            await asyncio.sleep(delay)
-        return False
+        async def write() -> None:
+            await self._send(feed, batch, self.log.append(feed.run_id, batch, fence=feed.fence))
+
+        attempts = retrying(
+            wait=pauses(lambda: WRITE_RETRY_S),
+            stop=stop_after_attempt(len(WRITE_RETRY_S) + 1),
+            retry=retry_if_exception(lambda exc: not isinstance(exc, Fenced)),
+            before_sleep=warn_before_retry(
+                log, lambda _: f"writing {len(batch)} events of run {feed.run_id}",
+                exc_info=True))
+        try:
+            await attempts(write)
+        except Fenced:
+            log.warning("run %s was taken over; %d event(s) of this executor dropped",
+                        feed.run_id, len(batch))
+            return True
+        except Exception:
+            log.exception("writing %d events of run %s failed; they stay pending "
+                          "for the run's next checkpoint", len(batch), feed.run_id)
+            return False
+        self._committed(feed.run_id, batch)
+        return True
 
     async def checkpoint(self, run_id: str,
                          save: Callable[[Sequence[RunEvent]], Awaitable[None]], *,

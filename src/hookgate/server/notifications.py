@@ -16,6 +16,10 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from tenacity import retry_if_exception_type, retry_if_result, wait_fixed
+
+from hookgate.retries import RetryCallState, retrying
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str | None], None]
@@ -58,23 +62,28 @@ class Subscription:
 
     async def _run(self) -> None:
         first = True
-        while True:
-            try:
-                async for _ in self._listen():  # yields once, when subscribed
-                    self.ready.set()
-                    if not first:
-                        self._dispatch_all(None)
-                    first = False
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                now = time.monotonic()
-                if now - self._warned_at >= WARN_EVERY_S:  # not a line per retry
-                    self._warned_at = now
-                    log.warning("the %s wake-up subscription failed (%s); retrying every "
-                                "%ss", self.kind, exc, self.retry_s)
+
+        async def subscribe() -> None:
+            nonlocal first
+            async for _ in self._listen():  # yields once, when subscribed
+                self.ready.set()
+                if not first:
+                    self._dispatch_all(None)
+                first = False
+
+        def warn(state: RetryCallState) -> None:
             self.ready.clear()
-            await asyncio.sleep(self.retry_s)
+            error = state.outcome.exception() if state.outcome is not None else None
+            now = time.monotonic()
+            if error is not None and now - self._warned_at >= WARN_EVERY_S:  # not per retry
+                self._warned_at = now
+                log.warning("the %s wake-up subscription failed (%s); retrying every "
+                            "%ss", self.kind, error, self.retry_s)
+
+        # Subscribed again after it failed or its connection ended, for as long as it runs.
+        await retrying(wait=wait_fixed(self.retry_s), before_sleep=warn,
+                       retry=retry_if_exception_type(Exception) | retry_if_result(
+                           lambda _: True))(subscribe)
 
     #: What carries the wake-ups, for log lines.
     kind = "?"

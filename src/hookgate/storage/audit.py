@@ -5,8 +5,11 @@ commit, read page by page, and verified.
 an org), so an org's log can be checked and exported on its own and, on PostgreSQL, other
 orgs' appends never wait for its lock. Each row stores ``prev_hash``, the ``row_hash`` of
 the row before it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the
-sha256 of ``"hookgate-audit-v1\\n"`` followed by the row's canonical form (see
-``canonical_form``). The order of a chain is its hash links; ``seq`` numbers the rows for
+sha256 of ``"hookgate-audit-v<hash_v>\\n"`` followed by the row's canonical form (see
+``canonical_form``). ``hash_v`` says which canonical form: 2 (every row written now) is
+RFC 8785 (``hookgate.canonical``); 1, rows written before it, is sorted-key JSON with
+everything past ASCII escaped. A row's version is in its hash's prefix, so changing it
+breaks the row. The order of a chain is its hash links; ``seq`` numbers the rows for
 reading and is not hashed.
 ``audit_chain_heads`` keeps each chain's last seq and hash, which shows a cut-off tail.
 
@@ -43,13 +46,17 @@ from typing import Any, Literal, cast
 from sqlalchemy import Table, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from hookgate.canonical import NotCanonicalJSON, canonical_bytes
 from hookgate.storage.database import Database
 from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.sqlite_lane import NotNow, SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
 GENESIS = "0" * 64
-HASH_PREFIX = b"hookgate-audit-v1\n"
+#: The canonical form rows are written with now (see the module docstring).
+HASH_V = 2
+#: The versions a row may say it was hashed with.
+HASH_VERSIONS = (1, 2)
 Outcome = Literal["ok", "error", "blocked", "withheld"]
 OUTCOMES: tuple[str, ...] = ("ok", "error", "blocked", "withheld")
 
@@ -89,25 +96,33 @@ class AuditRecord:
 _CONTENT = tuple(f.name for f in fields(AuditRecord))
 
 
-def canonical_json(value: Any) -> str:
-    """Keys sorted, no spaces, everything beyond ASCII escaped: one text for one value,
-    which any database stores as it is (a lone surrogate in a tool's arguments included)."""
+def _v1_json(value: Any) -> str:
+    """The canonical form of version 1 rows (keys sorted, no spaces, everything beyond ASCII
+    escaped, other objects as ``str``); kept only to verify the rows written with it."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       default=str)
 
 
-def canonical_form(record: AuditRecord, prev_hash: str) -> bytes:
+def canonical_form(record: AuditRecord, prev_hash: str, hash_v: int = HASH_V) -> bytes:
     """The bytes a row's hash covers: the JSON object of every field of ``record`` (with
-    ``created_at`` as ISO-8601 UTC to the microsecond), plus ``chain`` and ``prev_hash``."""
+    ``created_at`` as ISO-8601 UTC to the microsecond), plus ``chain`` and ``prev_hash``,
+    in the canonical form of version ``hash_v``. Raises NotCanonicalJSON (version 2) for
+    a record JSON cannot say exactly; the audit hook hands over none."""
     content: dict[str, Any] = {name: getattr(record, name) for name in _CONTENT}
     content["created_at"] = _timestamp(record.created_at)
     content["chain"] = record.chain
     content["prev_hash"] = prev_hash
-    return canonical_json(content).encode("utf-8")
+    if hash_v == 1:
+        return _v1_json(content).encode("utf-8")
+    if hash_v == 2:
+        return canonical_bytes(content)
+    raise ValueError(f"audit rows have no hash version {hash_v!r} (known: {HASH_VERSIONS})")
 
 
-def row_hash(record: AuditRecord, prev_hash: str) -> str:
-    return hashlib.sha256(HASH_PREFIX + canonical_form(record, prev_hash)).hexdigest()
+def row_hash(record: AuditRecord, prev_hash: str, hash_v: int = HASH_V) -> str:
+    """The hash of a row of version ``hash_v`` (the current one unless told)."""
+    prefix = f"hookgate-audit-v{hash_v}\n".encode("ascii")
+    return hashlib.sha256(prefix + canonical_form(record, prev_hash, hash_v)).hexdigest()
 
 
 def _timestamp(at: datetime) -> str:
@@ -273,7 +288,7 @@ _RESERVE = (
     "RETURNING last_seq, last_hash"
 )
 _SET_HEAD = "UPDATE audit_chain_heads SET last_hash = :last_hash WHERE chain = :chain"
-_COLUMNS = ("chain", "seq", *_CONTENT, "prev_hash", "row_hash")
+_COLUMNS = ("chain", "seq", *_CONTENT, "prev_hash", "row_hash", "hash_v")
 _INSERT_ROW = (f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
                f"VALUES ({', '.join(':' + c for c in _COLUMNS)})")
 
@@ -288,7 +303,7 @@ def _linked(chain: str, records: Sequence[AuditRecord], last_seq: int, prev: str
         digest = row_hash(record, prev)
         # Every field is a scalar: a shallow dict, not asdict()'s deep copy of each one.
         row = {name: getattr(record, name) for name in _CONTENT}
-        row.update(chain=chain, seq=seq, prev_hash=prev, row_hash=digest)
+        row.update(chain=chain, seq=seq, prev_hash=prev, row_hash=digest, hash_v=HASH_V)
         rows.append(row)
         out.append(Appended(chain, seq, digest))
         prev = digest
@@ -315,7 +330,7 @@ _INSERT_ROW_PG = (f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
 
 #: PostgreSQL types of the columns after ``chain``, for the arrays ``unnest`` spreads.
 _PG_TYPES = {"seq": "bigint", "created_at": "timestamptz", "result_chars": "bigint",
-             "latency_us": "bigint"}
+             "latency_us": "bigint", "hash_v": "smallint"}
 _APPEND_IF_HEAD_PG = (
     "WITH head AS (UPDATE audit_chain_heads SET last_seq = $2, last_hash = $3 "
     "WHERE chain = $1 AND last_seq = $4 AND last_hash = $5 RETURNING chain) "
@@ -363,7 +378,8 @@ def _append_sqlite(groups: Sequence[tuple[str, Sequence[AuditRecord]]],
 
 def public_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """A stored row as the API shows it: arguments as JSON, times as ISO-8601."""
-    out = {k: row[k] for k in ("id", "chain", "seq", *_CONTENT, "prev_hash", "row_hash")}
+    out = {k: row[k] for k in ("id", "chain", "seq", *_CONTENT, "prev_hash", "row_hash",
+                               "hash_v")}
     out["created_at"] = _timestamp(row["created_at"])
     out["args"] = json.loads(out.pop("args_json"))
     return out
@@ -443,7 +459,7 @@ def check_chain(chain: str, rows: Sequence[Mapping[str, Any]],
     i = 0
     while i < len(rows):
         row = rows[i]
-        if row_hash(record_of(row), row["prev_hash"]) != row["row_hash"]:
+        if not _hash_holds(row):
             report("edited", row, f"{_name(row)} was edited: its content no longer matches "
                                   "its hash")
         if row["prev_hash"] != expected:
@@ -486,6 +502,17 @@ def check_chain(chain: str, rows: Sequence[Mapping[str, Any]],
                     f"records seq {head_seq}, but the rows end at seq {last_seq}",
                     None, last_seq + 1))
     return problems
+
+
+def _hash_holds(row: Mapping[str, Any]) -> bool:
+    """The row's content hashes, in the canonical form its version names, to its hash."""
+    hash_v = row.get("hash_v")
+    if hash_v not in HASH_VERSIONS:
+        return False
+    try:
+        return bool(row_hash(record_of(row), row["prev_hash"], hash_v) == row["row_hash"])
+    except NotCanonicalJSON:  # edited into something no version-2 row can hold
+        return False
 
 
 def _explain_break(before: Mapping[str, Any] | None,

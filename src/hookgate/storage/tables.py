@@ -12,10 +12,12 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
     false,
+    text,
     true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -299,6 +301,9 @@ class ConnectorCallLog(Base):
     latency_us: Mapped[int] = mapped_column(BigInteger)
     prev_hash: Mapped[str] = mapped_column(String(64))
     row_hash: Mapped[str] = mapped_column(String(64))
+    #: Which canonical form ``row_hash`` covers (storage/audit.py): 1 for rows written
+    #: before RFC 8785 (the migration that added it marked them), 2 since.
+    hash_v: Mapped[int] = mapped_column(SmallInteger, server_default=text("2"))
 
 
 class AuditChainHead(Base):

@@ -15,6 +15,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from hookgate.canonical import NotCanonicalJSON, canonical_sha256
 from hookgate.tools.arguments import (
     ArgumentsRefused,
     check_arguments,
@@ -30,10 +31,25 @@ ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 
 
 def args_digest(args: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of ``args``: what a person approves is pinned by this."""
-    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                           default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """sha256 of the canonical JSON (RFC 8785) of ``args``: what a person approves is pinned
+    by this. Raises ArgumentsRefused for arguments JSON cannot say exactly (NaN, a lone
+    surrogate, an integer past 2**53), which the arguments boundary refuses already."""
+    try:
+        return canonical_sha256(args)
+    except NotCanonicalJSON as exc:
+        raise ArgumentsRefused(f"the arguments cannot be pinned for approval: {exc}") from None
+
+
+def legacy_args_digest(args: Mapping[str, Any]) -> str | None:
+    """The digest hookgate before RFC 8785 pinned ``args`` with (sorted keys, no spaces,
+    text unescaped, other objects as ``str``), or None when it had none. Only for telling
+    a request stored before the upgrade from a different call; it never authorises one."""
+    try:
+        text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 @dataclass(eq=False)

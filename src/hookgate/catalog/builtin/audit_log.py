@@ -9,17 +9,21 @@ output from the model: the hook raises, and the chain fails closed.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+from hookgate.canonical import NotCanonicalJSON, canonical_json
 from hookgate.catalog.builtin.params import reject_unknown_params, require_database
 from hookgate.channels.masking import mask_secrets, secret_patterns
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook
-from hookgate.storage.audit import AuditLogStore, AuditRecord, canonical_json
+from hookgate.storage.audit import AuditLogStore, AuditRecord
 from hookgate.storage.types import utcnow
+from hookgate.tools.arguments import REFUSED_KEY
 from hookgate.tools.calls import ToolOutcome
+from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.guarded import APPROVED_BY_RULE_KEY, CALL_STARTED_KEY, render_observation
 from hookgate.tools.tool import args_digest
 
@@ -98,8 +102,8 @@ class AuditLog(PostToolUseHook):
             run_id=meta.get("run_id"),
             tool_call_id=meta.get("tool_call_id"),
             execution_path=meta.get("execution_path"),
-            args_json=canonical_json(mask_secrets(args, self.patterns)),
-            args_sha256=args_digest(args),
+            args_json=_args_text(mask_secrets(args, self.patterns)),
+            args_sha256=_args_sha256(args),
             outcome=outcome,
             blocked_by=blocked_by,
             detail=_storable(detail),
@@ -115,3 +119,27 @@ def _storable(text: Any) -> str | None:
         return None
     return (str(text).replace("\x00", "\\x00")
             .encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def _args_text(masked: Mapping[str, Any]) -> str:
+    """The masked arguments' canonical JSON; arguments JSON cannot say exactly (a blocked
+    attempt may carry them) are recorded as a stand-in holding their escaped text."""
+    try:
+        return canonical_json(masked)
+    except NotCanonicalJSON as exc:
+        return canonical_json(_stand_in(masked, str(exc)))
+
+
+def _args_sha256(args: Mapping[str, Any]) -> str:
+    try:
+        return args_digest(args)
+    except ToolArgumentsError as exc:
+        return hashlib.sha256(canonical_json(_stand_in(args, str(exc))).encode()).hexdigest()
+
+
+def _stand_in(args: Mapping[str, Any], reason: str) -> dict[str, str]:
+    try:
+        as_sent = json.dumps(args, ensure_ascii=True, sort_keys=True, default=str)
+    except (ValueError, RecursionError):
+        as_sent = "(not shown: it nests too deeply)"
+    return {REFUSED_KEY: reason, "as_sent": as_sent}

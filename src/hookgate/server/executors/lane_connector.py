@@ -16,7 +16,6 @@ types, so the worker handles them as it would its own connector's.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -26,7 +25,9 @@ from procrastinate import PsycopgConnector, sql
 from procrastinate import exceptions as pq_exceptions
 from procrastinate.jobs import Job
 from procrastinate.types import JobToDefer
+from tenacity import retry_if_exception_type, stop_after_attempt
 
+from hookgate.retries import pauses, retrying, warn_before_retry
 from hookgate.storage.database import Database
 from hookgate.storage.pg_lane import PgLane
 
@@ -145,18 +146,24 @@ class LaneConnector(PsycopgConnector):
         # fetched: the run would be stuck. So a failed finish is tried again for a while.
         # An attempt after one whose answer was lost finds the job finished already
         # (gone, or no longer "doing"): that is success.
-        for attempt, pause in enumerate((*FINISH_RETRY_S, None)):
+        tried = 0
+
+        async def finish() -> None:
+            nonlocal tried
+            tried += 1
             try:
                 await self._on_lane("execute", _FINISH_PG, _FINISH_NAMES, arguments)
-                return
             except pq_exceptions.ConnectorException as exc:
-                if attempt > 0 and _NOT_DOING in str(exc):
-                    return
-                if pause is None:
+                if tried == 1 or _NOT_DOING not in str(exc):
                     raise
-                log.warning("finishing job %s failed (%s); trying again in %ss",
-                            arguments.get("job_id"), exc, pause)
-            await asyncio.sleep(pause)
+
+        attempts = retrying(
+            wait=pauses(lambda: FINISH_RETRY_S),
+            stop=stop_after_attempt(len(FINISH_RETRY_S) + 1),
+            retry=retry_if_exception_type(pq_exceptions.ConnectorException),
+            before_sleep=warn_before_retry(
+                log, lambda _: f"finishing job {arguments.get('job_id')}"))
+        await attempts(finish)
 
     async def _on_lane(self, method: str, query: str, names: tuple[str, ...],
                        arguments: dict[str, Any]) -> Any:

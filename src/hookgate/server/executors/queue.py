@@ -38,6 +38,7 @@ from hookgate.approvals.service import ApprovalAsk
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
+from hookgate.retries import RetryCallState, retrying, wait_from
 from hookgate.server.executors.base import RunEndings
 from hookgate.server.executors.lane_connector import (
     LaneConnector,
@@ -152,26 +153,35 @@ class QueueExecutor:
         the server would go on accepting runs that no one advances."""
         s = self.settings
         loop = asyncio.get_running_loop()
-        pause = WORKER_RESTART_S[0]
-        while True:
+        began, quick_failures = 0.0, 0
+
+        async def work() -> None:
+            nonlocal began
             began = loop.time()
-            try:
-                await self.app.run_worker_async(
-                    queues=[QUEUE], concurrency=s.concurrency, install_signal_handlers=False,
-                    update_heartbeat_interval=s.heartbeat_s,
-                    stalled_worker_timeout=s.stalled_after_s,
-                    shutdown_graceful_timeout=s.shutdown_grace_s, delete_jobs="successful",
-                    listen_notify=True, fetch_job_polling_interval=max(s.heartbeat_s, 5.0))
-                return  # stopped as asked
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                if loop.time() - began > WORKER_RESTART_S[-1] * 2:
-                    pause = WORKER_RESTART_S[0]  # it had been working: no backlog of failures
-                log.exception("the run worker stopped on an error; it starts again in %.1fs "
-                              "(its jobs in flight are retried as a dead worker's)", pause)
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, WORKER_RESTART_S[-1])
+            await self.app.run_worker_async(
+                queues=[QUEUE], concurrency=s.concurrency, install_signal_handlers=False,
+                update_heartbeat_interval=s.heartbeat_s,
+                stalled_worker_timeout=s.stalled_after_s,
+                shutdown_graceful_timeout=s.shutdown_grace_s, delete_jobs="successful",
+                listen_notify=True, fetch_job_polling_interval=max(s.heartbeat_s, 5.0))
+
+        def pause(state: RetryCallState) -> float:
+            nonlocal quick_failures
+            first, ceiling = WORKER_RESTART_S[0], WORKER_RESTART_S[-1]
+            # A worker that had been working for a while has no backlog of failures.
+            ran_long = loop.time() - began > ceiling * 2
+            quick_failures = 1 if ran_long else quick_failures + 1
+            return float(min(first * 2 ** (quick_failures - 1), ceiling))
+
+        def report(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            log.error("the run worker stopped on an error; it starts again in %.1fs "
+                      "(its jobs in flight are retried as a dead worker's)",
+                      state.upcoming_sleep, exc_info=error)
+
+        # No stop: the worker is started again for as long as the server runs; a return is
+        # a stop as asked, a cancellation goes straight out.
+        await retrying(wait=wait_from(pause), before_sleep=report)(work)
 
     async def stop(self) -> None:
         if self._reaper is not None:
