@@ -106,7 +106,7 @@ def test_the_first_agent_tutorial_runs_as_written(tmp_path: Path,
         assert [r["outcome"] for r in rows] == ["ok", "ok"]
         printed_rows = run_python(audit_in_python).splitlines()
         assert printed_rows == [
-            "shop__refund ok {'amount': 2500.0, 'order_id': 'A-1001'}"] * 2
+            "shop__refund ok {'amount': 2500, 'order_id': 'A-1001'}"] * 2
         client.close()
     finally:
         server.stop()
