@@ -37,3 +37,8 @@ class RoutingError(ApprovalError):
 class InvalidEdit(ApprovalError):
     """Arguments an approver edited that may not run: refused at the arguments boundary or
     by the tool's schema, or a tool whose arguments cannot be edited; nothing changed."""
+
+
+class EditNeedsMore(InvalidEdit):
+    """An edit whose call needs more than the approval at hand gives (more approvers, or
+    four eyes against the approving requester); nothing changed."""

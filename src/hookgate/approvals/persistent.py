@@ -18,25 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hookgate.approvals import delivery_claims
+from hookgate.approvals import authority, delivery_claims
 from hookgate.approvals.context import approval_context
 from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.approvals.edits import checked_edit
-from hookgate.approvals.eligibility import Approver, refusal
+from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import (
     AlreadyDecided,
+    EditNeedsMore,
     InvalidEdit,
     NotEligible,
     RequestNotFound,
 )
 from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.followup_store import FollowupStore
-from hookgate.approvals.quorum import (
-    QuorumVotes,
-    requirement_for,
-    self_approval_refusal,
-    with_vote,
-)
+from hookgate.approvals.quorum import QuorumVotes, with_vote
 from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.routing import ChannelDirectory, route
@@ -53,11 +49,11 @@ from hookgate.channels.base import (
 )
 from hookgate.engines.interrupts import RunParked
 from hookgate.storage.database import Database
-from hookgate.storage.users import is_disabled
 from hookgate.telemetry.approvals import timed_wait
 from hookgate.tools.tool import Tool
 
 if TYPE_CHECKING:
+    from hookgate.agent import Agent
     from hookgate.approvals.followups import Followups
 
 log = logging.getLogger(__name__)
@@ -65,6 +61,8 @@ log = logging.getLogger(__name__)
 Listener = Callable[[ConfirmationRequest], None]
 #: The tool a request is for, with the schema an edit is checked against (None: unknown).
 ToolOf = Callable[[ConfirmationRequest], Tool | None]
+#: The agent a request is for, as configured now (None: unknown here).
+AgentOf = Callable[[ConfirmationRequest], "Agent | None"]
 
 
 class ApprovalDeliveryFailed(Exception):
@@ -103,6 +101,10 @@ class PersistentApprovals:
         self.sweep_interval = sweep_interval
         self.expiry_interval = expiry_interval
         self.tool_of: ToolOf = tool_of or (lambda _request: None)
+        #: Agents this process asked for (what an edit's requirement is read against when
+        #: no ``agent_of`` is set); a server sets ``agent_of`` from its configuration.
+        self._agents_seen: dict[str, Agent] = {}
+        self.agent_of: AgentOf = lambda request: self._agents_seen.get(request.agent_id)
         self._listeners: list[Listener] = []
         self._shutting_down = False
         self._background: set[asyncio.Task[Any]] = set()
@@ -165,6 +167,7 @@ class PersistentApprovals:
         """The decision on ``ask``'s request (created and delivered if new). With ``wait_s``,
         raises StillPending after that long without a decision, leaving the request pending
         (a caller that cannot hold the call, such as a Claude Code hook, asks again later)."""
+        self._agents_seen[ask.agent.id] = ask.agent
         request = await self.store.for_call(ask.run_id, ask.tool_call_id)
         resumed = request is not None
         if request is None and ask.agent.refuse_retry_after_rejection:
@@ -207,7 +210,7 @@ class PersistentApprovals:
     async def _create(self, ask: ApprovalAsk) -> ConfirmationRequest:
         agent = ask.agent
         mode, channel = route(agent, self.channels)
-        need = requirement_for(ask)
+        need = authority.requirement_for(ask)
         context = approval_context(ask)
         context["reasons"] += [{"kind": "quorum", "text": t} for t in need.reasons]
         now = await self.db.now()
@@ -346,14 +349,9 @@ class PersistentApprovals:
             await self.store.get(request_id)
         if request is None:
             raise RequestNotFound(f"no confirmation request '{request_id}'")
-        why_not = refusal(request, who)
-        if why_not is not None:
-            raise NotEligible(why_not)
-        # Checked at the decision itself, whichever way it came (API, chat click, CLI):
-        # a user removed from the configuration or disabled decides nothing.
-        if await is_disabled(self.db, who.user_id):
-            raise NotEligible(f"user '{who.user_id}' is disabled")
-        why_not = self_approval_refusal(request, who, decision)
+        # Checked at the decision itself, whichever way it came (API, chat click, CLI), by
+        # the person's current record: membership, enabled, approver scope, four eyes.
+        why_not = await authority.decider_refusal(self.db, request, who, decision)
         if why_not is not None:
             raise NotEligible(why_not)
         if not request.pending:
@@ -365,6 +363,18 @@ class PersistentApprovals:
                                   "call does not run")
             edit = checked_edit(self.tool_of(request), request.tool_name, request.args,
                                 arguments)
+        if edit is not None:
+            # What must approve is read from the call that will run: the edited one.
+            agent = self.agent_of(request)
+            if agent is None:
+                raise InvalidEdit(
+                    f"agent '{request.agent_id}' is not configured here, so what the edited "
+                    "call needs (quorum, four eyes) cannot be judged; approve or reject the "
+                    "call as asked")
+            why_not = authority.edit_refusal(
+                request, who, authority.requirement_of_run(agent, request, edit[0]))
+            if why_not is not None:
+                raise EditNeedsMore(why_not)
         # Whether it expired is judged by the database's clock, in the compare-and-set.
         status = "approved" if decision == "approve" else "rejected"
         then = _both(self.after_transition, with_decision)

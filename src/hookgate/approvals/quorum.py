@@ -9,22 +9,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hookgate.approvals import authority
+from hookgate.approvals.authority import Requirement, requirement_for
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.records import ConfirmationRequest
-from hookgate.approvals.service import ApprovalAsk
 from hookgate.approvals.store import AfterTransition
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher, selects
+from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow, User
+from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
 from hookgate.storage.types import utcnow
 
 #: The most approvals a rule may ask for (a quorum nobody can reach is a stuck request).
 MAX_APPROVALS = 20
+
+
+__all__ = ["MAX_APPROVALS", "AlreadyVoted", "QuorumRule", "QuorumVotes", "Requirement",
+           "add_vote", "progress_text", "requirement_for", "with_vote"]
 
 
 class AlreadyVoted(ApprovalError):
@@ -53,53 +58,9 @@ class QuorumRule:
         return f"the agent's quorum rule for {what}"
 
 
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    """What a request needs before it counts as approved, and in words why."""
-
-    approvals_required: int = 1
-    allow_self_approval: bool = True
-    reasons: tuple[str, ...] = ()
-
-
-def requirement_for(ask: ApprovalAsk) -> Requirement:
-    """The agent's ``allow_self_approval`` and every quorum rule that picks this call (the
-    strictest wins). A rule whose ``when`` cannot be evaluated picks the call: fail closed."""
-    agent = ask.agent
-    needed, self_ok, reasons = 1, agent.allow_self_approval, []
-    if not agent.allow_self_approval:
-        reasons.append(f"four eyes: the requester may not approve their own call (agent "
-                       f"'{agent.id}' has allow_self_approval: false)")
-    ctx = ask.condition_context()
-    for rule in agent.approval_quorum:
-        picked, error = selects(rule.matcher, rule.when, ctx)
-        if not picked:
-            continue
-        failed = f" (its condition could not be evaluated: {error})" if error else ""
-        if rule.approvals_required > needed:
-            needed = rule.approvals_required
-            reasons.append(f"{needed} distinct people must approve ({rule.describe()}"
-                           f"{failed})")
-        if rule.allow_self_approval is False and self_ok:
-            self_ok = False
-            reasons.append(f"four eyes: the requester may not approve their own call "
-                           f"({rule.describe()}{failed})")
-    return Requirement(needed, self_ok, tuple(reasons))
-
-
-def self_approval_refusal(request: ConfirmationRequest, who: Approver, decision: str
-                          ) -> str | None:
-    """Why ``who`` may not approve ``request`` as its own requester (None when they may).
-    Rejecting one's own call stays possible: it only stops it."""
-    if (decision == "approve" and not request.allow_self_approval
-            and request.requested_by is not None and who.user_id == request.requested_by):
-        return (f"four eyes: '{who.user_id}' requested this call and may not approve it "
-                "(allow_self_approval: false); another eligible person must")
-    return None
-
-
 def progress_text(request: ConfirmationRequest) -> str | None:
-    """``"1 of 2 approvals (alice)"`` for a request that needs more than one, else None."""
+    """``"1 of 2 approvals (alice)"`` for a request that needs more than one, else None.
+    ``request`` as `authority.counted` gave it: only the approvals that count now."""
     if request.approvals_required <= 1:
         return None
     names = ", ".join(str(a.get("user_id")) for a in request.approvals)
@@ -168,17 +129,17 @@ class QuorumVotes:
             await add_vote(s, request_id, who, "approve", reason)
             stamp = await _clock(s, self.db)
             approvals = [*(locked.approvals or ()), vote_entry(who, stamp)]
-            # Only approvers still enabled count: someone disabled after voting no longer
-            # stands behind the call (an unknown user — the library without a users
-            # table's rows — still counts).
-            count = (await s.execute(
-                select(func.count(func.distinct(ApprovalVoteRow.user_id)))
-                .select_from(ApprovalVoteRow)
-                .outerjoin(User, User.id == ApprovalVoteRow.user_id)
+            # Only approvals that count now count: each voter is checked again, by their
+            # current record, as a live decision would be (moved org, disabled, ...).
+            voted = (await s.execute(
+                select(ApprovalVoteRow.user_id)
                 .where(ApprovalVoteRow.request_id == request_id,
-                       ApprovalVoteRow.decision == "approve",
-                       or_(User.disabled.is_(None), User.disabled.is_(False)))
-            )).scalar_one()
+                       ApprovalVoteRow.decision == "approve")
+            )).scalars().all()
+            seat = ConfirmationRequest.from_row(locked)
+            records = await authority.people(s, voted)
+            count = len({v for v in voted
+                         if authority.vote_refusal(seat, v, records) is None})
             values: dict[str, Any] = {"approvals": approvals}
             if count >= locked.approvals_required:
                 values.update(status="approved", responded_at=now, responded_by=who.user_id,
@@ -188,7 +149,7 @@ class QuorumVotes:
                 update(table).where(table.id == request_id).values(**values)
                 .returning(table)
             )).scalar_one()
-            after = ConfirmationRequest.from_row(row)
+            after = await authority.counted(s, ConfirmationRequest.from_row(row))
             if not after.pending and then is not None:
                 await then(s, after)
             return after

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from hookgate.approvals import authority
 from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.telemetry.followups import approval_unreachable
@@ -46,11 +47,16 @@ async def nobody_to_decide(store: FollowupStore, request: ConfirmationRequest) -
         named = list(await store.enabled_users(request.org_id))
         what = f"org '{request.org_id}' has no enabled user"
     candidates = [u for u in [*named, *request.escalated_to] if u]
-    states = await store.user_states(candidates)
-    if any(states.get(u) is False for u in candidates):
+    # Each candidate under the one eligibility check (member of the request's org, enabled,
+    # approver scope or escalation), by their current record; an unknown user is nobody.
+    async with store.db.session() as s:
+        records = await authority.people(s, candidates)
+    seat = authority.Seat.of_request(request)
+    if any(u in records and authority.refusal(seat, authority.person(u, records, None),
+                                              "reject") is None for u in candidates):
         return None
     if candidates:
         return (f"{', '.join(candidates)} (approver scope {scope}"
                 f"{', escalated' if request.escalated_to else ''}) "
-                "cannot decide: disabled or not a known user")
+                "cannot decide: disabled, in another org or not a known user")
     return what

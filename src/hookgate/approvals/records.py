@@ -61,6 +61,9 @@ class ConfirmationRequest:
     approvals_required: int = 1
     allow_self_approval: bool = True
     approvals: tuple[dict[str, Any], ...] = ()
+    #: Approvals that no longer count (their voter moved org, was disabled, ...), each with
+    #: ``no_longer_counts``; set when shown or counted (approvals/authority.py), never stored.
+    discounted: tuple[dict[str, Any], ...] = ()
     #: A delegated child's request: the stored run the child runs inside (None: the
     #: request's own run is the stored one).
     root_run_id: str | None = None
@@ -179,6 +182,7 @@ class ConfirmationRequest:
                 "count": len(self.approved_by),
                 "approved_by": self.approved_by,
                 "allow_self_approval": self.allow_self_approval,
+                "no_longer_counting": [dict(a) for a in self.discounted],
             },
         }
 

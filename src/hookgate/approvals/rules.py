@@ -5,9 +5,11 @@ optional ``when`` constraint in the declarative hooks' language (`hookgate.expre
 never eval).
 
 The gate consults them before it creates a request. A rule matches only when every check
-holds again at the moment of use (not revoked, not expired by the database's clock, its
-creator still enabled and still eligible, no quorum or four eyes it would bypass, its
-``when`` true); anything else, including a ``when`` that cannot be evaluated, asks a person.
+holds again at the moment of use (not revoked, not suspended, not expired by the database's
+clock, its creator still eligible by their current record under the same check a live
+decision gets (approvals/authority.py), no quorum or four eyes it would bypass, its ``when``
+true); anything else, including a ``when`` that cannot be evaluated, asks a person. Revoking
+a creator's token suspends their rules until an admin enables them again.
 """
 
 from __future__ import annotations
@@ -23,16 +25,15 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 
 from hookgate.agent import Agent
+from hookgate.approvals import authority
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
-from hookgate.approvals.quorum import requirement_for
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.catalog.declarative.matcher import Condition
 from hookgate.hooks.errors import HookBuildError
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalRuleRow, RunRow
 from hookgate.storage.types import utcnow
-from hookgate.storage.users import is_disabled
 
 #: ``run``: this run only; ``agent_user``: this agent for one user; ``org``: this agent for
 #: every user of its org.
@@ -88,16 +89,19 @@ class StandingRule:
     revoked_by: str | None
     uses: int
     last_used_at: datetime | None
+    #: Set while the rule is suspended (its creator's token was revoked): why, and since when.
+    suspended_at: datetime | None = None
+    suspended_reason: str | None = None
 
     @classmethod
     def from_row(cls, row: ApprovalRuleRow) -> StandingRule:
         return cls(row.id, row.org_id, row.agent_id, row.tool_name, row.scope, row.run_id,
                    row.user_id, row.when, row.created_by, row.created_at, row.expires_at,
                    row.from_request_id, row.revoked_at, row.revoked_by, row.uses or 0,
-                   row.last_used_at)
+                   row.last_used_at, row.suspended_at, row.suspended_reason)
 
     def active(self, now: datetime | None = None) -> bool:
-        return self.revoked_at is None and (
+        return self.revoked_at is None and self.suspended_at is None and (
             self.expires_at is None or self.expires_at > (now or utcnow()))
 
     def describe(self) -> str:
@@ -116,6 +120,7 @@ class StandingRule:
             "from_request_id": self.from_request_id, "revoked_at": at(self.revoked_at),
             "revoked_by": self.revoked_by, "uses": self.uses,
             "last_used_at": at(self.last_used_at), "active": self.active(),
+            "suspended_at": at(self.suspended_at), "suspended_reason": self.suspended_reason,
         }
 
 
@@ -133,17 +138,10 @@ def parse_when(when: str | None) -> Condition | None:
 
 def may_cover(agent: Agent, creator: str, requester: str | None) -> str | None:
     """Why ``creator`` could not approve a call of ``agent`` requested by ``requester``
-    (None when they could), by the agent's approver scope and four eyes."""
-    scope = agent.confirmation_approver_scope
-    if scope == "initiator" and creator != requester:
-        return (f"agent '{agent.id}' is decided by the user who started the run; "
-                f"'{creator}' may not approve calls of '{requester or 'anyone else'}'")
-    if scope == "agent_owner" and creator != agent.owner_user_id:
-        return f"only the agent's owner ('{agent.owner_user_id}') may approve its calls"
-    if not agent.allow_self_approval and requester is not None and creator == requester:
-        return (f"four eyes: '{creator}' may not approve their own calls "
-                "(allow_self_approval: false)")
-    return None
+    (None when they could), by the agent's approver scope and four eyes: the authority's
+    check, with the creator taken as a member of the agent's org."""
+    seat = authority.Seat.of_agent(agent, agent.org_id, requester)
+    return authority.refusal(seat, authority.Person(creator, agent.org_id))
 
 
 #: The shape of a tool name that comes from outside the agent's own list (Claude Code's
@@ -215,10 +213,12 @@ class RuleBook:
                 why_not = "an org-wide rule needs an agent decided by its owner or org members"
         else:
             why_not = may_cover(agent, who.user_id, user_id)
+        if why_not is None:
+            # As their record says now (membership, enabled), like any decision of theirs.
+            why_not = await authority.grant_refusal(self.db, who.user_id, authority.Seat(
+                agent.org_id, "org_members", None, None))
         if why_not is not None:
             raise RuleRefused(f"'{who.user_id}' may not create this rule: {why_not}")
-        if await is_disabled(self.db, who.user_id):
-            raise RuleRefused(f"user '{who.user_id}' is disabled")
         return ApprovalRuleRow(
             id="ar_" + uuid.uuid4().hex[:20], org_id=agent.org_id, agent_id=agent.id,
             tool_name=draft.tool_name, scope=draft.scope, run_id=run_id, user_id=user_id,
@@ -260,7 +260,8 @@ class RuleBook:
                            ) -> list[StandingRule]:
         q = select(ApprovalRuleRow).where(ApprovalRuleRow.org_id == org_id)
         if active_only:
-            q = q.where(ApprovalRuleRow.revoked_at.is_(None), or_(
+            q = q.where(ApprovalRuleRow.revoked_at.is_(None),
+                        ApprovalRuleRow.suspended_at.is_(None), or_(
                 ApprovalRuleRow.expires_at.is_(None), ApprovalRuleRow.expires_at > self._now()))
         async with self.db.session() as s:
             rows = (await s.execute(q.order_by(ApprovalRuleRow.created_at.desc()))
@@ -280,6 +281,20 @@ class RuleBook:
             ).values(revoked_at=self._now(), revoked_by=who.user_id))
         return await self.get(rule_id, who.org_id)
 
+    async def enable(self, rule_id: str, who: Approver) -> StandingRule:
+        """Lift a suspension (an admin only): the rule matches again, its creator still
+        checked at every use."""
+        rule = await self.get(rule_id, who.org_id)
+        if not who.admin:
+            raise RuleRefused(f"only an admin may enable rule {rule_id} again (it is "
+                              f"suspended: {rule.suspended_reason})")
+        if rule.revoked_at is not None:
+            raise RuleRefused(f"rule {rule_id} was revoked; a revoked rule stays revoked")
+        async with self.db.transaction() as s:
+            await s.execute(update(ApprovalRuleRow).where(ApprovalRuleRow.id == rule_id)
+                            .values(suspended_at=None, suspended_reason=None))
+        return await self.get(rule_id, who.org_id)
+
     def _now(self) -> Any:
         return utcnow() if self.db.is_sqlite else func.now()
 
@@ -297,31 +312,33 @@ class RuleBook:
             ).order_by(t.created_at))).scalars().all()
         if not rows:
             return None
-        need = requirement_for(ask)
+        need = authority.requirement_for(ask)
         if need.approvals_required > 1 or not _finite(ask.args):
             # One person's rule never stands in for several people's approvals; and a
             # constraint is not judged over numbers that are no numbers.
             return None
+        seat = authority.Seat.of_agent(agent, org_id, ask.user_id, need)
         for rule in (StandingRule.from_row(r) for r in rows):
-            if not self._covers(rule, ask, need.allow_self_approval):
+            if not self._covers(rule, ask):
                 continue
-            if await is_disabled(self.db, rule.created_by):
+            # The rule's creator is authorised again now, as a live decision would be.
+            if await authority.grant_refusal(self.db, rule.created_by, seat,
+                                             rule.suspended_reason or (
+                                                 "suspended" if rule.suspended_at else None)
+                                             ) is not None:
                 continue
             used = await self._use(rule.id)
             if used is not None:
                 return used
         return None
 
-    def _covers(self, rule: StandingRule, ask: ApprovalAsk, self_ok: bool) -> bool:
+    def _covers(self, rule: StandingRule, ask: ApprovalAsk) -> bool:
+        """Whether the rule's scope and ``when`` cover ``ask`` (who made it: `match`)."""
         if rule.scope == "run" and rule.run_id != ask.run_id:
             return False
         if rule.scope == "agent_user" and (ask.user_id is None or rule.user_id != ask.user_id):
             return False
         if rule.scope not in RULE_SCOPES:
-            return False
-        if may_cover(ask.agent, rule.created_by, ask.user_id) is not None:
-            return False
-        if not self_ok and rule.created_by == ask.user_id:
             return False
         if rule.when is None:
             return True
@@ -350,6 +367,7 @@ class RuleBook:
         async with self.db.transaction() as s:
             row = (await s.execute(
                 update(t).where(t.id == rule_id, t.revoked_at.is_(None),
+                                t.suspended_at.is_(None),
                                 or_(t.expires_at.is_(None), t.expires_at > now))
                 .values(uses=t.uses + 1, last_used_at=now).returning(t)
             )).scalar_one_or_none()

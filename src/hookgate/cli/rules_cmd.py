@@ -1,4 +1,4 @@
-"""``hookgate rules list | create | revoke``: standing rules ("approve and remember") on a
+"""``hookgate rules list | create | revoke | enable``: standing rules ("approve and remember") on a
 running server: which calls are approved without asking, by whose decision, until when."""
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ WhenOption = Annotated[str | None, typer.Option(
 
 def rule_line(rule: dict[str, Any]) -> Text:
     """One rule on one line: id, state, what it covers, who made it, its uses."""
-    state = "active" if rule["active"] else ("revoked" if rule.get("revoked_at") else "expired")
+    state = "active" if rule["active"] else (
+        "revoked" if rule.get("revoked_at") else
+        "suspended" if rule.get("suspended_at") else "expired")
     covers = {"run": f"run {rule.get('run_id')}", "agent_user": f"user {rule.get('user_id')}",
               "org": "everyone in the org"}.get(rule["scope"], rule["scope"])
     until = f", until {rule['expires_at']}" if rule.get("expires_at") else ""
@@ -79,3 +81,12 @@ def revoke(rule_id: str, url: UrlOption = "http://127.0.0.1:8000",
     """Revoke a standing rule: from now on it approves nothing."""
     rule = call_api("DELETE", url, f"/api/approval-rules/{rule_id}", token)
     console.print(f"{rule['id']}: revoked by {rule['revoked_by']}")
+
+
+@rules_app.command()
+def enable(rule_id: str, url: UrlOption = "http://127.0.0.1:8000",
+           token: TokenOption = None) -> None:
+    """Enable a suspended rule again (admins): one suspended when its creator's token was
+    revoked. Its creator is still checked at every use."""
+    rule = call_api("POST", url, f"/api/approval-rules/{rule_id}/enable", token)
+    console.print(rule_line(rule), soft_wrap=True, highlight=False)

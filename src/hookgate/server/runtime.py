@@ -79,6 +79,8 @@ class Runtime:
         agents = self.channels.with_notify_tool(deployment.agents)
         # An approver's edit is checked against the tool's own schema (approvals/edits.py).
         self.approvals.tool_of = partial(agent_tool, agents)
+        # What must approve an edited call is read from the agent's configuration now.
+        self.approvals.agent_of = lambda request: agents.get(request.agent_id)
         self.runs = RunManager(self.db, self.approvals, self.services, agents,
                                deployment.model_for, max_steps=deployment.max_steps,
                                workflows=deployment.workflows)

@@ -185,6 +185,10 @@ class ApprovalRuleRow(Base):
     revoked_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
     uses: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     last_used_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: Set when its creator's token was revoked: the rule matches nothing until an admin
+    #: enables it again (``POST /api/approval-rules/{id}/enable``).
+    suspended_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    suspended_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ApprovalVoteRow(Base):

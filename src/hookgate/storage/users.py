@@ -18,7 +18,7 @@ from typing import cast
 from sqlalchemy import Table, select, update
 
 from hookgate.storage.database import Database
-from hookgate.storage.tables import RevokedToken, User
+from hookgate.storage.tables import ApprovalRuleRow, RevokedToken, User
 from hookgate.storage.types import utcnow
 from hookgate.storage.upserts import upsert
 
@@ -109,18 +109,11 @@ async def user_for_token(db: Database, token: str) -> User | None:
     return user
 
 
-async def is_disabled(db: Database, user_id: str) -> bool:
-    """True when the user exists and is disabled (an unknown user is not: the library's
-    approvals run without a users table's rows)."""
-    async with db.session() as s:
-        user = await s.get(User, user_id)
-    return user is not None and user.disabled
-
-
 async def revoke_token(db: Database, user_id: str, *, org_id: str | None = None,
                        by: str | None = None) -> bool:
-    """Revoke the user's token for good; False when they had none. UnknownUser when there
-    is no such user (in ``org_id``, when given)."""
+    """Revoke the user's token for good, and suspend the standing rules they created (until
+    an admin enables them again); False when they had no token. UnknownUser when there is
+    no such user (in ``org_id``, when given)."""
     async with db.transaction() as s:
         user = await s.get(User, user_id, with_for_update=True)
         if user is None or (org_id is not None and user.org_id != org_id):
@@ -133,6 +126,14 @@ async def revoke_token(db: Database, user_id: str, *, org_id: str | None = None,
             s.add(RevokedToken(token_sha256=digest, user_id=user_id, revoked_by=by))
         user.token_sha256 = None
         user.token_expires_at = None
+        # A rule is that person's decision made in advance: it does not outlive their access.
+        await s.execute(
+            update(ApprovalRuleRow)
+            .where(ApprovalRuleRow.created_by == user_id, ApprovalRuleRow.revoked_at.is_(None),
+                   ApprovalRuleRow.suspended_at.is_(None))
+            .values(suspended_at=utcnow(),
+                    suspended_reason=f"the token of its creator '{user_id}' was revoked"
+                    + (f" by {by}" if by else "")))
     return True
 
 

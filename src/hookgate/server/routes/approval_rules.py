@@ -1,4 +1,5 @@
-"""Standing rules over HTTP: list, create, read and revoke (``/api/approval-rules``), and the
+"""Standing rules over HTTP: list, create, read, revoke and enable again
+(``/api/approval-rules``), and the
 rule an approver asks to remember with a decision (``remember`` on respond)."""
 
 from __future__ import annotations
@@ -83,6 +84,16 @@ async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str,
     try:
         return (await rt.approvals.rules.get(rule_id, caller.org_id)).to_dict()
     except RuleNotFound as exc:
+        raise _http(exc) from None
+
+
+@router.post("/approval-rules/{rule_id}/enable")
+async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+    """Lift a suspension (admins): a rule suspended when its creator's token was revoked
+    matches again; its creator is still checked at every use."""
+    try:
+        return (await rt.approvals.rules.enable(rule_id, _approver(caller))).to_dict()
+    except ApprovalError as exc:
         raise _http(exc) from None
 
 

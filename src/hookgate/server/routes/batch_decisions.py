@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException
 
+from hookgate.approvals import authority
 from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.server.decisions import decide_for
 from hookgate.server.routes.confirmations import view
@@ -28,7 +29,7 @@ async def respond_batch(body: RespondBatch, caller: CallerDep,
         item: dict[str, Any] = {"id": request_id, "status_code": done.status_code,
                                 "error": done.error}
         if done.request is not None:
-            item["request"] = view(done.request, caller, rt)
+            item["request"] = view(await authority.counted_now(rt.db, done.request), caller, rt)
         results.append(item)
     return {"decided": sum(1 for r in results if r["status_code"] == 200),
             "results": results}

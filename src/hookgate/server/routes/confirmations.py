@@ -10,8 +10,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hookgate.approvals.eligibility import Approver, refusal
-from hookgate.approvals.quorum import self_approval_refusal
+from hookgate.approvals import authority
+from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
 from hookgate.approvals.rules import StandingRule
 from hookgate.approvals.store import AfterTransition
@@ -27,15 +27,18 @@ router = APIRouter(prefix="/api", tags=["confirmations"])
 
 
 def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str, Any]:
+    """The request as ``caller`` sees it; ``request`` as `authority.counted` gave it (only
+    the approvals that count now are counted)."""
     out = request.to_dict()
     agent = rt.deployment.agents.get(request.agent_id)
     out["agent_name"] = agent.name if agent else request.agent_id
     who = Approver(caller.user_id, caller.org_id)
-    voted = any(a.get("user_id") == caller.user_id for a in request.approvals)
-    out["can_decide"] = request.pending and not voted and refusal(request, who) is None
+    voted = any(a.get("user_id") == caller.user_id
+                for a in (*request.approvals, *request.discounted))
+    out["can_decide"] = request.pending and not voted and authority.may_decide(
+        request, who, "reject")
     # Four eyes: the requester may reject their own call but not approve it.
-    out["can_approve"] = out["can_decide"] and self_approval_refusal(
-        request, who, "approve") is None
+    out["can_approve"] = out["can_decide"] and authority.may_decide(request, who, "approve")
     # Arguments can be edited only against the tool's own schema (approvals/edits.py).
     out["can_edit"] = out["can_approve"] and rt.approvals.tool_of(request) is not None
     return out
@@ -53,7 +56,7 @@ async def list_confirmations(
         raise HTTPException(422, f"status must be one of {', '.join(STATUSES)}")
     rows = await rt.approvals.store.list_for_org(org_id=caller.org_id, status=status,
                                                  limit=limit, offset=offset)
-    return [view(r, caller, rt) for r in rows]
+    return [view(r, caller, rt) for r in await authority.counted_all(rt.db, rows)]
 
 
 @router.get("/confirmations/events")
@@ -65,7 +68,7 @@ async def confirmation_events(request: Request, caller: StreamCallerDep,
     async def stream() -> AsyncIterator[Event]:
         try:
             while True:
-                item = await queue.get()
+                item = await authority.counted_now(rt.db, await queue.get())
                 yield Event(json.dumps(view(item, caller, rt), default=str),
                             event="confirmation")
         except asyncio.CancelledError:
@@ -86,7 +89,8 @@ async def _visible(request_id: str, caller: Caller, rt: Runtime) -> Confirmation
 @router.get("/confirmations/{request_id}")
 async def get_confirmation(request_id: str, caller: CallerDep,
                            rt: RuntimeDep) -> dict[str, Any]:
-    return view(await _visible(request_id, caller, rt), caller, rt)
+    request = await authority.counted_now(rt.db, await _visible(request_id, caller, rt))
+    return view(request, caller, rt)
 
 
 @router.post("/confirmations/{request_id}/respond")
@@ -102,7 +106,7 @@ async def respond(request_id: str, body: Respond, caller: CallerDep,
                             read=request)
     if done.error is not None or done.request is None:
         raise HTTPException(done.status_code, done.error)
-    out = view(done.request, caller, rt)
+    out = view(await authority.counted_now(rt.db, done.request), caller, rt)
     if rule is not None and done.request.status == "approved":
         out["rule"] = StandingRule.from_row(rule).to_dict()
     return out

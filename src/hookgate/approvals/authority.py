@@ -1,0 +1,269 @@
+"""Who may decide what, in one place: the requirement of the call that will run (quorum, four
+eyes), whether a person may decide a request now, and whether a stored grant (a standing
+rule, a quorum vote, an escalation) still counts now. Every path asks here at the moment of
+use, and people are read from the current user records, never from what a grant stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from hookgate.approvals.eligibility import Approver
+from hookgate.approvals.records import ConfirmationRequest
+from hookgate.catalog.declarative.matcher import selects
+from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.storage.database import Database
+from hookgate.storage.tables import User
+
+if TYPE_CHECKING:
+    from hookgate.agent import Agent
+    from hookgate.approvals.service import ApprovalAsk
+
+APPROVER_SCOPES = ("initiator", "agent_owner", "org_members")
+
+
+# -- (a) what a call needs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """What a request needs before it counts as approved, and in words why."""
+
+    approvals_required: int = 1
+    allow_self_approval: bool = True
+    reasons: tuple[str, ...] = ()
+
+
+def requirement_for(ask: ApprovalAsk) -> Requirement:
+    """The requirement of ``ask``'s call as asked (see `requirement_of`)."""
+    return requirement_of(ask.agent, ask.condition_context())
+
+
+def requirement_of_run(agent: Agent, request: ConfirmationRequest,
+                       args: Mapping[str, Any]) -> Requirement:
+    """The requirement of ``request``'s call with the arguments that will run (an approver's
+    edit): the same rules, read against those arguments."""
+    ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=request.tool_name,
+                      tool_args=dict(args), agent_id=request.agent_id,
+                      user_id=request.requested_by, metadata={"org_id": request.org_id})
+    return requirement_of(agent, ctx)
+
+
+def requirement_of(agent: Agent, ctx: HookContext) -> Requirement:
+    """The agent's ``allow_self_approval`` and every quorum rule that picks this call (the
+    strictest wins). A rule whose ``when`` cannot be evaluated picks the call: fail closed."""
+    needed, self_ok, reasons = 1, agent.allow_self_approval, []
+    if not agent.allow_self_approval:
+        reasons.append(f"four eyes: the requester may not approve their own call (agent "
+                       f"'{agent.id}' has allow_self_approval: false)")
+    for rule in agent.approval_quorum:
+        picked, error = selects(rule.matcher, rule.when, ctx)
+        if not picked:
+            continue
+        failed = f" (its condition could not be evaluated: {error})" if error else ""
+        if rule.approvals_required > needed:
+            needed = rule.approvals_required
+            reasons.append(f"{needed} distinct people must approve ({rule.describe()}"
+                           f"{failed})")
+        if rule.allow_self_approval is False and self_ok:
+            self_ok = False
+            reasons.append(f"four eyes: the requester may not approve their own call "
+                           f"({rule.describe()}{failed})")
+    return Requirement(needed, self_ok, tuple(reasons))
+
+
+def edit_refusal(request: ConfirmationRequest, who: Approver, edited: Requirement
+                 ) -> str | None:
+    """Why ``who``'s single approval may not let the edited call run (None when it may): an
+    edit that raises the requirement above what this one approval meets is refused, so the
+    edited call never runs on fewer approvals than it needs, nor as a self-approval."""
+    have = request.approvals_required
+    if edited.approvals_required > have:
+        why = "; ".join(edited.reasons) or "the agent's quorum rules"
+        return (f"the edit raises what this call needs: the edited call needs "
+                f"{edited.approvals_required} distinct approvals, the request asked for "
+                f"{have} ({why}); approve or reject the call as asked, and let the agent "
+                "ask again for the edited one")
+    if (not edited.allow_self_approval and request.requested_by is not None
+            and who.user_id == request.requested_by):
+        return (f"the edit brings four eyes: '{who.user_id}' requested this call and may "
+                "not approve the edited one; another eligible person must")
+    return None
+
+
+# -- (b) whether a person may decide now --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """Whom a decision on one call is for: its org, approver scope, requester, agent owner,
+    the people an escalation added, and whether its requester may approve it."""
+
+    org_id: str | None
+    approver_scope: str
+    requested_by: str | None
+    agent_owner_id: str | None
+    escalated_to: tuple[str, ...] = ()
+    allow_self_approval: bool = True
+
+    @classmethod
+    def of_request(cls, request: ConfirmationRequest) -> Seat:
+        return cls(request.org_id, request.approver_scope, request.requested_by,
+                   request.agent_owner_id, request.escalated_to, request.allow_self_approval)
+
+    @classmethod
+    def of_agent(cls, agent: Agent, org_id: str | None, requester: str | None,
+                 need: Requirement | None = None) -> Seat:
+        """The seat of a call of ``agent`` by ``requester`` (None: anyone's call)."""
+        self_ok = agent.allow_self_approval if need is None else need.allow_self_approval
+        return cls(org_id, agent.confirmation_approver_scope, requester,
+                   agent.owner_user_id, (), self_ok)
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    """A person as the user records say now (``known`` False: no record, the library's
+    approvals without a users table; then the org they were given is taken)."""
+
+    user_id: str
+    org_id: str | None
+    disabled: bool = False
+    known: bool = False
+
+
+def refusal(seat: Seat, person: Person, decision: str = "approve") -> str | None:
+    """THE eligibility check: why ``person`` may not make ``decision`` on a call of ``seat``
+    (None when they may). Live decisions, votes, rules and escalations all come here."""
+    if person.org_id != seat.org_id:
+        return f"user '{person.user_id}' is not a member of org '{seat.org_id}'"
+    if person.disabled:
+        return f"user '{person.user_id}' is disabled"
+    if seat.approver_scope not in APPROVER_SCOPES:
+        return f"unknown approver scope '{seat.approver_scope}'"
+    escalated = person.user_id in seat.escalated_to
+    if not escalated and seat.approver_scope == "initiator" and (
+            person.user_id != seat.requested_by):
+        return (f"only the user who started the run ('{seat.requested_by}') may decide "
+                "this request")
+    if not escalated and seat.approver_scope == "agent_owner" and (
+            person.user_id != seat.agent_owner_id):
+        return f"only the agent's owner ('{seat.agent_owner_id}') may decide this request"
+    if (decision == "approve" and not seat.allow_self_approval
+            and seat.requested_by is not None and person.user_id == seat.requested_by):
+        return (f"four eyes: '{person.user_id}' requested this call and may not approve it "
+                "(allow_self_approval: false); another eligible person must")
+    return None
+
+
+async def people(s: AsyncSession, user_ids: Iterable[str]) -> dict[str, User]:
+    """The current user records of ``user_ids`` (those that exist)."""
+    ids = sorted({u for u in user_ids if u})
+    if not ids:
+        return {}
+    rows = (await s.execute(select(User).where(User.id.in_(ids)))).scalars().all()
+    return {u.id: u for u in rows}
+
+
+def person(user_id: str, records: Mapping[str, User], fallback_org: str | None) -> Person:
+    """``user_id`` as the records say now; ``fallback_org`` when no record exists."""
+    record = records.get(user_id)
+    if record is None:
+        return Person(user_id, fallback_org)
+    return Person(user_id, record.org_id, bool(record.disabled), True)
+
+
+async def current(db: Database, who: Approver) -> Approver:
+    """``who`` with the org and admin flag of their current user record (as given when none)."""
+    async with db.session() as s:
+        records = await people(s, [who.user_id])
+    record = records.get(who.user_id)
+    if record is None:
+        return who
+    return replace(who, org_id=record.org_id, admin=bool(record.admin))
+
+
+async def decider_refusal(db: Database, request: ConfirmationRequest, who: Approver,
+                          decision: str) -> str | None:
+    """Why ``who`` may not make ``decision`` on ``request`` now, by their current record."""
+    async with db.session() as s:
+        records = await people(s, [who.user_id])
+    return refusal(Seat.of_request(request), person(who.user_id, records, who.org_id),
+                   decision)
+
+
+def may_decide(request: ConfirmationRequest, who: Approver, decision: str) -> bool:
+    """For showing (``can_decide``, ``can_approve``): ``who`` as the caller's signed-in
+    record gives them; the decision itself is checked again by `decider_refusal`."""
+    return refusal(Seat.of_request(request), Person(who.user_id, who.org_id), decision) is None
+
+
+# -- (c) whether a stored grant still counts now ------------------------------------------------
+
+
+def vote_refusal(request: ConfirmationRequest, voter: str, records: Mapping[str, User]
+                 ) -> str | None:
+    """Why ``voter``'s approval of ``request`` no longer counts (None when it does). A
+    voter without a record (the library's approvals) voted as eligible and still counts."""
+    return refusal(Seat.of_request(request), person(voter, records, request.org_id), "approve")
+
+
+def voters(request: ConfirmationRequest) -> list[str]:
+    return [str(a.get("user_id")) for a in request.approvals if a.get("user_id")]
+
+
+async def counted(s: AsyncSession, request: ConfirmationRequest) -> ConfirmationRequest:
+    """``request`` with only the approvals that count now in ``approvals`` (the others in
+    ``discounted``, each with why), read in the session ``s``."""
+    if not request.approvals:
+        return request
+    records = await people(s, voters(request))
+    keep: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for vote in request.approvals:
+        user_id = str(vote.get("user_id"))
+        if user_id in seen:
+            continue
+        seen.add(user_id)
+        why = vote_refusal(request, user_id, records)
+        if why is None:
+            keep.append(dict(vote))
+        else:
+            dropped.append({**vote, "no_longer_counts": why})
+    if not dropped:
+        return request
+    return replace(request, approvals=tuple(keep), discounted=tuple(dropped))
+
+
+async def counted_now(db: Database, request: ConfirmationRequest) -> ConfirmationRequest:
+    """`counted`, in a session of its own (for showing a request)."""
+    if not request.approvals:
+        return request
+    async with db.session() as s:
+        return await counted(s, request)
+
+
+async def counted_all(db: Database, requests: list[ConfirmationRequest]
+                      ) -> list[ConfirmationRequest]:
+    """`counted` for a list, in one session."""
+    if not any(r.approvals for r in requests):
+        return requests
+    async with db.session() as s:
+        return [await counted(s, r) for r in requests]
+
+
+async def grant_refusal(db: Database, creator: str, seat: Seat,
+                        suspended: str | None = None) -> str | None:
+    """Why a grant ``creator`` stored (a standing rule) no longer stands for a call of
+    ``seat`` (None when it does): suspended, or its creator no longer eligible by their
+    current record, under the same check as a live decision."""
+    if suspended is not None:
+        return f"the rule is suspended: {suspended}"
+    async with db.session() as s:
+        records = await people(s, [creator])
+    return refusal(seat, person(creator, records, seat.org_id), "approve")
