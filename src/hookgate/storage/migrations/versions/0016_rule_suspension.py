@@ -1,8 +1,8 @@
 """approval_rules: suspended_at and suspended_reason. Revoking a user's token suspends the
 standing rules they created until an admin enables them again.
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from alembic import op
 
 import hookgate.storage.types
 
-revision = '0015'
-down_revision = '0014'
+revision = '0016'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 
