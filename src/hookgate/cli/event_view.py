@@ -13,6 +13,7 @@ from rich.text import Text
 
 from hookgate.approvals.wording import changes_text
 from hookgate.engines.events import RunEvent
+from hookgate.engines.outcome import run_outcome
 from hookgate.hooks.trace import ADMIN_OUTPUT_KEY
 
 MAX_SHOWN_CHARS = 500
@@ -192,7 +193,9 @@ class EventView:
     @property
     def outcome(self) -> str | None:
         """The status, except that a run that completed although a person did not approve
-        one of its calls is ``not_approved`` (as the HTTP API's ``outcome``)."""
-        if self.status == "completed" and self.not_approved:
-            return "not_approved"
-        return self.status
+        one of its calls is ``not_approved``, and one in which a hook stopped a call
+        ``call_blocked`` (as the HTTP API's ``outcome``)."""
+        if self.status is None:
+            return None
+        return run_outcome(self.status, not_approved=self.not_approved,
+                           call_stopped=bool(self.stopped_calls))
