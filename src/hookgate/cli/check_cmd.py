@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -27,7 +29,8 @@ def _chain_table(registry: HookRegistry) -> Table:
     table = Table(show_edge=False, pad_edge=False)
     for column in ("#", "point", "hook", "priority", "fail mode", "timeout", "matcher"):
         if column == "matcher":
-            table.add_column(column, overflow="fold")
+            # Never narrower than its header: folded, "matcher" read "matche r" at 80 columns.
+            table.add_column(column, overflow="fold", min_width=len(column))
         else:
             table.add_column(column, no_wrap=True)
     for i, hook in enumerate(registry.hooks(), start=1):
@@ -38,6 +41,18 @@ def _chain_table(registry: HookRegistry) -> Table:
             "-" if matcher is None else str(matcher),
         )
     return table
+
+
+def _print_whole(table: Table) -> None:
+    """The table at its natural width when the output is not a terminal (a file, a pipe, a
+    test): at rich's default 80 columns its cells were cut ("priori…") and headers folded
+    ("matche r"). A terminal's own width still applies on a terminal."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    natural = Measurement.get(console, console.options.update(width=10_000), table).maximum
+    # print(width=…) cannot go past the console's own width: a console as wide as the table.
+    Console(file=console.file, width=max(natural, console.width)).print(table)
 
 
 def _agent_summary(cfg: HookgateConfig, spec: AgentSpec) -> str:
@@ -83,7 +98,7 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
             continue
         console.print()
         console.print(_agent_summary(cfg, spec), highlight=False, soft_wrap=True)
-        console.print(_chain_table(registry))
+        _print_whole(_chain_table(registry))
         for hook in registry.hooks():
             for note in getattr(hook, "notes", None) or ():
                 console.print(f"  {hook.name}: no equivalent for {note}", highlight=False,
