@@ -202,7 +202,7 @@ def test_demo_approve_and_remember_lets_the_second_order_through_by_the_rule(
 
 def _remember_and_finish(tmp_path: Path) -> str:
     """A first demo whose approver remembered the decision; the rule's id."""
-    demo, url, token, lines = _start_demo(tmp_path)
+    demo, _, _, lines = _start_demo(tmp_path)
     _printed_approve(demo, lines)
     remember = _printed_approve(demo, lines)
     approved = _cli(*remember[2:])

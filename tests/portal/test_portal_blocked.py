@@ -53,7 +53,7 @@ def test_the_portal_shows_completed_with_a_blocked_call(database_url: str) -> No
     from tests.portal.browser import console_errors
     from tests.portal.test_portal_browser import portal_for
 
-    with portal_for(read_only_world(database_url)) as (page, c):
+    with portal_for(read_only_world(database_url)) as (page, _):
         page.open()
         page.sign_in("alice")
         page.start_run("pay ACME 100")
