@@ -17,6 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.adversarial_tally import TALLY
 from tests.instances import Instance
 from tests.live_server import free_port
 
@@ -113,6 +114,8 @@ def test_serve_refuses_to_start_naming_each_broken_agent_and_entry(tmp_path: Pat
     done = hookgate("serve", "-c", str(config), "--port", str(port), cwd=tmp_path)
     checked = hookgate("check", "-c", str(config), cwd=tmp_path)
 
+    TALLY.record(f"serve an agent whose hooks do not build ({database.split(':')[0]})",
+                 got_through=done.returncode == 0 or not port_is_free(port))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "serving" not in done.stdout + done.stderr and "Traceback" not in done.stderr
     assert port_is_free(port)
@@ -219,6 +222,8 @@ def test_check_refuses_a_database_migrated_by_a_newer_hookgate(tmp_path: Path,
     checked = hookgate("check", "-c", str(config), cwd=tmp_path)
     served = hookgate("serve", "-c", str(config), "--port", str(free_port()), cwd=tmp_path)
 
+    TALLY.record("serve a database migrated by a newer hookgate",
+                 got_through=served.returncode == 0)
     for done in (checked, served):
         assert done.returncode == 1
         assert "has schema revision from_the_future, which this hookgate does not know" \
