@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.live_server import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 
 TOOLS = '''
@@ -401,3 +403,96 @@ def test_usage_errors_name_arguments_in_capitals(elsewhere: Path) -> None:
     done = hookgate("run", "-a", "buyer", "--example", "purchasing", cwd=elsewhere)
     assert done.returncode == 2
     assert "MESSAGE" in done.stderr and "{message}" not in done.stderr
+
+
+# -- the same words everywhere ------------------------------------------------------------------
+
+
+def test_every_top_level_command_sits_in_a_named_panel(elsewhere: Path) -> None:
+    top = _helps(elsewhere)[()]
+    assert "Commands" not in top  # no panel of one stray command
+    server = top[top.index("Server"):top.index("Integrations")]
+    assert "rules" in server and "approvals" in server
+
+
+DURATIONS = [0, 0.4, 9, 59.9, 60, 61, 3414, 3599, 3600, 3661, 86399, 86400, 90061,
+             10 * 86400 + 5, -5]
+
+
+def test_the_cli_reads_a_time_left_as_the_inbox_countdown_does() -> None:
+    from hookgate.durations import duration_text
+    from hookgate.server.app import STATIC
+
+    script = (STATIC / "app.js").read_text(encoding="utf-8")
+    found = re.search(r"  function duration\(totalSeconds\) \{.*?\n  \}\n", script, re.S)
+    assert found, "app.js has no duration()"
+    program = found.group(0) + f"console.log(JSON.stringify({DURATIONS}.map(duration)));"
+    inbox = subprocess.run(["node", "-e", program], capture_output=True, text=True,
+                           timeout=60, check=True)
+
+    assert json.loads(inbox.stdout) == [duration_text(s) for s in DURATIONS]
+    assert duration_text(3441) == "57m 21s"
+
+
+def test_check_prints_its_chain_whole_at_80_columns_into_a_pipe(project: Path,
+                                                                elsewhere: Path) -> None:
+    matcher = "oa__purchase_pay|oa__list_vendors_and_every_other_vendor_tool"
+    config = project / "hookgate.yaml"
+    config.write_text(CONFIG.replace(
+        "        class_hooks: [readonly_guard, audit_log]",
+        "        class_hooks: [readonly_guard, audit_log]\n"
+        "        command_hooks:\n"
+        f"          - {{event: PreToolUse, matcher: '{matcher}', name: vendor-check,\n"
+        "             command: 'sh hooks/check.sh'}"))
+
+    done = hookgate("check", "-c", str(config), cwd=elsewhere, columns=80)
+
+    assert done.returncode == 0, done.stderr
+    header = next(line for line in done.stdout.splitlines() if "point" in line)
+    assert header.split("┃")[-1].strip() == "matcher"
+    assert "priority" in header and "…" not in done.stdout
+    assert any(line.rstrip().endswith(matcher) for line in done.stdout.splitlines())
+
+
+def test_a_server_that_is_not_there_is_said_with_the_way_to_name_it(elsewhere: Path) -> None:
+    closed = free_port()
+
+    done = hookgate("approvals", "list", "--url", f"http://127.0.0.1:{closed}", "--token", "t",
+                    cwd=elsewhere)
+
+    assert done.returncode == 1
+    assert f"cannot reach the server at http://127.0.0.1:{closed}" in done.stderr
+    assert "--url or HOOKGATE_URL" in done.stderr
+
+
+@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
+def test_status_all_time_left_and_rule_uses_read_the_same_in_the_cli_and_the_api(
+        database_url: str, elsewhere: Path) -> None:
+    import httpx
+
+    from tests.live_server import live_server
+    from tests.portal.steps import pending_request, start_run, wait_finished
+    from tests.server.demo_world import TOKENS, auth, world
+
+    deployment, _ = world(database_url)
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        first = start_run(c)
+        request = pending_request(c)
+        every = c.get("/api/confirmations", params={"status": "all"}, headers=auth("alice"))
+        wrong = c.get("/api/confirmations", params={"status": "everything"},
+                      headers=auth("alice"))
+        creds = ("--url", srv.url, "--token", TOKENS["alice"])
+        listed = hookgate("approvals", "list", "--status", "all", *creds, cwd=elsewhere)
+        shown = hookgate("approvals", "show", request["id"], *creds, cwd=elsewhere)
+        approved = hookgate("approvals", "approve", request["id"], "--remember", "agent_user",
+                            *creds, cwd=elsewhere)
+        assert approved.returncode == 0, approved.stderr
+        wait_finished(c, first)
+        wait_finished(c, start_run(c))  # approved by the rule: its first use
+        rules = hookgate("rules", "list", *creds, cwd=elsewhere)
+
+    assert every.status_code == 200 and [r["id"] for r in every.json()] == [request["id"]]
+    assert wrong.status_code == 422 and "or all" in wrong.text
+    assert re.search(r", 59m \d\ds left", listed.stdout), listed.stdout
+    assert re.search(r"time left\s+59m \d\ds", shown.stdout), shown.stdout
+    assert "used 1 time" in rules.stdout and "used 1 times" not in rules.stdout

@@ -229,10 +229,65 @@ def test_an_agent_naming_a_tool_the_file_does_not_import_is_refused(tmp_path):
 
 
 def test_invalid_yaml_is_reported_with_its_line(tmp_path):
-    error = load_error(tmp_path, "orgs:\n  - {id: acme\nusers: []\n")
+    error = load_error(tmp_path, "orgs: []\nusers: []\ntools: x: y\n")
 
     assert error.key is not None and error.key.startswith("line 3")
     assert "invalid YAML" in str(error)
+
+
+@pytest.mark.parametrize(("text", "where", "said"), [
+    # The parser notices only on the next line; the mistake is the bracket left open.
+    ("orgs:\n  - {id: acme\nusers: []\n", "line 2, column 5",
+     "invalid YAML: this '{' is not closed (expected ',' or '}', but got ':' at line 3, "
+     "column 6)"),
+    ("orgs: [{id: acme}\nusers: []\n", "line 1, column 7",
+     "invalid YAML: this '[' is not closed (expected ',' or ']', but got"),
+    ("agents:\n  - id: a\n    model_config_json: {hooks: {class_hooks: [audit_log]}\n"
+     "    model: m\n", "line 3, column 24", "this '{' is not closed"),
+])
+def test_an_unclosed_bracket_is_reported_where_it_was_opened(tmp_path, text, where, said):
+    error = load_error(tmp_path, text)
+
+    assert error.key == where
+    assert said in str(error)
+
+
+@pytest.mark.parametrize(("written", "seconds"), [
+    ("5m", 300.0), ("90s", 90.0), ("2h", 7200.0), ("1d", 86400.0), ("1.5m", 90.0),
+    ("600", 600.0), (600, 600.0),
+])
+def test_a_duration_is_accepted_as_the_docs_write_it_wherever_one_is_configured(
+        tmp_path, written, seconds):
+    value = repr(written) if isinstance(written, str) else written
+    text = MINIMAL.replace("    model: script\n    tools:",
+                           f"    model: script\n    confirmation_timeout_s: {value}\n    tools:")
+    text = text.replace("models:\n", f"""worker: {{heartbeat_s: {value}, stalled_after_s: \
+{value}, expiry_tick_s: {value}, shutdown_grace_s: {value}}}
+models:
+  gpt: {{type: openai, base_url: http://127.0.0.1:9/v1, api_key: k, model: m, \
+timeout: {value}}}
+""")
+    if seconds > 3600:  # the worker's bounds are the field's own, whatever the unit
+        text = text.replace("heartbeat_s", "concurrency: 2, heartbeat_s").split("worker:")[0] \
+            + "models:" + text.split("models:", 1)[1]
+    cfg = load(tmp_path, text)
+
+    assert cfg.agent_spec("buyer").confirmation_timeout_s == seconds
+    assert cfg.build_agent("buyer").confirmation_timeout_s == seconds
+    assert cfg.models["gpt"].timeout == seconds  # type: ignore[union-attr]
+    if seconds <= 3600:
+        assert (cfg.worker.heartbeat_s, cfg.worker.shutdown_grace_s) == (seconds, seconds)
+
+
+@pytest.mark.parametrize("written", ["5 minutes", "m5", "-5m", "nan", "1e400s", "5\u00b5s"])
+def test_a_duration_that_is_not_one_is_refused_naming_the_key(tmp_path, written):
+    text = MINIMAL.replace("    model: script\n    tools:",
+                           f"    model: script\n    confirmation_timeout_s: {written!r}\n"
+                           "    tools:")
+    error = load_error(tmp_path, text)
+
+    assert error.key == "agents[0].confirmation_timeout_s"
+    assert "90s, 15m, 2h or 1d" in str(error) or "greater than 0" in str(error)
 
 
 def test_a_key_written_twice_in_one_mapping_is_refused(tmp_path):

@@ -198,3 +198,51 @@ def test_demo_approve_and_remember_lets_the_second_order_through_by_the_rule(
     assert "Paid ACME 70,000." in flat
     assert "second run finished: completed" in flat
     assert flat.count("needs a person's approval") == 1  # only the first order asked
+
+
+def _remember_and_finish(tmp_path: Path) -> str:
+    """A first demo whose approver remembered the decision; the rule's id."""
+    demo, _, _, lines = _start_demo(tmp_path)
+    _printed_approve(demo, lines)
+    remember = _printed_approve(demo, lines)
+    approved = _cli(*remember[2:])
+    assert approved.returncode == 0, approved.stderr
+    out, _ = demo.communicate(timeout=90)
+    flat = " ".join(("".join(lines) + out).split())
+    assert demo.returncode == 0, flat
+    rule = re.search(r"Standing rule (ar_\w+) by alice", flat)
+    assert rule, flat
+    return rule.group(1)
+
+
+def test_a_second_demo_in_the_same_folder_asks_again_for_the_payment(tmp_path: Path) -> None:
+    rule = _remember_and_finish(tmp_path)
+
+    demo, url, token, lines = _start_demo(tmp_path)
+    request = _pending(url, token)  # the rule of the first demo is gone: a person is asked
+    assert request["payload"]["args"] == {"amount": 60000.0, "vendor": "ACME"}
+    assert _cli("reject", request["id"], "--url", url, "--token", token).returncode == 0
+    out, _ = demo.communicate(timeout=60)
+    flat = " ".join(("".join(lines) + out).split())
+    assert "new: an earlier demo's data was removed (--keep-data keeps it)" in flat
+    assert rule not in flat
+
+
+def test_a_demo_that_keeps_its_data_says_the_rule_approved_and_shows_no_rule_as_a_request(
+        tmp_path: Path) -> None:
+    rule = _remember_and_finish(tmp_path)
+    port = free_port()
+
+    done = subprocess.run(
+        [*HOOKGATE, "demo", "--port", str(port), "--dir", str(tmp_path), "--exit-after-run",
+         "--keep-data"], capture_output=True, text=True, env=ENV, timeout=120)
+
+    flat = " ".join(done.stdout.split())
+    assert done.returncode == 0, flat + done.stderr
+    assert "kept from an earlier demo (--keep-data)" in flat
+    assert f"No one was asked: standing rule {rule} from an earlier demo approved the " \
+           "payment. Start with --fresh to see the approval." in flat
+    assert f"oa__purchase_pay approved without asking anyone: approved by rule {rule}, " \
+           "created by alice" in flat
+    assert f"request {rule}" not in flat and "needs a person's approval" not in flat
+    assert "Paid ACME 12,000. Paid ACME 60,000." in flat

@@ -259,7 +259,7 @@ def test_the_cli_remembers_lists_creates_and_revokes_rules(database_url: str) ->
         assert made.returncode == 0, made.stderr
         rule_id = made.stdout.split()[0]
         listed = " ".join(_cli(srv.url, "alice", "rules", "list").stdout.split())
-        assert rule_id in listed and "used 1 times" in listed and "user alice" in listed
+        assert rule_id in listed and "used 1 time" in listed and "user alice" in listed
         refused = _cli(srv.url, "bob", "rules", "revoke", rule_id)
         assert refused.returncode != 0 and "403" in refused.stderr + refused.stdout
         revoked = _cli(srv.url, "alice", "rules", "revoke", rule_id)

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from hookgate.approvals.wording import changes_text, numbers_text, reason_texts
 from hookgate.cli.app import app, console, fail
+from hookgate.durations import duration_text
 
 approvals_app = typer.Typer(help="Confirmation requests on a running server.",
                             no_args_is_help=True)
@@ -41,7 +42,8 @@ def _call(method: str, url: str, path: str, token: str | None,
         r = httpx.request(method, url.rstrip("/") + path, json=body, timeout=30,
                           headers={"Authorization": f"Bearer {token}"})
     except httpx.HTTPError as exc:
-        fail(f"cannot reach the server at {url}: {exc}")
+        fail(f"cannot reach the server at {url}: {exc} (is `hookgate serve` running there? "
+             "Give its address with --url or HOOKGATE_URL)")
     if r.status_code >= 400:
         try:
             message = r.json().get("error") or r.text
@@ -72,7 +74,8 @@ def list_(
     if not items:
         console.print(f"no {status} requests")
     for it in items:
-        left = f", {it['seconds_left']:.0f}s left" if it["status"] == "pending" else ""
+        left = (f", {duration_text(it['seconds_left'])} left" if it["status"] == "pending"
+                else "")
         who = f", requested by {it['requested_by']}" if it.get("requested_by") else ""
         head = Text.assemble(
             (it["id"], "bold"), f"  {it['status']}  ", (it["payload"]["tool_name"], "bold"),
@@ -140,7 +143,7 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
         rows.append(("approvals", f"{counted.get('count')} of {counted.get('required')}"
                      + (f" ({names})" if names else "")))
     if it["status"] == "pending":
-        rows.append(("time left", f"{it['seconds_left']:.0f}s"))
+        rows.append(("time left", duration_text(it["seconds_left"])))
     else:
         d = it.get("decision") or {}
         rows.append(("decided", " ".join(str(x) for x in (

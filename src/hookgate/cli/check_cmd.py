@@ -7,10 +7,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
-from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.app import app, console, err_console, fail
+from hookgate.cli.config_source import (
+    ConfigOption,
+    ExampleOption,
+    check_database_or_fail,
+    load_from_options,
+)
 
 if TYPE_CHECKING:
     from hookgate.config import AgentSpec, HookgateConfig
@@ -21,7 +29,8 @@ def _chain_table(registry: HookRegistry) -> Table:
     table = Table(show_edge=False, pad_edge=False)
     for column in ("#", "point", "hook", "priority", "fail mode", "timeout", "matcher"):
         if column == "matcher":
-            table.add_column(column, overflow="fold")
+            # Never narrower than its header: folded, "matcher" read "matche r" at 80 columns.
+            table.add_column(column, overflow="fold", min_width=len(column))
         else:
             table.add_column(column, no_wrap=True)
     for i, hook in enumerate(registry.hooks(), start=1):
@@ -32,6 +41,18 @@ def _chain_table(registry: HookRegistry) -> Table:
             "-" if matcher is None else str(matcher),
         )
     return table
+
+
+def _print_whole(table: Table) -> None:
+    """The table at its natural width when the output is not a terminal (a file, a pipe, a
+    test): at rich's default 80 columns its cells were cut ("priori…") and headers folded
+    ("matche r"). A terminal's own width still applies on a terminal."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    natural = Measurement.get(console, console.options.update(width=10_000), table).maximum
+    # print(width=…) cannot go past the console's own width: a console as wide as the table.
+    Console(file=console.file, width=max(natural, console.width)).print(table)
 
 
 def _agent_summary(cfg: HookgateConfig, spec: AgentSpec) -> str:
@@ -52,48 +73,43 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
     Loads the file, builds each agent's model and hook registry, and prints the chain:
     point, hook, priority, fail mode, timeout and matcher.
 
-    Exit code 0 when everything builds; 1 at the first problem, naming the file, the agent
-    and the entry. Example: hookgate check --example purchasing
+    Also checks the database: reachable, and migrated or migratable.
+
+    Exit code 0 when everything builds; 1 when something does not, naming the file and each
+    broken agent and entry. Example: hookgate check --example purchasing
     """
     # Imported here, not at the top: every command's --help would pay for them.
-    from hookgate.catalog import HookServices, build_registry
-    from hookgate.claude_code.policy import ExternalPolicy
-    from hookgate.config import ConfigError
-    from hookgate.hooks.errors import HookBuildError
+    from hookgate.catalog import HookServices
+    from hookgate.config.agent_check import check_agents
     from hookgate.storage.database import Database, DatabaseError
 
     cfg = load_from_options(config, example, code=1)
     console.print(f"config {cfg.source}", highlight=False, soft_wrap=True)
+    schema = check_database_or_fail(cfg)
     # The database is named, not opened: hooks that keep records build against it.
     try:
         services = HookServices(database=Database(cfg.database))
     except DatabaseError as exc:
         fail(f"{cfg.source}: database: {exc}")
-    for index, spec in enumerate(cfg.agents):
-        at = f"{cfg.source}: agents[{index}] ('{spec.id}')"
-        try:
-            cfg.model_for(spec.id)
-        except ConfigError as exc:
-            fail(f"{at}: model '{spec.model}': {exc.problem}")
-        try:
-            built = cfg.build_agent(spec.id)
-            registry = build_registry(built, services)
-            if "claude_code" in built.model_config_json:
-                ExternalPolicy.of(built)
-        except HookBuildError as exc:
-            # "agent 'x': hooks.…" — the agent is named already, and hooks sit in
-            # model_config_json in the file.
-            detail = str(exc).removeprefix(f"agent '{spec.id}': ")
-            if detail.startswith("hooks."):
-                detail = f"model_config_json.{detail}"
-            fail(f"{at}: {detail}")
+    checked = check_agents(cfg, services)
+    for spec in cfg.agents:
+        registry = checked.registries.get(spec.id)
+        if registry is None:
+            continue
         console.print()
         console.print(_agent_summary(cfg, spec), highlight=False, soft_wrap=True)
-        console.print(_chain_table(registry))
+        _print_whole(_chain_table(registry))
         for hook in registry.hooks():
             for note in getattr(hook, "notes", None) or ():
                 console.print(f"  {hook.name}: no equivalent for {note}", highlight=False,
                               soft_wrap=True)
+    if checked.broken:
+        for broken in checked.broken[:-1]:
+            err_console.print(Text.assemble(("error: ", "bold red"), f"{cfg.source}: {broken}"),
+                              soft_wrap=True)
+        fail(f"{cfg.source}: {checked.broken[-1]}")
+    console.print()
+    console.print(f"database: {schema}", highlight=False, soft_wrap=True, markup=False)
     console.print()
     console.print(
         f"ok: {len(cfg.agents)} agent(s), {len(cfg.tool_objects)} tool(s), "

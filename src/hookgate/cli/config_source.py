@@ -85,3 +85,16 @@ def show_database(url: str) -> None:
 
     err_console.print(f"database: {describe_database(url)}", style="dim", highlight=False,
                       soft_wrap=True, markup=False)
+
+
+def check_database_or_fail(cfg: HookgateConfig, code: int = 1) -> str:
+    """Whether the configuration's database can be served (reached, and migrated or
+    migratable), said in a word; otherwise the one-line reason, and exit with ``code``."""
+    import asyncio
+
+    from hookgate.storage.database_check import DatabaseUnusable, check_database
+
+    try:
+        return asyncio.run(check_database(cfg.database)).describe()
+    except DatabaseUnusable as exc:
+        fail(f"{cfg.source}: database: {exc}", code)

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from hookgate.approvals.wording import changes_text
 from hookgate.engines.events import RunEvent
+from hookgate.engines.outcome import run_outcome
 from hookgate.hooks.trace import ADMIN_OUTPUT_KEY
 
 MAX_SHOWN_CHARS = 500
@@ -37,6 +38,8 @@ class EventView:
         self.stopped_calls: list[str] = []
         #: A gated call of the run was rejected, expired or cancelled.
         self.not_approved = False
+        #: Standing rules that approved a call of the run (no person was asked).
+        self.approved_by_rule: list[str] = []
         self._render: dict[str, Callable[[dict[str, Any]], None]] = {
             "session_start": self._session_start,
             "model_turn": self._model_turn,
@@ -151,6 +154,14 @@ class EventView:
         who = f" by {data['decided_by']}" if data.get("decided_by") else ""
         if data.get("status") != "approved":
             self.not_approved = True
+        if data.get("rule_id"):
+            # No request was made: the id on the event names a use of the rule, which no
+            # `hookgate approvals` command knows. Say the rule, never a "request".
+            self.approved_by_rule.append(str(data["rule_id"]))
+            self._line("decided", "magenta",
+                       f"{data.get('tool_name')} {data.get('status')} without asking anyone: "
+                       f"{data.get('reason') or 'by rule ' + str(data['rule_id'])}", 2)
+            return
         why = f": {data['reason']}" if data.get("reason") else ""
         self._line("decided", "magenta",
                    f"request {data.get('request_id')} {data.get('status')}{who}{why}", 2)
@@ -182,7 +193,9 @@ class EventView:
     @property
     def outcome(self) -> str | None:
         """The status, except that a run that completed although a person did not approve
-        one of its calls is ``not_approved`` (as the HTTP API's ``outcome``)."""
-        if self.status == "completed" and self.not_approved:
-            return "not_approved"
-        return self.status
+        one of its calls is ``not_approved``, and one in which a hook stopped a call
+        ``call_blocked`` (as the HTTP API's ``outcome``)."""
+        if self.status is None:
+            return None
+        return run_outcome(self.status, not_approved=self.not_approved,
+                           call_stopped=bool(self.stopped_calls))

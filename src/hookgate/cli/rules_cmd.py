@@ -10,6 +10,7 @@ from rich.text import Text
 
 from hookgate.cli.app import app, console
 from hookgate.cli.approvals_cmd import TokenOption, UrlOption, call_api
+from hookgate.durations import count_text
 
 rules_app = typer.Typer(help="Standing rules: calls approved without asking.",
                         no_args_is_help=True)
@@ -34,7 +35,7 @@ def rule_line(rule: dict[str, Any]) -> Text:
     return Text.assemble(
         (rule["id"], "bold"), f"  {state}  ", (rule["tool_name"], "bold"),
         f"{when}  agent {rule['agent_id']}, {covers}; created by {rule['created_by']}"
-        f"{until}; used {rule['uses']} times")
+        f"{until}; used {count_text(rule['uses'], 'time')}")
 
 
 @rules_app.command("list")

@@ -8,11 +8,13 @@ import signal
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
-from hookgate.cli.app import app, console, fail
+from hookgate.cli.app import app, console, err_console, fail
 from hookgate.cli.config_source import (
     ConfigOption,
     ExampleOption,
+    check_database_or_fail,
     load_from_options,
     show_database,
     start_telemetry,
@@ -48,6 +50,28 @@ def _load(config: ConfigOption, example: ExampleOption) -> HookgateConfig:
     return cfg
 
 
+def _broken_agents(cfg: HookgateConfig, *, allow: bool) -> dict[str, str]:
+    """Each agent that does not build, by id, with why; exits naming each of them unless
+    ``allow``, else says each on stderr."""
+    from hookgate.catalog import HookServices
+    from hookgate.config.agent_check import check_agents
+    from hookgate.storage.database import Database
+
+    # The database is named, not opened: hooks that keep records build against it.
+    broken = check_agents(cfg, HookServices(database=Database(cfg.database))).broken
+    if not broken:
+        return {}
+    for agent in broken:
+        err_console.print(Text.assemble(("broken agent: " if allow else "error: ",
+                                         "bold yellow" if allow else "bold red"),
+                                        f"{cfg.source}: {agent}"), soft_wrap=True)
+    if not allow:
+        fail(f"{len(broken)} agent(s) cannot run ({', '.join(a.agent_id for a in broken)}): "
+             "fix them (`hookgate check` shows each chain) or start with "
+             "--allow-broken-agents")
+    return {agent.agent_id: str(agent) for agent in broken}
+
+
 def _refuse_shared_sqlite(database: str) -> None:
     # The executor holds the lock for the process's life; this probe only turns a second
     # instance on the same file into a clear message before anything starts.
@@ -76,8 +100,18 @@ def serve(
         "--worker/--no-worker",
         help="Also execute runs (default). --no-worker serves the API only; runs then "
              "execute on `hookgate worker` processes (PostgreSQL only).")] = True,
+    allow_broken_agents: Annotated[bool, typer.Option(
+        "--allow-broken-agents",
+        help="Start even when an agent's hooks or model do not build (`hookgate check` "
+             "names why); such an agent is named in the log and in GET /api/agents, and "
+             "its runs end blocked_build.")] = False,
 ) -> None:
-    """Serve the API and the web inbox; runs waiting for approval resume on start."""
+    """Serve the API and the web inbox; runs waiting for approval resume on start.
+
+    Before listening, checks what `hookgate check` checks: the database (reachable, and
+    migrated or migratable) and every agent. Exit code 1 when one of them cannot be served,
+    naming each broken agent and entry (unless --allow-broken-agents); 2 for a usage error.
+    """
     from hookgate.server.deployment import deployment_from_config
     from hookgate.server.serving import PortUnavailable, build_server, listen
 
@@ -85,13 +119,16 @@ def serve(
     if not worker and cfg.database.startswith("sqlite"):
         fail("--no-worker needs PostgreSQL: a SQLite database is served by one instance "
              "that executes its runs itself", 2)
+    check_database_or_fail(cfg)
+    broken = _broken_agents(cfg, allow=allow_broken_agents)
     _refuse_shared_sqlite(cfg.database)
     try:
         sock = listen(host, port)
     except PortUnavailable as exc:
         fail(str(exc))
-    server, _ = build_server(deployment_from_config(cfg), host, port, log_level=log_level,
-                             worker=worker)
+    deployment = deployment_from_config(cfg)
+    deployment.broken_agents = broken
+    server, _ = build_server(deployment, host, port, log_level=log_level, worker=worker)
     role = "" if worker else " (API only)"
     console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/{role}",
                   highlight=False, soft_wrap=True)
@@ -112,6 +149,7 @@ def worker_command(
     if cfg.database.startswith("sqlite"):
         fail("hookgate worker needs PostgreSQL: with a SQLite database, `hookgate serve` "
              "executes the runs itself", 2)
+    check_database_or_fail(cfg)
     runtime = Runtime(deployment_from_config(cfg), worker=True)
     console.print(f"hookgate worker for {cfg.source}", highlight=False, soft_wrap=True)
     show_database(cfg.database)

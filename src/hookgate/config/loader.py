@@ -158,14 +158,31 @@ _StrictLoader.add_constructor(
 )
 
 
+_UNCLOSED = {"while parsing a flow mapping": "{", "while parsing a flow sequence": "["}
+
+
+def _at(mark: yaml.Mark) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError) -> tuple[str | None, str]:
+    """(where, what) of a YAML error. An unclosed ``{`` or ``[`` is found only lines later,
+    where the parser first meets something else: the place named is the bracket's own."""
+    opened = _UNCLOSED.get(exc.context or "")
+    if opened and exc.context_mark is not None and exc.problem_mark is not None and (
+            exc.problem_mark.line != exc.context_mark.line):
+        return (_at(exc.context_mark), f"invalid YAML: this '{opened}' is not closed "
+                                       f"({exc.problem} at {_at(exc.problem_mark)})")
+    mark = exc.problem_mark or exc.context_mark
+    what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+    return (_at(mark) if mark else None), f"invalid YAML: {what}"
+
+
 def _parse_yaml(text: str, source: str) -> Any:
     try:
         return yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        raise ConfigError(source, where, f"invalid YAML: {what}") from None
+        raise ConfigError(source, *_yaml_problem(exc)) from None
     except yaml.YAMLError as exc:
         raise ConfigError(source, None, f"invalid YAML: {exc}") from None
 

@@ -29,6 +29,7 @@ from hookgate.approvals.followup_policy import FollowupPolicy, PolicyError, pars
 from hookgate.approvals.quorum import MAX_APPROVALS, QuorumRule
 from hookgate.config.channel_validators import channel_types
 from hookgate.config.errors import ConfigError
+from hookgate.durations import Seconds
 from hookgate.hooks.errors import HookBuildError
 from hookgate.llm.base import ChatModel, ModelError
 from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
@@ -149,7 +150,7 @@ class OpenAIModelSpec(_Section):
     base_url: str | None = None
     api_key: str | None = Field(default=None, repr=False)
     model: str | None = None
-    timeout: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    timeout: Seconds = Field(default=DEFAULT_TIMEOUT_S, gt=0)
     max_retries: int = Field(default=2, ge=0)
     extra_headers: dict[str, str] = Field(default_factory=dict)
 
@@ -215,7 +216,7 @@ class AgentSpec(_Section):
     require_confirmation_for_all: bool = False
     confirmation_mode: ConfirmationMode = "auto"
     confirmation_approver_scope: ApproverScope = "initiator"
-    confirmation_timeout_s: float = Field(default=3600.0, gt=0)
+    confirmation_timeout_s: Seconds = Field(default=3600.0, gt=0)
     approval_channel_id: str | None = None
     notify_on_completion: bool = False
     refuse_retry_after_rejection: bool = True
@@ -291,10 +292,10 @@ class WorkerSpec(_Section):
     the tick expiry jobs are grouped by."""
 
     concurrency: int = Field(default=100, ge=1, le=10_000)
-    heartbeat_s: float = Field(default=5.0, gt=0, le=3600)
-    stalled_after_s: float = Field(default=30.0, gt=0, le=86_400)
-    shutdown_grace_s: float = Field(default=5.0, ge=0, le=3600)
-    expiry_tick_s: float = Field(default=5.0, ge=0.1, le=3600)
+    heartbeat_s: Seconds = Field(default=5.0, gt=0, le=3600)
+    stalled_after_s: Seconds = Field(default=30.0, gt=0, le=86_400)
+    shutdown_grace_s: Seconds = Field(default=5.0, ge=0, le=3600)
+    expiry_tick_s: Seconds = Field(default=5.0, ge=0.1, le=3600)
     #: A run started on an instance that runs a worker advances there, its job inserted
     #: already taken (up to ``concurrency`` such runs at once), instead of going through
     #: the queue to whichever worker fetches it first.

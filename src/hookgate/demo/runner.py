@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import json
 import shlex
-from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,7 +15,7 @@ from rich.text import Text
 
 from hookgate.approvals.wording import numbers_text, reason_texts
 from hookgate.cli.event_view import EventView
-from hookgate.demo.world import DEMO_MESSAGE, demo_deployment
+from hookgate.demo.world import DEMO_MESSAGE, DemoData, demo_deployment
 from hookgate.server.runtime import Runtime
 from hookgate.server.serving import build_server, listen
 
@@ -30,12 +29,12 @@ REMEMBER = ("--remember agent_user --when 'args.vendor == \"ACME\" and args.amou
 SECOND_MESSAGE = "Pay ACME the 70,000 for the Q4 hardware order."
 
 
-async def run_demo(console: Console, *, host: str, port: int, directory: Path,
-                   keep_serving: bool) -> str:
+async def run_demo(console: Console, *, host: str, port: int, data: DemoData,
+                   data_note: str, keep_serving: bool) -> str:
     """Serve, start the demo run, narrate it; returns the run's final status."""
     url = f"http://{host}:{port}"
     sock = listen(host, port)  # first: a busy port is refused before anything is made
-    deployment, token = demo_deployment(directory, url)
+    deployment, token = demo_deployment(data.directory, url)
     server, runtime = build_server(deployment, host, port)
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
@@ -51,7 +50,8 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
     # Things to copy are printed outside any box and never wrapped, so a copy is whole.
     _copyable(console, "Inbox:  ", f"{url}/")
     _copyable(console, "Token:  ", token)
-    _copyable(console, "Data:   ", str(directory / "hookgate-demo.db"))
+    _copyable(console, "Data:   ", str(data.file))
+    console.print(f"        [dim]{escape(data_note)}[/]", highlight=False, soft_wrap=True)
 
     state = await runtime.runs.start("buyer", DEMO_MESSAGE, user_id="alice", org_id="acme")
     console.print(f"[dim]run {state.run_id}:[/] {DEMO_MESSAGE}")
@@ -85,6 +85,11 @@ async def run_demo(console: Console, *, host: str, port: int, directory: Path,
             asked.append(rid)
         if event.type == "done":
             status = str(event.data.get("status"))
+    if view.approved_by_rule and not asked:
+        console.print(
+            f"[bold]No one was asked:[/] standing rule {', '.join(view.approved_by_rule)} from "
+            "an earlier demo approved the payment. Start with --fresh to see the approval.",
+            highlight=False, soft_wrap=True)
     if view.outcome == "not_approved":
         console.print(f"[bold]run finished: {status}, but a payment was not approved[/]")
     else:

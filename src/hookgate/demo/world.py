@@ -4,6 +4,7 @@ what the message asks, and a payment tool that needs a person's approval above 5
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 
 from hookgate.agent import Agent
@@ -12,6 +13,8 @@ from hookgate.examples.purchasing import oa__list_vendors, oa__purchase_pay
 from hookgate.llm.scripted import ScriptedLLM
 from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
 
+#: The demo's SQLite file, in the folder ``hookgate demo --dir`` names.
+DEMO_FILE = "hookgate-demo.db"
 DEMO_MESSAGE = "Pay ACME for the Q3 hardware order: 12,000 now and the 60,000 balance."
 
 
@@ -29,11 +32,51 @@ def demo_agent() -> Agent:
     )
 
 
+class DemoDataBusy(Exception):
+    """Another demo serves the data this one would remove."""
+
+
+@dataclass(frozen=True)
+class DemoData:
+    """The demo's database file in ``directory``: started fresh, or kept on request."""
+
+    directory: Path
+
+    @property
+    def file(self) -> Path:
+        return self.directory / DEMO_FILE
+
+    def keep(self) -> bool:
+        """Whether there is earlier data to keep."""
+        return self.file.exists()
+
+    def reset(self) -> bool:
+        """Remove an earlier demo's database; whether there was one. Refused while another
+        demo serves it."""
+        from hookgate.server.executors.in_process import InstanceLock, InstanceLocked
+
+        files = [self.file, *(self.file.with_name(self.file.name + s)
+                              for s in ("-wal", "-shm", "-journal"))]
+        if not any(f.exists() for f in files):
+            return False
+        lock = InstanceLock(self.file)
+        try:
+            lock.acquire()
+        except InstanceLocked as exc:
+            raise DemoDataBusy(f"{exc} (stop that demo, or pick another --dir)") from None
+        try:
+            for f in files:
+                f.unlink(missing_ok=True)
+        finally:
+            lock.release()
+        return True
+
+
 def demo_deployment(directory: Path, public_url: str) -> tuple[Deployment, str]:
     """The demo deployment with a SQLite file in ``directory``, and a fresh token for alice."""
     token = "demo-" + secrets.token_urlsafe(18)
     deployment = Deployment(
-        database_url=f"sqlite+aiosqlite:///{directory / 'hookgate-demo.db'}",
+        database_url=f"sqlite+aiosqlite:///{directory / DEMO_FILE}",
         orgs=[OrgSpec("acme", "ACME Corp")],
         users=[
             UserSpec("alice", "acme", admin=True, name="Alice (finance)",

@@ -58,6 +58,9 @@ class Deployment:
     worker: WorkerSettings = field(default_factory=WorkerSettings)
     #: ``redis_url`` of the configuration: stream wake-ups through Redis (PostgreSQL only).
     redis_url: str | None = None
+    #: Agents served although they do not build (``serve --allow-broken-agents``): id →
+    #: why, as `hookgate check` says it. Their runs end ``blocked_build``.
+    broken_agents: dict[str, str] = field(default_factory=dict)
 
 
 def deployment_from_config(cfg: Any) -> Deployment:

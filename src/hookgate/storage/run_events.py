@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 
 from hookgate.engines.events import RunEvent
+from hookgate.engines.outcome import stops_a_call
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.pg_lane import PgLane
@@ -47,6 +48,19 @@ class RunEventLog:
                 .order_by(RunEventRow.seq)
             )).scalars().all()
         return [RunEvent(r.type, dict(r.data or {}), r.seq) for r in found]
+
+    async def runs_with_stopped_calls(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of these runs had a call a hook blocked or whose output it withheld."""
+        if not run_ids:
+            return set()
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(RunEventRow.run_id, RunEventRow.type, RunEventRow.data)
+                .where(RunEventRow.run_id.in_(list(run_ids)),
+                       RunEventRow.type.in_(("tool_result", "tool_blocked")))
+            )).all()
+        return {str(run_id) for run_id, type_, data in rows
+                if stops_a_call(str(type_), dict(data or {}))}
 
 
 _AFTER_SQLITE = "SELECT type, data, seq FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq"

@@ -42,6 +42,21 @@ def bundled_heads(versions: Path) -> frozenset[str] | None:
     return frozenset(heads) if heads else None
 
 
+@cache
+def bundled_revisions(versions: Path) -> frozenset[str]:
+    """Every revision the migration files in ``versions`` name (none that cannot be read)."""
+    found: set[str] = set()
+    for path in sorted(versions.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id == "revision"
+                    and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, str)):
+                found.add(node.value.value)
+    return frozenset(found)
+
+
 async def at_head(engine: AsyncEngine, versions: Path) -> bool:
     """True when the database records exactly the bundled heads; False when it is behind,
     ahead, empty or cannot tell."""

@@ -36,24 +36,43 @@ class InstanceLock:
         self._file: IO[str] | None = None
 
     def acquire(self) -> None:
-        f = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "another process"
+        while True:
+            f = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                holder = f.read().strip() or "another process"
+                f.close()
+                raise InstanceLocked(
+                    f"the SQLite database {self.path.with_suffix('').with_suffix('')} is "
+                    f"already served by {holder}; a SQLite file serves one hookgate instance. "
+                    "To run several instances, use PostgreSQL (database: postgresql://...)"
+                ) from None
+            if self._still_named(f):
+                break
+            # The holder removed the file as it let go: this lock is on a file nobody else
+            # will open. Lock the one the name now points to.
             f.close()
-            raise InstanceLocked(
-                f"the SQLite database {self.path.with_suffix('').with_suffix('')} is already "
-                f"served by {holder}; a SQLite file serves one hookgate instance. To run "
-                "several instances, use PostgreSQL (database: postgresql://...)") from None
         f.truncate(0)
         f.write(f"hookgate pid {os.getpid()}\n")
         f.flush()
         self._file = f
 
+    def _still_named(self, f: IO[str]) -> bool:
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(f.fileno())
+        return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
     def release(self) -> None:
+        """Let go and remove the file: removed while still locked, so a process waiting for
+        it finds the name gone (see ``acquire``) and no second holder can appear."""
         if self._file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
             fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
             self._file.close()
             self._file = None

@@ -28,8 +28,12 @@ async def me(caller: CallerDep) -> dict[str, Any]:
 @router.get("/agents")
 async def agents(caller: CallerDep,
                  rt: RuntimeDep) -> list[dict[str, Any]]:
+    broken = rt.deployment.broken_agents
+    # ``broken`` and ``error``: an agent served although its hooks or model do not build
+    # (``serve --allow-broken-agents``); every run of it ends blocked_build.
     return [
         {"id": a.id, "name": a.name, "tools": [t.name for t in a.tools],
-         "confirmation_mode": a.confirmation_mode}
+         "confirmation_mode": a.confirmation_mode, "broken": a.id in broken,
+         "error": broken.get(a.id)}
         for a in rt.deployment.agents.values() if a.org_id == caller.org_id
     ]

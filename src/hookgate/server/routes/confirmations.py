@@ -48,12 +48,16 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
 async def list_confirmations(
     caller: CallerDep,
     rt: RuntimeDep,
-    status: Annotated[str | None, Query(description="pending, approved, ...")] = None,
+    status: Annotated[str | None, Query(
+        description="pending, approved, rejected, expired, cancelled, or all (the "
+                    "default)")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> list[dict[str, Any]]:
+    if status == "all":  # as `hookgate approvals list --status all`
+        status = None
     if status is not None and status not in STATUSES:
-        raise HTTPException(422, f"status must be one of {', '.join(STATUSES)}")
+        raise HTTPException(422, f"status must be one of {', '.join(STATUSES)}, or all")
     rows = await rt.approvals.store.list_for_org(org_id=caller.org_id, status=status,
                                                  limit=limit, offset=offset)
     return [view(r, caller, rt) for r in await authority.counted_all(rt.db, rows)]

@@ -11,6 +11,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from hookgate.approvals.records import ConfirmationRequest
+from hookgate.engines.outcome import any_call_stopped, run_outcome
 from hookgate.engines.state import RunState
 from hookgate.server.auth import AccessDep, CallerDep, RuntimeDep, StreamAccessDep
 from hookgate.server.run_manager import UnknownAgent, UnknownEngine
@@ -45,17 +46,22 @@ async def list_runs(caller: CallerDep,
                     rt: RuntimeDep) -> list[dict[str, Any]]:
     rows = await rt.runs.store.list_for_org(caller.org_id)
     declined = await rt.approvals.store.declined_by_run([r.id for r in rows])
+    stopped = await rt.runs.bus.log.runs_with_stopped_calls(
+        [r.id for r in rows if r.status == "completed"])
     return [{"run_id": r.id, "agent_id": r.agent_id, "user_id": r.user_id, "status": r.status,
              "answer": r.answer, "created_at": r.created_at.isoformat(),
-             **_approval_outcome(r.status, declined.get(r.id, []))} for r in rows]
+             **_approval_outcome(r.status, declined.get(r.id, []), r.id in stopped)}
+            for r in rows]
 
 
-def _approval_outcome(status: str, declined: list[ConfirmationRequest]) -> dict[str, Any]:
+def _approval_outcome(status: str, declined: list[ConfirmationRequest],
+                      call_stopped: bool) -> dict[str, Any]:
     """``outcome`` says what the run came to: a run that completed although a person did not
-    approve one of its calls is ``not_approved``, not a plain success; ``not_approved``
-    lists those calls."""
+    approve one of its calls is ``not_approved``, not a plain success (``not_approved``
+    lists those calls); one in which a hook blocked a call is ``call_blocked``."""
     return {
-        "outcome": "not_approved" if status == "completed" and declined else status,
+        "outcome": run_outcome(status, not_approved=bool(declined),
+                               call_stopped=call_stopped),
         "not_approved": [{"request_id": r.id, "tool_name": r.tool_name, "status": r.status,
                           "decided_by": r.responded_by} for r in declined],
     }
@@ -97,7 +103,7 @@ async def get_run(run_id: str, access: AccessDep) -> JSONResponse:
         "answer": state.answer,
         "error": state.error,
         "trace": for_caller(trace, caller.admin),
-        **_approval_outcome(state.status, declined),
+        **_approval_outcome(state.status, declined, any_call_stopped(trace)),
     })
 
 

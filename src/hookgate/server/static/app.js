@@ -136,12 +136,13 @@
   const STATUS_TEXT = {
     pending: "Pending", approved: "Approved", rejected: "Rejected", expired: "Expired",
     cancelled: "Cancelled", running: "Running", awaiting_approval: "Waiting for approval",
-    completed: "Completed", not_approved: "Completed; a call was not approved", failed: "Failed", blocked_build: "Hooks failed to build",
+    completed: "Completed", not_approved: "Completed; a call was not approved",
+    call_blocked: "Completed; a call was blocked", failed: "Failed", blocked_build: "Hooks failed to build",
     session_blocked: "Blocked at start", max_steps: "Stopped (too many turns)",
   };
   const STATUS_TONE = {
     pending: "wait", awaiting_approval: "wait", running: "info", approved: "good",
-    completed: "good", not_approved: "bad", rejected: "bad", expired: "bad", cancelled: "muted", failed: "bad",
+    completed: "good", not_approved: "bad", call_blocked: "bad", rejected: "bad", expired: "bad", cancelled: "muted", failed: "bad",
     blocked_build: "bad", session_blocked: "bad", max_steps: "bad",
   };
 
@@ -967,7 +968,10 @@
 
     const page = {
       finalStatus(status) {
-        return status === "completed" && notApproved ? "not_approved" : status;
+        // As the server's ``outcome`` (engines/outcome.py): not approved first, then blocked.
+        if (status !== "completed") return status;
+        if (notApproved) return "not_approved";
+        return callStopped ? "call_blocked" : status;
       },
       waitStep(event) {
         if (waits.has(event.request_id)) return null; // the same wait, after a restart
@@ -1004,6 +1008,7 @@
     let source = null;
     let lastSeq = 0;
     let notApproved = false; // a gated call of this run was rejected, expired or cancelled
+    let callStopped = false; // a hook blocked a call or withheld its result
     const finish = () => { if (source) source.close(); source = null; };
     session.view = { cleanup: finish };
 
@@ -1032,6 +1037,8 @@
       if (event.type === "confirmation_resolved") setStatus("running");
       if (event.type === "answer") announce("The run has an answer.");
       if (event.type === "confirmation_resolved" && event.status !== "approved") notApproved = true;
+      if (event.type === "tool_blocked" || (event.type === "tool_result" &&
+          (event.status === "blocked" || event.status === "withheld"))) callStopped = true;
       if (event.type === "done") {
         // "Completed" alone would read as success when a person said no to a call.
         setStatus(page.finalStatus(event.status));
