@@ -83,7 +83,9 @@ class AuditLog(PostToolUseHook):
         elif outcome.status == "unknown_tool":
             blocked_by = "unknown_tool"
         args = outcome.args if isinstance(outcome.args, Mapping) else ctx.tool_args
-        await self.sink(self.record(ctx, args, "blocked", blocked_by, outcome.error))
+        # A withheld error is recorded as its fixed text (str), never its raw words.
+        error = None if outcome.error is None else str(outcome.error)
+        await self.sink(self.record(ctx, args, "blocked", blocked_by, error))
 
     def record(self, ctx: HookContext, args: Mapping[str, Any], outcome: str,
                blocked_by: str | None, detail: str | None, result_chars: int | None = None,
