@@ -11,6 +11,7 @@ seconds the run took. Exits non-zero when a test failed or none ran.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -47,16 +48,20 @@ def main(argv: list[str]) -> int:
         report = Path(tmp) / "perf.xml"
         command = [sys.executable, "-m", "pytest", "-m", "perf", "-p", "no:cacheprovider",
                    "-q", f"--junitxml={report}", *targets]
+        # This tree's sources and its tests package first, whatever is installed.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH")) if p)}
         started = time.monotonic()
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
         seconds = round(time.monotonic() - started, 1)
         if not report.exists():  # pytest stopped before collecting: say why
             print(done.stdout[-4000:], done.stderr[-4000:], file=sys.stderr)
-            print(json.dumps({"passed": 0, "failed": 0, "skipped": 0, "errors": 1,
-                              "failed_tests": [], "returncode": done.returncode,
-                              "seconds": seconds}))
+            print(json.dumps({"benchmark": "perf_internals", "passed": 0, "failed": 0,
+                              "skipped": 0, "errors": 1, "failed_tests": [],
+                              "returncode": done.returncode, "seconds": seconds}))
             return 1
-        out = {**summary(report), "returncode": done.returncode, "seconds": seconds}
+        out = {"benchmark": "perf_internals", **summary(report),
+               "returncode": done.returncode, "seconds": seconds}
     if out["failed"] or out["errors"]:
         print(done.stdout[-8000:], file=sys.stderr)
     print(json.dumps(out))
