@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 
 from hookgate import tool
 
@@ -23,9 +24,15 @@ async def pay(ref: str) -> str:
 
 @tool(writes=True)
 async def slow_step(ref: str) -> str:
-    """A side effect that takes $HOOKGATE_TEST_SLOW_S seconds."""
+    """A side effect that takes $HOOKGATE_TEST_SLOW_S seconds, or until the test releases
+    it (a file named ``ref`` in $HOOKGATE_TEST_RELEASE_DIR), whichever comes first."""
     await asyncio.to_thread(_record, f"start {ref}")
-    await asyncio.sleep(float(os.environ.get("HOOKGATE_TEST_SLOW_S", "3")))
+    # Released by a file another process (the test) writes: polled, 20 times a second.
+    released = Path(os.environ.get("HOOKGATE_TEST_RELEASE_DIR", "/nonexistent")) / ref
+    for _ in range(round(float(os.environ.get("HOOKGATE_TEST_SLOW_S", "3")) * 20)):
+        if released.exists():
+            break
+        await asyncio.sleep(0.05)
     await asyncio.to_thread(_record, f"end {ref}")
     return f"stepped {ref}"
 

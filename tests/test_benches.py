@@ -92,6 +92,10 @@ def check_mcp_gateway(out: dict[str, Any]) -> None:
     assert all(_number(v) for v in out["added_p50_ms"].values())
 
 
+def check_perf_internals(out: dict[str, Any]) -> None:
+    assert out["passed"] >= 1 and out["failed"] == out["errors"] == 0, out
+
+
 #: Each script's quick-mode arguments and the check of its output. bench/approval.py is run
 #: with small sizes through its own options.
 SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
@@ -100,6 +104,8 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "dispatch.py": (["--quick"], check_dispatch),
     "mcp_gateway.py": (["--quick"], check_mcp_gateway),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
+    # One file's perf tests (a second or two), not all of them.
+    "perf_internals.py": (["tests/server/test_event_deferral.py"], check_perf_internals),
 }
 
 

@@ -100,13 +100,16 @@ async def test_handlers_run_in_parallel_and_deny_wins_over_allow(tmp_path: Path)
     marker = tmp_path / "seen"
     allow = {"type": "command", "command": 'echo \'{"hookSpecificOutput": {"hookEventName": '
                                           '"PreToolUse", "permissionDecision": "allow"}}\''}
-    deny = {"type": "command", "command": "sleep 0.3; echo 'not today' >&2; exit 2"}
-    log = {"type": "command", "command": f"sleep 0.3; cat > {marker}"}
+    # The deny and log handlers each wait for the other to have started: run one after
+    # the other, the first would give up (exit 3) before the second began.
+    def meet(me: str, other: str) -> str:
+        return (f"touch {tmp_path / me}; for i in $(seq 200); do [ -e {tmp_path / other} ] "
+                f"&& break; sleep 0.05; done; [ -e {tmp_path / other} ] || exit 3; ")
+    deny = {"type": "command",
+            "command": meet("deny_started", "log_started") + "echo 'not today' >&2; exit 2"}
+    log = {"type": "command", "command": meet("log_started", "deny_started") + f"cat > {marker}"}
     settings = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [allow, deny, log]}]}}
-    import time
-    started = time.monotonic()
     outcome = await run(agent(settings), "ls")
-    assert time.monotonic() - started < 0.85  # not 0.6 s of serial sleeps plus overhead
     assert outcome["allowed"] is False and "not today" in outcome["observation"]
     assert json.loads(marker.read_text())["tool_input"] == {"command": "ls"}
 

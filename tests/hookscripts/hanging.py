@@ -1,4 +1,4 @@
-"""Sync Python hooks for tests/test_hook_isolation.py: one hangs until released."""
+"""Sync Python hooks for tests/hooks/test_hook_isolation.py: one hangs until released."""
 
 from __future__ import annotations
 

@@ -42,6 +42,7 @@ def saver(log: RunEventLog, saved: list[list[int]]) -> Any:
     return save
 
 
+@pytest.mark.perf  # how many event writes: a performance internal
 async def test_events_a_checkpoint_follows_soon_are_written_by_it(db: Database) -> None:
     log = CountingLog(db)
     bus = EventBus(log)

@@ -14,6 +14,9 @@ import pytest
 
 from hookgate.server.app import GC_YOUNG_THRESHOLD
 
+# The collector's thresholds are a performance setting: bench/perf_internals.py runs these.
+pytestmark = pytest.mark.perf
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SERVE_THEN_REPORT = textwrap.dedent("""

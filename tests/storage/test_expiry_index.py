@@ -27,6 +27,7 @@ def _request(i: int, expires_at: datetime) -> dict[str, Any]:
             "created_at": expires_at - timedelta(hours=1), "expires_at": expires_at}
 
 
+@pytest.mark.perf  # a query plan: a performance internal
 @pytest.mark.both_databases
 async def test_the_overdue_scan_reads_the_status_expiry_index(db: Database) -> None:
     now = datetime.now(UTC)

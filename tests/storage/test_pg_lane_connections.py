@@ -45,6 +45,7 @@ async def _backends(db: Database) -> set[int]:
     return {r[0] for r in rows}
 
 
+@pytest.mark.perf  # how many connections: a performance internal
 async def test_statements_reuse_the_lanes_own_connections(
         pg: tuple[Database, PgLane]) -> None:
     _db, lane = pg
@@ -60,6 +61,7 @@ async def test_statements_reuse_the_lanes_own_connections(
     assert len(again) == 1
 
 
+@pytest.mark.perf  # how many connections: a performance internal
 async def test_a_statement_that_would_wait_too_long_borrows_from_the_pool(
         pg: tuple[Database, PgLane], monkeypatch: pytest.MonkeyPatch) -> None:
     _db, lane = pg

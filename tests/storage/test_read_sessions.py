@@ -26,11 +26,19 @@ async def driver_autocommit(db: Database, *, reading: bool) -> bool:
         return bool(raw.driver_connection.autocommit)  # psycopg's own flag
 
 
-async def test_reads_run_in_autocommit_on_postgresql_and_writes_stay_atomic(
-        db: Database) -> None:
+@pytest.mark.perf  # the driver's transaction mode (round trips a read): an internal
+async def test_reads_run_in_autocommit_on_postgresql(db: Database) -> None:
     if not db.is_sqlite:
         assert await driver_autocommit(db, reading=True)
         assert not await driver_autocommit(db, reading=False)
+    await reads_and_failed_writes_alternate(db)
+
+
+async def test_a_write_that_fails_half_way_stores_nothing_between_reads(db: Database) -> None:
+    await reads_and_failed_writes_alternate(db)
+
+
+async def reads_and_failed_writes_alternate(db: Database) -> None:
     for _ in range(3):  # connections go back and forth between reads and writes
         async with db.session() as s:
             before = (await s.execute(select(func.count()).select_from(Org))).scalar_one()

@@ -18,6 +18,7 @@ AFTER = ("SELECT type, data, seq FROM run_events WHERE run_id = 'run-7' AND seq 
          "ORDER BY seq")
 
 
+@pytest.mark.perf  # a query plan: a performance internal
 @pytest.mark.both_databases
 async def test_a_runs_events_are_read_through_the_unique_index(db: Database) -> None:
     now = datetime.now(UTC)

@@ -194,15 +194,33 @@ async def test_writes_sharing_a_group_commit_keep_their_own_outcomes(db: Databas
     rows = await lane.read(lambda c: [r[0] for r in c.execute("SELECT k FROM t ORDER BY k")])
     assert rows == [k for k in range(1, 31) if k % 3]
     # Writes that have to wait for the write lock (held here by another connection, as
-    # another process would) queue on the lane's thread and share its transactions.
+    # another process would) queue on the lane's thread; every one of them is stored.
+    await writes_waiting_for_the_lock(lane, range(100, 140))
+    assert len(await lane.read(lambda c: c.execute("SELECT k FROM t WHERE k >= 100")
+                               .fetchall())) == 40
+
+
+@pytest.mark.perf  # how many commits: a performance internal
+async def test_writes_waiting_for_the_lock_share_their_commits(db: Database) -> None:
+    lane = SqliteLane.for_database(db)
+    assert lane is not None
+    await lane.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)"))
     commits: list[str] = []
     loop = asyncio.get_running_loop()
     on_thread = partial(loop.run_in_executor, lane._executor)
     await on_thread(lambda: (lane._conn or lane._connect()).set_trace_callback(commits.append))
+    await writes_waiting_for_the_lock(lane, range(100, 140))
+    await on_thread(lambda: (lane._conn or lane._connect()).set_trace_callback(None))
+    assert 1 <= sum(s == "COMMIT" for s in commits) < 40
+
+
+async def writes_waiting_for_the_lock(lane: SqliteLane, keys: range) -> None:
+    """Inserts ``keys`` into table t while another connection holds the write lock, checks
+    the event loop is not blocked while they wait, then lets them through."""
     holder = sqlite3.connect(lane.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     waiting = asyncio.gather(*(lane.write(lambda c, k=k: c.execute(
-        "INSERT INTO t (k) VALUES (?)", (k,))) for k in range(100, 140)))
+        "INSERT INTO t (k) VALUES (?)", (k,))) for k in keys))
     ticks = 0
     for _ in range(10):  # the event loop is not blocked while they wait for the lock
         await asyncio.sleep(0.005)
@@ -211,10 +229,6 @@ async def test_writes_sharing_a_group_commit_keep_their_own_outcomes(db: Databas
     holder.execute("COMMIT")
     holder.close()
     await waiting
-    await on_thread(lambda: (lane._conn or lane._connect()).set_trace_callback(None))
-    assert 1 <= sum(s == "COMMIT" for s in commits) < 40
-    assert len(await lane.read(lambda c: c.execute("SELECT k FROM t WHERE k >= 100")
-                               .fetchall())) == 40
 
 
 async def test_a_write_with_the_lock_free_runs_on_the_callers_thread(db: Database) -> None:

@@ -16,8 +16,8 @@ from hookgate.telemetry import names
 from hookgate.telemetry.setup import TelemetrySettings, install, wanted
 from hookgate.telemetry.switch import SWITCH
 from tests.fakes.chat_completions import FakeChatCompletions, closed_port_url, tool_then_answer
+from tests.llm.test_openai_model import KEY, MODEL, shop_agent
 from tests.telemetry.conftest import Otel, reset_globals
-from tests.test_openai_model import KEY, MODEL, shop_agent
 
 
 def test_gen_ai_names_are_the_semantic_conventions_names() -> None:
