@@ -18,6 +18,7 @@ from hookgate.approvals.store import AfterTransition
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.decisions import decide_for
 from hookgate.server.routes.approval_rules import remembered_rule
+from hookgate.server.run_history import run_history
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
 from hookgate.server.sse import Event, EventStreamResponse
@@ -86,7 +87,12 @@ async def _visible(request_id: str, caller: Caller, rt: Runtime) -> Confirmation
 @router.get("/confirmations/{request_id}")
 async def get_confirmation(request_id: str, caller: CallerDep,
                            rt: RuntimeDep) -> dict[str, Any]:
-    return view(await _visible(request_id, caller, rt), caller, rt)
+    request = await _visible(request_id, caller, rt)
+    out = view(request, caller, rt)
+    # What the same run already did ("12,000 already paid to ACME"): shown to whoever may
+    # see this request, because it is read through it.
+    out["run_history"] = await run_history(request, caller, rt)
+    return out
 
 
 @router.post("/confirmations/{request_id}/respond")
