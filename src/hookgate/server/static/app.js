@@ -280,7 +280,7 @@
       // One line: the call, the decision, the arguments in brief; the record on demand.
       const more = h("details", { class: "more", open: full },
         h("summary", { class: "line" }, heading,
-          h("span", { class: "who" }, decisionWords(req)),
+          h("span", { class: "who" }, decisionWords(req), progress ? ` · ${progress}` : null),
           h("span", { class: "brief" }, argsBrief(payload.args, numbers))),
         meta, contextView(req), argsView(payload.args, numbers), exact,
         progress ? h("p", { class: "quorum" }, progress) : null,
