@@ -78,6 +78,9 @@ async def confirmation_events(request: Request, caller: StreamCallerDep,
 
 
 async def _visible(request_id: str, caller: Caller, rt: Runtime) -> ConfirmationRequest:
+    if "\x00" in request_id:
+        # No request has one, and PostgreSQL refuses the look-up rather than finding none.
+        raise HTTPException(404, "no confirmation request with that id")
     request = await rt.approvals.store.get(request_id)
     if request is None or request.org_id != caller.org_id:
         raise HTTPException(404, f"no confirmation request '{request_id}'")
