@@ -116,6 +116,9 @@ def test_the_first_pending_request_is_decided_without_scrolling_in_a_busy_inbox(
                 "open") is None
             assert "by alice via the API" in card.text
         assert "a long reason" not in page.text("#decided")
+        page.driver.execute_script("document.getElementById('decided-h').scrollIntoView()")
+        _shot(page, tmp_path, f"inbox-{viewport[0]}-decided")
+        page.driver.execute_script("window.scrollTo(0, 0)")
 
         # What the same run already did, on each pending request.
         history = first.find_element(page.by.CSS_SELECTOR, ".history").text
