@@ -81,6 +81,13 @@ class Portal:
         self.find("#message").send_keys(message)
         self.find("form.start button[type=submit]").click()
 
+    def expand(self, card: Any) -> Any:
+        """Open a request's "Details" (or a decided request's one line), as a person does."""
+        more = card.find_element(self.by.CSS_SELECTOR, "details.more")
+        if more.get_attribute("open") is None:
+            more.find_element(self.by.CSS_SELECTOR, "summary").click()
+        return card
+
     def overflow(self) -> int:
         """How many CSS pixels the page is wider than the viewport (0: no sideways scroll)."""
         return int(self.driver.execute_script(
@@ -126,6 +133,7 @@ def test_a_payment_is_approved_in_the_portal_and_the_run_reaches_its_answer(
         # The exact value, and beside it the number as people write it.
         assert args == {"amount": "60000 (60,000)", "vendor": "ACME"}
         assert "Purchasing agent" in card.text and "requested by alice" in card.text
+        page.expand(card)
         context = card.find_element(page.by.CSS_SELECTOR, ".context").text
         assert "User asked\nPay ACME 60000 for the servers" in context
         assert "What the tool does\nPay a vendor." in context
@@ -138,7 +146,8 @@ def test_a_payment_is_approved_in_the_portal_and_the_run_reaches_its_answer(
         page.find("#waiting button.approve").click()
         # Decided, the card moves at once from "Waiting" to "Recently decided".
         decided = page.sees("#decided .request", "Approved by alice via the web inbox")
-        assert "within budget" in decided.text
+        assert "within budget" not in decided.text  # one line until opened
+        assert "within budget" in page.expand(decided).text
         assert page.find_all("#waiting .request") == []
         assert "Nothing is waiting" in page.text("main")
         page.until("the count to clear", lambda: not page.find("#pending-count").is_displayed())
@@ -249,7 +258,7 @@ def test_the_inbox_updates_live_and_shows_arguments_as_plain_text(
         c.post(f"/api/confirmations/{request['id']}/respond",
                json={"decision": "reject", "reason": "unknown vendor"}, headers=auth("olivia"))
         decided = page.sees("#decided .request", "Rejected by olivia via the API")
-        assert "unknown vendor" in decided.text
+        assert "unknown vendor" in page.expand(decided).text
         assert page.find_all("#waiting .request") == []
         assert bank.payments == []
         assert console_errors(page.driver) == []
@@ -315,7 +324,7 @@ def test_a_rejected_payment_in_the_demo_shows_why_and_a_run_that_did_not_pay(
         page.sees(".timeline", "Waiting for approval")
 
         page.find("a[data-nav=inbox]").click()
-        card = page.sees("#waiting .request", "oa__purchase_pay")
+        card = page.expand(page.sees("#waiting .request", "oa__purchase_pay"))
         context = card.find_element(page.by.CSS_SELECTOR, ".context").text
         assert "User asked\nPay ACME 60,000 for the servers" in context
         assert "What the tool does\nPay a vendor through the OA system." in context
@@ -323,7 +332,7 @@ def test_a_rejected_payment_in_the_demo_shows_why_and_a_run_that_did_not_pay(
         assert "60000 (60,000)" in card.text
         page.find("#waiting textarea[name=reason]").send_keys("not budgeted")
         page.find("#waiting button.reject").click()
-        decided = page.sees("#decided .request", "Rejected by alice via the web inbox")
+        decided = page.expand(page.sees("#decided .request", "Rejected by alice via the web inbox"))
 
         decided.find_element(page.by.LINK_TEXT, "Open the run").click()
         answer = page.sees(".step.answer", "Did not pay ACME 60,000")

@@ -27,7 +27,7 @@ def test_an_approver_edits_the_amount_in_the_inbox_and_the_edited_call_runs(
         page.open()
         page.sign_in("alice")
         run_id = start_run(c, "Pay ACME 60000")
-        card = page.sees("#waiting .request", "oa__purchase_pay")
+        card = page.expand(page.sees("#waiting .request", "oa__purchase_pay"))
         card.find_element(page.by.CSS_SELECTOR, "details.edit summary").click()
         field = card.find_element(page.by.CSS_SELECTOR, "textarea[name=arguments]")
         assert '"amount": 60000' in field.get_attribute("value")
@@ -36,12 +36,12 @@ def test_an_approver_edits_the_amount_in_the_inbox_and_the_edited_call_runs(
         field.clear()
         field.send_keys('{"amount": 40000,')
         card.find_element(page.by.CSS_SELECTOR, "button[value=approve-edited]").click()
-        page.sees("#waiting .request [role=alert]", "not valid JSON")
+        page.sees("#waiting .request details.edit [role=alert]", "not valid JSON")
         # Against the tool's schema: refused by the server, the request stays pending.
         field.clear()
         field.send_keys('{"amount": "lots", "vendor": "ACME"}')
         card.find_element(page.by.CSS_SELECTOR, "button[value=approve-edited]").click()
-        page.sees("#waiting .request [role=alert]", "edited arguments refused")
+        page.sees("#waiting .request details.edit [role=alert]", "edited arguments refused")
         assert pending_request(c)["status"] == "pending" and bank.payments == []
 
         field.clear()
@@ -49,7 +49,8 @@ def test_an_approver_edits_the_amount_in_the_inbox_and_the_edited_call_runs(
         card.find_element(page.by.CSS_SELECTOR, "textarea[name=message]").send_keys(
             "40k now, the rest next month")
         card.find_element(page.by.CSS_SELECTOR, "button[value=approve-edited]").click()
-        decided = page.sees("#decided .request", "Approved with edited arguments")
+        decided = page.expand(page.sees("#decided .request", "Approved by alice"))
+        assert "Approved with edited arguments" in decided.text
         assert "amount: 60000 → 40000" in decided.text
         assert "Message to the agent\n40k now, the rest next month" in decided.text
         assert wait_finished(c, run_id) == "completed"
@@ -67,11 +68,11 @@ def test_a_rejection_with_a_message_shows_it_on_the_decided_card(database_url: s
         page.open()
         page.sign_in("alice")
         run_id = start_run(c)
-        card = page.sees("#waiting .request", "oa__purchase_pay")
+        card = page.expand(page.sees("#waiting .request", "oa__purchase_pay"))
         card.find_element(page.by.CSS_SELECTOR, "textarea[name=message]").send_keys(
             "Get a second quote first.")
         card.find_element(page.by.CSS_SELECTOR, "button.reject").click()
-        decided = page.sees("#decided .request", "Rejected by alice via the web inbox")
+        decided = page.expand(page.sees("#decided .request", "Rejected by alice via the web inbox"))
         assert "Message to the agent\nGet a second quote first." in decided.text
         assert wait_finished(c, run_id) == "completed"
         assert bank.payments == []

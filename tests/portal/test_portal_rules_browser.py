@@ -25,7 +25,7 @@ def test_approve_and_remember_then_revoke_on_the_rules_page(database_url: str) -
         page.open()
         page.sign_in("alice")
         run_id = start_run(c)
-        card = page.sees("#waiting .request", "oa__purchase_pay")
+        card = page.expand(page.sees("#waiting .request", "oa__purchase_pay"))
         from selenium.webdriver.support.ui import Select
 
         Select(card.find_element(page.by.NAME, "remember_scope")).select_by_value("agent_user")
@@ -40,7 +40,7 @@ def test_approve_and_remember_then_revoke_on_the_rules_page(database_url: str) -
         assert (rule["scope"], rule["uses"]) == ("agent_user", 1)
 
         page.open(f"#/runs/{run_id}")
-        page.sees(".timeline", f"approved by rule {rule['id']}, created by alice")
+        page.sees(".timeline", f"Approved by rule {rule['id']} (created by alice)")
 
         page.find("a[data-nav=rules]").click()
         shown = page.sees("#rules .rule", "oa__purchase_pay")
@@ -66,7 +66,7 @@ def test_a_quorum_request_counts_approvals_and_hides_approve_from_its_requester(
         page.open()
         page.sign_in("bob")
         card = page.sees("#waiting .request", "0 of 2 approvals")
-        assert "2 distinct people must approve" in card.text
+        assert "2 distinct people must approve" in page.expand(card).text
         assert card.find_elements(page.by.NAME, "remember_scope") == []  # no rule for quorum
         card.find_element(page.by.CSS_SELECTOR, "button.approve").click()
         card = page.sees("#waiting .request", "1 of 2 approvals (bob)")

@@ -18,6 +18,7 @@ from hookgate.approvals.store import AfterTransition
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
 from hookgate.server.decisions import decide_for
 from hookgate.server.routes.approval_rules import remembered_rule
+from hookgate.server.run_history import run_history
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
 from hookgate.server.sse import Event, EventStreamResponse
@@ -84,6 +85,9 @@ async def confirmation_events(request: Request, caller: StreamCallerDep,
 
 
 async def _visible(request_id: str, caller: Caller, rt: Runtime) -> ConfirmationRequest:
+    if "\x00" in request_id:
+        # No request has one, and PostgreSQL refuses the look-up rather than finding none.
+        raise HTTPException(404, "no confirmation request with that id")
     request = await rt.approvals.store.get(request_id)
     if request is None or request.org_id != caller.org_id:
         raise HTTPException(404, f"no confirmation request '{request_id}'")
@@ -94,7 +98,11 @@ async def _visible(request_id: str, caller: Caller, rt: Runtime) -> Confirmation
 async def get_confirmation(request_id: str, caller: CallerDep,
                            rt: RuntimeDep) -> dict[str, Any]:
     request = await authority.counted_now(rt.db, await _visible(request_id, caller, rt))
-    return view(request, caller, rt)
+    out = view(request, caller, rt)
+    # What the same run already did ("12,000 already paid to ACME"): shown to whoever may
+    # see this request, because it is read through it.
+    out["run_history"] = await run_history(request, caller, rt)
+    return out
 
 
 @router.post("/confirmations/{request_id}/respond")

@@ -247,17 +247,52 @@
     return rows.length ? h("dl", { class: "context" }, rows) : null;
   }
 
-  /** One approval request: what will run, who asked, time left, and the decision. */
-  function requestCard(req, { notice = null, showRun = true } = {}) {
+  /** One approval request, compact: what will run, who asked, time left and, while it is
+      pending, Approve / Reject at once; the rest (why, reason, message, edit, remember, the
+      decision record) opens on demand. A decided request is one line until opened
+      (``full``: opened from the start, as on its own page). */
+  function requestCard(req, { notice = null, showRun = true, full = false } = {}) {
     const headingId = nextId("request");
+    const pending = req.status === "pending";
     const card = h("article", {
-      class: `card request ${req.status}`, "aria-labelledby": headingId,
+      class: `card request ${req.status}${pending ? "" : " compact"}`, "aria-labelledby": headingId,
       dataset: { requestId: req.id },
     });
     cardRequests.set(card, req);
     const payload = req.payload || {};
+    const numbers = Object.fromEntries(((req.context || {}).numbers || []).map((n) => [n.path, n.text]));
+    const heading = h("h3", { id: headingId, tabindex: "-1" },
+      h("span", { class: "visually-hidden" }, "Call of "),
+      h("code", { class: "tool" }, visible(payload.tool_name)));
+    const exact = h("details", { class: "exact" },
+      h("summary", {}, "Exact arguments"),
+      h("pre", { class: "code" }, json(payload.args)),
+      h("p", { class: "digest" }, "SHA-256 ", h("code", {}, payload.args_sha256 || "—")));
+    const meta = h("p", { class: "meta" },
+      h("span", {}, visible(req.agent_name || req.agent_id)),
+      h("span", {}, "requested by ", h("strong", {}, visible(req.requested_by))),
+      h("time", { datetime: req.created_at, title: when(req.created_at) }, ago(req.created_at)),
+      pending ? h("span", { class: "time-left" }, "Time left: ", countdown(req.seconds_left, req.expires_at)) : null);
+    const links = [h("a", { href: `#/confirmations/${encodeURIComponent(req.id)}` }, "Permalink")];
+    if (showRun) links.unshift(h("a", { href: `#/runs/${encodeURIComponent(req.run_id)}` }, "Open the run"));
+    const progress = quorumText(req);
+
+    if (!pending) {
+      // One line: the call, the decision, the arguments in brief; the record on demand.
+      const more = h("details", { class: "more", open: full },
+        h("summary", { class: "line" }, heading,
+          h("span", { class: "who" }, decisionWords(req), progress ? ` · ${progress}` : null),
+          h("span", { class: "brief" }, argsBrief(payload.args, numbers))),
+        meta, contextView(req), argsView(payload.args, numbers), exact,
+        progress ? h("p", { class: "quorum" }, progress) : null,
+        decisionRecord(req), h("p", { class: "links" }, links));
+      card.append(more);
+      if (notice) card.append(h("p", { class: "alert", role: "alert" }, notice));
+      return card;
+    }
+
     // In the inbox, a request this person may decide can be picked for a batch decision.
-    const selectable = req.status === "pending" && req.can_decide && document.getElementById("batch");
+    const selectable = req.can_decide && document.getElementById("batch");
     card.append(
       h("header", { class: "card-head" },
         selectable ? h("input", {
@@ -265,40 +300,91 @@
           "aria-label": `Select the call of ${payload.tool_name} for a decision together`,
           onchange: syncBatch,
         }) : null,
-        h("h3", { id: headingId, tabindex: "-1" },
-          h("span", { class: "visually-hidden" }, "Call of "),
-          h("code", { class: "tool" }, visible(payload.tool_name))),
-        badge(req.status),
-        req.unreachable && req.status === "pending"
-          ? h("span", { class: "badge bad unreachable" }, "Nobody reachable") : null),
+        heading, badge(req.status),
+        req.unreachable ? h("span", { class: "badge bad unreachable" }, "Nobody reachable") : null),
       ...followupView(req),
-      h("p", { class: "meta" },
-        h("span", {}, visible(req.agent_name || req.agent_id)),
-        h("span", {}, "requested by ", h("strong", {}, visible(req.requested_by))),
-        h("time", { datetime: req.created_at, title: when(req.created_at) }, ago(req.created_at))),
-      contextView(req),
-      argsView(payload.args, Object.fromEntries(((req.context || {}).numbers || []).map((n) => [n.path, n.text]))),
-      h("details", { class: "exact" },
-        h("summary", {}, "Exact arguments"),
-        h("pre", { class: "code" }, json(payload.args)),
-        h("p", { class: "digest" }, "SHA-256 ", h("code", {}, payload.args_sha256 || "—"))),
-    );
+      meta,
+      argsView(payload.args, numbers),
+      historyView(req));
     if (notice) card.append(h("p", { class: "alert", role: "alert" }, notice));
-    const progress = quorumText(req);
     if (progress) card.append(h("p", { class: "quorum" }, progress));
-    if (req.status === "pending") {
-      card.append(h("p", { class: "left" }, "Time left: ", countdown(req.seconds_left, req.expires_at)));
-      const voted = ((req.approvals || {}).approved_by || []).some((v) => session.me && v.user_id === session.me.user_id);
-      card.append(req.can_decide ? decisionForm(req) : h("p", { class: "note" }, voted
-        ? "You approved this request; it waits for the other approvals it needs."
-        : `You cannot decide this request: ${SCOPE_TEXT[req.approver_scope] || req.approver_scope} may.`));
+    const details = [contextView(req), exact];
+    const voted = ((req.approvals || {}).approved_by || []).some((v) => session.me && v.user_id === session.me.user_id);
+    if (req.can_decide) {
+      card.append(decisionForm(req, details));
     } else {
-      card.append(decisionRecord(req));
+      card.append(h("p", { class: "note" }, voted
+        ? "You approved this request; it waits for the other approvals it needs."
+        : `You cannot decide this request: ${SCOPE_TEXT[req.approver_scope] || req.approver_scope} may.`),
+      h("details", { class: "more" }, h("summary", {}, "Details"), details));
     }
-    const links = [h("a", { href: `#/confirmations/${encodeURIComponent(req.id)}` }, "Permalink")];
-    if (showRun) links.unshift(h("a", { href: `#/runs/${encodeURIComponent(req.run_id)}` }, "Open the run"));
     card.append(h("p", { class: "links" }, links));
     return card;
+  }
+
+  /** "amount 60,000 · vendor ACME": the arguments on one line, for a glance. */
+  function argsBrief(args, numbers = {}) {
+    if (!isRecord(args)) return visible(JSON.stringify(args));
+    return Object.entries(args).map(([key, value]) => `${visible(key)} ${
+      typeof value === "number" && numbers[key] ? numbers[key]
+        : typeof value === "number" ? value.toLocaleString("en")
+          : typeof value === "string" ? visible(value) : visible(JSON.stringify(value))}`).join(" · ");
+  }
+
+  /** "Approved by alice via the web inbox": who decided and how, in words. */
+  function decisionWords(req) {
+    const d = req.decision || {};
+    const parts = [h("strong", {}, STATUS_TEXT[req.status] || req.status)];
+    if (d.responded_by) parts.push(" by ", h("strong", {}, visible(d.responded_by)));
+    if (d.channel_identity) parts.push(` (${visible(d.channel_identity)})`);
+    if (d.via) parts.push(` via ${VIA_TEXT[d.via] || visible(d.via)}`);
+    return parts;
+  }
+
+  /** How an earlier call's approval went: by a person, by a standing rule, or not asked. */
+  function approvalWords(approval) {
+    if (!approval) return null;
+    if (approval.rule_id) {
+      return `approved by rule ${visible(approval.rule_id)} (created by ${visible(approval.decided_by || "?")})`;
+    }
+    const verb = (STATUS_TEXT[approval.status] || String(approval.status)).toLowerCase();
+    return approval.decided_by ? `${verb} by ${visible(approval.decided_by)}` : verb;
+  }
+
+  const historyCache = new Map(); // request id → its run's earlier calls (fetched once)
+
+  /** "Earlier in this run": the run's finished calls before this one (tool, arguments,
+      outcome, who approved), filled in once the request's record arrives. */
+  function historyView(req) {
+    const box = h("div", { class: "history", "aria-label": "What this run already did" });
+    const fill = (history) => {
+      const calls = (history && history.calls) || [];
+      if (!calls.length) {
+        box.replaceChildren(h("p", { class: "none" }, "First call of this run."));
+        return;
+      }
+      const recent = calls.slice(-3);
+      const earlier = calls.length - recent.length + ((history && history.more) || 0);
+      box.replaceChildren(h("p", { class: "history-title" }, "Already done in this run:"),
+        h("ul", {}, recent.map((c) => h("li", {},
+          h("code", {}, visible(c.tool_name)), " ", argsBrief(c.args), " — ",
+          h("span", { class: c.status === "ok" ? "ok" : "bad" },
+            c.status === "ok" ? "done" : c.status === "blocked" ? `blocked${c.reason ? `: ${visible(c.reason)}` : ""}` : visible(c.status)),
+          c.approval ? [", ", approvalWords(c.approval)] : null))),
+        ...(earlier > 0 ? [h("p", { class: "sub" }, `and ${earlier} earlier call${earlier === 1 ? "" : "s"} (open the run)`)] : []));
+    };
+    if (req.run_history) {
+      historyCache.set(req.id, req.run_history);
+      fill(req.run_history);
+    } else if (historyCache.has(req.id)) {
+      fill(historyCache.get(req.id));
+    } else {
+      api(`/api/confirmations/${encodeURIComponent(req.id)}`).then((full) => {
+        historyCache.set(req.id, full.run_history);
+        fill(full.run_history);
+      }, () => box.replaceChildren());
+    }
+    return box;
   }
 
   /** "1 of 2 approvals (bob)" for a request that needs several people, else null. */
@@ -311,11 +397,7 @@
 
   function decisionRecord(req) {
     const d = req.decision || {};
-    const verb = STATUS_TEXT[req.status] || req.status;
-    const parts = [h("strong", {}, verb)];
-    if (d.responded_by) parts.push(" by ", h("strong", {}, visible(d.responded_by)));
-    if (d.channel_identity) parts.push(` (${visible(d.channel_identity)})`);
-    if (d.via) parts.push(` via ${VIA_TEXT[d.via] || visible(d.via)}`);
+    const parts = decisionWords(req);
     if (d.responded_at) {
       parts.push(" at ", h("time", { datetime: d.responded_at }, when(d.responded_at)));
     }
@@ -343,31 +425,41 @@
 
   const payloadOf = (req) => req.payload || {};
 
-  function decisionForm(req) {
+  /** Approve / Reject first; reason, message, edit and "approve and remember" (and
+      ``details``: the request's context) under "Details". An error shows beside the
+      control that caused it, scrolled into view. */
+  function decisionForm(req, details = []) {
     const reasonId = nextId("reason");
     const messageId = nextId("message");
     const argsId = nextId("arguments");
     const asked = JSON.stringify(req.payload.args, null, 2);
     const error = h("p", { class: "alert", role: "alert", hidden: true });
+    const editError = h("p", { class: "alert", role: "alert", hidden: true });
     const canApprove = req.can_approve !== false;
     const remember = canApprove && !quorumText(req) ? rememberFields(req) : null;
     const form = h("form", { class: "decide", "aria-label": `Decide on ${req.payload.tool_name}` },
-      h("label", { for: reasonId }, "Reason ", h("span", { class: "optional" }, "(optional, for the record)")),
-      h("textarea", { id: reasonId, name: "reason", rows: "2", maxlength: "2000" }),
-      h("label", { for: messageId }, "Message to the agent ", h("span", { class: "optional" }, "(optional, the model reads it)")),
-      h("textarea", { id: messageId, name: "message", rows: "2", maxlength: "2000" }),
-      !canApprove || req.can_edit === false || quorumText(req) ? null : h("details", { class: "edit" },
-        h("summary", {}, "Edit the arguments before approving"),
-        h("label", { for: argsId }, "Arguments (JSON), checked against the tool's schema; the agent is told what you changed"),
-        h("textarea", { id: argsId, name: "arguments", rows: "6", spellcheck: "false", class: "code" }),
-        h("div", { class: "actions" },
-          h("button", { type: "submit", name: "decision", value: "approve-edited", class: "button approve-edited" }, "Approve with these arguments"))),
-      remember,
       canApprove ? null : h("p", { class: "note" }, "You requested this call: another person must approve it (four eyes). You may reject it."),
-      h("div", { class: "actions" },
+      h("div", { class: "actions primary" },
         canApprove ? h("button", { type: "submit", name: "decision", value: "approve", class: "button approve" }, "Approve") : null,
         h("button", { type: "submit", name: "decision", value: "reject", class: "button reject" }, "Reject")),
-      error);
+      error,
+      h("details", { class: "more" },
+        h("summary", {}, canApprove ? "Details, reason, message, edit, remember" : "Details, reason, message"),
+        details,
+        h("label", { for: reasonId }, "Reason ", h("span", { class: "optional" }, "(optional, for the record)")),
+        h("textarea", { id: reasonId, name: "reason", rows: "2", maxlength: "2000" }),
+        h("label", { for: messageId }, "Message to the agent ", h("span", { class: "optional" }, "(optional, the model reads it)")),
+        h("textarea", { id: messageId, name: "message", rows: "2", maxlength: "2000" }),
+        !canApprove || req.can_edit === false || quorumText(req) ? null : h("details", { class: "edit" },
+          h("summary", {}, "Edit the arguments before approving"),
+          h("label", { for: argsId }, "Arguments (JSON), checked against the tool's schema; the agent is told what you changed"),
+          h("textarea", { id: argsId, name: "arguments", rows: "6", spellcheck: "false", class: "code" }),
+          h("div", { class: "actions" },
+            h("button", { type: "submit", name: "decision", value: "approve-edited", class: "button approve-edited" }, "Approve with these arguments")),
+          editError),
+        remember,
+        remember ? h("div", { class: "actions" },
+          h("button", { type: "submit", name: "decision", value: "approve", class: "button approve-remember" }, "Approve (and remember)")) : null));
     // A value, not markup: the arguments show exactly as they are.
     if (form.elements.arguments) form.elements.arguments.value = asked;
     form.addEventListener("submit", async (event) => {
@@ -385,9 +477,8 @@
         try {
           edited = JSON.parse(form.elements.arguments.value);
         } catch (err) {
-          error.textContent = `The edited arguments are not valid JSON: ${err.message}`;
-          error.hidden = false;
-          form.elements.arguments.focus();
+          say(editError, `The edited arguments are not valid JSON: ${err.message}`);
+          form.elements.arguments.focus({ preventScroll: true });
           return;
         }
         body.arguments = edited;
@@ -398,7 +489,7 @@
       const focus = form.contains(document.activeElement);
       const buttons = form.querySelectorAll("button");
       buttons.forEach((b) => { b.disabled = true; });
-      error.hidden = true;
+      form.querySelectorAll("[role=alert]").forEach((n) => { n.hidden = true; });
       try {
         const decided = await api(`/api/confirmations/${encodeURIComponent(req.id)}/respond`, {
           method: "POST", body,
@@ -417,13 +508,32 @@
             return;
           }
         }
-        error.textContent = err.message;
-        error.hidden = false;
         buttons.forEach((b) => { b.disabled = false; });
-        if (focus && event.submitter) event.submitter.focus();
+        if (focus && event.submitter) event.submitter.focus({ preventScroll: true });
+        // Beside the control that caused it: the edit's own error under "Approve with
+        // these arguments", any other under the button pressed.
+        say(pressed === "approve-edited" ? editError
+          : event.submitter && event.submitter.classList.contains("approve-remember") ? rememberError(form) : error,
+        err.message);
       }
     });
     return form;
+  }
+
+  /** Show ``text`` in the alert ``node`` and bring it into view. */
+  function say(node, text) {
+    node.textContent = text;
+    node.hidden = false;
+    node.scrollIntoView({ block: "nearest" });
+  }
+
+  function rememberError(form) {
+    let node = form.querySelector(".remember-error");
+    if (!node) {
+      node = h("p", { class: "alert remember-error", role: "alert", hidden: true });
+      form.querySelector(".approve-remember").parentElement.after(node);
+    }
+    return node;
   }
 
   /** The inbox's batch bar: decide the selected requests (e.g. the parallel calls of one
@@ -544,8 +654,12 @@
         continue;
       }
       const hadFocus = focus || old.contains(document.activeElement);
-      const fresh = requestCard(req, { notice, showRun: old.dataset.showRun !== "no" });
+      // A decided card someone opened stays open; one decided just now shows as one line.
+      const full = old.dataset.full === "yes"
+        || (before && before.status !== "pending" && !!old.querySelector(":scope > details.more[open]"));
+      const fresh = requestCard(req, { notice, showRun: old.dataset.showRun !== "no", full });
       fresh.dataset.showRun = old.dataset.showRun || "";
+      fresh.dataset.full = old.dataset.full || "";
       old.replaceWith(fresh);
       if (hadFocus) fresh.querySelector("h3").focus();
     }
@@ -741,7 +855,7 @@
           h("h3", {}, h("code", { class: "tool" }, visible(rule.tool_name))),
           h("span", { class: `badge ${rule.active ? "good" : "muted"}` }, state)),
         h("p", { class: "meta" },
-          h("span", {}, `agent ${visible(rule.agent_id)}`), h("span", {}, visible(covers)),
+          h("span", { class: "agent" }, visible(names[rule.agent_id] || rule.agent_id)), h("span", {}, visible(covers)),
           h("span", {}, "created by ", h("strong", {}, visible(rule.created_by))),
           h("span", {}, rule.expires_at ? `until ${when(rule.expires_at)}` : "until revoked"),
           h("span", { class: "uses" }, `used ${rule.uses} time${rule.uses === 1 ? "" : "s"}`)),
@@ -766,6 +880,9 @@
       }
       return item;
     };
+    // Agents by name, as people know them; an agent no longer configured shows its id.
+    if (!session.agents) session.agents = await api("/api/agents").catch(() => null);
+    const names = Object.fromEntries((session.agents || []).map((a) => [a.id, a.name || a.id]));
     try {
       const rules = await api("/api/approval-rules");
       list.replaceChildren(...rules.map(card));
@@ -780,7 +897,9 @@
     show("Approval request", h("p", {}, h("a", { href: "#/inbox" }, "← All requests")), holder);
     try {
       const req = await api(`/api/confirmations/${encodeURIComponent(id)}`);
-      holder.replaceChildren(requestCard(req));
+      const card = requestCard(req, { full: true });
+      card.dataset.full = "yes";
+      holder.replaceChildren(card);
     } catch (err) {
       holder.replaceChildren(failure(err));
     }
@@ -910,6 +1029,11 @@
       case "confirmation_resolved": {
         page.resolved(event);
         const title = [`${STATUS_TEXT[event.status] || event.status}`];
+        if (event.rule_id) {
+          // No person decided this call: a standing rule did, made earlier by its creator.
+          return step("good", ["Approved by rule ", h("code", {}, visible(event.rule_id)),
+            ` (created by ${visible(event.decided_by || "?")})`]);
+        }
         if (event.decided_by) title.push(" by ", h("strong", {}, visible(event.decided_by)));
         const edits = (event.changes || []).map((c) => `${c.path}: ${JSON.stringify(c.before)} → ${JSON.stringify(c.after)}`);
         return step(event.status === "approved" ? "good" : "bad", title,
