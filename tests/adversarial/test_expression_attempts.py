@@ -29,12 +29,12 @@ from hookgate.storage.database import Database
 from hookgate.storage.runs import DatabaseRunStore
 from hookgate.workflows import WorkflowError, WorkflowRunner, parse_workflow
 from tests.adversarial.conftest import Tally
+from tests.catalog.test_declarative_hooks import buyer, run
 from tests.engines.world import Bank, events, make_agent, services
 from tests.live_server import live_server
 from tests.portal.steps import WAIT_S, run_status, wait_finished
 from tests.server.demo_world import TOKENS, auth, world
 from tests.server.test_quorum import _pending
-from tests.test_declarative_hooks import buyer, run
 
 #: Expressions that could only ever be stopped: refused when declared.
 CONSTANT = {

@@ -14,8 +14,8 @@ from hookgate.catalog import catalog_entries
 from hookgate.catalog.build import build_registry
 from hookgate.catalog.services import HookServices
 from hookgate.hooks.errors import HookBuildError
+from tests.cli.test_cli import hookgate
 from tests.hooks_builtin.world import OA, agent, call
-from tests.test_cli import hookgate
 
 CONFIG = """
 database: sqlite+aiosqlite:///{db}

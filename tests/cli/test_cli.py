@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.chat_completions import FakeChatCompletions, closed_port_url, tool_then_answer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 POLICIES = '''
 from hookgate import HookResult, PostToolUseHook, PreToolUseHook, SessionStartHook

@@ -37,7 +37,7 @@ from hookgate import (
 )
 from hookgate.catalog.declarative.matcher import ToolMatcher
 
-SCRIPTS = Path(__file__).parent / "hookscripts"
+SCRIPTS = Path(__file__).parents[1] / "hookscripts"
 PY = shlex.quote(sys.executable)
 
 # -- the agent's tools -------------------------------------------------------------------------

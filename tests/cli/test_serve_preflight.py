@@ -21,7 +21,7 @@ from tests.adversarial_tally import TALLY
 from tests.instances import Instance
 from tests.live_server import free_port
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 TOOLS = '''
 from hookgate import tool
@@ -188,7 +188,7 @@ DATABASE_MISTAKES = [
 @pytest.mark.parametrize(("command", "url", "expected"), [
     (command, url, expected) for url, expected in DATABASE_MISTAKES
     for command in ("serve", "check", "worker")
-    # `worker` refuses any SQLite database first (tests/test_cli.py).
+    # `worker` refuses any SQLite database first (tests/cli/test_cli.py).
     if not (command == "worker" and url.startswith("sqlite"))])
 def test_a_database_mistake_is_one_line_before_anything_says_serving(
         tmp_path: Path, url: str, expected: str, command: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.live_server import free_port
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 TOOLS = '''
 from hookgate import tool
