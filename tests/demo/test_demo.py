@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 import shlex
@@ -43,6 +44,21 @@ def _start_demo(tmp_path: Path) -> tuple[subprocess.Popen[str], str, str, list[s
             token = m.group(1)
     assert token, "".join(lines)
     return demo, url, token, lines
+
+
+def _rest(demo: subprocess.Popen[str], timeout: float) -> str:
+    """What the demo prints until it exits. Not ``communicate()``: it reads the pipe's file
+    descriptor directly, so whatever ``readline()`` already buffered would be lost."""
+    assert demo.stdout is not None
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        rest = pool.submit(demo.stdout.read)
+        try:
+            out = rest.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            demo.kill()
+            raise
+    demo.wait(timeout=30)
+    return out
 
 
 def _printed_approve(demo: subprocess.Popen[str], lines: list[str],
@@ -104,7 +120,7 @@ def test_demo_shows_the_approvers_context_and_completes_once_approved(tmp_path: 
     assert approve.returncode == 0, approve.stderr
     assert "approved by alice via cli" in approve.stdout
 
-    out, _ = demo.communicate(timeout=60)
+    out = _rest(demo, timeout=60)
     transcript = "".join(lines) + out
     assert demo.returncode == 0, transcript
     # The terminal walkthrough shows the same context next to the exact arguments.
@@ -129,7 +145,7 @@ def test_demo_walkthrough_approves_a_lowered_amount_and_the_answer_says_so(
     approve = _cli(*command[2:])
     assert approve.returncode == 0, approve.stderr
     assert "amount: 60000.0 → 40000.0" in approve.stdout
-    out, _ = demo.communicate(timeout=60)
+    out = _rest(demo, timeout=60)
     transcript = "".join(lines) + out
     flat = " ".join(transcript.split())
     assert demo.returncode == 0, transcript
@@ -147,7 +163,7 @@ def test_demo_rejected_says_the_payment_did_not_happen(tmp_path: Path) -> None:
     reject = _cli("reject", request["id"], "--url", url, "--token", token,
                   "--reason", "not budgeted")
     assert reject.returncode == 0, reject.stderr
-    out, _ = demo.communicate(timeout=60)
+    out = _rest(demo, timeout=60)
     flat = " ".join(("".join(lines) + out).split())
     assert demo.returncode == 0, flat
     assert "Paid ACME 12,000. Did not pay ACME 60,000: Not approved" in flat
@@ -188,7 +204,7 @@ def test_demo_approve_and_remember_lets_the_second_order_through_by_the_rule(
     assert approved.returncode == 0, approved.stderr
     assert "remembered: ar_" in " ".join(approved.stdout.split())
 
-    out, _ = demo.communicate(timeout=90)
+    out = _rest(demo, timeout=90)
     flat = " ".join(("".join(lines) + out).split())
     assert demo.returncode == 0, flat
     rule = re.search(r"Standing rule (ar_\w+) by alice", flat)
@@ -207,7 +223,7 @@ def _remember_and_finish(tmp_path: Path) -> str:
     remember = _printed_approve(demo, lines)
     approved = _cli(*remember[2:])
     assert approved.returncode == 0, approved.stderr
-    out, _ = demo.communicate(timeout=90)
+    out = _rest(demo, timeout=90)
     flat = " ".join(("".join(lines) + out).split())
     assert demo.returncode == 0, flat
     rule = re.search(r"Standing rule (ar_\w+) by alice", flat)
@@ -222,7 +238,7 @@ def test_a_second_demo_in_the_same_folder_asks_again_for_the_payment(tmp_path: P
     request = _pending(url, token)  # the rule of the first demo is gone: a person is asked
     assert request["payload"]["args"] == {"amount": 60000.0, "vendor": "ACME"}
     assert _cli("reject", request["id"], "--url", url, "--token", token).returncode == 0
-    out, _ = demo.communicate(timeout=60)
+    out = _rest(demo, timeout=60)
     flat = " ".join(("".join(lines) + out).split())
     assert "new: an earlier demo's data was removed (--keep-data keeps it)" in flat
     assert rule not in flat
