@@ -18,6 +18,12 @@ __all__ = ["ChannelSpec", "Deployment", "OrgSpec", "UserSpec", "deployment_from_
            "token_digest"]
 
 
+#: How often, by default, a long-lived connection asks again whether its caller may still see
+#: it: revocation ends it within this time plus the token cache's (server/token_cache.py; at
+#: once for a revocation in the same process, which clears the cache).
+ACCESS_RECHECK_S = 2.0
+
+
 @dataclass(slots=True)
 class OrgSpec:
     id: str
@@ -58,6 +64,9 @@ class Deployment:
     worker: WorkerSettings = field(default_factory=WorkerSettings)
     #: ``redis_url`` of the configuration: stream wake-ups through Redis (PostgreSQL only).
     redis_url: str | None = None
+    #: ``server: access_recheck_s``: how often event streams and MCP sessions re-check their
+    #: caller (hookgate.server.auth.still_allowed).
+    access_recheck_s: float = ACCESS_RECHECK_S
 
 
 def deployment_from_config(cfg: Any) -> Deployment:
@@ -84,4 +93,5 @@ def deployment_from_config(cfg: Any) -> Deployment:
         mcp_access={a.id: a.mcp for a in cfg.agents if a.mcp is not None},
         worker=WorkerSettings(**cfg.worker.model_dump()),
         redis_url=cfg.redis_url,
+        access_recheck_s=cfg.server.access_recheck_s,
     )
