@@ -2,7 +2,9 @@
 
 The two Server-Sent Events routes also take the token as ``?access_token=`` (see
 ``require_stream_caller``); every other route takes the header only. A valid token's user is
-remembered for two seconds (server/token_cache.py), so revocation holds within that time.
+remembered for two seconds (server/token_cache.py): a revocation (API, CLI, or a configuration
+synced by a starting instance) clears that memory in its own process and, on PostgreSQL, in
+every instance that hears its notification; otherwise it holds within the two seconds.
 Connections that outlive one request (the event streams, MCP sessions, an MCP call waiting for
 approval) ask `still_allowed` again while they last: the one answer to "may this caller still
 see it", for every route and connection.
@@ -11,7 +13,6 @@ see it", for every route and connection.
 from __future__ import annotations
 
 import logging
-import weakref
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -23,15 +24,9 @@ from hookgate.server.token_cache import TokenCache
 STREAM_TOKEN_PARAM = "access_token"
 log = logging.getLogger(__name__)
 
-_CACHES: weakref.WeakKeyDictionary[Runtime, TokenCache[Caller]] = weakref.WeakKeyDictionary()
-
-
 def token_cache(runtime: Runtime) -> TokenCache[Caller]:
     """The runtime's memory of recent token lookups."""
-    cache = _CACHES.get(runtime)
-    if cache is None:
-        cache = _CACHES[runtime] = TokenCache()
-    return cache
+    return runtime.token_cache
 
 
 def runtime_of(request: Request) -> Runtime:
