@@ -198,3 +198,16 @@ def test_a_user_removed_from_the_configuration_or_moved_away_loses_both_open_str
         # Reconnecting does not bring the org's runs back either.
         status = c.get(f"/api/runs/{run_id}/events", headers=auth("bob")).status_code
         assert status == (401 if how == "removed" else 404)
+
+
+def test_how_often_streams_ask_again_is_the_server_sections_access_recheck_s(
+        tmp_path: Any) -> None:
+    from hookgate.server.deployment import deployment_from_config
+    from tests.test_config import MINIMAL, load, load_error
+
+    cfg = load(tmp_path, MINIMAL + "server: {access_recheck_s: 0.5}\n")
+    assert deployment_from_config(cfg).access_recheck_s == 0.5
+    assert deployment_from_config(load(tmp_path, MINIMAL)).access_recheck_s == 2.0
+    for bad in ("0", "-1", ".nan", "3600"):
+        error = load_error(tmp_path, MINIMAL + f"server: {{access_recheck_s: {bad}}}\n")
+        assert "access_recheck_s" in str(error)
