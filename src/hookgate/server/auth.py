@@ -22,7 +22,9 @@ from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.token_cache import TokenCache
 
 STREAM_TOKEN_PARAM = "access_token"
+
 log = logging.getLogger(__name__)
+
 
 def token_cache(runtime: Runtime) -> TokenCache[Caller]:
     """The runtime's memory of recent token lookups."""
