@@ -7,7 +7,7 @@ the gateway, not of the client's request: a client that disconnects and retries 
 call joins the same attempt (see `hookgate.mcp.attempts`), and the approved call runs
 downstream once. A principal that brings ``still_allowed`` keeps its wait only while it has
 access: a revoked token, a disabled user or one moved to another org cancels the wait (and the
-request with it) within ``access_recheck_s`` (see `hookgate.mcp.access`).
+request with it) within ``access_recheck_s`` (see `hookgate.server.access_watch`).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from hookgate.catalog.services import HookServices
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
-from hookgate.mcp.access import AccessEnded, StillAllowed, while_allowed
 from hookgate.mcp.attempts import Attempt, AttemptFinder, call_key, fresh_attempt
 from hookgate.mcp.config import AgentMcpAccess, McpServerSpec, split_tool_name, tool_name
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
 from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
+from hookgate.server.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow

@@ -25,11 +25,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import INVALID_REQUEST
 from starlette.types import Receive, Scope, Send
 
-from hookgate.mcp.access import AccessEnded, while_allowed
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.gateway import GatewayRefusal, McpGateway, Principal
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
+from hookgate.server.access_watch import AccessEnded, while_allowed
 from hookgate.server.auth import CallerDep, caller_for_token
 from hookgate.server.deployment import ACCESS_RECHECK_S, token_digest
 from hookgate.server.runtime import Caller, Runtime

@@ -16,9 +16,9 @@ import uuid
 from mcp.server.stdio import stdio_server
 
 from hookgate.config import HookgateConfig
-from hookgate.mcp.access import AccessEnded, while_allowed
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
+from hookgate.server.access_watch import AccessEnded, while_allowed
 from hookgate.server.deployment import deployment_from_config
 from hookgate.server.runtime import Runtime
 

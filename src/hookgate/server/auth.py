@@ -130,8 +130,9 @@ async def require_access(request: Request) -> Access:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamAccess:
-    """The caller of a stream, and how to ask again while it lasts (`still_allowed`)."""
+class LastingAccess:
+    """The caller of a connection that lasts (a stream, a hook call waiting for a person),
+    and how to ask again while it does (`still_allowed`)."""
 
     caller: Caller
     rt: Runtime
@@ -141,11 +142,18 @@ class StreamAccess:
         return await still_allowed(self.rt, self.token, self.caller)
 
 
-async def require_stream_access(request: Request) -> StreamAccess:
+async def require_stream_access(request: Request) -> LastingAccess:
     caller = await require_stream_caller(request)
     token = _stream_token(request)
     assert token is not None  # require_stream_caller refused a request without one
-    return StreamAccess(caller, runtime_of(request), token)
+    return LastingAccess(caller, runtime_of(request), token)
+
+
+async def require_lasting_access(request: Request) -> LastingAccess:
+    caller = await require_caller(request)
+    token = _bearer_token(request)
+    assert token is not None  # require_caller refused a request without one
+    return LastingAccess(caller, runtime_of(request), token)
 
 
 def recheck_s(request: Request) -> float:
@@ -154,4 +162,5 @@ def recheck_s(request: Request) -> float:
 
 
 AccessDep = Annotated[Access, Depends(require_access)]
-StreamAccessDep = Annotated[StreamAccess, Depends(require_stream_access)]
+StreamAccessDep = Annotated[LastingAccess, Depends(require_stream_access)]
+LastingAccessDep = Annotated[LastingAccess, Depends(require_lasting_access)]

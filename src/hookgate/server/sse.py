@@ -21,23 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from hookgate.server.access_watch import StillAllowed, asked
+
 #: The key, in a request scope's ``extensions``, of the list of callbacks that the server
 #: calls when it starts to stop with the request's response still streaming.
 ON_SERVER_STOP = "hookgate.on_server_stop"
 
-#: Whether the stream's caller may still see it (see hookgate.server.auth.still_allowed).
-StillAllowed = Callable[[], Awaitable[bool]]
-
-log = logging.getLogger(__name__)
 
 _HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -128,7 +125,7 @@ class EventStreamResponse(Response):
             await send({"type": "http.response.start", "status": 200,
                         "headers": self.raw_headers})
             async for event in self.events:
-                if allowed is not None and not await _asked(allowed):
+                if allowed is not None and not await asked(allowed):
                     break  # not one event more for a caller who lost access
                 await send({"type": "http.response.body", "body": event.encode(),
                             "more_body": True})
@@ -171,14 +168,6 @@ async def _close(events: AsyncIterator[Any]) -> None:
         await aclose()
 
 
-async def _asked(still_allowed: StillAllowed) -> bool:
-    try:
-        return await still_allowed()
-    except Exception as exc:  # fail closed: a stream whose caller cannot be checked ends
-        log.warning("the event stream's access check failed, ending the stream: %s", exc)
-        return False
-
-
 class _Recheck:
     """Asks ``still_allowed`` every ``every`` seconds; calls ``lost`` once it says no."""
 
@@ -196,7 +185,7 @@ class _Recheck:
 
     async def _ask(self) -> None:
         try:
-            if not await _asked(self._still_allowed):
+            if not await asked(self._still_allowed):
                 self._lost()
         finally:
             self._asking = None

@@ -1,9 +1,9 @@
-"""MCP work that lasts only while its caller keeps access: a session, a request, a wait.
+"""Work that lasts only while its caller keeps access: an MCP session or request, a call
+waiting for a person (MCP gateway, Claude Code hooks).
 
-`while_allowed` runs the work and asks the caller's ``still_allowed`` (the server's one
-answer, hookgate.server.auth.still_allowed) every few seconds; once it says no the work is
-cancelled and `AccessEnded` raised, so a revoked token, a disabled user or one moved to another
-org stops an open session and a call waiting for a person.
+`while_allowed` runs the work and asks the caller's ``still_allowed`` (the one answer,
+hookgate.server.auth.still_allowed) every few seconds; once it says no the work is cancelled
+and `AccessEnded` raised. Event streams ask the same question on their own timer (server/sse.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ async def asked(still_allowed: StillAllowed) -> bool:
     try:
         return await still_allowed()
     except Exception as exc:
-        log.warning("re-checking an MCP caller's access failed; treating it as ended: %s", exc)
+        log.warning("re-checking a caller's access failed; treating it as ended: %s", exc)
         return False
 
 
