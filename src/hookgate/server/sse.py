@@ -11,10 +11,12 @@ before each event (an answer the token cache holds, so no database read per even
 ``recheck_s`` seconds on a timer of its own, so an idle stream ends too.
 
 One stream costs one task beside the request's own (it waits for the client's disconnect)
-and one timer for the pings: every write is one ASGI message, written to the socket whole,
-so pings and events need no lock between them. (sse-starlette, used before, ran four tasks
-per stream in an anyio task group and a cancel scope per write: under load about a tenth of
-the server's CPU, for runs whose streams last a few milliseconds.)
+and one timer for the pings (one more for the access re-check, which reads the token cache, not
+the database, unless the cache's entry is older than its two seconds): every write is one ASGI
+message, written to the socket whole, so pings and events need no lock between them.
+(sse-starlette, used before, ran four tasks per stream in an anyio task group and a cancel
+scope per write: under load about a tenth of the server's CPU, for runs whose streams last a
+few milliseconds.)
 """
 
 from __future__ import annotations
