@@ -45,9 +45,10 @@ class LiveServer:
 
 @contextmanager
 def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
-                sweep_interval: float = 0.2, max_body: int | None = None) -> Iterator[LiveServer]:
+                sweep_interval: float = 0.2, max_body: int | None = None,
+                access_recheck_s: float | None = None) -> Iterator[LiveServer]:
     runtime = Runtime(deployment, sweep_interval=sweep_interval)
-    kwargs: dict[str, Any] = {"keepalive_s": keepalive_s}
+    kwargs: dict[str, Any] = {"keepalive_s": keepalive_s, "access_recheck_s": access_recheck_s}
     if max_body is not None:
         kwargs["max_body"] = max_body
     app = create_app(runtime, **kwargs)

@@ -267,6 +267,9 @@ class AgentSpec(_Section):
 
 class ServerSpec(_Section):
     public_url: str | None = None
+    #: How often event streams and MCP sessions ask again whether their caller still has
+    #: access (a revoked token, a disabled user or one moved to another org ends them).
+    access_recheck_s: float = Field(2.0, gt=0, le=300)
 
 
 class TelemetrySpec(_Section):

@@ -5,7 +5,9 @@
 then reaches the downstream server. A call that needs a person waits on the gate in a task of
 the gateway, not of the client's request: a client that disconnects and retries the identical
 call joins the same attempt (see `hookgate.mcp.attempts`), and the approved call runs
-downstream once.
+downstream once. A principal that brings ``still_allowed`` keeps its wait only while it has
+access: a revoked token, a disabled user or one moved to another org cancels the wait (and the
+request with it) within ``access_recheck_s`` (see `hookgate.server.access_watch`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
 from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
+from hookgate.server.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
@@ -47,6 +50,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RETRY_WINDOW_S = 600.0
 DEFAULT_PROGRESS_INTERVAL_S = 10.0
+DEFAULT_ACCESS_RECHECK_S = 2.0
 #: Finished gated calls whose results a task poll can still fetch from this process.
 _FINISHED_KEPT = 1024
 #: How often a call polls the ledger while another process runs the same approved call.
@@ -66,6 +70,9 @@ class Principal:
     user_id: str
     org_id: str
     session_id: str | None = None
+    #: Whether the user may still act (hookgate.server.auth.still_allowed); None for a
+    #: principal whose access cannot change (a library embedding the gateway).
+    still_allowed: StillAllowed | None = None
 
 
 class WaitReporter(Protocol):
@@ -87,12 +94,16 @@ class _Attempt:
     request_id: str | None = None
     pending: asyncio.Event = field(default_factory=asyncio.Event)
     replayed: bool = False
+    #: A person decided: an approved call may be running downstream, and is not interrupted.
+    resolved: bool = False
     task: asyncio.Task[types.CallToolResult] | None = None
 
     def on_event(self, type_: str, data: dict[str, Any]) -> None:
         if type_ == "confirmation_pending":
             self.request_id = str(data.get("request_id"))
             self.pending.set()
+        elif type_ == "confirmation_resolved":
+            self.resolved = True
 
 
 class _WatchedLedger:
@@ -153,12 +164,14 @@ class McpGateway:
         inbox_url: Callable[[str], str | None] = lambda _id: None,
         retry_window_s: float = DEFAULT_RETRY_WINDOW_S,
         progress_interval_s: float = DEFAULT_PROGRESS_INTERVAL_S,
+        access_recheck_s: float = DEFAULT_ACCESS_RECHECK_S,
     ) -> None:
         self.servers = {s.id: DownstreamServer(s) for s in servers}
         self.services = services
         self.ledger = ledger
         self.inbox_url = inbox_url
         self.progress_interval_s = progress_interval_s
+        self.access_recheck_s = access_recheck_s
         self.attempts = AttemptFinder(db, retry_window_s)
         self.retry_window_s = retry_window_s
         self._registries: dict[str, HookRegistry] = {}
@@ -194,6 +207,18 @@ class McpGateway:
                 await task
         for server in self.servers.values():
             await server.close()
+
+    async def cancel_waits_of(self, user_id: str) -> None:
+        """Cancel the calls of ``user_id`` still waiting for a person (their requests are
+        cancelled with them): the user lost access. An approved call running downstream
+        finishes; its result is not shown (see `_run`)."""
+        waiting = [a.task for a in self._inflight.values()
+                   if a.owner[0] == user_id and not a.resolved and a.task is not None]
+        for task in waiting:
+            task.cancel()
+        for task in waiting:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     async def restart(self, server_id: str) -> None:
         """Restart one downstream server (DownstreamError if it does not come back)."""
@@ -307,15 +332,29 @@ class McpGateway:
             emit=attempt.on_event,
         )
         call = ToolCall(found.tool_call_id, name, args)
-        outcome = await execute_tool_call(call, tools=box.tools, registry=registry,
-                                          identity=identity, ledger=ledger)
+        guarded = execute_tool_call(call, tools=box.tools, registry=registry,
+                                    identity=identity, ledger=ledger)
+        try:
+            # A gated call may wait long for a person: only while its caller keeps access.
+            outcome = await while_allowed(
+                guarded, who.still_allowed if key is not None else None,
+                self.access_recheck_s, interruptible=lambda: not attempt.resolved)
+        except AccessEnded as ended:
+            log.info("MCP call %s of user %s ended: %s", call.id, who.user_id, ended)
+            return _refused(
+                f"Error: user '{who.user_id}' lost access while '{name}' waited for approval "
+                "(token revoked or expired, user disabled, removed or moved to another org): "
+                + ("it ran once approved, and its result is not shown." if ended.finished
+                   else "it did not run, and its request was cancelled."))
         if attempt.replayed:
             await self._audit_replay(registry, identity, call, box.tools.get(name), outcome)
         note = None
         parts = split_tool_name(name) if isinstance(name, str) else None
         if outcome.status == "unknown_tool" and parts and parts[0] in box.unavailable:
             note = f"MCP server '{parts[0]}' is not available: {box.unavailable[parts[0]]}"
-        return result_of(outcome, note=note, request_id=attempt.request_id)
+        listed = box.listed.get(name) if isinstance(name, str) else None
+        return result_of(outcome, note=note, request_id=attempt.request_id,
+                         output_schema=listed.output_schema if listed is not None else None)
 
     def _settle_s(self, name: Any) -> float:
         # As long as the tool may take downstream, and the time to record its result.

@@ -1,7 +1,10 @@
 """``/mcp/{agent_id}``: the gateway over streamable HTTP, mounted on the hookgate server.
 
 The bearer token is a hookgate user's; a session belongs to the user and agent that opened
-it (the SDK refuses the session to any other credential). Everything else is the SDK's
+it (the SDK refuses the session to any other credential). Every request signs in again, and
+one that stays open (a call waiting for approval, the session's event stream) asks every
+``access_recheck_s`` seconds: once the token no longer signs in as the same user of the same
+org, the session ends and its waiting calls are cancelled. Everything else is the SDK's
 streamable-HTTP session manager, serving both the handshake and the per-request protocol eras.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,19 +29,24 @@ from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.gateway import GatewayRefusal, McpGateway, Principal
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
-from hookgate.server.auth import CallerDep
-from hookgate.server.deployment import token_digest
+from hookgate.server.access_watch import AccessEnded, while_allowed
+from hookgate.server.auth import CallerDep, caller_for_token
+from hookgate.server.deployment import ACCESS_RECHECK_S, token_digest
 from hookgate.server.runtime import Caller, Runtime
 
 _PRINCIPAL = "hookgate.mcp.principal"
+
+log = logging.getLogger(__name__)
 
 
 class McpHttpEndpoint:
     """The ASGI app behind ``/mcp``; `running()` belongs in the server's lifespan."""
 
-    def __init__(self, runtime: Runtime, **settings: Any) -> None:
+    def __init__(self, runtime: Runtime, *, access_recheck_s: float = ACCESS_RECHECK_S,
+                 **settings: Any) -> None:
         self.runtime = runtime
-        self.settings = settings
+        self.access_recheck_s = access_recheck_s
+        self.settings = {**settings, "access_recheck_s": access_recheck_s}
         self.gateway: McpGateway | None = None
         self._manager: StreamableHTTPSessionManager | None = None
 
@@ -70,12 +79,12 @@ class McpHttpEndpoint:
         if token is None:
             await _error(send, 401, "missing bearer token: send 'Authorization: Bearer <token>'")
             return
-        caller = await self.runtime.authenticate(token)
+        caller = await caller_for_token(self.runtime, token)
         if caller is None:
             await _error(send, 401, "the bearer token is not valid")
             return
         session_id = _header(scope, b"mcp-session-id")
-        who = principal_for(self.runtime, agent_id, caller, session_id)
+        who = principal_for(self.runtime, agent_id, caller, token, session_id)
         if who is None:
             await _error(send, 404, f"no MCP gateway for agent '{agent_id}' in org "
                                     f"'{caller.org_id}'")
@@ -88,7 +97,26 @@ class McpHttpEndpoint:
         # The session manager binds a session to the credential that opened it.
         scope["user"] = AuthenticatedUser(AccessToken(
             token=token_digest(token), client_id=caller.user_id, scopes=[], subject=agent_id))
-        await self._manager.handle_request(scope, receive, send)
+        manager, gateway = self._manager, self.gateway
+        assert gateway is not None
+
+        async def lost() -> None:
+            log.warning("user %s lost access: MCP session %s ends", caller.user_id, session_id)
+            await gateway.cancel_waits_of(caller.user_id)
+            await _end_session(manager, session_id)
+
+        with contextlib.suppress(AccessEnded):  # the session's streams are closed
+            await while_allowed(manager.handle_request(scope, receive, send),
+                                who.still_allowed, self.access_recheck_s, on_lost=lost)
+
+
+async def _end_session(manager: StreamableHTTPSessionManager, session_id: str | None) -> None:
+    # The SDK's own way to end a session (a client's DELETE) is its transport's terminate():
+    # every stream of the session closes and the manager forgets it, so its id answers 404.
+    transport = getattr(manager, "_server_instances", {}).get(session_id) \
+        if session_id is not None else None
+    if transport is not None:
+        await transport.terminate()
 
 
 def _principal_of(ctx: ServerRequestContext[Any, Any]) -> Principal:

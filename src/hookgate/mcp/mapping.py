@@ -2,7 +2,10 @@
 
 A mapped tool's callable is the downstream ``tools/call``; like every tool it is invoked only
 by the guarded path. ``readOnlyHint``/``destructiveHint`` decide ``writes`` unless the
-configuration says otherwise; gate rules become the tool's ``requires_confirmation``.
+configuration says otherwise; gate rules become the tool's ``requires_confirmation``. A
+result keeps the contract its tool declared: a successful result of a tool with an
+``outputSchema`` always carries structured content that validates against it (see
+`result_of`).
 """
 
 from __future__ import annotations
@@ -145,21 +148,53 @@ def listed_tool(tool: Tool, listed: types.Tool) -> types.Tool:
 
 
 def result_of(outcome: ToolOutcome, *, note: str | None = None,
-              request_id: str | None = None) -> types.CallToolResult:
+              request_id: str | None = None,
+              output_schema: Mapping[str, Any] | None = None) -> types.CallToolResult:
     """The MCP result for a guarded outcome: the downstream content when the call ran and
-    no hook rewrote it, else the observation text (blocked, failed, truncated...)."""
+    no hook rewrote it, else the observation text (blocked, failed, truncated...).
+
+    MCP requires every successful result of a tool with an ``output_schema`` to carry
+    structured content that validates against it (the official client raises otherwise).
+    When a PostToolUse hook rewrote such a result (cut it to size, redacted part of it) so
+    that it no longer does, the rewritten text comes back as an ``isError`` result saying
+    why: clients never validate those, and nothing the hooks removed reappears.
+    """
     meta: dict[str, Any] = {OUTCOME_META: {
         "status": outcome.status, "allowed": outcome.allowed,
         "blocked_by": outcome.blocked_by, "request_id": request_id,
     }}
+    text = outcome.observation if note is None else f"{outcome.observation}\n{note}"
     if outcome.status == "ok":
         parsed = _downstream_result(outcome.observation)
-        if parsed is not None:
+        problem = _contract_problem(parsed, output_schema)
+        if parsed is not None and problem is None:
             parsed.meta = meta
             return parsed
-    text = outcome.observation if note is None else f"{outcome.observation}\n{note}"
+        if problem is not None:
+            meta[OUTCOME_META]["result_rewritten"] = problem
+            return types.CallToolResult(content=[types.TextContent(text=(
+                f"{text}\n[hookgate: the tool ran, but its result as the hooks left it {problem}; "
+                "it is returned as text in an error result]"))], is_error=True, _meta=meta)
     return types.CallToolResult(content=[types.TextContent(text=text)],
                                 is_error=outcome.status != "ok", _meta=meta)
+
+
+def _contract_problem(result: types.CallToolResult | None,
+                      output_schema: Mapping[str, Any] | None) -> str | None:
+    # Why ``result`` breaks its tool's declared output schema, or None when it keeps it.
+    if output_schema is None:
+        return None
+    if result is None or result.structured_content is None:
+        return "carries no structured content for the tool's output schema"
+    try:
+        error = jsonschema.exceptions.best_match(
+            _validator(json.dumps(output_schema, sort_keys=True)).iter_errors(
+                result.structured_content))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"cannot be checked: the tool's output schema is invalid ({exc.message})"
+    if error is not None:
+        return f"does not match the tool's output schema ({error.message[:300]})"
+    return None
 
 
 def _downstream_result(observation: str) -> types.CallToolResult | None:

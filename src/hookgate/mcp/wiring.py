@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from hookgate.mcp.gateway import McpGateway, Principal
+from hookgate.server.auth import still_allowed
 from hookgate.server.runtime import Caller, Runtime
 
 
@@ -15,13 +17,15 @@ def gateway_for(runtime: Runtime, **settings: Any) -> McpGateway:
                       inbox_url=runtime.inbox_url, **settings)
 
 
-def principal_for(runtime: Runtime, agent_id: str, caller: Caller,
+def principal_for(runtime: Runtime, agent_id: str, caller: Caller, token: str,
                   session_id: str | None = None) -> Principal | None:
-    """``caller`` acting through ``agent_id``; None unless the agent is in the caller's org
-    and declares ``mcp:`` access (the same answer for "no such agent": nothing leaks)."""
+    """``caller`` (signed in with ``token``) acting through ``agent_id``; None unless the
+    agent is in the caller's org and declares ``mcp:`` access (the same answer for "no such
+    agent": nothing leaks). Its calls re-check the token while they wait."""
     deployment = runtime.deployment
     agent = deployment.agents.get(agent_id)
     access = deployment.mcp_access.get(agent_id)
     if agent is None or access is None or agent.org_id != caller.org_id:
         return None
-    return Principal(agent, access, caller.user_id, caller.org_id, session_id)
+    return Principal(agent, access, caller.user_id, caller.org_id, session_id,
+                     still_allowed=partial(still_allowed, runtime, token, caller))

@@ -20,8 +20,12 @@ STATIC = Path(__file__).with_name("static")
 
 
 def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
-               max_body: int = DEFAULT_MAX_BODY, tune_gc: bool = False) -> FastAPI:
+               max_body: int = DEFAULT_MAX_BODY, tune_gc: bool = False,
+               access_recheck_s: float | None = None) -> FastAPI:
     """An app serving ``runtime``; the runtime starts and stops with the app.
+
+    ``access_recheck_s`` (default: the deployment's ``server: access_recheck_s``) is how often
+    the event streams and MCP sessions ask again whether their caller still has access.
 
     ``tune_gc`` is for a process that is the server's alone (``hookgate serve``), never for
     an app sharing its process (tests, embedding): see :func:`tune_collector`."""
@@ -39,9 +43,15 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
 
     app = FastAPI(title="hookgate", version="0.1.0", lifespan=lifespan,
                   description="Hooks that make rules about an LLM agent's tool calls hold.")
-    mcp_running = _mount_mcp(app, runtime)
+    recheck = runtime.deployment.access_recheck_s if access_recheck_s is None \
+        else access_recheck_s
+    if not recheck > 0:
+        raise ValueError(f"access_recheck_s must be a positive number of seconds, not "
+                         f"{recheck!r}")
+    mcp_running = _mount_mcp(app, runtime, recheck)
     app.state.runtime = runtime
     app.state.keepalive_s = keepalive_s
+    app.state.access_recheck_s = recheck
     errors.install(app)
     app.include_router(runs.router)
     app.include_router(confirmations.router)
@@ -85,7 +95,8 @@ def _include_optional_routes(app: FastAPI) -> None:
         app.include_router(router)
 
 
-def _mount_mcp(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[None]:
+def _mount_mcp(app: FastAPI, runtime: Runtime,
+               recheck_s: float) -> AbstractAsyncContextManager[None]:
     """The MCP gateway's routes (``/mcp/{agent_id}``, ``/api/mcp/...``) when the
     configuration declares ``mcp_servers``; its lifespan part. Without them the MCP SDK is
     not even imported (it costs most of a start-up) and ``/mcp`` says why it is absent."""
@@ -101,7 +112,7 @@ def _mount_mcp(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[No
         return nullcontext()
     from hookgate.mcp import http as mcp_routes  # the MCP SDK, only when it is used
 
-    mcp = mcp_routes.McpHttpEndpoint(runtime)
+    mcp = mcp_routes.McpHttpEndpoint(runtime, access_recheck_s=recheck_s)
     app.state.mcp = mcp
     app.include_router(mcp_routes.router)
     app.mount("/mcp", mcp, name="mcp")

@@ -2,12 +2,17 @@
 
 The two Server-Sent Events routes also take the token as ``?access_token=`` (see
 ``require_stream_caller``); every other route takes the header only. A valid token's user is
-remembered for two seconds (server/token_cache.py), so revocation holds within that time.
+remembered for two seconds (server/token_cache.py): a revocation (API, CLI, or a configuration
+synced by a starting instance) clears that memory in its own process and, on PostgreSQL, in
+every instance that hears its notification; otherwise it holds within the two seconds.
+Connections that outlive one request (the event streams, MCP sessions, an MCP call waiting for
+approval) ask `still_allowed` again while they last: the one answer to "may this caller still
+see it", for every route and connection.
 """
 
 from __future__ import annotations
 
-import weakref
+import logging
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -18,15 +23,12 @@ from hookgate.server.token_cache import TokenCache
 
 STREAM_TOKEN_PARAM = "access_token"
 
-_CACHES: weakref.WeakKeyDictionary[Runtime, TokenCache[Caller]] = weakref.WeakKeyDictionary()
+log = logging.getLogger(__name__)
 
 
 def token_cache(runtime: Runtime) -> TokenCache[Caller]:
     """The runtime's memory of recent token lookups."""
-    cache = _CACHES.get(runtime)
-    if cache is None:
-        cache = _CACHES[runtime] = TokenCache()
-    return cache
+    return runtime.token_cache
 
 
 def runtime_of(request: Request) -> Runtime:
@@ -42,11 +44,34 @@ def _bearer_token(request: Request) -> str | None:
     return token.strip()
 
 
+async def caller_for_token(runtime: Runtime, token: str) -> Caller | None:
+    """The user ``token`` signs in as now (None when revoked, expired, or the user is disabled
+    or no longer declared), through the runtime's token cache."""
+    return await token_cache(runtime).lookup(token, runtime.authenticate)
+
+
+async def still_allowed(runtime: Runtime, token: str, caller: Caller) -> bool:
+    """Whether ``token`` still signs in as ``caller``: the same user, in the same org, with
+    no right lost (an admin made a plain member no longer sees what admins see).
+
+    A lookup that fails (the database unreachable) answers False: a connection that cannot
+    show its caller still has access ends, and its client reconnects through the routes'
+    own check.
+    """
+    try:
+        now = await caller_for_token(runtime, token)
+    except Exception as exc:  # fail closed: which error does not change the answer
+        log.warning("re-checking user %s's access failed, ending the connection: %s",
+                    caller.user_id, exc)
+        return False
+    return (now is not None and now.user_id == caller.user_id
+            and now.org_id == caller.org_id and (now.admin or not caller.admin))
+
+
 async def _caller_for(request: Request, token: str | None, missing: str) -> Caller:
     if token is None:
         raise HTTPException(401, missing, headers={"WWW-Authenticate": "Bearer"})
-    runtime = runtime_of(request)
-    caller = await token_cache(runtime).lookup(token, runtime.authenticate)
+    caller = await caller_for_token(runtime_of(request), token)
     if caller is None:
         raise HTTPException(401, "the bearer token is not valid",
                             headers={"WWW-Authenticate": "Bearer"})
@@ -58,6 +83,13 @@ async def require_caller(request: Request) -> Caller:
                              "missing bearer token: send 'Authorization: Bearer <token>'")
 
 
+def _stream_token(request: Request) -> str | None:
+    token = _bearer_token(request)
+    if token is None:
+        token = (request.query_params.get(STREAM_TOKEN_PARAM) or "").strip() or None
+    return token
+
+
 async def require_stream_caller(request: Request) -> Caller:
     """The caller of an SSE route: the header, or else ``?access_token=<token>``.
 
@@ -67,11 +99,8 @@ async def require_stream_caller(request: Request) -> Caller:
     alternative: the two streams, which only read. Every other route, and any that decides
     something, keeps to the header.
     """
-    token = _bearer_token(request)
-    if token is None:
-        token = (request.query_params.get(STREAM_TOKEN_PARAM) or "").strip() or None
     return await _caller_for(
-        request, token,
+        request, _stream_token(request),
         f"missing bearer token: send 'Authorization: Bearer <token>' or "
         f"'?{STREAM_TOKEN_PARAM}=<token>'")
 
@@ -100,9 +129,38 @@ async def require_access(request: Request) -> Access:
     return Access(await require_caller(request), runtime_of(request))
 
 
-async def require_stream_access(request: Request) -> Access:
-    return Access(await require_stream_caller(request), runtime_of(request))
+@dataclass(frozen=True, slots=True)
+class LastingAccess:
+    """The caller of a connection that lasts (a stream, a hook call waiting for a person),
+    and how to ask again while it does (`still_allowed`)."""
+
+    caller: Caller
+    rt: Runtime
+    token: str
+
+    async def still_allowed(self) -> bool:
+        return await still_allowed(self.rt, self.token, self.caller)
+
+
+async def require_stream_access(request: Request) -> LastingAccess:
+    caller = await require_stream_caller(request)
+    token = _stream_token(request)
+    assert token is not None  # require_stream_caller refused a request without one
+    return LastingAccess(caller, runtime_of(request), token)
+
+
+async def require_lasting_access(request: Request) -> LastingAccess:
+    caller = await require_caller(request)
+    token = _bearer_token(request)
+    assert token is not None  # require_caller refused a request without one
+    return LastingAccess(caller, runtime_of(request), token)
+
+
+def recheck_s(request: Request) -> float:
+    """How often the app's long-lived connections re-check their caller."""
+    return float(request.app.state.access_recheck_s)
 
 
 AccessDep = Annotated[Access, Depends(require_access)]
-StreamAccessDep = Annotated[Access, Depends(require_stream_access)]
+StreamAccessDep = Annotated[LastingAccess, Depends(require_stream_access)]
+LastingAccessDep = Annotated[LastingAccess, Depends(require_lasting_access)]

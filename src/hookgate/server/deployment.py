@@ -18,6 +18,12 @@ __all__ = ["ChannelSpec", "Deployment", "OrgSpec", "UserSpec", "deployment_from_
            "token_digest"]
 
 
+#: How often, by default, a long-lived connection asks again whether its caller may still see
+#: it: revocation ends it within this time plus the token cache's (server/token_cache.py; at
+#: once for a revocation in the same process, which clears the cache).
+ACCESS_RECHECK_S = 2.0
+
+
 @dataclass(slots=True)
 class OrgSpec:
     id: str
@@ -61,6 +67,9 @@ class Deployment:
     #: Agents served although they do not build (``serve --allow-broken-agents``): id →
     #: why, as `hookgate check` says it. Their runs end ``blocked_build``.
     broken_agents: dict[str, str] = field(default_factory=dict)
+    #: ``server: access_recheck_s``: how often event streams and MCP sessions re-check their
+    #: caller (hookgate.server.auth.still_allowed).
+    access_recheck_s: float = ACCESS_RECHECK_S
 
 
 def deployment_from_config(cfg: Any) -> Deployment:
@@ -87,4 +96,5 @@ def deployment_from_config(cfg: Any) -> Deployment:
         mcp_access={a.id: a.mcp for a in cfg.agents if a.mcp is not None},
         worker=WorkerSettings(**cfg.worker.model_dump()),
         redis_url=cfg.redis_url,
+        access_recheck_s=cfg.server.access_recheck_s,
     )

@@ -27,13 +27,14 @@ from hookgate.server.executors.in_process import InProcessExecutor
 from hookgate.server.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
 from hookgate.server.notifications import Notifications, Subscription, Wakers
 from hookgate.server.run_manager import RunManager
+from hookgate.server.token_cache import TokenCache
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
 from hookgate.storage.tables import AgentRow
 from hookgate.storage.types import utcnow
 from hookgate.storage.upserts import upsert
-from hookgate.storage.users import sync_declared_users, user_for_token
+from hookgate.storage.users import ACCESS_CHANNEL, sync_declared_users, user_for_token
 
 if TYPE_CHECKING:
     from hookgate.server.executors.queue import QueueExecutor
@@ -58,6 +59,9 @@ class Runtime:
                  worker: bool = True) -> None:
         self.deployment = deployment
         self.db = Database(deployment.database_url)
+        #: Recent token lookups (server/auth.py); forgotten when any instance changes who
+        #: may sign in.
+        self.token_cache: TokenCache[Caller] = TokenCache()
         if self.db.is_sqlite and not worker:
             raise ValueError(
                 "a SQLite database is served by one instance that runs API and worker "
@@ -126,6 +130,9 @@ class Runtime:
         notes.on(RUN_EVENTS_CHANNEL, followers.wake)
         changes = RequestChanges(self.db, self.approvals, self.inbox)
         notes.on(REQUESTS_CHANNEL, changes.received)
+        # Before any later notification is handled (PostgreSQL delivers them in commit
+        # order): a request made after a revocation finds the revoked token forgotten here.
+        notes.on(ACCESS_CHANNEL, lambda _change: self.token_cache.clear())
         self.approvals.on_change(changes.announce)
         return notes
 

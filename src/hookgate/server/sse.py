@@ -6,12 +6,17 @@ goes away (its events' generator is closed, so what it registered is dropped at 
 when the server stops: ``hookgate serve``'s HTTP protocol (``server/http_protocol.py``)
 calls the callbacks a stream registered under :data:`ON_SERVER_STOP` in the request's
 ASGI scope, so a stream ends cleanly instead of holding the shutdown for its grace period.
+A stream given ``still_allowed`` also ends as soon as its caller may no longer see it: asked
+before each event (an answer the token cache holds, so no database read per event) and every
+``recheck_s`` seconds on a timer of its own, so an idle stream ends too.
 
 One stream costs one task beside the request's own (it waits for the client's disconnect)
-and one timer for the pings: every write is one ASGI message, written to the socket whole,
-so pings and events need no lock between them. (sse-starlette, used before, ran four tasks
-per stream in an anyio task group and a cancel scope per write: under load about a tenth of
-the server's CPU, for runs whose streams last a few milliseconds.)
+and one timer for the pings (one more for the access re-check, which reads the token cache, not
+the database, unless the cache's entry is older than its two seconds): every write is one ASGI
+message, written to the socket whole, so pings and events need no lock between them.
+(sse-starlette, used before, ran four tasks per stream in an anyio task group and a cancel
+scope per write: under load about a tenth of the server's CPU, for runs whose streams last a
+few milliseconds.)
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from hookgate.server.access_watch import StillAllowed, asked
+
 #: The key, in a request scope's ``extensions``, of the list of callbacks that the server
 #: calls when it starts to stop with the request's response still streaming.
 ON_SERVER_STOP = "hookgate.on_server_stop"
+
 
 _HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -73,12 +81,18 @@ class EventStreamResponse(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, events: AsyncIterator[Event], *, ping_s: float) -> None:
+    def __init__(self, events: AsyncIterator[Event], *, ping_s: float,
+                 still_allowed: StillAllowed | None = None, recheck_s: float = 2.0) -> None:
         # Response's own __init__ renders a body; a stream has none.
         if not ping_s > 0:
             raise ValueError(f"ping_s must be a positive number of seconds, not {ping_s!r}")
+        if not recheck_s > 0:
+            raise ValueError(f"recheck_s must be a positive number of seconds, not "
+                             f"{recheck_s!r}")
         self.events = events
         self.ping_s = ping_s
+        self.still_allowed = still_allowed
+        self.recheck_s = recheck_s
         self.status_code = 200
         self.background = None
         self.raw_headers = list(_HEADERS)
@@ -86,7 +100,8 @@ class EventStreamResponse(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
         assert task is not None
-        cut: list[str] = []  # why the stream was cut short: "disconnect" or "stop"
+        # Why the stream was cut short: "disconnect", "stop" or "access" (its caller's gone).
+        cut: list[str] = []
         streaming = True
 
         def cut_short(reason: str) -> None:
@@ -105,10 +120,15 @@ class EventStreamResponse(Response):
         if stop_callbacks is not None:
             stop_callbacks.append(on_stop)
         pinger = _Pinger(loop, send, self.ping_s)
+        allowed = self.still_allowed
+        recheck = None if allowed is None else _Recheck(
+            loop, allowed, self.recheck_s, lambda: cut_short("access"))
         try:
             await send({"type": "http.response.start", "status": 200,
                         "headers": self.raw_headers})
             async for event in self.events:
+                if allowed is not None and not await asked(allowed):
+                    break  # not one event more for a caller who lost access
                 await send({"type": "http.response.body", "body": event.encode(),
                             "more_body": True})
                 pinger.wrote()
@@ -123,6 +143,8 @@ class EventStreamResponse(Response):
         finally:
             streaming = False
             pinger.close()
+            if recheck is not None:
+                recheck.close()
             watcher.cancel()
             if stop_callbacks is not None:
                 with contextlib.suppress(ValueError):
@@ -146,6 +168,36 @@ async def _close(events: AsyncIterator[Any]) -> None:
     aclose = getattr(events, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+class _Recheck:
+    """Asks ``still_allowed`` every ``every`` seconds; calls ``lost`` once it says no."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, still_allowed: StillAllowed,
+                 every: float, lost: Callable[[], None]) -> None:
+        self._loop, self._still_allowed, self._every, self._lost = (
+            loop, still_allowed, every, lost)
+        self._asking: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = loop.call_later(every, self._due)
+
+    def _due(self) -> None:
+        if self._asking is None:
+            self._asking = self._loop.create_task(self._ask())
+        self._timer = self._loop.call_later(self._every, self._due)
+
+    async def _ask(self) -> None:
+        try:
+            if not await asked(self._still_allowed):
+                self._lost()
+        finally:
+            self._asking = None
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._asking is not None:
+            self._asking.cancel()
 
 
 class _Pinger:

@@ -62,6 +62,11 @@ class UserStatus:
     token_expires_at: datetime | None
 
 
+#: NOTIFY channel for a change of who may sign in (a token revoked, users synced): every
+#: instance forgets its remembered token lookups (server/token_cache.py) at once.
+ACCESS_CHANNEL = "hookgate_access"
+
+
 async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> None:
     """Write the declared users and disable the previously declared ones now missing.
 
@@ -90,6 +95,7 @@ async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> No
         await s.execute(
             update(User).where(User.declared.is_(True), User.id.not_in(ids))
             .values(disabled=True, token_sha256=None))
+        await db.notify(s, ACCESS_CHANNEL, "sync")
 
 
 async def user_for_token(db: Database, token: str) -> User | None:
@@ -134,6 +140,7 @@ async def revoke_token(db: Database, user_id: str, *, org_id: str | None = None,
             .values(suspended_at=utcnow(),
                     suspended_reason=f"the token of its creator '{user_id}' was revoked"
                     + (f" by {by}" if by else "")))
+        await db.notify(s, ACCESS_CHANNEL, user_id)
     return True
 
 

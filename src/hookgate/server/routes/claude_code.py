@@ -2,7 +2,9 @@
 target. The bearer token is the developer's hookgate token; the answer is Claude Code's
 hook JSON. A PreToolUse or PermissionRequest call that hookgate cannot decide is answered
 with a denial naming the failure (fail closed), never with an error status Claude Code
-would read as "go on".
+would read as "go on". A call waiting for a person lasts only while the developer keeps access
+(server/access_watch.py): a revoked token, a disabled user or one moved to another org ends the
+wait with a denial, and its request is cancelled.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from hookgate.claude_code.backend import (
     BadHookInput,
     HookCaller,
 )
-from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.access_watch import AccessEnded, while_allowed
+from hookgate.server.auth import LastingAccessDep, recheck_s
 
 router = APIRouter(prefix="/api/claude-code", tags=["claude-code"])
 log = logging.getLogger(__name__)
@@ -50,13 +53,13 @@ def _deny(event: object, reason: str) -> dict[str, Any]:
 @router.post("/hooks")
 async def claude_code_hook(
     request: Request,
-    caller: CallerDep,
-    rt: RuntimeDep,
+    access: LastingAccessDep,
     agent: Annotated[str, Query(min_length=1, max_length=128,
                                 description="The agent whose hooks and rules apply.")],
 ) -> dict[str, Any]:
     """Answer one Claude Code hook call (PreToolUse, PermissionRequest, PostToolUse,
     PostToolUseFailure, SessionStart, UserPromptSubmit, Stop) for ``agent``."""
+    caller, rt = access.caller, access.rt
     found = rt.runs.agents.get(agent)
     if found is None or found.org_id != caller.org_id:
         raise HTTPException(404, f"no agent '{agent}' in org '{caller.org_id}'")
@@ -70,7 +73,13 @@ async def claude_code_hook(
     who = HookCaller(caller.user_id, caller.org_id, headless=entry in HEADLESS_ENTRYPOINTS)
     event = body.get("hook_event_name")
     try:
-        return await rt.claude_code.answer(found, who, body)
+        return await while_allowed(rt.claude_code.answer(found, who, body),
+                                   access.still_allowed, recheck_s(request))
+    except AccessEnded as ended:
+        if event in _DECIDING:
+            return _deny(event, f"hookgate: {ended} while this call waited, so it does not "
+                                "run")
+        raise HTTPException(401, str(ended), headers={"WWW-Authenticate": "Bearer"}) from None
     except BadHookInput as exc:
         if event in _DECIDING:
             return _deny(event, f"hookgate refused the hook input: {exc}")

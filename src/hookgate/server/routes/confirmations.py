@@ -15,7 +15,7 @@ from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
 from hookgate.approvals.rules import StandingRule
 from hookgate.approvals.store import AfterTransition
-from hookgate.server.auth import CallerDep, RuntimeDep, StreamCallerDep
+from hookgate.server.auth import CallerDep, RuntimeDep, StreamAccessDep, recheck_s
 from hookgate.server.decisions import decide_for
 from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.run_history import run_history
@@ -65,9 +65,12 @@ async def list_confirmations(
 
 
 @router.get("/confirmations/events")
-async def confirmation_events(request: Request, caller: StreamCallerDep,
-                              rt: RuntimeDep) -> EventStreamResponse:
-    """Live changes of the caller's org's requests (for the inbox page)."""
+async def confirmation_events(request: Request,
+                              access: StreamAccessDep) -> EventStreamResponse:
+    """Live changes of the caller's org's requests (for the inbox page), while the caller
+    may see them: the stream ends once their token is revoked, or they are disabled or
+    moved to another org."""
+    caller, rt = access.caller, access.rt
     queue = rt.inbox.subscribe(caller.org_id)
 
     async def stream() -> AsyncIterator[Event]:
@@ -81,7 +84,9 @@ async def confirmation_events(request: Request, caller: StreamCallerDep,
         finally:
             rt.inbox.unsubscribe(caller.org_id, queue)
 
-    return EventStreamResponse(stream(), ping_s=request.app.state.keepalive_s)
+    return EventStreamResponse(stream(), ping_s=request.app.state.keepalive_s,
+                               still_allowed=access.still_allowed,
+                               recheck_s=recheck_s(request))
 
 
 async def _visible(request_id: str, caller: Caller, rt: Runtime) -> ConfirmationRequest:

@@ -13,7 +13,13 @@ from fastapi.responses import JSONResponse
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.engines.outcome import any_call_stopped, run_outcome
 from hookgate.engines.state import RunState
-from hookgate.server.auth import AccessDep, CallerDep, RuntimeDep, StreamAccessDep
+from hookgate.server.auth import (
+    AccessDep,
+    CallerDep,
+    RuntimeDep,
+    StreamAccessDep,
+    recheck_s,
+)
 from hookgate.server.run_manager import UnknownAgent, UnknownEngine
 from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import StartRun
@@ -146,4 +152,8 @@ async def run_events(run_id: str, request: Request,
         # Dropped with the stream even if the response never iterates it (a client gone
         # before the headers went out); `subscribe` drops it when it ends.
         weakref.finalize(events, bus.unfollow, run_id, follower)
-    return EventStreamResponse(events, ping_s=request.app.state.keepalive_s)
+    # Only while the caller may see the run: a revoked token, a disabled user or one moved
+    # to another org ends the stream.
+    return EventStreamResponse(events, ping_s=request.app.state.keepalive_s,
+                               still_allowed=access.still_allowed,
+                               recheck_s=recheck_s(request))
