@@ -98,7 +98,7 @@ async def main(calls: int, rounds: int) -> dict[str, Any]:
         for agent in ("bare", "guarded"):
             gateway = gateway_for(runtime)
             gateways.append(gateway)
-            who = principal_for(runtime, agent, caller)
+            who = principal_for(runtime, agent, caller, TOKEN)
             assert who is not None
             server = build_mcp_server(gateway, lambda _ctx, who=who: who)
             clients[f"in_process_{agent}"] = (

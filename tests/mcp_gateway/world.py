@@ -127,13 +127,19 @@ async def http_client(url: str, user: str, **options: Any) -> AsyncIterator[Clie
         yield client
 
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
 def stdio_params(world: McpWorld, agent: str, user: str) -> StdioServerParameters:
     """``hookgate mcp stdio`` as a subprocess, the way a desktop client starts it."""
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent,
               "--config", str(world.config_path)],
-        env={"HOOKGATE_TOKEN": TOKENS[user], "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        # The repository's root too: hooks the tests declare live in the ``tests`` package.
+        env={"HOOKGATE_TOKEN": TOKENS[user],
+             "PYTHONPATH": os.pathsep.join(
+                 p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)},
         cwd=str(world.root),
     )
 

@@ -203,7 +203,7 @@ def test_a_user_removed_from_the_configuration_or_moved_away_loses_both_open_str
 def test_how_often_streams_ask_again_is_the_server_sections_access_recheck_s(
         tmp_path: Any) -> None:
     from hookgate.server.deployment import deployment_from_config
-    from tests.test_config import MINIMAL, load, load_error
+    from tests.config.test_config import MINIMAL, load, load_error
 
     cfg = load(tmp_path, MINIMAL + "server: {access_recheck_s: 0.5}\n")
     assert deployment_from_config(cfg).access_recheck_s == 0.5
