@@ -3,8 +3,10 @@ kind (class, Python callable, command, HTTP, Claude Code protocol) failing every
 times out, returns a non-HookResult, "blocks" quoting the output), a PostToolUse rewrite to
 ``[redacted by policy]``, and a tool that raises with the secret in its error. A card number
 sits in the tool's output and in its error; spans, metrics, server log lines, every table of
-the database (run events, audit rows, the ledger), and every response a member can fetch are
-searched for it. The admins' trace view is the one door to what the hooks and tool said."""
+the database (run events, audit rows, the ledger), every response a member can fetch, and
+every request body the chat platform receives (approval cards and their updates, for gated
+calls approved before the card number came out) are searched for it. The admins' trace view
+is the one door to what the hooks and tool said."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import json
 import logging
 import shlex
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,18 +24,20 @@ import pytest
 from sqlalchemy import select
 
 from hookgate import Agent, HookContext, HookResult, PostToolUseHook, ScriptedLLM, Tool, tool
-from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.server.deployment import ChannelSpec, Deployment, OrgSpec, UserSpec, token_digest
 from hookgate.storage.database import Database
 from hookgate.storage.tables import Base
 from tests.adversarial.conftest import Tally
 from tests.adversarial.test_withheld_attempts import echo_url
+from tests.channels.conftest import secrets_key
+from tests.fakes.slack import FakeSlack
 from tests.hooks_builtin.server_world import TOKENS, auth
 from tests.live_server import live_server
 from tests.server.test_api import wait_run
 from tests.sse import read_events
 from tests.telemetry.conftest import Otel, otel
 
-__all__ = ["echo_url", "otel"]
+__all__ = ["echo_url", "otel", "secrets_key"]
 
 pytestmark = pytest.mark.both_databases
 
@@ -256,3 +261,109 @@ def test_nothing_withheld_or_redacted_leaves_through_spans_logs_storage_or_the_a
     attempt.record("observability: the card number in the admins' trace view",
                    has_marker(admin))
     assert not has_marker(admin)
+
+
+# -- chat cards: a gated call approved before the card number came out -------------------------
+
+
+def gated_tools() -> list[Tool]:
+    @tool(requires_confirmation=True)
+    async def crm__card(customer: str) -> str:
+        """The customer's card on file."""
+        return f"{customer} pays with card={CARD}"
+
+    @tool(requires_confirmation=True)
+    async def crm__charge(customer: str) -> str:
+        """Charge the customer's card."""
+        raise RuntimeError(f"cannot charge {customer}: card={CARD} declined")
+
+    return [crm__card, crm__charge]
+
+
+def _one_call(call_id: str, name: str) -> dict[str, Any]:
+    return {"tool_calls": [{"id": call_id, "name": name, "args": {"customer": "Globex"}}]}
+
+
+#: Each gated call comes after the one before it ran, so every later card is made (and every
+#: earlier card updated) while the run already holds the card number in an output or error.
+GATED_TURNS = [_one_call("g_card", "crm__card"), _one_call("g_charge", "crm__charge"),
+               _one_call("g_card_again", "crm__card"), {"answer": "done"}]
+
+
+def carded_deployment(database_url: str, slack: FakeSlack) -> Deployment:
+    def agent(agent_id: str, hooks: list[str]) -> Agent:
+        return Agent(id=agent_id, name=agent_id, instructions="", org_id="acme",
+                     owner_user_id="alice", tools=gated_tools(),
+                     approval_channel_id="ops-slack",
+                     model_config_json={"hooks": {"class_hooks": hooks}})
+
+    return Deployment(
+        database_url=database_url,
+        orgs=[OrgSpec("acme", "ACME Corp")],
+        users=[UserSpec("alice", "acme", admin=True, token_sha256=token_digest(TOKENS["alice"]),
+                        slack_user_id="U_ALICE"),
+               UserSpec("bob", "acme", token_sha256=token_digest(TOKENS["bob"]),
+                        slack_user_id="U_BOB")],
+        agents={"redacting": agent("redacting", [f"{__name__}:Redacts",
+                                                 f"{__name__}:BlocksQuotingOutput",
+                                                 "audit_log"]),
+                "withholding": agent("withholding", [f"{__name__}:RaisesQuotingOutput",
+                                                     f"{__name__}:BlocksQuotingOutput",
+                                                     "audit_log"])},
+        channels=[ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())],
+        model_for=lambda _a: ScriptedLLM(list(GATED_TURNS)),
+    )
+
+
+def approve_each_gated_call(c: httpx.Client, run_id: str) -> list[str]:
+    """Bob (who started the run) approves every card the run raises, through the API,
+    until the run finishes; the tool names approved, in order."""
+    approved: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        run = c.get(f"/api/runs/{run_id}", headers=auth("bob")).json()
+        if run["status"] not in ("running", "awaiting_approval"):
+            return approved
+        pending = c.get("/api/confirmations", params={"status": "pending"},
+                        headers=auth("bob")).json()
+        for request in pending:
+            r = c.post(f"/api/confirmations/{request['id']}/respond",
+                       json={"decision": "approve", "reason": "fine"}, headers=auth("bob"))
+            assert r.status_code == 200, r.text
+            approved.append(request["payload"]["tool_name"])
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} did not finish")
+
+
+def test_no_chat_card_or_card_update_carries_what_an_approved_tool_said_or_raised(
+        database_url: str, secrets_key: str, attempt: Tally) -> None:
+    with FakeSlack() as slack, live_server(carded_deployment(database_url, slack)) as srv, \
+            httpx.Client(base_url=srv.url, timeout=30) as c:
+        for agent_id in ("redacting", "withholding"):
+            r = c.post("/api/runs", json={"agent_id": agent_id, "message": "charge Globex"},
+                       headers=auth("bob"))
+            assert r.status_code == 200, r.text
+            run_id = str(r.json()["run_id"])
+            approved = approve_each_gated_call(c, run_id)
+            assert approved == ["crm__card", "crm__charge", "crm__card"], approved
+            run = wait_run(c, run_id, user="bob")
+            results = {e["tool_call_id"]: e for e in run["trace"] if e["type"] == "tool_result"}
+            assert set(results) == {"g_card", "g_charge", "g_card_again"}
+            if agent_id == "redacting":
+                assert results["g_card"]["observation"] == REDACTED
+        deadline = time.monotonic() + 20
+        while (sum(len(m.updates) for m in slack.messages.values()) < 6
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+
+    created = slack.requests_to("/api/chat.postMessage")
+    updated = slack.requests_to("/api/chat.update")
+    # A card for each gated call, each updated when it was decided.
+    assert len(created) == 6 and len(updated) >= 6, (len(created), len(updated))
+    assert slack.violations == []
+    assert all("Globex" in r.body.decode() for r in created)
+    for kind, requests in (("approval cards", created), ("card updates", updated),
+                           ("every request to the platform", slack.received)):
+        got_through = any(has_marker(r.body.decode("utf-8", "replace")) for r in requests)
+        attempt.record(f"observability: the card number in Slack {kind}", got_through)
+        assert not got_through, kind
