@@ -19,11 +19,11 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 
-from tenacity import retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
-from hookgate.retries import pauses, retrying, warn_before_retry
+from hookgate.retries import first_then_retrying, pauses, retrying, warn_before_retry
 from hookgate.server.notifications import Follower, Wakers
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog
@@ -132,15 +132,16 @@ class EventBus:
         async def write() -> None:
             await self._send(feed, batch, self.log.append(feed.run_id, batch, fence=feed.fence))
 
-        attempts = retrying(
-            wait=pauses(lambda: WRITE_RETRY_S),
-            stop=stop_after_attempt(len(WRITE_RETRY_S) + 1),
-            retry=retry_if_exception(lambda exc: not isinstance(exc, Fenced)),
-            before_sleep=warn_before_retry(
-                log, lambda _: f"writing {len(batch)} events of run {feed.run_id}",
-                exc_info=True))
+        def attempts() -> AsyncRetrying:
+            return retrying(
+                wait=pauses(lambda: WRITE_RETRY_S),
+                stop=stop_after_attempt(len(WRITE_RETRY_S) + 1),
+                retry=retry_if_exception(lambda exc: not isinstance(exc, Fenced)),
+                before_sleep=warn_before_retry(
+                    log, lambda _: f"writing {len(batch)} events of run {feed.run_id}",
+                    exc_info=True))
         try:
-            await attempts(write)
+            await first_then_retrying(attempts, write)
         except Fenced:
             log.warning("run %s was taken over; %d event(s) of this executor dropped",
                         feed.run_id, len(batch))

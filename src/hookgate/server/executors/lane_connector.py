@@ -25,9 +25,9 @@ from procrastinate import PsycopgConnector, sql
 from procrastinate import exceptions as pq_exceptions
 from procrastinate.jobs import Job
 from procrastinate.types import JobToDefer
-from tenacity import retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from hookgate.retries import pauses, retrying, warn_before_retry
+from hookgate.retries import first_then_retrying, pauses, retrying, warn_before_retry
 from hookgate.storage.database import Database
 from hookgate.storage.pg_lane import PgLane
 
@@ -157,13 +157,14 @@ class LaneConnector(PsycopgConnector):
                 if tried == 1 or _NOT_DOING not in str(exc):
                     raise
 
-        attempts = retrying(
-            wait=pauses(lambda: FINISH_RETRY_S),
-            stop=stop_after_attempt(len(FINISH_RETRY_S) + 1),
-            retry=retry_if_exception_type(pq_exceptions.ConnectorException),
-            before_sleep=warn_before_retry(
-                log, lambda _: f"finishing job {arguments.get('job_id')}"))
-        await attempts(finish)
+        def attempts() -> AsyncRetrying:
+            return retrying(
+                wait=pauses(lambda: FINISH_RETRY_S),
+                stop=stop_after_attempt(len(FINISH_RETRY_S) + 1),
+                retry=retry_if_exception_type(pq_exceptions.ConnectorException),
+                before_sleep=warn_before_retry(
+                    log, lambda _: f"finishing job {arguments.get('job_id')}"))
+        await first_then_retrying(attempts, finish)
 
     async def _on_lane(self, method: str, query: str, names: tuple[str, ...],
                        arguments: dict[str, Any]) -> Any:
