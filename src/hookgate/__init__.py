@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
-    from hookgate.catalog import HookServices, build_registry
+    from hookgate.catalog import build_registry
     from hookgate.engines import DAGEngine, ReActEngine, RunEvent, RunResult, RunState
     from hookgate.hooks import (
         HookBuildError,
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         HookPoint,
         HookRegistry,
         HookResult,
+        HookServices,
         PostToolUseHook,
         PreToolUseHook,
         SessionStartHook,
@@ -31,7 +32,7 @@ __version__ = "0.1.0"
 #: Where each public name lives.
 _HOMES = {
     "Agent": "hookgate.agent",
-    "HookServices": "hookgate.catalog",
+    "HookServices": "hookgate.hooks",
     "build_registry": "hookgate.catalog",
     "DAGEngine": "hookgate.engines",
     "ReActEngine": "hookgate.engines",

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.catalog.services import HookServices
 from hookgate.engines.driver import (
     Lineage,
     ResumeResolver,
@@ -24,6 +23,7 @@ from hookgate.engines.driver import (
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
+from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.telemetry.runs import traced_run
 from hookgate.tools.calls import ToolCall

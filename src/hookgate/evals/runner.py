@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.catalog.services import HookServices
 from hookgate.engines.driver import Lineage, RunDriver
 from hookgate.engines.events import EventSink
 from hookgate.engines.react import ReActEngine
@@ -19,6 +18,7 @@ from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
 from hookgate.evals.suite import EvalCase, EvalSuite
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.llm.scripted import ScriptedLLM
 from hookgate.tools.calls import ToolCall, ToolOutcome

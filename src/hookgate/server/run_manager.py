@@ -14,7 +14,6 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import GATE_NAME
-from hookgate.catalog.services import HookServices
 from hookgate.engines import ENGINES, DelegatingReActEngine
 from hookgate.engines.children import parked_run_ids
 from hookgate.engines.delegation import Delegation
@@ -22,6 +21,7 @@ from hookgate.engines.driver import RunStore
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.react import ReActEngine
 from hookgate.engines.state import RunState
+from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.server.events_bus import EventBus
 from hookgate.server.executors.base import RunExecutor

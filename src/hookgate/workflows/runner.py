@@ -16,7 +16,6 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
-from hookgate.catalog.services import HookServices
 from hookgate.engines.children import node_slot, parked_child
 from hookgate.engines.delegation import Delegation
 from hookgate.engines.driver import Lineage, ResumeResolver, RunDriver, RunStore
@@ -25,6 +24,7 @@ from hookgate.engines.graph import Readiness, run_graph, settle
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.telemetry.names import OP_INVOKE_WORKFLOW
 from hookgate.telemetry.runs import traced_run
