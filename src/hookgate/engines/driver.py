@@ -13,7 +13,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
-from hookgate.catalog.declarative.transcript import remove_transcript, write_transcript
 from hookgate.engines.children import CURRENT_CALL, call_slot, parked_child
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.interrupts import RunParked, RunStopped, first_to_raise
@@ -22,6 +21,7 @@ from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import ADMITTED, HookRegistry
 from hookgate.hooks.services import HookServices
+from hookgate.hooks.transcript import remove_transcript, write_transcript
 from hookgate.llm.base import ModelError
 from hookgate.retries import doubling, retrying, warn_before_retry
 from hookgate.tools.arguments import CALL_ID_COLUMN, admit_call, storable_text
