@@ -1,13 +1,16 @@
 """hookgate: hooks that make rules about an LLM agent's tool calls hold.
 
 The names here are the public contract (SPEC §1–§3). Each loads on first use (PEP 562), so
-a process that needs one name — the CLI, a server — does not import every engine.
+a process that needs one name — the CLI, a server — does not import every engine. Importing
+it installs the engines' default registry builder (hookgate.engines.registries).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from hookgate.engines.registries import use_default_builder
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
@@ -28,6 +31,19 @@ if TYPE_CHECKING:
     from hookgate.tools import Tool, ToolCall, ToolOutcome, tool
 
 __version__ = "0.1.0"
+
+
+def _catalog_registry(agent: Agent, services: HookServices) -> HookRegistry:
+    """The engines' default registry builder: the agent's declared hooks and the approval
+    gate (SPEC §1.6-7). The catalog loads on the first build, not on ``import hookgate``."""
+    from hookgate.catalog.build import build_registry
+
+    return build_registry(agent, services)
+
+
+# This package sits above every layer and runs before any hookgate.engines module, so an
+# engine constructed without ``registries=`` always finds this default (decision 0005).
+use_default_builder(_catalog_registry)
 
 #: Where each public name lives.
 _HOMES = {
