@@ -171,3 +171,20 @@ def test_the_engine_scan_flags_an_engine_that_skips_the_guarded_path() -> None:
     for rogue in (rogue_engine, rogue_node):
         assert runs_tools(rogue)
         assert not takes_the_guarded_path(rogue, "hookgate.engines.shortcut", is_package=False)
+
+
+# -- (d) the engines sit below the catalog, the approvals and storage ----------------------
+
+#: What the engines may import from hookgate: the layers below them (decision 0005).
+ENGINES_MAY_IMPORT = ("agent", "canonical", "durations", "engines", "expressions", "hooks",
+                      "llm", "retries", "telemetry", "tools")
+
+
+@pytest.mark.parametrize("path", modules(PACKAGE / "engines"), ids=rel)
+def test_the_engines_import_nothing_above_them(path: Path) -> None:
+    name, is_package = module_name(path), path.name == "__init__.py"
+    above = [m for m, _ in imported_modules(parse(path), name, is_package)
+             if (m == "hookgate" or m.startswith("hookgate."))
+             and m.split(".")[1:2] not in ([p] for p in ENGINES_MAY_IMPORT)]
+    assert above == [], (f"{rel(path)} imports {above}; the engines take a registry "
+                         "builder instead (hookgate.engines.registries)")

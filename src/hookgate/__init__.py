@@ -1,7 +1,8 @@
 """hookgate: hooks that make rules about an LLM agent's tool calls hold.
 
 The names here are the public contract (SPEC §1–§3). Each loads on first use (PEP 562), so
-a process that needs one name — the CLI, a server — does not import every engine.
+a process that needs one name — the CLI, a server — does not import every engine. Importing
+it installs the engines' default registry builder (hookgate.engines.registries).
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from hookgate.engines.registries import use_default_builder
+
 if TYPE_CHECKING:
     from hookgate.agent import Agent
-    from hookgate.catalog import HookServices, build_registry
+    from hookgate.catalog import build_registry
     from hookgate.engines import DAGEngine, ReActEngine, RunEvent, RunResult, RunState
     from hookgate.hooks import (
         HookBuildError,
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
         HookPoint,
         HookRegistry,
         HookResult,
+        HookServices,
         PostToolUseHook,
         PreToolUseHook,
         SessionStartHook,
@@ -28,10 +32,23 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+
+def _catalog_registry(agent: Agent, services: HookServices) -> HookRegistry:
+    """The engines' default registry builder: the agent's declared hooks and the approval
+    gate (SPEC §1.6-7). The catalog loads on the first build, not on ``import hookgate``."""
+    from hookgate.catalog.build import build_registry
+
+    return build_registry(agent, services)
+
+
+# This package sits above every layer and runs before any hookgate.engines module, so an
+# engine constructed without ``registries=`` always finds this default (decision 0005).
+use_default_builder(_catalog_registry)
+
 #: Where each public name lives.
 _HOMES = {
     "Agent": "hookgate.agent",
-    "HookServices": "hookgate.catalog",
+    "HookServices": "hookgate.hooks",
     "build_registry": "hookgate.catalog",
     "DAGEngine": "hookgate.engines",
     "ReActEngine": "hookgate.engines",

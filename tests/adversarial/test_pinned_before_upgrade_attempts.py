@@ -13,7 +13,7 @@ from sqlalchemy import update
 
 from hookgate import ReActEngine, ScriptedLLM
 from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.catalog.services import HookServices
+from hookgate.hooks.services import HookServices
 from hookgate.storage.database import Database
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.storage.tables import ConfirmationRequestRow

@@ -17,8 +17,8 @@ from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFou
 from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.service import ApprovalAsk
-from hookgate.catalog.services import HookServices
 from hookgate.engines.events import RunEvent
+from hookgate.hooks.services import HookServices
 from hookgate.server.channel_directory import ConfiguredChannels
 from hookgate.server.channel_records import SecretsKey
 from hookgate.server.deployment import ChannelSpec

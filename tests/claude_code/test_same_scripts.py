@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hookgate import Agent, ReActEngine, ScriptedLLM, Tool
-from hookgate.catalog.declarative.transcript import transcript_file
+from hookgate.hooks.transcript import transcript_file
 from tests.claude_cli import ClaudeRun
 from tests.fakes.anthropic import FakeAnthropic, Text, ToolUse, result_text, sequence, tool_results
 

@@ -16,8 +16,8 @@ from typing import Any
 from hookgate import Agent, tool
 from hookgate.catalog.build import BuildEnv
 from hookgate.catalog.builtin.rate_limit import ConnectorRateLimit
-from hookgate.catalog.services import HookServices
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
 from hookgate.storage.audit import AuditLogStore, AuditRecord
 from hookgate.storage.database import Database
 from hookgate.storage.types import utcnow

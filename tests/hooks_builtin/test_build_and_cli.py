@@ -12,8 +12,8 @@ import pytest
 from hookgate import ReActEngine, ScriptedLLM
 from hookgate.catalog import catalog_entries
 from hookgate.catalog.build import build_registry
-from hookgate.catalog.services import HookServices
 from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.services import HookServices
 from tests.cli.test_cli import hookgate
 from tests.hooks_builtin.world import OA, agent, call
 

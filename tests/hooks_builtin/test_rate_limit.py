@@ -15,9 +15,9 @@ import pytest
 from hookgate import Agent
 from hookgate.catalog.build import BuildEnv, build_registry
 from hookgate.catalog.builtin.rate_limit import ConnectorRateLimit
-from hookgate.catalog.services import HookServices
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
 from hookgate.storage.database import Database
 from hookgate.storage.rate_limits import RedisRateCounter
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call

@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import select, text
 
 from hookgate import Agent, ReActEngine, ScriptedLLM, Tool, tool
-from hookgate.catalog.services import HookServices
 from hookgate.engines.result import RunResult
+from hookgate.hooks.services import HookServices
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.tables import ConnectorCallLog

@@ -13,10 +13,10 @@ from typing import Any
 
 from hookgate.agent import Agent, hook_declaration
 from hookgate.catalog.catalog import catalog, import_target
-from hookgate.catalog.services import HookServices
 from hookgate.hooks.errors import DuplicateHookError, HookBuildError
 from hookgate.hooks.model import HOOK_BASES
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
 
 GATE_NAME = "approval_gate"
 

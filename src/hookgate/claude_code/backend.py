@@ -22,12 +22,12 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import build_registry
-from hookgate.catalog.services import HookServices
 from hookgate.claude_code.approvals import ExternalApprovals
 from hookgate.claude_code.policy import ExternalPolicy, probe_context
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
 from hookgate.hooks.withheld import Withheld
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from hookgate.cli.config_source import show_database
 
 if TYPE_CHECKING:
-    from hookgate.catalog.services import HookServices
     from hookgate.config import HookgateConfig
+    from hookgate.hooks.services import HookServices
 
 
 @asynccontextmanager
@@ -25,7 +25,7 @@ async def agent_services(cfg: HookgateConfig) -> AsyncIterator[HookServices]:
     There is no approval service: a call that needs a person is blocked (fail closed).
     """
     # Imported here so that a command's --help does not load the storage layer.
-    from hookgate.catalog.services import HookServices
+    from hookgate.hooks.services import HookServices
     from hookgate.storage.database import Database
     from hookgate.storage.orgs import sync_orgs
 

@@ -79,8 +79,8 @@ def check_command(config: ConfigOption = None, example: ExampleOption = None) ->
     broken agent and entry. Example: hookgate check --example purchasing
     """
     # Imported here, not at the top: every command's --help would pay for them.
-    from hookgate.catalog import HookServices
     from hookgate.config.agent_check import check_agents
+    from hookgate.hooks.services import HookServices
     from hookgate.storage.database import Database, DatabaseError
 
     cfg = load_from_options(config, example, code=1)

@@ -48,13 +48,14 @@ def _initiator(cfg: HookgateConfig, agent: Agent, user: str | None) -> str | Non
 async def _stream(engine_cls: Any, model: ChatModel, agent: Agent, message: str,
                   user_id: str | None, cfg: HookgateConfig) -> EventView:
     # Imported here so that --help loads Typer and little else.
+    from hookgate.catalog.build import build_registry
     from hookgate.cli.event_view import EventView
     from hookgate.engines.delegation import Delegation
 
     view = EventView(console)
     try:
         async with agent_services(cfg) as services:
-            engine = engine_cls(model, services=services,
+            engine = engine_cls(model, services=services, registries=build_registry,
                                 delegation=Delegation(cfg.build_agents(), cfg.model_for))
             async for event in engine.stream(agent, message, user_id=user_id,
                                              org_id=agent.org_id):

@@ -53,8 +53,8 @@ def _load(config: ConfigOption, example: ExampleOption) -> HookgateConfig:
 def _broken_agents(cfg: HookgateConfig, *, allow: bool) -> dict[str, str]:
     """Each agent that does not build, by id, with why; exits naming each of them unless
     ``allow``, else says each on stderr."""
-    from hookgate.catalog import HookServices
     from hookgate.config.agent_check import check_agents
+    from hookgate.hooks.services import HookServices
     from hookgate.storage.database import Database
 
     # The database is named, not opened: hooks that keep records build against it.

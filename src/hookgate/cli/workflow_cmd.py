@@ -34,13 +34,14 @@ app.add_typer(workflow_app, name="workflow")
 async def _stream(cfg: HookgateConfig, agents: dict[str, Agent], workflow: Workflow,
                   message: str, user_id: str | None, org_id: str | None) -> EventView:
     # Imported here so that --help loads Typer and little else.
+    from hookgate.catalog.build import build_registry
     from hookgate.cli.event_view import EventView
     from hookgate.workflows import WorkflowRunner
 
     view = EventView(console)
     async with agent_services(cfg) as services:
         runner = WorkflowRunner({workflow.id: workflow}, agents, cfg.model_for,
-                                services=services)
+                                services=services, registries=build_registry)
         async for event in runner.stream(workflow.id, message, user_id=user_id,
                                          org_id=org_id):
             view.show(event)

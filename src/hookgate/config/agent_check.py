@@ -12,9 +12,9 @@ from hookgate.config.errors import ConfigError
 from hookgate.hooks.errors import HookBuildError
 
 if TYPE_CHECKING:
-    from hookgate.catalog.services import HookServices
     from hookgate.config.schema import HookgateConfig
     from hookgate.hooks.registry import HookRegistry
+    from hookgate.hooks.services import HookServices
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,8 @@ class Delegation:
         (hookgate.engines.children); without one it waits in memory.
         """
         engine = DelegatingReActEngine(
-            self.model_for(agent.id), services=parent.services, ledger=parent.ledger,
+            self.model_for(agent.id), services=parent.services,
+            registries=parent.registries, ledger=parent.ledger,
             delegation=self, resume_resolver=parent.resume_resolver)
         parked = parked_child(parent.state, slot) if slot is not None else None
         if parked is not None:

@@ -12,16 +12,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from hookgate.agent import Agent
-from hookgate.catalog.build import build_registry
-from hookgate.catalog.declarative.transcript import remove_transcript, write_transcript
-from hookgate.catalog.services import HookServices
 from hookgate.engines.children import CURRENT_CALL, call_slot, parked_child
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.interrupts import RunParked, RunStopped, first_to_raise
+from hookgate.engines.registries import RegistryBuilder
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import ADMITTED, HookRegistry
+from hookgate.hooks.services import HookServices
+from hookgate.hooks.transcript import remove_transcript, write_transcript
 from hookgate.llm.base import ModelError
 from hookgate.retries import doubling, retrying, warn_before_retry
 from hookgate.tools.arguments import CALL_ID_COLUMN, admit_call, storable_text
@@ -78,6 +78,7 @@ class RunDriver:
         sink: EventSink,
         *,
         services: HookServices,
+        registries: RegistryBuilder,
         ledger: ExecutionLedger | None,
         store: RunStore | None,
         resume_resolver: ResumeResolver | None,
@@ -88,6 +89,8 @@ class RunDriver:
         self.state = state
         self._sink = sink
         self.services = services
+        #: Builds this run's registry (and its delegates'): see hookgate.engines.registries.
+        self.registries = registries
         self.ledger = ledger
         self.store = store
         self.resume_resolver = resume_resolver
@@ -224,7 +227,7 @@ class RunDriver:
     def build(self) -> bool:
         """Build the registry; on failure the run ends as ``blocked_build`` (fail closed)."""
         try:
-            self.registry = build_registry(self.agent, self.services)
+            self.registry = self.registries(self.agent, self.services)
         except HookBuildError as exc:
             self.state.status = "blocked_build"
             self.state.error = str(exc)

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.catalog.services import HookServices
 from hookgate.engines.driver import (
     Lineage,
     ResumeResolver,
@@ -22,8 +21,10 @@ from hookgate.engines.driver import (
     tool_message,
 )
 from hookgate.engines.events import EventSink, RunEvent
+from hookgate.engines.registries import RegistryBuilder, builder_or_default
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
+from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.telemetry.runs import traced_run
 from hookgate.tools.calls import ToolCall
@@ -43,6 +44,7 @@ class ReActEngine:
         llm: ChatModel,
         *,
         services: HookServices | None = None,
+        registries: RegistryBuilder | None = None,
         ledger: ExecutionLedger | None = None,
         store: RunStore | None = None,
         resume_resolver: ResumeResolver | None = None,
@@ -53,6 +55,9 @@ class ReActEngine:
             raise ValueError("max_steps must be at least 1")
         self.llm = llm
         self.services = services or HookServices()
+        #: Builds each run's registry; by default the agent's declared hooks and the
+        #: approval gate (hookgate.engines.registries).
+        self.registries = builder_or_default(registries)
         self.ledger = ledger if ledger is not None else InMemoryLedger()
         self.store = store
         self.resume_resolver = resume_resolver
@@ -121,7 +126,8 @@ class ReActEngine:
                 lineage: Lineage | None) -> RunDriver:
         return RunDriver(
             agent, state, sink,
-            services=self.services, ledger=self.ledger, store=self.store,
+            services=self.services, registries=self.registries, ledger=self.ledger,
+            store=self.store,
             resume_resolver=self.resume_resolver,
             lineage=lineage or Lineage(execution_path="react"),
             extra_tools=self.extra_tools,

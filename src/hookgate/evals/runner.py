@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.catalog.services import HookServices
+from hookgate.catalog.build import build_registry
 from hookgate.engines.driver import Lineage, RunDriver
 from hookgate.engines.events import EventSink
 from hookgate.engines.react import ReActEngine
@@ -19,6 +19,7 @@ from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
 from hookgate.evals.suite import EvalCase, EvalSuite
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.llm.scripted import ScriptedLLM
 from hookgate.tools.calls import ToolCall, ToolOutcome
@@ -54,7 +55,8 @@ class EvalEngine(ReActEngine):
     def _driver(self, agent: Agent, state: RunState, sink: EventSink,
                 lineage: Lineage | None) -> RunDriver:
         return _HooksBypassedDriver(
-            agent, state, sink, services=self.services, ledger=self.ledger, store=None,
+            agent, state, sink, services=self.services, registries=self.registries,
+            ledger=self.ledger, store=None,
             resume_resolver=None, lineage=Lineage(execution_path="eval"),
             extra_tools=self.extra_tools)
 
@@ -111,7 +113,7 @@ async def run_suite(suite: EvalSuite, agents: Mapping[str, Agent],
             raise KeyError(f"case '{case.name}': no agent '{agent_id}' "
                            f"(agents: {', '.join(agents) or 'none'})")
         llm = ScriptedLLM(case.turns) if case.turns is not None else model_for(agent_id)
-        engine = EvalEngine(llm, services=services)
+        engine = EvalEngine(llm, services=services, registries=build_registry)
         result = await engine.run(agent, case.message, user_id=agent.owner_user_id,
                                   org_id=agent.org_id)
         results.append(CaseResult(case, result, check(case, result)))

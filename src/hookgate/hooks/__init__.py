@@ -16,6 +16,7 @@ from hookgate.hooks.model import (
     is_hook,
 )
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
 from hookgate.hooks.trace import ChainResult, HookEvent
 from hookgate.hooks.withheld import Withheld
 
@@ -31,6 +32,7 @@ __all__ = [
     "HookPoint",
     "HookRegistry",
     "HookResult",
+    "HookServices",
     "PostToolUseHook",
     "PreToolUseHook",
     "SessionStartHook",

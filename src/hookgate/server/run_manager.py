@@ -13,8 +13,7 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.catalog.build import GATE_NAME
-from hookgate.catalog.services import HookServices
+from hookgate.catalog.build import GATE_NAME, build_registry
 from hookgate.engines import ENGINES, DelegatingReActEngine
 from hookgate.engines.children import parked_run_ids
 from hookgate.engines.delegation import Delegation
@@ -22,6 +21,7 @@ from hookgate.engines.driver import RunStore
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.react import ReActEngine
 from hookgate.engines.state import RunState
+from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.server.events_bus import EventBus
 from hookgate.server.executors.base import RunExecutor
@@ -99,15 +99,17 @@ class RunManager:
     def engine(self, agent: Agent, name: str = "react", *, store: RunStore | None = None,
                ledger: ExecutionLedger | None = None) -> ReActEngine:
         llm: ChatModel = self.model_for(agent.id)
-        return engine_class(name)(llm, services=self.services, ledger=ledger or self.ledger,
-                             store=store or self.store, resume_resolver=self._resume_point,
-                             max_steps=self.max_steps,
-                             delegation=Delegation(self.agents, self.model_for))
+        return engine_class(name)(llm, services=self.services, registries=build_registry,
+                                  ledger=ledger or self.ledger, store=store or self.store,
+                                  resume_resolver=self._resume_point,
+                                  max_steps=self.max_steps,
+                                  delegation=Delegation(self.agents, self.model_for))
 
     def workflow_runner(self, *, store: RunStore | None = None,
                         ledger: ExecutionLedger | None = None) -> WorkflowRunner:
         return WorkflowRunner(self.workflows, self.agents, self.model_for,
-                              services=self.services, ledger=ledger or self.ledger,
+                              services=self.services, registries=build_registry,
+                              ledger=ledger or self.ledger,
                               store=store or self.store, resume_resolver=self._resume_point)
 
     async def _resume_point(self, state: RunState, call: ToolCall

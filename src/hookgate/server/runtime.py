@@ -19,8 +19,8 @@ from hookgate.approvals.edits import agent_tool
 from hookgate.approvals.followup_timers import FollowupTimers
 from hookgate.approvals.followups import Followups
 from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.catalog.services import HookServices
 from hookgate.claude_code.backend import ClaudeCodeBackend
+from hookgate.hooks.services import HookServices
 from hookgate.server.channel_directory import CompletionNotices, ConfiguredChannels
 from hookgate.server.deployment import Deployment
 from hookgate.server.executors.in_process import InProcessExecutor

@@ -15,16 +15,16 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.catalog.build import build_registry
-from hookgate.catalog.services import HookServices
 from hookgate.engines.children import node_slot, parked_child
 from hookgate.engines.delegation import Delegation
 from hookgate.engines.driver import Lineage, ResumeResolver, RunDriver, RunStore
 from hookgate.engines.events import EventSink, RunEvent
 from hookgate.engines.graph import Readiness, run_graph, settle
+from hookgate.engines.registries import RegistryBuilder, builder_or_default
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.telemetry.names import OP_INVOKE_WORKFLOW
 from hookgate.telemetry.runs import traced_run
@@ -49,6 +49,7 @@ class WorkflowRunner:
         model_for: Callable[[str], ChatModel],
         *,
         services: HookServices | None = None,
+        registries: RegistryBuilder | None = None,
         ledger: ExecutionLedger | None = None,
         store: RunStore | None = None,
         resume_resolver: ResumeResolver | None = None,
@@ -56,6 +57,8 @@ class WorkflowRunner:
         self.workflows = workflows
         self.agents = agents
         self.services = services or HookServices()
+        #: Builds the registries of the workflow's agent and of every agent node.
+        self.registries = builder_or_default(registries)
         self.ledger = ledger if ledger is not None else InMemoryLedger()
         self.store = store
         self.resume_resolver = resume_resolver
@@ -103,7 +106,7 @@ class WorkflowRunner:
             raise WorkflowError(f"workflow '{workflow.id}': no agent '{workflow.as_agent}' "
                                 "(as_agent)")
         d = RunDriver(agent, state, sink or (lambda e: None), services=self.services,
-                      ledger=self.ledger, store=self.store,
+                      registries=self.registries, ledger=self.ledger, store=self.store,
                       resume_resolver=self.resume_resolver,
                       lineage=Lineage(execution_path="workflow"))
         if not state.finished:
@@ -153,7 +156,7 @@ class WorkflowRunner:
         for node in workflow.nodes:
             if isinstance(node, AgentNode):
                 try:
-                    build_registry(self.agents[node.agent], self.services)
+                    self.registries(self.agents[node.agent], self.services)
                 except HookBuildError as exc:
                     return f"node '{node.id}': {exc}"
         return None
