@@ -34,18 +34,22 @@ def test_a_token_revoked_under_an_open_stream_gets_no_stream_back(
         database_url: str, attempt: Tally) -> None:
     deployment, _ = world(database_url)
     with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
-        ended = threading.Event()
+        opened, ended = threading.Event(), threading.Event()
+        statuses: list[int] = []
 
         def hold() -> None:
             with httpx.Client(timeout=httpx.Timeout(10, read=60)) as reader, \
                     reader.stream("GET", f"{srv.url}/api/confirmations/events",
                                   params={"access_token": TOKENS["bob"]}) as resp:
-                assert resp.status_code == 200
+                statuses.append(resp.status_code)
+                opened.set()
                 for _line in resp.iter_lines():
                     pass
             ended.set()
 
         threading.Thread(target=hold, daemon=True).start()
+        # Revoked only once the stream is open: the attack is on a stream that outlives it.
+        assert opened.wait(30) and statuses == [200], statuses
         r = c.post("/api/users/bob/revoke", headers=auth("alice"))
         assert r.status_code == 200, r.text
         ended_in_time = ended.wait(20)
