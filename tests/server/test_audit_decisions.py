@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from hookgate import Agent
+from hookgate.server.deployment import Deployment
 from tests.live_server import LiveServer, live_server
 from tests.portal.steps import WAIT_S, wait_finished
 from tests.server.demo_world import TOKENS, Ledger, auth, world
@@ -56,28 +57,39 @@ def _decide(c: httpx.Client, request_id: str, **body: Any) -> dict[str, Any]:
     return dict(r.json())
 
 
-@contextmanager
-def decided_world(database_url: str) -> Iterator[tuple[LiveServer, httpx.Client, Ledger,
-                                                        dict[str, Any]]]:
-    """A run of four calls: 'asked' waits THINK_S for alice, who approves and remembers a
-    rule; 'ruled' is approved by that rule; 'small' needs nobody; 'refused' alice rejects."""
+def audited_world(database_url: str) -> tuple[Deployment, Ledger]:
+    """The buyer with the audit log, and a run of four calls: 'asked' (60,000), 'ruled'
+    (70,000), 'small' (100, needs nobody) and 'refused' (90,000)."""
     turns = [_pay("asked", 60000), _pay("ruled", 70000), _pay("small", 100),
              _pay("refused", 90000), {"answer": "done"}]
     deployment, bank = world(database_url, turns=turns)
     deployment.agents["buyer"] = _audited(deployment.agents["buyer"])
+    return deployment, bank
+
+
+def decide_the_four_calls(c: httpx.Client, bank: Ledger) -> dict[str, Any]:
+    """'asked' waits THINK_S for alice, who approves it and remembers a rule; 'ruled' is
+    approved by that rule; 'small' needs nobody; alice rejects 'refused'."""
+    run_id = c.post("/api/runs", json={"agent_id": "buyer", "message": "pay"},
+                    headers=auth("alice")).json()["run_id"]
+    asked = _next_pending(c, 0)
+    time.sleep(THINK_S)
+    rule = _decide(c, asked["id"], decision="approve", remember={
+        "scope": "agent_user", "expires_in": 3600, "when": WHEN})["rule"]
+    refused = _next_pending(c, 1)
+    _decide(c, refused["id"], decision="reject", reason="too much")
+    assert wait_finished(c, run_id) == "completed"
+    assert len(bank.payments) == 3
+    return {"asked": asked["id"], "refused": refused["id"], "rule": rule["id"],
+            "run": run_id}
+
+
+@contextmanager
+def decided_world(database_url: str) -> Iterator[tuple[LiveServer, httpx.Client, Ledger,
+                                                        dict[str, Any]]]:
+    deployment, bank = audited_world(database_url)
     with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
-        run_id = c.post("/api/runs", json={"agent_id": "buyer", "message": "pay"},
-                        headers=auth("alice")).json()["run_id"]
-        asked = _next_pending(c, 0)
-        time.sleep(THINK_S)
-        rule = _decide(c, asked["id"], decision="approve", remember={
-            "scope": "agent_user", "expires_in": 3600, "when": WHEN})["rule"]
-        refused = _next_pending(c, 1)
-        _decide(c, refused["id"], decision="reject", reason="too much")
-        assert wait_finished(c, run_id) == "completed"
-        assert len(bank.payments) == 3
-        yield srv, c, bank, {"asked": asked["id"], "refused": refused["id"],
-                             "rule": rule["id"], "run": run_id}
+        yield srv, c, bank, decide_the_four_calls(c, bank)
 
 
 def _rows(c: httpx.Client, **query: Any) -> dict[str, dict[str, Any]]:

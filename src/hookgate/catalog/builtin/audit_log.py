@@ -22,9 +22,8 @@ from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook
 from hookgate.storage.audit import AuditLogStore, AuditRecord
 from hookgate.storage.types import utcnow
 from hookgate.tools.arguments import REFUSED_KEY
-from hookgate.tools.calls import ToolOutcome
+from hookgate.tools.calls import CallDecision, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
-from hookgate.tools.calls import CallDecision
 from hookgate.tools.guarded import (
     APPROVED_BY_RULE_KEY,
     CALL_DECISION_KEY,
