@@ -83,9 +83,13 @@ def audit_table(rows: list[dict[str, Any]]) -> Table:
     """The rows as a table; every cell is plain text (a tool name such as "[red]" shows as
     written)."""
     table = Table(box=None, pad_edge=False, show_edge=False)
-    for column in ("time (UTC)", "agent", "tool", "outcome", "approver", "request",
-                   "wait", "tool time"):
+    for column in ("time (UTC)", "agent", "tool", "outcome", "approver"):
         table.add_column(column, overflow="fold")
+    # A request id is never cut or folded: it is what `hookgate approvals show` takes.
+    ids = [len(row.get("request_id") or "-") for row in rows]
+    table.add_column("request", no_wrap=True, min_width=max(ids, default=1))
+    for column in ("wait", "tool time"):
+        table.add_column(column, no_wrap=True, justify="right")
     for row in rows:
         outcome = row["outcome"] + (f" by {row['blocked_by']}" if row.get("blocked_by") else "")
         table.add_row(*(Text(cell) for cell in (
