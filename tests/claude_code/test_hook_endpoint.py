@@ -295,3 +295,28 @@ def test_another_command_under_an_approved_tool_use_id_leaves_the_approval_for_t
     replay, why = decision(hook(srv, pre("Bash", PUSH, "toolu_bound")))
     TALLY.record("claude-code replay of a used approval", got_through=replay != "deny")
     assert replay == "deny" and "already used by one execution" in why
+
+
+@pytest.mark.both_databases
+def test_a_claude_code_call_a_person_approved_is_audited_with_the_approver_and_request(srv):
+    decision(hook(srv, pre("Bash", PUSH, "toolu_w1")))
+    [request] = pending(srv)
+    approve(srv, request["id"])
+    assert decision(hook(srv, pre("Bash", PUSH, "toolu_w2")))[0] == "allow"  # a retry's id
+    done = dict(pre("Bash", PUSH, "toolu_w2"), hook_event_name="PostToolUse",
+                tool_response={"stdout": "", "stderr": "", "interrupted": False},
+                duration_ms=40)
+    assert hook(srv, done).status_code == 200
+    # Another input reported under the approved call's id does not borrow its approval.
+    other = dict(done, tool_input={"command": "git push --force > push.log"})
+    assert hook(srv, other).status_code == 200
+    plain = dict(pre("Bash", {"command": "ls"}, "toolu_w3"), hook_event_name="PostToolUse",
+                 tool_response={"stdout": "a\n"}, duration_ms=5)
+    assert hook(srv, plain).status_code == 200
+    rows = httpx.get(f"{srv.url}/api/audit", params={"outcome": "ok"},
+                     headers={"Authorization": f"Bearer {TOKEN}"}).json()["items"]
+    assert [(r["tool_call_id"], r["approver"], r["request_id"]) for r in rows] == [
+        ("toolu_w3", None, None), ("toolu_w2", None, None),
+        ("toolu_w2", "alice", request["id"])]
+    ran = rows[2]
+    assert ran["wait_us"] > 0 and ran["latency_us"] >= 40_000  # Claude Code timed the tool

@@ -61,7 +61,7 @@ def test_the_first_agent_tutorial_runs_as_written(tmp_path: Path,
     for block in files:
         (tmp_path / str(block.file)).write_text(block.code, encoding="utf-8")
     commands = [b for b in page if b.sample == "shell"]
-    check, serve, start, listing, approve, audit = commands
+    check, serve, start, listing, approve, audit_list, audit = commands
     samples = [b for b in page if b.sample == "tutorial"]
     start_in_python, audit_in_python = samples
 
@@ -102,11 +102,15 @@ def test_the_first_agent_tutorial_runs_as_written(tmp_path: Path,
         for run_id in (from_curl, from_python):
             assert wait_status(client, run_id, "completed")["answer"] == "The refund is done."
 
+        table = shell(audit_list, tmp_path, env, server.url)
+        assert all(i in table for i in ids) and "alice" in table, table
         rows = json.loads(shell(audit, tmp_path, env, server.url))["items"]
         assert [r["outcome"] for r in rows] == ["ok", "ok"]
+        assert sorted(r["request_id"] for r in rows) == sorted(ids)
+        assert all(r["approver"] == "alice" and r["wait_us"] > r["latency_us"] for r in rows)
         printed_rows = run_python(audit_in_python).splitlines()
         assert printed_rows == [
-            "shop__refund ok {'amount': 2500, 'order_id': 'A-1001'}"] * 2
+            "shop__refund ok approved by alice {'amount': 2500, 'order_id': 'A-1001'}"] * 2
         client.close()
     finally:
         server.stop()

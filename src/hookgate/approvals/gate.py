@@ -8,17 +8,21 @@ call about to run once more before the tool runs.
 
 from __future__ import annotations
 
+import time
+from datetime import datetime
 from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.approvals.edits import changes, model_note
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
-from hookgate.tools.calls import CallBinding
+from hookgate.tools.calls import CallBinding, CallDecision
 from hookgate.tools.guarded import (
     APPROVED_BY_RULE_KEY,
     APPROVED_CALL_KEY,
     APPROVED_DIGEST_KEY,
+    CALL_DECISION_KEY,
+    DECIDED_AT_KEY,
     HOOK_CONTEXT_KEY,
 )
 from hookgate.tools.tool import args_digest, legacy_args_digest
@@ -75,7 +79,11 @@ class ApprovalGate(PreToolUseHook):
             emit=ctx.emit,
         )
         decision = await self.service.request_and_wait(ask)
+        ctx.metadata[DECIDED_AT_KEY] = time.perf_counter()
         who = f" by {decision.decided_by}" if decision.decided_by else ""
+        if decision.repeat_of is not None or decision.binding == ask.binding:
+            # Only a decision about this very call is recorded as its decision.
+            ctx.metadata[CALL_DECISION_KEY] = call_decision(decision)
         if decision.repeat_of is not None:
             # Only ever a refusal (it names an earlier request of another call), so it is
             # answered before the binding check, which is about what may authorise a call.
@@ -131,6 +139,26 @@ class ApprovalGate(PreToolUseHook):
             ),
             side_effects=[f"request {decision.request_id} {decision.status}{who}"],
         )
+
+
+def call_decision(decision: ApprovalDecision) -> CallDecision:
+    """What the audit log records about ``decision``: who decided (a standing rule as
+    ``rule ar_… (created by alice)``), the request and how long it waited for the decision
+    (none for a rule, or a refusal repeated without asking)."""
+    if decision.rule_id is not None:
+        return CallDecision(f"rule {decision.rule_id} (created by {decision.decided_by})",
+                            None, None)
+    if decision.repeat_of is not None:
+        return CallDecision(decision.decided_by, decision.repeat_of, None)
+    return CallDecision(decision.decided_by, decision.request_id,
+                        _wait_us(decision.requested_at, decision.responded_at))
+
+
+def _wait_us(requested_at: str | None, responded_at: str | None) -> int | None:
+    if requested_at is None or responded_at is None:
+        return None
+    waited = datetime.fromisoformat(responded_at) - datetime.fromisoformat(requested_at)
+    return max(0, round(waited.total_seconds() * 1_000_000))
 
 
 def _approved_with_edits(ctx: HookContext, ask: ApprovalAsk, decision: ApprovalDecision,

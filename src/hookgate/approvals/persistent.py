@@ -520,6 +520,7 @@ def _decision(request: ConfirmationRequest) -> ApprovalDecision:
         decided_by=request.responded_by,
         reason=request.reason,
         responded_at=request.responded_at.isoformat() if request.responded_at else None,
+        requested_at=request.created_at.isoformat(),
         binding=request.binding,
         edited_args=request.edited_args,
         edited_args_sha256=request.edited_args_sha256,

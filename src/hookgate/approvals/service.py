@@ -67,6 +67,8 @@ class ApprovalDecision:
     message: str | None = None
     #: Set when nobody was asked because a standing rule approved the call (its id).
     rule_id: str | None = None
+    #: When the request was created (ISO-8601): with ``responded_at``, how long it waited.
+    requested_at: str | None = None
 
 
 class ApprovalService(Protocol):

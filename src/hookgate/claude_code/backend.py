@@ -22,6 +22,7 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import build_registry
+from hookgate.claude_code import decisions
 from hookgate.claude_code.approvals import ExternalApprovals
 from hookgate.claude_code.policy import ExternalPolicy, probe_context
 from hookgate.hooks.errors import HookBuildError
@@ -30,9 +31,10 @@ from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.hooks.withheld import Withheld
 from hookgate.storage.ledger import DatabaseLedger
-from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
+from hookgate.tools.calls import CallDecision, CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.guarded import (
+    CALL_DECISION_KEY,
     CALL_STARTED_KEY,
     HOOK_CONTEXT_KEY,
     STOP_RUN_KEY,
@@ -211,6 +213,11 @@ class _Call:
             return self._answer_pre("deny", decided.observation)
         ctx, final_args, pre = decided
         updated = final_args if pre.modified_args is not None else None
+        decision = ctx.metadata.get(CALL_DECISION_KEY)
+        if isinstance(decision, CallDecision):
+            # For the audit row written when Claude Code reports the call at PostToolUse.
+            await decisions.keep(backend.ledger, self.identity.run_id, call_id, name,
+                                 args_digest(final_args), decision)
         if approvals.by_rule is not None:
             return self._answer_pre("allow", f"{approvals.by_rule} in hookgate", ctx, updated)
         if approvals.used is not None:
@@ -259,6 +266,14 @@ class _Call:
         duration = self.body.get("duration_ms")
         seconds = duration / 1000 if isinstance(duration, int | float) and duration >= 0 else 0
         ctx.metadata[CALL_STARTED_KEY] = time.perf_counter() - seconds
+        try:
+            digest = args_digest(args)
+        except ToolArgumentsError:
+            digest = None
+        kept = None if digest is None else await decisions.kept(
+            backend.ledger, self.identity.run_id, call_id, name, digest)
+        if kept is not None:
+            ctx.metadata[CALL_DECISION_KEY] = kept
         failed = self.event == "PostToolUseFailure"
         result = self.body.get("error") if failed else self.body.get("tool_response")
         # What Claude Code reported the tool said: hooks read it (``tool_result``); every

@@ -6,8 +6,11 @@ an org), so an org's log can be checked and exported on its own and, on PostgreS
 orgs' appends never wait for its lock. Each row stores ``prev_hash``, the ``row_hash`` of
 the row before it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the
 sha256 of ``"hookgate-audit-v<hash_v>\\n"`` followed by the row's canonical form (see
-``canonical_form``). ``hash_v`` says which canonical form: 2 (every row written now) is
-RFC 8785 (``hookgate.canonical``); 1, rows written before it, is sorted-key JSON with
+``canonical_form``). ``hash_v`` says which canonical form: 3 is RFC 8785
+(``hookgate.canonical``) over every field, the decision on the call included (``approver``,
+``request_id``, ``wait_us``): every row that records a decision is written with it; 2 is
+the same form without those three fields, for rows that record none (their form is exactly
+what it was before version 3); 1, rows written before RFC 8785, is sorted-key JSON with
 everything past ASCII escaped. A row's version is in its hash's prefix, so changing it
 breaks the row. The order of a chain is its hash links; ``seq`` numbers the rows for
 reading and is not hashed.
@@ -53,10 +56,12 @@ from hookgate.storage.sqlite_lane import NotNow, SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
 GENESIS = "0" * 64
-#: The canonical form rows are written with now (see the module docstring).
-HASH_V = 2
+#: The canonical form rows that record a decision are written with (see the module
+#: docstring); rows that record none are written with ``HASH_V_WITHOUT_DECISION``.
+HASH_V = 3
+HASH_V_WITHOUT_DECISION = 2
 #: The versions a row may say it was hashed with.
-HASH_VERSIONS = (1, 2)
+HASH_VERSIONS = (1, 2, 3)
 Outcome = Literal["ok", "error", "blocked", "withheld"]
 OUTCOMES: tuple[str, ...] = ("ok", "error", "blocked", "withheld")
 
@@ -86,14 +91,29 @@ class AuditRecord:
     detail: str | None
     result_chars: int | None
     result_sha256: str | None
+    #: The tool's own time: from after the decision on the call (if one was waited for).
     latency_us: int
+    #: Who decided the call: a person's user id, or ``rule ar_… (created by alice)``.
+    approver: str | None = None
+    #: The confirmation request the call waited on (None when a standing rule decided).
+    request_id: str | None = None
+    #: How long the request waited for its decision (creation to decision), in µs.
+    wait_us: int | None = None
 
     @property
     def chain(self) -> str:
         return self.org_id or ""
 
+    @property
+    def hash_v(self) -> int:
+        """The canonical form this record is written with (see the module docstring)."""
+        decided = (self.approver, self.request_id, self.wait_us) != (None, None, None)
+        return HASH_V if decided else HASH_V_WITHOUT_DECISION
+
 
 _CONTENT = tuple(f.name for f in fields(AuditRecord))
+#: The fields about the decision on a call: hashed from version 3 on.
+_DECISION = ("approver", "request_id", "wait_us")
 
 
 def _v1_json(value: Any) -> str:
@@ -103,24 +123,29 @@ def _v1_json(value: Any) -> str:
                       default=str)
 
 
-def canonical_form(record: AuditRecord, prev_hash: str, hash_v: int = HASH_V) -> bytes:
+def canonical_form(record: AuditRecord, prev_hash: str, hash_v: int | None = None) -> bytes:
     """The bytes a row's hash covers: the JSON object of every field of ``record`` (with
     ``created_at`` as ISO-8601 UTC to the microsecond), plus ``chain`` and ``prev_hash``,
-    in the canonical form of version ``hash_v``. Raises NotCanonicalJSON (version 2) for
+    in the canonical form of version ``hash_v`` (the record's own unless told; versions
+    1 and 2 leave out the decision fields). Raises NotCanonicalJSON (versions 2 and 3) for
     a record JSON cannot say exactly; the audit hook hands over none."""
-    content: dict[str, Any] = {name: getattr(record, name) for name in _CONTENT}
+    hash_v = record.hash_v if hash_v is None else hash_v
+    names = _CONTENT if hash_v == 3 else tuple(n for n in _CONTENT if n not in _DECISION)
+    content: dict[str, Any] = {name: getattr(record, name) for name in names}
     content["created_at"] = _timestamp(record.created_at)
     content["chain"] = record.chain
     content["prev_hash"] = prev_hash
     if hash_v == 1:
         return _v1_json(content).encode("utf-8")
-    if hash_v == 2:
+    if hash_v in (2, 3):
         return canonical_bytes(content)
     raise ValueError(f"audit rows have no hash version {hash_v!r} (known: {HASH_VERSIONS})")
 
 
-def row_hash(record: AuditRecord, prev_hash: str, hash_v: int = HASH_V) -> str:
-    """The hash of a row of version ``hash_v`` (the current one unless told)."""
+def row_hash(record: AuditRecord, prev_hash: str, hash_v: int | None = None) -> str:
+    """The hash of a row of version ``hash_v`` (the one the record is written with unless
+    told)."""
+    hash_v = record.hash_v if hash_v is None else hash_v
     prefix = f"hookgate-audit-v{hash_v}\n".encode("ascii")
     return hashlib.sha256(prefix + canonical_form(record, prev_hash, hash_v)).hexdigest()
 
@@ -303,7 +328,8 @@ def _linked(chain: str, records: Sequence[AuditRecord], last_seq: int, prev: str
         digest = row_hash(record, prev)
         # Every field is a scalar: a shallow dict, not asdict()'s deep copy of each one.
         row = {name: getattr(record, name) for name in _CONTENT}
-        row.update(chain=chain, seq=seq, prev_hash=prev, row_hash=digest, hash_v=HASH_V)
+        row.update(chain=chain, seq=seq, prev_hash=prev, row_hash=digest,
+                   hash_v=record.hash_v)
         rows.append(row)
         out.append(Appended(chain, seq, digest))
         prev = digest
@@ -330,7 +356,7 @@ _INSERT_ROW_PG = (f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
 
 #: PostgreSQL types of the columns after ``chain``, for the arrays ``unnest`` spreads.
 _PG_TYPES = {"seq": "bigint", "created_at": "timestamptz", "result_chars": "bigint",
-             "latency_us": "bigint", "hash_v": "smallint"}
+             "latency_us": "bigint", "wait_us": "bigint", "hash_v": "smallint"}
 _APPEND_IF_HEAD_PG = (
     "WITH head AS (UPDATE audit_chain_heads SET last_seq = $2, last_hash = $3 "
     "WHERE chain = $1 AND last_seq = $4 AND last_hash = $5 RETURNING chain) "
@@ -509,9 +535,11 @@ def _hash_holds(row: Mapping[str, Any]) -> bool:
     hash_v = row.get("hash_v")
     if hash_v not in HASH_VERSIONS:
         return False
+    if hash_v != 3 and any(row.get(name) is not None for name in _DECISION):
+        return False  # versions 1 and 2 never hold a decision: one was written in later
     try:
         return bool(row_hash(record_of(row), row["prev_hash"], hash_v) == row["row_hash"])
-    except NotCanonicalJSON:  # edited into something no version-2 row can hold
+    except NotCanonicalJSON:  # edited into something no RFC 8785 row can hold
         return False
 
 

@@ -303,10 +303,16 @@ class ConnectorCallLog(Base):
     result_chars: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     result_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     latency_us: Mapped[int] = mapped_column(BigInteger)
+    #: Who decided the call (a user id, or "rule ar_… (created by alice)"), the request it
+    #: waited on and how long that took: hashed in version 3 rows.
+    approver: Mapped[str | None] = mapped_column(Text, nullable=True)
+    request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    wait_us: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     prev_hash: Mapped[str] = mapped_column(String(64))
     row_hash: Mapped[str] = mapped_column(String(64))
     #: Which canonical form ``row_hash`` covers (storage/audit.py): 1 for rows written
-    #: before RFC 8785 (the migration that added it marked them), 2 since.
+    #: before RFC 8785 (the migration that added it marked them), 2 since, 3 for rows that
+    #: record a decision (approver, request id, wait).
     hash_v: Mapped[int] = mapped_column(SmallInteger, server_default=text("2"))
 
 

@@ -49,6 +49,17 @@ class CallBinding:
 _BINDING_FIELDS = ("run_id", "tool_call_id", "tool_name", "agent_id", "args_sha256")
 
 
+@dataclass(slots=True, frozen=True)
+class CallDecision:
+    """Who decided a call that needed approval, as the audit log records it: the approver (a
+    user id, or ``rule ar_… (created by alice)``), the request it waited on (None when a
+    standing rule decided) and how long that request waited, in µs (None: nobody waited)."""
+
+    approver: str | None
+    request_id: str | None
+    wait_us: int | None
+
+
 @dataclass(slots=True)
 class CallIdentity:
     """Who makes the call and on which path; becomes the hooks' context metadata."""

@@ -37,6 +37,11 @@ APPROVED_CALL_KEY = "approved_call"
 APPROVED_BY_RULE_KEY = "approved_by_rule"
 #: ``time.perf_counter()`` when the call entered the hooks, for hooks that time calls.
 CALL_STARTED_KEY = "call_started"
+#: Set by the approval gate once a decision on the call came: the `CallDecision` (who
+#: decided, the request, the wait) and ``time.perf_counter()`` at that moment, from which
+#: the audit log times the tool (the person's wait is not the tool's time).
+CALL_DECISION_KEY = "call_decision"
+DECIDED_AT_KEY = "decided_at"
 #: Texts hooks add next to the tool's output (Claude Code's ``additionalContext``).
 HOOK_CONTEXT_KEY = "hook_context"
 #: Set by a hook that stops the whole run (Claude Code's ``continue: false``): the reason.

@@ -22,9 +22,15 @@ from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook
 from hookgate.storage.audit import AuditLogStore, AuditRecord
 from hookgate.storage.types import utcnow
 from hookgate.tools.arguments import REFUSED_KEY
-from hookgate.tools.calls import ToolOutcome
+from hookgate.tools.calls import CallDecision, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
-from hookgate.tools.guarded import APPROVED_BY_RULE_KEY, CALL_STARTED_KEY, render_observation
+from hookgate.tools.guarded import (
+    APPROVED_BY_RULE_KEY,
+    CALL_DECISION_KEY,
+    CALL_STARTED_KEY,
+    DECIDED_AT_KEY,
+    render_observation,
+)
 from hookgate.tools.tool import args_digest
 
 #: After every other PostToolUse hook: the row records the observation the model gets.
@@ -39,7 +45,8 @@ AuditSink = Callable[[AuditRecord], Awaitable[Any]]
 class AuditLog(PostToolUseHook):
     """Writes one `connector_call_logs` row per tool call: who, what (arguments with
     secrets masked, plus the digest of the exact ones), the outcome, the result's size and
-    digest, and the latency. ``mask`` adds key patterns to the secret ones masked on cards.
+    digest, who decided the call (approver, request, the wait for the decision) and the
+    tool's own latency. ``mask`` adds key patterns to the secret ones masked on cards.
     """
 
     name = "audit_log"
@@ -92,8 +99,12 @@ class AuditLog(PostToolUseHook):
                result_sha256: str | None = None) -> AuditRecord:
         """The row for this call (pure: what the benchmark's decision-logic figure times)."""
         meta = ctx.metadata
-        started = meta.get(CALL_STARTED_KEY)
+        # The tool's time, not the person's: timed from the decision when one was awaited.
+        started = meta.get(DECIDED_AT_KEY, meta.get(CALL_STARTED_KEY))
         latency = time.perf_counter() - started if isinstance(started, float) else 0.0
+        decided = meta.get(CALL_DECISION_KEY)
+        if not isinstance(decided, CallDecision):
+            decided = CallDecision(None, None, None)
         return AuditRecord(
             created_at=utcnow(),
             tool_name=str(ctx.tool_name),
@@ -112,6 +123,9 @@ class AuditLog(PostToolUseHook):
             result_chars=result_chars,
             result_sha256=result_sha256,
             latency_us=max(0, round(latency * 1_000_000)),
+            approver=_storable(decided.approver),
+            request_id=_storable(decided.request_id),
+            wait_us=decided.wait_us,
         )
 
 

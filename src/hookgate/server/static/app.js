@@ -892,6 +892,71 @@
     }
   }
 
+  /** The org's audit log: one row per tool call, who decided it, the wait and the tool's time. */
+  async function auditView() {
+    const SINCE = { "1h": 3600, "24h": 86400, "7d": 604800, "": 0 };
+    const agentSelect = h("select", { id: "audit-agent", name: "agent_id" }, h("option", { value: "" }, "Any agent"));
+    const form = h("form", { class: "panel filters", "aria-label": "Filter the audit log" },
+      h("div", { class: "field" }, h("label", { for: "audit-agent" }, "Agent"), agentSelect),
+      h("div", { class: "field" }, h("label", { for: "audit-tool" }, "Tool"),
+        h("input", { id: "audit-tool", name: "tool", maxlength: "256", placeholder: "exact tool name" })),
+      h("div", { class: "field" }, h("label", { for: "audit-outcome" }, "Outcome"),
+        h("select", { id: "audit-outcome", name: "outcome" },
+          ...["", "ok", "error", "blocked", "withheld"].map((o) => h("option", { value: o }, o || "Any outcome")))),
+      h("div", { class: "field" }, h("label", { for: "audit-since" }, "Since"),
+        h("select", { id: "audit-since", name: "since" },
+          ...Object.keys(SINCE).map((k) => h("option", { value: k }, k ? `last ${k}` : "any time")))),
+      h("div", { class: "field" }, h("label", { for: "audit-limit" }, "Rows"),
+        h("input", { id: "audit-limit", name: "limit", type: "number", min: "1", max: "500", value: "50" })),
+      h("button", { type: "submit", class: "button primary" }, "Show"));
+    const status = h("div");
+    const body = h("tbody");
+    const table = h("table", { class: "audit", id: "audit" },
+      h("thead", {}, h("tr", {}, ...["Time", "Agent", "Tool", "Outcome", "Approver", "Request", "Wait", "Tool time"]
+        .map((c) => h("th", { scope: "col" }, c)))),
+      body);
+    show("Audit log",
+      h("p", { class: "lede" }, "Every tool call of your organisation, newest first: who decided it, how long the decision took, and how long the tool itself ran."),
+      form, status, h("div", { class: "table-scroll" }, table));
+    const micros = (us) => (us === null || us === undefined ? "–"
+      : us < 1e6 ? `${(us / 1000).toFixed(1)} ms` : us < 6e7 ? `${(us / 1e6).toFixed(1)} s` : duration(us / 1e6));
+    const toRequest = (row, text) => (row.request_id
+      ? h("a", { href: `#/confirmations/${encodeURIComponent(row.request_id)}` }, visible(text)) : visible(text));
+    const line = (row) => h("tr", { dataset: { callId: row.tool_call_id || "" } },
+      h("td", {}, h("time", { datetime: row.created_at }, when(row.created_at))),
+      h("td", {}, visible(row.agent_id || "–")),
+      h("td", {}, h("code", { class: "tool" }, visible(row.tool_name))),
+      h("td", {}, visible(row.outcome + (row.blocked_by ? ` by ${row.blocked_by}` : ""))),
+      h("td", { class: "approver" }, row.approver ? toRequest(row, row.approver) : "–"),
+      h("td", { class: "request" }, row.request_id ? toRequest(row, row.request_id) : "–"),
+      h("td", { class: "wait" }, micros(row.wait_us)),
+      h("td", { class: "latency" }, micros(row.latency_us)));
+    const load = async () => {
+      const f = form.elements;
+      const query = new URLSearchParams({ limit: f.limit.value || "50" });
+      if (f.agent_id.value) query.set("agent_id", f.agent_id.value);
+      if (f.tool.value.trim()) query.set("tool", f.tool.value.trim());
+      if (f.outcome.value) query.set("outcome", f.outcome.value);
+      if (SINCE[f.since.value]) query.set("since", new Date(Date.now() - SINCE[f.since.value] * 1000).toISOString());
+      status.replaceChildren();
+      try {
+        const page = await api(`/api/audit?${query}`);
+        body.replaceChildren(...page.items.map(line));
+        if (!page.items.length) status.append(h("p", { class: "empty" }, "No audit rows match."));
+      } catch (err) {
+        body.replaceChildren();
+        status.replaceChildren(failure(err));
+      }
+    };
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      load();
+    });
+    if (!session.agents) session.agents = await api("/api/agents").catch(() => null);
+    agentSelect.append(...(session.agents || []).map((a) => h("option", { value: a.id }, visible(a.name || a.id))));
+    await load();
+  }
+
   async function confirmationView(id) {
     const holder = h("div", { class: "cards" });
     show("Approval request", h("p", {}, h("a", { href: "#/inbox" }, "← All requests")), holder);
@@ -1201,6 +1266,7 @@
     [/^#\/confirmations\/([^/]+)$/, "inbox", (id) => confirmationView(decodeURIComponent(id))],
     [/^#\/runs$/, "runs", () => runsView()],
     [/^#\/rules$/, "rules", () => rulesView()],
+    [/^#\/audit$/, "audit", () => auditView()],
     [/^#\/runs\/([^/]+)$/, "runs", (id) => runView(decodeURIComponent(id))],
   ];
 

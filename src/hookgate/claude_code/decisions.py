@@ -1,0 +1,44 @@
+"""Who decided a Claude Code call, kept from its PreToolUse for its PostToolUse: the tool runs
+in Claude Code between the two hook calls, so the audit row written at PostToolUse reads the
+decision the gate made at PreToolUse from the execution ledger (``decision:<tool_use_id>``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from hookgate.storage.ledger import DatabaseLedger
+from hookgate.tools.calls import CallDecision
+
+_PREFIX = "decision:"
+
+
+async def keep(ledger: DatabaseLedger, run_id: str, call_id: str, tool_name: str,
+               args_sha256: str, decision: CallDecision) -> None:
+    """Record ``decision`` for this call; the first record of a call id stays (a re-used
+    tool_use_id does not rewrite who decided the earlier call)."""
+    key = _PREFIX + call_id
+    if await ledger.claim(run_id, key, tool_name, args_sha256) is None:
+        text = json.dumps({"approver": decision.approver, "request_id": decision.request_id,
+                           "wait_us": decision.wait_us})
+        await ledger.finish(run_id, key, text, ok=True)
+
+
+async def kept(ledger: DatabaseLedger, run_id: str, call_id: str, tool_name: str,
+               args_sha256: str) -> CallDecision | None:
+    """The decision kept for this exact call (same tool and arguments), or None."""
+    prior = await ledger.recorded(run_id, _PREFIX + call_id)
+    if prior is None or prior.observation is None or (
+            prior.tool_name, prior.args_sha256) != (tool_name, args_sha256):
+        return None
+    try:
+        held = json.loads(prior.observation)
+    except ValueError:
+        return None
+    wait = held.get("wait_us")
+    return CallDecision(_text(held.get("approver")), _text(held.get("request_id")),
+                        wait if isinstance(wait, int) and not isinstance(wait, bool) else None)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
