@@ -30,7 +30,7 @@ from hookgate import Agent, tool
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import build_registry
-from hookgate.catalog.services import HookServices
+from hookgate.hooks.services import HookServices
 from hookgate.storage.database import Database
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.guarded import execute_tool_call

@@ -47,7 +47,7 @@ from hookgate.catalog.builtin.audit_log import AuditLog
 from hookgate.catalog.builtin.rate_limit import ConnectorRateLimit, Limit
 from hookgate.catalog.builtin.readonly_guard import ReadonlyGuard
 from hookgate.catalog.builtin.result_truncate import ResultTruncate
-from hookgate.catalog.services import HookServices
+from hookgate.hooks.services import HookServices
 from hookgate.hooks.model import Hook
 from hookgate.hooks.registry import HookRegistry
 from hookgate.storage.audit import GENESIS, AuditRecord, row_hash
