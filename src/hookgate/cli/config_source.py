@@ -52,8 +52,10 @@ def config_path(config: Path | None, example: str | None, *, code: int) -> Path:
     return config
 
 
-def load_from_options(config: Path | None, example: str | None, *, code: int) -> HookgateConfig:
-    """Load the configuration the options name; on any problem print it and exit with ``code``.
+def load_from_options(config: Path | None, example: str | None, *, code: int,
+                      one_line: bool = False) -> HookgateConfig:
+    """Load the configuration the options name; on any problem print it and exit with ``code``
+    (its problems joined into one line with ``one_line``, for stderr an MCP client shows).
 
     Relative paths in a file follow the file; a bundled example (a template, perhaps in a
     read-only folder) keeps its SQLite file in the working directory instead.
@@ -66,7 +68,8 @@ def load_from_options(config: Path | None, example: str | None, *, code: int) ->
     try:
         return load_config(path, data_dir=Path.cwd() if example is not None else None)
     except ConfigError as exc:
-        fail(str(exc), code)
+        said = str(exc)
+        fail("; ".join(line.strip() for line in said.splitlines()) if one_line else said, code)
 
 
 def start_telemetry(cfg: HookgateConfig, *, code: int = 2) -> None:

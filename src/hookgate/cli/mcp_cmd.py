@@ -23,15 +23,19 @@ def stdio(
     config: ConfigOption = None,
     example: ExampleOption = None,
 ) -> None:
-    """Serve the gateway over stdin/stdout; the user is the token in HOOKGATE_TOKEN."""
-    from hookgate.mcp.stdio import TOKEN_ENV, StdioRefusal, serve_stdio
+    """Serve the gateway over stdin/stdout; the user is the token in HOOKGATE_TOKEN.
+
+    It opens the server's database and secrets key (HOOKGATE_SECRETS_KEY when channels are
+    configured) on this machine: use it only where this machine is trusted with them.
+    """
+    from hookgate.mcp.stdio import TOKEN_ENV, StdioRefusal, one_line, serve_stdio
 
     # stdout carries the protocol: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING)
-    cfg = load_from_options(config, example, code=2)
+    cfg = load_from_options(config, example, code=2, one_line=True)
     try:
         asyncio.run(serve_stdio(cfg, agent, os.environ.get(TOKEN_ENV)))
     except StdioRefusal as exc:
-        fail(str(exc), 2)
+        fail(one_line(str(exc)), 2)
     except KeyboardInterrupt:
         pass

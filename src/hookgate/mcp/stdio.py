@@ -6,12 +6,18 @@ on PostgreSQL, through its notifications or Redis; the approvals' sweep otherwis
 resume or run agent runs; it only serves this client. Identity is the token in the environment,
 checked again every ``server: access_recheck_s`` seconds: once it no longer signs in as the
 same user of the same org, the session ends (and so does a call waiting for approval).
+
+It opens the server's database and its channels' secrets key where it runs: only for
+machines trusted with both. Anything that stops it before it serves is a `StdioRefusal`
+whose message is one line (an MCP client shows the process's stderr to its user).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from mcp.server.stdio import stdio_server
 
@@ -19,8 +25,15 @@ from hookgate.config import HookgateConfig
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
 from hookgate.server.access_watch import AccessEnded, while_allowed
+from hookgate.server.channel_records import (
+    SECRETS_KEY_ENV,
+    ChannelSecretsUnreadable,
+    SecretsKeyError,
+)
 from hookgate.server.deployment import deployment_from_config
 from hookgate.server.runtime import Runtime
+from hookgate.storage.database import DatabaseError
+from hookgate.storage.database_check import DatabaseUnusable, check_database
 
 #: Where ``hookgate mcp stdio`` reads the user's API token.
 TOKEN_ENV = "HOOKGATE_TOKEN"
@@ -29,30 +42,60 @@ log = logging.getLogger(__name__)
 
 
 class StdioRefusal(Exception):
-    """The stdio gateway cannot serve: a missing or unknown token, or an agent without access."""
+    """The stdio gateway cannot serve: a missing or unknown token, an agent without access,
+    no usable secrets key or database; the message is one line saying what to fix."""
+
+
+def one_line(message: str) -> str:
+    """``message`` with its lines joined by "; " (stderr shows one line per failure)."""
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
+@asynccontextmanager
+async def refusing_on_failure(cfg: HookgateConfig) -> AsyncIterator[None]:
+    """Turn any failure of the start-up inside into a one-line `StdioRefusal`."""
+    try:
+        yield
+    except StdioRefusal:
+        raise
+    except SecretsKeyError as exc:
+        raise StdioRefusal(f"{cfg.source}: channels: {one_line(str(exc))} (stdio mode needs "
+                           f"the server's key: put {SECRETS_KEY_ENV} in the MCP client's "
+                           "\"env\" for hookgate)") from exc
+    except ChannelSecretsUnreadable as exc:
+        raise StdioRefusal(f"{cfg.source}: channels: {one_line(str(exc))} (use the "
+                           f"server's {SECRETS_KEY_ENV})") from exc
+    except (DatabaseUnusable, DatabaseError) as exc:
+        raise StdioRefusal(f"{cfg.source}: database: {one_line(str(exc))}") from exc
+    except Exception as exc:  # fail closed with one line: nothing is served
+        said = one_line(str(exc)) or "no detail"
+        raise StdioRefusal(f"cannot start: {type(exc).__name__}: {said}") from exc
 
 
 async def serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> None:
     """Serve ``agent_id``'s gateway to the client on stdin/stdout until it closes them."""
     if not token:
         raise StdioRefusal(f"set {TOKEN_ENV} to your hookgate API token")
-    runtime = Runtime(deployment_from_config(cfg))
-    await runtime.db.upgrade()
+    async with refusing_on_failure(cfg):
+        await check_database(cfg.database)  # reached, and at or behind our migrations
+        runtime = Runtime(deployment_from_config(cfg))
     try:
-        await runtime.sync()
-        await runtime.start_wakeups()  # a decision made elsewhere wakes a waiting call
-        await runtime.approvals.start()
-        caller = await runtime.authenticate(token)
-        if caller is None:
-            raise StdioRefusal(f"the token in {TOKEN_ENV} is not a hookgate user's token")
-        who = principal_for(runtime, agent_id, caller, token,
-                            session_id=f"stdio-{uuid.uuid4().hex}")
-        if who is None:
-            raise StdioRefusal(f"agent '{agent_id}' is not in org '{caller.org_id}' or declares "
-                               "no 'mcp:' access")
-        recheck_s = runtime.deployment.access_recheck_s
-        gateway = gateway_for(runtime, access_recheck_s=recheck_s)
-        server = build_mcp_server(gateway, lambda _ctx: who)
+        async with refusing_on_failure(cfg):
+            await runtime.db.upgrade()
+            await runtime.sync()
+            await runtime.start_wakeups()  # a decision made elsewhere wakes a waiting call
+            await runtime.approvals.start()
+            caller = await runtime.authenticate(token)
+            if caller is None:
+                raise StdioRefusal(f"the token in {TOKEN_ENV} is not a hookgate user's token")
+            who = principal_for(runtime, agent_id, caller, token,
+                                session_id=f"stdio-{uuid.uuid4().hex}")
+            if who is None:
+                raise StdioRefusal(f"agent '{agent_id}' is not in org '{caller.org_id}' or "
+                                   "declares no 'mcp:' access")
+            recheck_s = runtime.deployment.access_recheck_s
+            gateway = gateway_for(runtime, access_recheck_s=recheck_s)
+            server = build_mcp_server(gateway, lambda _ctx: who)
         try:
             async with stdio_server() as (read, write):
                 try:
