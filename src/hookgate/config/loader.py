@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from hookgate.approvals.followup_policy import ESCALATION_GROUPS
 from hookgate.catalog.catalog import import_target
-from hookgate.config.channel_validators import channel_validator
+from hookgate.channels.validators import channel_validator
 from hookgate.config.environment import (
     References,
     UnsetVariable,

@@ -27,7 +27,7 @@ from pydantic_core import PydanticCustomError
 from hookgate.agent import Agent, ApproverScope, ConfirmationMode, quorum_problem
 from hookgate.approvals.followup_policy import FollowupPolicy, PolicyError, parse_duration
 from hookgate.approvals.quorum import MAX_APPROVALS, QuorumRule
-from hookgate.config.channel_validators import channel_types
+from hookgate.channels.validators import channel_types
 from hookgate.config.errors import ConfigError
 from hookgate.durations import Seconds
 from hookgate.hooks.errors import HookBuildError
