@@ -29,9 +29,9 @@ from hookgate.config.environment import (
     key_path,
 )
 from hookgate.config.errors import ConfigError
+from hookgate.config.mcp_servers import check_access
 from hookgate.config.schema import AgentSpec, HookgateConfig, OpenAIModelSpec
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
-from hookgate.mcp.config import check_access
 from hookgate.tools.tool import Tool
 from hookgate.workflows.schema import AgentNode
 
