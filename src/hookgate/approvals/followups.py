@@ -13,7 +13,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.reachability import (
     DELIVERY_FAILED,
@@ -26,6 +25,7 @@ from hookgate.approvals.reachability import (
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.channels.base import ApprovalCard
 from hookgate.channels.card_text import format_time
+from hookgate.followup_policy import FollowupPolicy
 from hookgate.telemetry.followups import followup_sent
 
 if TYPE_CHECKING:

@@ -30,7 +30,6 @@ from hookgate.approvals.errors import (
     NotEligible,
     RequestNotFound,
 )
-from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.quorum import QuorumVotes, with_vote
 from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
@@ -48,6 +47,7 @@ from hookgate.channels.base import (
     DeliveryError,
 )
 from hookgate.engines.interrupts import RunParked
+from hookgate.followup_policy import FollowupPolicy
 from hookgate.storage.database import Database
 from hookgate.telemetry.approvals import timed_wait
 from hookgate.tools.tool import Tool

@@ -18,7 +18,6 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from hookgate.approvals.followup_policy import ESCALATION_GROUPS
 from hookgate.catalog.catalog import import_target
 from hookgate.channels.validators import channel_validator
 from hookgate.config.environment import (
@@ -31,6 +30,7 @@ from hookgate.config.environment import (
 from hookgate.config.errors import ConfigError
 from hookgate.config.mcp_servers import check_access
 from hookgate.config.schema import AgentSpec, HookgateConfig, OpenAIModelSpec
+from hookgate.followup_policy import ESCALATION_GROUPS
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from hookgate.tools.tool import Tool
 from hookgate.workflows.schema import AgentNode
