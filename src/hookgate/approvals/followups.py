@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.reachability import (
     DELIVERY_FAILED,
@@ -190,6 +191,7 @@ class Followups:
                 inbox_url=self.approvals.inbox_url(request.id), org_id=request.org_id,
                 context={**(request.context or {}), "escalation": note},
                 delivery_key=f"{request.id}-escalation",
+                reasons=card_reasons(request.context), numbers=card_numbers(request.args),
             ))
         except Exception as exc:
             await self._flag(request, f"{DELIVERY_FAILED}the escalation card to "
