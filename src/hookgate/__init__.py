@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from hookgate.llm import ScriptedLLM
     from hookgate.tools import Tool, ToolCall, ToolOutcome, tool
 
-__version__ = "0.1.0"
+from hookgate.version import __version__
 
 
 def _catalog_registry(agent: Agent, services: HookServices) -> HookRegistry:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from hookgate.approvals.followup_policy import FollowupPolicy
+from hookgate.followup_policy import FollowupPolicy
 from hookgate.tools.tool import Tool
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from hookgate.approvals.followup_policy import FollowupPolicy, PolicyError, parse_duration
 from hookgate.approvals.followups import Followups, next_due
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.channels.registry import create_channel
 from hookgate.config import ConfigError, load_config
+from hookgate.followup_policy import FollowupPolicy, PolicyError, parse_duration
 from hookgate.storage.database import Database
 from tests.fakes.slack import FakeSlack
 

@@ -14,10 +14,10 @@ import pytest
 from hookgate import Agent, HookContext, HookResult, PreToolUseHook, ReActEngine, ScriptedLLM, tool
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
-from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.engines.events import RunEvent
+from hookgate.followup_policy import FollowupPolicy
 from hookgate.hooks.services import HookServices
 from hookgate.server.channel_directory import ConfiguredChannels
 from hookgate.server.channel_records import SecretsKey

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.channels.base import ApprovalCard, CallbackAction, CallbackRejected, Channel
 from hookgate.server.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.fakes.feishu import FakeFeishu
@@ -30,6 +31,9 @@ def approval_card(request_id: str = "req-1", **overrides: Any) -> ApprovalCard:
         "inbox_url": f"https://gate.example/inbox/{request_id}",
     }
     values.update(overrides)
+    # The approval wording, prepared from the context and arguments as the gate does.
+    values.setdefault("reasons", card_reasons(values.get("context")))
+    values.setdefault("numbers", card_numbers(values["args"]))
     return ApprovalCard(**values)
 
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 import tests.channels.world as world_module
-from hookgate.approvals.followup_policy import FollowupPolicy
+from hookgate.followup_policy import FollowupPolicy
 from hookgate.server.deployment import ChannelSpec, Deployment
 from tests.channels.world import (
     TOKENS,

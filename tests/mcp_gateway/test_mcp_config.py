@@ -9,7 +9,7 @@ import mcp_types as types
 import pytest
 
 from hookgate.config import ConfigError, parse_config
-from hookgate.mcp.config import McpServerSpec
+from hookgate.config.mcp_servers import McpServerSpec
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.mapping import McpTool, gateway_tool
 from hookgate.tools.errors import ToolArgumentsError

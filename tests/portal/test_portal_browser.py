@@ -371,7 +371,7 @@ def test_without_a_browser_the_tests_skip_outside_ci_and_fail_in_ci(
 
 def test_the_inbox_shows_a_request_nobody_can_reach_then_its_reminder_and_escalation(
         database_url: str) -> None:
-    from hookgate.approvals.followup_policy import FollowupPolicy
+    from hookgate.followup_policy import FollowupPolicy
 
     deployment, _ = world(database_url, scope="agent_owner")
     agent = dataclasses.replace(

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.followups import Followups
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.followup_policy import FollowupPolicy
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.users import DeclaredUser, sync_declared_users

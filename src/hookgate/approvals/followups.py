@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from hookgate.approvals.followup_policy import FollowupPolicy
+from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.reachability import (
     DELIVERY_FAILED,
@@ -26,6 +26,7 @@ from hookgate.approvals.reachability import (
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.channels.base import ApprovalCard
 from hookgate.channels.card_text import format_time
+from hookgate.followup_policy import FollowupPolicy
 from hookgate.telemetry.followups import followup_sent
 
 if TYPE_CHECKING:
@@ -190,6 +191,7 @@ class Followups:
                 inbox_url=self.approvals.inbox_url(request.id), org_id=request.org_id,
                 context={**(request.context or {}), "escalation": note},
                 delivery_key=f"{request.id}-escalation",
+                reasons=card_reasons(request.context), numbers=card_numbers(request.args),
             ))
         except Exception as exc:
             await self._flag(request, f"{DELIVERY_FAILED}the escalation card to "

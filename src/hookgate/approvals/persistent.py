@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.approvals import authority, delivery_claims
+from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.approvals.context import approval_context
 from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.approvals.edits import checked_edit
@@ -30,7 +31,6 @@ from hookgate.approvals.errors import (
     NotEligible,
     RequestNotFound,
 )
-from hookgate.approvals.followup_policy import FollowupPolicy
 from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.quorum import QuorumVotes, with_vote
 from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
@@ -48,6 +48,7 @@ from hookgate.channels.base import (
     DeliveryError,
 )
 from hookgate.engines.interrupts import RunParked
+from hookgate.followup_policy import FollowupPolicy
 from hookgate.storage.database import Database
 from hookgate.telemetry.approvals import timed_wait
 from hookgate.tools.tool import Tool
@@ -265,6 +266,7 @@ class PersistentApprovals:
                 agent_id=ask.agent.id, agent_name=ask.agent.name, requester=request.requested_by,
                 expires_at=request.expires_at, inbox_url=self.inbox_url(request.id),
                 org_id=request.org_id, context=request.context,
+                reasons=card_reasons(request.context), numbers=card_numbers(request.args),
             ))
         except Exception as exc:
             reason = f"approval card delivery failed: {exc}"

@@ -116,12 +116,15 @@ class ConfirmationRequest:
 
     def card_outcome(self) -> CardOutcome:
         """What a chat card shows once this request is decided."""
-        # Imported here: the channels package reaches the config, which imports approvals.
+        # Imported here: the records load without the channels package and the card wording.
+        from hookgate.approvals.card_text import card_edits
         from hookgate.channels.base import CardOutcome
 
+        changes = self.changes
         return CardOutcome(self.id, self.status,  # type: ignore[arg-type]
                            self.responded_by, self.responded_at, self.reason,
-                           via=self.decided_via, changes=self.changes, message=self.message)
+                           via=self.decided_via, changes=changes, message=self.message,
+                           edits=card_edits(changes))
 
     @property
     def pending(self) -> bool:

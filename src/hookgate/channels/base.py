@@ -58,6 +58,17 @@ class CallbackRejected(ChannelError):
         self.reason = reason
 
 
+@dataclass(frozen=True, slots=True)
+class CardEdit:
+    """One argument the approver changed, as a card line worded by the approvals: ``text``
+    shows both values, ``masked`` the same line with both values masked (the channel shows
+    it when a part of ``path`` looks like a secret under its masking patterns)."""
+
+    path: str
+    text: str
+    masked: str
+
+
 @dataclass(slots=True)
 class ApprovalCard:
     """What an approval card shows. ``args`` are the exact arguments that will run;
@@ -78,6 +89,11 @@ class ApprovalCard:
     #: platform de-duplicates sends by key (Feishu's uuid, WeCom's task_id); default: the
     #: request id.
     delivery_key: str | None = None
+    #: Why a person is asked, one line per rule that fired (worded by the approvals).
+    reasons: tuple[str, ...] = ()
+    #: The arguments' numbers grouped for reading, e.g. ``amount = 60,000`` (worded by the
+    #: approvals; the exact arguments are shown beside it).
+    numbers: str | None = None
 
     @property
     def send_key(self) -> str:
@@ -107,6 +123,8 @@ class CardOutcome:
     changes: list[dict[str, Any]] = field(default_factory=list)
     #: The approver's words to the model.
     message: str | None = None
+    #: ``changes`` as card lines (worded by the approvals, hookgate.approvals.card_text).
+    edits: tuple[CardEdit, ...] = ()
 
 
 @dataclass(slots=True)

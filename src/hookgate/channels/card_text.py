@@ -1,14 +1,17 @@
-"""The words every platform's approval card uses, so the three read alike."""
+"""The words every platform's approval card uses, so the three read alike.
+
+The approval wording on a card (why a person is asked, the readable numbers, the approver's
+edits) is prepared by the approvals (hookgate.approvals.card_text) and arrives on the
+`ApprovalCard` and `CardOutcome` values; this module only lays it out.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from hookgate.approvals.context import readable_numbers
-from hookgate.approvals.wording import changes_text, numbers_text, reason_texts
 from hookgate.channels.base import ApprovalCard, CardOutcome
-from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, MASK, is_secret_key
+from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, is_secret_key
 
 #: The words of a card's link to the request in the inbox, where the arguments can be
 #: edited before approving (no platform card has a form that could hold them safely).
@@ -117,12 +120,12 @@ def escalation(card: ApprovalCard) -> str | None:
 
 def reasons(card: ApprovalCard) -> list[str]:
     """Why a person is asked, one line per rule that fired."""
-    return reason_texts(card.context)
+    return list(card.reasons)
 
 
 def numbers_line(card: ApprovalCard) -> str | None:
     """E.g. "amount = 60,000; fee = 1,250.5" (the exact arguments are shown beside it)."""
-    return numbers_text(readable_numbers(card.args))
+    return card.numbers
 
 
 def context_lines(card: ApprovalCard, *, message_chars: int, text_chars: int) -> list[str]:
@@ -154,12 +157,11 @@ def decision_lines(outcome: CardOutcome, *, text_chars: int,
     """What the approver changed (secret-looking values masked) and their words to the
     model, as lines for a decided card; [] for a plain decision."""
     lines = []
-    if outcome.changes:
+    if outcome.edits:
         pats = tuple(patterns)
-        shown = [change if not any(is_secret_key(part, pats)
-                                   for part in str(change["path"]).split("."))
-                 else {**change, "before": MASK, "after": MASK} for change in outcome.changes]
-        lines.append("Approved with edits: " + clip(changes_text(shown), text_chars))
+        shown = [edit.masked if any(is_secret_key(part, pats) for part in edit.path.split("."))
+                 else edit.text for edit in outcome.edits]
+        lines.append("Approved with edits: " + clip("; ".join(shown), text_chars))
     if outcome.message:
         lines.append("Message to the agent: " + clip(outcome.message, text_chars))
     return lines

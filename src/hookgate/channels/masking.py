@@ -2,8 +2,8 @@
 
 A card is seen by everyone in the chat, so any key that looks like a secret is masked at
 any depth, and the text is bounded; whatever is cut says so and points to the inbox, where
-the approver can read the exact arguments. ``mask_text`` (owned by hookgate.hooks.withheld)
-does the same for free text.
+the approver can read the exact arguments. The masking itself (``mask_secrets``,
+``mask_text``, the patterns) is owned by hookgate.hooks.withheld and re-exported here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hookgate.hooks.withheld import DEFAULT_SECRET_PATTERNS, MASK, mask_text
+from hookgate.hooks.withheld import (
+    DEFAULT_SECRET_PATTERNS,
+    MASK,
+    is_secret_key,
+    mask_secrets,
+    mask_text,
+    secret_patterns,
+)
 
 __all__ = ["DEFAULT_SECRET_PATTERNS", "MASK", "ArgsLimits", "cut_marker", "is_secret_key",
            "mask_secrets", "mask_text", "render_args", "secret_patterns"]
@@ -29,34 +36,6 @@ class ArgsLimits:
     value_chars: int = 300
     budget: int = 3000
     indent: int | None = 2
-
-
-def secret_patterns(extra: Iterable[str] = ()) -> tuple[str, ...]:
-    """The default patterns plus ``extra`` (lower-cased); extra patterns never replace them."""
-    patterns = list(DEFAULT_SECRET_PATTERNS)
-    for pattern in extra:
-        lowered = pattern.lower()
-        if lowered and lowered not in patterns:
-            patterns.append(lowered)
-    return tuple(patterns)
-
-
-def is_secret_key(key: object, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> bool:
-    lowered = str(key).lower()
-    return any(pattern.lower() in lowered for pattern in patterns)
-
-
-def mask_secrets(value: Any, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> Any:
-    """A copy of ``value`` where every value under a secret-looking key is ``MASK``."""
-    pats = tuple(patterns)
-    if isinstance(value, Mapping):
-        return {
-            k: MASK if is_secret_key(k, pats) else mask_secrets(v, pats)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [mask_secrets(item, pats) for item in value]
-    return value
 
 
 def cut_marker(total_chars: int, inbox_url: str | None) -> str:

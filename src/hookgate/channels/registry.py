@@ -12,8 +12,8 @@ from typing import Any
 from hookgate.channels.base import Channel, ChannelConfigError
 from hookgate.channels.feishu.channel import FeishuChannel
 from hookgate.channels.slack.channel import SlackChannel
+from hookgate.channels.validators import ChannelValidator, register_channel_validator
 from hookgate.channels.wecom.channel import WeComChannel
-from hookgate.config.channel_validators import ChannelValidator, register_channel_validator
 
 ChannelClass = type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
 

@@ -18,8 +18,8 @@ from hookgate.cli.config_source import (
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
-    from hookgate.cli.event_view import EventView
     from hookgate.config import HookgateConfig
+    from hookgate.demo.event_view import EventView
     from hookgate.llm.base import ChatModel
 
 #: Config, agent, user or engine problems exit with this; a run that does not complete, 1.
@@ -49,7 +49,7 @@ async def _stream(engine_cls: Any, model: ChatModel, agent: Agent, message: str,
                   user_id: str | None, cfg: HookgateConfig) -> EventView:
     # Imported here so that --help loads Typer and little else.
     from hookgate.catalog.build import build_registry
-    from hookgate.cli.event_view import EventView
+    from hookgate.demo.event_view import EventView
     from hookgate.engines.delegation import Delegation
 
     view = EventView(console)

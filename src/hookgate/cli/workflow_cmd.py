@@ -19,8 +19,8 @@ from hookgate.cli.config_source import (
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
-    from hookgate.cli.event_view import EventView
     from hookgate.config import HookgateConfig
+    from hookgate.demo.event_view import EventView
     from hookgate.workflows import Workflow
 
 #: Config, workflow or user problems exit with this; a run that does not complete, 1.
@@ -35,7 +35,7 @@ async def _stream(cfg: HookgateConfig, agents: dict[str, Agent], workflow: Workf
                   message: str, user_id: str | None, org_id: str | None) -> EventView:
     # Imported here so that --help loads Typer and little else.
     from hookgate.catalog.build import build_registry
-    from hookgate.cli.event_view import EventView
+    from hookgate.demo.event_view import EventView
     from hookgate.workflows import WorkflowRunner
 
     view = EventView(console)

@@ -1,6 +1,6 @@
 """The configuration file (SPEC §6): load it, check it, and build agents and models from it."""
 
-from hookgate.config.channel_validators import (
+from hookgate.channels.validators import (
     BUILTIN_CHANNEL_TYPES,
     ChannelValidator,
     channel_types,

@@ -18,9 +18,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from hookgate.approvals.followup_policy import ESCALATION_GROUPS
 from hookgate.catalog.catalog import import_target
-from hookgate.config.channel_validators import channel_validator
+from hookgate.channels.validators import channel_validator
 from hookgate.config.environment import (
     References,
     UnsetVariable,
@@ -29,9 +28,10 @@ from hookgate.config.environment import (
     key_path,
 )
 from hookgate.config.errors import ConfigError
+from hookgate.config.mcp_servers import check_access
 from hookgate.config.schema import AgentSpec, HookgateConfig, OpenAIModelSpec
+from hookgate.followup_policy import ESCALATION_GROUPS
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
-from hookgate.mcp.config import check_access
 from hookgate.tools.tool import Tool
 from hookgate.workflows.schema import AgentNode
 

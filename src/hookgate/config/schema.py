@@ -25,16 +25,16 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from hookgate.agent import Agent, ApproverScope, ConfirmationMode, quorum_problem
-from hookgate.approvals.followup_policy import FollowupPolicy, PolicyError, parse_duration
 from hookgate.approvals.quorum import MAX_APPROVALS, QuorumRule
-from hookgate.config.channel_validators import channel_types
+from hookgate.channels.validators import channel_types
 from hookgate.config.errors import ConfigError
+from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec
 from hookgate.durations import Seconds
+from hookgate.followup_policy import FollowupPolicy, PolicyError, parse_duration
 from hookgate.hooks.errors import HookBuildError
 from hookgate.llm.base import ChatModel, ModelError
 from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
 from hookgate.llm.scripted import ScriptedLLM, parse_turn
-from hookgate.mcp.config import AgentMcpAccess, McpServerSpec
 from hookgate.telemetry.setup import TelemetrySettings
 from hookgate.tools.tool import Tool
 from hookgate.workflows.schema import Workflow

@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from hookgate.approvals.wording import numbers_text, reason_texts
-from hookgate.cli.event_view import EventView
+from hookgate.demo.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, DemoData, demo_deployment
 from hookgate.server.runtime import Runtime
 from hookgate.server.serving import build_server, listen

@@ -8,8 +8,9 @@ view uses; spans, metrics, logs, events, audit rows and API responses get ``str(
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 MASK = "••••"
 
@@ -42,6 +43,34 @@ def mask_text(text: str, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> s
             r"(\"[^\"]*\"|'[^']*'|[^\s,;&}\]]+)")
         text = pair.sub(lambda m: m.group(1) + MASK, text)
     return _LONG_NUMBER.sub(lambda m: MASK + re.sub(r"\D", "", m.group(0))[-4:], text)
+
+
+def secret_patterns(extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """The default patterns plus ``extra`` (lower-cased); extra patterns never replace them."""
+    patterns = list(DEFAULT_SECRET_PATTERNS)
+    for pattern in extra:
+        lowered = pattern.lower()
+        if lowered and lowered not in patterns:
+            patterns.append(lowered)
+    return tuple(patterns)
+
+
+def is_secret_key(key: object, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> bool:
+    lowered = str(key).lower()
+    return any(pattern.lower() in lowered for pattern in patterns)
+
+
+def mask_secrets(value: Any, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> Any:
+    """A copy of ``value`` where every value under a secret-looking key is ``MASK``."""
+    pats = tuple(patterns)
+    if isinstance(value, Mapping):
+        return {
+            k: MASK if is_secret_key(k, pats) else mask_secrets(v, pats)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [mask_secrets(item, pats) for item in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)

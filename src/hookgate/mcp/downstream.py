@@ -26,7 +26,7 @@ from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from hookgate.mcp.config import McpServerSpec
+from hookgate.config.mcp_servers import McpServerSpec
 from hookgate.mcp.errors import DownstreamError
 from hookgate.telemetry.mcp_spans import HttpTraceHeaders, downstream_span
 

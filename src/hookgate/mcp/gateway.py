@@ -27,12 +27,12 @@ import mcp_types as types
 from hookgate.agent import Agent
 from hookgate.catalog.build import build_registry
 from hookgate.catalog.builtin.audit_log import AuditLog
+from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec, split_tool_name, tool_name
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.mcp.attempts import Attempt, AttemptFinder, call_key, fresh_attempt
-from hookgate.mcp.config import AgentMcpAccess, McpServerSpec, split_tool_name, tool_name
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of

@@ -20,8 +20,8 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
+from hookgate.config.mcp_servers import McpServerSpec, tool_name
 from hookgate.hooks.model import HookContext, HookPoint
-from hookgate.mcp.config import McpServerSpec, tool_name
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamToolError
 from hookgate.tools.calls import ToolOutcome

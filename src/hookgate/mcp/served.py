@@ -26,12 +26,12 @@ from mcp.server.models import InitializationOptions
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from hookgate import __version__
 from hookgate.mcp.announce import ToolChangeAnnouncer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.gateway import GatewayRefusal, McpGateway, Principal
 from hookgate.mcp.tasks import TASKS_EXTENSION, TaskIdParams
 from hookgate.telemetry.mcp_spans import ServedSpanAttributes
+from hookgate.version import __version__
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.agent import Agent
+from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec
 from hookgate.llm.base import ChatModel
-from hookgate.mcp.config import AgentMcpAccess, McpServerSpec
 from hookgate.server.executors.settings import WorkerSettings
 from hookgate.storage.users import DeclaredUser, token_digest
 from hookgate.workflows.schema import Workflow

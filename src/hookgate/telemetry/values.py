@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hookgate.hooks.withheld import mask_secrets, secret_patterns
 from hookgate.telemetry.switch import SWITCH
 
 #: Longest name-like value (tool, hook, call id) put on a span.
@@ -34,9 +35,6 @@ def name(value: object) -> str:
 
 def masked_arguments(args: Any) -> str:
     """Tool arguments as JSON with every secret-looking key masked, bounded."""
-    # Imported here: hookgate.channels imports the configuration, which imports the engines.
-    from hookgate.channels.masking import mask_secrets, secret_patterns
-
     try:
         shown = mask_secrets(args, secret_patterns(SWITCH.mask_patterns))
         rendered = json.dumps(shown, ensure_ascii=False, default=str)

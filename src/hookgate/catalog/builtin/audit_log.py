@@ -16,9 +16,9 @@ from typing import Any
 
 from hookgate.canonical import NotCanonicalJSON, canonical_json
 from hookgate.catalog.builtin.params import reject_unknown_params, require_database
-from hookgate.channels.masking import mask_secrets, secret_patterns
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook
+from hookgate.hooks.withheld import mask_secrets, secret_patterns
 from hookgate.storage.audit import AuditLogStore, AuditRecord
 from hookgate.storage.types import utcnow
 from hookgate.tools.arguments import REFUSED_KEY

@@ -1,5 +1,7 @@
 """A run's events as readable lines: calls with their arguments, every hook decision
 (blocks with the hook and its reason, rewrites, side effects, failures), results, the answer.
+The demo prints them, and so do ``hookgate run`` and ``hookgate workflow`` (the CLI sits
+above the demo and imports this view from here).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Per-type checks of a channel's ``config`` mapping, plugged in by the channels package.
+"""Per-type checks of a channel's ``config`` mapping: the channels package registers them,
+the configuration loader (above it) asks them.
 
 The loader keeps ``channels[i].config`` a plain mapping and asks the validator registered
 for the channel's type (if any) to check it, so secrets and endpoints are verified at load

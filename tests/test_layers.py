@@ -1,0 +1,37 @@
+"""The package layering holds: the import contracts in pyproject.toml ([tool.importlinter],
+run by ``lint-imports`` in CI) pass on the source tree, and they are not vacuous: the same
+contracts refuse a copy of the tree in which a low layer imports a channel again."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT = ("import sys\nfrom importlinter.cli import lint_imports\n"
+        "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))")
+
+
+def lint(src: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", LINT, str(ROOT / "pyproject.toml")],
+                          cwd=src, env={"PATH": "", "PYTHONPATH": str(src)},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_no_package_imports_one_above_it() -> None:
+    run = lint(ROOT / "src")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 broken" in run.stdout
+
+
+def test_telemetry_importing_the_channels_masking_again_breaks_the_contract(
+        tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
+                    ignore=shutil.ignore_patterns("__pycache__", "static"))
+    values = tmp_path / "hookgate" / "telemetry" / "values.py"
+    values.write_text(values.read_text() + "\nfrom hookgate.channels.masking import render_args\n")
+    run = lint(tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "hookgate.telemetry is not allowed to import hookgate.channels" in run.stdout
