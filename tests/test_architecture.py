@@ -177,7 +177,7 @@ def test_the_engine_scan_flags_an_engine_that_skips_the_guarded_path() -> None:
 
 #: What the engines may import from hookgate: the layers below them (decision 0005).
 ENGINES_MAY_IMPORT = ("agent", "canonical", "durations", "engines", "expressions", "hooks",
-                      "llm", "retries", "telemetry", "tools")
+                      "llm", "matching", "retries", "telemetry", "tools")
 
 
 @pytest.mark.parametrize("path", modules(PACKAGE / "engines"), ids=rel)

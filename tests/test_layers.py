@@ -1,6 +1,7 @@
 """The package layering holds: the import contracts in pyproject.toml ([tool.importlinter],
 run by ``lint-imports`` in CI) pass on the source tree, and they are not vacuous: the same
-contracts refuse a copy of the tree in which a low layer imports a channel again."""
+contracts refuse a copy of the tree in which a low layer imports a channel again, or the
+approvals or the matching module import the hook catalog."""
 
 from __future__ import annotations
 
@@ -35,3 +36,24 @@ def test_telemetry_importing_the_channels_masking_again_breaks_the_contract(
     run = lint(tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "hookgate.telemetry is not allowed to import hookgate.channels" in run.stdout
+
+
+def test_the_approvals_importing_the_catalog_again_breaks_the_contract(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
+                    ignore=shutil.ignore_patterns("__pycache__", "static"))
+    context = tmp_path / "hookgate" / "approvals" / "context.py"
+    context.write_text(context.read_text()
+                       + "\nfrom hookgate.catalog.declarative.protocol import apply_reply\n")
+    run = lint(tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "hookgate.approvals is not allowed to import hookgate.catalog" in run.stdout
+
+
+def test_the_matching_module_importing_the_catalog_breaks_the_contract(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
+                    ignore=shutil.ignore_patterns("__pycache__", "static"))
+    matching = tmp_path / "hookgate" / "matching.py"
+    matching.write_text(matching.read_text() + "\nfrom hookgate.catalog import build\n")
+    run = lint(tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "hookgate.matching is not allowed to import hookgate.catalog" in run.stdout

@@ -21,10 +21,10 @@ from hookgate import Agent, ScriptedLLM, tool
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.quorum import QuorumRule, requirement_for
 from hookgate.approvals.service import ApprovalAsk
-from hookgate.catalog.declarative.matcher import Condition
 from hookgate.expressions import Expression, ExpressionInvalid, ExpressionTooCostly
 from hookgate.expressions.values import MappingView
 from hookgate.hooks.errors import HookBuildError
+from hookgate.matching import Condition
 from hookgate.storage.database import Database
 from hookgate.storage.runs import DatabaseRunStore
 from hookgate.workflows import WorkflowError, WorkflowRunner, parse_workflow

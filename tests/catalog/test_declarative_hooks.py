@@ -35,7 +35,7 @@ from hookgate import (
     build_registry,
     tool,
 )
-from hookgate.catalog.declarative.matcher import ToolMatcher
+from hookgate.matching import ToolMatcher
 
 SCRIPTS = Path(__file__).parents[1] / "hookscripts"
 PY = shlex.quote(sys.executable)

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from hookgate import Agent, HookBuildError, ReActEngine, ScriptedLLM, build_registry, tool
-from hookgate.catalog.declarative.matcher import ToolMatcher
 from hookgate.cli.main import app
 from hookgate.config import load_config
+from hookgate.matching import ToolMatcher
 
 ran: list[str] = []
 

@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import ConfirmationRequest
-from hookgate.catalog.declarative.matcher import selects
 from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.matching import selects
 from hookgate.storage.database import Database
 from hookgate.storage.tables import User
 

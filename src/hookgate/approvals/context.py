@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hookgate.approvals.service import ApprovalAsk
-from hookgate.catalog.declarative.protocol import ASKED_BY_KEY
+from hookgate.tools.guarded import ASKED_BY_KEY
 from hookgate.tools.tool import Tool
 
 #: Numbers from this size on get a grouped rendering next to the exact value.

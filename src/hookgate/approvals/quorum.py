@@ -19,7 +19,7 @@ from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.store import AfterTransition
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
+from hookgate.matching import Condition, ToolMatcher
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
 from hookgate.storage.types import utcnow

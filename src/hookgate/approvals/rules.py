@@ -29,8 +29,8 @@ from hookgate.approvals import authority
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.service import ApprovalAsk
-from hookgate.catalog.declarative.matcher import Condition
 from hookgate.hooks.errors import HookBuildError
+from hookgate.matching import Condition
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalRuleRow, RunRow
 from hookgate.storage.types import utcnow

@@ -8,7 +8,7 @@ Declared under the agent's ``model_config_json.claude_code``::
         - {matcher: Bash, command: [[git, push], [rm, -rf]], requires_confirmation: true}
         - {path_outside: "{cwd}", requires_confirmation: true}
 
-Matchers and ``when`` are the declarative hooks' own (catalog.declarative.matcher);
+Matchers and ``when`` are the declarative hooks' own (hookgate.matching);
 ``command``, ``command_not_in``, ``path_under`` and ``path_outside`` are claude_code.matchers'
 (commands parsed and normalised, paths resolved), and every key given must hold. Tools
 that change files or run commands count as writes (read-only orgs refuse them) unless a
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher, selects
 from hookgate.claude_code.matchers import CommandMatch, PathMatch
 from hookgate.claude_code.paths import PathFacts
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.matching import Condition, ToolMatcher, selects
 from hookgate.tools.tool import Tool
 
 #: Claude Code's tools that change the machine; everything else reads.

@@ -13,8 +13,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
 from hookgate.hooks.errors import HookBuildError
+from hookgate.matching import Condition, ToolMatcher
 
 #: Gateway tool names: ``mcp__<server id>__<downstream tool name>``.
 PREFIX = "mcp__"

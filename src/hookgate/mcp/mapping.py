@@ -19,9 +19,9 @@ import jsonschema  # type: ignore[import-untyped]
 import mcp_types as types
 from pydantic import ValidationError
 
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
 from hookgate.config.mcp_servers import McpServerSpec, tool_name
 from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.matching import Condition, ToolMatcher
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamToolError
 from hookgate.tools.calls import ToolOutcome

@@ -46,6 +46,9 @@ DECIDED_AT_KEY = "decided_at"
 HOOK_CONTEXT_KEY = "hook_context"
 #: Set by a hook that stops the whole run (Claude Code's ``continue: false``): the reason.
 STOP_RUN_KEY = "stop_run"
+#: Set by declarative hooks that answered ``ask``: each one's name and reason, in order (the
+#: approval request shows the approver which hook asked and why).
+ASKED_BY_KEY = "confirmation_asked_by"
 #: Set on the PostToolUse context when the tool raised: its error, a `Withheld` (``str()``
 #: names the tool and the exception type; hooks read the error's text in ``tool_result``).
 TOOL_ERROR_KEY = "tool_error"

@@ -18,12 +18,12 @@ from hookgate.catalog.declarative.command import CommandRunner
 from hookgate.catalog.declarative.hook import HOOK_CLASSES, DeclaredHook, Transport
 from hookgate.catalog.declarative.http_hook import KEYS as HTTP_KEYS
 from hookgate.catalog.declarative.http_hook import HttpEndpoint
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher
 from hookgate.catalog.declarative.python_hook import KEYS as PYTHON_KEYS
 from hookgate.catalog.declarative.python_hook import PythonCallable
 from hookgate.hooks.errors import DuplicateHookError, HookBuildError
 from hookgate.hooks.model import FailMode, HookPoint
 from hookgate.hooks.registry import HookRegistry
+from hookgate.matching import Condition, ToolMatcher
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent

@@ -19,9 +19,9 @@ from hookgate.catalog.declarative.command import SHELLS, CommandRunner
 from hookgate.catalog.declarative.group import GROUP_CLASSES, Handler, PermissionRule, _Group
 from hookgate.catalog.declarative.hook import Transport
 from hookgate.catalog.declarative.http_hook import HttpEndpoint
-from hookgate.catalog.declarative.matcher import ToolMatcher
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import FailMode
+from hookgate.matching import ToolMatcher
 
 #: Claude Code's default handler timeout, in seconds.
 CLAUDE_CODE_TIMEOUT = 600.0

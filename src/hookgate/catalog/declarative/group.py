@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.catalog.declarative.hook import Transport
-from hookgate.catalog.declarative.matcher import ToolMatcher
 from hookgate.catalog.declarative.protocol import HookProtocolError, apply_reply, hook_input
 from hookgate.hooks.model import (
     FailMode,
@@ -26,6 +25,7 @@ from hookgate.hooks.model import (
     PreToolUseHook,
     SessionStartHook,
 )
+from hookgate.matching import ToolMatcher
 
 #: The first string argument an ``if`` rule's pattern is matched against, per tool.
 _RULE_ARGUMENT = {"Bash": "command", "Write": "file_path", "Edit": "file_path",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from hookgate.catalog.declarative.matcher import Condition, ToolMatcher, selects
 from hookgate.catalog.declarative.protocol import HookReply, apply_reply, hook_input
 from hookgate.hooks.model import (
     FailMode,
@@ -21,6 +20,7 @@ from hookgate.hooks.model import (
     PreToolUseHook,
     SessionStartHook,
 )
+from hookgate.matching import Condition, ToolMatcher, selects
 
 
 class Transport(Protocol):

@@ -21,11 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookgate.hooks.model import HookContext, HookPoint, HookResult
-from hookgate.tools.guarded import HOOK_CONTEXT_KEY, STOP_RUN_KEY
+from hookgate.tools.guarded import ASKED_BY_KEY, HOOK_CONTEXT_KEY, STOP_RUN_KEY
 
 _PRE_DECISIONS = ("allow", "deny", "ask", "defer")
-#: Context metadata: the hooks that answered ``ask`` (name and reason), in order.
-ASKED_BY_KEY = "confirmation_asked_by"
 #: Claude Code's older PreToolUse form: top-level ``decision`` with ``reason``.
 _LEGACY_PRE_DECISIONS = {"approve": "allow", "block": "deny"}
 

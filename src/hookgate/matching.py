@@ -1,4 +1,6 @@
-"""Which tool calls a declarative hook fires for: a tool-name matcher and a `when` condition.
+"""Which calls a rule applies to: a tool-name matcher and a ``when`` condition over a
+HookContext. Declarative hooks, approval rules and quorums, Claude Code policies and the MCP
+gateway's mappings all read them here.
 
 Matchers read the way Claude Code reads them. ``*``, an empty string or no matcher match every
 tool. A matcher made only of letters, digits, ``_``, ``-``, spaces, ``,`` and ``|`` is an
