@@ -33,8 +33,8 @@ from mcp import Client, StdioServerParameters
 from hookgate.config import load_config
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
-from hookgate.server.deployment import deployment_from_config
-from hookgate.server.runtime import Caller, Runtime
+from hookgate.runtime.deployment import deployment_from_config
+from hookgate.runtime.runtime import Caller, Runtime
 
 TOKEN = "bench-token"
 CONFIG = """\

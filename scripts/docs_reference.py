@@ -149,8 +149,8 @@ def openapi_description() -> dict[str, Any]:
     from hookgate.config.loader import load_config
     from hookgate.examples import __file__ as examples_init
     from hookgate.server.app import create_app
-    from hookgate.server.deployment import deployment_from_config
-    from hookgate.server.runtime import Runtime
+    from hookgate.runtime.deployment import deployment_from_config
+    from hookgate.runtime.runtime import Runtime
 
     example = Path(examples_init).with_name("purchasing.yaml")
     with tempfile.TemporaryDirectory() as scratch:

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 HEAVY = ("openai", "sqlalchemy", "fastapi", "uvicorn", "alembic", "httpx", "procrastinate",
-         "hookgate.tools", "hookgate.storage", "hookgate.server")
+         "hookgate.tools", "hookgate.storage", "hookgate.runtime",
+         "hookgate.server")
 
 
 def _loaded(code: str) -> set[str]:

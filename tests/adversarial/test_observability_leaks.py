@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import select
 
 from hookgate import Agent, HookContext, HookResult, PostToolUseHook, ScriptedLLM, Tool, tool
-from hookgate.server.deployment import ChannelSpec, Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import ChannelSpec, Deployment, OrgSpec, UserSpec, token_digest
 from hookgate.storage.database import Database
 from hookgate.storage.tables import Base
 from tests.adversarial.conftest import Tally

@@ -19,9 +19,9 @@ from hookgate.approvals.service import ApprovalAsk
 from hookgate.engines.events import RunEvent
 from hookgate.followup_policy import FollowupPolicy
 from hookgate.hooks.services import HookServices
-from hookgate.server.channel_directory import ConfiguredChannels
-from hookgate.server.channel_records import SecretsKey
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.channel_directory import ConfiguredChannels
+from hookgate.runtime.channel_records import SecretsKey
+from hookgate.runtime.deployment import ChannelSpec
 from hookgate.storage.database import Database
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.tool import args_digest

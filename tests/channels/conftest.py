@@ -11,7 +11,7 @@ import pytest
 
 from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.channels.base import ApprovalCard, CallbackAction, CallbackRejected, Channel
-from hookgate.server.channel_records import SECRETS_KEY_ENV, SecretsKey
+from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.fakes.feishu import FakeFeishu
 from tests.fakes.server import BuiltCallback
 from tests.fakes.slack import FakeSlack

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import update
 
 from hookgate.approvals.quorum import QuorumRule
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from hookgate.storage.tables import User
 from tests.channels.world import waiting_run
 from tests.fakes.feishu import FakeFeishu, buttons_of

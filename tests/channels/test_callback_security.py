@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from hookgate.channels.wecom.crypto import signature
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from tests.channels.world import Scene, waiting_run
 from tests.fakes.feishu import FakeFeishu
 from tests.fakes.server import BuiltCallback

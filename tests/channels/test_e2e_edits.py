@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from hookgate.channels.card_text import INBOX_LINK
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from tests.channels.world import API_TOKEN, eventually, waiting_run
 from tests.fakes.feishu import FakeFeishu, buttons_of, card_text
 from tests.fakes.slack import FakeSlack, block_texts

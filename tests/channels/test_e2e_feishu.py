@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from tests.channels.world import (
     API_TOKEN,
     CONTEXT,

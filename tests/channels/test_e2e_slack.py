@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from tests.channels.world import API_TOKEN, CONTEXT, eventually, run_without_delivery, waiting_run
 from tests.fakes.slack import FakeSlack, SlackMessage, block_texts
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from tests.channels.world import (
     API_TOKEN,
     callback_url,

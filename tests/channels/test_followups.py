@@ -20,7 +20,7 @@ import pytest
 
 import tests.channels.world as world_module
 from hookgate.followup_policy import FollowupPolicy
-from hookgate.server.deployment import ChannelSpec, Deployment
+from hookgate.runtime.deployment import ChannelSpec, Deployment
 from tests.channels.world import (
     TOKENS,
     Bank,

@@ -7,7 +7,7 @@ import httpx
 
 from hookgate import Agent, ReActEngine, ScriptedLLM
 from hookgate.channels.notify_tool import UNBOUND_CHANNEL_NOTIFY
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from tests.channels.world import (
     PUBLIC_URL,
     eventually,

@@ -11,7 +11,7 @@ from hookgate.approvals.quorum import QuorumRule
 from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS
 from hookgate.channels.slack import blocks as slack
 from hookgate.channels.wecom import cards as wecom
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from tests.channels.conftest import approval_card
 from tests.channels.world import eventually, waiting_run
 from tests.fakes.feishu import FakeFeishu, buttons_of, card_text

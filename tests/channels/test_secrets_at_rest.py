@@ -12,15 +12,15 @@ import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import select
 
-from hookgate.server.channel_records import (
+from hookgate.runtime.channel_records import (
     SECRETS_KEY_ENV,
     ChannelSecretsUnreadable,
     SecretsKey,
     SecretsKeyError,
     load_channels,
 )
-from hookgate.server.deployment import ChannelSpec
-from hookgate.server.runtime import Runtime
+from hookgate.runtime.deployment import ChannelSpec
+from hookgate.runtime.runtime import Runtime
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ChannelRow
 from tests.channels.cli import hookgate

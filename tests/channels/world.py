@@ -23,14 +23,14 @@ from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.channels.notify_tool import UNBOUND_CHANNEL_NOTIFY
 from hookgate.engines.state import RunState
 from hookgate.hooks.model import HookContext
-from hookgate.server.deployment import (
+from hookgate.runtime.deployment import (
     ChannelSpec,
     Deployment,
     OrgSpec,
     UserSpec,
     token_digest,
 )
-from hookgate.server.runtime import Runtime
+from hookgate.runtime.runtime import Runtime
 from hookgate.tools.tool import Tool
 from tests.fakes.server import BuiltCallback
 from tests.live_server import LiveServer, live_server

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from hookgate import Agent, ScriptedLLM
 from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.cli.main import app
-from hookgate.server.deployment import ChannelSpec, Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import ChannelSpec, Deployment, OrgSpec, UserSpec, token_digest
 from tests.claude_cli import ClaudeRun, Result
 from tests.fakes.anthropic import FakeAnthropic, Script
 from tests.fakes.slack import FakeSlack

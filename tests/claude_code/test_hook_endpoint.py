@@ -203,7 +203,7 @@ def test_an_approval_is_bound_to_the_user_and_agent_that_asked(srv):
 
 
 async def _add_user(srv: LiveServer, user_id: str, token: str) -> None:
-    from hookgate.server.deployment import token_digest
+    from hookgate.runtime.deployment import token_digest
     from hookgate.storage.tables import User
 
     async with srv.runtime.db.transaction() as s:

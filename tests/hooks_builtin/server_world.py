@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hookgate import Agent, ScriptedLLM
-from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.hooks_builtin.world import OA
 
 TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "mallory": "tok-mallory"}

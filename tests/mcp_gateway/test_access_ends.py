@@ -15,7 +15,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from hookgate.server.deployment import UserSpec
+from hookgate.runtime.deployment import UserSpec
 from hookgate.storage.users import revoke_token, sync_declared_users
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer

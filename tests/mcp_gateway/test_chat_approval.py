@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hookgate.server.channel_records import SECRETS_KEY_ENV, SecretsKey
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
+from hookgate.runtime.deployment import ChannelSpec
 from tests.fakes.slack import FakeSlack, block_texts
 from tests.live_server import live_server
 from tests.mcp_gateway.world import (

@@ -14,7 +14,7 @@ import pytest
 from mcp import MCPError
 
 from hookgate.config import load_config
-from hookgate.server.deployment import deployment_from_config
+from hookgate.runtime.deployment import deployment_from_config
 from tests.live_server import LiveServer, live_server
 from tests.mcp_gateway.world import TOKENS, audit_rows, auth, http_client, outcome, text
 

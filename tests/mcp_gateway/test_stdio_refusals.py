@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hookgate.server.channel_records import SECRETS_KEY_ENV, SecretsKey
+from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.adversarial_tally import TALLY
 from tests.mcp_gateway.world import REPO_ROOT, TOKENS, McpWorld
 

@@ -14,7 +14,7 @@ import httpx
 import psycopg
 import pytest
 
-from hookgate.server.channel_records import SECRETS_KEY_ENV, SecretsKey
+from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.conftest import _fresh_pg_database
 from tests.fakes.slack import FakeSlack
 from tests.instances import Instance

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from hookgate.config import HookgateConfig, load_config
 from hookgate.mcp.mapping import OUTCOME_META
-from hookgate.server.deployment import Deployment, deployment_from_config
+from hookgate.runtime.deployment import Deployment, deployment_from_config
 from tests.channels.world import eventually
 
 TOKENS = {"alice": "tok-alice-mcp", "bob": "tok-bob-mcp", "fred": "tok-fred-mcp",

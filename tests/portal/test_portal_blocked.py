@@ -10,7 +10,7 @@ import dataclasses
 import httpx
 import pytest
 
-from hookgate.server.deployment import Deployment, OrgSpec
+from hookgate.runtime.deployment import Deployment, OrgSpec
 from tests.live_server import live_server
 from tests.portal.steps import start_run, wait_finished
 from tests.server.demo_world import auth, world

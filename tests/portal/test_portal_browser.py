@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from hookgate.demo.world import demo_deployment
-from hookgate.server.deployment import Deployment
+from hookgate.runtime.deployment import Deployment
 from tests.live_server import LiveServer, live_server
 from tests.portal.browser import PHONE, chromium, console_errors, find_binaries, set_viewport
 from tests.portal.steps import WAIT_S, pending_request, run_status, start_run

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hookgate import Agent, ScriptedLLM, tool
-from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 
 TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "olivia": "tok-olivia",
           "mallory": "tok-mallory"}

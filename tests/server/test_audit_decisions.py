@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from hookgate import Agent
-from hookgate.server.deployment import Deployment
+from hookgate.runtime.deployment import Deployment
 from tests.live_server import LiveServer, live_server
 from tests.portal.steps import WAIT_S, wait_finished
 from tests.server.demo_world import TOKENS, Ledger, auth, world

@@ -8,7 +8,7 @@ import asyncio
 from sqlalchemy import text
 
 from hookgate.engines.events import RunEvent
-from hookgate.server.events_bus import EventBus
+from hookgate.runtime.events_bus import EventBus
 from hookgate.storage.database import Database
 from hookgate.storage.run_events import RunEventLog
 

@@ -17,8 +17,8 @@ import pytest
 
 from hookgate import tool
 from hookgate.engines.events import RunEvent
-from hookgate.server import events_bus
-from hookgate.server.events_bus import EventBus, RunFeed
+from hookgate.runtime import events_bus
+from hookgate.runtime.events_bus import EventBus, RunFeed
 from hookgate.storage.database import Database
 from hookgate.storage.run_events import RunEventLog
 from tests.channels.world import eventually, finished_run, start_run, world

@@ -12,8 +12,8 @@ import pytest
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.state import RunState
-from hookgate.server.events_bus import EventBus
-from hookgate.server.notifications import Wakers
+from hookgate.runtime.events_bus import EventBus
+from hookgate.runtime.notifications import Wakers
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog

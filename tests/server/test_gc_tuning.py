@@ -33,7 +33,7 @@ SERVE_THEN_REPORT = textwrap.dedent("""
         else:  # an app as the tests make one
             import uvicorn
             from hookgate.server.app import create_app
-            from hookgate.server.runtime import Runtime
+            from hookgate.runtime.runtime import Runtime
             from hookgate.server.serving import uvicorn_config
             server = uvicorn.Server(uvicorn_config(create_app(Runtime(deployment)),
                                                    "127.0.0.1", 0))

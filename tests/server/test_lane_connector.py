@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
-from hookgate.server.executors.lane_connector import numbered
-from hookgate.server.executors.settings import WorkerSettings
+from hookgate.runtime.executors.lane_connector import numbered
+from hookgate.runtime.executors.settings import WorkerSettings
 from hookgate.storage import pg_lane
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
@@ -68,7 +68,7 @@ def test_a_worker_whose_fetch_the_database_refuses_starts_again_once_it_answers(
     # worker ends, is started again until the database answers, and the run completes.
     import logging
 
-    from hookgate.server.executors import queue
+    from hookgate.runtime.executors import queue
 
     monkeypatch.setattr(pg_lane, "OWN_CONNECTIONS", own)
     monkeypatch.setattr(queue, "WORKER_RESTART_S", (0.2, 0.5))
@@ -107,7 +107,7 @@ def test_a_finish_the_database_refuses_for_a_moment_is_tried_again(
     # moment. A job left "doing" under a live worker is never retried, and its lock (the
     # run's id) would keep the run's next job from ever being fetched: the finish is tried
     # again, the job ends, the payment stays single and the next run goes through.
-    from hookgate.server.executors import lane_connector
+    from hookgate.runtime.executors import lane_connector
     from tests.server.test_submit_atomic import _sql as query
 
     monkeypatch.setattr(lane_connector, "FINISH_RETRY_S", (0.2, 0.5, 1.0, 2.0, 4.0))

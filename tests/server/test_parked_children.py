@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from hookgate import Agent, ScriptedLLM, tool
-from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from hookgate.workflows import parse_workflow
 from tests.live_server import live_server
 from tests.server.test_restart_delegation import wait_for

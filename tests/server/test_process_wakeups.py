@@ -12,7 +12,7 @@ import pytest
 
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.service import ApprovalAsk
-from hookgate.server.runtime import Runtime
+from hookgate.runtime.runtime import Runtime
 from tests.channels.world import world
 
 #: Far longer than the test waits: only a notification can wake the call in time.

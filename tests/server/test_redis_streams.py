@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from hookgate.server.events_bus import FOLLOW_RECHECK_S
-from hookgate.server.inbox import REQUESTS_CHANNEL
-from hookgate.server.redis_wakeups import PREFIX
+from hookgate.runtime.events_bus import FOLLOW_RECHECK_S
+from hookgate.runtime.inbox import REQUESTS_CHANNEL
+from hookgate.runtime.redis_wakeups import PREFIX
 from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
 from tests.instances import Instance, MessageModel
 from tests.redis_server import RedisServer, running_redis

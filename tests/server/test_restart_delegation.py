@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from hookgate import Agent, ScriptedLLM, tool
-from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.live_server import live_server
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from hookgate import Agent, ScriptedLLM, tool
-from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from hookgate.storage.database import Database
 from hookgate.storage.runs import DatabaseRunStore
 from hookgate.storage.tables import RunRow

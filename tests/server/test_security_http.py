@@ -14,7 +14,7 @@ import pytest
 
 from hookgate import Agent, ScriptedLLM
 from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import set_org_read_only
 from tests.adversarial.conftest import Tally

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from hookgate import ScriptedLLM
-from hookgate.server.deployment import Deployment, UserSpec
+from hookgate.runtime.deployment import Deployment, UserSpec
 from hookgate.storage.users import sync_declared_users
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer, live_server
@@ -202,7 +202,7 @@ def test_a_user_removed_from_the_configuration_or_moved_away_loses_both_open_str
 
 def test_how_often_streams_ask_again_is_the_server_sections_access_recheck_s(
         tmp_path: Any) -> None:
-    from hookgate.server.deployment import deployment_from_config
+    from hookgate.runtime.deployment import deployment_from_config
     from tests.config.test_config import MINIMAL, load, load_error
 
     cfg = load(tmp_path, MINIMAL + "server: {access_recheck_s: 0.5}\n")

@@ -14,9 +14,9 @@ import pytest
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
-from hookgate.server import events_bus
-from hookgate.server.events_bus import EventBus
-from hookgate.server.notifications import Wakers
+from hookgate.runtime import events_bus
+from hookgate.runtime.events_bus import EventBus
+from hookgate.runtime.notifications import Wakers
 from hookgate.storage.database import Database
 from hookgate.storage.run_events import RunEventLog
 from tests.channels.world import auth, finished_run, start_run, world

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from hookgate.server.executors.settings import WorkerSettings
+from hookgate.runtime.executors.settings import WorkerSettings
 from hookgate.storage.database import Database
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
@@ -69,7 +69,7 @@ def test_the_job_row_follows_procrastinates_own_type(database_url: str) -> None:
     # upgrade that reorders or renames the type's fields must fail here, not defer garbage.
     from procrastinate.types import JobToDefer
 
-    from hookgate.server.executors.lane_connector import DEFER_CALL
+    from hookgate.runtime.executors.lane_connector import DEFER_CALL
 
     assert DEFER_CALL is not None
     deployment, _ = world(database_url)

@@ -1,5 +1,5 @@
 """Bearer tokens are looked up once per few seconds, and a revoked token stops working
-within that time (server/token_cache.py), on a real server."""
+within that time (runtime/token_cache.py), on a real server."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from hookgate.server import auth as auth_module
-from hookgate.server import token_cache
-from hookgate.server.runtime import Caller, Runtime
+from hookgate.runtime import auth as auth_module
+from hookgate.runtime import token_cache
+from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.storage.database import Database
 from tests.live_server import live_server
 from tests.server.demo_world import TOKENS, auth, world

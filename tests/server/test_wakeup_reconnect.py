@@ -1,4 +1,4 @@
-"""The PostgreSQL wake-up subscription (server/notifications.py Notifications) hands every
+"""The PostgreSQL wake-up subscription (runtime/notifications.py Notifications) hands every
 notification to its handlers, and when its connection is killed it connects again and tells
 every handler to read again (None): nothing missed meanwhile goes unread."""
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 
-from hookgate.server.notifications import APPLICATION_NAME, Notifications
+from hookgate.runtime.notifications import APPLICATION_NAME, Notifications
 from hookgate.storage.database import Database
 
 

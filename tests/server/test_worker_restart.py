@@ -11,9 +11,9 @@ import httpx
 import pytest
 from procrastinate import exceptions as pq_exceptions
 
-from hookgate.server.executors import lane_connector, queue
-from hookgate.server.executors.lane_connector import LaneConnector
-from hookgate.server.executors.settings import WorkerSettings
+from hookgate.runtime.executors import lane_connector, queue
+from hookgate.runtime.executors.lane_connector import LaneConnector
+from hookgate.runtime.executors.settings import WorkerSettings
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
 from tests.server.test_api import wait_run

@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from sqlalchemy import select, text
 
-from hookgate.server.channel_records import SECRETS_KEY_ENV, SecretsKey
-from hookgate.server.runtime import Runtime
+from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
+from hookgate.runtime.runtime import Runtime
 from hookgate.storage.orgs import set_org_read_only
 from hookgate.storage.tables import AgentRow, ChannelRow, Org, User
 from tests.channels.test_secrets_at_rest import feishu_spec

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, format_span_id, format_trace_id
 
 from hookgate.config import load_config
-from hookgate.server.deployment import deployment_from_config
+from hookgate.runtime.deployment import deployment_from_config
 from tests.live_server import free_port, live_server
 from tests.mcp_gateway.world import TOKENS, http_client, text
 from tests.telemetry.conftest import Otel

@@ -25,7 +25,7 @@ app.add_typer(secrets_app, name="secrets")
 def generate_key() -> None:
     """Print a new key (and nothing else), e.g. export HOOKGATE_SECRETS_KEY=$(hookgate
     secrets generate-key)."""
-    from hookgate.server.channel_records import SecretsKey
+    from hookgate.runtime.channel_records import SecretsKey
 
     print(SecretsKey.generate())
 
@@ -40,7 +40,7 @@ def rotate(config: ConfigOption = None, example: ExampleOption = None,
     """
     from sqlalchemy.exc import SQLAlchemyError
 
-    from hookgate.server.channel_records import (
+    from hookgate.runtime.channel_records import (
         ChannelSecretsUnreadable,
         SecretsKey,
         SecretsKeyError,

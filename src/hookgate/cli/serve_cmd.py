@@ -22,7 +22,7 @@ from hookgate.cli.config_source import (
 
 if TYPE_CHECKING:
     from hookgate.config import HookgateConfig
-    from hookgate.server.runtime import Runtime
+    from hookgate.runtime.runtime import Runtime
 
 
 def _port(value: int) -> int:
@@ -38,7 +38,7 @@ PortOption = Annotated[int, typer.Option(help="Port to listen on (1 to 65535).",
 
 
 def _load(config: ConfigOption, example: ExampleOption) -> HookgateConfig:
-    from hookgate.server.channel_records import SecretsKey, SecretsKeyError
+    from hookgate.runtime.channel_records import SecretsKey, SecretsKeyError
 
     cfg = load_from_options(config, example, code=2)
     if cfg.channels:
@@ -75,7 +75,7 @@ def _broken_agents(cfg: HookgateConfig, *, allow: bool) -> dict[str, str]:
 def _refuse_shared_sqlite(database: str) -> None:
     # The executor holds the lock for the process's life; this probe only turns a second
     # instance on the same file into a clear message before anything starts.
-    from hookgate.server.executors.in_process import InstanceLock, InstanceLocked, sqlite_file
+    from hookgate.runtime.executors.in_process import InstanceLock, InstanceLocked, sqlite_file
     from hookgate.storage.database import Database
 
     path = sqlite_file(Database(database).url) if database.startswith("sqlite") else None
@@ -112,7 +112,7 @@ def serve(
     migrated or migratable) and every agent. Exit code 1 when one of them cannot be served,
     naming each broken agent and entry (unless --allow-broken-agents); 2 for a usage error.
     """
-    from hookgate.server.deployment import deployment_from_config
+    from hookgate.runtime.deployment import deployment_from_config
     from hookgate.server.serving import PortUnavailable, build_server, listen
 
     cfg = _load(config, example)
@@ -142,8 +142,8 @@ def worker_command(
     example: ExampleOption = None,
 ) -> None:
     """Execute runs from the run queue without serving HTTP (PostgreSQL only)."""
-    from hookgate.server.deployment import deployment_from_config
-    from hookgate.server.runtime import Runtime
+    from hookgate.runtime.deployment import deployment_from_config
+    from hookgate.runtime.runtime import Runtime
 
     cfg = _load(config, example)
     if cfg.database.startswith("sqlite"):

@@ -318,7 +318,7 @@ class HookgateConfig(_Section):
     server: ServerSpec = Field(default_factory=ServerSpec)
     worker: WorkerSpec = Field(default_factory=WorkerSpec)
     #: Redis for the wake-ups of streams between instances (PostgreSQL only; see
-    #: server/redis_wakeups.py). Without it, PostgreSQL notifications carry them.
+    #: runtime/redis_wakeups.py). Without it, PostgreSQL notifications carry them.
     redis_url: NonEmpty | None = None
     workflows: list[Workflow] = Field(default_factory=list)
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)

@@ -16,7 +16,7 @@ from rich.text import Text
 from hookgate.approvals.wording import numbers_text, reason_texts
 from hookgate.demo.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, DemoData, demo_deployment
-from hookgate.server.runtime import Runtime
+from hookgate.runtime.runtime import Runtime
 from hookgate.server.serving import build_server, listen
 
 #: The walkthrough's approve-with-edits: the large payment lowered, with a word for the model.

@@ -11,7 +11,7 @@ from hookgate.agent import Agent
 from hookgate.demo.model import demo_turn
 from hookgate.examples.purchasing import oa__list_vendors, oa__purchase_pay
 from hookgate.llm.scripted import ScriptedLLM
-from hookgate.server.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 
 #: The demo's SQLite file, in the folder ``hookgate demo --dir`` names.
 DEMO_FILE = "hookgate-demo.db"
@@ -53,7 +53,7 @@ class DemoData:
     def reset(self) -> bool:
         """Remove an earlier demo's database; whether there was one. Refused while another
         demo serves it."""
-        from hookgate.server.executors.in_process import InstanceLock, InstanceLocked
+        from hookgate.runtime.executors.in_process import InstanceLock, InstanceLocked
 
         files = [self.file, *(self.file.with_name(self.file.name + s)
                               for s in ("-wal", "-shm", "-journal"))]

@@ -7,7 +7,7 @@ the gateway, not of the client's request: a client that disconnects and retries 
 call joins the same attempt (see `hookgate.mcp.attempts`), and the approved call runs
 downstream once. A principal that brings ``still_allowed`` keeps its wait only while it has
 access: a revoked token, a disabled user or one moved to another org cancels the wait (and the
-request with it) within ``access_recheck_s`` (see `hookgate.server.access_watch`).
+request with it) within ``access_recheck_s`` (see `hookgate.runtime.access_watch`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
 from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
-from hookgate.server.access_watch import AccessEnded, StillAllowed, while_allowed
+from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
@@ -70,7 +70,7 @@ class Principal:
     user_id: str
     org_id: str
     session_id: str | None = None
-    #: Whether the user may still act (hookgate.server.auth.still_allowed); None for a
+    #: Whether the user may still act (hookgate.runtime.auth.still_allowed); None for a
     #: principal whose access cannot change (a library embedding the gateway).
     still_allowed: StillAllowed | None = None
 

@@ -16,7 +16,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
 from mcp import MCPError
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -25,14 +24,13 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import INVALID_REQUEST
 from starlette.types import Receive, Scope, Send
 
-from hookgate.mcp.errors import DownstreamError
-from hookgate.mcp.gateway import GatewayRefusal, McpGateway, Principal
+from hookgate.mcp.gateway import McpGateway, Principal
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
-from hookgate.server.access_watch import AccessEnded, while_allowed
-from hookgate.server.auth import CallerDep, caller_for_token
-from hookgate.server.deployment import ACCESS_RECHECK_S, token_digest
-from hookgate.server.runtime import Caller, Runtime
+from hookgate.runtime.access_watch import AccessEnded, while_allowed
+from hookgate.runtime.auth import caller_for_token
+from hookgate.runtime.deployment import ACCESS_RECHECK_S, token_digest
+from hookgate.runtime.runtime import Runtime
 
 _PRINCIPAL = "hookgate.mcp.principal"
 
@@ -147,40 +145,3 @@ async def _error(send: Send, status: int, message: str) -> None:
         headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": json.dumps({"error": message}).encode()})
-
-
-#: Operators' routes: the downstream servers and restarting one on demand (admins only).
-router = APIRouter(prefix="/api/mcp", tags=["mcp"])
-
-
-def _gateway(request: Request, caller: Caller) -> McpGateway:
-    if not caller.admin:
-        raise HTTPException(403, "only an admin manages the MCP gateway's servers")
-    gateway = request.app.state.mcp.gateway
-    if gateway is None:
-        raise HTTPException(503, "the MCP gateway is not running")
-    return gateway  # type: ignore[no-any-return]
-
-
-@router.get("/servers")
-async def list_servers(request: Request, caller: CallerDep) -> list[dict[str, Any]]:
-    """The downstream servers: running or not, and how often each was started."""
-    gateway = _gateway(request, caller)
-    return [{"id": s.id, "running": s.running, "starts": s.starts}
-            for s in gateway.servers.values()]
-
-
-@router.post("/servers/{server_id}/restart")
-async def restart_server(server_id: str, request: Request, caller: CallerDep
-                         ) -> dict[str, Any]:
-    """Stop the server (if running) and start it again; 502 with the reason if it fails."""
-    gateway = _gateway(request, caller)
-    try:
-        await gateway.restart(server_id)
-    except GatewayRefusal as exc:
-        raise HTTPException(404, str(exc)) from None
-    except DownstreamError as exc:
-        raise HTTPException(502, str(exc)) from None
-    server = gateway.servers[server_id]
-    return {"id": server.id, "running": server.running, "starts": server.starts,
-            "tools": [t.name for t in await server.tools()]}

@@ -24,14 +24,14 @@ from mcp.server.stdio import stdio_server
 from hookgate.config import HookgateConfig
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
-from hookgate.server.access_watch import AccessEnded, while_allowed
-from hookgate.server.channel_records import (
+from hookgate.runtime.access_watch import AccessEnded, while_allowed
+from hookgate.runtime.channel_records import (
     SECRETS_KEY_ENV,
     ChannelSecretsUnreadable,
     SecretsKeyError,
 )
-from hookgate.server.deployment import deployment_from_config
-from hookgate.server.runtime import Runtime
+from hookgate.runtime.deployment import deployment_from_config
+from hookgate.runtime.runtime import Runtime
 from hookgate.storage.database import DatabaseError
 from hookgate.storage.database_check import DatabaseUnusable, check_database
 

@@ -6,8 +6,8 @@ from functools import partial
 from typing import Any
 
 from hookgate.mcp.gateway import McpGateway, Principal
-from hookgate.server.auth import still_allowed
-from hookgate.server.runtime import Caller, Runtime
+from hookgate.runtime.auth import still_allowed
+from hookgate.runtime.runtime import Caller, Runtime
 
 
 def gateway_for(runtime: Runtime, **settings: Any) -> McpGateway:

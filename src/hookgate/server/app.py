@@ -11,10 +11,10 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from hookgate.runtime.runtime import Runtime
 from hookgate.server import errors
 from hookgate.server.limits import DEFAULT_MAX_BODY, BodySizeLimit
 from hookgate.server.routes import catalog, confirmations, runs
-from hookgate.server.runtime import Runtime
 
 STATIC = Path(__file__).with_name("static")
 
@@ -110,10 +110,12 @@ def _mount_mcp(app: FastAPI, runtime: Runtime,
                                      "declares no mcp_servers")
 
         return nullcontext()
-    from hookgate.mcp import http as mcp_routes  # the MCP SDK, only when it is used
+    # The MCP SDK, only when it is used.
+    from hookgate.mcp import http as mcp_routes
+    from hookgate.server.routes import mcp_servers
 
     mcp = mcp_routes.McpHttpEndpoint(runtime, access_recheck_s=recheck_s)
     app.state.mcp = mcp
-    app.include_router(mcp_routes.router)
+    app.include_router(mcp_servers.router)
     app.mount("/mcp", mcp, name="mcp")
     return mcp.running()

@@ -2,7 +2,7 @@
 
 The two Server-Sent Events routes also take the token as ``?access_token=`` (see
 ``require_stream_caller``); every other route takes the header only. A valid token's user is
-remembered for two seconds (server/token_cache.py): a revocation (API, CLI, or a configuration
+remembered for two seconds (runtime/token_cache.py): a revocation (API, CLI, or a configuration
 synced by a starting instance) clears that memory in its own process and, on PostgreSQL, in
 every instance that hears its notification; otherwise it holds within the two seconds.
 Connections that outlive one request (the event streams, MCP sessions, an MCP call waiting for
@@ -12,23 +12,15 @@ see it", for every route and connection.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from hookgate.server.runtime import Caller, Runtime
-from hookgate.server.token_cache import TokenCache
+from hookgate.runtime.auth import caller_for_token, still_allowed
+from hookgate.runtime.runtime import Caller, Runtime
 
 STREAM_TOKEN_PARAM = "access_token"
-
-log = logging.getLogger(__name__)
-
-
-def token_cache(runtime: Runtime) -> TokenCache[Caller]:
-    """The runtime's memory of recent token lookups."""
-    return runtime.token_cache
 
 
 def runtime_of(request: Request) -> Runtime:
@@ -42,30 +34,6 @@ def _bearer_token(request: Request) -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
-
-
-async def caller_for_token(runtime: Runtime, token: str) -> Caller | None:
-    """The user ``token`` signs in as now (None when revoked, expired, or the user is disabled
-    or no longer declared), through the runtime's token cache."""
-    return await token_cache(runtime).lookup(token, runtime.authenticate)
-
-
-async def still_allowed(runtime: Runtime, token: str, caller: Caller) -> bool:
-    """Whether ``token`` still signs in as ``caller``: the same user, in the same org, with
-    no right lost (an admin made a plain member no longer sees what admins see).
-
-    A lookup that fails (the database unreachable) answers False: a connection that cannot
-    show its caller still has access ends, and its client reconnects through the routes'
-    own check.
-    """
-    try:
-        now = await caller_for_token(runtime, token)
-    except Exception as exc:  # fail closed: which error does not change the answer
-        log.warning("re-checking user %s's access failed, ending the connection: %s",
-                    caller.user_id, exc)
-        return False
-    return (now is not None and now.user_id == caller.user_id
-            and now.org_id == caller.org_id and (now.admin or not caller.admin))
 
 
 async def _caller_for(request: Request, token: str | None, missing: str) -> Caller:

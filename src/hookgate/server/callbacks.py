@@ -32,7 +32,7 @@ from hookgate.channels.base import (
     CardOutcome,
     Channel,
 )
-from hookgate.server.channel_directory import ConfiguredChannels
+from hookgate.runtime.channel_directory import ConfiguredChannels
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ChannelCallbackSeen, User
 

@@ -11,7 +11,7 @@ from hookgate.approvals.errors import AlreadyDecided, InvalidEdit, NotEligible, 
 from hookgate.approvals.quorum import AlreadyVoted
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.store import AfterTransition
-from hookgate.server.runtime import Caller, Runtime
+from hookgate.runtime.runtime import Caller, Runtime
 
 
 @dataclass(slots=True, frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.engines.state import RunState
-from hookgate.server.runtime import Caller, Runtime
+from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.trace_view import for_caller
 
 #: The most earlier calls one request shows (the newest ones); a run with more says so.

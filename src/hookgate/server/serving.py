@@ -13,10 +13,10 @@ from typing import Any
 
 import uvicorn
 
+from hookgate.runtime.deployment import Deployment
+from hookgate.runtime.runtime import Runtime
 from hookgate.server.app import create_app
-from hookgate.server.deployment import Deployment
 from hookgate.server.http_protocol import BoundedHttpToolsProtocol
-from hookgate.server.runtime import Runtime
 
 
 def build_server(deployment: Deployment, host: str, port: int,

@@ -31,7 +31,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from hookgate.server.access_watch import StillAllowed, asked
+from hookgate.runtime.access_watch import StillAllowed, asked
 
 #: The key, in a request scope's ``extensions``, of the list of callbacks that the server
 #: calls when it starts to stop with the request's response still streaming.

@@ -122,7 +122,7 @@ class Database:
             expire_on_commit=False)
         self.queries = 0
         self._closers: list[Callable[[], Awaitable[None]]] = []
-        #: Carries notify() wake-ups instead of NOTIFY (server/redis_wakeups.py).
+        #: Carries notify() wake-ups instead of NOTIFY (runtime/redis_wakeups.py).
         self.publisher: Publisher | None = None
         event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
         if COUNT.enabled:

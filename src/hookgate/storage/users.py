@@ -63,7 +63,7 @@ class UserStatus:
 
 
 #: NOTIFY channel for a change of who may sign in (a token revoked, users synced): every
-#: instance forgets its remembered token lookups (server/token_cache.py) at once.
+#: instance forgets its remembered token lookups (runtime/token_cache.py) at once.
 ACCESS_CHANNEL = "hookgate_access"
 
 

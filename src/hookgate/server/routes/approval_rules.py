@@ -12,8 +12,8 @@ from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.rules import RuleDraft, RuleInvalid, RuleNotFound, RuleRefused
+from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import CallerDep, RuntimeDep
-from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import CreateRule, Remember
 from hookgate.storage.tables import ApprovalRuleRow
 

@@ -8,9 +8,9 @@ from fastapi.responses import JSONResponse, Response
 
 from hookgate.channels.base import CallbackRejected, CallbackRequest
 from hookgate.channels.verification import MAX_CALLBACK_BYTES
+from hookgate.runtime.runtime import Runtime
 from hookgate.server.auth import RuntimeDep
 from hookgate.server.callbacks import ChannelCallbacks
-from hookgate.server.runtime import Runtime
 
 router = APIRouter(prefix="/api", tags=["channels"])
 

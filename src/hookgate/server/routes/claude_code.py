@@ -3,7 +3,7 @@ target. The bearer token is the developer's hookgate token; the answer is Claude
 hook JSON. A PreToolUse or PermissionRequest call that hookgate cannot decide is answered
 with a denial naming the failure (fail closed), never with an error status Claude Code
 would read as "go on". A call waiting for a person lasts only while the developer keeps access
-(server/access_watch.py): a revoked token, a disabled user or one moved to another org ends the
+(runtime/access_watch.py): a revoked token, a disabled user or one moved to another org ends the
 wait with a denial, and its request is cancelled.
 """
 
@@ -20,7 +20,7 @@ from hookgate.claude_code.backend import (
     BadHookInput,
     HookCaller,
 )
-from hookgate.server.access_watch import AccessEnded, while_allowed
+from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.server.auth import LastingAccessDep, recheck_s
 
 router = APIRouter(prefix="/api/claude-code", tags=["claude-code"])

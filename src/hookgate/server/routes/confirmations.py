@@ -15,11 +15,11 @@ from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
 from hookgate.approvals.rules import StandingRule
 from hookgate.approvals.store import AfterTransition
+from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamAccessDep, recheck_s
 from hookgate.server.decisions import decide_for
 from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.run_history import run_history
-from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import Respond
 from hookgate.server.sse import Event, EventStreamResponse
 from hookgate.storage.tables import ApprovalRuleRow

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException
 
+from hookgate.runtime.runtime import Caller
 from hookgate.server.auth import CallerDep, RuntimeDep
-from hookgate.server.runtime import Caller
 from hookgate.server.schemas import ApiBody
 from hookgate.storage.orgs import UnknownOrg, org_read_only, set_org_read_only
 

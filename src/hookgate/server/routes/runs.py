@@ -13,6 +13,8 @@ from fastapi.responses import JSONResponse
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.engines.outcome import any_call_stopped, run_outcome
 from hookgate.engines.state import RunState
+from hookgate.runtime.run_manager import UnknownAgent, UnknownEngine
+from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import (
     AccessDep,
     CallerDep,
@@ -20,8 +22,6 @@ from hookgate.server.auth import (
     StreamAccessDep,
     recheck_s,
 )
-from hookgate.server.run_manager import UnknownAgent, UnknownEngine
-from hookgate.server.runtime import Caller, Runtime
 from hookgate.server.schemas import StartRun
 from hookgate.server.sse import Event, EventStreamResponse
 from hookgate.server.trace_view import for_caller

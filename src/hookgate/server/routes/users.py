@@ -6,8 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException
 
-from hookgate.server.auth import CallerDep, RuntimeDep, token_cache
-from hookgate.server.runtime import Caller
+from hookgate.runtime.auth import token_cache
+from hookgate.runtime.runtime import Caller
+from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.storage.users import UnknownUser, revoke_token, users_of_org
 
 router = APIRouter(prefix="/api", tags=["users"])

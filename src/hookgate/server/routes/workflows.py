@@ -8,8 +8,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import Field
 
+from hookgate.runtime.run_manager import UnknownWorkflow
 from hookgate.server.auth import CallerDep, RuntimeDep
-from hookgate.server.run_manager import UnknownWorkflow
 from hookgate.server.schemas import MAX_MESSAGE_CHARS, ApiBody
 from hookgate.telemetry.propagation import continue_trace
 

@@ -1,7 +1,7 @@
 """Runs on the server: start them, advance them, stream them, continue them after a restart.
 
 The manager knows how to build a run's engine and advance it; *where* a run advances is the
-executor's business (server.executors): a task of this process for a SQLite file, a job of
+executor's business (runtime.executors): a task of this process for a SQLite file, a job of
 the run queue for PostgreSQL. Routes talk to the manager and never own tasks.
 """
 
@@ -23,8 +23,8 @@ from hookgate.engines.react import ReActEngine
 from hookgate.engines.state import RunState
 from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
-from hookgate.server.events_bus import EventBus
-from hookgate.server.executors.base import RunExecutor
+from hookgate.runtime.events_bus import EventBus
+from hookgate.runtime.executors.base import RunExecutor
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.ledger import DatabaseLedger

@@ -1,5 +1,6 @@
-"""The server's runtime: the database, the approval service, the runs, the channels —
-started and stopped together, with the declared orgs, users and agents synced in.
+"""The runtime every interface starts (the HTTP server, the MCP gateway, the demo): the
+database, the approval service, the runs, the channels — started and stopped together, with
+the declared orgs, users and agents synced in.
 
 The executor follows the database: runs advance in this process for a SQLite file, and as
 jobs of the run queue for PostgreSQL, where several instances share the work and
@@ -21,13 +22,13 @@ from hookgate.approvals.followups import Followups
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.claude_code.backend import ClaudeCodeBackend
 from hookgate.hooks.services import HookServices
-from hookgate.server.channel_directory import CompletionNotices, ConfiguredChannels
-from hookgate.server.deployment import Deployment
-from hookgate.server.executors.in_process import InProcessExecutor
-from hookgate.server.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
-from hookgate.server.notifications import Notifications, Subscription, Wakers
-from hookgate.server.run_manager import RunManager
-from hookgate.server.token_cache import TokenCache
+from hookgate.runtime.channel_directory import CompletionNotices, ConfiguredChannels
+from hookgate.runtime.deployment import Deployment
+from hookgate.runtime.executors.in_process import InProcessExecutor
+from hookgate.runtime.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
+from hookgate.runtime.notifications import Notifications, Subscription, Wakers
+from hookgate.runtime.run_manager import RunManager
+from hookgate.runtime.token_cache import TokenCache
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
@@ -37,7 +38,7 @@ from hookgate.storage.upserts import upsert
 from hookgate.storage.users import ACCESS_CHANNEL, sync_declared_users, user_for_token
 
 if TYPE_CHECKING:
-    from hookgate.server.executors.queue import QueueExecutor
+    from hookgate.runtime.executors.queue import QueueExecutor
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +54,13 @@ class Caller:
 
 
 class Runtime:
-    """Everything one server process runs."""
+    """Everything one process runs, whichever interface serves it."""
 
     def __init__(self, deployment: Deployment, *, sweep_interval: float = 2.0,
                  worker: bool = True) -> None:
         self.deployment = deployment
         self.db = Database(deployment.database_url)
-        #: Recent token lookups (server/auth.py); forgotten when any instance changes who
+        #: Recent token lookups (runtime/auth.py); forgotten when any instance changes who
         #: may sign in.
         self.token_cache: TokenCache[Caller] = TokenCache()
         if self.db.is_sqlite and not worker:
@@ -100,11 +101,11 @@ class Runtime:
             self.followup_timers = FollowupTimers(self.followups)
             self.followups.scheduler = self.followup_timers
         else:
-            from hookgate.server.executors.queue import QueueExecutor  # only for PostgreSQL
+            from hookgate.runtime.executors.queue import QueueExecutor  # only for PostgreSQL
 
             self.queue = QueueExecutor(self.runs, worker=worker, settings=deployment.worker)
             self.runs.executor = self.queue
-            from hookgate.server.executors.followup_jobs import FollowupJobs
+            from hookgate.runtime.executors.followup_jobs import FollowupJobs
 
             self.followups.scheduler = FollowupJobs(self.queue, self.followups)
             self.notifications = self._listen()
@@ -119,7 +120,7 @@ class Runtime:
         # PostgreSQL notifications, or Redis pub/sub with redis_url.
         notes: Subscription
         if self.deployment.redis_url:
-            from hookgate.server.redis_wakeups import RedisWakeups  # the optional extra
+            from hookgate.runtime.redis_wakeups import RedisWakeups  # the optional extra
 
             notes = wakeups = RedisWakeups(self.deployment.redis_url)
             self.db.publisher = wakeups

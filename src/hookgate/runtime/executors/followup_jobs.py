@@ -11,7 +11,7 @@ from typing import Any
 from procrastinate.tasks import Task
 
 from hookgate.approvals.followups import Followups
-from hookgate.server.executors.queue import QUEUE, QueueExecutor
+from hookgate.runtime.executors.queue import QUEUE, QueueExecutor
 
 FOLLOWUP_TASK = "hookgate.approval_followup"
 

@@ -39,22 +39,22 @@ from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
 from hookgate.retries import RetryCallState, retrying, wait_from
-from hookgate.server.executors.base import RunEndings
-from hookgate.server.executors.lane_connector import (
+from hookgate.runtime.executors.base import RunEndings
+from hookgate.runtime.executors.lane_connector import (
     LaneConnector,
     defer_call,
     defer_values,
     taken_insert,
 )
-from hookgate.server.executors.settings import WorkerSettings
-from hookgate.server.executors.taken_jobs import TakenJobs, worker_gone
+from hookgate.runtime.executors.settings import WorkerSettings
+from hookgate.runtime.executors.taken_jobs import TakenJobs, worker_gone
 from hookgate.storage.fencing import Fence, take_over, take_over_reading
 from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.run_writes import UPSERT_PG, checkpoint_row
 from hookgate.storage.types import utcnow
 
 if TYPE_CHECKING:
-    from hookgate.server.run_manager import RunManager
+    from hookgate.runtime.run_manager import RunManager
 
 log = logging.getLogger(__name__)
 #: The first and the longest pause before the worker starts again after an error.

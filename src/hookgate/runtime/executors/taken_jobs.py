@@ -29,7 +29,7 @@ from typing import Any
 from procrastinate import App
 from procrastinate.jobs import Status
 
-from hookgate.server.executors.settings import WorkerSettings
+from hookgate.runtime.executors.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 #: procrastinate's foreign key from a job to the worker that holds it (its schema's name).

@@ -2,7 +2,7 @@
 
 Streams of runs executing elsewhere and inbox changes made by other instances arrive here,
 through PostgreSQL LISTEN (``Notifications``) or, with ``redis_url``, Redis pub/sub
-(server/redis_wakeups.py). Either way, after the subscription drops it reconnects and calls
+(runtime/redis_wakeups.py). Either way, after the subscription drops it reconnects and calls
 every handler with None ("you may have missed something: read again"). The payloads only
 wake readers up; what they read comes from the database.
 """

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from hookgate.server.notifications import WARN_EVERY_S, Subscription
+from hookgate.runtime.notifications import WARN_EVERY_S, Subscription
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any, cast
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from sqlalchemy import Table, select, update
 
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.deployment import ChannelSpec
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ChannelRow
 from hookgate.storage.upserts import upsert

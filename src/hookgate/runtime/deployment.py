@@ -10,7 +10,7 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec
 from hookgate.llm.base import ChatModel
-from hookgate.server.executors.settings import WorkerSettings
+from hookgate.runtime.executors.settings import WorkerSettings
 from hookgate.storage.users import DeclaredUser, token_digest
 from hookgate.workflows.schema import Workflow
 
@@ -19,7 +19,7 @@ __all__ = ["ChannelSpec", "Deployment", "OrgSpec", "UserSpec", "deployment_from_
 
 
 #: How often, by default, a long-lived connection asks again whether its caller may still see
-#: it: revocation ends it within this time plus the token cache's (server/token_cache.py; at
+#: it: revocation ends it within this time plus the token cache's (runtime/token_cache.py; at
 #: once for a revocation in the same process, which clears the cache).
 ACCESS_RECHECK_S = 2.0
 
@@ -68,7 +68,7 @@ class Deployment:
     #: why, as `hookgate check` says it. Their runs end ``blocked_build``.
     broken_agents: dict[str, str] = field(default_factory=dict)
     #: ``server: access_recheck_s``: how often event streams and MCP sessions re-check their
-    #: caller (hookgate.server.auth.still_allowed).
+    #: caller (hookgate.runtime.auth.still_allowed).
     access_recheck_s: float = ACCESS_RECHECK_S
 
 

@@ -2,7 +2,7 @@
 waiting for a person (MCP gateway, Claude Code hooks).
 
 `while_allowed` runs the work and asks the caller's ``still_allowed`` (the one answer,
-hookgate.server.auth.still_allowed) every few seconds; once it says no the work is cancelled
+hookgate.runtime.auth.still_allowed) every few seconds; once it says no the work is cancelled
 and `AccessEnded` raised. Event streams ask the same question on their own timer (server/sse.py).
 """
 

@@ -19,8 +19,8 @@ from hookgate.channels.notify_tool import (
 )
 from hookgate.channels.registry import create_channel
 from hookgate.engines.state import RunState
-from hookgate.server.channel_records import SecretsKey, store_channels
-from hookgate.server.deployment import ChannelSpec
+from hookgate.runtime.channel_records import SecretsKey, store_channels
+from hookgate.runtime.deployment import ChannelSpec
 from hookgate.storage.database import Database
 from hookgate.storage.runs import DatabaseRunStore
 

@@ -24,7 +24,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
 from hookgate.retries import first_then_retrying, pauses, retrying, warn_before_retry
-from hookgate.server.notifications import Follower, Wakers
+from hookgate.runtime.notifications import Follower, Wakers
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import RESUMABLE, DatabaseRunStore

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from hookgate.engines.state import RunState
-from hookgate.server.executors.base import RunEndings
+from hookgate.runtime.executors.base import RunEndings
 
 if TYPE_CHECKING:
-    from hookgate.server.run_manager import Advance, RunManager
+    from hookgate.runtime.run_manager import Advance, RunManager
 
 log = logging.getLogger(__name__)
 
