@@ -61,6 +61,14 @@ BUILTIN: tuple[CatalogEntry, ...] = (
         "PUT /api/orgs/{id}/read_only or `hookgate orgs read-only`), from the next call on.",
     ),
     CatalogEntry(
+        "cedar_policy",
+        "hookgate.catalog.builtin.cedar_policy:CedarPolicy",
+        "Judges every call by a Cedar policy set (params: policies: file or folder, default: "
+        "deny|allow): permit allows, forbid denies with its @reason, @ask sends the call to a "
+        "person; reloaded when the files change; the deciding policies and the set's version "
+        "go to the trace, the audit row and the card.",
+    ),
+    CatalogEntry(
         "connector_rate_limit",
         "hookgate.catalog.builtin.rate_limit:ConnectorRateLimit",
         "At most N calls per window per connector, per user or per org (params: limits "

@@ -16,6 +16,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     hooks_cmd,
     mcp_cmd,
     orgs_cmd,
+    policy_cmd,
     rules_cmd,
     run_cmd,
     secrets_cmd,

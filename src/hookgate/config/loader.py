@@ -29,6 +29,7 @@ from hookgate.config.environment import (
 )
 from hookgate.config.errors import ConfigError
 from hookgate.config.mcp_servers import check_access
+from hookgate.config.policies import anchor_policy_paths, check_policies
 from hookgate.config.schema import AgentSpec, HookgateConfig, OpenAIModelSpec
 from hookgate.followup_policy import ESCALATION_GROUPS
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
@@ -112,6 +113,7 @@ def sqlite_file_url(url: str, base: Path) -> str:
 
 def _anchor_paths(config: HookgateConfig, directory: Path, data_dir: Path) -> None:
     config.database = sqlite_file_url(config.database, data_dir)
+    anchor_policy_paths(config, directory)
     # A command hook's relative script or cwd means the file's folder, wherever the process
     # started; the entry is rewritten here so the declarative hooks need not know the file.
     for agent in config.agents:
@@ -279,6 +281,8 @@ class _Resolver:
         self._agents(check_tools=tools_ok)
         self._delegates()
         self._workflows()
+        if tools_ok and not self.problems:
+            self.problems.extend(check_policies(self.config))
         if self.problems:
             raise _error(self.config.source, self.problems)
 

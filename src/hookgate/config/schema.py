@@ -29,6 +29,7 @@ from hookgate.approvals.quorum import MAX_APPROVALS, QuorumRule
 from hookgate.channels.validators import channel_types
 from hookgate.config.errors import ConfigError
 from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec
+from hookgate.config.policies import with_org_policies
 from hookgate.durations import Seconds
 from hookgate.followup_policy import FollowupPolicy, PolicyError, parse_duration
 from hookgate.hooks.errors import HookBuildError
@@ -265,6 +266,16 @@ class AgentSpec(_Section):
         return self
 
 
+class OrgPoliciesSpec(_Section):
+    """``policies:``: a Cedar policy set for every agent of an org (hookgate.policies)."""
+
+    org: NonEmpty
+    #: A ``.cedar`` file or a folder of them, relative to the configuration file.
+    path: NonEmpty
+    #: What happens to a call no policy permits: an explicit choice, no implicit one.
+    default: Literal["deny", "allow"]
+
+
 class ServerSpec(_Section):
     public_url: str | None = None
     #: How often event streams and MCP sessions ask again whether their caller still has
@@ -323,6 +334,7 @@ class HookgateConfig(_Section):
     workflows: list[Workflow] = Field(default_factory=list)
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
     mcp_servers: list[McpServerSpec] = Field(default_factory=list)
+    policies: list[OrgPoliciesSpec] = Field(default_factory=list)
 
     _source: str = PrivateAttr(default="<config>")
     _tool_objects: dict[str, Tool] = PrivateAttr(default_factory=dict)
@@ -382,7 +394,8 @@ class HookgateConfig(_Section):
             name=spec.name or spec.id,
             instructions=spec.instructions,
             tools=[known[name] for name in spec.tools],
-            model_config_json=copy.deepcopy(spec.model_config_json),
+            model_config_json=with_org_policies(copy.deepcopy(spec.model_config_json),
+                                                [p for p in self.policies if p.org == spec.org]),
             require_confirmation_for_all=spec.require_confirmation_for_all,
             confirmation_mode=spec.confirmation_mode,
             confirmation_approver_scope=spec.confirmation_approver_scope,

@@ -150,3 +150,12 @@ async def users_of_org(db: Database, org_id: str) -> list[UserStatus]:
             select(User).where(User.org_id == org_id).order_by(User.id))).scalars().all()
     return [UserStatus(u.id, u.org_id, u.admin, u.disabled, u.declared,
                        u.token_sha256 is not None, u.token_expires_at) for u in rows]
+
+
+async def user_admin(db: Database, user_id: str) -> bool | None:
+    """Whether the user is an admin of their org now; None for an unknown or disabled user."""
+    async with db.session() as s:
+        user = await s.get(User, user_id)
+    if user is None or user.disabled:
+        return None
+    return bool(user.admin)

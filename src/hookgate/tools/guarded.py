@@ -49,6 +49,9 @@ STOP_RUN_KEY = "stop_run"
 #: Set by declarative hooks that answered ``ask``: each one's name and reason, in order (the
 #: approval request shows the approver which hook asked and why).
 ASKED_BY_KEY = "confirmation_asked_by"
+#: Set by the ``cedar_policy`` hook: its decision explained (effect, deciding policies,
+#: reasons, policy-set version); the audit log records it with the call.
+POLICY_DECISION_KEY = "policy_decision"
 #: Set on the PostToolUse context when the tool raised: its error, a `Withheld` (``str()``
 #: names the tool and the exception type; hooks read the error's text in ``tool_result``).
 TOOL_ERROR_KEY = "tool_error"

@@ -29,6 +29,7 @@ from hookgate.tools.guarded import (
     CALL_DECISION_KEY,
     CALL_STARTED_KEY,
     DECIDED_AT_KEY,
+    POLICY_DECISION_KEY,
     render_observation,
 )
 from hookgate.tools.tool import args_digest
@@ -76,7 +77,10 @@ class AuditLog(PostToolUseHook):
         elif meta.get("tool_error") is not None:
             outcome, detail = "error", meta["tool_error"]
         else:
-            outcome, detail = "ok", meta.get(APPROVED_BY_RULE_KEY)
+            outcome = "ok"
+            # Who let it run: a standing rule, and the policy decision with its policies.
+            said = [meta.get(APPROVED_BY_RULE_KEY), meta.get(POLICY_DECISION_KEY)]
+            detail = "; ".join(str(s) for s in said if s is not None) or None
         observation = render_observation(ctx.tool_result).encode("utf-8", "surrogatepass")
         await self.sink(self.record(
             ctx, ctx.tool_args, outcome, None, detail,

@@ -1,0 +1,144 @@
+"""What a policy decides about: one call's facts, and their Cedar request and entities.
+
+Argument values are converted by the type the schema gives them; a value Cedar cannot hold
+exactly (a number out of range, NaN, a decimal with more than four places, a type other
+than the signature's) raises PolicyEvaluationError, and the call is denied.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from hookgate.policies.errors import PolicyEvaluationError
+from hookgate.policies.schema import AGENT, ORG, USER, CedarType
+
+_LONG = 2**63
+_DECIMAL_MAX = Decimal("922337203685477.5807")
+
+
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """Who calls which tool through which agent, with what, and when."""
+
+    tool_name: str
+    args: Mapping[str, Any]
+    user_id: str
+    org_id: str
+    agent_id: str
+    admin: bool = False
+    org_read_only: bool = False
+    agent_org_id: str | None = None
+    agent_owner: str | None = None
+    #: True when the agent keeps an audit row of every call (``audit_log`` in its hooks).
+    agent_audited: bool = False
+    connector: str | None = None
+    writes: bool = False
+    requires_confirmation: bool = False
+    execution_path: str = "react"
+    depth: int = 0
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def request(self, args_type: CedarType) -> dict[str, Any]:
+        """The Cedar request: principal, action, resource and context."""
+        now = self.now.astimezone(UTC)
+        context = {
+            "tool": self.tool_name,
+            "connector": self.connector or "",
+            "writes": self.writes,
+            "requires_confirmation": self.requires_confirmation,
+            "org_read_only": self.org_read_only,
+            "execution_path": self.execution_path,
+            "depth": self.depth,
+            "now": {"__extn": {"fn": "datetime",
+                               "arg": now.strftime("%Y-%m-%dT%H:%M:%S.") +
+                                      f"{now.microsecond // 1000:03d}Z"}},
+            "hour": now.hour,
+            "args": cedar_value(dict(self.args), args_type, "args"),
+        }
+        return {"principal": {"type": USER, "id": self.user_id},
+                "action": {"type": "Action", "id": self.tool_name},
+                "resource": {"type": AGENT, "id": self.agent_id},
+                "context": context}
+
+    def entities(self) -> list[dict[str, Any]]:
+        """The user in their org, the org, and the agent (in its org, when it has one)."""
+        orgs = {self.org_id: self.org_read_only}
+        agent_parents = []
+        if self.agent_org_id:
+            orgs.setdefault(self.agent_org_id, False)
+            agent_parents.append({"type": ORG, "id": self.agent_org_id})
+        return [
+            {"uid": {"type": USER, "id": self.user_id},
+             "attrs": {"admin": self.admin, "role": "admin" if self.admin else "member"},
+             "parents": [{"type": ORG, "id": self.org_id}]},
+            {"uid": {"type": AGENT, "id": self.agent_id},
+             "attrs": {"audited": self.agent_audited, "owner": self.agent_owner or ""},
+             "parents": agent_parents},
+            *({"uid": {"type": ORG, "id": org}, "attrs": {"read_only": flag}, "parents": []}
+              for org, flag in orgs.items()),
+        ]
+
+
+def cedar_value(value: Any, ctype: CedarType, path: str) -> Any:
+    """``value`` as Cedar JSON of type ``ctype``; PolicyEvaluationError when it cannot be."""
+    kind = ctype.get("type")
+    if kind == "Record":
+        if not isinstance(value, Mapping):
+            raise _mismatch(path, value, "an object")
+        out = {}
+        for key, attr in ctype["attributes"].items():
+            if key in value and value[key] is not None:
+                out[key] = cedar_value(value[key], attr, f"{path}.{key}")
+        return out
+    if kind == "Set":
+        if not isinstance(value, list | tuple):
+            raise _mismatch(path, value, "a list")
+        return [cedar_value(v, ctype["element"], f"{path}[{i}]") for i, v in enumerate(value)]
+    if kind == "String":
+        if not isinstance(value, str):
+            raise _mismatch(path, value, "a string")
+        return value
+    if kind == "Boolean":
+        if not isinstance(value, bool):
+            raise _mismatch(path, value, "true or false")
+        return value
+    if kind == "Long":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _mismatch(path, value, "a whole number")
+        if not -_LONG <= value < _LONG:
+            raise PolicyEvaluationError(
+                f"{path} = {value} is outside the 64-bit range Cedar's Long holds")
+        return value
+    if ctype.get("name") == "decimal":
+        return {"__extn": {"fn": "decimal", "arg": _decimal_text(value, path)}}
+    raise PolicyEvaluationError(f"{path}: the schema type {ctype!r} is not one hookgate fills")
+
+
+def _decimal_text(value: Any, path: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _mismatch(path, value, "a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PolicyEvaluationError(f"{path} = {value} is not a finite number")
+    try:
+        exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    except InvalidOperation as exc:  # pragma: no cover - repr of a finite float parses
+        raise PolicyEvaluationError(f"{path} = {value!r} is not a number") from exc
+    if abs(exact) > _DECIMAL_MAX:
+        raise PolicyEvaluationError(
+            f"{path} = {value} is outside the range of Cedar's decimal (±{_DECIMAL_MAX})")
+    if exact != exact.quantize(Decimal("0.0001")):
+        raise PolicyEvaluationError(
+            f"{path} = {value} has more than four decimal places, which Cedar's decimal "
+            "cannot hold exactly")
+    return format(exact.quantize(Decimal("0.0001")), "f")
+
+
+def _mismatch(path: str, value: Any, wanted: str) -> PolicyEvaluationError:
+    return PolicyEvaluationError(
+        f"{path} is {type(value).__name__} {value!r:.80}, but the tool's signature (and so "
+        f"the policy schema) says {wanted}")

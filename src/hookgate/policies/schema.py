@@ -1,0 +1,121 @@
+"""The Cedar schema of hookgate's requests: users in orgs, agents, one action per tool (in
+the generic ``call_tool`` group), and each tool's arguments typed from its signature.
+
+Argument types map from the tool's JSON schema: string → String, integer → Long, number →
+decimal, boolean → Bool, array → Set, object → Record, ``X | None`` → optional X. An
+argument whose type Cedar cannot say is left out of the schema and of the context.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import cedarpy
+
+from hookgate.tools.tool import Tool
+
+CALL_TOOL = "call_tool"
+USER, ORG, AGENT = "User", "Org", "Agent"
+#: A Cedar type in the schema's JSON form, e.g. ``{"type": "Long"}``.
+CedarType = dict[str, Any]
+
+_SCALARS: dict[str, CedarType] = {
+    "string": {"type": "String"},
+    "integer": {"type": "Long"},
+    "number": {"type": "Extension", "name": "decimal"},
+    "boolean": {"type": "Boolean"},
+}
+
+
+def _record(attributes: Mapping[str, CedarType]) -> CedarType:
+    return {"type": "Record", "attributes": dict(attributes)}
+
+
+#: What every call's context holds besides the arguments (see facts.CallFacts).
+CONTEXT_FACTS: dict[str, CedarType] = {
+    "tool": {"type": "String"},
+    "connector": {"type": "String"},
+    "writes": {"type": "Boolean"},
+    "requires_confirmation": {"type": "Boolean"},
+    "org_read_only": {"type": "Boolean"},
+    "execution_path": {"type": "String"},
+    "depth": {"type": "Long"},
+    "now": {"type": "Extension", "name": "datetime"},
+    "hour": {"type": "Long"},
+}
+
+_ENTITIES: dict[str, Any] = {
+    ORG: {"shape": _record({"read_only": {"type": "Boolean"}})},
+    USER: {"memberOfTypes": [ORG],
+           "shape": _record({"admin": {"type": "Boolean"}, "role": {"type": "String"}})},
+    AGENT: {"memberOfTypes": [ORG],
+            "shape": _record({"audited": {"type": "Boolean"}, "owner": {"type": "String"}})},
+}
+
+
+def argument_type(schema: Mapping[str, Any], root: Mapping[str, Any]) -> CedarType | None:
+    """The Cedar type of one JSON-schema value, or None when Cedar cannot say it."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = (root.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
+        return argument_type(target, root) if isinstance(target, Mapping) else None
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if isinstance(o, Mapping) and o.get("type") != "null"]
+        if len(kept) != 1:
+            return None
+        found = argument_type(kept[0], root)
+        return None if found is None else {**found, "required": False}
+    kind = schema.get("type")
+    if kind in _SCALARS:
+        return dict(_SCALARS[kind])
+    if kind == "array":
+        items = schema.get("items")
+        element = argument_type(items, root) if isinstance(items, Mapping) else None
+        if element is None:
+            return None
+        element.pop("required", None)
+        return {"type": "Set", "element": element}
+    if kind == "object":
+        return arguments_record(schema, root)
+    return None
+
+
+def arguments_record(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None
+                     ) -> CedarType:
+    """A JSON-schema object as a Cedar record: required keys as declared, the rest optional."""
+    root = root if root is not None else schema
+    required = set(schema.get("required") or ())
+    attributes: dict[str, CedarType] = {}
+    for key, prop in (schema.get("properties") or {}).items():
+        found = argument_type(prop, root) if isinstance(prop, Mapping) else None
+        if found is None:
+            continue
+        if key not in required:
+            found["required"] = False
+        attributes[str(key)] = found
+    return _record(attributes)
+
+
+def context_type(tool: Tool) -> CedarType:
+    """The context of one tool's calls: the call's facts and the typed arguments."""
+    return _record({**CONTEXT_FACTS, "args": arguments_record(tool.parameters)})
+
+
+def cedar_schema(tools: Iterable[Tool]) -> dict[str, Any]:
+    """The Cedar schema (JSON form) for calls of ``tools``."""
+    actions: dict[str, Any] = {CALL_TOOL: {}}
+    for tool in sorted(tools, key=lambda t: t.name):
+        actions[tool.name] = {
+            "memberOf": [{"id": CALL_TOOL}],
+            "appliesTo": {"principalTypes": [USER], "resourceTypes": [AGENT],
+                          "context": context_type(tool)},
+        }
+    return {"": {"entityTypes": _ENTITIES, "actions": actions}}
+
+
+def cedar_schema_text(tools: Iterable[Tool]) -> str:
+    """The same schema in Cedar's own schema syntax (what `hookgate policy schema` prints)."""
+    return str(cedarpy.Schema.from_json_str(json.dumps(cedar_schema(tools))))
