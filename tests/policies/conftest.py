@@ -1,44 +1,14 @@
-"""One migrated SQLite database per test module, with the orgs and users the policies'
-stories need: alice (admin) in acme, bob in the read-only org ro."""
+"""The policies' fixtures (tests/policies/fixtures.py) and a fresh policy folder per test."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from hookgate.storage.database import Database
-from hookgate.storage.orgs import sync_orgs
-from hookgate.storage.users import DeclaredUser, sync_declared_users
+from tests.policies.fixtures import pdb, policy_db_url
 
-
-async def _prepare(url: str) -> None:
-    db = Database(url)
-    try:
-        await db.upgrade()
-        await sync_orgs(db, [("acme", "ACME", False), ("ro", "Read-only Co", True)])
-        await sync_declared_users(db, [DeclaredUser("alice", "acme", admin=True),
-                                       DeclaredUser("bob", "ro")])
-    finally:
-        await db.dispose()
-
-
-@pytest.fixture(scope="module")
-def policy_db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('policies') / 'hookgate.db'}"
-    asyncio.run(_prepare(url))
-    return url
-
-
-@pytest.fixture
-async def pdb(policy_db_url: str) -> AsyncIterator[Database]:
-    db = Database(policy_db_url)
-    try:
-        yield db
-    finally:
-        await db.dispose()
+__all__ = ["pdb", "policy_db_url"]
 
 
 @pytest.fixture

@@ -90,7 +90,8 @@ def load_policies(path: Path, schema_json: dict[str, Any], default: Default) -> 
         for error in result.errors:
             found = located.get(error.policy_id)
             at = f"{found.where}: policy '{found.id}'" if found else file.name
-            problems.append(f"{at}: {error.error.replace(f'`{error.policy_id}`', 'it')}")
+            said = error.error.removeprefix(f"for policy `{error.policy_id}`, ")
+            problems.append(f"{at}: {said.replace(f'`{error.policy_id}`', 'it')}")
     if problems:
         raise PolicyLoadError(problems)
     policy_set = cedarpy.PolicySet.from_json_str(json.dumps(
