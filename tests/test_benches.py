@@ -92,6 +92,14 @@ def check_mcp_gateway(out: dict[str, Any]) -> None:
     assert all(_number(v) for v in out["added_p50_ms"].values())
 
 
+def check_policy_eval(out: dict[str, Any]) -> None:
+    assert set(out["results"]) == {"10", "1000"}
+    for count, figures in out["results"].items():
+        assert figures["policies"] == int(count)
+        for name in ("cedar", "cedar_engine_only", "python_hook"):
+            _p50_p99(figures[name])
+
+
 def check_perf_internals(out: dict[str, Any]) -> None:
     assert out["passed"] >= 1 and out["failed"] == out["errors"] == 0, out
 
@@ -103,6 +111,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "throughput.py": (["--quick"], check_throughput),
     "dispatch.py": (["--quick"], check_dispatch),
     "mcp_gateway.py": (["--quick"], check_mcp_gateway),
+    "policy_eval.py": (["--quick"], check_policy_eval),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
     # One file's perf tests (a second or two), not all of them.
     "perf_internals.py": (["tests/server/test_event_deferral.py"], check_perf_internals),
