@@ -33,10 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from hookgate import tool  # noqa: E402
-from hookgate.policies import CallFacts  # noqa: E402
-from hookgate.policies.decision import decide  # noqa: E402
-from hookgate.policies.live import LivePolicySet  # noqa: E402
+from hookgate import tool
+from hookgate.policies import CallFacts
+from hookgate.policies.decision import decide
+from hookgate.policies.live import LivePolicySet
 
 INVARIANTS = """\
 @id("tools-allowed")
@@ -143,7 +143,6 @@ def main() -> None:
     n = 300 if args.quick else args.calls
     with tempfile.TemporaryDirectory() as tmp:
         results = {str(count): measure(count, n, Path(tmp)) for count in (10, 1000)}
-    import cedarpy  # noqa: F401  (its version is reported)
     from importlib.metadata import version
 
     print(json.dumps({
