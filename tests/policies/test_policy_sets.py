@@ -46,7 +46,7 @@ def test_a_policy_that_does_not_match_the_schema_names_its_file_line_and_id(
         load_policies(folder, SCHEMA, "deny")
 
     (problem,) = caught.value.problems
-    assert problem.startswith("b.cedar:5: policy 'big-payments': ")
+    assert problem.startswith("policies/b.cedar:5: policy 'big-payments': ")
     assert "args.amout" in problem
 
 
@@ -57,7 +57,7 @@ def test_a_policy_that_does_not_parse_names_its_line(folder: Path) -> None:
     with pytest.raises(PolicyLoadError) as caught:
         load_policies(folder, SCHEMA, "deny")
 
-    assert caught.value.problems[0].startswith("invariants.cedar:5: cannot be parsed")
+    assert caught.value.problems[0].startswith("policies/invariants.cedar:5: cannot be parsed")
 
 
 def test_ask_on_a_forbid_and_a_repeated_id_are_refused(folder: Path) -> None:
@@ -68,8 +68,8 @@ def test_ask_on_a_forbid_and_a_repeated_id_are_refused(folder: Path) -> None:
         load_policies(folder, SCHEMA, "deny")
 
     said = str(caught.value)
-    assert "invariants.cedar:3: policy 'payments': @ask belongs on a permit" in said
-    assert "policy id 'payments' is already used at invariants.cedar:1" in said
+    assert "policies/invariants.cedar:3: policy 'payments': @ask belongs on a permit" in said
+    assert "policy id 'payments' is already used at policies/invariants.cedar:1" in said
 
 
 def test_a_change_is_picked_up_and_a_broken_one_leaves_the_previous_set_in_force(
@@ -91,7 +91,7 @@ def test_a_change_is_picked_up_and_a_broken_one_leaves_the_previous_set_in_force
     assert kept.effect == "ask" and kept.version == asked.version
     assert live.reload_error is not None
     assert "stays in force" in caplog.text and "b.cedar" not in caplog.text
-    assert "invariants.cedar:5: policy 'big-payments'" in caplog.text
+    assert "policies/invariants.cedar:5: policy 'big-payments'" in caplog.text
 
 
 def _touch_later(path: Path) -> None:
@@ -143,7 +143,7 @@ def test_an_invalid_policy_fails_the_configuration_load_naming_file_line_and_id(
 
     said = str(caught.value)
     assert "policies[0]: the policies do not load" in said
-    assert "invariants.cedar:5: policy 'big-payments'" in said
+    assert "policies/invariants.cedar:5: policy 'big-payments'" in said
 
 
 def test_policy_test_prints_the_deciding_policies_and_fails_on_a_wrong_expectation(

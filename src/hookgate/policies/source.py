@@ -15,7 +15,7 @@ SUFFIX = ".cedar"
 
 @dataclass(frozen=True, slots=True)
 class PolicyFile:
-    """One file's text, named as its errors name it (relative to the folder given)."""
+    """One file's text, named as its errors name it (from the folder given, inclusive)."""
 
     name: str
     text: str
@@ -77,7 +77,7 @@ def read_policy_files(path: Path) -> list[PolicyFile]:
     if not files:
         raise PolicyLoadError([f"{path}: the folder holds no {SUFFIX} files"])
     out = []
-    base = path if path.is_dir() else path.parent
+    base = path.parent
     for file in files:
         try:
             text = file.read_text(encoding="utf-8")
