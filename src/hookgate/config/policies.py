@@ -83,7 +83,10 @@ def check_policies(config: HookgateConfig) -> list[tuple[str, str]]:
             uses.setdefault((path, default), (key, set()))[1].add(str(agent_id))
     if not uses:
         return problems
-    from hookgate.policies import PolicyLoadError, open_policy_set
+    try:
+        from hookgate.policies import PolicyLoadError, open_policy_set
+    except ImportError as exc:
+        return [*problems, *((key, str(exc)) for key, _ in uses.values())]
 
     tools = config.tool_objects
     for (path, default), (key, agent_ids) in uses.items():

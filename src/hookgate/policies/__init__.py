@@ -4,6 +4,12 @@ the tools' signatures, evaluated by the Cedar engine (``cedarpy``) and explained
 The ``cedar_policy`` hook (catalog/builtin/cedar_policy.py) asks `LivePolicySet.decide`.
 """
 
+try:
+    import cedarpy  # noqa: F401  (the engine every module here uses)
+except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
+    raise ImportError("Cedar policies need the Cedar engine's Python bindings: "
+                      "pip install 'hookgate[cedar]'") from exc
+
 from hookgate.policies.decision import PolicyDecision
 from hookgate.policies.errors import PolicyLoadError
 from hookgate.policies.facts import CallFacts
