@@ -1,7 +1,7 @@
 """Policy sets: a policy that does not parse or validate against the schema made from the
 tools' signatures is an error naming the file, the line and the policy; a change to the
-files is picked up at the next decision, and one that does not load leaves the previous
-set in force, loudly. `hookgate policy schema|test` on a configuration."""
+files is picked up at the next look at them, and one that does not load leaves the
+previous set in force, loudly. `hookgate policy schema|test` on a configuration."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_ask_on_a_forbid_and_a_repeated_id_are_refused(folder: Path) -> None:
 def test_a_change_is_picked_up_and_a_broken_one_leaves_the_previous_set_in_force(
         folder: Path, caplog: pytest.LogCaptureFixture) -> None:
     policy_file = write_policies(folder, PAYMENTS_ONLY) / "invariants.cedar"
-    live = LivePolicySet(folder, "deny", TOOLS)
+    live = LivePolicySet(folder, "deny", TOOLS, recheck_s=0)
     first = live.decide(facts(amount=60000))
     assert first.effect == "allow"
 

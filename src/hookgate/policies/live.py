@@ -1,16 +1,18 @@
 """The policy set in force for one path, reloaded when its files change.
 
-Every decision first compares the files' fingerprint (names, sizes, modification times):
-a change is loaded at the next call, in every process that reads those files, so each
-instance serving the same policy folder moves to the new set by itself, and each decision
-records the version it was made under. A set that fails to load leaves the previous one in
-force and is logged as an error once per change.
+A decision looks at the files' fingerprint (names, sizes, modification times) when the last
+look is more than ``recheck_s`` old (1 s): a change is in force within about a second, in
+every process that reads those files, so each instance serving the same policy folder moves
+to the new set by itself (docs/decisions/0006), and each decision records the version it was
+made under. A set that fails to load leaves the previous one in force and is logged as an
+error once per change.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,17 +25,22 @@ from hookgate.policies.source import fingerprint
 from hookgate.tools.tool import Tool
 
 log = logging.getLogger("hookgate.policies")
+#: How old the last look at the files may be when a decision is made, in seconds.
+RECHECK_S = 1.0
 
 
 class LivePolicySet:
     """The loaded set for ``path`` and the tools it is validated for."""
 
-    def __init__(self, path: Path, default: Default, tools: Iterable[Tool]) -> None:
+    def __init__(self, path: Path, default: Default, tools: Iterable[Tool], *,
+                 recheck_s: float = RECHECK_S) -> None:
         self.path = path
         self.default = default
         self.tools = {t.name: t for t in tools}
+        self.recheck_s = recheck_s
         self._lock = threading.Lock()
         self._seen = fingerprint(path)
+        self._looked = time.monotonic()
         #: Raises PolicyLoadError: a set that never loaded has no previous one to keep.
         self.loaded: LoadedPolicies = self._load()
         #: The last reload's failure, while the previous set stays in force.
@@ -44,6 +51,10 @@ class LivePolicySet:
 
     def current(self) -> LoadedPolicies:
         """The set in force now, reloaded first when the files changed."""
+        now = time.monotonic()
+        if now - self._looked < self.recheck_s:
+            return self.loaded
+        self._looked = now
         seen = fingerprint(self.path)
         if seen != self._seen:
             with self._lock:
@@ -86,7 +97,6 @@ def open_policy_set(path: str | Path, default: Default, tools: Iterable[Tool]) -
     with _OPEN_LOCK:
         found = _OPEN.get(key)
         if found is not None and found.covers(wanted):
-            found.current()
             return found
         known = list(found.tools.values()) if found is not None else []
         names = {t.name for t in wanted}

@@ -61,9 +61,15 @@ def fingerprint(path: Path) -> str:
     """Changes whenever a policy file is added, removed, renamed or written."""
     parts: list[str] = []
     try:
-        for file in policy_files(path):
-            st = file.stat()
-            parts.append(f"{file}\0{st.st_size}\0{st.st_mtime_ns}")
+        if not path.is_dir():
+            st = path.stat()
+            return f"{st.st_size}\0{st.st_mtime_ns}"
+        for folder, dirs, names in os.walk(path):
+            dirs.sort()
+            for name in sorted(names):
+                if name.endswith(SUFFIX):
+                    st = os.stat(os.path.join(folder, name))
+                    parts.append(f"{folder}/{name}\0{st.st_size}\0{st.st_mtime_ns}")
     except OSError as exc:
         return f"unreadable:{exc}"
     return "\n".join(parts)
