@@ -5,17 +5,16 @@ audit row."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from sqlalchemy import select
 
 from hookgate.approvals.card_text import card_reasons
-from hookgate.approvals.context import approval_context
-from hookgate.approvals.service import ApprovalAsk
-from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ConnectorCallLog
-from hookgate.tools.guarded import ASKED_BY_KEY
+from tests.engines.world import ALICE, pending
 from tests.policies.world import (
     INVARIANTS,
     PAID,
@@ -85,29 +84,23 @@ async def test_a_sensitive_call_on_an_agent_without_an_audit_log_is_refused(
 async def test_an_ask_policy_takes_the_call_to_a_person_with_its_reason_on_the_card(
         pdb: Database, folder: Path) -> None:
     write_policies(folder, INVARIANTS)
-    hook_agent = agent(folder)
-    from hookgate.catalog import build_registry
-    from hookgate.hooks.services import HookServices
+    PAID.clear()
+    service = PersistentApprovals(pdb, sweep_interval=0.2)
+    await service.start()
+    try:
+        running = asyncio.create_task(run(pdb, agent(folder), PAY_BIG, approvals=service))
+        (request,) = await pending(service)
+        lines = card_reasons(request.context)
+        await service.decide(request.id, "approve", ALICE)
+        result = await running
+    finally:
+        await service.stop()
 
-    registry = build_registry(hook_agent, HookServices(database=pdb))
-    ctx = HookContext(HookPoint.PRE_TOOL_USE, "oa__purchase_pay",
-                      {"amount": 60000, "vendor": "ACME"}, agent_id="buyer", user_id="alice",
-                      metadata={"org_id": "acme", "writes": True, "connector": "oa",
-                                "requires_confirmation": False, "execution_path": "react",
-                                "depth": 0, "run_id": "r1", "tool_call_id": "c1"})
-    cedar = registry.get("cedar_policy")
-    assert cedar is not None
-    answer = await cedar.execute(ctx)
-
-    assert answer.allow and ctx.metadata["requires_confirmation"] is True
-    ask = ApprovalAsk(agent=hook_agent, run_id="r1", tool_call_id="c1",
-                      tool_name="oa__purchase_pay", args=dict(ctx.tool_args),
-                      args_sha256="x", user_id="alice", org_id="acme", conversation_id=None,
-                      metadata=dict(ctx.metadata))
-    lines = card_reasons(approval_context(ask))
     assert any("hook 'cedar_policy' answered ask: payments above 50,000 need a person's "
                "approval (policy big-payments, policy set cedar-" in line for line in lines)
-    assert ctx.metadata[ASKED_BY_KEY][0]["hook"] == "cedar_policy"
+    (pay,) = tool_events(result)
+    assert pay["status"] == "ok" and PAID == [{"amount": 60000, "vendor": "ACME"}]
+    assert any("ask by big-payments" in s for s in pay["side_effects"])
 
 
 async def test_without_an_approval_service_an_asked_call_does_not_run(
