@@ -151,14 +151,19 @@ async def call_state(
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S, allow_inf_nan=False,
                                  description="Seconds to wait for a person's decision "
                                              "(long-poll); 0 answers at once.")] = 0.0,
+    peek: Annotated[bool, Query(description="Only report a person's decision: the call "
+                                            "neither starts nor uses its approval (for "
+                                            "resuming a paused agent, which then asks "
+                                            "again).")] = False,
     framework: FrameworkHeader = "api",
 ) -> CallOut:
     """The call's state; with ``wait``, answered once it is decided or when the wait ends
     (still ``pending``). Asking about a call that started answers ``already_ran``."""
     try:
-        answer = await while_allowed(
-            access.rt.guarded.wait(access.rt.runs.agents, _asker(access, framework), call,
-                                   wait),
+        asker = _asker(access, framework)
+        work = access.rt.guarded.peek(asker, call, wait) if peek else access.rt.guarded.wait(
+            access.rt.runs.agents, asker, call, wait)
+        answer = await while_allowed(work,
             access.still_allowed, recheck_s(request))
     except CallNotFound as exc:
         raise HTTPException(404, str(exc)) from None
