@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from hookgate.client import AlreadyRan, Allowed, Client, GuardUnavailable, Pending
+from hookgate.client import Allowed, AlreadyRan, Client, GuardUnavailable, Pending
 from tests.instances import Instance
 
 CONFIG = """
