@@ -16,6 +16,8 @@ from hookgate.client.errors import GuardRefused, GuardUnavailable
 from hookgate.client.types import (
     Allowed,
     AlreadyRan,
+    Decided,
+    Decision,
     Denied,
     Observation,
     Pending,
@@ -119,12 +121,18 @@ class AsyncLocalGuard:
             found, asker, session_id=session_id, call_id=call_id, tool=tool,
             arguments=arguments, description=description, parameters=parameters)))
 
-    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
-                   peek: bool = False) -> Verdict:
+    async def decision(self, call: str, *, timeout: float) -> Decision:  # noqa: ASYNC109
         rt, asker, _ = await self._asker(None)
-        if peek:
-            return _verdict(await self._guarded(rt.guarded.peek(self._caller(asker), call,
-                                                                timeout)))
+        answer = await self._guarded(rt.guarded.peek(self._caller(asker), call, timeout))
+        if answer.decision == "decided":
+            return Decided(answer.call, str(answer.request_id), answer.approved is True,
+                           answer.reason)
+        found = _verdict(answer)
+        assert isinstance(found, Pending | AlreadyRan)
+        return found
+
+    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
+        rt, asker, _ = await self._asker(None)
         return _verdict(await self._guarded(rt.guarded.wait(
             rt.runs.agents, self._caller(asker), call, timeout)))
 
@@ -173,8 +181,11 @@ class LocalGuard:
             agent=agent, session_id=session_id, call_id=call_id, tool=tool,
             arguments=arguments, description=description, parameters=parameters))
 
-    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict:
-        return self._run(self._inner.wait(call, timeout=timeout, peek=peek))
+    def wait(self, call: str, *, timeout: float) -> Verdict:
+        return self._run(self._inner.wait(call, timeout=timeout))
+
+    def decision(self, call: str, *, timeout: float) -> Decision:
+        return self._run(self._inner.decision(call, timeout=timeout))
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:
         return self._run(self._inner.report(call, output=output, error=error))

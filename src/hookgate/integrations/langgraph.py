@@ -29,6 +29,7 @@ from hookgate.client import (
     Allowed,
     AlreadyRan,
     AsyncGuard,
+    Decided,
     Denied,
     Guard,
     GuardUnavailable,
@@ -193,10 +194,10 @@ def resume_when_decided(guard: Guard, interrupts: Any, *, timeout: float
     them: waits up to ``timeout`` seconds (long-poll); None while one is still pending."""
     decisions: dict[str, Any] = {}
     for call in _pending_calls(interrupts):
-        verdict = guard.wait(call, timeout=timeout, peek=True)
-        if isinstance(verdict, Pending):
+        decided = guard.decision(call, timeout=timeout)
+        if isinstance(decided, Pending):
             return None
-        decisions[call] = type(verdict).__name__
+        decisions[call] = _said(decided)
     return _command(interrupts, decisions)
 
 
@@ -206,11 +207,17 @@ async def aresume_when_decided(guard: AsyncGuard, interrupts: Any, *,
     """`resume_when_decided` for an AsyncGuard."""
     decisions: dict[str, Any] = {}
     for call in _pending_calls(interrupts):
-        verdict = await guard.wait(call, timeout=timeout, peek=True)
-        if isinstance(verdict, Pending):
+        decided = await guard.decision(call, timeout=timeout)
+        if isinstance(decided, Pending):
             return None
-        decisions[call] = type(verdict).__name__
+        decisions[call] = _said(decided)
     return _command(interrupts, decisions)
+
+
+def _said(decided: Decided | AlreadyRan) -> str:
+    if isinstance(decided, AlreadyRan):
+        return "already_ran"
+    return "approved" if decided.approved else "rejected"
 
 
 def _command(interrupts: Any, decisions: Mapping[str, Any]) -> Command[Any]:
