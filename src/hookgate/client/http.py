@@ -116,6 +116,12 @@ class AsyncClient(_Base):
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
 
 class Client(_Base):
     """A Guard over a hookgate server (synchronous)."""
@@ -163,3 +169,9 @@ class Client(_Base):
 
     def close(self) -> None:
         self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

@@ -24,7 +24,7 @@ from hookgate.client.types import (
     SessionStarted,
     Verdict,
 )
-from hookgate.external.calls import Asker, CallAnswer, CallNotFound, CallRefused
+from hookgate.external.calls import Asker, CallAnswer, CallIdReused, CallNotFound, CallRefused
 from hookgate.runtime.runtime import Runtime
 
 T = TypeVar("T")
@@ -84,6 +84,12 @@ class AsyncLocalGuard:
         if self._owned and self._runtime is not None and self._runtime.started:
             await self._runtime.stop()
 
+    async def __aenter__(self) -> AsyncLocalGuard:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
     async def _asker(self, agent_id: str | None) -> tuple[Runtime, Asker, Any]:
         rt = await self.runtime()
         agent = rt.runs.agents.get(agent_id) if agent_id is not None else None
@@ -97,7 +103,7 @@ class AsyncLocalGuard:
         try:
             return await work
         except CallRefused as exc:
-            raise GuardRefused(str(exc), 409 if "already used" in str(exc) else 400) from None
+            raise GuardRefused(str(exc), 409 if isinstance(exc, CallIdReused) else 400) from None
         except CallNotFound as exc:
             raise GuardRefused(str(exc), 404) from None
         except (GuardRefused, GuardUnavailable):
@@ -189,6 +195,12 @@ class LocalGuard:
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:
         return self._run(self._inner.report(call, output=output, error=error))
+
+    def __enter__(self) -> LocalGuard:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self._run(self._inner.aclose())

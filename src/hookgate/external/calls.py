@@ -59,6 +59,10 @@ class CallRefused(ValueError):
     """The request cannot be acted on (bad input, a re-used call id); the text says why."""
 
 
+class CallIdReused(CallRefused):
+    """A call id already named another call (another tool or other arguments)."""
+
+
 class CallNotFound(LookupError):
     """No call with this id for this user."""
 
@@ -213,7 +217,7 @@ class GuardedCalls:
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         prior = await self.ledger.claim(INDEX_RUN, key, tool, digest)
         if prior is not None and (prior.tool_name, prior.args_sha256) != (tool, digest):
-            raise CallRefused(
+            raise CallIdReused(
                 f"call id '{call_id}' was already used in session '{session_id}' for another "
                 "call (another tool or other arguments); a call id names one call, so this "
                 "one is not run")

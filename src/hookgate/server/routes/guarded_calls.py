@@ -19,6 +19,7 @@ from hookgate.external.calls import (
     FRAMEWORKS_MAX,
     Asker,
     CallAnswer,
+    CallIdReused,
     CallNotFound,
     CallRefused,
 )
@@ -143,8 +144,10 @@ async def ask(body: CallIn, access: LastingAccessDep,
             call_id=body.call_id, tool=body.tool, arguments=body.arguments,
             parent_session=body.parent_session, description=body.description,
             parameters=body.parameters)
+    except CallIdReused as exc:
+        raise HTTPException(409, str(exc)) from None
     except CallRefused as exc:
-        raise HTTPException(409 if "already used" in str(exc) else 400, str(exc)) from None
+        raise HTTPException(400, str(exc)) from None
     except Exception as exc:
         log.exception("guarded call %s of agent %s failed", body.call_id, body.agent)
         return CallOut(call="", decision="deny", reason=f"hookgate could not decide this call "
