@@ -128,6 +128,19 @@ def test_a_gated_call_waits_for_a_person_and_runs_once(
     assert isinstance(denied, Denied) and "once is enough" in denied.reason
 
 
+def test_an_allow_nobody_waits_for_any_more_does_not_use_up_the_call(
+        server: LiveServer, guard: Client) -> None:
+    asked = guard.before_call(agent="payer", session_id="s-gone", call_id="g1",
+                              tool="transfer", arguments={"amount": 1, "to": "bob"})
+    assert isinstance(asked, Pending)
+    with pytest.raises(httpx.ReadTimeout):  # a client that gives up on its long-poll
+        httpx.get(f"{server.url}/api/v1/calls/{asked.call}", params={"wait": 20},
+                  headers={"Authorization": f"Bearer {BOT}"}, timeout=0.5)
+    decide(server, asked.request_id, "approve")
+    verdict = guard.wait(asked.call, timeout=10)
+    assert isinstance(verdict, Allowed)
+
+
 def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
         server: LiveServer, guard: Client, attempt: Any) -> None:
     first = guard.before_call(agent="payer", session_id="s-x", call_id="r1", tool="search",

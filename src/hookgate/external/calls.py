@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
@@ -52,6 +52,8 @@ SECTION = "guarded_calls"
 INDEX_RUN = "guarded-calls"
 SESSION_STOPPED = "guarded-session-stopped"
 FRAMEWORKS_MAX = 64
+#: Whether the asker still waits for the answer (a long-poll's client still connected).
+Listening = Callable[[], Awaitable[bool]]
 Decision = Literal["allow", "deny", "pending", "already_ran", "decided"]
 
 
@@ -226,14 +228,17 @@ class GuardedCalls:
         return await self._decide(agent, asker.org_id, key, facts, wait_s=0.0)
 
     async def wait(self, agents: Mapping[str, Agent], asker: Asker, call: str,
-                   wait_s: float) -> CallAnswer:
-        """The call's state, waiting up to ``wait_s`` seconds for a person's decision."""
+                   wait_s: float, listening: Listening | None = None) -> CallAnswer:
+        """The call's state, waiting up to ``wait_s`` seconds for a person's decision;
+        ``listening`` says whether the asker still waits for the answer (an allow is not
+        recorded as started for a long-poll its client gave up)."""
         facts = await self._facts(call, asker)
         agent = agents.get(facts.agent_id)
         if agent is None:
             raise CallNotFound(f"call '{call}' belongs to agent '{facts.agent_id}', which "
                                "this server no longer has")
-        return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s))
+        return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s),
+                                  listening=listening)
 
     async def peek(self, asker: Asker, call: str, wait_s: float) -> CallAnswer:
         """What a person decided on the call's request, waiting up to ``wait_s`` seconds,
@@ -270,7 +275,7 @@ class GuardedCalls:
                           reason=why)
 
     async def _decide(self, agent: Agent, org_id: str | None, key: str, facts: _Facts, *,
-                      wait_s: float) -> CallAnswer:
+                      wait_s: float, listening: Listening | None = None) -> CallAnswer:
         run_id = facts.run_id
         ran = await self._already_ran(key, facts)
         if ran is not None:
@@ -290,7 +295,11 @@ class GuardedCalls:
             args = tool.validate(facts.arguments)
         except ToolArgumentsError as exc:
             return CallAnswer(key, "deny", reason=f"hookgate: {exc}")
-        approvals = ExternalApprovals(self.approvals, self.ledger, wait_s)
+        # The approval's use belongs to this call id: asked again (an answer that never
+        # reached the client), it is still this call's; the start claim below keeps it to
+        # one execution.
+        approvals = ExternalApprovals(self.approvals, self.ledger, wait_s,
+                                      owner=facts.call_id)
         try:
             registry = self._registry(agent, replace(self.services, approvals=approvals))
         except HookBuildError as exc:
@@ -310,6 +319,10 @@ class GuardedCalls:
         if isinstance(decision, CallDecision):
             await decisions.keep(self.ledger, run_id, facts.call_id, facts.tool_name, final_digest,
                                  decision)
+        if listening is not None and not await listening():
+            # Nobody reads this answer: the call is not started, and its approval stays
+            # this call's for the next ask.
+            return CallAnswer(key, "pending", reason="the asker stopped waiting")
         started = "started:" + facts.call_id
         if await self.ledger.claim(run_id, started, facts.tool_name, final_digest) is not None:
             ran = await self._already_ran(key, facts)
