@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.approvals.records import ConfirmationRequest
 from hookgate.canonical import canonical_json
 from hookgate.catalog.build import build_registry
 from hookgate.external import decisions
@@ -231,12 +232,22 @@ class GuardedCalls:
                    wait_s: float, listening: Listening | None = None) -> CallAnswer:
         """The call's state, waiting up to ``wait_s`` seconds for a person's decision;
         ``listening`` says whether the asker still waits for the answer (an allow is not
-        recorded as started for a long-poll its client gave up)."""
+        recorded as started for a long-poll its client gave up).
+
+        While the call's request is pending, the wait is on the request alone: the
+        PreToolUse chain (rate limits, audit of the attempt) runs again only once it is
+        decided, not on every poll."""
         facts = await self._facts(call, asker)
         agent = agents.get(facts.agent_id)
         if agent is None:
             raise CallNotFound(f"call '{call}' belongs to agent '{facts.agent_id}', which "
                                "this server no longer has")
+        request = await self.approvals.store.for_call(facts.run_id, facts.call_id)
+        if request is not None and request.pending and await self._already_ran(
+                call, facts) is None:
+            if await self._decided(request, wait_s) is None:
+                return self._pending(call, facts, request.id)
+            wait_s = 0.0
         return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s),
                                   listening=listening)
 
@@ -252,27 +263,39 @@ class GuardedCalls:
         if request is None:
             raise CallRefused(f"no person was asked about call '{call}'; ask about the call "
                               "itself for its verdict")
+        current = await self._decided(request, wait_s)
+        if current is None:
+            return self._pending(call, facts, request.id)
+        return CallAnswer(call, "decided", request_id=request.id,
+                          approved=current.status == "approved", reason=current.reason)
+
+    async def _decided(self, request: ConfirmationRequest, wait_s: float
+                       ) -> ConfirmationRequest | None:
+        """The request once decided, waiting up to ``wait_s`` seconds (woken by the decision
+        itself); None while it is still pending."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + max(0.0, wait_s)
         while True:
             fut = self.approvals.hub.waiter(request.id)
             try:
                 current = await self.approvals.store.get(request.id)
-                if current is None or not current.pending:
-                    break
+                if current is None:
+                    raise CallNotFound(f"request {request.id} disappeared")
+                if not current.pending:
+                    return current
                 left = give_up - loop.time()
                 if left <= 0:
-                    return CallAnswer(call, "pending", request_id=request.id,
-                                      reason=f"'{facts.tool_name}' needs a person's approval "
-                                             f"in hookgate (request {request.id})")
+                    return None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(fut, left)
             finally:
                 self.approvals.hub.discard(request.id, fut)
-        approved = current is not None and current.status == "approved"
-        why = current.reason if current is not None else "the request disappeared"
-        return CallAnswer(call, "decided", request_id=request.id, approved=approved,
-                          reason=why)
+
+    @staticmethod
+    def _pending(call: str, facts: _Facts, request_id: str) -> CallAnswer:
+        return CallAnswer(call, "pending", request_id=request_id,
+                          reason=f"'{facts.tool_name}' needs a person's approval in hookgate "
+                                 f"(request {request_id})")
 
     async def _decide(self, agent: Agent, org_id: str | None, key: str, facts: _Facts, *,
                       wait_s: float, listening: Listening | None = None) -> CallAnswer:
@@ -309,9 +332,7 @@ class GuardedCalls:
                                     registry=registry, identity=identity, metadata=extras)
         if isinstance(decided, ToolOutcome):
             if approvals.pending is not None:
-                return CallAnswer(key, "pending", request_id=approvals.pending.id,
-                                  reason=f"'{facts.tool_name}' needs a person's approval in "
-                                         f"hookgate (request {approvals.pending.id})")
+                return self._pending(key, facts, approvals.pending.id)
             return CallAnswer(key, "deny", reason=decided.observation)
         ctx, final_args, _pre = decided
         final_digest = args_digest(final_args)
