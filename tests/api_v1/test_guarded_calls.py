@@ -35,7 +35,8 @@ def deployment(url: str) -> Deployment:
         model_config_json={
             "hooks": {"class_hooks": [
                 "audit_log", "readonly_guard",
-                {"name": "connector_rate_limit", "params": {"limits": {"pinger": "2/day", "wirer": "2/day"}}}]},
+                {"name": "connector_rate_limit",
+                 "params": {"limits": {"pinger": "2/day", "wirer": "2/day"}}}]},
             "guarded_calls": {"rules": [
                 {"matcher": "transfer", "requires_confirmation": True},
                 {"matcher": "search", "writes": False},
@@ -119,6 +120,11 @@ def test_a_gated_call_waits_for_a_person_and_runs_once(
     guard.report(allowed.call, output="sent 500 to bob")
     replay = guard.wait(allowed.call, timeout=0)
     assert replay == AlreadyRan(allowed.call, "sent 500 to bob")
+    # Another user of the org (an admin, even) cannot read or report this user's call.
+    other = httpx.get(f"{server.url}/api/v1/calls/{allowed.call}",
+                      headers={"Authorization": f"Bearer {ALICE}"})
+    attempt.record("v1 API: another user reads a call", other.status_code != 404)
+    assert other.status_code == 404
     # The approval is used: the same arguments under a new call id ask a person again.
     fresh = guard.before_call(agent="payer", session_id="s-pay", call_id="t2",
                               tool="transfer", arguments={"amount": 500, "to": "bob"})
