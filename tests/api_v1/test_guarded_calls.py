@@ -4,6 +4,7 @@ and run once, and the attacks on exactly-once are refused."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +16,9 @@ from hookgate import Agent, ScriptedLLM
 from hookgate.client import (
     Allowed,
     AlreadyRan,
+    AsyncClient,
     Client,
+    Decided,
     Denied,
     GuardRefused,
     GuardUnavailable,
@@ -184,6 +187,32 @@ def test_polling_a_pending_call_takes_no_rate_limit_slot(
         assert isinstance(guard.wait(asked.call, timeout=0), Pending)
     decide(server, asked.request_id, "approve")
     assert isinstance(guard.wait(asked.call, timeout=5), Allowed)
+
+
+async def test_the_async_client_asks_reports_and_learns_decisions(server: LiveServer) -> None:
+    async with AsyncClient(server.url, BOT, framework="pydantic-ai") as guard:
+        assert (await guard.start_session(agent="payer", session_id="s-async")).context is None
+        plain = await guard.before_call(agent="payer", session_id="s-async", call_id="a1",
+                                        tool="search", arguments={"q": "z"})
+        assert isinstance(plain, Allowed)
+        assert (await guard.report(plain.call, error="boom")).text == "Error: boom"
+        gated = await guard.before_call(agent="payer", session_id="s-async", call_id="a2",
+                                        tool="transfer", arguments={"amount": 2, "to": "x"})
+        assert isinstance(gated, Pending)
+        await asyncio.to_thread(decide, server, gated.request_id, "reject", reason="no")
+        assert await guard.decision(gated.call, timeout=5) == Decided(
+            gated.call, gated.request_id, False, "no")
+        denied = await guard.wait(gated.call, timeout=5)
+        assert isinstance(denied, Denied) and "rejected" in denied.reason
+
+
+def test_the_routes_are_described_in_the_openapi_document(server: LiveServer) -> None:
+    paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
+    for path in ("/api/v1/sessions", "/api/v1/calls", "/api/v1/calls/{call}",
+                 "/api/v1/calls/{call}/result"):
+        assert path in paths, sorted(paths)
+    answer = paths["/api/v1/calls"]["post"]["responses"]["200"]["content"]
+    assert answer["application/json"]["schema"]["$ref"].endswith("/CallOut")
 
 
 def test_an_unreachable_server_fails_closed_and_says_why() -> None:
