@@ -23,10 +23,10 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from hookgate import Agent, ScriptedLLM
-from hookgate.client import Client
+from hookgate.client import Client, GuardUnavailable
 from hookgate.integrations.langgraph import HookgateMiddleware, resume_when_decided
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
-from tests.live_server import LiveServer, live_server
+from tests.live_server import LiveServer, free_port, live_server
 
 BOT, ALICE, RO = "tok-bot", "tok-alice", "tok-ro"
 WITHHOLD_CARDS = {"event": "PostToolUse", "matcher": "lookup", "name": "card_guard",
@@ -200,6 +200,19 @@ def test_a_subgraphs_tool_call_is_gated(server: LiveServer, guard: Client) -> No
     config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
     paused = graph.invoke({"messages": [("user", "go")]}, config)
     assert RAN == [] and paused["__interrupt__"][0].value["hookgate"]["request_id"]
+
+
+def test_an_unreachable_hookgate_runs_no_tool_and_says_why() -> None:
+    RAN.clear()
+    gone = Client(f"http://127.0.0.1:{free_port()}", BOT, framework="langgraph", timeout=2)
+    with pytest.raises(GuardUnavailable, match="unreachable"):
+        run_paused(gone, "payer", calls("lookup", {"name": "ann"}))
+    graph = create_agent(model(calls("lookup", {"name": "bob"})), tools=[transfer, lookup],
+                         middleware=[HookgateMiddleware(gone, agent="payer",
+                                                        on_unavailable="tell_model")],
+                         checkpointer=InMemorySaver())
+    told = graph.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "u"}})
+    assert RAN == [] and "unreachable" in tool_texts(told)[0]
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)

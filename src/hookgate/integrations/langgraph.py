@@ -10,9 +10,10 @@ built by `resume_when_decided`. On resume the middleware asks hookgate again, so
 value can never allow a call by itself. The result goes back through hookgate and the model
 sees only the observation it returns. A thread's first turn starts a hookgate session (the
 SessionStart hooks' context is added for the model; a session they stop ends the run). The
-session is the graph's ``thread_id``; subgraphs
-and sub-agents built with the same middleware go through the same gate. hookgate
-unreachable: the call does not run and GuardUnavailable says why (fail closed).
+session is the graph's ``thread_id``; subgraphs and sub-agents built with the same
+middleware go through the same gate. hookgate unreachable or failing: the call does not
+run and GuardUnavailable says why (fail closed; ``on_unavailable="tell_model"`` answers the
+call with the reason instead of stopping the run).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware, hook_config
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
@@ -95,11 +96,14 @@ def _ran(result: ToolMessage | Command[Any]) -> tuple[Any, str | None]:
 class HookgateMiddleware(AgentMiddleware):
     """Every tool call of the agent through hookgate (see the module text)."""
 
-    def __init__(self, guard: Guard | AsyncGuard, *, agent: str,
-                 wait_s: float = 0.0) -> None:
+    def __init__(self, guard: Guard | AsyncGuard, *, agent: str, wait_s: float = 0.0,
+                 on_unavailable: Literal["raise", "tell_model"] = "raise") -> None:
         super().__init__()
         self.guard = guard
         self.agent = agent
+        #: hookgate unreachable or failing: the call never runs either way; "raise" stops
+        #: the run with GuardUnavailable, "tell_model" answers the call with the reason.
+        self.on_unavailable = on_unavailable
         #: How long one ask waits for a person before the call becomes an interrupt.
         self.wait_s = wait_s
         self._async = inspect.iscoroutinefunction(guard.before_call)
@@ -116,19 +120,48 @@ class HookgateMiddleware(AgentMiddleware):
         if not _first_turn(state):
             return None
         guard: Guard = self.guard  # type: ignore[assignment]
-        return _started(guard.start_session(agent=self.agent, session_id=_session(None)))
+        try:
+            return _started(guard.start_session(agent=self.agent, session_id=_session(None)))
+        except GuardUnavailable:
+            if self.on_unavailable == "raise":
+                raise
+            return None  # each tool call is answered with the reason
 
     @hook_config(can_jump_to=["end"])
     async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         if not _first_turn(state):
             return None
-        return _started(await self._ask("start_session", agent=self.agent,
-                                        session_id=_session(None)))
+        try:
+            return _started(await self._ask("start_session", agent=self.agent,
+                                            session_id=_session(None)))
+        except GuardUnavailable:
+            if self.on_unavailable == "raise":
+                raise
+            return None
 
     # -- sync ------------------------------------------------------------------------------
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Handler
                        ) -> ToolMessage | Command[Any]:
+        try:
+            return self._call(request, handler)
+        except GuardUnavailable as exc:
+            return self._unavailable(request, exc)
+
+    async def awrap_tool_call(self, request: ToolCallRequest, handler: AsyncHandler
+                              ) -> ToolMessage | Command[Any]:
+        try:
+            return await self._acall(request, handler)
+        except GuardUnavailable as exc:
+            return self._unavailable(request, exc)
+
+    def _unavailable(self, request: ToolCallRequest, exc: GuardUnavailable) -> ToolMessage:
+        if self.on_unavailable == "raise":
+            raise exc
+        return _message(request, f"hookgate: {exc}", error=True)
+
+    def _call(self, request: ToolCallRequest, handler: Handler
+              ) -> ToolMessage | Command[Any]:
         if self._async:
             raise TypeError("this middleware holds an async guard: run the agent with "
                             "ainvoke/astream, or give it a sync guard")
@@ -149,13 +182,16 @@ class HookgateMiddleware(AgentMiddleware):
             return self._settled(request, verdict)
         result = handler(request.override(tool_call={**call, "args": verdict.arguments}))
         output, error = _ran(result)
-        seen = guard.report(verdict.call, output=output, error=error)
+        try:
+            seen = guard.report(verdict.call, output=output, error=error)
+        except GuardUnavailable as exc:
+            raise _unreviewed(exc) from exc
         return self._observed(request, verdict, result, seen.text, seen.withheld)
 
     # -- async -----------------------------------------------------------------------------
 
-    async def awrap_tool_call(self, request: ToolCallRequest, handler: AsyncHandler
-                              ) -> ToolMessage | Command[Any]:
+    async def _acall(self, request: ToolCallRequest, handler: AsyncHandler
+                     ) -> ToolMessage | Command[Any]:
         call = request.tool_call
         verdict = await self._ask(
             "before_call", agent=self.agent, session_id=_session(request),
@@ -174,7 +210,10 @@ class HookgateMiddleware(AgentMiddleware):
         result = await handler(request.override(tool_call={**call, "args": verdict.arguments}))
         output, error = _ran(result)
         allowed = verdict
-        seen = await self._ask("report", allowed.call, output=output, error=error)
+        try:
+            seen = await self._ask("report", allowed.call, output=output, error=error)
+        except GuardUnavailable as exc:
+            raise _unreviewed(exc) from exc
         return self._observed(request, verdict, result, seen.text, seen.withheld)
 
     async def _ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -201,6 +240,12 @@ class HookgateMiddleware(AgentMiddleware):
         if verdict.note:
             text = f"{text}\n\n[hookgate: {verdict.note}]"
         return _message(request, text, error=withheld)
+
+
+def _unreviewed(exc: GuardUnavailable) -> GuardUnavailable:
+    # The tool ran, but its result was never reviewed: the model does not see it.
+    return GuardUnavailable(f"the tool ran, but hookgate could not review its result, so the "
+                            f"model does not see it ({exc})")
 
 
 def _first_turn(state: Any) -> bool:
