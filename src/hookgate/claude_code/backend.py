@@ -13,7 +13,6 @@ headless run, so hookgate itself refuses the session's prompts and tool calls fr
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -22,9 +21,9 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.catalog.build import build_registry
-from hookgate.claude_code import decisions
-from hookgate.claude_code.approvals import ExternalApprovals
 from hookgate.claude_code.policy import ExternalPolicy, probe_context
+from hookgate.external import decisions, sessions
+from hookgate.external.approvals import ExternalApprovals
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
@@ -99,13 +98,8 @@ class ClaudeCodeBackend:
 
 
 def session_run_id(agent_id: str, user_id: str, session: str) -> str:
-    """The run id of a Claude Code session of ``user_id`` under ``agent_id``.
-
-    All three are in it, so a request, an approval or an execution claim of one session can
-    never be found by another user or agent that sends the same session id.
-    """
-    key = "\0".join((agent_id, user_id, session)).encode("utf-8", "surrogatepass")
-    return "cc-" + hashlib.sha256(key).hexdigest()[:40]
+    """The run id of a Claude Code session of ``user_id`` under ``agent_id``."""
+    return sessions.session_run_id("cc-", agent_id, user_id, session)
 
 
 class _Call:

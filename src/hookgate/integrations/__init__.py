@@ -1,3 +1,4 @@
-"""Framework adapters: each routes one agent framework's tool calls through a hookgate guard
-(`hookgate.client`), using the framework's own extension point and its own durable pause.
-They import only `hookgate.client`, never hookgate's internals."""
+"""Framework adapters: each framework's own extension point over a hookgate guard
+(hookgate.client: a server's ``/api/v1`` or the in-process guard). One module per framework,
+installed with its extra; they import nothing of hookgate but hookgate.client.
+"""

@@ -21,6 +21,7 @@ from hookgate.approvals.followup_timers import FollowupTimers
 from hookgate.approvals.followups import Followups
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.claude_code.backend import ClaudeCodeBackend
+from hookgate.external.calls import GuardedCalls
 from hookgate.hooks.services import HookServices
 from hookgate.runtime.channel_directory import CompletionNotices, ConfiguredChannels
 from hookgate.runtime.deployment import Deployment
@@ -91,6 +92,8 @@ class Runtime:
                                workflows=deployment.workflows)
         #: Answers Claude Code's http hooks (POST /api/claude-code/hooks).
         self.claude_code = ClaudeCodeBackend(self.approvals, self.services, self.runs.ledger)
+        #: Answers the guarded-call API and the in-process guard (hookgate.external.calls).
+        self.guarded = GuardedCalls(self.approvals, self.services, self.runs.ledger)
         self.runs.on_run_end = CompletionNotices(self.channels, agents, self.runs.store,
                                                  self.run_url).run_ended
         self.notifications: Subscription | None = None

@@ -1,13 +1,13 @@
-"""Approvals for Claude Code's calls: bounded waits, and one execution per approval.
+"""Approvals for calls that run outside hookgate: bounded waits, one execution per approval.
 
-A Claude Code hook cannot hold a call for hours, so the gate waits ``wait_s`` and then
-leaves the request pending (StillPending). The same call asked again — the same
-``tool_use_id`` after ``claude -p --resume``, or an identical retry in the same session (same
-tool, same argument digest) — finds that request instead of making another. An approval is
-used by exactly one execution: its use is claimed in the execution ledger
-(``approval:<request id>``), and a second claim finds it taken. The binding (agent, session,
-``tool_use_id``, tool, argument digest) is checked before the claim, so a mismatched call
-never uses up an approval.
+A Claude Code hook (or a guarded-call API request) cannot hold a call for hours, so the gate
+waits ``wait_s`` and then leaves the request pending (StillPending). The same call asked
+again — the same ``tool_use_id`` after ``claude -p --resume``, or an identical retry in the
+same session (same tool, same argument digest) — finds that request instead of making
+another. An approval is used by exactly one execution: its use is claimed in the execution
+ledger (``approval:<request id>``), and a second claim finds it taken. The binding (agent,
+session, ``tool_use_id``, tool, argument digest) is checked before the claim, so a
+mismatched call never uses up an approval.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["ExternalApprovals"]
 
 
 class ExternalApprovals:
-    """An ApprovalService for one hook call from Claude Code."""
+    """An ApprovalService for one call asked from outside (a Claude Code hook, the v1 API)."""
 
     def __init__(self, approvals: PersistentApprovals, ledger: DatabaseLedger,
                  wait_s: float) -> None:

@@ -1,6 +1,6 @@
-"""Who decided a Claude Code call, kept from its PreToolUse for its PostToolUse: the tool runs
-in Claude Code between the two hook calls, so the audit row written at PostToolUse reads the
-decision the gate made at PreToolUse from the execution ledger (``decision:<tool_use_id>``).
+"""Who decided an external call, kept from its PreToolUse for its PostToolUse: the tool runs
+outside hookgate (Claude Code, a framework) between the two, so the audit row written at
+PostToolUse reads the gate's decision from the execution ledger (``decision:<call id>``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,33 @@
+"""The guard every framework adapter codes against: typed verdicts, two exceptions, the
+AsyncGuard/Guard protocols and the HTTP clients of ``/api/v1`` (httpx only). The in-process
+guard is ``hookgate.client.local`` (it needs the server extras).
+"""
+
+from hookgate.client.errors import GuardRefused, GuardUnavailable
+from hookgate.client.http import AsyncClient, Client
+from hookgate.client.protocols import AsyncGuard, Guard
+from hookgate.client.types import (
+    Allowed,
+    AlreadyRan,
+    Denied,
+    Observation,
+    Pending,
+    SessionStarted,
+    Verdict,
+)
+
+__all__ = [
+    "Allowed",
+    "AlreadyRan",
+    "AsyncClient",
+    "AsyncGuard",
+    "Client",
+    "Denied",
+    "Guard",
+    "GuardRefused",
+    "GuardUnavailable",
+    "Observation",
+    "Pending",
+    "SessionStarted",
+    "Verdict",
+]

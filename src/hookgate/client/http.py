@@ -1,0 +1,152 @@
+"""The HTTP clients of the guarded-call API (``/api/v1``): ``Client`` (sync) and ``AsyncClient``
+(async), over httpx. Fail closed: hookgate unreachable, failing (5xx) or answering something
+that is not a verdict is GuardUnavailable with the reason; a 4xx is GuardRefused. ``wait``
+is one long-poll request (``GET /api/v1/calls/{id}?wait=S``), never a sleep loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from hookgate.client import wire
+from hookgate.client.errors import GuardRefused, GuardUnavailable
+from hookgate.client.types import Observation, SessionStarted, Verdict
+
+__all__ = ["AsyncClient", "Client"]
+#: Seconds a request may take beyond the long-poll it asks for.
+MARGIN_S = 10.0
+
+
+def _answer(response: httpx.Response) -> Mapping[str, Any]:
+    if response.status_code >= 500:
+        raise GuardUnavailable(f"hookgate failed (HTTP {response.status_code}: "
+                               f"{_detail(response)}), so the call does not run")
+    if response.status_code >= 400:
+        raise GuardRefused(f"hookgate refused the request (HTTP {response.status_code}): "
+                           f"{_detail(response)}", response.status_code)
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise GuardUnavailable("hookgate's answer is not a JSON object, so the call does "
+                               "not run")
+    return body
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return str(detail) if detail else response.text[:300]
+
+
+def _unreachable(base_url: str, exc: Exception) -> GuardUnavailable:
+    return GuardUnavailable(f"hookgate at {base_url} is unreachable ({type(exc).__name__}: "
+                            f"{exc}), so the call does not run")
+
+
+def _call_body(agent: str, session_id: str, call_id: str, tool: str,
+               arguments: Mapping[str, Any], description: str | None) -> dict[str, Any]:
+    return {"agent": agent, "session_id": session_id, "call_id": call_id, "tool": tool,
+            "arguments": dict(arguments), "description": description}
+
+
+class _Base:
+    def __init__(self, base_url: str, token: str, *, framework: str,
+                 timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.framework = framework
+        self.timeout = timeout
+        self.headers = {"Authorization": f"Bearer {token}", "X-Hookgate-Framework": framework}
+
+
+class AsyncClient(_Base):
+    """An AsyncGuard over a hookgate server."""
+
+    def __init__(self, base_url: str, token: str, *, framework: str, timeout: float = 30.0,
+                 http: httpx.AsyncClient | None = None) -> None:
+        super().__init__(base_url, token, framework=framework, timeout=timeout)
+        self._http = http or httpx.AsyncClient(timeout=timeout)
+
+    async def _request(self, method: str, path: str, *, json: Any = None,
+                       params: Mapping[str, Any] | None = None,
+                       seconds: float | None = None) -> Mapping[str, Any]:
+        try:
+            response = await self._http.request(
+                method, self.base_url + path, json=json, params=params, headers=self.headers,
+                timeout=seconds if seconds is not None else self.timeout)
+        except httpx.HTTPError as exc:
+            raise _unreachable(self.base_url, exc) from exc
+        return _answer(response)
+
+    async def start_session(self, *, agent: str, session_id: str,
+                            parent_session: str | None = None) -> SessionStarted:
+        return wire.session(await self._request("POST", "/api/v1/sessions", json={
+            "agent": agent, "session_id": session_id, "parent_session": parent_session}))
+
+    async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
+                          arguments: Mapping[str, Any], description: str | None = None
+                          ) -> Verdict:
+        return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
+            agent, session_id, call_id, tool, arguments, description)))
+
+    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
+        # The long-poll's length, sent to the server (the interface's name for it).
+        return wire.verdict(await self._request(
+            "GET", f"/api/v1/calls/{call}", params={"wait": timeout},
+            seconds=timeout + MARGIN_S))
+
+    async def report(self, call: str, *, output: Any = None,
+                     error: str | None = None) -> Observation:
+        return wire.observation(await self._request(
+            "POST", f"/api/v1/calls/{call}/result", json={"output": output, "error": error}))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+class Client(_Base):
+    """A Guard over a hookgate server (synchronous)."""
+
+    def __init__(self, base_url: str, token: str, *, framework: str, timeout: float = 30.0,
+                 http: httpx.Client | None = None) -> None:
+        super().__init__(base_url, token, framework=framework, timeout=timeout)
+        self._http = http or httpx.Client(timeout=timeout)
+
+    def _request(self, method: str, path: str, *, json: Any = None,
+                 params: Mapping[str, Any] | None = None,
+                 timeout: float | None = None) -> Mapping[str, Any]:
+        try:
+            response = self._http.request(
+                method, self.base_url + path, json=json, params=params, headers=self.headers,
+                timeout=timeout if timeout is not None else self.timeout)
+        except httpx.HTTPError as exc:
+            raise _unreachable(self.base_url, exc) from exc
+        return _answer(response)
+
+    def start_session(self, *, agent: str, session_id: str,
+                      parent_session: str | None = None) -> SessionStarted:
+        return wire.session(self._request("POST", "/api/v1/sessions", json={
+            "agent": agent, "session_id": session_id, "parent_session": parent_session}))
+
+    def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
+                    arguments: Mapping[str, Any], description: str | None = None) -> Verdict:
+        return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
+            agent, session_id, call_id, tool, arguments, description)))
+
+    def wait(self, call: str, *, timeout: float) -> Verdict:
+        return wire.verdict(self._request("GET", f"/api/v1/calls/{call}",
+                                          params={"wait": timeout},
+                                          timeout=timeout + MARGIN_S))
+
+    def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:
+        return wire.observation(self._request(
+            "POST", f"/api/v1/calls/{call}/result", json={"output": output, "error": error}))
+
+    def close(self) -> None:
+        self._http.close()

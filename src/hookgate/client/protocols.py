@@ -1,0 +1,45 @@
+"""The guard interface every framework adapter codes against, async and sync; implemented
+by the HTTP clients (hookgate.client.http) and the in-process guard (hookgate.client.local).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from hookgate.client.types import Observation, SessionStarted, Verdict
+
+
+class AsyncGuard(Protocol):
+    #: "langgraph", "openai-agents", "pydantic-ai", "adk", "crewai": recorded in audit rows.
+    framework: str
+
+    async def start_session(self, *, agent: str, session_id: str,
+                            parent_session: str | None = None) -> SessionStarted: ...
+
+    async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
+                          arguments: Mapping[str, Any], description: str | None = None
+                          ) -> Verdict: ...
+
+    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
+        """Long-poll: the verdict once decided, Pending if still undecided after timeout."""
+        ...
+
+    async def report(self, call: str, *, output: Any = None,
+                     error: str | None = None) -> Observation: ...
+
+
+class Guard(Protocol):
+    framework: str
+
+    def start_session(self, *, agent: str, session_id: str,
+                      parent_session: str | None = None) -> SessionStarted: ...
+
+    def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
+                    arguments: Mapping[str, Any], description: str | None = None
+                    ) -> Verdict: ...
+
+    def wait(self, call: str, *, timeout: float) -> Verdict: ...
+
+    def report(self, call: str, *, output: Any = None,
+               error: str | None = None) -> Observation: ...

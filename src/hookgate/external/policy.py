@@ -1,0 +1,133 @@
+"""Which of an agent's rules apply to a call that runs outside hookgate, and the Tool it becomes.
+
+A section of the agent's ``model_config_json`` (``claude_code``, ``guarded_calls``) holds
+``wait_s`` and ``rules``; a rule has a ``matcher``, a ``when`` (hookgate.matching) and
+``requires_confirmation``, ``writes``, ``connector``, plus any keys a caller adds
+(Claude Code's ``command`` and ``path_*``). Every key given must hold for the rule to apply.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hookgate.agent import Agent
+from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.matching import Condition, ToolMatcher, selects
+from hookgate.tools.tool import Tool
+
+#: A test a rule key adds: True when the call meets it (fail closed: unsure is True).
+ArgumentTest = Callable[[HookContext], bool]
+#: Extra rule keys: each parses its value (HookBuildError) into a test.
+RuleKeys = Mapping[str, Callable[[Any], ArgumentTest]]
+_RULE_KEYS = frozenset({"matcher", "when", "requires_confirmation", "writes", "connector"})
+_KEYS = frozenset({"wait_s", "rules"})
+
+
+class ExternalToolRan(RuntimeError):
+    """Raised if anything tried to run an external agent's tool inside hookgate."""
+
+
+def _never_run(**_: Any) -> None:
+    raise ExternalToolRan("an external agent's tools run in that agent, never in hookgate")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    matcher: ToolMatcher
+    when: Condition | None
+    requires_confirmation: bool | None
+    writes: bool | None
+    connector: str | None
+    tests: tuple[ArgumentTest, ...] = ()
+
+    def applies(self, ctx: HookContext) -> bool:
+        # A rule whose `when` cannot be evaluated applies (fail closed).
+        if not selects(self.matcher, self.when, ctx)[0]:
+            return False
+        return all(test(ctx) for test in self.tests)
+
+
+@dataclass(frozen=True, slots=True)
+class CallRules:
+    """The rules of one section and how long a call waits for a person inside one request."""
+
+    rules: tuple[ToolRule, ...] = ()
+    wait_s: float = 0.0
+
+    @classmethod
+    def read(cls, agent: Agent, section: str, *, default_wait_s: float,
+             keys: RuleKeys | None = None) -> CallRules:
+        """The agent's rules under ``section``; HookBuildError says what is wrong."""
+        decl = (agent.model_config_json or {}).get(section) or {}
+        if not isinstance(decl, Mapping):
+            raise HookBuildError(f"agent '{agent.id}': model_config_json.{section} must be "
+                                 "a mapping")
+        unknown = sorted(str(k) for k in decl if k not in _KEYS)
+        if unknown:
+            raise HookBuildError(f"agent '{agent.id}': {section} has unknown keys "
+                                 f"{', '.join(unknown)} (known: wait_s, rules)")
+        wait = decl.get("wait_s", default_wait_s)
+        if (isinstance(wait, bool) or not isinstance(wait, int | float)
+                or not math.isfinite(wait) or wait < 0):
+            raise HookBuildError(f"agent '{agent.id}': {section}.wait_s must be a number "
+                                 f"of seconds >= 0, got {wait!r}")
+        rules = decl.get("rules") or []
+        if not isinstance(rules, list):
+            raise HookBuildError(f"agent '{agent.id}': {section}.rules must be a list")
+        where = f"agent '{agent.id}': {section}.rules"
+        return cls(tuple(_rule(f"{where}[{i}]", r, keys or {}) for i, r in enumerate(rules)),
+                   float(wait))
+
+    def tool(self, name: str, probe: HookContext, *, writes: bool, connector: str,
+             runs_in: str) -> Tool:
+        """The external Tool for a call (``probe`` carries its arguments and metadata);
+        ``writes`` and ``connector`` are the defaults the rules may change."""
+        needs = False
+        for rule in self.rules:
+            if not rule.applies(probe):
+                continue
+            needs = needs or bool(rule.requires_confirmation)
+            if rule.writes is not None:
+                writes = rule.writes
+            if rule.connector is not None:
+                connector = rule.connector
+        return Tool(name=name, description=f"{runs_in}'s {name} (runs in {runs_in})",
+                    parameters={"type": "object"}, _fn=_never_run,
+                    requires_confirmation=needs, connector=connector, writes=writes)
+
+
+def probe_context(name: str, args: dict[str, Any], agent: Agent, user_id: str,
+                  metadata: dict[str, Any]) -> HookContext:
+    return HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=name, tool_args=args,
+                       agent_id=agent.id, user_id=user_id, metadata=metadata)
+
+
+def _rule(where: str, entry: object, keys: RuleKeys) -> ToolRule:
+    if not isinstance(entry, Mapping):
+        raise HookBuildError(f"{where} must be a mapping")
+    known = _RULE_KEYS | set(keys)
+    unknown = sorted(str(k) for k in entry if k not in known)
+    if unknown:
+        raise HookBuildError(f"{where}: unknown keys {', '.join(unknown)} (known: "
+                             f"{', '.join(sorted(known))})")
+    try:
+        matcher = ToolMatcher.parse(entry.get("matcher"))
+        when = Condition(entry["when"]) if entry.get("when") is not None else None
+        tests = tuple(parse(entry[key]) for key, parse in keys.items() if key in entry)
+    except HookBuildError as exc:
+        raise HookBuildError(f"{where}: {exc}") from None
+    flags = {}
+    for key in ("requires_confirmation", "writes"):
+        value = entry.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise HookBuildError(f"{where}: '{key}' must be true or false")
+        flags[key] = value
+    connector = entry.get("connector")
+    if connector is not None and (not isinstance(connector, str) or not connector):
+        raise HookBuildError(f"{where}: 'connector' must be a non-empty string")
+    return ToolRule(matcher, when, flags["requires_confirmation"], flags["writes"], connector,
+                    tests)
