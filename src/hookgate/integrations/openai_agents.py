@@ -34,6 +34,7 @@ from hookgate.client import (
     AlreadyRan,
     AsyncGuard,
     Denied,
+    GuardRefused,
     GuardUnavailable,
     Pending,
     Verdict,
@@ -229,8 +230,10 @@ class HookgateGate:
             return held
         key = (self.agent, self.session_id)
         if key not in self._shared.started:
-            await self.guard.start_session(agent=self.agent, session_id=self.session_id,
-                                           parent_session=self.parent_session)
+            started = await self.guard.start_session(
+                agent=self.agent, session_id=self.session_id, parent_session=self.parent_session)
+            if started.stopped:
+                raise GuardRefused(started.stopped)
             self._shared.started.add(key)
         verdict = await self.guard.before_call(
             agent=self.agent, session_id=self.session_id, call_id=call_id, tool=tool,

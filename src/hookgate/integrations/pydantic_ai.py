@@ -26,6 +26,7 @@ from hookgate.client import (
     AlreadyRan,
     AsyncGuard,
     Denied,
+    GuardRefused,
     GuardUnavailable,
     Pending,
     Verdict,
@@ -80,8 +81,14 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
         """The context SessionStart hooks add for the model, with the wrapped toolset's own."""
-        await self._start()
         own = await super().get_instructions(ctx)
+        try:
+            await self._start()
+        except GuardUnavailable:
+            if not self.fail_open:
+                raise
+            _log.warning("hookgate unreachable; session %r starts unguarded (fail_open=True)",
+                         self.session_id)
         if self._state.context is None:
             return own
         if own is None:
@@ -146,6 +153,8 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
         if not self._state.started:
             started = await self.guard.start_session(agent=self.agent, session_id=self.session_id,
                                                      parent_session=self.parent_session)
+            if started.stopped:
+                raise GuardRefused(started.stopped)
             self._state.context, self._state.started = started.context, True
 
     async def _verdict(self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT],
