@@ -29,12 +29,14 @@ def message(text: str) -> ResponseOutputMessage:
         content=[ResponseOutputText(type="output_text", text=text, annotations=[])])
 
 
-def tool_outputs(items: Any) -> list[str]:
-    """The outputs of the tool calls the model has seen so far, oldest first."""
+def tool_outputs(items: Any, prefix: str = "") -> list[str]:
+    """The outputs of the tool calls (whose call ids start with ``prefix``) the model has seen
+    so far, oldest first."""
     if isinstance(items, str):
         return []
     return [str(item.get("output")) for item in items
-            if isinstance(item, dict) and item.get("type") == "function_call_output"]
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+            and str(item.get("call_id", "")).startswith(prefix)]
 
 
 class ScriptedModel(Model):

@@ -26,6 +26,7 @@ from agents import (
     ToolInputGuardrailData,
     handoff,
 )
+from agents.agent_tool_state import get_agent_tool_state_scope, peek_agent_tool_run_result
 from agents.exceptions import AgentsException
 from agents.tool_context import ToolContext
 
@@ -40,9 +41,24 @@ from hookgate.client import (
     Verdict,
 )
 
-__all__ = ["HandoffBlocked", "HookgateGate", "PendingCall"]
+__all__ = ["HandoffBlocked", "HookgateGate", "HookgateRefused", "HookgateUnavailable",
+           "PendingCall"]
 
 _log = logging.getLogger(__name__)
+
+
+class HookgateUnavailable(AgentsException, GuardUnavailable):
+    """hookgate could not be reached or failed: the call did not run (the SDK passes its own
+    exceptions through unwrapped, so the run ends with this one and its reason)."""
+
+
+class HookgateRefused(AgentsException, GuardRefused):
+    """hookgate refused the request (a re-used call id, an unknown agent, no access): the
+    call did not run; the message says why."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class HandoffBlocked(AgentsException):
@@ -64,9 +80,10 @@ class PendingCall:
 class _Shared:
     """What the gates of one agent tree learnt from hookgate, in this process."""
 
-    # Verdicts taken from hookgate and not yet acted on, by the SDK's call id: hookgate says
+    # Verdicts taken from hookgate and not yet acted on, by (hookgate agent, session, the
+    # SDK's call id): hookgate says
     # "allowed" for a call once, so whoever asked hands the answer on to the tool's invocation.
-    decided: dict[str, Verdict] = field(default_factory=dict)
+    decided: dict[tuple[str, str, str], Verdict] = field(default_factory=dict)
     # Which gate guards the tools of each SDK agent (by name), to ask again after a restart.
     gates: dict[str, HookgateGate] = field(default_factory=dict)
     started: set[tuple[str, str]] = field(default_factory=set)
@@ -119,31 +136,28 @@ class HookgateGate:
             verdict = await self._ask(ctx.tool_call_id, tool.name, _arguments(ctx),
                                       tool.description)
             if isinstance(verdict, Denied):
-                self._shared.decided.pop(ctx.tool_call_id, None)
+                self._shared.decided.pop(self._key(ctx.tool_call_id), None)
                 return ToolGuardrailFunctionOutput.reject_content(verdict.reason)
             if isinstance(verdict, Pending):
-                return ToolGuardrailFunctionOutput.reject_content(
-                    f"hookgate has not decided this call yet (request {verdict.request_id}); "
-                    "an approval given elsewhere does not let it run")
+                return ToolGuardrailFunctionOutput.reject_content(_undecided(verdict))
             return ToolGuardrailFunctionOutput.allow()
 
         async def invoke(ctx: ToolContext[Any], arguments_json: str) -> Any:
-            try:
-                verdict = self._shared.decided.pop(ctx.tool_call_id, None) or await self._ask(
-                    ctx.tool_call_id, tool.name, _arguments(ctx), tool.description, keep=False)
-            except GuardUnavailable:
-                if not self.fail_open:
-                    raise
-                _log.warning("hookgate unreachable; tool %r runs unguarded (fail_open=True)",
-                             tool.name)
+            verdict = self._shared.decided.pop(self._key(ctx.tool_call_id), None) or \
+                await self._ask(ctx.tool_call_id, tool.name, _arguments(ctx),
+                                tool.description, keep=False)
+            if verdict is None:  # hookgate unreachable and this gate fails open
                 return await tool.on_invoke_tool(ctx, arguments_json)
             if isinstance(verdict, AlreadyRan):
-                return verdict.observation
+                if not _sub_agent_paused(tool, ctx):
+                    return verdict.observation
+                # The SDK resumes a sub-agent that paused inside this call: the call started
+                # once, and each of the sub-agent's own calls is guarded on its own.
+                verdict = Allowed(verdict.call, _arguments(ctx), None)
             if isinstance(verdict, Denied):
                 return verdict.reason
             if isinstance(verdict, Pending):
-                return (f"hookgate has not decided this call yet (request "
-                        f"{verdict.request_id}); it did not run")
+                return _undecided(verdict)
             return await self._run(tool, ctx, arguments_json, verdict)
 
         guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
@@ -160,14 +174,9 @@ class HookgateGate:
             # The SDK hands a handoff no call id: each handoff is a call of its own.
             call_id = f"handoff-{uuid4().hex}"
             arguments = json.loads(input_json) if input_json else {}
-            try:
-                verdict = await self._ask(call_id, handoff.tool_name, arguments,
-                                          handoff.tool_description, keep=False)
-            except GuardUnavailable:
-                if not self.fail_open:
-                    raise
-                _log.warning("hookgate unreachable; handoff %r unguarded (fail_open=True)",
-                             handoff.tool_name)
+            verdict = await self._ask(call_id, handoff.tool_name, arguments,
+                                      handoff.tool_description, keep=False)
+            if verdict is None:  # hookgate unreachable and this gate fails open
                 return await handoff.on_invoke_handoff(ctx, input_json)
             if isinstance(verdict, Denied):
                 raise HandoffBlocked(f"hookgate denied handoff {handoff.tool_name!r}: "
@@ -189,7 +198,8 @@ class HookgateGate:
             result.get_interruptions()
         found = []
         for item in items:
-            verdict = self._shared.decided.get(item.call_id or "")
+            gate = self._shared.gates.get(item.agent.name)
+            verdict = gate._shared.decided.get(gate._key(item.call_id or "")) if gate else None
             if isinstance(verdict, Pending):
                 found.append(PendingCall(item, verdict.call, verdict.request_id, verdict.reason))
         return found
@@ -207,39 +217,60 @@ class HookgateGate:
             gate = self._shared.gates.get(item.agent.name)
             if call_id is None or gate is None:
                 continue  # not an interruption of a hookgate-guarded tool
-            verdict = self._shared.decided.get(call_id)
-            if verdict is None:  # asked in another process: ask again, it is the same call
-                verdict = await gate._ask(call_id, item.name or "", _parse(item.arguments),
-                                          None)
+            key = gate._key(call_id)
+            # Asked in another process (a restored state): ask again, it is the same call.
+            verdict = self._shared.decided.get(key) or await gate._ask(
+                call_id, item.name or "", _parse(item.arguments), None)
+            if verdict is None:
+                raise HookgateUnavailable("hookgate is unreachable, so no decision on "
+                                          f"{item.name!r} can be applied")
             if isinstance(verdict, Pending):
-                verdict = await self.guard.wait(verdict.call, timeout=wait)
-                self._shared.decided[call_id] = verdict
+                try:
+                    verdict = await self.guard.wait(verdict.call, timeout=wait)
+                except GuardUnavailable as error:
+                    raise HookgateUnavailable(str(error)) from error
+                self._shared.decided[key] = verdict
             if isinstance(verdict, Pending):
                 still.append(PendingCall(item, verdict.call, verdict.request_id, verdict.reason))
             elif isinstance(verdict, Denied):
-                self._shared.decided.pop(call_id, None)
+                self._shared.decided.pop(key, None)
                 state.reject(item, rejection_message=verdict.reason)
             else:
                 state.approve(item)
         return still
 
+    def _key(self, call_id: str) -> tuple[str, str, str]:
+        return (self.agent, self.session_id, call_id)
+
     async def _ask(self, call_id: str, tool: str, arguments: dict[str, Any],
-                   description: str | None, *, keep: bool = True) -> Verdict:
-        held = self._shared.decided.get(call_id)
+                   description: str | None, *, keep: bool = True) -> Verdict | None:
+        """hookgate's verdict on this call (the one already taken in this process, if any);
+        None when hookgate is unreachable and this gate fails open."""
+        held = self._shared.decided.get(self._key(call_id))
         if held is not None:
             return held
-        key = (self.agent, self.session_id)
-        if key not in self._shared.started:
-            started = await self.guard.start_session(
-                agent=self.agent, session_id=self.session_id, parent_session=self.parent_session)
-            if started.stopped:
-                raise GuardRefused(started.stopped)
-            self._shared.started.add(key)
-        verdict = await self.guard.before_call(
-            agent=self.agent, session_id=self.session_id, call_id=call_id, tool=tool,
-            arguments=arguments, description=description)
+        try:
+            key = (self.agent, self.session_id)
+            if key not in self._shared.started:
+                started = await self.guard.start_session(
+                    agent=self.agent, session_id=self.session_id,
+                    parent_session=self.parent_session)
+                if started.stopped:
+                    raise GuardRefused(started.stopped)
+                self._shared.started.add(key)
+            verdict = await self.guard.before_call(
+                agent=self.agent, session_id=self.session_id, call_id=call_id, tool=tool,
+                arguments=arguments, description=description)
+        except GuardUnavailable as error:
+            if self.fail_open:
+                _log.warning("hookgate unreachable; %r runs unguarded (fail_open=True): %s",
+                             tool, error)
+                return None
+            raise HookgateUnavailable(str(error)) from error
+        except GuardRefused as error:
+            raise HookgateRefused(str(error), error.status) from error
         if keep:
-            self._shared.decided[call_id] = verdict
+            self._shared.decided[self._key(call_id)] = verdict
         return verdict
 
     async def _run(self, tool: FunctionTool, ctx: ToolContext[Any], arguments_json: str,
@@ -251,10 +282,26 @@ class HookgateGate:
         except Exception as error:
             await self.guard.report(allowed.call, error=f"{type(error).__name__}: {error}")
             raise
+        if _sub_agent_paused(tool, ctx):
+            return output  # reported when the sub-agent finishes
         observation = await self.guard.report(allowed.call, output=_jsonable(output))
         if allowed.note:
             return f"{allowed.note}\n\n{observation.text}"
         return observation.text
+
+
+def _sub_agent_paused(tool: FunctionTool, ctx: ToolContext[Any]) -> bool:
+    """Whether ``tool`` is an agent used as a tool whose run paused in this call (its
+    interruptions wait in the outer run)."""
+    if not tool._is_agent_tool or ctx.tool_call is None:
+        return False
+    paused = peek_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))
+    return bool(getattr(paused, "interruptions", None))
+
+
+def _undecided(verdict: Pending) -> str:
+    return (f"hookgate has not decided this call yet (request {verdict.request_id}); an "
+            "approval given elsewhere does not let it run")
 
 
 def _arguments(ctx: ToolContext[Any]) -> dict[str, Any]:
