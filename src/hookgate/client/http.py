@@ -56,6 +56,10 @@ def _call_body(agent: str, session_id: str, call_id: str, tool: str,
             "arguments": dict(arguments), "description": description}
 
 
+def _wait_params(timeout: float, peek: bool) -> dict[str, Any]:
+    return {"wait": timeout, "peek": "true"} if peek else {"wait": timeout}
+
+
 class _Base:
     def __init__(self, base_url: str, token: str, *, framework: str,
                  timeout: float = 30.0) -> None:
@@ -95,10 +99,11 @@ class AsyncClient(_Base):
         return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
             agent, session_id, call_id, tool, arguments, description)))
 
-    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
+    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
+                   peek: bool = False) -> Verdict:
         # The long-poll's length, sent to the server (the interface's name for it).
         return wire.verdict(await self._request(
-            "GET", f"/api/v1/calls/{call}", params={"wait": timeout},
+            "GET", f"/api/v1/calls/{call}", params=_wait_params(timeout, peek),
             seconds=timeout + MARGIN_S))
 
     async def report(self, call: str, *, output: Any = None,
@@ -139,9 +144,9 @@ class Client(_Base):
         return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
             agent, session_id, call_id, tool, arguments, description)))
 
-    def wait(self, call: str, *, timeout: float) -> Verdict:
+    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict:
         return wire.verdict(self._request("GET", f"/api/v1/calls/{call}",
-                                          params={"wait": timeout},
+                                          params=_wait_params(timeout, peek),
                                           timeout=timeout + MARGIN_S))
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:

@@ -119,8 +119,12 @@ class AsyncLocalGuard:
             found, asker, session_id=session_id, call_id=call_id, tool=tool,
             arguments=arguments)))
 
-    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
+    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
+                   peek: bool = False) -> Verdict:
         rt, asker, _ = await self._asker(None)
+        if peek:
+            return _verdict(await self._guarded(rt.guarded.peek(self._caller(asker), call,
+                                                                timeout)))
         return _verdict(await self._guarded(rt.guarded.wait(
             rt.runs.agents, self._caller(asker), call, timeout)))
 
@@ -168,8 +172,8 @@ class LocalGuard:
             agent=agent, session_id=session_id, call_id=call_id, tool=tool,
             arguments=arguments, description=description))
 
-    def wait(self, call: str, *, timeout: float) -> Verdict:
-        return self._run(self._inner.wait(call, timeout=timeout))
+    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict:
+        return self._run(self._inner.wait(call, timeout=timeout, peek=peek))
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:
         return self._run(self._inner.report(call, output=output, error=error))

@@ -21,8 +21,11 @@ class AsyncGuard(Protocol):
                           arguments: Mapping[str, Any], description: str | None = None
                           ) -> Verdict: ...
 
-    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
-        """Long-poll: the verdict once decided, Pending if still undecided after timeout."""
+    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
+                   peek: bool = False) -> Verdict:
+        """Long-poll: the verdict once decided, Pending if still undecided after timeout.
+        Allowed means "run it now" (the call is started); with ``peek``, only what a person
+        decided, starting nothing (for resuming a paused agent, which then asks again)."""
         ...
 
     async def report(self, call: str, *, output: Any = None,
@@ -39,7 +42,7 @@ class Guard(Protocol):
                     arguments: Mapping[str, Any], description: str | None = None
                     ) -> Verdict: ...
 
-    def wait(self, call: str, *, timeout: float) -> Verdict: ...
+    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict: ...
 
     def report(self, call: str, *, output: Any = None,
                error: str | None = None) -> Observation: ...

@@ -12,6 +12,8 @@ arguments is refused. Each call is indexed under its hookgate id (``gc_...``) fo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Mapping
@@ -212,6 +214,40 @@ class GuardedCalls:
             raise CallNotFound(f"call '{call}' belongs to agent '{facts.agent_id}', which "
                                "this server no longer has")
         return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s))
+
+    async def peek(self, asker: Asker, call: str, wait_s: float) -> CallAnswer:
+        """What a person decided on the call's request, waiting up to ``wait_s`` seconds,
+        without starting the call or using the approval: ``pending`` while undecided, else
+        ``allow``/``deny`` as a hint (the call starts only when it is asked or waited on)."""
+        facts = await self._facts(call, asker)
+        ran = await self._already_ran(call, facts)
+        if ran is not None:
+            return ran
+        request = await self.approvals.store.for_call(facts.run_id, facts.call_id)
+        if request is None:
+            return CallAnswer(call, "deny", reason="no person was asked about this call; ask "
+                                                   "hookgate about it to learn its verdict")
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + max(0.0, wait_s)
+        while True:
+            fut = self.approvals.hub.waiter(request.id)
+            try:
+                current = await self.approvals.store.get(request.id)
+                if current is None or not current.pending:
+                    break
+                left = give_up - loop.time()
+                if left <= 0:
+                    return CallAnswer(call, "pending", request_id=request.id,
+                                      reason=f"request {request.id} is still pending")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(fut, left)
+            finally:
+                self.approvals.hub.discard(request.id, fut)
+        if current is None or current.status != "approved":
+            why = current.reason if current is not None and current.reason else "not approved"
+            return CallAnswer(call, "deny", reason=why, request_id=request.id)
+        return CallAnswer(call, "allow", arguments=dict(current.args or facts.arguments),
+                          request_id=request.id, note="approved; ask again to start it")
 
     async def _decide(self, agent: Agent, org_id: str | None, key: str, facts: _Facts, *,
                       wait_s: float) -> CallAnswer:
