@@ -81,8 +81,8 @@ class _Shared:
     """What the gates of one agent tree learnt from hookgate, in this process."""
 
     # Verdicts taken from hookgate and not yet acted on, by (hookgate agent, session, the
-    # SDK's call id): hookgate says
-    # "allowed" for a call once, so whoever asked hands the answer on to the tool's invocation.
+    # SDK's call id): needs_approval, the input guardrail and the invocation of one call ask
+    # once between them, and hookgate says "allowed" for a call only once.
     decided: dict[tuple[str, str, str], Verdict] = field(default_factory=dict)
     # Which gate guards the tools of each SDK agent (by name), to ask again after a restart.
     gates: dict[str, HookgateGate] = field(default_factory=dict)
@@ -226,14 +226,18 @@ class HookgateGate:
                                           f"{item.name!r} can be applied")
             if isinstance(verdict, Pending):
                 try:
-                    verdict = await self.guard.wait(verdict.call, timeout=wait)
+                    # A peek starts nothing: the resumed run asks again, and only then does
+                    # the call start (once, whichever process resumes it).
+                    verdict = await self.guard.wait(verdict.call, timeout=wait, peek=True)
                 except GuardUnavailable as error:
                     raise HookgateUnavailable(str(error)) from error
-                self._shared.decided[key] = verdict
+                if isinstance(verdict, Pending):
+                    self._shared.decided[key] = verdict
+                else:
+                    self._shared.decided.pop(key, None)
             if isinstance(verdict, Pending):
                 still.append(PendingCall(item, verdict.call, verdict.request_id, verdict.reason))
             elif isinstance(verdict, Denied):
-                self._shared.decided.pop(key, None)
                 state.reject(item, rejection_message=verdict.reason)
             else:
                 state.approve(item)

@@ -43,12 +43,8 @@ _log = logging.getLogger(__name__)
 
 @dataclass
 class _GateState:
-    """What one toolset learnt from hookgate, shared by its per-run copies."""
+    """The session as hookgate started it, shared by the toolset's per-run copies."""
 
-    # Verdicts taken from hookgate in this process and not yet acted on, by the framework's
-    # call id: hookgate says "allowed" for a call once, so `results` hands its answer to the
-    # resumed run rather than making the run ask a second time.
-    decided: dict[str, Verdict] = field(default_factory=dict)
     context: str | None = None
     started: bool = False
 
@@ -135,10 +131,11 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
             call = held.get(HOOKGATE_CALL)
             if not isinstance(call, str):
                 continue  # deferred by something other than hookgate
-            verdict = await self.guard.wait(call, timeout=wait)
+            # A peek starts nothing: the resumed run asks again, and only then does the
+            # call start (once, whichever process resumes it).
+            verdict = await self.guard.wait(call, timeout=wait, peek=True)
             if isinstance(verdict, Pending):
                 continue
-            self._state.decided[part.tool_call_id] = verdict
             results.metadata[part.tool_call_id] = dict(held)
             if isinstance(verdict, Denied):
                 results.approvals[part.tool_call_id] = ToolDenied(verdict.reason)
@@ -159,9 +156,6 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
 
     async def _verdict(self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT],
                        tool: ToolsetTool[AgentDepsT], call_id: str) -> Verdict:
-        held = self._state.decided.pop(call_id, None)
-        if held is not None:
-            return held
         if ctx.tool_call_approved and isinstance(ctx.tool_call_metadata, dict):
             call = ctx.tool_call_metadata.get(HOOKGATE_CALL)
             if isinstance(call, str):
