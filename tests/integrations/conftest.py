@@ -1,6 +1,7 @@
 """The hookgates the adapters' tests ask: in process (AsyncLocalGuard over the world's
-configuration, SQLite), and one real `hookgate serve` per database backend, shared by the
-tests of every framework."""
+configuration, SQLite), and one real hookgate server on loopback per database backend (the
+app `hookgate serve` runs, from the same configuration file), shared by the tests of every
+framework."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import pytest_asyncio
 
 from hookgate.approvals.eligibility import Approver
 from hookgate.client.local import AsyncLocalGuard
+from hookgate.config import load_config
+from hookgate.runtime.deployment import deployment_from_config
 from hookgate.storage.audit import AuditLogStore
 from tests.conftest import _drop_pg_database, _fresh_pg_database
-from tests.instances import Instance
 from tests.integrations.world import ALICE_TOKEN, write_config
+from tests.live_server import live_server
 
 ALICE = Approver("alice", "acme", admin=True)
 
@@ -71,19 +74,17 @@ class Served:
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
 def served(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`hookgate serve` on SQLite and on PostgreSQL, one process each for the session."""
+    """A hookgate server on SQLite and one on PostgreSQL, each for the whole session."""
     folder: Path = tmp_path_factory.mktemp(f"served-{request.param}")
     if request.param == "sqlite":
         url, server = f"sqlite+aiosqlite:///{folder / 'hookgate.db'}", None
     else:
         server = request.getfixturevalue("postgres_server_url")
         url = _fresh_pg_database(server)
-    instance = Instance(f"serve-{request.param}", write_config(folder, url), folder)
-    instance.spawn()
+    deployment = deployment_from_config(load_config(write_config(folder, url)))
     try:
-        instance.wait_up()
-        yield Served(instance.url)
+        with live_server(deployment) as srv:
+            yield Served(srv.url)
     finally:
-        instance.stop()
         if server is not None:
             _drop_pg_database(server, url)
