@@ -100,6 +100,14 @@ async def resume(guard: AsyncGuard, shop: Shop, session: str, stored: str) -> An
     return (await Runner.run(agent, state)).final_output
 
 
+def small_payment_clerk(gate: HookgateGate, shop: Shop) -> Agent[Any]:
+    """The buyer's sub-agent, behind a gate of its own, paying 5 (which always needs a
+    person when the clerk pays)."""
+    return gate.sub_gate(agent="clerk", session_id=gate.session_id + "-clerk").guard_agent(
+        Agent("clerk", model=calls(("pay", {"amount": 5, "to": "acme"}), prefix="c"),
+              tools=shop.tools()))
+
+
 # -- in process ------------------------------------------------------------------------------
 
 
@@ -161,11 +169,8 @@ async def test_the_read_only_guard_blocks_a_write(local_guard: AsyncLocalGuard) 
 
 async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
-    shop, session = Shop(), uuid4().hex
-    gate = HookgateGate(local_guard, "buyer", session)
-    clerk = gate.sub_gate(agent="clerk", session_id=session + "-clerk").guard_agent(
-        Agent("clerk", model=calls(("pay", {"amount": 5, "to": "acme"}), prefix="c"),
-              tools=shop.tools()))
+    shop, gate = Shop(), HookgateGate(local_guard, "buyer", uuid4().hex)
+    clerk = small_payment_clerk(gate, shop)
     agent = gate.guard_agent(Agent(
         "buyer", model=calls(("ask_clerk", {"input": "pay 5"})),
         tools=[clerk.as_tool(tool_name="ask_clerk", tool_description="Hand work to the clerk")]))
@@ -185,11 +190,8 @@ async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
 
 async def test_after_a_handoff_the_next_agents_gated_call_still_waits(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
-    shop, session = Shop(), uuid4().hex
-    gate = HookgateGate(local_guard, "buyer", session)
-    clerk = gate.sub_gate(agent="clerk", session_id=session + "-clerk").guard_agent(
-        Agent("clerk", model=calls(("pay", {"amount": 5, "to": "acme"}), prefix="c"),
-              tools=shop.tools()))
+    shop, gate = Shop(), HookgateGate(local_guard, "buyer", uuid4().hex)
+    clerk = small_payment_clerk(gate, shop)
     agent = gate.guard_agent(Agent("buyer", model=calls(("transfer_to_clerk", {})),
                                    handoffs=[clerk]))
 
@@ -241,6 +243,29 @@ async def test_an_approval_given_in_the_sdk_alone_does_not_run_the_call(
     said = (await Runner.run(agent, state)).final_output
     assert shop.paid == [] and "has not decided" in said
     TALLY.record("openai-agents: approve in the SDK only", got_through=bool(shop.paid))
+
+
+async def test_a_nan_amount_is_refused_before_the_tool_runs(
+        local_guard: AsyncLocalGuard) -> None:
+    tipped: list[float] = []
+
+    @function_tool
+    def tip(amount: float) -> str:
+        """Tip the courier."""
+        tipped.append(amount)
+        return "tipped"
+
+    model = ScriptedModel(lambda items: tool_call("tip", {"amount": float("nan")}, "t0")
+                          if not tool_outputs(items) else message("done"))
+    gate = HookgateGate(local_guard, "buyer", uuid4().hex)
+    # The SDK itself holds a call whose arguments it cannot validate for approval...
+    result = await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), "tip")
+    assert tipped == [] and result.interruptions
+    # ...and hookgate, asked to decide it, refuses arguments it cannot pin.
+    with pytest.raises(HookgateRefused, match="pinned"):
+        await gate.apply_decisions(result.to_state())
+    assert tipped == []
+    TALLY.record("openai-agents: NaN in the arguments", got_through=bool(tipped))
 
 
 # -- against a real `hookgate serve` ---------------------------------------------------------

@@ -248,6 +248,24 @@ async def test_arguments_edited_in_the_framework_are_not_what_runs(
                  got_through=99_999 in shop.paid)
 
 
+async def test_a_nan_amount_is_refused_before_the_tool_runs(
+        local_guard: AsyncLocalGuard) -> None:
+    tipped: list[float] = []
+
+    def tip(amount: float) -> str:
+        """Tip the courier."""
+        tipped.append(amount)
+        return "tipped"
+
+    toolset = HookgateToolset(FunctionToolset([tip]), guard=local_guard, agent="buyer",
+                              session_id=uuid4().hex)
+    agent = Agent(calls(("tip", {"amount": float("nan")})), toolsets=[toolset])
+    with pytest.raises(GuardRefused, match="pinned"):
+        await agent.run("tip")
+    assert tipped == []
+    TALLY.record("pydantic-ai: NaN in the arguments", got_through=bool(tipped))
+
+
 # -- against a real `hookgate serve` ---------------------------------------------------------
 
 
