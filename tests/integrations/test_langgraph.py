@@ -144,6 +144,19 @@ def test_a_rejected_call_never_runs_and_the_model_reads_why(
     assert "eve is not a customer" in tool_texts(done)[0]
 
 
+def test_an_edited_call_runs_with_the_edit_and_the_model_is_told(
+        server: LiveServer, guard: Client) -> None:
+    graph, config, paused = run_paused(guard, "payer", calls("transfer", {"amount": 500,
+                                                                          "to": "bob"}))
+    decide(server, paused["__interrupt__"][0].value["hookgate"]["request_id"], "approve",
+           arguments={"amount": 50, "to": "bob"})
+    done = graph.invoke(resume_when_decided(guard, paused["__interrupt__"], timeout=10),
+                        config)
+    assert RAN == [("transfer", {"amount": 50, "to": "bob"})]
+    told = tool_texts(done)[0]
+    assert "sent 50 to bob" in told and "amount 500 -> 50" in told
+
+
 def test_withheld_output_never_reaches_the_model(guard: Client) -> None:
     _, _, done = run_paused(guard, "payer", calls("lookup", {"name": "ann"}))
     assert RAN == [("lookup", {"name": "ann"})]

@@ -51,9 +51,11 @@ def _unreachable(base_url: str, exc: Exception) -> GuardUnavailable:
 
 
 def _call_body(agent: str, session_id: str, call_id: str, tool: str,
-               arguments: Mapping[str, Any], description: str | None) -> dict[str, Any]:
+               arguments: Mapping[str, Any], description: str | None,
+               parameters: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"agent": agent, "session_id": session_id, "call_id": call_id, "tool": tool,
-            "arguments": dict(arguments), "description": description}
+            "arguments": dict(arguments), "description": description,
+            "parameters": dict(parameters) if parameters is not None else None}
 
 
 def _wait_params(timeout: float, peek: bool) -> dict[str, Any]:
@@ -94,10 +96,10 @@ class AsyncClient(_Base):
             "agent": agent, "session_id": session_id, "parent_session": parent_session}))
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                          arguments: Mapping[str, Any], description: str | None = None
-                          ) -> Verdict:
+                          arguments: Mapping[str, Any], description: str | None = None,
+                          parameters: Mapping[str, Any] | None = None) -> Verdict:
         return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
-            agent, session_id, call_id, tool, arguments, description)))
+            agent, session_id, call_id, tool, arguments, description, parameters)))
 
     async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
                    peek: bool = False) -> Verdict:
@@ -140,9 +142,10 @@ class Client(_Base):
             "agent": agent, "session_id": session_id, "parent_session": parent_session}))
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                    arguments: Mapping[str, Any], description: str | None = None) -> Verdict:
+                    arguments: Mapping[str, Any], description: str | None = None,
+                    parameters: Mapping[str, Any] | None = None) -> Verdict:
         return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
-            agent, session_id, call_id, tool, arguments, description)))
+            agent, session_id, call_id, tool, arguments, description, parameters)))
 
     def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict:
         return wire.verdict(self._request("GET", f"/api/v1/calls/{call}",

@@ -18,8 +18,11 @@ class AsyncGuard(Protocol):
                             parent_session: str | None = None) -> SessionStarted: ...
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                          arguments: Mapping[str, Any], description: str | None = None
-                          ) -> Verdict: ...
+                          arguments: Mapping[str, Any], description: str | None = None,
+                          parameters: Mapping[str, Any] | None = None) -> Verdict:
+        """``parameters``: the tool's JSON schema (arguments and an approver's edits are
+        checked against it; without it a person can approve or reject, not edit)."""
+        ...
 
     async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
                    peek: bool = False) -> Verdict:
@@ -39,8 +42,8 @@ class Guard(Protocol):
                       parent_session: str | None = None) -> SessionStarted: ...
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                    arguments: Mapping[str, Any], description: str | None = None
-                    ) -> Verdict: ...
+                    arguments: Mapping[str, Any], description: str | None = None,
+                    parameters: Mapping[str, Any] | None = None) -> Verdict: ...
 
     def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict: ...
 

@@ -53,6 +53,21 @@ def _session(request: ToolCallRequest) -> str:
     return str(thread)
 
 
+def _declared(request: ToolCallRequest) -> dict[str, Any]:
+    # The tool's own description and JSON schema: approvers see them, and an edit is
+    # checked against the schema (without one, a person can approve or reject, not edit).
+    tool = request.tool
+    if tool is None:
+        return {}
+    try:
+        schema = tool.tool_call_schema.model_json_schema()  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        schema = None
+    return {"description": tool.description or None,
+            "parameters": schema if isinstance(schema, dict) and
+            schema.get("type") == "object" else None}
+
+
 def _pause(verdict: Pending) -> None:
     interrupt({INTERRUPT_KEY: {"call": verdict.call, "request_id": verdict.request_id,
                                "reason": verdict.reason}})
@@ -95,7 +110,8 @@ class HookgateMiddleware(AgentMiddleware):
         call = request.tool_call
         verdict: Verdict = guard.before_call(
             agent=self.agent, session_id=_session(request), call_id=str(call.get("id")),
-            tool=str(call.get("name")), arguments=dict(call.get("args") or {}))
+            tool=str(call.get("name")), arguments=dict(call.get("args") or {}),
+            **_declared(request))
         while isinstance(verdict, Pending):
             if self.wait_s > 0:
                 verdict = guard.wait(verdict.call, timeout=self.wait_s)
@@ -118,7 +134,7 @@ class HookgateMiddleware(AgentMiddleware):
         verdict = await self._ask(
             "before_call", agent=self.agent, session_id=_session(request),
             call_id=str(call.get("id")), tool=str(call.get("name")),
-            arguments=dict(call.get("args") or {}))
+            arguments=dict(call.get("args") or {}), **_declared(request))
         while isinstance(verdict, Pending):
             pending = verdict
             if self.wait_s > 0:

@@ -60,7 +60,12 @@ class CallIn(BaseModel):
     tool: str = Field(min_length=1, max_length=256)
     arguments: dict[str, Any] = Field(description="The arguments the model gave (no NaN or "
                                                   "Infinity: they have no canonical form).")
-    description: str | None = Field(None, max_length=4096)
+    description: str | None = Field(None, max_length=4096,
+                                    description="The tool's description (shown to approvers).")
+    parameters: dict[str, Any] | None = Field(
+        None, description="The tool's JSON schema (type object): the arguments and an "
+                          "approver's edits are checked against it; without it a person may "
+                          "approve or reject the call, not edit it.")
     parent_session: str | None = Field(None, max_length=256)
 
 
@@ -134,7 +139,8 @@ async def ask(body: CallIn, access: LastingAccessDep,
         answer = await access.rt.guarded.ask(
             agent, _asker(access, framework), session_id=body.session_id,
             call_id=body.call_id, tool=body.tool, arguments=body.arguments,
-            parent_session=body.parent_session)
+            parent_session=body.parent_session, description=body.description,
+            parameters=body.parameters)
     except CallRefused as exc:
         raise HTTPException(409 if "already used" in str(exc) else 400, str(exc)) from None
     except Exception as exc:
