@@ -139,8 +139,6 @@ async def test_a_rejected_payment_never_runs_and_the_model_hears_why(
     assert shop.paid == [] and "over this month's budget" in said
 
 
-@pytest.mark.xfail(strict=True, reason="hookgate holds no schema for a guarded call's tool "
-                   "yet, so the inbox refuses edits to it (InvalidEdit)")
 async def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
     shop = Shop()

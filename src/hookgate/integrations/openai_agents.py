@@ -128,13 +128,13 @@ class HookgateGate:
 
         async def needs_approval(ctx: RunContextWrapper[Any], arguments: dict[str, Any],
                                  call_id: str) -> bool:
-            verdict = await self._ask(call_id, tool.name, arguments, tool.description)
+            verdict = await self._ask(call_id, tool.name, arguments, *_declared(tool))
             return isinstance(verdict, Pending)
 
         async def check(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
             ctx = data.context
             verdict = await self._ask(ctx.tool_call_id, tool.name, _arguments(ctx),
-                                      tool.description)
+                                      *_declared(tool))
             if isinstance(verdict, Denied):
                 self._shared.decided.pop(self._key(ctx.tool_call_id), None)
                 return ToolGuardrailFunctionOutput.reject_content(verdict.reason)
@@ -145,7 +145,7 @@ class HookgateGate:
         async def invoke(ctx: ToolContext[Any], arguments_json: str) -> Any:
             verdict = self._shared.decided.pop(self._key(ctx.tool_call_id), None) or \
                 await self._ask(ctx.tool_call_id, tool.name, _arguments(ctx),
-                                tool.description, keep=False)
+                                *_declared(tool), keep=False)
             if verdict is None:  # hookgate unreachable and this gate fails open
                 return await tool.on_invoke_tool(ctx, arguments_json)
             if isinstance(verdict, AlreadyRan):
@@ -175,7 +175,8 @@ class HookgateGate:
             call_id = f"handoff-{uuid4().hex}"
             arguments = json.loads(input_json) if input_json else {}
             verdict = await self._ask(call_id, handoff.tool_name, arguments,
-                                      handoff.tool_description, keep=False)
+                                      handoff.tool_description, handoff.input_json_schema,
+                                      keep=False)
             if verdict is None:  # hookgate unreachable and this gate fails open
                 return await handoff.on_invoke_handoff(ctx, input_json)
             if isinstance(verdict, Denied):
@@ -219,8 +220,11 @@ class HookgateGate:
                 continue  # not an interruption of a hookgate-guarded tool
             key = gate._key(call_id)
             # Asked in another process (a restored state): ask again, it is the same call.
+            tool = next((t for t in item.agent.tools
+                         if isinstance(t, FunctionTool) and t.name == item.name), None)
             verdict = self._shared.decided.get(key) or await gate._ask(
-                call_id, item.name or "", _parse(item.arguments), None)
+                call_id, item.name or "", _parse(item.arguments),
+                *(_declared(tool) if tool is not None else (None, None)))
             if verdict is None:
                 raise HookgateUnavailable("hookgate is unreachable, so no decision on "
                                           f"{item.name!r} can be applied")
@@ -247,7 +251,8 @@ class HookgateGate:
         return (self.agent, self.session_id, call_id)
 
     async def _ask(self, call_id: str, tool: str, arguments: dict[str, Any],
-                   description: str | None, *, keep: bool = True) -> Verdict | None:
+                   description: str | None, parameters: dict[str, Any] | None, *,
+                   keep: bool = True) -> Verdict | None:
         """hookgate's verdict on this call (the one already taken in this process, if any);
         None when hookgate is unreachable and this gate fails open."""
         held = self._shared.decided.get(self._key(call_id))
@@ -264,7 +269,7 @@ class HookgateGate:
                 self._shared.started.add(key)
             verdict = await self.guard.before_call(
                 agent=self.agent, session_id=self.session_id, call_id=call_id, tool=tool,
-                arguments=arguments, description=description)
+                arguments=arguments, description=description, parameters=parameters)
         except GuardUnavailable as error:
             if self.fail_open:
                 _log.warning("hookgate unreachable; %r runs unguarded (fail_open=True): %s",
@@ -301,6 +306,12 @@ def _sub_agent_paused(tool: FunctionTool, ctx: ToolContext[Any]) -> bool:
         return False
     paused = peek_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))
     return bool(getattr(paused, "interruptions", None))
+
+
+def _declared(tool: FunctionTool) -> tuple[str | None, dict[str, Any]]:
+    """What hookgate is told of a tool: its description and its JSON schema (an approver's
+    edit is checked against it)."""
+    return tool.description, tool.params_json_schema
 
 
 def _undecided(verdict: Pending) -> str:

@@ -163,7 +163,8 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
         await self._start()
         return await self.guard.before_call(
             agent=self.agent, session_id=self.session_id, call_id=call_id, tool=name,
-            arguments=tool_args, description=tool.tool_def.description)
+            arguments=tool_args, description=tool.tool_def.description,
+            parameters=tool.tool_def.parameters_json_schema)
 
     async def _run(self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT],
                    tool: ToolsetTool[AgentDepsT], allowed: Allowed) -> Any:
