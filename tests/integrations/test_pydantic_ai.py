@@ -4,6 +4,7 @@ by its own offline `FunctionModel`, against hookgate in process (SQLite) and a r
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -23,11 +24,13 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApp
 
 from hookgate.client import AsyncClient, AsyncGuard, GuardRefused, GuardUnavailable
 from hookgate.client.local import AsyncLocalGuard
+from hookgate.config import load_config
 from hookgate.integrations.pydantic_ai import HOOKGATE_CALL, HookgateToolset
+from hookgate.runtime.deployment import deployment_from_config
 from tests.adversarial_tally import TALLY
 from tests.integrations.conftest import Inbox, Served
-from tests.integrations.world import ALICE_TOKEN, MASK
-from tests.live_server import free_port
+from tests.integrations.world import ALICE_TOKEN, MASK, write_config
+from tests.live_server import free_port, live_server
 
 FRAMEWORK = "pydantic-ai"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -276,4 +279,19 @@ async def test_served_a_payment_approved_in_the_inbox_runs_once(served: Served) 
     assert "paid 500" in await resume(client, shop, session, messages, requests)
     await resume(AsyncClient(served.url, ALICE_TOKEN, framework=FRAMEWORK), shop, session,
                  messages, requests)
+    assert shop.paid == [500]
+
+
+async def test_a_payment_waiting_while_hookgate_restarts_runs_once_after_the_decision(
+        tmp_path: Path) -> None:
+    config = write_config(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}")
+    shop = Shop()
+    with live_server(deployment_from_config(load_config(config))) as first:
+        client = AsyncClient(first.url, ALICE_TOKEN, framework=FRAMEWORK)
+        session, messages, requests, request_id = await waiting_payment(client, shop)
+    with live_server(deployment_from_config(load_config(config))) as second:
+        Served(second.url).decide(request_id, "approve")
+        client = AsyncClient(second.url, ALICE_TOKEN, framework=FRAMEWORK)
+        assert "paid 500" in await resume(client, shop, session, messages, requests)
+        await resume(client, shop, session, messages, requests)
     assert shop.paid == [500]
