@@ -37,6 +37,7 @@ from hookgate.client import (
     Denied,
     GuardRefused,
     GuardUnavailable,
+    Observation,
     Pending,
     Verdict,
 )
@@ -95,7 +96,8 @@ class HookgateGate:
     session ``session_id`` (keep it across a process restart to resume a stored `RunState`).
 
     If hookgate cannot be reached the call does not run and the run fails with
-    `GuardUnavailable`, unless ``fail_open=True`` (the call then runs unguarded, logged).
+    `HookgateUnavailable` (a `GuardUnavailable`), unless ``fail_open=True`` (the call then
+    runs unguarded, logged).
     """
 
     guard: AsyncGuard
@@ -173,7 +175,7 @@ class HookgateGate:
         async def invoke(ctx: RunContextWrapper[Any], input_json: str) -> Any:
             # The SDK hands a handoff no call id: each handoff is a call of its own.
             call_id = f"handoff-{uuid4().hex}"
-            arguments = json.loads(input_json) if input_json else {}
+            arguments = _parse(input_json)
             verdict = await self._ask(call_id, handoff.tool_name, arguments,
                                       handoff.tool_description, handoff.input_json_schema,
                                       keep=False)
@@ -187,7 +189,7 @@ class HookgateGate:
                                      f"(request {verdict.request_id}); it did not take place")
             target = await handoff.on_invoke_handoff(ctx, input_json)
             if isinstance(verdict, Allowed):
-                await self.guard.report(verdict.call, output={"agent": handoff.agent_name})
+                await self._report(verdict.call, output={"agent": handoff.agent_name})
             return target
 
         return dataclasses.replace(handoff, on_invoke_handoff=invoke)
@@ -282,6 +284,15 @@ class HookgateGate:
             self._shared.decided[self._key(call_id)] = verdict
         return verdict
 
+    async def _report(self, call: str, **result: Any) -> Observation:
+        # The tool ran: without hookgate's observation the model is shown nothing of it.
+        try:
+            return await self.guard.report(call, **result)
+        except GuardUnavailable as error:
+            raise HookgateUnavailable(str(error)) from error
+        except GuardRefused as error:
+            raise HookgateRefused(str(error), error.status) from error
+
     async def _run(self, tool: FunctionTool, ctx: ToolContext[Any], arguments_json: str,
                    allowed: Allowed) -> Any:
         if allowed.arguments != _parse(arguments_json):
@@ -289,11 +300,11 @@ class HookgateGate:
         try:
             output = await tool.on_invoke_tool(ctx, arguments_json)
         except Exception as error:
-            await self.guard.report(allowed.call, error=f"{type(error).__name__}: {error}")
+            await self._report(allowed.call, error=f"{type(error).__name__}: {error}")
             raise
         if _sub_agent_paused(tool, ctx):
             return output  # reported when the sub-agent finishes
-        observation = await self.guard.report(allowed.call, output=_jsonable(output))
+        observation = await self._report(allowed.call, output=_jsonable(output))
         if allowed.note:
             return f"{allowed.note}\n\n{observation.text}"
         return observation.text
@@ -326,7 +337,7 @@ def _arguments(ctx: ToolContext[Any]) -> dict[str, Any]:
 def _parse(arguments_json: str | None) -> dict[str, Any]:
     parsed = json.loads(arguments_json) if arguments_json else {}
     if not isinstance(parsed, dict):
-        raise GuardUnavailable(f"tool arguments are not a JSON object: {arguments_json!r}")
+        raise HookgateRefused(f"tool arguments are not a JSON object: {arguments_json!r}")
     return parsed
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ApprovalRequired
+from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.tools import (
     AgentDepsT,
     DeferredToolRequests,
@@ -95,8 +96,8 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
                         tool: ToolsetTool[AgentDepsT]) -> Any:
         call_id = ctx.tool_call_id
         if call_id is None:
-            raise GuardUnavailable(f"tool {name!r}: Pydantic AI gave no tool call id; "
-                                   "hookgate cannot bind a decision to this call")
+            raise GuardRefused(f"tool {name!r}: Pydantic AI gave no tool call id, so hookgate "
+                               "cannot bind a decision to this call; it does not run")
         try:
             verdict = await self._verdict(name, tool_args, ctx, tool, call_id)
         except GuardUnavailable:
@@ -156,14 +157,13 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
 
     async def _verdict(self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT],
                        tool: ToolsetTool[AgentDepsT], call_id: str) -> Verdict:
-        if ctx.tool_call_approved and isinstance(ctx.tool_call_metadata, dict):
-            call = ctx.tool_call_metadata.get(HOOKGATE_CALL)
-            if isinstance(call, str):
-                return await self.guard.wait(call, timeout=0)
+        # A resumed call is asked again exactly as the model made it (not with the
+        # `override_args` of the results, which hookgate would take for another call): hookgate
+        # answers with its decision, and starts the call only now.
         await self._start()
         return await self.guard.before_call(
             agent=self.agent, session_id=self.session_id, call_id=call_id, tool=name,
-            arguments=tool_args, description=tool.tool_def.description,
+            arguments=_as_asked(ctx, call_id, tool_args), description=tool.tool_def.description,
             parameters=tool.tool_def.parameters_json_schema)
 
     async def _run(self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT],
@@ -181,3 +181,13 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
         if allowed.note:
             return f"{allowed.note}\n\n{observation.text}"
         return observation.text
+
+
+def _as_asked(ctx: RunContext[Any], call_id: str, tool_args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of call ``call_id`` as the model made it, from the run's messages."""
+    for message in reversed(ctx.messages):
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ToolCallPart) and part.tool_call_id == call_id:
+                    return part.args_as_dict()
+    return tool_args
