@@ -233,6 +233,24 @@ async def test_an_approval_given_in_the_framework_alone_does_not_run_the_call(
     TALLY.record("pydantic-ai: approve in the framework only", got_through=bool(shop.paid))
 
 
+async def test_another_calls_approval_does_not_run_a_waiting_call(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop = Shop()
+    _, _, approved_requests, approved_id = await waiting_payment(local_guard, shop)
+    await inbox.decide(approved_id, "approve")
+    session, messages, requests, _ = await waiting_payment(local_guard, shop)
+    # The stored requests of the waiting run, doctored to name the approved call.
+    borrowed = REQUESTS.validate_json(approved_requests).metadata
+    doctored = REQUESTS.validate_json(requests)
+    doctored.metadata = borrowed
+    agent, toolset = buyer(local_guard, shop, session, PAY_500)
+    results = await toolset.results(doctored)
+    await agent.run(message_history=ModelMessagesTypeAdapter.validate_json(messages),
+                    deferred_tool_results=results)
+    assert shop.paid == []
+    TALLY.record("pydantic-ai: resume with another call's approval", got_through=bool(shop.paid))
+
+
 async def test_arguments_edited_in_the_framework_are_not_what_runs(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
     shop = Shop()
