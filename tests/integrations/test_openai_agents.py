@@ -4,80 +4,28 @@ by a scripted `Model`, against hookgate in process (SQLite) and a real `hookgate
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import pytest
-from agents import Agent, FunctionTool, Runner, RunState, function_tool, set_tracing_disabled
+from agents import Agent, Runner, RunState, function_tool
 
 from hookgate.client import AsyncClient, AsyncGuard, GuardUnavailable
 from hookgate.client.local import AsyncLocalGuard
 from hookgate.integrations.openai_agents import HookgateGate, HookgateRefused
 from tests.adversarial_tally import TALLY
+from tests.integrations.agents_sdk_shop import FRAMEWORK, PAY_500, Shop, buyer, calls
 from tests.integrations.conftest import Inbox, Served
-from tests.integrations.scripted_agents_model import (
-    ScriptedModel,
-    message,
-    tool_call,
-    tool_outputs,
-)
+from tests.integrations.scripted_agents_model import ScriptedModel, message, tool_call, tool_outputs
 from tests.integrations.world import ALICE_TOKEN, MASK
 from tests.live_server import free_port
 
-FRAMEWORK = "openai-agents"
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-set_tracing_disabled(True)
-
-
-class Shop:
-    """The tools, and what really ran."""
-
-    def __init__(self) -> None:
-        self.paid: list[int] = []
-        self.notes: list[str] = []
-
-    def tools(self) -> list[FunctionTool]:
-        @function_tool
-        def pay(amount: int, to: str) -> str:
-            """Pay ``amount`` to ``to``."""
-            self.paid.append(amount)
-            return f"paid {amount} to {to}"
-
-        @function_tool
-        def card_on_file() -> str:
-            """The card the shop pays with."""
-            return "card 4111 1111 1111 1111, expires 12/29"
-
-        @function_tool
-        def write_note(text: str) -> str:
-            """File a note."""
-            self.notes.append(text)
-            return "filed"
-
-        return [pay, card_on_file, write_note]
-
-
-def calls(*planned: tuple[str, dict[str, Any]], prefix: str = "t") -> ScriptedModel:
-    """A model that makes the planned tool calls, one a turn (call ids ``prefix0``, ...),
-    then says what it saw."""
-
-    def turn(items: Any) -> Any:
-        seen = tool_outputs(items, prefix)
-        if len(seen) < len(planned):
-            name, args = planned[len(seen)]
-            return tool_call(name, args, f"{prefix}{len(seen)}")
-        return message("saw: " + " | ".join(seen))
-
-    return ScriptedModel(turn)
-
-
-PAY_500 = ("pay", {"amount": 500, "to": "acme"})
-
-
-def buyer(guard: AsyncGuard, shop: Shop, session: str, *planned: tuple[str, dict[str, Any]],
-          agent: str = "buyer", **options: Any) -> tuple[Agent[Any], HookgateGate]:
-    gate = HookgateGate(guard, agent, session, **options)
-    return gate.guard_agent(Agent(agent, model=calls(*planned), tools=shop.tools())), gate
 
 
 async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, str, str]:
@@ -278,4 +226,27 @@ async def test_served_a_payment_approved_in_the_inbox_runs_once(served: Served) 
     assert "paid 500" in await resume(client, shop, session, stored)
     await resume(AsyncClient(served.url, ALICE_TOKEN, framework=FRAMEWORK), shop, session,
                  stored)
+    assert shop.paid == [500]
+
+
+
+@pytest.mark.parametrize("served", ["sqlite"], indirect=True)
+async def test_served_a_state_stored_by_an_exited_process_resumes_and_runs_once(
+        served: Served, tmp_path: Path) -> None:
+    session, state_file = uuid4().hex, tmp_path / "run-state.json"
+    first = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.integrations.agents_sdk_shop", served.url, session,
+        str(state_file), cwd=ROOT, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    _, said = await first.communicate()
+    assert first.returncode == 0, said.decode()[-2000:]
+    stored = state_file.read_text(encoding="utf-8")
+    client = AsyncClient(served.url, ALICE_TOKEN, framework=FRAMEWORK)
+    agent, gate = buyer(client, Shop(), session, PAY_500)
+    [waiting] = await gate.apply_decisions(await RunState.from_string(agent, stored))
+    served.decide(waiting.request_id, "approve")
+
+    shop = Shop()
+    assert "paid 500" in await resume(client, shop, session, stored)
+    assert "paid 500" in await resume(client, shop, session, stored)
     assert shop.paid == [500]
