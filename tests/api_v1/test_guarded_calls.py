@@ -33,10 +33,13 @@ def deployment(url: str) -> Deployment:
         id="payer", name="payer", instructions="", tools=[], org_id="acme",
         owner_user_id="alice", confirmation_approver_scope="agent_owner",
         model_config_json={
-            "hooks": {"class_hooks": ["audit_log", "readonly_guard"]},
+            "hooks": {"class_hooks": [
+                "audit_log", "readonly_guard",
+                {"name": "connector_rate_limit", "params": {"limits": {"pinger": "2/day"}}}]},
             "guarded_calls": {"rules": [
                 {"matcher": "transfer", "requires_confirmation": True},
-                {"matcher": "search", "writes": False}]},
+                {"matcher": "search", "writes": False},
+                {"matcher": "ping", "writes": False, "connector": "pinger"}]},
         },
     )
     return Deployment(
@@ -140,6 +143,16 @@ def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
                                                "Content-Type": "application/json"})
     attempt.record("v1 API: NaN in the arguments", r.status_code < 400)
     assert r.status_code in (400, 422) and "nan" in r.text.lower()
+
+
+def test_a_rate_limit_holds_across_two_agent_clients(server: LiveServer) -> None:
+    with Client(server.url, BOT, framework="langgraph") as one, \
+            Client(server.url, BOT, framework="crewai") as two:
+        verdicts = [guard.before_call(agent="payer", session_id=f"s-{i}", call_id=f"p{i}",
+                                      tool="ping", arguments={})
+                    for i, guard in enumerate((one, two, one, two))]
+    assert [type(v).__name__ for v in verdicts] == ["Allowed", "Allowed", "Denied", "Denied"]
+    assert isinstance(verdicts[2], Denied) and "rate limit" in verdicts[2].reason.lower()
 
 
 def test_an_unreachable_server_fails_closed_and_says_why() -> None:

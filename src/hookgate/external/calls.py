@@ -52,11 +52,15 @@ SECTION = "guarded_calls"
 INDEX_RUN = "guarded-calls"
 SESSION_STOPPED = "guarded-session-stopped"
 FRAMEWORKS_MAX = 64
-Decision = Literal["allow", "deny", "pending", "already_ran"]
+Decision = Literal["allow", "deny", "pending", "already_ran", "decided"]
 
 
 class CallRefused(ValueError):
     """The request cannot be acted on (bad input, a re-used call id); the text says why."""
+
+
+class CallIdReused(CallRefused):
+    """A call id already named another call (another tool or other arguments)."""
 
 
 class CallNotFound(LookupError):
@@ -89,6 +93,8 @@ class CallAnswer:
     reason: str | None = None
     request_id: str | None = None
     observation: str | None = None
+    #: With ``decided`` (a peek): whether a person approved.
+    approved: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +217,7 @@ class GuardedCalls:
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         prior = await self.ledger.claim(INDEX_RUN, key, tool, digest)
         if prior is not None and (prior.tool_name, prior.args_sha256) != (tool, digest):
-            raise CallRefused(
+            raise CallIdReused(
                 f"call id '{call_id}' was already used in session '{session_id}' for another "
                 "call (another tool or other arguments); a call id names one call, so this "
                 "one is not run")
@@ -232,15 +238,15 @@ class GuardedCalls:
     async def peek(self, asker: Asker, call: str, wait_s: float) -> CallAnswer:
         """What a person decided on the call's request, waiting up to ``wait_s`` seconds,
         without starting the call or using the approval: ``pending`` while undecided, else
-        ``allow``/``deny`` as a hint (the call starts only when it is asked or waited on)."""
+        ``decided`` (the call starts only when it is asked or waited on)."""
         facts = await self._facts(call, asker)
         ran = await self._already_ran(call, facts)
         if ran is not None:
             return ran
         request = await self.approvals.store.for_call(facts.run_id, facts.call_id)
         if request is None:
-            return CallAnswer(call, "deny", reason="no person was asked about this call; ask "
-                                                   "hookgate about it to learn its verdict")
+            raise CallRefused(f"no person was asked about call '{call}'; ask about the call "
+                              "itself for its verdict")
         loop = asyncio.get_running_loop()
         give_up = loop.time() + max(0.0, wait_s)
         while True:
@@ -252,16 +258,16 @@ class GuardedCalls:
                 left = give_up - loop.time()
                 if left <= 0:
                     return CallAnswer(call, "pending", request_id=request.id,
-                                      reason=f"request {request.id} is still pending")
+                                      reason=f"'{facts.tool_name}' needs a person's approval "
+                                             f"in hookgate (request {request.id})")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(fut, left)
             finally:
                 self.approvals.hub.discard(request.id, fut)
-        if current is None or current.status != "approved":
-            why = current.reason if current is not None and current.reason else "not approved"
-            return CallAnswer(call, "deny", reason=why, request_id=request.id)
-        return CallAnswer(call, "allow", arguments=dict(current.args or facts.arguments),
-                          request_id=request.id, note="approved; ask again to start it")
+        approved = current is not None and current.status == "approved"
+        why = current.reason if current is not None else "the request disappeared"
+        return CallAnswer(call, "decided", request_id=request.id, approved=approved,
+                          reason=why)
 
     async def _decide(self, agent: Agent, org_id: str | None, key: str, facts: _Facts, *,
                       wait_s: float) -> CallAnswer:
