@@ -34,6 +34,7 @@ from hookgate.client import (
     Allowed,
     AlreadyRan,
     AsyncGuard,
+    Decided,
     Denied,
     GuardRefused,
     GuardUnavailable,
@@ -232,18 +233,19 @@ class HookgateGate:
                                           f"{item.name!r} can be applied")
             if isinstance(verdict, Pending):
                 try:
-                    # A peek starts nothing: the resumed run asks again, and only then does
-                    # the call start (once, whichever process resumes it).
-                    verdict = await self.guard.wait(verdict.call, timeout=wait, peek=True)
+                    # Learning the decision starts nothing: the resumed run asks again, and
+                    # only then does the call start (once, whichever process resumes it).
+                    decision = await self.guard.decision(verdict.call, timeout=wait)
                 except GuardUnavailable as error:
                     raise HookgateUnavailable(str(error)) from error
-                if isinstance(verdict, Pending):
-                    self._shared.decided[key] = verdict
-                else:
-                    self._shared.decided.pop(key, None)
-            if isinstance(verdict, Pending):
-                still.append(PendingCall(item, verdict.call, verdict.request_id, verdict.reason))
-            elif isinstance(verdict, Denied):
+                if isinstance(decision, Pending):
+                    still.append(PendingCall(item, decision.call, decision.request_id,
+                                             decision.reason))
+                    continue
+                self._shared.decided.pop(key, None)
+                if isinstance(decision, Decided) and not decision.approved:
+                    verdict = Denied(decision.call, decision.reason or "rejected in hookgate")
+            if isinstance(verdict, Denied):
                 state.reject(item, rejection_message=verdict.reason)
             else:
                 state.approve(item)

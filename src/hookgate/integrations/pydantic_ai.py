@@ -26,6 +26,7 @@ from hookgate.client import (
     Allowed,
     AlreadyRan,
     AsyncGuard,
+    Decided,
     Denied,
     GuardRefused,
     GuardUnavailable,
@@ -122,27 +123,27 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
     async def results(self, requests: DeferredToolRequests, *,
                       wait: float = 0) -> DeferredToolResults:
         """hookgate's decisions on the deferred requests this toolset made, as the
-        `DeferredToolResults` to resume with: an approval is `ToolApproved` (with
-        ``override_args`` when the approver edited the arguments), a rejection `ToolDenied`
-        with hookgate's reason. Waits up to ``wait`` seconds for each undecided call and
-        leaves out those still undecided (``requests.remaining(results)`` lists them)."""
+        `DeferredToolResults` to resume with: an approval is `ToolApproved` (the call then
+        runs with the arguments hookgate allows, an approver's edit included, and the model
+        is told), a rejection `ToolDenied` with hookgate's reason. Waits up to ``wait``
+        seconds for each undecided call and leaves out those still undecided
+        (``requests.remaining(results)`` lists them)."""
         results = DeferredToolResults()
         for part in requests.approvals:
             held = requests.metadata.get(part.tool_call_id) or {}
             call = held.get(HOOKGATE_CALL)
             if not isinstance(call, str):
                 continue  # deferred by something other than hookgate
-            # A peek starts nothing: the resumed run asks again, and only then does the
-            # call start (once, whichever process resumes it).
-            verdict = await self.guard.wait(call, timeout=wait, peek=True)
-            if isinstance(verdict, Pending):
+            # Learning the decision starts nothing: the resumed run asks again (and runs
+            # hookgate's arguments, an approver's edit included), and only then does the call
+            # start, once, whichever process resumes it.
+            decision = await self.guard.decision(call, timeout=wait)
+            if isinstance(decision, Pending):
                 continue
             results.metadata[part.tool_call_id] = dict(held)
-            if isinstance(verdict, Denied):
-                results.approvals[part.tool_call_id] = ToolDenied(verdict.reason)
-            elif isinstance(verdict, Allowed) and verdict.arguments != part.args_as_dict():
-                results.approvals[part.tool_call_id] = ToolApproved(
-                    override_args=verdict.arguments)
+            if isinstance(decision, Decided) and not decision.approved:
+                results.approvals[part.tool_call_id] = ToolDenied(
+                    decision.reason or "rejected in hookgate")
             else:
                 results.approvals[part.tool_call_id] = ToolApproved()
         return results
