@@ -15,6 +15,7 @@ import pytest
 import pytest_asyncio
 
 from hookgate.approvals.eligibility import Approver
+from hookgate.client import AsyncClient
 from hookgate.client.local import AsyncLocalGuard
 from hookgate.config import load_config
 from hookgate.runtime.deployment import deployment_from_config
@@ -63,6 +64,10 @@ class Served:
     """A real `hookgate serve` and its inbox over HTTP."""
 
     url: str
+
+    def client(self, framework: str) -> AsyncClient:
+        """An agent process's guard: the HTTP client of this server."""
+        return AsyncClient(self.url, ALICE_TOKEN, framework=framework)
 
     def decide(self, request_id: str, decision: str, **body: Any) -> None:
         r = httpx.post(f"{self.url}/api/confirmations/{request_id}/respond",

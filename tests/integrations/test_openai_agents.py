@@ -151,16 +151,18 @@ async def test_after_a_handoff_the_next_agents_gated_call_still_waits(
 
 
 async def test_hookgate_unreachable_the_call_does_not_run_unless_the_adapter_opts_out() -> None:
-    down = AsyncClient(f"http://127.0.0.1:{free_port()}", ALICE_TOKEN, framework=FRAMEWORK)
     shop = Shop()
-    agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
-    with pytest.raises(GuardUnavailable, match="unreachable"):
-        await Runner.run(agent, "pay")
-    assert shop.paid == []
+    async with AsyncClient(f"http://127.0.0.1:{free_port()}", ALICE_TOKEN,
+                           framework=FRAMEWORK) as down:
+        agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
+        with pytest.raises(GuardUnavailable, match="unreachable"):
+            await Runner.run(agent, "pay")
+        assert shop.paid == []
 
-    agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}),
-                     fail_open=True)
-    assert "paid 5" in (await Runner.run(agent, "pay")).final_output and shop.paid == [5]
+        agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}),
+                         fail_open=True)
+        assert "paid 5" in (await Runner.run(agent, "pay")).final_output
+    assert shop.paid == [5]
 
 
 # -- attacks ---------------------------------------------------------------------------------
@@ -219,15 +221,15 @@ async def test_a_nan_amount_is_refused_before_the_tool_runs(
 
 async def test_served_a_payment_approved_in_the_inbox_runs_once(served: Served) -> None:
     shop = Shop()
-    client = AsyncClient(served.url, ALICE_TOKEN, framework=FRAMEWORK)
-    session, stored, request_id = await waiting_payment(client, shop)
+    async with served.client(FRAMEWORK) as client:
+        session, stored, request_id = await waiting_payment(client, shop)
     served.decide(request_id, "approve")
 
-    assert "paid 500" in await resume(client, shop, session, stored)
-    await resume(AsyncClient(served.url, ALICE_TOKEN, framework=FRAMEWORK), shop, session,
-                 stored)
+    async with served.client(FRAMEWORK) as client:
+        assert "paid 500" in await resume(client, shop, session, stored)
+    async with served.client(FRAMEWORK) as client:
+        await resume(client, shop, session, stored)
     assert shop.paid == [500]
-
 
 
 @pytest.mark.parametrize("served", ["sqlite"], indirect=True)
@@ -241,12 +243,12 @@ async def test_served_a_state_stored_by_an_exited_process_resumes_and_runs_once(
     _, said = await first.communicate()
     assert first.returncode == 0, said.decode()[-2000:]
     stored = state_file.read_text(encoding="utf-8")
-    client = AsyncClient(served.url, ALICE_TOKEN, framework=FRAMEWORK)
-    agent, gate = buyer(client, Shop(), session, PAY_500)
-    [waiting] = await gate.apply_decisions(await RunState.from_string(agent, stored))
-    served.decide(waiting.request_id, "approve")
+    async with served.client(FRAMEWORK) as client:
+        agent, gate = buyer(client, Shop(), session, PAY_500)
+        [waiting] = await gate.apply_decisions(await RunState.from_string(agent, stored))
+        served.decide(waiting.request_id, "approve")
 
-    shop = Shop()
-    assert "paid 500" in await resume(client, shop, session, stored)
-    assert "paid 500" in await resume(client, shop, session, stored)
+        shop = Shop()
+        assert "paid 500" in await resume(client, shop, session, stored)
+        assert "paid 500" in await resume(client, shop, session, stored)
     assert shop.paid == [500]

@@ -195,16 +195,18 @@ async def test_a_sub_agents_gated_call_waits_for_its_own_approval(
 
 
 async def test_hookgate_unreachable_the_call_does_not_run_unless_the_adapter_opts_out() -> None:
-    down = AsyncClient(f"http://127.0.0.1:{free_port()}", ALICE_TOKEN, framework=FRAMEWORK)
     shop = Shop()
-    agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
-    with pytest.raises(GuardUnavailable, match="unreachable"):
-        await agent.run("pay")
-    assert shop.paid == []
+    async with AsyncClient(f"http://127.0.0.1:{free_port()}", ALICE_TOKEN,
+                           framework=FRAMEWORK) as down:
+        agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
+        with pytest.raises(GuardUnavailable, match="unreachable"):
+            await agent.run("pay")
+        assert shop.paid == []
 
-    agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}),
-                     fail_open=True)
-    assert "paid 5" in (await agent.run("pay")).output and shop.paid == [5]
+        agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}),
+                         fail_open=True)
+        assert "paid 5" in (await agent.run("pay")).output
+    assert shop.paid == [5]
 
 
 # -- attacks ---------------------------------------------------------------------------------
@@ -290,13 +292,14 @@ async def test_a_nan_amount_is_refused_before_the_tool_runs(
 
 async def test_served_a_payment_approved_in_the_inbox_runs_once(served: Served) -> None:
     shop = Shop()
-    client = AsyncClient(served.url, ALICE_TOKEN, framework=FRAMEWORK)
-    session, messages, requests, request_id = await waiting_payment(client, shop)
+    async with served.client(FRAMEWORK) as client:
+        session, messages, requests, request_id = await waiting_payment(client, shop)
     served.decide(request_id, "approve")
 
-    assert "paid 500" in await resume(client, shop, session, messages, requests)
-    await resume(AsyncClient(served.url, ALICE_TOKEN, framework=FRAMEWORK), shop, session,
-                 messages, requests)
+    async with served.client(FRAMEWORK) as client:
+        assert "paid 500" in await resume(client, shop, session, messages, requests)
+    async with served.client(FRAMEWORK) as client:
+        await resume(client, shop, session, messages, requests)
     assert shop.paid == [500]
 
 
@@ -305,11 +308,11 @@ async def test_a_payment_waiting_while_hookgate_restarts_runs_once_after_the_dec
     config = write_config(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}")
     shop = Shop()
     with live_server(deployment_from_config(load_config(config))) as first:
-        client = AsyncClient(first.url, ALICE_TOKEN, framework=FRAMEWORK)
-        session, messages, requests, request_id = await waiting_payment(client, shop)
+        async with Served(first.url).client(FRAMEWORK) as client:
+            session, messages, requests, request_id = await waiting_payment(client, shop)
     with live_server(deployment_from_config(load_config(config))) as second:
         Served(second.url).decide(request_id, "approve")
-        client = AsyncClient(second.url, ALICE_TOKEN, framework=FRAMEWORK)
-        assert "paid 500" in await resume(client, shop, session, messages, requests)
-        await resume(client, shop, session, messages, requests)
+        async with Served(second.url).client(FRAMEWORK) as client:
+            assert "paid 500" in await resume(client, shop, session, messages, requests)
+            await resume(client, shop, session, messages, requests)
     assert shop.paid == [500]
