@@ -35,11 +35,12 @@ def deployment(url: str) -> Deployment:
         model_config_json={
             "hooks": {"class_hooks": [
                 "audit_log", "readonly_guard",
-                {"name": "connector_rate_limit", "params": {"limits": {"pinger": "2/day"}}}]},
+                {"name": "connector_rate_limit", "params": {"limits": {"pinger": "2/day", "wirer": "2/day"}}}]},
             "guarded_calls": {"rules": [
                 {"matcher": "transfer", "requires_confirmation": True},
                 {"matcher": "search", "writes": False},
-                {"matcher": "ping", "writes": False, "connector": "pinger"}]},
+                {"matcher": "ping", "writes": False, "connector": "pinger"},
+                {"matcher": "wire", "connector": "wirer", "requires_confirmation": True}]},
         },
     )
     return Deployment(
@@ -128,6 +129,19 @@ def test_a_gated_call_waits_for_a_person_and_runs_once(
     assert isinstance(denied, Denied) and "once is enough" in denied.reason
 
 
+def test_an_allow_nobody_waits_for_any_more_does_not_use_up_the_call(
+        server: LiveServer, guard: Client) -> None:
+    asked = guard.before_call(agent="payer", session_id="s-gone", call_id="g1",
+                              tool="transfer", arguments={"amount": 1, "to": "bob"})
+    assert isinstance(asked, Pending)
+    with pytest.raises(httpx.ReadTimeout):  # a client that gives up on its long-poll
+        httpx.get(f"{server.url}/api/v1/calls/{asked.call}", params={"wait": 20},
+                  headers={"Authorization": f"Bearer {BOT}"}, timeout=0.5)
+    decide(server, asked.request_id, "approve")
+    verdict = guard.wait(asked.call, timeout=10)
+    assert isinstance(verdict, Allowed)
+
+
 def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
         server: LiveServer, guard: Client, attempt: Any) -> None:
     first = guard.before_call(agent="payer", session_id="s-x", call_id="r1", tool="search",
@@ -153,6 +167,17 @@ def test_a_rate_limit_holds_across_two_agent_clients(server: LiveServer) -> None
                     for i, guard in enumerate((one, two, one, two))]
     assert [type(v).__name__ for v in verdicts] == ["Allowed", "Allowed", "Denied", "Denied"]
     assert isinstance(verdicts[2], Denied) and "rate limit" in verdicts[2].reason.lower()
+
+
+def test_polling_a_pending_call_takes_no_rate_limit_slot(
+        server: LiveServer, guard: Client) -> None:
+    asked = guard.before_call(agent="payer", session_id="s-wire", call_id="w1", tool="wire",
+                              arguments={"amount": 1})
+    assert isinstance(asked, Pending)
+    for _ in range(3):
+        assert isinstance(guard.wait(asked.call, timeout=0), Pending)
+    decide(server, asked.request_id, "approve")
+    assert isinstance(guard.wait(asked.call, timeout=5), Allowed)
 
 
 def test_an_unreachable_server_fails_closed_and_says_why() -> None:

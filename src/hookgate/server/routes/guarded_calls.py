@@ -172,8 +172,11 @@ async def call_state(
     (still ``pending``). Asking about a call that started answers ``already_ran``."""
     try:
         asker = _asker(access, framework)
+        async def listening() -> bool:
+            return not await request.is_disconnected()
+
         work = access.rt.guarded.peek(asker, call, wait) if peek else access.rt.guarded.wait(
-            access.rt.runs.agents, asker, call, wait)
+            access.rt.runs.agents, asker, call, wait, listening)
         answer = await while_allowed(work,
             access.still_allowed, recheck_s(request))
     except CallNotFound as exc:
