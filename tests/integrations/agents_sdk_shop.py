@@ -1,0 +1,93 @@
+"""The shop the Agents SDK tests run: its tools (recording what really ran), a scripted model
+making planned calls, and a buyer behind a hookgate gate. Light to import, so a second process
+can play the agent too (``python -m tests.integrations.agents_sdk_shop URL SESSION FILE``:
+its run stops at a payment that waits, and it stores the run's state in FILE)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents import Agent, FunctionTool, Runner, function_tool, set_tracing_disabled
+
+from hookgate.client import AsyncClient, AsyncGuard
+from hookgate.integrations.openai_agents import HookgateGate
+from tests.integrations.scripted_agents_model import (
+    ScriptedModel,
+    message,
+    tool_call,
+    tool_outputs,
+)
+from tests.integrations.world import ALICE_TOKEN
+
+FRAMEWORK = "openai-agents"
+set_tracing_disabled(True)
+
+
+class Shop:
+    """The tools, and what really ran."""
+
+    def __init__(self) -> None:
+        self.paid: list[int] = []
+        self.notes: list[str] = []
+
+    def tools(self) -> list[FunctionTool]:
+        @function_tool
+        def pay(amount: int, to: str) -> str:
+            """Pay ``amount`` to ``to``."""
+            self.paid.append(amount)
+            return f"paid {amount} to {to}"
+
+        @function_tool
+        def card_on_file() -> str:
+            """The card the shop pays with."""
+            return "card 4111 1111 1111 1111, expires 12/29"
+
+        @function_tool
+        def write_note(text: str) -> str:
+            """File a note."""
+            self.notes.append(text)
+            return "filed"
+
+        return [pay, card_on_file, write_note]
+
+
+def calls(*planned: tuple[str, dict[str, Any]], prefix: str = "t") -> ScriptedModel:
+    """A model that makes the planned tool calls, one a turn (call ids ``prefix0``, ...),
+    then says what it saw."""
+
+    def turn(items: Any) -> Any:
+        seen = tool_outputs(items, prefix)
+        if len(seen) < len(planned):
+            name, args = planned[len(seen)]
+            return tool_call(name, args, f"{prefix}{len(seen)}")
+        return message("saw: " + " | ".join(seen))
+
+    return ScriptedModel(turn)
+
+
+PAY_500 = ("pay", {"amount": 500, "to": "acme"})
+
+
+def buyer(guard: AsyncGuard, shop: Shop, session: str, *planned: tuple[str, dict[str, Any]],
+          agent: str = "buyer", **options: Any) -> tuple[Agent[Any], HookgateGate]:
+    gate = HookgateGate(guard, agent, session, **options)
+    return gate.guard_agent(Agent(agent, model=calls(*planned), tools=shop.tools())), gate
+
+
+
+
+async def _stop_at_the_payment(url: str, session: str) -> str:
+    shop = Shop()
+    agent, _ = buyer(AsyncClient(url, ALICE_TOKEN, framework=FRAMEWORK), shop, session, PAY_500)
+    result = await Runner.run(agent, "pay acme")
+    assert shop.paid == [] and result.interruptions
+    return result.to_state().to_string()
+
+
+if __name__ == "__main__":
+    url, session, state_file = sys.argv[1:4]
+    Path(state_file).write_text(asyncio.run(_stop_at_the_payment(url, session)),
+                                encoding="utf-8")

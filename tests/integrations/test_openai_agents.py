@@ -1,0 +1,254 @@
+"""OpenAI Agents SDK agents guarded by hookgate through `HookgateGate`: the real Runner driven
+by a scripted `Model`, against hookgate in process (SQLite) and a real `hookgate serve`
+(SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from agents import Agent, Runner, RunState, function_tool
+
+from hookgate.client import AsyncClient, AsyncGuard, GuardUnavailable
+from hookgate.client.local import AsyncLocalGuard
+from hookgate.integrations.openai_agents import HookgateGate, HookgateRefused
+from tests.adversarial_tally import TALLY
+from tests.integrations.agents_sdk_shop import FRAMEWORK, PAY_500, Shop, buyer, calls
+from tests.integrations.conftest import Inbox, Served
+from tests.integrations.scripted_agents_model import ScriptedModel, message, tool_call, tool_outputs
+from tests.integrations.world import ALICE_TOKEN, MASK
+from tests.live_server import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, str, str]:
+    """A buyer's payment that waits for a person: (session, the serialised RunState, request
+    id), as a process would keep them before it exits."""
+    session = uuid4().hex
+    agent, gate = buyer(guard, shop, session, PAY_500)
+    result = await Runner.run(agent, "pay acme")
+    [waiting] = gate.pending(result)
+    assert waiting.item.arguments is not None and '"amount": 500' in waiting.item.arguments
+    assert shop.paid == []
+    return session, result.to_state().to_string(), waiting.request_id
+
+
+async def resume(guard: AsyncGuard, shop: Shop, session: str, stored: str) -> Any:
+    """A new process resuming the stored run with hookgate's decisions."""
+    agent, gate = buyer(guard, shop, session, PAY_500)
+    state = await RunState.from_string(agent, stored)
+    assert await gate.apply_decisions(state) == []
+    return (await Runner.run(agent, state)).final_output
+
+
+def small_payment_clerk(gate: HookgateGate, shop: Shop) -> Agent[Any]:
+    """The buyer's sub-agent, behind a gate of its own, paying 5 (which always needs a
+    person when the clerk pays)."""
+    return gate.sub_gate(agent="clerk", session_id=gate.session_id + "-clerk").guard_agent(
+        Agent("clerk", model=calls(("pay", {"amount": 5, "to": "acme"}), prefix="c"),
+              tools=shop.tools()))
+
+
+# -- in process ------------------------------------------------------------------------------
+
+
+async def test_an_approved_payment_runs_once_even_when_the_stored_state_is_resumed_twice(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop = Shop()
+    session, stored, request_id = await waiting_payment(local_guard, shop)
+    await inbox.decide(request_id, "approve")
+
+    assert "paid 500 to acme" in await resume(local_guard, shop, session, stored)
+    replay = await resume(local_guard, shop, session, stored)
+
+    assert shop.paid == [500]
+    assert "paid 500 to acme" in replay  # the recorded observation, not a second payment
+    TALLY.record("openai-agents: resume the approved state again",
+                 got_through=len(shop.paid) > 1)
+    [row] = [r for r in await inbox.audit() if r["request_id"] == request_id]
+    assert row["connector"] == FRAMEWORK and row["outcome"] == "ok"
+
+
+async def test_a_rejected_payment_never_runs_and_the_model_hears_why(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop = Shop()
+    session, stored, request_id = await waiting_payment(local_guard, shop)
+    await inbox.decide(request_id, "reject", reason="over this month's budget")
+
+    said = await resume(local_guard, shop, session, stored)
+
+    assert shop.paid == [] and "over this month's budget" in said
+
+
+async def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop = Shop()
+    session, stored, request_id = await waiting_payment(local_guard, shop)
+    await inbox.decide(request_id, "approve", arguments={"amount": 50, "to": "acme"})
+
+    said = await resume(local_guard, shop, session, stored)
+
+    assert shop.paid == [50]
+    assert "paid 50 to acme" in said and "500" in said  # told of the edit
+
+
+async def test_a_card_number_reaches_the_model_masked(local_guard: AsyncLocalGuard) -> None:
+    agent, _ = buyer(local_guard, Shop(), uuid4().hex, ("card_on_file", {}))
+    said = (await Runner.run(agent, "which card?")).final_output
+    assert MASK in said and "4111" not in said
+
+
+async def test_the_read_only_guard_blocks_a_write(local_guard: AsyncLocalGuard) -> None:
+    shop = Shop()
+    agent, _ = buyer(local_guard, shop, uuid4().hex, ("write_note", {"text": "x"}),
+                     agent="archivist")
+    said = (await Runner.run(agent, "file it")).final_output
+    assert shop.notes == [] and "read-only" in said.lower()
+
+
+async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop, gate = Shop(), HookgateGate(local_guard, "buyer", uuid4().hex)
+    clerk = small_payment_clerk(gate, shop)
+    agent = gate.guard_agent(Agent(
+        "buyer", model=calls(("ask_clerk", {"input": "pay 5"})),
+        tools=[clerk.as_tool(tool_name="ask_clerk", tool_description="Hand work to the clerk")]))
+
+    result = await Runner.run(agent, "get it paid")
+    [waiting] = gate.pending(result)
+    assert waiting.item.name == "pay" and shop.paid == []
+    TALLY.record("openai-agents: a small payment through an agent used as a tool",
+                 got_through=bool(shop.paid))
+
+    await inbox.decide(waiting.request_id, "approve")
+    state = result.to_state()
+    assert await gate.apply_decisions(state) == []
+    said = (await Runner.run(agent, state)).final_output
+    assert shop.paid == [5] and "paid 5" in said
+
+
+async def test_after_a_handoff_the_next_agents_gated_call_still_waits(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop, gate = Shop(), HookgateGate(local_guard, "buyer", uuid4().hex)
+    clerk = small_payment_clerk(gate, shop)
+    agent = gate.guard_agent(Agent("buyer", model=calls(("transfer_to_clerk", {})),
+                                   handoffs=[clerk]))
+
+    result = await Runner.run(agent, "get it paid")
+
+    [waiting] = gate.pending(result)
+    assert waiting.item.name == "pay" and shop.paid == []
+    handoffs = [r for r in await inbox.audit() if r["tool_name"] == "transfer_to_clerk"]
+    assert [r["connector"] for r in handoffs] == [FRAMEWORK]  # the handoff was asked too
+    TALLY.record("openai-agents: a small payment after a handoff", got_through=bool(shop.paid))
+
+
+async def test_hookgate_unreachable_the_call_does_not_run_unless_the_adapter_opts_out() -> None:
+    shop = Shop()
+    async with AsyncClient(f"http://127.0.0.1:{free_port()}", ALICE_TOKEN,
+                           framework=FRAMEWORK) as down:
+        agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
+        with pytest.raises(GuardUnavailable, match="unreachable"):
+            await Runner.run(agent, "pay")
+        assert shop.paid == []
+
+        agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}),
+                         fail_open=True)
+        assert "paid 5" in (await Runner.run(agent, "pay")).final_output
+    assert shop.paid == [5]
+
+
+# -- attacks ---------------------------------------------------------------------------------
+
+
+async def test_a_call_id_reused_for_other_arguments_is_refused(
+        local_guard: AsyncLocalGuard) -> None:
+    shop, session = Shop(), uuid4().hex
+    agent, _ = buyer(local_guard, shop, session, ("pay", {"amount": 5, "to": "acme"}))
+    await Runner.run(agent, "pay 5")
+    agent, _ = buyer(local_guard, shop, session, ("pay", {"amount": 90, "to": "mallory"}))
+    with pytest.raises(HookgateRefused, match="already used"):
+        await Runner.run(agent, "pay 90 with the same call id")
+    assert shop.paid == [5]
+    TALLY.record("openai-agents: re-used call id, other arguments", got_through=90 in shop.paid)
+
+
+async def test_an_approval_given_in_the_sdk_alone_does_not_run_the_call(
+        local_guard: AsyncLocalGuard) -> None:
+    shop = Shop()
+    session, stored, _ = await waiting_payment(local_guard, shop)
+    agent, _ = buyer(local_guard, shop, session, PAY_500)
+    state = await RunState.from_string(agent, stored)
+    for item in state.get_interruptions():
+        state.approve(item)  # the SDK's own approval, hookgate not asked
+    said = (await Runner.run(agent, state)).final_output
+    assert shop.paid == [] and "has not decided" in said
+    TALLY.record("openai-agents: approve in the SDK only", got_through=bool(shop.paid))
+
+
+async def test_a_nan_amount_is_refused_before_the_tool_runs(
+        local_guard: AsyncLocalGuard) -> None:
+    tipped: list[float] = []
+
+    @function_tool
+    def tip(amount: float) -> str:
+        """Tip the courier."""
+        tipped.append(amount)
+        return "tipped"
+
+    model = ScriptedModel(lambda items: tool_call("tip", {"amount": float("nan")}, "t0")
+                          if not tool_outputs(items) else message("done"))
+    gate = HookgateGate(local_guard, "buyer", uuid4().hex)
+    # The SDK itself holds a call whose arguments it cannot validate for approval...
+    result = await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), "tip")
+    assert tipped == [] and result.interruptions
+    # ...and hookgate, asked to decide it, refuses arguments it cannot pin.
+    with pytest.raises(HookgateRefused, match="pinned"):
+        await gate.apply_decisions(result.to_state())
+    assert tipped == []
+    TALLY.record("openai-agents: NaN in the arguments", got_through=bool(tipped))
+
+
+# -- against a real `hookgate serve` ---------------------------------------------------------
+
+
+async def test_served_a_payment_approved_in_the_inbox_runs_once(served: Served) -> None:
+    shop = Shop()
+    async with served.client(FRAMEWORK) as client:
+        session, stored, request_id = await waiting_payment(client, shop)
+    served.decide(request_id, "approve")
+
+    async with served.client(FRAMEWORK) as client:
+        assert "paid 500" in await resume(client, shop, session, stored)
+    async with served.client(FRAMEWORK) as client:
+        await resume(client, shop, session, stored)
+    assert shop.paid == [500]
+
+
+@pytest.mark.parametrize("served", ["sqlite"], indirect=True)
+async def test_served_a_state_stored_by_an_exited_process_resumes_and_runs_once(
+        served: Served, tmp_path: Path) -> None:
+    session, state_file = uuid4().hex, tmp_path / "run-state.json"
+    first = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.integrations.agents_sdk_shop", served.url, session,
+        str(state_file), cwd=ROOT, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    _, said = await first.communicate()
+    assert first.returncode == 0, said.decode()[-2000:]
+    stored = state_file.read_text(encoding="utf-8")
+    async with served.client(FRAMEWORK) as client:
+        agent, gate = buyer(client, Shop(), session, PAY_500)
+        [waiting] = await gate.apply_decisions(await RunState.from_string(agent, stored))
+        served.decide(waiting.request_id, "approve")
+
+        shop = Shop()
+        assert "paid 500" in await resume(client, shop, session, stored)
+        assert "paid 500" in await resume(client, shop, session, stored)
+    assert shop.paid == [500]
