@@ -1,0 +1,134 @@
+"""One hookgate for the framework adapters' tests: a configuration file, a real server on it
+(tests/live_server.py) and the inbox calls a person makes.
+
+Agent ``buyer`` (org acme): ``pay`` and ``refund`` need a person's approval, the output of
+``lookup_card`` is redacted by a PostToolUse hook, a PreToolUse hook caps a ``tip`` at 5
+(hookgate's rewritten arguments), every call is audited. Agent
+``archivist`` belongs to the read-only org ``frozen``: its writes are blocked.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from hookgate.config import load_config
+from hookgate.runtime.deployment import deployment_from_config
+from tests.live_server import LiveServer, live_server
+
+TOKEN = "tok-alice"
+CARD = "4111 1111 1111 1111"
+
+CONFIG = """
+database: {database}
+orgs:
+  - {{id: acme, name: ACME, read_only: false}}
+  - {{id: frozen, name: Frozen, read_only: true}}
+users:
+  - {{id: alice, org: acme, admin: true, name: Alice, token: {token}}}
+  - {{id: bob, org: frozen, admin: true, name: Bob, token: tok-bob}}
+models:
+  none: {{type: scripted, turns: [{{answer: "-"}}]}}
+agents:
+  - id: buyer
+    name: Buyer
+    org: acme
+    owner: alice
+    model: none
+    instructions: "-"
+    tools: []
+    confirmation_mode: inline_only
+    model_config_json:
+      hooks:
+        class_hooks: [readonly_guard, audit_log]
+        python_hooks:
+          - {{event: PostToolUse, matcher: lookup_card,
+              function: "tests.integrations.scene:redact_card"}}
+          - {{event: PreToolUse, matcher: tip, function: "tests.integrations.scene:cap_tip"}}
+      guarded_calls:
+        rules:
+          - {{matcher: "pay, refund", requires_confirmation: true}}
+          - {{matcher: "lookup_card, tip, delegate_work_to_coworker, refunder",
+              writes: false}}
+  - id: archivist
+    name: Archivist
+    org: frozen
+    owner: bob
+    model: none
+    instructions: "-"
+    tools: []
+    model_config_json:
+      hooks:
+        class_hooks: [readonly_guard, audit_log]
+"""
+
+
+def redact_card(data: dict[str, Any]) -> dict[str, Any] | None:
+    """PostToolUse: card numbers never reach the model."""
+    text = str(data.get("tool_response"))
+    if CARD not in text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "PostToolUse",
+                                   "updatedToolOutput": text.replace(CARD, "[card]")}}
+
+
+def cap_tip(data: dict[str, Any]) -> dict[str, Any] | None:
+    """PreToolUse: a tip above 5 is cut to 5 (the call runs with rewritten arguments)."""
+    args = dict(data.get("tool_input") or {})
+    if int(args.get("amount", 0)) <= 5:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                   "updatedInput": {**args, "amount": 5}}}
+
+
+def write_config(folder: Path) -> Path:
+    path = folder / "hookgate.yaml"
+    path.write_text(CONFIG.format(database=f"sqlite+aiosqlite:///{folder / 'hookgate.db'}",
+                                  token=TOKEN))
+    return path
+
+
+@contextmanager
+def server(folder: Path) -> Iterator[LiveServer]:
+    with live_server(deployment_from_config(load_config(write_config(folder)))) as srv:
+        yield srv
+
+
+def _api(srv: LiveServer, method: str, path: str, **kw: Any) -> Any:
+    r = httpx.request(method, f"{srv.url}{path}", headers={"Authorization": f"Bearer {TOKEN}"},
+                      timeout=30, **kw)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def decide(srv: LiveServer, request_id: str, decision: str, **body: Any) -> None:
+    """A person answers a request in the inbox (approve / reject, arguments to edit)."""
+    _api(srv, "POST", f"/api/confirmations/{request_id}/respond",
+         json={"decision": decision, **body})
+
+
+def pending_request(srv: LiveServer, tool: str) -> dict[str, Any]:
+    """The one pending request for ``tool``, once it reaches the inbox."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = [r for r in _api(srv, "GET", "/api/confirmations", params={"status": "pending"})
+                 if r["payload"]["tool_name"] == tool]
+        if found:
+            return dict(found[0])
+        time.sleep(0.02)
+    raise AssertionError(f"no pending request for {tool!r} reached the inbox")
+
+
+def audit_rows(srv: LiveServer) -> list[dict[str, Any]]:
+    return list(_api(srv, "GET", "/api/audit", params={"limit": 200})["items"])
+
+
+def request_id_in(text: str) -> str | None:
+    match = re.search(r"request (\S+?)\)?(?:[:;,\s]|$)", text)
+    return match.group(1) if match else None
