@@ -24,11 +24,20 @@ def approval_context(ask: ApprovalAsk) -> dict[str, Any]:
     agent = ask.agent
     tool = next((t for t in agent.tools if t.name == ask.tool_name), None)
     message = ask.metadata.get("user_message")
-    return {
+    context: dict[str, Any] = {
         "user_message": message[:MESSAGE_CHARS] if isinstance(message, str) else None,
         "tool_description": tool.description if tool is not None else None,
         "reasons": _reasons(ask, tool),
     }
+    # A tool of an agent that runs elsewhere (hookgate.external): the schema and description
+    # its runtime declared, so a person sees them and an edit is checked against them.
+    declared = ask.metadata.get("tool_schema")
+    if tool is None and isinstance(declared, dict):
+        context["tool_schema"] = declared
+        described = ask.metadata.get("tool_description")
+        if isinstance(described, str):
+            context["tool_description"] = described[:MESSAGE_CHARS]
+    return context
 
 
 def _reasons(ask: ApprovalAsk, tool: Tool | None) -> list[dict[str, Any]]:

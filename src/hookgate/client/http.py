@@ -51,9 +51,15 @@ def _unreachable(base_url: str, exc: Exception) -> GuardUnavailable:
 
 
 def _call_body(agent: str, session_id: str, call_id: str, tool: str,
-               arguments: Mapping[str, Any], description: str | None) -> dict[str, Any]:
+               arguments: Mapping[str, Any], description: str | None,
+               parameters: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"agent": agent, "session_id": session_id, "call_id": call_id, "tool": tool,
-            "arguments": dict(arguments), "description": description}
+            "arguments": dict(arguments), "description": description,
+            "parameters": dict(parameters) if parameters is not None else None}
+
+
+def _wait_params(timeout: float, peek: bool) -> dict[str, Any]:
+    return {"wait": timeout, "peek": "true"} if peek else {"wait": timeout}
 
 
 class _Base:
@@ -90,15 +96,16 @@ class AsyncClient(_Base):
             "agent": agent, "session_id": session_id, "parent_session": parent_session}))
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                          arguments: Mapping[str, Any], description: str | None = None
-                          ) -> Verdict:
+                          arguments: Mapping[str, Any], description: str | None = None,
+                          parameters: Mapping[str, Any] | None = None) -> Verdict:
         return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
-            agent, session_id, call_id, tool, arguments, description)))
+            agent, session_id, call_id, tool, arguments, description, parameters)))
 
-    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
+    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
+                   peek: bool = False) -> Verdict:
         # The long-poll's length, sent to the server (the interface's name for it).
         return wire.verdict(await self._request(
-            "GET", f"/api/v1/calls/{call}", params={"wait": timeout},
+            "GET", f"/api/v1/calls/{call}", params=_wait_params(timeout, peek),
             seconds=timeout + MARGIN_S))
 
     async def report(self, call: str, *, output: Any = None,
@@ -135,13 +142,14 @@ class Client(_Base):
             "agent": agent, "session_id": session_id, "parent_session": parent_session}))
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                    arguments: Mapping[str, Any], description: str | None = None) -> Verdict:
+                    arguments: Mapping[str, Any], description: str | None = None,
+                    parameters: Mapping[str, Any] | None = None) -> Verdict:
         return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
-            agent, session_id, call_id, tool, arguments, description)))
+            agent, session_id, call_id, tool, arguments, description, parameters)))
 
-    def wait(self, call: str, *, timeout: float) -> Verdict:
+    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict:
         return wire.verdict(self._request("GET", f"/api/v1/calls/{call}",
-                                          params={"wait": timeout},
+                                          params=_wait_params(timeout, peek),
                                           timeout=timeout + MARGIN_S))
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:

@@ -112,15 +112,19 @@ class AsyncLocalGuard:
         return SessionStarted(answer.session_id, answer.context, answer.stopped)
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                          arguments: Mapping[str, Any], description: str | None = None
-                          ) -> Verdict:
+                          arguments: Mapping[str, Any], description: str | None = None,
+                          parameters: Mapping[str, Any] | None = None) -> Verdict:
         rt, asker, found = await self._asker(agent)
         return _verdict(await self._guarded(rt.guarded.ask(
             found, asker, session_id=session_id, call_id=call_id, tool=tool,
-            arguments=arguments)))
+            arguments=arguments, description=description, parameters=parameters)))
 
-    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
+    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
+                   peek: bool = False) -> Verdict:
         rt, asker, _ = await self._asker(None)
+        if peek:
+            return _verdict(await self._guarded(rt.guarded.peek(self._caller(asker), call,
+                                                                timeout)))
         return _verdict(await self._guarded(rt.guarded.wait(
             rt.runs.agents, self._caller(asker), call, timeout)))
 
@@ -163,13 +167,14 @@ class LocalGuard:
                                                    parent_session=parent_session))
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                    arguments: Mapping[str, Any], description: str | None = None) -> Verdict:
+                    arguments: Mapping[str, Any], description: str | None = None,
+                    parameters: Mapping[str, Any] | None = None) -> Verdict:
         return self._run(self._inner.before_call(
             agent=agent, session_id=session_id, call_id=call_id, tool=tool,
-            arguments=arguments, description=description))
+            arguments=arguments, description=description, parameters=parameters))
 
-    def wait(self, call: str, *, timeout: float) -> Verdict:
-        return self._run(self._inner.wait(call, timeout=timeout))
+    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict:
+        return self._run(self._inner.wait(call, timeout=timeout, peek=peek))
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:
         return self._run(self._inner.report(call, output=output, error=error))

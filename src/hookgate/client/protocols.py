@@ -18,11 +18,17 @@ class AsyncGuard(Protocol):
                             parent_session: str | None = None) -> SessionStarted: ...
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                          arguments: Mapping[str, Any], description: str | None = None
-                          ) -> Verdict: ...
+                          arguments: Mapping[str, Any], description: str | None = None,
+                          parameters: Mapping[str, Any] | None = None) -> Verdict:
+        """``parameters``: the tool's JSON schema (arguments and an approver's edits are
+        checked against it; without it a person can approve or reject, not edit)."""
+        ...
 
-    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
-        """Long-poll: the verdict once decided, Pending if still undecided after timeout."""
+    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
+                   peek: bool = False) -> Verdict:
+        """Long-poll: the verdict once decided, Pending if still undecided after timeout.
+        Allowed means "run it now" (the call is started); with ``peek``, only what a person
+        decided, starting nothing (for resuming a paused agent, which then asks again)."""
         ...
 
     async def report(self, call: str, *, output: Any = None,
@@ -36,10 +42,10 @@ class Guard(Protocol):
                       parent_session: str | None = None) -> SessionStarted: ...
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
-                    arguments: Mapping[str, Any], description: str | None = None
-                    ) -> Verdict: ...
+                    arguments: Mapping[str, Any], description: str | None = None,
+                    parameters: Mapping[str, Any] | None = None) -> Verdict: ...
 
-    def wait(self, call: str, *, timeout: float) -> Verdict: ...
+    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict: ...
 
     def report(self, call: str, *, output: Any = None,
                error: str | None = None) -> Observation: ...

@@ -12,10 +12,12 @@ arguments is refused. Each call is indexed under its hookgate id (``gc_...``) fo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from hookgate.agent import Agent
@@ -24,7 +26,7 @@ from hookgate.canonical import canonical_json
 from hookgate.catalog.build import build_registry
 from hookgate.external import decisions
 from hookgate.external.approvals import ExternalApprovals
-from hookgate.external.policy import CallRules, probe_context
+from hookgate.external.policy import TOOL_SCHEMA_KEY, CallRules, probe_context
 from hookgate.external.sessions import session_run_id
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
@@ -42,7 +44,7 @@ from hookgate.tools.guarded import (
     observe_result,
     with_hook_context,
 )
-from hookgate.tools.tool import args_digest
+from hookgate.tools.tool import Tool, args_digest
 
 #: The agent's section of rules for guarded calls (model_config_json.guarded_calls).
 SECTION = "guarded_calls"
@@ -104,10 +106,12 @@ class _Facts:
     user_id: str
     session_id: str
     call_id: str
-    tool: str
+    tool_name: str
     arguments: dict[str, Any]
     framework: str
     parent_session: str | None
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
 
     @property
     def run_id(self) -> str:
@@ -122,7 +126,14 @@ class _Facts:
 
     def extras(self) -> dict[str, Any]:
         return {"framework": self.framework, "session_id": self.session_id,
-                "parent_session": self.parent_session}
+                "parent_session": self.parent_session, TOOL_SCHEMA_KEY: self.parameters,
+                "tool_description": self.description}
+
+    def tool(self, agent: Agent, rules: CallRules, args: dict[str, Any]) -> Tool:
+        probe = probe_context(self.tool_name, args, agent, self.user_id, self.extras())
+        return rules.tool(self.tool_name, probe, writes=True, connector=self.framework,
+                          runs_in=self.framework, schema=self.parameters,
+                          description=self.description)
 
 
 def call_key(agent_id: str, user_id: str, session_id: str, call_id: str) -> str:
@@ -178,20 +189,25 @@ class GuardedCalls:
     # -- before the call -------------------------------------------------------------------
 
     async def ask(self, agent: Agent, asker: Asker, *, session_id: str, call_id: str,
-                  tool: str, arguments: Mapping[str, Any], parent_session: str | None = None
-                  ) -> CallAnswer:
+                  tool: str, arguments: Mapping[str, Any], parent_session: str | None = None,
+                  description: str | None = None,
+                  parameters: Mapping[str, Any] | None = None) -> CallAnswer:
         """PreToolUse and the gate for a new call (or the same call asked again)."""
         _check_text("session_id", session_id, 256)
         _check_text("call_id", call_id, 100)
         _check_text("tool", tool, 256)
         if not isinstance(arguments, Mapping):
             raise CallRefused("arguments must be a JSON object")
+        if parameters is not None and (not isinstance(parameters, Mapping)
+                                       or parameters.get("type") != "object"):
+            raise CallRefused("parameters must be the tool's JSON schema, of type object")
         try:
             digest = args_digest(dict(arguments))
         except ToolArgumentsError as exc:
             raise CallRefused(f"the arguments cannot be pinned: {exc}") from None
         facts = _Facts(agent.id, asker.user_id, session_id, call_id, tool, dict(arguments),
-                       asker.framework, parent_session)
+                       asker.framework, parent_session, description,
+                       dict(parameters) if parameters is not None else None)
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         prior = await self.ledger.claim(INDEX_RUN, key, tool, digest)
         if prior is not None and (prior.tool_name, prior.args_sha256) != (tool, digest):
@@ -213,6 +229,40 @@ class GuardedCalls:
                                "this server no longer has")
         return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s))
 
+    async def peek(self, asker: Asker, call: str, wait_s: float) -> CallAnswer:
+        """What a person decided on the call's request, waiting up to ``wait_s`` seconds,
+        without starting the call or using the approval: ``pending`` while undecided, else
+        ``allow``/``deny`` as a hint (the call starts only when it is asked or waited on)."""
+        facts = await self._facts(call, asker)
+        ran = await self._already_ran(call, facts)
+        if ran is not None:
+            return ran
+        request = await self.approvals.store.for_call(facts.run_id, facts.call_id)
+        if request is None:
+            return CallAnswer(call, "deny", reason="no person was asked about this call; ask "
+                                                   "hookgate about it to learn its verdict")
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + max(0.0, wait_s)
+        while True:
+            fut = self.approvals.hub.waiter(request.id)
+            try:
+                current = await self.approvals.store.get(request.id)
+                if current is None or not current.pending:
+                    break
+                left = give_up - loop.time()
+                if left <= 0:
+                    return CallAnswer(call, "pending", request_id=request.id,
+                                      reason=f"request {request.id} is still pending")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(fut, left)
+            finally:
+                self.approvals.hub.discard(request.id, fut)
+        if current is None or current.status != "approved":
+            why = current.reason if current is not None and current.reason else "not approved"
+            return CallAnswer(call, "deny", reason=why, request_id=request.id)
+        return CallAnswer(call, "allow", arguments=dict(current.args or facts.arguments),
+                          request_id=request.id, note="approved; ask again to start it")
+
     async def _decide(self, agent: Agent, org_id: str | None, key: str, facts: _Facts, *,
                       wait_s: float) -> CallAnswer:
         run_id = facts.run_id
@@ -229,39 +279,40 @@ class GuardedCalls:
                                                   f"nothing runs: {exc}")
         identity = facts.identity(agent, org_id)
         extras = facts.extras()
-        probe = probe_context(facts.tool, facts.arguments, agent, facts.user_id, dict(extras))
-        tool = rules.tool(facts.tool, probe, writes=True, connector=facts.framework,
-                          runs_in=facts.framework)
+        tool = facts.tool(agent, rules, facts.arguments)
+        try:
+            args = tool.validate(facts.arguments)
+        except ToolArgumentsError as exc:
+            return CallAnswer(key, "deny", reason=f"hookgate: {exc}")
         approvals = ExternalApprovals(self.approvals, self.ledger, wait_s)
         try:
             registry = self._registry(agent, replace(self.services, approvals=approvals))
         except HookBuildError as exc:
             return CallAnswer(key, "deny", reason=f"hookgate cannot build agent '{agent.id}''s "
                                                   f"hooks, so nothing runs: {exc}")
-        decided = await decide_call(ToolCall(facts.call_id, facts.tool, facts.arguments), tool,
-                                    facts.arguments, registry=registry, identity=identity,
-                                    metadata=extras)
+        decided = await decide_call(ToolCall(facts.call_id, facts.tool_name, args), tool, args,
+                                    registry=registry, identity=identity, metadata=extras)
         if isinstance(decided, ToolOutcome):
             if approvals.pending is not None:
                 return CallAnswer(key, "pending", request_id=approvals.pending.id,
-                                  reason=f"'{facts.tool}' needs a person's approval in hookgate "
-                                         f"(request {approvals.pending.id})")
+                                  reason=f"'{facts.tool_name}' needs a person's approval in "
+                                         f"hookgate (request {approvals.pending.id})")
             return CallAnswer(key, "deny", reason=decided.observation)
         ctx, final_args, _pre = decided
         final_digest = args_digest(final_args)
         decision = ctx.metadata.get(CALL_DECISION_KEY)
         if isinstance(decision, CallDecision):
-            await decisions.keep(self.ledger, run_id, facts.call_id, facts.tool, final_digest,
+            await decisions.keep(self.ledger, run_id, facts.call_id, facts.tool_name, final_digest,
                                  decision)
         started = "started:" + facts.call_id
-        if await self.ledger.claim(run_id, started, facts.tool, final_digest) is not None:
+        if await self.ledger.claim(run_id, started, facts.tool_name, final_digest) is not None:
             ran = await self._already_ran(key, facts)
             assert ran is not None
             return ran
         await self.ledger.finish(run_id, started, json.dumps({"arguments": final_args}),
                                  ok=False)
         return CallAnswer(key, "allow", arguments=final_args,
-                          note=_note(approvals, facts.arguments, final_args, ctx))
+                          note=_note(approvals, args, final_args, ctx))
 
     async def _already_ran(self, key: str, facts: _Facts) -> CallAnswer | None:
         record = await self.ledger.recorded(facts.run_id, "started:" + facts.call_id)
@@ -297,21 +348,19 @@ class GuardedCalls:
         rules = CallRules.read(agent, SECTION, default_wait_s=0.0)
         extras = facts.extras()
         identity = facts.identity(agent, asker.org_id)
-        probe = probe_context(facts.tool, args, agent, facts.user_id, dict(extras))
-        tool = rules.tool(facts.tool, probe, writes=True, connector=facts.framework,
-                          runs_in=facts.framework)
+        tool = facts.tool(agent, rules, args)
         ctx = HookContext(
-            hook_point=HookPoint.POST_TOOL_USE, tool_name=facts.tool, tool_args=args,
+            hook_point=HookPoint.POST_TOOL_USE, tool_name=facts.tool_name, tool_args=args,
             agent_id=agent.id, user_id=facts.user_id,
-            metadata={**extras, **build_metadata(identity, ToolCall(facts.call_id, facts.tool,
+            metadata={**extras, **build_metadata(identity, ToolCall(facts.call_id, facts.tool_name,
                                                                     args), tool, False)},
         )
         ctx.metadata[CALL_STARTED_KEY] = time.perf_counter()
-        kept = await decisions.kept(self.ledger, run_id, facts.call_id, facts.tool,
+        kept = await decisions.kept(self.ledger, run_id, facts.call_id, facts.tool_name,
                                     record.args_sha256 or "")
         if kept is not None:
             ctx.metadata[CALL_DECISION_KEY] = kept
-        failed = Withheld.of(str(error), shown=f"Error: tool '{facts.tool}' failed.") \
+        failed = Withheld.of(str(error), shown=f"Error: tool '{facts.tool_name}' failed.") \
             if error is not None else None
         post = await observe_result(ctx, self._registry(agent, self.services),
                                     error if error is not None else output, failed)
@@ -338,7 +387,10 @@ class GuardedCalls:
             # Another user's call is not theirs to see: the same answer as none at all. (An
             # empty user is the in-process guard, which sees every call of its runtime.)
             raise CallNotFound(f"no call '{call}'")
-        return _Facts(**held)
+        try:
+            return _Facts(**{f.name: held[f.name] for f in fields(_Facts) if f.name in held})
+        except TypeError:
+            raise CallNotFound(f"call '{call}' has an unreadable record") from None
 
     @staticmethod
     def _registry(agent: Agent, services: HookServices) -> Any:
@@ -346,10 +398,7 @@ class GuardedCalls:
 
 
 def _facts_text(facts: _Facts) -> str:
-    return canonical_json({
-        "agent_id": facts.agent_id, "user_id": facts.user_id, "session_id": facts.session_id,
-        "call_id": facts.call_id, "tool": facts.tool, "arguments": facts.arguments,
-        "framework": facts.framework, "parent_session": facts.parent_session})
+    return canonical_json({f.name: getattr(facts, f.name) for f in fields(_Facts)})
 
 
 def _loads(text: str | None) -> dict[str, Any]:

@@ -25,6 +25,8 @@ ArgumentTest = Callable[[HookContext], bool]
 RuleKeys = Mapping[str, Callable[[Any], ArgumentTest]]
 _RULE_KEYS = frozenset({"matcher", "when", "requires_confirmation", "writes", "connector"})
 _KEYS = frozenset({"wait_s", "rules"})
+#: Where a call's declared JSON schema travels: hook metadata, then the request's context.
+TOOL_SCHEMA_KEY = "tool_schema"
 
 
 class ExternalToolRan(RuntimeError):
@@ -83,9 +85,12 @@ class CallRules:
                    float(wait))
 
     def tool(self, name: str, probe: HookContext, *, writes: bool, connector: str,
-             runs_in: str) -> Tool:
+             runs_in: str, schema: Mapping[str, Any] | None = None,
+             description: str | None = None) -> Tool:
         """The external Tool for a call (``probe`` carries its arguments and metadata);
-        ``writes`` and ``connector`` are the defaults the rules may change."""
+        ``writes`` and ``connector`` are the defaults the rules may change; ``schema`` the
+        tool's JSON schema as the agent's runtime declares it (arguments are checked
+        against it, and an approver's edit too)."""
         needs = False
         for rule in self.rules:
             if not rule.applies(probe):
@@ -95,9 +100,21 @@ class CallRules:
                 writes = rule.writes
             if rule.connector is not None:
                 connector = rule.connector
-        return Tool(name=name, description=f"{runs_in}'s {name} (runs in {runs_in})",
-                    parameters={"type": "object"}, _fn=_never_run,
+        return Tool(name=name, description=description or f"{runs_in}'s {name} (runs in "
+                                                          f"{runs_in})",
+                    parameters=dict(schema) if schema else {"type": "object"}, _fn=_never_run,
                     requires_confirmation=needs, connector=connector, writes=writes)
+
+
+def declared_tool(tool_name: str, context: Mapping[str, Any] | None) -> Tool | None:
+    """The tool an external request was asked for, from the JSON schema its agent's runtime
+    declared (kept in the request's context as ``tool_schema``); None without one, so an
+    edit is refused (approvals/edits.py)."""
+    schema = (context or {}).get(TOOL_SCHEMA_KEY)
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return None
+    return Tool(name=tool_name, description=str((context or {}).get("tool_description") or ""),
+                parameters=dict(schema), _fn=_never_run)
 
 
 def probe_context(name: str, args: dict[str, Any], agent: Agent, user_id: str,

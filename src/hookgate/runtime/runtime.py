@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import Table
@@ -22,6 +21,7 @@ from hookgate.approvals.followups import Followups
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.claude_code.backend import ClaudeCodeBackend
 from hookgate.external.calls import GuardedCalls
+from hookgate.external.policy import declared_tool
 from hookgate.hooks.services import HookServices
 from hookgate.runtime.channel_directory import CompletionNotices, ConfiguredChannels
 from hookgate.runtime.deployment import Deployment
@@ -84,7 +84,8 @@ class Runtime:
         # Agents listing channel_notify get one that posts through this server's channels.
         agents = self.channels.with_notify_tool(deployment.agents)
         # An approver's edit is checked against the tool's own schema (approvals/edits.py).
-        self.approvals.tool_of = partial(agent_tool, agents)
+        self.approvals.tool_of = lambda request: agent_tool(agents, request) or declared_tool(
+            request.tool_name, request.context)
         # What must approve an edited call is read from the agent's configuration now.
         self.approvals.agent_of = lambda request: agents.get(request.agent_id)
         self.runs = RunManager(self.db, self.approvals, self.services, agents,

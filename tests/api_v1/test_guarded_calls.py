@@ -1,0 +1,149 @@
+"""The guarded-call API against a real server on SQLite and PostgreSQL, through the real
+HTTP client: allowed calls are audited under their framework, gated calls wait for a person
+and run once, and the attacks on exactly-once are refused."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from hookgate import Agent, ScriptedLLM
+from hookgate.client import (
+    Allowed,
+    AlreadyRan,
+    Client,
+    Denied,
+    GuardRefused,
+    GuardUnavailable,
+    Pending,
+)
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from tests.conftest import _fresh_pg_database
+from tests.live_server import LiveServer, free_port, live_server
+
+BOT, ALICE = "tok-bot", "tok-alice"
+
+
+def deployment(url: str) -> Deployment:
+    agent = Agent(
+        id="payer", name="payer", instructions="", tools=[], org_id="acme",
+        owner_user_id="alice", confirmation_approver_scope="agent_owner",
+        model_config_json={
+            "hooks": {"class_hooks": ["audit_log", "readonly_guard"]},
+            "guarded_calls": {"rules": [
+                {"matcher": "transfer", "requires_confirmation": True},
+                {"matcher": "search", "writes": False}]},
+        },
+    )
+    return Deployment(
+        database_url=url, orgs=[OrgSpec("acme", "ACME")],
+        users=[UserSpec("alice", "acme", admin=True, token_sha256=token_digest(ALICE)),
+               UserSpec("bot", "acme", token_sha256=token_digest(BOT))],
+        agents={"payer": agent}, model_for=lambda _a: ScriptedLLM([{"answer": "-"}]),
+        channels=[])
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[LiveServer]:
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('v1') / 'hookgate.db'}"
+    else:
+        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
+    with live_server(deployment(url)) as srv:
+        yield srv
+
+
+@pytest.fixture
+def guard(server: LiveServer) -> Iterator[Client]:
+    client = Client(server.url, BOT, framework="langgraph")
+    yield client
+    client.close()
+
+
+def audit(server: LiveServer) -> list[dict[str, Any]]:
+    r = httpx.get(f"{server.url}/api/audit", params={"limit": 100},
+                  headers={"Authorization": f"Bearer {ALICE}"})
+    assert r.status_code == 200, r.text
+    return list(r.json()["items"])
+
+
+def decide(server: LiveServer, request_id: str, decision: str, **extra: Any) -> None:
+    r = httpx.post(f"{server.url}/api/confirmations/{request_id}/respond",
+                   json={"decision": decision, **extra},
+                   headers={"Authorization": f"Bearer {ALICE}"})
+    assert r.status_code == 200, r.text
+
+
+def test_an_ungated_call_is_allowed_reported_and_audited_under_its_framework(
+        server: LiveServer, guard: Client) -> None:
+    started = guard.start_session(agent="payer", session_id="s-plain")
+    assert started.stopped is None
+    verdict = guard.before_call(agent="payer", session_id="s-plain", call_id="c1",
+                                tool="search", arguments={"q": "invoices"})
+    assert isinstance(verdict, Allowed) and verdict.arguments == {"q": "invoices"}
+    seen = guard.report(verdict.call, output={"hits": 3})
+    assert seen.text == '{"hits": 3}' and not seen.withheld
+    rows = [r for r in audit(server) if r["tool_call_id"] == "c1"]
+    assert [(r["outcome"], r["connector"], r["execution_path"]) for r in rows] == [
+        ("ok", "langgraph", "external")]
+
+
+def test_a_gated_call_waits_for_a_person_and_runs_once(
+        server: LiveServer, guard: Client, attempt: Any) -> None:
+    asked = guard.before_call(agent="payer", session_id="s-pay", call_id="t1",
+                              tool="transfer", arguments={"amount": 500, "to": "bob"})
+    assert isinstance(asked, Pending)
+    box: dict[str, Any] = {}
+    waiter = threading.Thread(target=lambda: box.update(v=guard.wait(asked.call, timeout=30)))
+    waiter.start()
+    decide(server, asked.request_id, "approve", reason="invoice 7")
+    waiter.join(40)
+    allowed = box["v"]
+    assert isinstance(allowed, Allowed)
+    assert allowed.arguments == {"amount": 500, "to": "bob"}
+    assert allowed.note is not None and "by alice" in allowed.note and "invoice 7" in allowed.note
+    # The same call asked again (a crash after the tool started): it does not run twice.
+    again = guard.before_call(agent="payer", session_id="s-pay", call_id="t1",
+                              tool="transfer", arguments={"amount": 500, "to": "bob"})
+    attempt.record("v1 API: replay of an approved call", not isinstance(again, AlreadyRan))
+    assert isinstance(again, AlreadyRan)
+    guard.report(allowed.call, output="sent 500 to bob")
+    replay = guard.wait(allowed.call, timeout=0)
+    assert replay == AlreadyRan(allowed.call, "sent 500 to bob")
+    # The approval is used: the same arguments under a new call id ask a person again.
+    fresh = guard.before_call(agent="payer", session_id="s-pay", call_id="t2",
+                              tool="transfer", arguments={"amount": 500, "to": "bob"})
+    attempt.record("v1 API: an approval re-used by a new call id", not isinstance(fresh, Pending))
+    assert isinstance(fresh, Pending)
+    decide(server, fresh.request_id, "reject", reason="once is enough")
+    denied = guard.wait(fresh.call, timeout=5)
+    assert isinstance(denied, Denied) and "once is enough" in denied.reason
+
+
+def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
+        server: LiveServer, guard: Client, attempt: Any) -> None:
+    first = guard.before_call(agent="payer", session_id="s-x", call_id="r1", tool="search",
+                              arguments={"q": "a"})
+    assert isinstance(first, Allowed)
+    with pytest.raises(GuardRefused, match="already used") as refused:
+        guard.before_call(agent="payer", session_id="s-x", call_id="r1", tool="search",
+                          arguments={"q": "b"})
+    attempt.record("v1 API: a re-used call id with other arguments", refused.value is None)
+    r = httpx.post(f"{server.url}/api/v1/calls", content=(
+        b'{"agent": "payer", "session_id": "s-x", "call_id": "n1", "tool": "search", '
+        b'"arguments": {"q": NaN}}'), headers={"Authorization": f"Bearer {BOT}",
+                                               "Content-Type": "application/json"})
+    attempt.record("v1 API: NaN in the arguments", r.status_code < 400)
+    assert r.status_code in (400, 422) and "nan" in r.text.lower()
+
+
+def test_an_unreachable_server_fails_closed_and_says_why() -> None:
+    client = Client(f"http://127.0.0.1:{free_port()}", BOT, framework="langgraph", timeout=3)
+    with pytest.raises(GuardUnavailable, match="unreachable"):
+        client.before_call(agent="payer", session_id="s", call_id="c", tool="search",
+                           arguments={})

@@ -1,0 +1,211 @@
+"""LangChain v1 agents (create_agent, a scripted fake chat model, no network) whose tool calls
+go through a real hookgate server: approved calls run once, rejected ones never run and the
+model reads why, withheld output never reaches the model, the read-only guard blocks a
+write, audit rows name the framework, a subgraph's call is gated, and a pause held by a
+PostgreSQL checkpointer survives the agent's process."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+
+from hookgate import Agent, ScriptedLLM
+from hookgate.client import Client
+from hookgate.integrations.langgraph import HookgateMiddleware, resume_when_decided
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from tests.live_server import LiveServer, live_server
+
+BOT, ALICE, RO = "tok-bot", "tok-alice", "tok-ro"
+WITHHOLD_CARDS = {"event": "PostToolUse", "matcher": "lookup", "name": "card_guard",
+                  "command": "grep -q 4111 && exit 1; exit 0"}
+RAN: list[tuple[str, dict[str, Any]]] = []
+
+
+@tool
+def transfer(amount: int, to: str) -> str:
+    """Send money."""
+    RAN.append(("transfer", {"amount": amount, "to": to}))
+    return f"sent {amount} to {to}"
+
+
+@tool
+def lookup(name: str) -> str:
+    """Look a customer up."""
+    RAN.append(("lookup", {"name": name}))
+    return f"{name}: card 4111 1111 1111 1111"
+
+
+class ScriptedModel(GenericFakeChatModel):
+    def bind_tools(self, tools: Any, **_: Any) -> ScriptedModel:  # type: ignore[override]
+        return self
+
+
+def model(*turns: AIMessage) -> ScriptedModel:
+    return ScriptedModel(messages=iter([*turns, AIMessage(content="done")]))
+
+
+def calls(name: str, args: dict[str, Any]) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args,
+                                              "id": f"call-{uuid.uuid4().hex[:8]}"}])
+
+
+def agent_def(agent_id: str, org: str) -> Agent:
+    return Agent(id=agent_id, name=agent_id, instructions="", tools=[], org_id=org,
+                 owner_user_id="alice", confirmation_approver_scope="agent_owner",
+                 model_config_json={
+                     "hooks": {"class_hooks": ["audit_log", "readonly_guard"],
+                               "command_hooks": [WITHHOLD_CARDS]},
+                     "guarded_calls": {"rules": [
+                         {"matcher": "transfer", "requires_confirmation": True},
+                         {"matcher": "lookup", "writes": False}]}})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('lg') / 'hookgate.db'}"
+    deployment = Deployment(
+        database_url=url, orgs=[OrgSpec("acme", "ACME"), OrgSpec("frozen", "F", read_only=True)],
+        users=[UserSpec("alice", "acme", admin=True, token_sha256=token_digest(ALICE)),
+               UserSpec("bot", "acme", token_sha256=token_digest(BOT)),
+               UserSpec("rob", "frozen", token_sha256=token_digest(RO))],
+        agents={"payer": agent_def("payer", "acme"), "frozen": agent_def("frozen", "frozen")},
+        model_for=lambda _a: ScriptedLLM([{"answer": "-"}]), channels=[])
+    with live_server(deployment) as srv:
+        yield srv
+
+
+@pytest.fixture
+def guard(server: LiveServer) -> Iterator[Client]:
+    RAN.clear()
+    client = Client(server.url, BOT, framework="langgraph")
+    yield client
+    client.close()
+
+
+def decide(server: LiveServer, request_id: str, decision: str, **extra: Any) -> None:
+    r = httpx.post(f"{server.url}/api/confirmations/{request_id}/respond",
+                   json={"decision": decision, **extra},
+                   headers={"Authorization": f"Bearer {ALICE}"})
+    assert r.status_code == 200, r.text
+
+
+def tool_texts(result: dict[str, Any]) -> list[str]:
+    return [str(m.content) for m in result["messages"] if isinstance(m, ToolMessage)]
+
+
+def run_paused(guard: Client, agent_id: str, *turns: AIMessage) -> tuple[Any, dict[str, Any],
+                                                                          dict[str, Any]]:
+    graph = create_agent(model(*turns), tools=[transfer, lookup],
+                         middleware=[HookgateMiddleware(guard, agent=agent_id)],
+                         checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
+    return graph, config, graph.invoke({"messages": [("user", "go")]}, config)
+
+
+def test_an_approved_call_waits_as_an_interrupt_and_runs_once(
+        server: LiveServer, guard: Client) -> None:
+    graph, config, paused = run_paused(guard, "payer", calls("transfer", {"amount": 5,
+                                                                          "to": "bob"}))
+    assert RAN == [] and paused["__interrupt__"]
+    request_id = paused["__interrupt__"][0].value["hookgate"]["request_id"]
+    decide(server, request_id, "approve", reason="fine")
+    resume = resume_when_decided(guard, paused["__interrupt__"], timeout=10)
+    assert resume is not None
+    done = graph.invoke(resume, config)
+    assert RAN == [("transfer", {"amount": 5, "to": "bob"})]
+    assert "sent 5 to bob" in tool_texts(done)[0] and "approved by alice" in tool_texts(done)[0]
+    rows = httpx.get(f"{server.url}/api/audit", params={"limit": 50},
+                     headers={"Authorization": f"Bearer {ALICE}"}).json()["items"]
+    ran = [r for r in rows if r["tool_name"] == "transfer" and r["outcome"] == "ok"]
+    assert [(r["connector"], r["approver"]) for r in ran] == [("langgraph", "alice")]
+
+
+def test_a_rejected_call_never_runs_and_the_model_reads_why(
+        server: LiveServer, guard: Client) -> None:
+    graph, config, paused = run_paused(guard, "payer", calls("transfer", {"amount": 9,
+                                                                          "to": "eve"}))
+    decide(server, paused["__interrupt__"][0].value["hookgate"]["request_id"], "reject",
+           reason="eve is not a customer")
+    done = graph.invoke(resume_when_decided(guard, paused["__interrupt__"], timeout=10),
+                        config)
+    assert RAN == []
+    assert "eve is not a customer" in tool_texts(done)[0]
+
+
+def test_an_edited_call_runs_with_the_edit_and_the_model_is_told(
+        server: LiveServer, guard: Client) -> None:
+    graph, config, paused = run_paused(guard, "payer", calls("transfer", {"amount": 500,
+                                                                          "to": "bob"}))
+    decide(server, paused["__interrupt__"][0].value["hookgate"]["request_id"], "approve",
+           arguments={"amount": 50, "to": "bob"})
+    done = graph.invoke(resume_when_decided(guard, paused["__interrupt__"], timeout=10),
+                        config)
+    assert RAN == [("transfer", {"amount": 50, "to": "bob"})]
+    told = tool_texts(done)[0]
+    assert "sent 50 to bob" in told and "amount 500 -> 50" in told
+
+
+def test_withheld_output_never_reaches_the_model(guard: Client) -> None:
+    _, _, done = run_paused(guard, "payer", calls("lookup", {"name": "ann"}))
+    assert RAN == [("lookup", {"name": "ann"})]
+    seen = tool_texts(done)[0]
+    assert "4111" not in seen and seen
+
+
+def test_the_read_only_guard_blocks_a_write(server: LiveServer) -> None:
+    RAN.clear()
+    frozen = Client(server.url, RO, framework="langgraph")
+    try:
+        _, _, done = run_paused(frozen, "frozen", calls("transfer", {"amount": 1, "to": "x"}))
+    finally:
+        frozen.close()
+    assert RAN == [] and "read-only" in tool_texts(done)[0].lower()
+
+
+def test_a_subgraphs_tool_call_is_gated(server: LiveServer, guard: Client) -> None:
+    inner = create_agent(model(calls("transfer", {"amount": 7, "to": "sub"})),
+                         tools=[transfer], middleware=[HookgateMiddleware(guard, agent="payer")])
+    outer = StateGraph(MessagesState)
+    outer.add_node("delegate", inner)
+    outer.add_edge(START, "delegate")
+    graph = outer.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
+    paused = graph.invoke({"messages": [("user", "go")]}, config)
+    assert RAN == [] and paused["__interrupt__"][0].value["hookgate"]["request_id"]
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_pause_held_by_the_postgresql_checkpointer_survives_the_agents_process(
+        server: LiveServer, database_url: str) -> None:
+    from tests.integrations import langgraph_agent
+
+    pg = database_url.replace("postgresql+asyncpg://", "postgresql://")
+    started = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.integrations.langgraph_agent", pg, server.url, BOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(started.communicate(), 60)
+    assert started.returncode == 0, err.decode()[-2000:]
+    request_id = out.decode().strip().splitlines()[-1]
+    await asyncio.to_thread(decide, server, request_id, "approve")
+    langgraph_agent.RAN.clear()
+    config = {"configurable": {"thread_id": "restart"}}
+    async with langgraph_agent.agent(pg, server.url, BOT) as (graph, guard):
+        state = await graph.aget_state(config)
+        resume = await asyncio.to_thread(resume_when_decided, guard, state.interrupts,
+                                         timeout=10)
+        done = await graph.ainvoke(resume, config)
+        again = await graph.ainvoke(resume, config)  # a second resume runs nothing more
+    assert langgraph_agent.RAN == [3]
+    assert "sent 3 to b" in tool_texts(done)[0] and again["messages"] == done["messages"]
