@@ -9,7 +9,6 @@ Agent ``buyer`` (org acme): ``pay`` and ``refund`` need a person's approval, the
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -125,10 +124,12 @@ def pending_request(srv: LiveServer, tool: str) -> dict[str, Any]:
     raise AssertionError(f"no pending request for {tool!r} reached the inbox")
 
 
+def reject_pending(srv: LiveServer) -> None:
+    """Leave the inbox empty for the next test: every pending request is rejected."""
+    for request in _api(srv, "GET", "/api/confirmations", params={"status": "pending"}):
+        decide(srv, request["id"], "reject", reason="the test is over")
+
+
 def audit_rows(srv: LiveServer) -> list[dict[str, Any]]:
     return list(_api(srv, "GET", "/api/audit", params={"limit": 200})["items"])
 
-
-def request_id_in(text: str) -> str | None:
-    match = re.search(r"request (\S+?)\)?(?:[:;,\s]|$)", text)
-    return match.group(1) if match else None

@@ -87,7 +87,8 @@ class HookgatePlugin(BasePlugin):
             session = await self._session(tool_context)
             verdict = await self._guard.before_call(
                 agent=self._agent_id(tool_context), session_id=session, call_id=call_id,
-                tool=tool.name, arguments=tool_args, description=tool.description or None)
+                tool=tool.name, arguments=tool_args, description=tool.description or None,
+                parameters=_parameters(tool))
             if isinstance(verdict, Pending) and self._wait_s > 0:
                 verdict = await self._guard.wait(verdict.call, timeout=self._wait_s)
         except GuardRefused as refused:
@@ -163,6 +164,16 @@ class HookgatePlugin(BasePlugin):
                                             session_id=session, parent_session=parent)
             self._started.add(session)
         return session
+
+
+def _parameters(tool: BaseTool) -> dict[str, Any] | None:
+    """The tool's JSON schema, which lets an approver edit the arguments (None: no edits)."""
+    try:
+        declaration = tool._get_declaration()  # what ADK itself shows the model
+    except Exception:
+        return None
+    schema = getattr(declaration, "parameters_json_schema", None)
+    return dict(schema) if isinstance(schema, dict) else None
 
 
 def _refusal(reason: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from tests.integrations.scene import (
     audit_rows,
     decide,
     pending_request,
+    reject_pending,
     server,
 )
 from tests.live_server import LiveServer, free_port
@@ -44,6 +45,12 @@ from tests.live_server import LiveServer, free_port
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with server(tmp_path_factory.mktemp("adk")) as live:
         yield live
+
+
+@pytest.fixture(autouse=True)
+def empty_inbox(srv: LiveServer) -> Iterator[None]:
+    yield
+    reject_pending(srv)
 
 
 def make_guard(srv: LiveServer, kind: str) -> AsyncGuard:
@@ -155,6 +162,16 @@ def test_a_rejected_payment_never_runs_and_the_model_is_told_why(srv, guard):
     assert shop.ran == []
     [result] = shop.model.results()
     assert "not this vendor" in result["error"]
+
+
+def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(srv, guard):
+    shop = Shop(srv, guard, [[PAY], "ok"])
+    [paused] = pending_calls(shop.say())
+    decide(srv, paused.request_id, "approve", arguments={"amount": 50, "to": "ACME"})
+    shop.resume([paused])
+    assert shop.ran == [("pay", 50, "ACME")]
+    [result] = shop.model.results()
+    assert "amount 500 -> 50" in result["note"]
 
 
 def test_arguments_hookgate_rewrote_are_the_ones_that_run_and_the_model_is_told(srv, guard):

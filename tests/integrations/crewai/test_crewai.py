@@ -31,6 +31,7 @@ from tests.integrations.scene import (
     audit_rows,
     decide,
     pending_request,
+    reject_pending,
     server,
     write_config,
 )
@@ -41,6 +42,12 @@ from tests.live_server import LiveServer, free_port
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with server(tmp_path_factory.mktemp("crewai")) as live:
         yield live
+
+
+@pytest.fixture(autouse=True)
+def empty_inbox(srv: LiveServer) -> Iterator[None]:
+    yield
+    reject_pending(srv)
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +135,18 @@ def test_a_rejected_payment_never_runs_and_the_model_is_told_why(srv, remote):
     crew.join(60)
     assert shop.ran == []
     assert "not this vendor" in shop.llm.observations()[0]
+
+
+def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(srv, remote):
+    shop = Shop([PAY, answer()])
+    crew = threading.Thread(target=shop.kickoff,
+                            args=(HookgateToolHooks(remote, agent="buyer", wait_s=30),))
+    crew.start()
+    decide(srv, pending_request(srv, "pay")["id"], "approve",
+           arguments={"amount": 50, "to": "ACME"})
+    crew.join(60)
+    assert shop.ran == [("pay", 50, "ACME")]
+    assert shop.llm.saw("amount 500 -> 50")
 
 
 def test_an_undecided_payment_fails_closed_and_the_model_gets_the_request_id(guard):

@@ -1,0 +1,186 @@
+"""CrewAI adapter: every tool call of a crew, delegation included, goes through hookgate.
+
+`HookgateToolHooks` holds CrewAI's before/after tool-call hooks (`with hooks.installed():
+crew.kickoff()`): the before hook asks hookgate (`before_call`) and runs the call only when
+hookgate allows it, with the arguments hookgate returns; the after hook reports the output
+(`report`) and hands the model only hookgate's observation. CrewAI swallows a hook's
+exceptions (its hooks fail open), so every failure here blocks the call instead.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from crewai.hooks import (
+    HookAborted,
+    ToolCallHookContext,
+    register_after_tool_call_hook,
+    register_before_tool_call_hook,
+    unregister_after_tool_call_hook,
+    unregister_before_tool_call_hook,
+)
+
+from hookgate.client import AlreadyRan, Denied, Guard, Pending, Verdict
+
+__all__ = ["HookgateToolHooks"]
+
+# CrewAI's delegation tools ("Delegate work to coworker", "Ask question to coworker") as
+# the hooks name them: the coworker's own calls run inside them.
+DELEGATION_TOOLS = frozenset({"delegate_work_to_coworker", "ask_question_to_coworker"})
+
+# The hookgate session whose delegation tool is running a coworker right now.
+_delegating_session: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "hookgate_crewai_delegating_session", default=None
+)
+
+
+@dataclass
+class _CallInFlight:
+    """What the before hook decided, for the after hook of the same call."""
+
+    call: str | None          # hookgate's call id when the tool runs
+    refusal: str | None       # what the model is told instead when it does not
+    note: str | None = None
+    delegation: contextvars.Token[str | None] | None = None
+
+
+class HookgateToolHooks:
+    """CrewAI tool-call hooks that ask hookgate about every call.
+
+    `agent` is the hookgate agent id; `agents` maps a CrewAI agent's role to another
+    hookgate agent id. A call a person must decide is long-polled for up to `wait_s`
+    seconds; still undecided then, it does not run and the model is told the request id.
+    """
+
+    def __init__(self, guard: Guard, *, agent: str, agents: Mapping[str, str] | None = None,
+                 wait_s: float = 0.0) -> None:
+        self._guard = guard
+        self._agent = agent
+        self._agents = dict(agents or {})
+        self._wait_s = wait_s
+        self._started: set[str] = set()
+        self._lock = threading.Lock()
+        # id(tool_input) -> (tool_input, decision): CrewAI hands the before and the after
+        # hook of one call the same argument dict, and nothing else that ties them together.
+        self._in_flight: dict[int, tuple[dict[str, Any], _CallInFlight]] = {}
+
+    def install(self) -> None:
+        """Register the hooks globally; install them after any hook that edits arguments."""
+        register_before_tool_call_hook(self.before_tool_call)
+        register_after_tool_call_hook(self.after_tool_call)
+
+    def uninstall(self) -> None:
+        unregister_before_tool_call_hook(self.before_tool_call)
+        unregister_after_tool_call_hook(self.after_tool_call)
+
+    @contextmanager
+    def installed(self) -> Iterator[HookgateToolHooks]:
+        self.install()
+        try:
+            yield self
+        finally:
+            self.uninstall()
+
+    def before_tool_call(self, context: ToolCallHookContext) -> bool | None:
+        """Ask hookgate; anything but an allow blocks the call (HookAborted)."""
+        try:
+            decision = self._decide(context)
+        except Exception as error:
+            decision = _CallInFlight(
+                call=None, refusal=f"hookgate could not check the call, so it did not run: "
+                                   f"{type(error).__name__}: {error}")
+        with self._lock:
+            self._in_flight[id(context.tool_input)] = (context.tool_input, decision)
+        if decision.refusal is not None:
+            raise HookAborted(reason=decision.refusal, source="hookgate")
+        return None
+
+    def after_tool_call(self, context: ToolCallHookContext) -> str | None:
+        """Replace the tool's output with what hookgate lets the model see."""
+        with self._lock:
+            _, decision = self._in_flight.pop(id(context.tool_input), (None, None))
+        if decision is None:
+            return None  # not a call these hooks decided (installed mid-call)
+        if decision.delegation is not None:
+            _delegating_session.reset(decision.delegation)
+        if decision.refusal is not None:
+            return decision.refusal
+        assert decision.call is not None
+        output = context.raw_tool_result if context.raw_tool_result is not None \
+            else context.tool_result
+        try:
+            observation = self._guard.report(decision.call, output=output)
+        except Exception as error:
+            return (f"the tool ran, but hookgate could not review its output, so it is "
+                    f"withheld: {type(error).__name__}: {error}")
+        if decision.note:
+            return f"{observation.text}\n(hookgate: {decision.note})"
+        return observation.text
+
+    def _decide(self, context: ToolCallHookContext) -> _CallInFlight:
+        agent = self._agent_id(context)
+        session = self._session(context, agent)
+        verdict = self._guard.before_call(
+            agent=agent, session_id=session, call_id=f"crewai-{uuid.uuid4().hex}",
+            tool=context.tool_name, arguments=context.tool_input,
+            description=getattr(context.tool, "description", None),
+            parameters=_parameters(context))
+        verdict = self._wait(verdict)
+        if isinstance(verdict, Denied):
+            return _CallInFlight(call=None, refusal=f"hookgate denied the call: {verdict.reason}")
+        if isinstance(verdict, AlreadyRan):
+            return _CallInFlight(call=None, refusal=verdict.observation)
+        if isinstance(verdict, Pending):
+            return _CallInFlight(call=None, refusal=(
+                f"the call did not run: it waits for approval in hookgate (request "
+                f"{verdict.request_id})" + (f": {verdict.reason}" if verdict.reason else "")))
+        if verdict.arguments != context.tool_input:
+            # In place: CrewAI runs the dict it handed the hook, not a replacement.
+            context.tool_input.clear()
+            context.tool_input.update(verdict.arguments)
+        token = _delegating_session.set(session) if context.tool_name in DELEGATION_TOOLS \
+            else None
+        return _CallInFlight(call=verdict.call, refusal=None, note=verdict.note,
+                             delegation=token)
+
+    def _wait(self, verdict: Verdict) -> Verdict:
+        """Long-poll a pending call until it is decided or `wait_s` has passed."""
+        deadline = time.monotonic() + self._wait_s
+        while isinstance(verdict, Pending) and (left := deadline - time.monotonic()) > 0:
+            verdict = self._guard.wait(verdict.call, timeout=left)
+        return verdict
+
+    def _agent_id(self, context: ToolCallHookContext) -> str:
+        role = getattr(context.agent, "role", None)
+        return self._agents.get(role, self._agent) if role else self._agent
+
+    def _session(self, context: ToolCallHookContext, agent: str) -> str:
+        """hookgate's session: one per CrewAI task (a delegation is a task of its own)."""
+        task = context.task
+        crew = context.crew
+        key = task.id if task is not None else crew.id if crew is not None else "crewai"
+        session = f"crewai-{key}"
+        with self._lock:
+            if session in self._started:
+                return session
+        self._guard.start_session(agent=agent, session_id=session,
+                                  parent_session=_delegating_session.get())
+        with self._lock:
+            self._started.add(session)
+        return session
+
+
+def _parameters(context: ToolCallHookContext) -> dict[str, Any] | None:
+    """The tool's JSON schema, which lets an approver edit the arguments (None: no edits)."""
+    schema = getattr(context.tool, "args_schema", None)
+    try:
+        return dict(schema.model_json_schema()) if schema is not None else None
+    except Exception:
+        return None
