@@ -2,7 +2,8 @@
 # CrewAI's adapter tests (tests/integrations/crewai) in an environment of their own: CrewAI
 # pins mcp<2 while hookgate's MCP gateway needs mcp>=2.3, so the two cannot share one. Builds
 # (or reuses) a virtualenv with CrewAI, hookgate without its MCP dependency and pytest, then
-# runs the tests there; extra arguments go to pytest. HOOKGATE_CREWAI_VENV picks the folder.
+# runs the tests there (and the samples of docs/integrations/crewai.md); extra arguments go to
+# pytest. HOOKGATE_CREWAI_VENV picks the folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${HOOKGATE_CREWAI_VENV:-.cache/venv-crewai}
@@ -26,4 +27,5 @@ PY
 "$py" -m pip install -q "${requirements[@]}" "pytest>=8" "pytest-asyncio>=0.24" \
   "pytest-timeout>=2.3"
 "$py" -m pip install -q --no-deps -e .
-"$py" -m pytest -q -p no:cacheprovider tests/integrations/crewai "$@"
+"$py" -m pytest -q -p no:cacheprovider tests/integrations/crewai \
+  "tests/docs/test_samples.py::test_the_python_samples_of_a_page_run[docs/integrations/crewai.md]" "$@"
