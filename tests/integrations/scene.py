@@ -3,7 +3,8 @@
 
 Agent ``buyer`` (org acme): ``pay`` and ``refund`` need a person's approval, the output of
 ``lookup_card`` is redacted by a PostToolUse hook, a PreToolUse hook caps a ``tip`` at 5
-(hookgate's rewritten arguments), every call is audited. Agent
+(hookgate's rewritten arguments), a SessionStart hook gives the model the house rules,
+every call is audited. Agent
 ``archivist`` belongs to the read-only org ``frozen``: its writes are blocked.
 """
 
@@ -50,6 +51,7 @@ agents:
           - {{event: PostToolUse, matcher: lookup_card,
               function: "tests.integrations.scene:redact_card"}}
           - {{event: PreToolUse, matcher: tip, function: "tests.integrations.scene:cap_tip"}}
+          - {{event: SessionStart, function: "tests.integrations.scene:house_rules"}}
       guarded_calls:
         rules:
           - {{matcher: "pay, refund", requires_confirmation: true}}
@@ -75,6 +77,15 @@ def redact_card(data: dict[str, Any]) -> dict[str, Any] | None:
         return None
     return {"hookSpecificOutput": {"hookEventName": "PostToolUse",
                                    "updatedToolOutput": text.replace(CARD, "[card]")}}
+
+
+HOUSE_RULES = "House rule: we only ever pay ACME."
+
+
+def house_rules(data: dict[str, Any]) -> dict[str, Any]:
+    """SessionStart: the house rules, for the model."""
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                   "additionalContext": HOUSE_RULES}}
 
 
 def cap_tip(data: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """Google ADK adapter: every tool call of a Runner goes through hookgate.
 
-`HookgatePlugin` is an ADK plugin (`Runner(..., plugins=[HookgatePlugin(...)])`): its
+`HookgatePlugin` is an ADK plugin (`App(..., plugins=[HookgatePlugin(...)])`): its
 before/after tool callbacks ask hookgate (`before_call` / `report`) for the root agent, its
 `sub_agents` and every `AgentTool` (which inherits the Runner's plugins). A call a person must
 decide pauses the invocation with ADK's own tool confirmation; the app resumes it with
@@ -15,7 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from google.adk.agents.callback_context import CallbackContext
 from google.adk.events import Event
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
@@ -28,6 +31,7 @@ from hookgate.client import (
     Denied,
     GuardRefused,
     Pending,
+    SessionStarted,
     Verdict,
 )
 
@@ -70,9 +74,18 @@ class HookgatePlugin(BasePlugin):
         self._agent = agent
         self._agents = dict(agents or {})
         self._wait_s = wait_s
-        self._started: set[str] = set()
+        # hookgate session -> what its SessionStart hooks said
+        self._started: dict[str, SessionStarted] = {}
         # (ADK session, function call id) -> hookgate's call id and the note for the model
         self._running: dict[tuple[str, str], tuple[str, str | None]] = {}
+
+    async def before_model_callback(self, *, callback_context: CallbackContext,
+                                    llm_request: LlmRequest) -> LlmResponse | None:
+        """Start the session (SessionStart hooks) and give the model what they added."""
+        started = await self._start(callback_context)
+        if started.context:
+            llm_request.append_instructions([started.context])
+        return None
 
     async def before_tool_callback(self, *, tool: BaseTool, tool_args: dict[str, Any],
                                    tool_context: ToolContext) -> dict[str, Any] | None:
@@ -146,31 +159,35 @@ class HookgatePlugin(BasePlugin):
                                                                  f"{error}")
         return {"error": observation.text}
 
-    def _agent_id(self, tool_context: ToolContext) -> str:
-        return self._agents.get(tool_context.agent_name, self._agent)
+    def _agent_id(self, context: CallbackContext) -> str:
+        return self._agents.get(context.agent_name, self._agent)
 
-    async def _session(self, tool_context: ToolContext) -> str:
+    async def _session(self, context: CallbackContext) -> str:
+        return (await self._start(context)).session_id
+
+    async def _start(self, context: CallbackContext) -> SessionStarted:
         """hookgate's session for this ADK session and agent, started on first use."""
-        adk_session = tool_context.session.id
-        session = f"{adk_session}:{tool_context.agent_name}"
-        if session not in self._started:
+        adk_session = context.session.id
+        session = f"{adk_session}:{context.agent_name}"
+        started = self._started.get(session)
+        if started is None:
             parent = _delegating_session.get()
             if parent is None:
-                parent_agent = getattr(tool_context._invocation_context.agent,
-                                       "parent_agent", None)
+                parent_agent = getattr(context._invocation_context.agent, "parent_agent", None)
                 if parent_agent is not None:
                     parent = f"{adk_session}:{parent_agent.name}"
-            await self._guard.start_session(agent=self._agent_id(tool_context),
-                                            session_id=session, parent_session=parent)
-            self._started.add(session)
-        return session
+            started = await self._guard.start_session(
+                agent=self._agents.get(context.agent_name, self._agent), session_id=session,
+                parent_session=parent)
+            self._started[session] = started
+        return started
 
 
 def _parameters(tool: BaseTool) -> dict[str, Any] | None:
     """The tool's JSON schema, which lets an approver edit the arguments (None: no edits)."""
     try:
         declaration = tool._get_declaration()  # what ADK itself shows the model
-    except Exception:
+    except Exception:  # without a schema a person can still approve or reject
         return None
     schema = getattr(declaration, "parameters_json_schema", None)
     return dict(schema) if isinstance(schema, dict) else None

@@ -20,14 +20,17 @@ from typing import Any
 
 from crewai.hooks import (
     HookAborted,
+    LLMCallHookContext,
     ToolCallHookContext,
     register_after_tool_call_hook,
+    register_before_llm_call_hook,
     register_before_tool_call_hook,
     unregister_after_tool_call_hook,
+    unregister_before_llm_call_hook,
     unregister_before_tool_call_hook,
 )
 
-from hookgate.client import AlreadyRan, Denied, Guard, Pending, Verdict
+from hookgate.client import AlreadyRan, Denied, Guard, Pending, SessionStarted, Verdict
 
 __all__ = ["HookgateToolHooks"]
 
@@ -65,7 +68,7 @@ class HookgateToolHooks:
         self._agent = agent
         self._agents = dict(agents or {})
         self._wait_s = wait_s
-        self._started: set[str] = set()
+        self._started: dict[str, SessionStarted] = {}  # what SessionStart hooks said
         self._lock = threading.Lock()
         # id(tool_input) -> (tool_input, decision): CrewAI hands the before and the after
         # hook of one call the same argument dict, and nothing else that ties them together.
@@ -73,10 +76,12 @@ class HookgateToolHooks:
 
     def install(self) -> None:
         """Register the hooks globally; install them after any hook that edits arguments."""
+        register_before_llm_call_hook(self.before_llm_call)
         register_before_tool_call_hook(self.before_tool_call)
         register_after_tool_call_hook(self.after_tool_call)
 
     def uninstall(self) -> None:
+        unregister_before_llm_call_hook(self.before_llm_call)
         unregister_before_tool_call_hook(self.before_tool_call)
         unregister_after_tool_call_hook(self.after_tool_call)
 
@@ -88,11 +93,27 @@ class HookgateToolHooks:
         finally:
             self.uninstall()
 
+    def before_llm_call(self, context: LLMCallHookContext) -> None:
+        """Start the task's session (SessionStart hooks) and show the model what they add."""
+        if context.task is None and context.crew is None:
+            return  # not a crew's model call
+        key = self._session_key(context.task, context.crew)
+        with self._lock:
+            if key in self._started:
+                return
+        try:
+            started = self._start(key, self._agent_id(context.agent))
+        except Exception:  # its tool calls ask again, and fail closed
+            return
+        if started.context:
+            # In place, once: CrewAI keeps this list for the task's later model calls.
+            context.messages.insert(0, {"role": "system", "content": started.context})
+
     def before_tool_call(self, context: ToolCallHookContext) -> bool | None:
         """Ask hookgate; anything but an allow blocks the call (HookAborted)."""
         try:
             decision = self._decide(context)
-        except Exception as error:
+        except Exception as error:  # CrewAI would swallow it and run the tool: block instead
             decision = _CallInFlight(
                 call=None, refusal=f"hookgate could not check the call, so it did not run: "
                                    f"{type(error).__name__}: {error}")
@@ -117,7 +138,7 @@ class HookgateToolHooks:
             else context.tool_result
         try:
             observation = self._guard.report(decision.call, output=output)
-        except Exception as error:
+        except Exception as error:  # the raw output must not reach the model
             return (f"the tool ran, but hookgate could not review its output, so it is "
                     f"withheld: {type(error).__name__}: {error}")
         if decision.note:
@@ -125,8 +146,8 @@ class HookgateToolHooks:
         return observation.text
 
     def _decide(self, context: ToolCallHookContext) -> _CallInFlight:
-        agent = self._agent_id(context)
-        session = self._session(context, agent)
+        agent = self._agent_id(context.agent)
+        session = self._start(self._session_key(context.task, context.crew), agent).session_id
         verdict = self._guard.before_call(
             agent=agent, session_id=session, call_id=f"crewai-{uuid.uuid4().hex}",
             tool=context.tool_name, arguments=context.tool_input,
@@ -157,24 +178,25 @@ class HookgateToolHooks:
             verdict = self._guard.wait(verdict.call, timeout=left)
         return verdict
 
-    def _agent_id(self, context: ToolCallHookContext) -> str:
-        role = getattr(context.agent, "role", None)
+    def _agent_id(self, crew_agent: Any) -> str:
+        role = getattr(crew_agent, "role", None)
         return self._agents.get(role, self._agent) if role else self._agent
 
-    def _session(self, context: ToolCallHookContext, agent: str) -> str:
+    @staticmethod
+    def _session_key(task: Any, crew: Any) -> str:
         """hookgate's session: one per CrewAI task (a delegation is a task of its own)."""
-        task = context.task
-        crew = context.crew
         key = task.id if task is not None else crew.id if crew is not None else "crewai"
-        session = f"crewai-{key}"
+        return f"crewai-{key}"
+
+    def _start(self, session: str, agent: str) -> SessionStarted:
         with self._lock:
-            if session in self._started:
-                return session
-        self._guard.start_session(agent=agent, session_id=session,
-                                  parent_session=_delegating_session.get())
-        with self._lock:
-            self._started.add(session)
-        return session
+            started = self._started.get(session)
+        if started is None:
+            started = self._guard.start_session(agent=agent, session_id=session,
+                                                parent_session=_delegating_session.get())
+            with self._lock:
+                self._started[session] = started
+        return started
 
 
 def _parameters(context: ToolCallHookContext) -> dict[str, Any] | None:
@@ -182,5 +204,5 @@ def _parameters(context: ToolCallHookContext) -> dict[str, Any] | None:
     schema = getattr(context.tool, "args_schema", None)
     try:
         return dict(schema.model_json_schema()) if schema is not None else None
-    except Exception:
+    except Exception:  # without a schema a person can still approve or reject
         return None

@@ -5,7 +5,7 @@ library over the same runtime). A person decides in the inbox over HTTP."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +15,7 @@ pytest.importorskip("google.adk", reason="google-adk is not installed (pip insta
                                          "'hookgate[adk]')")
 
 from google.adk.agents import LlmAgent
+from google.adk.apps import App
 from google.adk.events import Event
 from google.adk.runners import InMemoryRunner
 from google.adk.tools.agent_tool import AgentTool
@@ -31,6 +32,7 @@ from hookgate.integrations.adk import (
 from tests.integrations.adk.scripted_model import ScriptedModel, Turn
 from tests.integrations.scene import (
     CARD,
+    HOUSE_RULES,
     TOKEN,
     audit_rows,
     decide,
@@ -53,15 +55,26 @@ def empty_inbox(srv: LiveServer) -> Iterator[None]:
     reject_pending(srv)
 
 
-def make_guard(srv: LiveServer, kind: str) -> AsyncGuard:
-    if kind == "remote":
-        return AsyncClient(srv.url, TOKEN, framework="adk")
-    return AsyncLocalGuard(srv.runtime, framework="adk")
+@pytest.fixture
+def make_guard(srv: LiveServer) -> Iterator[Callable[[str], AsyncGuard]]:
+    """A guard over the test server: "remote" (its /api/v1) or "in_process" (its runtime)."""
+    clients: list[AsyncClient] = []
+
+    def make(kind: str, url: str | None = None) -> AsyncGuard:
+        if kind == "in_process":
+            return AsyncLocalGuard(srv.runtime, framework="adk")
+        clients.append(AsyncClient(url or srv.url, TOKEN, framework="adk"))
+        return clients[-1]
+
+    yield make
+    for client in clients:
+        srv.call(client.aclose())
 
 
 @pytest.fixture(params=["in_process", "remote"])
-def guard(request: pytest.FixtureRequest, srv: LiveServer) -> AsyncGuard:
-    return make_guard(srv, request.param)
+def guard(request: pytest.FixtureRequest, make_guard: Callable[[str], AsyncGuard]
+          ) -> AsyncGuard:
+    return make_guard(request.param)
 
 
 @dataclass
@@ -112,8 +125,8 @@ class Shop:
         agent = LlmAgent(name="shop", model=self.model, tools=[
             pay, lookup_card, write_note, tip,
             AgentTool(refunder, include_plugins=self.include_plugins)])
-        self.runner = InMemoryRunner(agent=agent, plugins=[
-            HookgatePlugin(self.guard, agent=self.agent_id, wait_s=self.wait_s)])
+        self.runner = InMemoryRunner(app=App(name="shop", root_agent=agent, plugins=[
+            HookgatePlugin(self.guard, agent=self.agent_id, wait_s=self.wait_s)]))
         self.session_id: str | None = None
 
     async def _send(self, message: types.Content) -> list[Event]:
@@ -154,6 +167,12 @@ def test_a_gated_payment_pauses_in_adk_and_runs_once_after_approval(srv, guard, 
     assert shop.ran == [("pay", 500, "ACME")]
 
 
+def test_the_model_reads_what_hookgates_session_start_hooks_add(srv, guard):
+    shop = Shop(srv, guard, ["hello"])
+    shop.say()
+    assert HOUSE_RULES in str(shop.model.requests[0].config.system_instruction)
+
+
 def test_a_rejected_payment_never_runs_and_the_model_is_told_why(srv, guard):
     shop = Shop(srv, guard, [[PAY], "ok"])
     [paused] = pending_calls(shop.say())
@@ -182,8 +201,8 @@ def test_arguments_hookgate_rewrote_are_the_ones_that_run_and_the_model_is_told(
     assert "amount 50 -> 5" in result["note"]
 
 
-def test_a_waiting_payment_long_polls_and_runs_when_a_person_approves(srv):
-    shop = Shop(srv, make_guard(srv, "remote"), [[PAY], "ok"], wait_s=20)
+def test_a_waiting_payment_long_polls_and_runs_when_a_person_approves(srv, make_guard):
+    shop = Shop(srv, make_guard("remote"), [[PAY], "ok"], wait_s=20)
     running = asyncio.run_coroutine_threadsafe(
         shop._send(types.Content(role="user", parts=[types.Part(text="go")])),
         srv.server_loop)
@@ -201,8 +220,8 @@ def test_a_redacted_card_reaches_the_model_and_the_raw_number_does_not(srv, guar
     assert not shop.model.saw(CARD)
 
 
-def test_the_read_only_guard_blocks_a_write_of_an_agent_in_a_frozen_org(srv):
-    shop = Shop(srv, make_guard(srv, "in_process"), [[("write_note", {"text": "hi"})], "ok"],
+def test_the_read_only_guard_blocks_a_write_of_an_agent_in_a_frozen_org(srv, make_guard):
+    shop = Shop(srv, make_guard("in_process"), [[("write_note", {"text": "hi"})], "ok"],
                 agent_id="archivist")
     shop.say()
     assert shop.ran == []
@@ -210,22 +229,21 @@ def test_the_read_only_guard_blocks_a_write_of_an_agent_in_a_frozen_org(srv):
     assert "read-only" in result["error"].lower()
 
 
-def test_audit_rows_name_adk_as_the_framework(srv):
-    shop = Shop(srv, make_guard(srv, "remote"), [[("lookup_card", {"customer": "cy"})], "ok"])
+def test_audit_rows_name_adk_as_the_framework(srv, make_guard):
+    shop = Shop(srv, make_guard("remote"), [[("lookup_card", {"customer": "cy"})], "ok"])
     shop.say()
     rows = [r for r in audit_rows(srv) if r.get("tool_name") == "lookup_card"]
     assert rows and {r["connector"] for r in rows} == {"adk"}
 
 
-def test_an_unreachable_hookgate_stops_the_run_and_the_payment_does_not_happen(srv):
-    shop = Shop(srv, AsyncClient(f"http://127.0.0.1:{free_port()}", TOKEN, framework="adk"),
-                [[PAY], "ok"])
+def test_an_unreachable_hookgate_stops_the_run_and_the_payment_does_not_happen(srv, make_guard):
+    shop = Shop(srv, make_guard("remote", f"http://127.0.0.1:{free_port()}"), [[PAY], "ok"])
     with pytest.raises(RuntimeError, match="unreachable"):
         shop.say()
     assert shop.ran == []
 
 
-def test_a_sub_agents_gated_refund_is_gated_and_its_session_names_the_parent(srv, guard):
+def test_a_sub_agents_gated_refund_is_gated(srv, guard):
     shop = Shop(srv, guard, [[("refunder", {"request": "refund 30"})], "ok"],
                 sub_turns=[[("refund", {"amount": 30})], "asked"])
     shop.say()
@@ -234,8 +252,8 @@ def test_a_sub_agents_gated_refund_is_gated_and_its_session_names_the_parent(srv
     assert request["payload"]["args"] == {"amount": 30}
 
 
-def test_a_sub_agent_that_would_run_without_the_plugin_is_not_started(srv, attempt):
-    shop = Shop(srv, make_guard(srv, "in_process"),
+def test_a_sub_agent_that_would_run_without_the_plugin_is_not_started(srv, make_guard, attempt):
+    shop = Shop(srv, make_guard("in_process"),
                 [[("refunder", {"request": "refund 30"})], "ok"],
                 sub_turns=[[("refund", {"amount": 30})], "asked"], include_plugins=False)
     shop.say()
@@ -244,8 +262,8 @@ def test_a_sub_agent_that_would_run_without_the_plugin_is_not_started(srv, attem
     assert "include_plugins=False" in shop.model.results()[0]["error"]
 
 
-def test_a_call_id_used_again_for_another_payment_does_not_run(srv, attempt):
-    shop = Shop(srv, make_guard(srv, "in_process"),
+def test_a_call_id_used_again_for_another_payment_does_not_run(srv, make_guard, attempt):
+    shop = Shop(srv, make_guard("in_process"),
                 [[("lookup_card", {"customer": "di"}, "call-1")],
                  [("write_note", {"text": "x"}, "call-1")], "ok"])
     shop.say()

@@ -27,6 +27,7 @@ from hookgate.integrations.crewai import HookgateToolHooks
 from tests.integrations.crewai.scripted_llm import ScriptedLLM, act, answer
 from tests.integrations.scene import (
     CARD,
+    HOUSE_RULES,
     TOKEN,
     audit_rows,
     decide,
@@ -155,6 +156,12 @@ def test_an_undecided_payment_fails_closed_and_the_model_gets_the_request_id(gua
     assert shop.ran == []
     [seen] = shop.llm.observations()
     assert "waits for approval in hookgate (request cr_" in seen
+
+
+def test_the_model_reads_what_hookgates_session_start_hooks_add(guard):
+    shop = Shop([answer()])
+    shop.kickoff(HookgateToolHooks(guard, agent="buyer"))
+    assert HOUSE_RULES in shop.llm.seen[0]
 
 
 def test_arguments_hookgate_rewrote_are_the_ones_that_run_and_the_model_is_told(guard):
