@@ -96,6 +96,14 @@ def check_perf_internals(out: dict[str, Any]) -> None:
     assert out["passed"] >= 1 and out["failed"] == out["errors"] == 0, out
 
 
+def check_guarded_calls(out: dict[str, Any]) -> None:
+    _p50_p99(out["framework_tool_call"])
+    for path in ("in_process", "loopback_http"):
+        _p50_p99(out[path])
+        assert _number(out[path]["added_p50_us"]) and _number(out[path]["added_p99_us"])
+    assert out["calls_per_path"] > 0
+
+
 #: Each script's quick-mode arguments and the check of its output. bench/approval.py is run
 #: with small sizes through its own options.
 SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
@@ -103,6 +111,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "throughput.py": (["--quick"], check_throughput),
     "dispatch.py": (["--quick"], check_dispatch),
     "mcp_gateway.py": (["--quick"], check_mcp_gateway),
+    "guarded_calls.py": (["--quick"], check_guarded_calls),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
     # One file's perf tests (a second or two), not all of them.
     "perf_internals.py": (["tests/server/test_event_deferral.py"], check_perf_internals),
