@@ -271,3 +271,15 @@ def test_a_call_id_used_again_for_another_payment_does_not_run(srv, make_guard, 
                    got_through=("write_note", "x") in shop.ran)
     assert shop.ran == [("lookup_card", "di")]
     assert "already used" in shop.model.results()[-1]["error"]
+
+
+def test_a_payment_with_a_nan_amount_is_refused_and_does_not_run(srv, guard, attempt):
+    shop = Shop(srv, guard, [[("pay", {"amount": float("nan"), "to": "ACME"})], "ok"])
+    try:
+        shop.say()
+        why = shop.model.results()[0]["error"]  # in process: hookgate refuses the call
+    except RuntimeError as stopped:  # remote: the client cannot even send it as JSON
+        why = str(stopped)
+    attempt.record("adk NaN amount", got_through=bool(shop.ran))
+    assert shop.ran == []
+    assert "cannot be pinned" in why or "not JSON compliant" in why

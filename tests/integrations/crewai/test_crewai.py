@@ -127,6 +127,22 @@ def test_a_gated_payment_waits_for_a_person_and_runs_once_when_approved(srv, rem
     assert shop.llm.saw("approved by alice")
 
 
+def test_an_approval_is_used_once_and_the_same_payment_again_asks_again(srv, remote, attempt):
+    shop = Shop([PAY, PAY, answer()])
+    crew = threading.Thread(target=shop.kickoff,
+                            args=(HookgateToolHooks(remote, agent="buyer", wait_s=30),))
+    crew.start()
+    first = pending_request(srv, "pay")["id"]
+    decide(srv, first, "approve")
+    second = pending_request(srv, "pay")["id"]  # the same payment again: a request of its own
+    decide(srv, second, "reject", reason="paid already")
+    crew.join(60)
+    attempt.record("crewai approval reused for a second identical payment",
+                   got_through=len(shop.ran) > 1)
+    assert second != first and shop.ran == [("pay", 500, "ACME")]
+    assert "paid already" in shop.llm.observations()[1]
+
+
 def test_a_rejected_payment_never_runs_and_the_model_is_told_why(srv, remote):
     shop = Shop([PAY, answer()])
     crew = threading.Thread(target=shop.kickoff,
