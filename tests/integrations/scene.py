@@ -55,7 +55,7 @@ agents:
       guarded_calls:
         rules:
           - {{matcher: "pay, refund", requires_confirmation: true}}
-          - {{matcher: "lookup_card, tip, delegate_work_to_coworker, refunder",
+          - {{matcher: "lookup_card, tip, charge, delegate_work_to_coworker, refunder",
               writes: false}}
   - id: archivist
     name: Archivist

@@ -81,8 +81,12 @@ class HookgatePlugin(BasePlugin):
 
     async def before_model_callback(self, *, callback_context: CallbackContext,
                                     llm_request: LlmRequest) -> LlmResponse | None:
-        """Start the session (SessionStart hooks) and give the model what they added."""
+        """Start the session (SessionStart hooks) and give the model what they added; a
+        session a SessionStart hook stopped gets no model call at all."""
         started = await self._start(callback_context)
+        if started.stopped:
+            return LlmResponse(content=types.Content(
+                role="model", parts=[types.Part(text=started.stopped)]))
         if started.context:
             llm_request.append_instructions([started.context])
         return None

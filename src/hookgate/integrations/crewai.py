@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,13 +30,24 @@ from crewai.hooks import (
     unregister_before_tool_call_hook,
 )
 
-from hookgate.client import AlreadyRan, Denied, Guard, Pending, SessionStarted, Verdict
+from hookgate.client import (
+    AlreadyRan,
+    Denied,
+    Guard,
+    Observation,
+    Pending,
+    SessionStarted,
+    Verdict,
+)
 
 __all__ = ["HookgateToolHooks"]
 
 # CrewAI's delegation tools ("Delegate work to coworker", "Ask question to coworker") as
 # the hooks name them: the coworker's own calls run inside them.
 DELEGATION_TOOLS = frozenset({"delegate_work_to_coworker", "ask_question_to_coworker"})
+
+# How CrewAI words the result of a call a before hook blocked.
+CREWAI_BLOCKED = "Tool execution blocked by hook."
 
 # The hookgate session whose delegation tool is running a coworker right now.
 _delegating_session: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -130,20 +141,26 @@ class HookgateToolHooks:
         if decision is None:
             return None  # not a call these hooks decided (installed mid-call)
         if decision.delegation is not None:
-            _delegating_session.reset(decision.delegation)
-        if decision.refusal is not None:
+            with suppress(ValueError):  # set in another context: nothing of ours to undo
+                _delegating_session.reset(decision.delegation)
+        if decision.call is None:
             return decision.refusal
-        assert decision.call is not None
-        output = context.raw_tool_result if context.raw_tool_result is not None \
-            else context.tool_result
         try:
-            observation = self._guard.report(decision.call, output=output)
-        except Exception as error:  # the raw output must not reach the model
+            observation = self._report(decision.call, context)
+        except Exception as error:  # CrewAI would hand the model the raw output
             return (f"the tool ran, but hookgate could not review its output, so it is "
                     f"withheld: {type(error).__name__}: {error}")
         if decision.note:
             return f"{observation.text}\n(hookgate: {decision.note})"
         return observation.text
+
+    def _report(self, call: str, context: ToolCallHookContext) -> Observation:
+        output = context.raw_tool_result if context.raw_tool_result is not None \
+            else context.tool_result
+        if isinstance(output, str) and output.startswith(CREWAI_BLOCKED):
+            # A CrewAI hook after hookgate's blocked the call: the tool did not run.
+            return self._guard.report(call, error=output)
+        return self._guard.report(call, output=output)
 
     def _decide(self, context: ToolCallHookContext) -> _CallInFlight:
         agent = self._agent_id(context.agent)

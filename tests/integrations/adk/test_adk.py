@@ -113,6 +113,11 @@ class Shop:
             ran.append(("tip", amount))
             return {"tipped": amount}
 
+        def charge(card: str) -> dict[str, Any]:
+            """Charge a card."""
+            ran.append(("charge", card))
+            raise ConnectionError("the gateway is down")
+
         def refund(amount: int) -> dict[str, Any]:
             """Refund ``amount`` euros."""
             ran.append(("refund", amount))
@@ -123,7 +128,7 @@ class Shop:
         refunder = LlmAgent(name="refunder", model=self.sub_model, tools=[refund],
                             description="Refunds customers.")
         agent = LlmAgent(name="shop", model=self.model, tools=[
-            pay, lookup_card, write_note, tip,
+            pay, lookup_card, write_note, tip, charge,
             AgentTool(refunder, include_plugins=self.include_plugins)])
         self.runner = InMemoryRunner(app=App(name="shop", root_agent=agent, plugins=[
             HookgatePlugin(self.guard, agent=self.agent_id, wait_s=self.wait_s)]))
@@ -218,6 +223,16 @@ def test_a_redacted_card_reaches_the_model_and_the_raw_number_does_not(srv, guar
     [result] = shop.model.results()
     assert "[card]" in result["result"]
     assert not shop.model.saw(CARD)
+
+
+def test_a_failing_tool_is_reported_and_the_model_reads_hookgates_observation(srv,
+                                                                              make_guard):
+    shop = Shop(srv, make_guard("in_process"), [[("charge", {"card": "on file"})], "ok"])
+    shop.say()
+    assert shop.ran == [("charge", "on file")]
+    assert shop.model.results()[0] == {"error": "Error: ConnectionError: the gateway is down"}
+    rows = [r for r in audit_rows(srv) if r.get("tool_name") == "charge"]
+    assert [r["outcome"] for r in rows] == ["error"]
 
 
 def test_the_read_only_guard_blocks_a_write_of_an_agent_in_a_frozen_org(srv, make_guard):
