@@ -17,7 +17,8 @@ pytest.importorskip("google.adk", reason="google-adk is not installed (pip insta
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.events import Event
-from google.adk.runners import InMemoryRunner
+from google.adk.runners import InMemoryRunner, Runner
+from google.adk.sessions import DatabaseSessionService
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
 
@@ -88,6 +89,9 @@ class Shop:
     sub_turns: list[Turn] = field(default_factory=list)
     wait_s: float = 0.0
     include_plugins: bool = True
+    transfer: bool = False  # the refunder is a sub-agent (transfer), not an AgentTool
+    sessions: str | None = None  # a database for ADK's sessions (default: in memory)
+    session_id: str | None = None
     ran: list[tuple[Any, ...]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -127,12 +131,15 @@ class Shop:
         self.sub_model = ScriptedModel(turns=list(self.sub_turns))
         refunder = LlmAgent(name="refunder", model=self.sub_model, tools=[refund],
                             description="Refunds customers.")
-        agent = LlmAgent(name="shop", model=self.model, tools=[
-            pay, lookup_card, write_note, tip, charge,
-            AgentTool(refunder, include_plugins=self.include_plugins)])
-        self.runner = InMemoryRunner(app=App(name="shop", root_agent=agent, plugins=[
-            HookgatePlugin(self.guard, agent=self.agent_id, wait_s=self.wait_s)]))
-        self.session_id: str | None = None
+        tools: list[Any] = [pay, lookup_card, write_note, tip, charge]
+        if not self.transfer:
+            tools.append(AgentTool(refunder, include_plugins=self.include_plugins))
+        agent = LlmAgent(name="shop", model=self.model, tools=tools,
+                         sub_agents=[refunder] if self.transfer else [])
+        app = App(name="shop", root_agent=agent, plugins=[
+            HookgatePlugin(self.guard, agent=self.agent_id, wait_s=self.wait_s)])
+        self.runner = InMemoryRunner(app=app) if self.sessions is None else Runner(
+            app=app, session_service=DatabaseSessionService(self.sessions))
 
     async def _send(self, message: types.Content) -> list[Event]:
         if self.session_id is None:
@@ -176,6 +183,19 @@ def test_the_model_reads_what_hookgates_session_start_hooks_add(srv, guard):
     shop = Shop(srv, guard, ["hello"])
     shop.say()
     assert HOUSE_RULES in str(shop.model.requests[0].config.system_instruction)
+
+
+def test_a_pause_outlives_the_agents_process_and_the_payment_runs_once(srv, guard, tmp_path):
+    stored = f"sqlite+aiosqlite:///{tmp_path / 'adk-sessions.db'}"
+    first = Shop(srv, guard, [[PAY]], sessions=stored)
+    [paused] = pending_calls(first.say())
+    decide(srv, paused.request_id, "approve")
+    # Another process: a new model, plugin and runner over the same stored ADK session.
+    second = Shop(srv, guard, ["paid"], sessions=stored, session_id=first.session_id)
+    second.resume([paused])
+    for shop in (first, second):
+        srv.call(shop.runner.session_service.close())  # type: ignore[attr-defined]
+    assert first.ran == [] and second.ran == [("pay", 500, "ACME")]
 
 
 def test_a_rejected_payment_never_runs_and_the_model_is_told_why(srv, guard):
@@ -265,6 +285,14 @@ def test_a_sub_agents_gated_refund_is_gated(srv, guard):
     assert shop.ran == []
     request = pending_request(srv, "refund")
     assert request["payload"]["args"] == {"amount": 30}
+
+
+def test_a_transferred_sub_agents_gated_refund_is_gated(srv, guard):
+    shop = Shop(srv, guard, [[("transfer_to_agent", {"agent_name": "refunder"})]],
+                sub_turns=[[("refund", {"amount": 40})], "asked"], transfer=True)
+    [paused] = pending_calls(shop.say())
+    assert shop.ran == [] and paused.tool == "refund"
+    assert pending_request(srv, "refund")["id"] == paused.request_id
 
 
 def test_a_sub_agent_that_would_run_without_the_plugin_is_not_started(srv, make_guard, attempt):
