@@ -4,6 +4,7 @@ and run once, and the attacks on exactly-once are refused."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +16,9 @@ from hookgate import Agent, ScriptedLLM
 from hookgate.client import (
     Allowed,
     AlreadyRan,
+    AsyncClient,
     Client,
+    Decided,
     Denied,
     GuardRefused,
     GuardUnavailable,
@@ -33,10 +36,15 @@ def deployment(url: str) -> Deployment:
         id="payer", name="payer", instructions="", tools=[], org_id="acme",
         owner_user_id="alice", confirmation_approver_scope="agent_owner",
         model_config_json={
-            "hooks": {"class_hooks": ["audit_log", "readonly_guard"]},
+            "hooks": {"class_hooks": [
+                "audit_log", "readonly_guard",
+                {"name": "connector_rate_limit",
+                 "params": {"limits": {"pinger": "2/day", "wirer": "2/day"}}}]},
             "guarded_calls": {"rules": [
                 {"matcher": "transfer", "requires_confirmation": True},
-                {"matcher": "search", "writes": False}]},
+                {"matcher": "search", "writes": False},
+                {"matcher": "ping", "writes": False, "connector": "pinger"},
+                {"matcher": "wire", "connector": "wirer", "requires_confirmation": True}]},
         },
     )
     return Deployment(
@@ -115,6 +123,11 @@ def test_a_gated_call_waits_for_a_person_and_runs_once(
     guard.report(allowed.call, output="sent 500 to bob")
     replay = guard.wait(allowed.call, timeout=0)
     assert replay == AlreadyRan(allowed.call, "sent 500 to bob")
+    # Another user of the org (an admin, even) cannot read or report this user's call.
+    other = httpx.get(f"{server.url}/api/v1/calls/{allowed.call}",
+                      headers={"Authorization": f"Bearer {ALICE}"})
+    attempt.record("v1 API: another user reads a call", other.status_code != 404)
+    assert other.status_code == 404
     # The approval is used: the same arguments under a new call id ask a person again.
     fresh = guard.before_call(agent="payer", session_id="s-pay", call_id="t2",
                               tool="transfer", arguments={"amount": 500, "to": "bob"})
@@ -123,6 +136,19 @@ def test_a_gated_call_waits_for_a_person_and_runs_once(
     decide(server, fresh.request_id, "reject", reason="once is enough")
     denied = guard.wait(fresh.call, timeout=5)
     assert isinstance(denied, Denied) and "once is enough" in denied.reason
+
+
+def test_an_allow_nobody_waits_for_any_more_does_not_use_up_the_call(
+        server: LiveServer, guard: Client) -> None:
+    asked = guard.before_call(agent="payer", session_id="s-gone", call_id="g1",
+                              tool="transfer", arguments={"amount": 1, "to": "bob"})
+    assert isinstance(asked, Pending)
+    with pytest.raises(httpx.ReadTimeout):  # a client that gives up on its long-poll
+        httpx.get(f"{server.url}/api/v1/calls/{asked.call}", params={"wait": 20},
+                  headers={"Authorization": f"Bearer {BOT}"}, timeout=0.5)
+    decide(server, asked.request_id, "approve")
+    verdict = guard.wait(asked.call, timeout=10)
+    assert isinstance(verdict, Allowed)
 
 
 def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
@@ -140,6 +166,53 @@ def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
                                                "Content-Type": "application/json"})
     attempt.record("v1 API: NaN in the arguments", r.status_code < 400)
     assert r.status_code in (400, 422) and "nan" in r.text.lower()
+
+
+def test_a_rate_limit_holds_across_two_agent_clients(server: LiveServer) -> None:
+    with Client(server.url, BOT, framework="langgraph") as one, \
+            Client(server.url, BOT, framework="crewai") as two:
+        verdicts = [guard.before_call(agent="payer", session_id=f"s-{i}", call_id=f"p{i}",
+                                      tool="ping", arguments={})
+                    for i, guard in enumerate((one, two, one, two))]
+    assert [type(v).__name__ for v in verdicts] == ["Allowed", "Allowed", "Denied", "Denied"]
+    assert isinstance(verdicts[2], Denied) and "rate limit" in verdicts[2].reason.lower()
+
+
+def test_polling_a_pending_call_takes_no_rate_limit_slot(
+        server: LiveServer, guard: Client) -> None:
+    asked = guard.before_call(agent="payer", session_id="s-wire", call_id="w1", tool="wire",
+                              arguments={"amount": 1})
+    assert isinstance(asked, Pending)
+    for _ in range(3):
+        assert isinstance(guard.wait(asked.call, timeout=0), Pending)
+    decide(server, asked.request_id, "approve")
+    assert isinstance(guard.wait(asked.call, timeout=5), Allowed)
+
+
+async def test_the_async_client_asks_reports_and_learns_decisions(server: LiveServer) -> None:
+    async with AsyncClient(server.url, BOT, framework="pydantic-ai") as guard:
+        assert (await guard.start_session(agent="payer", session_id="s-async")).context is None
+        plain = await guard.before_call(agent="payer", session_id="s-async", call_id="a1",
+                                        tool="search", arguments={"q": "z"})
+        assert isinstance(plain, Allowed)
+        assert (await guard.report(plain.call, error="boom")).text == "Error: boom"
+        gated = await guard.before_call(agent="payer", session_id="s-async", call_id="a2",
+                                        tool="transfer", arguments={"amount": 2, "to": "x"})
+        assert isinstance(gated, Pending)
+        await asyncio.to_thread(decide, server, gated.request_id, "reject", reason="no")
+        assert await guard.decision(gated.call, timeout=5) == Decided(
+            gated.call, gated.request_id, False, "no")
+        denied = await guard.wait(gated.call, timeout=5)
+        assert isinstance(denied, Denied) and "rejected" in denied.reason
+
+
+def test_the_routes_are_described_in_the_openapi_document(server: LiveServer) -> None:
+    paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
+    for path in ("/api/v1/sessions", "/api/v1/calls", "/api/v1/calls/{call}",
+                 "/api/v1/calls/{call}/result"):
+        assert path in paths, sorted(paths)
+    answer = paths["/api/v1/calls"]["post"]["responses"]["200"]["content"]
+    assert answer["application/json"]["schema"]["$ref"].endswith("/CallOut")
 
 
 def test_an_unreachable_server_fails_closed_and_says_why() -> None:

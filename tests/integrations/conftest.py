@@ -1,12 +1,5 @@
-"""The adversarial tally for the adapters' attack tests (tests/adversarial_tally.py)."""
+"""The adversarial tally's ``attempt`` fixture: attacks through the adapters count there."""
 
-from __future__ import annotations
+from tests.adversarial.conftest import attempt
 
-import pytest
-
-from tests.adversarial_tally import TALLY, Tally
-
-
-@pytest.fixture
-def attempt() -> Tally:
-    return TALLY
+__all__ = ["attempt"]

@@ -9,6 +9,8 @@ from hookgate.client.protocols import AsyncGuard, Guard
 from hookgate.client.types import (
     Allowed,
     AlreadyRan,
+    Decided,
+    Decision,
     Denied,
     Observation,
     Pending,
@@ -22,6 +24,8 @@ __all__ = [
     "AsyncClient",
     "AsyncGuard",
     "Client",
+    "Decided",
+    "Decision",
     "Denied",
     "Guard",
     "GuardRefused",

@@ -13,7 +13,7 @@ import httpx
 
 from hookgate.client import wire
 from hookgate.client.errors import GuardRefused, GuardUnavailable
-from hookgate.client.types import Observation, SessionStarted, Verdict
+from hookgate.client.types import Decision, Observation, SessionStarted, Verdict
 
 __all__ = ["AsyncClient", "Client"]
 #: Seconds a request may take beyond the long-poll it asks for.
@@ -58,10 +58,6 @@ def _call_body(agent: str, session_id: str, call_id: str, tool: str,
             "parameters": dict(parameters) if parameters is not None else None}
 
 
-def _wait_params(timeout: float, peek: bool) -> dict[str, Any]:
-    return {"wait": timeout, "peek": "true"} if peek else {"wait": timeout}
-
-
 class _Base:
     def __init__(self, base_url: str, token: str, *, framework: str,
                  timeout: float = 30.0) -> None:
@@ -101,11 +97,15 @@ class AsyncClient(_Base):
         return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
             agent, session_id, call_id, tool, arguments, description, parameters)))
 
-    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
-                   peek: bool = False) -> Verdict:
+    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
         # The long-poll's length, sent to the server (the interface's name for it).
         return wire.verdict(await self._request(
-            "GET", f"/api/v1/calls/{call}", params=_wait_params(timeout, peek),
+            "GET", f"/api/v1/calls/{call}", params={"wait": timeout},
+            seconds=timeout + MARGIN_S))
+
+    async def decision(self, call: str, *, timeout: float) -> Decision:  # noqa: ASYNC109
+        return wire.decision(await self._request(
+            "GET", f"/api/v1/calls/{call}", params={"wait": timeout, "peek": "true"},
             seconds=timeout + MARGIN_S))
 
     async def report(self, call: str, *, output: Any = None,
@@ -115,6 +115,12 @@ class AsyncClient(_Base):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
 
 
 class Client(_Base):
@@ -147,10 +153,15 @@ class Client(_Base):
         return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
             agent, session_id, call_id, tool, arguments, description, parameters)))
 
-    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict:
+    def wait(self, call: str, *, timeout: float) -> Verdict:
         return wire.verdict(self._request("GET", f"/api/v1/calls/{call}",
-                                          params=_wait_params(timeout, peek),
+                                          params={"wait": timeout},
                                           timeout=timeout + MARGIN_S))
+
+    def decision(self, call: str, *, timeout: float) -> Decision:
+        return wire.decision(self._request("GET", f"/api/v1/calls/{call}",
+                                           params={"wait": timeout, "peek": "true"},
+                                           timeout=timeout + MARGIN_S))
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:
         return wire.observation(self._request(
@@ -158,3 +169,9 @@ class Client(_Base):
 
     def close(self) -> None:
         self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

@@ -16,13 +16,15 @@ from hookgate.client.errors import GuardRefused, GuardUnavailable
 from hookgate.client.types import (
     Allowed,
     AlreadyRan,
+    Decided,
+    Decision,
     Denied,
     Observation,
     Pending,
     SessionStarted,
     Verdict,
 )
-from hookgate.external.calls import Asker, CallAnswer, CallNotFound, CallRefused
+from hookgate.external.calls import Asker, CallAnswer, CallIdReused, CallNotFound, CallRefused
 from hookgate.runtime.runtime import Runtime
 
 T = TypeVar("T")
@@ -82,6 +84,12 @@ class AsyncLocalGuard:
         if self._owned and self._runtime is not None and self._runtime.started:
             await self._runtime.stop()
 
+    async def __aenter__(self) -> AsyncLocalGuard:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
     async def _asker(self, agent_id: str | None) -> tuple[Runtime, Asker, Any]:
         rt = await self.runtime()
         agent = rt.runs.agents.get(agent_id) if agent_id is not None else None
@@ -95,7 +103,7 @@ class AsyncLocalGuard:
         try:
             return await work
         except CallRefused as exc:
-            raise GuardRefused(str(exc), 409 if "already used" in str(exc) else 400) from None
+            raise GuardRefused(str(exc), 409 if isinstance(exc, CallIdReused) else 400) from None
         except CallNotFound as exc:
             raise GuardRefused(str(exc), 404) from None
         except (GuardRefused, GuardUnavailable):
@@ -119,12 +127,18 @@ class AsyncLocalGuard:
             found, asker, session_id=session_id, call_id=call_id, tool=tool,
             arguments=arguments, description=description, parameters=parameters)))
 
-    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
-                   peek: bool = False) -> Verdict:
+    async def decision(self, call: str, *, timeout: float) -> Decision:  # noqa: ASYNC109
         rt, asker, _ = await self._asker(None)
-        if peek:
-            return _verdict(await self._guarded(rt.guarded.peek(self._caller(asker), call,
-                                                                timeout)))
+        answer = await self._guarded(rt.guarded.peek(self._caller(asker), call, timeout))
+        if answer.decision == "decided":
+            return Decided(answer.call, str(answer.request_id), answer.approved is True,
+                           answer.reason)
+        found = _verdict(answer)
+        assert isinstance(found, Pending | AlreadyRan)
+        return found
+
+    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
+        rt, asker, _ = await self._asker(None)
         return _verdict(await self._guarded(rt.guarded.wait(
             rt.runs.agents, self._caller(asker), call, timeout)))
 
@@ -173,11 +187,20 @@ class LocalGuard:
             agent=agent, session_id=session_id, call_id=call_id, tool=tool,
             arguments=arguments, description=description, parameters=parameters))
 
-    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict:
-        return self._run(self._inner.wait(call, timeout=timeout, peek=peek))
+    def wait(self, call: str, *, timeout: float) -> Verdict:
+        return self._run(self._inner.wait(call, timeout=timeout))
+
+    def decision(self, call: str, *, timeout: float) -> Decision:
+        return self._run(self._inner.decision(call, timeout=timeout))
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:
         return self._run(self._inner.report(call, output=output, error=error))
+
+    def __enter__(self) -> LocalGuard:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self._run(self._inner.aclose())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from hookgate.client.types import Observation, SessionStarted, Verdict
+from hookgate.client.types import Decision, Observation, SessionStarted, Verdict
 
 
 class AsyncGuard(Protocol):
@@ -24,11 +24,14 @@ class AsyncGuard(Protocol):
         checked against it; without it a person can approve or reject, not edit)."""
         ...
 
-    async def wait(self, call: str, *, timeout: float,  # noqa: ASYNC109
-                   peek: bool = False) -> Verdict:
+    async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
         """Long-poll: the verdict once decided, Pending if still undecided after timeout.
-        Allowed means "run it now" (the call is started); with ``peek``, only what a person
-        decided, starting nothing (for resuming a paused agent, which then asks again)."""
+        Allowed means "run it now": the call is recorded as started."""
+        ...
+
+    async def decision(self, call: str, *, timeout: float) -> Decision:  # noqa: ASYNC109
+        """Long-poll for what a person decided, starting nothing (for resuming a paused
+        agent, which then asks again for the verdict)."""
         ...
 
     async def report(self, call: str, *, output: Any = None,
@@ -45,7 +48,9 @@ class Guard(Protocol):
                     arguments: Mapping[str, Any], description: str | None = None,
                     parameters: Mapping[str, Any] | None = None) -> Verdict: ...
 
-    def wait(self, call: str, *, timeout: float, peek: bool = False) -> Verdict: ...
+    def wait(self, call: str, *, timeout: float) -> Verdict: ...
+
+    def decision(self, call: str, *, timeout: float) -> Decision: ...
 
     def report(self, call: str, *, output: Any = None,
                error: str | None = None) -> Observation: ...

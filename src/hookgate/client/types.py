@@ -58,6 +58,21 @@ Verdict = Allowed | Denied | Pending | AlreadyRan
 
 
 @dataclass(frozen=True)
+class Decided:
+    """What a person decided on a pending call, learnt without starting it (``decision``):
+    ask again (``before_call`` or ``wait``) for the verdict that runs it."""
+
+    call: str
+    request_id: str
+    approved: bool
+    reason: str | None
+
+
+#: What ``decision`` answers: still pending, decided, or the call ran already.
+Decision = Pending | Decided | AlreadyRan
+
+
+@dataclass(frozen=True)
 class Observation:
     call: str
     #: What the model may see (rewritten, truncated or the fixed withheld text).

@@ -11,6 +11,8 @@ from hookgate.client.errors import GuardUnavailable
 from hookgate.client.types import (
     Allowed,
     AlreadyRan,
+    Decided,
+    Decision,
     Denied,
     Observation,
     Pending,
@@ -39,6 +41,21 @@ def verdict(body: Mapping[str, Any]) -> Verdict:
                                "does not run") from None
     raise GuardUnavailable(f"hookgate answered an unknown decision {decision!r}, so the call "
                            "does not run")
+
+
+def decision(body: Mapping[str, Any]) -> Decision:
+    """What a person decided (``GET /api/v1/calls/{call}?peek=true``)."""
+    if body.get("decision") == "decided":
+        try:
+            return Decided(str(body["call"]), str(body["request_id"]), body["approved"] is True,
+                           body.get("reason"))
+        except KeyError as exc:
+            raise GuardUnavailable(f"hookgate's answer is not a decision ({exc})") from None
+    found = verdict(body)
+    if isinstance(found, Allowed | Denied):
+        raise GuardUnavailable(f"hookgate answered {body.get('decision')!r} where a decision "
+                               "was asked for")
+    return found
 
 
 def session(body: Mapping[str, Any]) -> SessionStarted:

@@ -29,10 +29,14 @@ class ExternalApprovals:
     """An ApprovalService for one call asked from outside (a Claude Code hook, the v1 API)."""
 
     def __init__(self, approvals: PersistentApprovals, ledger: DatabaseLedger,
-                 wait_s: float) -> None:
+                 wait_s: float, *, owner: str | None = None) -> None:
         self.approvals = approvals
         self.ledger = ledger
         self.wait_s = wait_s
+        #: The call id that owns the approval's use once it claimed it (the guarded-call
+        #: API, whose own start claim keeps the call to one execution): the same call asked
+        #: again finds its claim its own. None (Claude Code): a second claim is refused.
+        self.owner = owner
         #: The request left pending by this call, if the wait ran out.
         self.pending: ConfirmationRequest | None = None
         #: The approved request this call used.
@@ -61,11 +65,14 @@ class ExternalApprovals:
             # input sent under an approved tool_use_id) is refused by the gate, and the
             # approval stays unused for the call a person approved.
             return decision
-        claimed = await self.ledger.claim(ask.run_id, f"approval:{decision.request_id}",
-                                          ask.tool_name, ask.args_sha256)
-        if claimed is not None:
+        key = f"approval:{decision.request_id}"
+        claimed = await self.ledger.claim(ask.run_id, key, ask.tool_name, ask.args_sha256)
+        mine = None if self.owner is None else f"call:{self.owner}"
+        if claimed is not None and (mine is None or claimed.observation != mine):
             return replace(decision, status="cancelled",
                            reason="this approval was already used by one execution")
+        if claimed is None and mine is not None:
+            await self.ledger.finish(ask.run_id, key, mine, ok=True)
         if decision.rule_id is not None:
             self.by_rule = decision.reason  # no request: a standing rule approved it
         else:

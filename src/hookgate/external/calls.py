@@ -16,12 +16,13 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.approvals.records import ConfirmationRequest
 from hookgate.canonical import canonical_json
 from hookgate.catalog.build import build_registry
 from hookgate.external import decisions
@@ -52,11 +53,17 @@ SECTION = "guarded_calls"
 INDEX_RUN = "guarded-calls"
 SESSION_STOPPED = "guarded-session-stopped"
 FRAMEWORKS_MAX = 64
-Decision = Literal["allow", "deny", "pending", "already_ran"]
+#: Whether the asker still waits for the answer (a long-poll's client still connected).
+Listening = Callable[[], Awaitable[bool]]
+Decision = Literal["allow", "deny", "pending", "already_ran", "decided"]
 
 
 class CallRefused(ValueError):
     """The request cannot be acted on (bad input, a re-used call id); the text says why."""
+
+
+class CallIdReused(CallRefused):
+    """A call id already named another call (another tool or other arguments)."""
 
 
 class CallNotFound(LookupError):
@@ -89,6 +96,8 @@ class CallAnswer:
     reason: str | None = None
     request_id: str | None = None
     observation: str | None = None
+    #: With ``decided`` (a peek): whether a person approved.
+    approved: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +220,7 @@ class GuardedCalls:
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         prior = await self.ledger.claim(INDEX_RUN, key, tool, digest)
         if prior is not None and (prior.tool_name, prior.args_sha256) != (tool, digest):
-            raise CallRefused(
+            raise CallIdReused(
                 f"call id '{call_id}' was already used in session '{session_id}' for another "
                 "call (another tool or other arguments); a call id names one call, so this "
                 "one is not run")
@@ -220,51 +229,76 @@ class GuardedCalls:
         return await self._decide(agent, asker.org_id, key, facts, wait_s=0.0)
 
     async def wait(self, agents: Mapping[str, Agent], asker: Asker, call: str,
-                   wait_s: float) -> CallAnswer:
-        """The call's state, waiting up to ``wait_s`` seconds for a person's decision."""
+                   wait_s: float, listening: Listening | None = None) -> CallAnswer:
+        """The call's state, waiting up to ``wait_s`` seconds for a person's decision;
+        ``listening`` says whether the asker still waits for the answer (an allow is not
+        recorded as started for a long-poll its client gave up).
+
+        While the call's request is pending, the wait is on the request alone: the
+        PreToolUse chain (rate limits, audit of the attempt) runs again only once it is
+        decided, not on every poll."""
         facts = await self._facts(call, asker)
         agent = agents.get(facts.agent_id)
         if agent is None:
             raise CallNotFound(f"call '{call}' belongs to agent '{facts.agent_id}', which "
                                "this server no longer has")
-        return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s))
+        request = await self.approvals.store.for_call(facts.run_id, facts.call_id)
+        if request is not None and request.pending and await self._already_ran(
+                call, facts) is None:
+            if await self._decided(request, wait_s) is None:
+                return self._pending(call, facts, request.id)
+            wait_s = 0.0
+        return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s),
+                                  listening=listening)
 
     async def peek(self, asker: Asker, call: str, wait_s: float) -> CallAnswer:
         """What a person decided on the call's request, waiting up to ``wait_s`` seconds,
         without starting the call or using the approval: ``pending`` while undecided, else
-        ``allow``/``deny`` as a hint (the call starts only when it is asked or waited on)."""
+        ``decided`` (the call starts only when it is asked or waited on)."""
         facts = await self._facts(call, asker)
         ran = await self._already_ran(call, facts)
         if ran is not None:
             return ran
         request = await self.approvals.store.for_call(facts.run_id, facts.call_id)
         if request is None:
-            return CallAnswer(call, "deny", reason="no person was asked about this call; ask "
-                                                   "hookgate about it to learn its verdict")
+            raise CallRefused(f"no person was asked about call '{call}'; ask about the call "
+                              "itself for its verdict")
+        current = await self._decided(request, wait_s)
+        if current is None:
+            return self._pending(call, facts, request.id)
+        return CallAnswer(call, "decided", request_id=request.id,
+                          approved=current.status == "approved", reason=current.reason)
+
+    async def _decided(self, request: ConfirmationRequest, wait_s: float
+                       ) -> ConfirmationRequest | None:
+        """The request once decided, waiting up to ``wait_s`` seconds (woken by the decision
+        itself); None while it is still pending."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + max(0.0, wait_s)
         while True:
             fut = self.approvals.hub.waiter(request.id)
             try:
                 current = await self.approvals.store.get(request.id)
-                if current is None or not current.pending:
-                    break
+                if current is None:
+                    raise CallNotFound(f"request {request.id} disappeared")
+                if not current.pending:
+                    return current
                 left = give_up - loop.time()
                 if left <= 0:
-                    return CallAnswer(call, "pending", request_id=request.id,
-                                      reason=f"request {request.id} is still pending")
+                    return None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(fut, left)
             finally:
                 self.approvals.hub.discard(request.id, fut)
-        if current is None or current.status != "approved":
-            why = current.reason if current is not None and current.reason else "not approved"
-            return CallAnswer(call, "deny", reason=why, request_id=request.id)
-        return CallAnswer(call, "allow", arguments=dict(current.args or facts.arguments),
-                          request_id=request.id, note="approved; ask again to start it")
+
+    @staticmethod
+    def _pending(call: str, facts: _Facts, request_id: str) -> CallAnswer:
+        return CallAnswer(call, "pending", request_id=request_id,
+                          reason=f"'{facts.tool_name}' needs a person's approval in hookgate "
+                                 f"(request {request_id})")
 
     async def _decide(self, agent: Agent, org_id: str | None, key: str, facts: _Facts, *,
-                      wait_s: float) -> CallAnswer:
+                      wait_s: float, listening: Listening | None = None) -> CallAnswer:
         run_id = facts.run_id
         ran = await self._already_ran(key, facts)
         if ran is not None:
@@ -284,7 +318,11 @@ class GuardedCalls:
             args = tool.validate(facts.arguments)
         except ToolArgumentsError as exc:
             return CallAnswer(key, "deny", reason=f"hookgate: {exc}")
-        approvals = ExternalApprovals(self.approvals, self.ledger, wait_s)
+        # The approval's use belongs to this call id: asked again (an answer that never
+        # reached the client), it is still this call's; the start claim below keeps it to
+        # one execution.
+        approvals = ExternalApprovals(self.approvals, self.ledger, wait_s,
+                                      owner=facts.call_id)
         try:
             registry = self._registry(agent, replace(self.services, approvals=approvals))
         except HookBuildError as exc:
@@ -294,9 +332,7 @@ class GuardedCalls:
                                     registry=registry, identity=identity, metadata=extras)
         if isinstance(decided, ToolOutcome):
             if approvals.pending is not None:
-                return CallAnswer(key, "pending", request_id=approvals.pending.id,
-                                  reason=f"'{facts.tool_name}' needs a person's approval in "
-                                         f"hookgate (request {approvals.pending.id})")
+                return self._pending(key, facts, approvals.pending.id)
             return CallAnswer(key, "deny", reason=decided.observation)
         ctx, final_args, _pre = decided
         final_digest = args_digest(final_args)
@@ -304,6 +340,10 @@ class GuardedCalls:
         if isinstance(decision, CallDecision):
             await decisions.keep(self.ledger, run_id, facts.call_id, facts.tool_name, final_digest,
                                  decision)
+        if listening is not None and not await listening():
+            # Nobody reads this answer: the call is not started, and its approval stays
+            # this call's for the next ask.
+            return CallAnswer(key, "pending", reason="the asker stopped waiting")
         started = "started:" + facts.call_id
         if await self.ledger.claim(run_id, started, facts.tool_name, final_digest) is not None:
             ran = await self._already_ran(key, facts)

@@ -8,7 +8,9 @@ not run and the model gets the reason; pending, it becomes a LangGraph ``interru
 checkpointer holds the pause; the process may exit), resumed with ``Command(resume=...)``
 built by `resume_when_decided`. On resume the middleware asks hookgate again, so a resume
 value can never allow a call by itself. The result goes back through hookgate and the model
-sees only the observation it returns. The session is the graph's ``thread_id``; subgraphs
+sees only the observation it returns. A thread's first turn starts a hookgate session (the
+SessionStart hooks' context is added for the model; a session they stop ends the run). The
+session is the graph's ``thread_id``; subgraphs
 and sub-agents built with the same middleware go through the same gate. hookgate
 unreachable: the call does not run and GuardUnavailable says why (fail closed).
 """
@@ -20,8 +22,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import ToolMessage
+from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
 
@@ -29,10 +32,12 @@ from hookgate.client import (
     Allowed,
     AlreadyRan,
     AsyncGuard,
+    Decided,
     Denied,
     Guard,
     GuardUnavailable,
     Pending,
+    SessionStarted,
     Verdict,
 )
 
@@ -44,9 +49,9 @@ Handler = Callable[[ToolCallRequest], ToolMessage | Command[Any]]
 AsyncHandler = Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
 
 
-def _session(request: ToolCallRequest) -> str:
-    config = getattr(request.runtime, "config", None) or {}
-    thread = (config.get("configurable") or {}).get("thread_id")
+def _session(request: ToolCallRequest | None) -> str:
+    config = getattr(request.runtime, "config", None) if request is not None else get_config()
+    thread = ((config or {}).get("configurable") or {}).get("thread_id")
     if not thread:
         raise GuardUnavailable("the graph runs without a thread_id, so hookgate cannot name "
                                "the session; run it with a checkpointer and a thread_id")
@@ -98,6 +103,27 @@ class HookgateMiddleware(AgentMiddleware):
         #: How long one ask waits for a person before the call becomes an interrupt.
         self.wait_s = wait_s
         self._async = inspect.iscoroutinefunction(guard.before_call)
+
+    # -- the session -------------------------------------------------------------------------
+
+    @hook_config(can_jump_to=["end"])
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The thread's first turn starts a hookgate session: its SessionStart hooks' context
+        is added for the model; a session they stop ends the run."""
+        if self._async:
+            raise TypeError("this middleware holds an async guard: run the agent with "
+                            "ainvoke/astream, or give it a sync guard")
+        if not _first_turn(state):
+            return None
+        guard: Guard = self.guard  # type: ignore[assignment]
+        return _started(guard.start_session(agent=self.agent, session_id=_session(None)))
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        if not _first_turn(state):
+            return None
+        return _started(await self._ask("start_session", agent=self.agent,
+                                        session_id=_session(None)))
 
     # -- sync ------------------------------------------------------------------------------
 
@@ -177,6 +203,21 @@ class HookgateMiddleware(AgentMiddleware):
         return _message(request, text, error=withheld)
 
 
+def _first_turn(state: Any) -> bool:
+    messages = state.get("messages", []) if isinstance(state, Mapping) else []
+    return not any(isinstance(m, AIMessage | ToolMessage) for m in messages)
+
+
+def _started(started: SessionStarted) -> dict[str, Any] | None:
+    if started.stopped:
+        return {"jump_to": "end",
+                "messages": [AIMessage(content=f"hookgate stopped this session: "
+                                               f"{started.stopped}")]}
+    if started.context:
+        return {"messages": [SystemMessage(content=started.context)]}
+    return None
+
+
 def _pending_calls(interrupts: Any) -> list[str]:
     found = []
     for item in interrupts or ():
@@ -193,10 +234,10 @@ def resume_when_decided(guard: Guard, interrupts: Any, *, timeout: float
     them: waits up to ``timeout`` seconds (long-poll); None while one is still pending."""
     decisions: dict[str, Any] = {}
     for call in _pending_calls(interrupts):
-        verdict = guard.wait(call, timeout=timeout, peek=True)
-        if isinstance(verdict, Pending):
+        decided = guard.decision(call, timeout=timeout)
+        if isinstance(decided, Pending):
             return None
-        decisions[call] = type(verdict).__name__
+        decisions[call] = _said(decided)
     return _command(interrupts, decisions)
 
 
@@ -206,11 +247,17 @@ async def aresume_when_decided(guard: AsyncGuard, interrupts: Any, *,
     """`resume_when_decided` for an AsyncGuard."""
     decisions: dict[str, Any] = {}
     for call in _pending_calls(interrupts):
-        verdict = await guard.wait(call, timeout=timeout, peek=True)
-        if isinstance(verdict, Pending):
+        decided = await guard.decision(call, timeout=timeout)
+        if isinstance(decided, Pending):
             return None
-        decisions[call] = type(verdict).__name__
+        decisions[call] = _said(decided)
     return _command(interrupts, decisions)
+
+
+def _said(decided: Decided | AlreadyRan) -> str:
+    if isinstance(decided, AlreadyRan):
+        return "already_ran"
+    return "approved" if decided.approved else "rejected"
 
 
 def _command(interrupts: Any, decisions: Mapping[str, Any]) -> Command[Any]:

@@ -19,6 +19,7 @@ from hookgate.external.calls import (
     FRAMEWORKS_MAX,
     Asker,
     CallAnswer,
+    CallIdReused,
     CallNotFound,
     CallRefused,
 )
@@ -71,17 +72,19 @@ class CallIn(BaseModel):
 
 class CallOut(BaseModel):
     call: str = Field(description="hookgate's id of the call, for wait and result.")
-    decision: Literal["allow", "deny", "pending", "already_ran"] = Field(
+    decision: Literal["allow", "deny", "pending", "already_ran", "decided"] = Field(
         description="allow: run with `arguments`; deny: do not run, tell the model "
                     "`reason`; pending: a person decides request `request_id` (wait on "
                     "GET /api/v1/calls/{call}?wait=S); already_ran: this call started "
-                    "before, here is its `observation` (do not run it again).")
+                    "before, here is its `observation` (do not run it again); decided (only "
+                    "with peek=true): a person decided (`approved`), nothing started.")
     arguments: dict[str, Any] | None = Field(None, description="The arguments to run with "
                                                                "(rewritten or edited).")
     note: str | None = Field(None, description="What to tell the model about the decision.")
     reason: str | None = None
     request_id: str | None = None
     observation: str | None = None
+    approved: bool | None = Field(None, description="With `decided`: whether it was approved.")
 
 
 class ResultIn(BaseModel):
@@ -100,7 +103,7 @@ class ObservationOut(BaseModel):
 def _out(answer: CallAnswer) -> CallOut:
     return CallOut(call=answer.call, decision=answer.decision, arguments=answer.arguments,
                    note=answer.note, reason=answer.reason, request_id=answer.request_id,
-                   observation=answer.observation)
+                   observation=answer.observation, approved=answer.approved)
 
 
 def _agent(access: LastingAccess, agent_id: str) -> Any:
@@ -141,8 +144,10 @@ async def ask(body: CallIn, access: LastingAccessDep,
             call_id=body.call_id, tool=body.tool, arguments=body.arguments,
             parent_session=body.parent_session, description=body.description,
             parameters=body.parameters)
+    except CallIdReused as exc:
+        raise HTTPException(409, str(exc)) from None
     except CallRefused as exc:
-        raise HTTPException(409 if "already used" in str(exc) else 400, str(exc)) from None
+        raise HTTPException(400, str(exc)) from None
     except Exception as exc:
         log.exception("guarded call %s of agent %s failed", body.call_id, body.agent)
         return CallOut(call="", decision="deny", reason=f"hookgate could not decide this call "
@@ -167,12 +172,17 @@ async def call_state(
     (still ``pending``). Asking about a call that started answers ``already_ran``."""
     try:
         asker = _asker(access, framework)
+        async def listening() -> bool:
+            return not await request.is_disconnected()
+
         work = access.rt.guarded.peek(asker, call, wait) if peek else access.rt.guarded.wait(
-            access.rt.runs.agents, asker, call, wait)
+            access.rt.runs.agents, asker, call, wait, listening)
         answer = await while_allowed(work,
             access.still_allowed, recheck_s(request))
     except CallNotFound as exc:
         raise HTTPException(404, str(exc)) from None
+    except CallRefused as exc:
+        raise HTTPException(409, str(exc)) from None
     except AccessEnded as ended:
         return CallOut(call=call, decision="deny", reason=f"hookgate: {ended} while this call "
                                                           "waited, so it does not run")
