@@ -316,6 +316,17 @@ def test_a_call_id_used_again_for_another_payment_does_not_run(srv, make_guard, 
     assert "already used" in shop.model.results()[-1]["error"]
 
 
+def test_the_same_call_replayed_does_not_run_again_and_the_model_reads_the_first_result(
+        srv, guard, attempt):
+    lookup = ("lookup_card", {"customer": "ed"}, "call-ed")
+    shop = Shop(srv, guard, [[lookup], [lookup], "ok"])
+    shop.say()
+    attempt.record("adk the same call id and arguments replayed", got_through=len(shop.ran) > 1)
+    assert shop.ran == [("lookup_card", "ed")]
+    first, replayed = shop.model.results()
+    assert replayed == {"result": first["result"]} and "[card]" in replayed["result"]
+
+
 def test_a_payment_with_a_nan_amount_is_refused_and_does_not_run(srv, guard, attempt):
     shop = Shop(srv, guard, [[("pay", {"amount": float("nan"), "to": "ACME"})], "ok"])
     try:
