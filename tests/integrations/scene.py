@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from hookgate.config import load_config
 from hookgate.runtime.deployment import deployment_from_config
@@ -108,6 +109,21 @@ def write_config(folder: Path) -> Path:
 def server(folder: Path) -> Iterator[LiveServer]:
     with live_server(deployment_from_config(load_config(write_config(folder)))) as srv:
         yield srv
+
+
+@pytest.fixture(scope="module")
+def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[LiveServer]:
+    """The scene's server, one per test module."""
+    with server(tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2])) as live:
+        yield live
+
+
+@pytest.fixture
+def empty_inbox(srv: LiveServer) -> Iterator[None]:
+    """After the test, every request still pending is rejected (the next test starts clean)."""
+    yield
+    reject_pending(srv)
 
 
 def _api(srv: LiveServer, method: str, path: str, **kw: Any) -> Any:

@@ -38,22 +38,10 @@ from tests.integrations.scene import (
     audit_rows,
     decide,
     pending_request,
-    reject_pending,
-    server,
 )
 from tests.live_server import LiveServer, free_port
 
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with server(tmp_path_factory.mktemp("adk")) as live:
-        yield live
-
-
-@pytest.fixture(autouse=True)
-def empty_inbox(srv: LiveServer) -> Iterator[None]:
-    yield
-    reject_pending(srv)
+pytestmark = pytest.mark.usefixtures("empty_inbox")
 
 
 @pytest.fixture

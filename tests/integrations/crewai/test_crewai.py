@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -32,23 +33,11 @@ from tests.integrations.scene import (
     audit_rows,
     decide,
     pending_request,
-    reject_pending,
-    server,
     write_config,
 )
 from tests.live_server import LiveServer, free_port
 
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with server(tmp_path_factory.mktemp("crewai")) as live:
-        yield live
-
-
-@pytest.fixture(autouse=True)
-def empty_inbox(srv: LiveServer) -> Iterator[None]:
-    yield
-    reject_pending(srv)
+pytestmark = pytest.mark.usefixtures("empty_inbox")
 
 
 @pytest.fixture(scope="module")
@@ -115,13 +104,22 @@ class Shop:
 PAY = act("pay", {"amount": 500, "to": "ACME"})
 
 
+@contextmanager
+def crew_running(shop: Shop, guard: Guard) -> Iterator[None]:
+    """The crew runs in a thread (its hooks long-poll hookgate) while a person decides."""
+    crew = threading.Thread(target=shop.kickoff,
+                            args=(HookgateToolHooks(guard, agent="buyer", wait_s=30),))
+    crew.start()
+    try:
+        yield
+    finally:
+        crew.join(60)
+
+
 def test_a_gated_payment_waits_for_a_person_and_runs_once_when_approved(srv, remote):
     shop = Shop([PAY, answer()])
-    hooks = HookgateToolHooks(remote, agent="buyer", wait_s=30)
-    crew = threading.Thread(target=shop.kickoff, args=(hooks,))
-    crew.start()
-    decide(srv, pending_request(srv, "pay")["id"], "approve", reason="fine")
-    crew.join(60)
+    with crew_running(shop, remote):
+        decide(srv, pending_request(srv, "pay")["id"], "approve", reason="fine")
     assert shop.ran == [("pay", 500, "ACME")]
     assert shop.llm.observations()[0].startswith("paid 500 to ACME")
     assert shop.llm.saw("approved by alice")
@@ -129,14 +127,11 @@ def test_a_gated_payment_waits_for_a_person_and_runs_once_when_approved(srv, rem
 
 def test_an_approval_is_used_once_and_the_same_payment_again_asks_again(srv, remote, attempt):
     shop = Shop([PAY, PAY, answer()])
-    crew = threading.Thread(target=shop.kickoff,
-                            args=(HookgateToolHooks(remote, agent="buyer", wait_s=30),))
-    crew.start()
-    first = pending_request(srv, "pay")["id"]
-    decide(srv, first, "approve")
-    second = pending_request(srv, "pay")["id"]  # the same payment again: a request of its own
-    decide(srv, second, "reject", reason="paid already")
-    crew.join(60)
+    with crew_running(shop, remote):
+        first = pending_request(srv, "pay")["id"]
+        decide(srv, first, "approve")
+        second = pending_request(srv, "pay")["id"]  # the same payment again: a request of its own
+        decide(srv, second, "reject", reason="paid already")
     attempt.record("crewai approval reused for a second identical payment",
                    got_through=len(shop.ran) > 1)
     assert second != first and shop.ran == [("pay", 500, "ACME")]
@@ -145,23 +140,17 @@ def test_an_approval_is_used_once_and_the_same_payment_again_asks_again(srv, rem
 
 def test_a_rejected_payment_never_runs_and_the_model_is_told_why(srv, remote):
     shop = Shop([PAY, answer()])
-    crew = threading.Thread(target=shop.kickoff,
-                            args=(HookgateToolHooks(remote, agent="buyer", wait_s=30),))
-    crew.start()
-    decide(srv, pending_request(srv, "pay")["id"], "reject", reason="not this vendor")
-    crew.join(60)
+    with crew_running(shop, remote):
+        decide(srv, pending_request(srv, "pay")["id"], "reject", reason="not this vendor")
     assert shop.ran == []
     assert "not this vendor" in shop.llm.observations()[0]
 
 
 def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(srv, remote):
     shop = Shop([PAY, answer()])
-    crew = threading.Thread(target=shop.kickoff,
-                            args=(HookgateToolHooks(remote, agent="buyer", wait_s=30),))
-    crew.start()
-    decide(srv, pending_request(srv, "pay")["id"], "approve",
-           arguments={"amount": 50, "to": "ACME"})
-    crew.join(60)
+    with crew_running(shop, remote):
+        decide(srv, pending_request(srv, "pay")["id"], "approve",
+               arguments={"amount": 50, "to": "ACME"})
     assert shop.ran == [("pay", 50, "ACME")]
     assert shop.llm.saw("amount 500 -> 50")
 
