@@ -78,6 +78,7 @@ class Shop:
     wait_s: float = 0.0
     include_plugins: bool = True
     transfer: bool = False  # the refunder is a sub-agent (transfer), not an AgentTool
+    agents: dict[str, str] = field(default_factory=dict)  # ADK agent name -> hookgate agent
     sessions: str | None = None  # a database for ADK's sessions (default: in memory)
     session_id: str | None = None
     ran: list[tuple[Any, ...]] = field(default_factory=list)
@@ -125,7 +126,8 @@ class Shop:
         agent = LlmAgent(name="shop", model=self.model, tools=tools,
                          sub_agents=[refunder] if self.transfer else [])
         app = App(name="shop", root_agent=agent, plugins=[
-            HookgatePlugin(self.guard, agent=self.agent_id, wait_s=self.wait_s)])
+            HookgatePlugin(self.guard, agent=self.agent_id, agents=self.agents,
+                           wait_s=self.wait_s)])
         self.runner = InMemoryRunner(app=app) if self.sessions is None else Runner(
             app=app, session_service=DatabaseSessionService(self.sessions))
 
@@ -146,6 +148,7 @@ class Shop:
 
 
 PAY = ("pay", {"amount": 500, "to": "ACME"})
+TRANSFER = ("transfer_to_agent", {"agent_name": "refunder"})
 
 
 def test_a_gated_payment_pauses_in_adk_and_runs_once_after_approval(srv, guard, attempt):
@@ -276,11 +279,22 @@ def test_a_sub_agents_gated_refund_is_gated(srv, guard):
 
 
 def test_a_transferred_sub_agents_gated_refund_is_gated(srv, guard):
-    shop = Shop(srv, guard, [[("transfer_to_agent", {"agent_name": "refunder"})]],
+    shop = Shop(srv, guard, [[TRANSFER]],
                 sub_turns=[[("refund", {"amount": 40})], "asked"], transfer=True)
     [paused] = pending_calls(shop.say())
     assert shop.ran == [] and paused.tool == "refund"
     assert pending_request(srv, "refund")["id"] == paused.request_id
+
+
+def test_a_sub_agent_mapped_to_another_hookgate_agent_follows_that_agents_rules(srv,
+                                                                               make_guard):
+    # The refunder is hookgate's archivist here, whose org is read-only.
+    shop = Shop(srv, make_guard("in_process"), [[TRANSFER]],
+                sub_turns=[[("refund", {"amount": 40})], "asked"], transfer=True,
+                agents={"refunder": "archivist"})
+    shop.say()
+    assert shop.ran == []
+    assert "read-only" in shop.sub_model.results()[-1]["error"].lower()
 
 
 def test_a_sub_agent_that_would_run_without_the_plugin_is_not_started(srv, make_guard, attempt):
