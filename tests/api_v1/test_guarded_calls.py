@@ -27,6 +27,7 @@ from hookgate.client import (
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.conftest import _fresh_pg_database
 from tests.live_server import LiveServer, free_port, live_server
+from tests.sse import read_events
 
 BOT, ALICE = "tok-bot", "tok-alice"
 
@@ -204,6 +205,24 @@ async def test_the_async_client_asks_reports_and_learns_decisions(server: LiveSe
             gated.call, gated.request_id, False, "no")
         denied = await guard.wait(gated.call, timeout=5)
         assert isinstance(denied, Denied) and "rejected" in denied.reason
+
+
+def test_the_event_stream_says_when_a_person_decided_and_starts_nothing(
+        server: LiveServer, guard: Client) -> None:
+    asked = guard.before_call(agent="payer", session_id="s-sse", call_id="e1",
+                              tool="transfer", arguments={"amount": 3, "to": "bob"})
+    assert isinstance(asked, Pending)
+    seen = []
+    with httpx.stream("GET", f"{server.url}/api/v1/calls/{asked.call}/events",
+                      headers={"Authorization": f"Bearer {BOT}"}, timeout=30) as stream:
+        for event in read_events(stream):
+            if event.comment:
+                continue  # a keep-alive
+            seen.append((event.event, event.data.get("approved")))
+            if event.event == "pending":
+                decide(server, asked.request_id, "approve")
+    assert seen == [("pending", None), ("decided", True)]
+    assert isinstance(guard.wait(asked.call, timeout=0), Allowed)  # nothing started before
 
 
 def test_the_routes_are_described_in_the_openapi_document(server: LiveServer) -> None:

@@ -1,6 +1,7 @@
 """The guarded-call API (SPEC §8) for agents that run elsewhere: ``POST /api/v1/sessions``,
 ``POST /api/v1/calls``, ``GET /api/v1/calls/{id}?wait=S`` (long-poll) and
-``POST /api/v1/calls/{id}/result``. The bearer token is the agent user's hookgate token; the
+``POST /api/v1/calls/{id}/result``, and ``GET /api/v1/calls/{id}/events`` (the SSE form of
+waiting: it says when a person decided). The bearer token is the agent user's hookgate token; the
 framework is named by the ``X-Hookgate-Framework`` header (it names the audit rows).
 
 Fail closed: a call hookgate cannot decide is answered ``deny`` with the reason, never with
@@ -10,6 +11,7 @@ a status a client could read as "go on"; bad input is a 4xx that names the probl
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request
@@ -24,7 +26,8 @@ from hookgate.external.calls import (
     CallRefused,
 )
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
-from hookgate.server.auth import LastingAccess, LastingAccessDep, recheck_s
+from hookgate.server.auth import LastingAccess, LastingAccessDep, StreamAccessDep, recheck_s
+from hookgate.server.sse import Event, EventStreamResponse
 
 router = APIRouter(prefix="/api/v1", tags=["guarded calls"])
 log = logging.getLogger(__name__)
@@ -187,6 +190,37 @@ async def call_state(
         return CallOut(call=call, decision="deny", reason=f"hookgate: {ended} while this call "
                                                           "waited, so it does not run")
     return _out(answer)
+
+
+@router.get("/calls/{call}/events", responses={200: {
+    "description": "Server-Sent Events: `pending`, then `decided` or `already_ran` (each "
+                   "event's data is the body of GET /api/v1/calls/{call}?peek=true).",
+    "content": {"text/event-stream": {}}}})
+async def call_events(call: str, request: Request, access: StreamAccessDep,
+                      framework: FrameworkHeader = "api") -> EventStreamResponse:
+    """The SSE form of waiting: an event with the call's state now (``pending``,
+    ``decided`` or ``already_ran``, the body of ``GET ...?peek=true``), then one when a
+    person decides, and the stream ends. It starts nothing: ask again (``POST
+    /api/v1/calls`` or ``GET /api/v1/calls/{call}``) for the verdict that runs it."""
+    asker = _asker(access, framework)
+    try:
+        first = await access.rt.guarded.peek(asker, call, 0.0)
+    except CallNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+    except CallRefused as exc:
+        raise HTTPException(409, str(exc)) from None
+
+    async def stream() -> AsyncIterator[Event]:
+        answer = first
+        yield Event(_out(answer).model_dump_json(), event=answer.decision)
+        while answer.decision == "pending":
+            answer = await access.rt.guarded.peek(asker, call, MAX_WAIT_S)
+            if answer.decision != "pending":
+                yield Event(_out(answer).model_dump_json(), event=answer.decision)
+
+    return EventStreamResponse(stream(), ping_s=request.app.state.keepalive_s,
+                               still_allowed=access.still_allowed,
+                               recheck_s=recheck_s(request))
 
 
 @router.post("/calls/{call}/result", response_model=ObservationOut)
