@@ -170,13 +170,15 @@ def test_a_gated_payment_pauses_in_adk_and_runs_once_after_approval(srv, guard, 
     assert shop.ran == [("pay", 500, "ACME")]
 
 
-def test_the_model_reads_what_hookgates_session_start_hooks_add(srv, guard):
-    shop = Shop(srv, guard, ["hello"])
+def test_the_model_reads_what_hookgates_session_start_hooks_add(srv, make_guard):
+    shop = Shop(srv, make_guard("remote"), ["hello"])
     shop.say()
     assert HOUSE_RULES in str(shop.model.requests[0].config.system_instruction)
 
 
-def test_a_pause_outlives_the_agents_process_and_the_payment_runs_once(srv, guard, tmp_path):
+def test_a_pause_outlives_the_agents_process_and_the_payment_runs_once(srv, make_guard,
+                                                                        tmp_path):
+    guard = make_guard("remote")
     stored = f"sqlite+aiosqlite:///{tmp_path / 'adk-sessions.db'}"
     first = Shop(srv, guard, [[PAY]], sessions=stored)
     [paused] = pending_calls(first.say())
@@ -319,9 +321,9 @@ def test_a_call_id_used_again_for_another_payment_does_not_run(srv, make_guard, 
 
 
 def test_the_same_call_replayed_does_not_run_again_and_the_model_reads_the_first_result(
-        srv, guard, attempt):
+        srv, make_guard, attempt):
     lookup = ("lookup_card", {"customer": "ed"}, "call-ed")
-    shop = Shop(srv, guard, [[lookup], [lookup], "ok"])
+    shop = Shop(srv, make_guard("in_process"), [[lookup], [lookup], "ok"])
     shop.say()
     attempt.record("adk the same call id and arguments replayed", got_through=len(shop.ran) > 1)
     assert shop.ran == [("lookup_card", "ed")]
