@@ -177,7 +177,8 @@ class HookgatePlugin(BasePlugin):
         if started is None:
             parent = _delegating_session.get()
             if parent is None:
-                parent_agent = getattr(context._invocation_context.agent, "parent_agent", None)
+                agent = getattr(getattr(context, "_invocation_context", None), "agent", None)
+                parent_agent = getattr(agent, "parent_agent", None)
                 if parent_agent is not None:
                     parent = f"{adk_session}:{parent_agent.name}"
             started = await self._guard.start_session(
