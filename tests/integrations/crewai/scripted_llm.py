@@ -18,16 +18,23 @@ def answer(text: str = "done") -> str:
     return f"Thought: I now know the final answer\nFinal Answer: {text}"
 
 
+def native_call(tool: str, arguments: dict[str, Any], call_id: str = "call_1") -> list[Any]:
+    """A step in the provider's own tool-call shape (OpenAI's), for native function calling."""
+    return [{"id": call_id, "type": "function",
+             "function": {"name": tool, "arguments": json.dumps(arguments)}}]
+
+
 class ScriptedLLM(BaseLLM):
-    def __init__(self, steps: list[str]) -> None:
+    def __init__(self, steps: list[Any], *, native: bool = False) -> None:
         super().__init__(model="scripted")
         self._steps = list(steps)
+        self._native = native
         self.seen: list[str] = []
         self.said: list[str] = []  # the assistant's turns, observations appended
 
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
              available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
-             response_model: Any = None) -> str:
+             response_model: Any = None) -> Any:
         self.seen.append(messages if isinstance(messages, str) else "\n".join(
             str(m.get("content")) for m in messages))
         self.said = [] if isinstance(messages, str) else [
@@ -35,7 +42,7 @@ class ScriptedLLM(BaseLLM):
         return self._steps.pop(0) if self._steps else answer()
 
     def supports_function_calling(self) -> bool:
-        return False  # the ReAct text protocol: no provider-specific tool-call shapes
+        return self._native  # else the ReAct text protocol
 
     def observations(self) -> list[str]:
         """What the tools' observations said, as the model was shown them last."""

@@ -25,7 +25,7 @@ from crewai.tools import tool
 from hookgate.client import Client, Guard
 from hookgate.client.local import LocalGuard
 from hookgate.integrations.crewai import HookgateToolHooks
-from tests.integrations.crewai.scripted_llm import ScriptedLLM, act, answer
+from tests.integrations.crewai.scripted_llm import ScriptedLLM, act, answer, native_call
 from tests.integrations.scene import (
     CARD,
     HOUSE_RULES,
@@ -63,7 +63,7 @@ def guard(request: pytest.FixtureRequest) -> Guard:
 class Shop:
     """A one-agent crew with a till, a card lookup, a notebook and a tip jar."""
 
-    def __init__(self, steps: list[str], *, role: str = "buyer") -> None:
+    def __init__(self, steps: list[Any], *, role: str = "buyer", native: bool = False) -> None:
         self.ran: list[tuple[Any, ...]] = []
         ran = self.ran
 
@@ -91,7 +91,7 @@ class Shop:
             ran.append(("tip", amount))
             return f"tipped {amount}"
 
-        self.llm = ScriptedLLM(steps)
+        self.llm = ScriptedLLM(steps, native=native)
         self.agent = Agent(role=role, goal="shop", backstory="-", llm=self.llm,
                            tools=[pay, lookup_card, write_note, tip], max_iter=4)
 
@@ -182,6 +182,16 @@ def test_a_redacted_card_reaches_the_model_and_the_raw_number_does_not(guard):
     assert shop.ran == [("lookup_card", "bo")]
     assert "[card]" in shop.llm.observations()[0]
     assert not shop.llm.saw(CARD)
+
+
+def test_native_tool_calls_are_guarded_the_same_way(local):
+    shop = Shop([native_call("lookup_card", {"customer": "bo"}),
+                 native_call("pay", {"amount": 500, "to": "ACME"}, "call_2"), "done"],
+                native=True)
+    shop.kickoff(HookgateToolHooks(local, agent="buyer"))
+    assert shop.ran == [("lookup_card", "bo")]
+    assert shop.llm.saw("bo: [card]") and not shop.llm.saw(CARD)
+    assert shop.llm.saw("waits for approval in hookgate (request cr_")
 
 
 def test_the_read_only_guard_blocks_a_write_of_an_agent_in_a_frozen_org(local):
