@@ -1,17 +1,32 @@
-"""procrastinate's statements on hookgate's PostgreSQL lane: its psycopg connector with the
-two statements a worker makes per job on the lane, and its defer as SQL to put beside the
-row of the run a new job advances.
+"""Everything hookgate does with procrastinate beyond its public API, in one module: what
+its private schema is (table, columns, a foreign key, versioned functions) and its query
+texts, relied on here and nowhere else.
 
-Every run is a job: a worker fetches it (unless the instance that started the run took it
-at once, executors/taken_jobs.py) and, once it has run, finishes it. Through
-psycopg's async path (its pool, a cursor, Python-level waiting) each of those costs about
-half a millisecond of the server's CPU, 13 % of it per run at concurrency 8 (py-spy); on
-the lane's asyncpg connections (storage/pg_lane.py: compiled protocol, statements prepared
-per connection, autocommit) a fraction of that. The statements are procrastinate's own —
-its query texts, with their ``%(name)s`` parameters numbered for asyncpg — calling the same
-versioned functions of its schema; every other query (deferring inside a caller's
-transaction, heartbeats, stalled jobs, LISTEN) stays on psycopg. Errors keep procrastinate's
-types, so the worker handles them as it would its own connector's.
+Why the public API does not suffice, operation by operation:
+
+- **A worker's fetch and finish of each job** (``LaneConnector``): procrastinate's connector
+  runs them through psycopg's async path, about half a millisecond of the server's CPU each
+  (13 % of it per run at concurrency 8, py-spy). Here they run on the PostgreSQL backend's
+  lane (asyncpg: compiled protocol, statements prepared per connection, autocommit), as
+  procrastinate's own query texts with their ``%(name)s`` parameters numbered for asyncpg,
+  calling the same versioned functions of its schema. Every other query (deferring inside a
+  caller's transaction, heartbeats, stalled jobs, LISTEN) stays on procrastinate's psycopg
+  connector; errors keep procrastinate's types.
+- **A new run's row and its first job in ONE statement** (``SUBMIT``): the public defer is
+  a statement of its own, so a run could be stored without its job or the reverse; here the
+  job is deferred by procrastinate's own defer function inside the statement that stores the
+  run.
+- **A job taken as it is queued** (``SUBMIT_TAKEN``, taken_jobs.py): the public API has no
+  "insert a job already doing under this worker"; the job row is inserted ``doing`` under
+  the worker this process registered, relying on the jobs' foreign key to the worker
+  (``WORKER_FOREIGN_KEY``, SQLSTATE 23503 when the worker was pruned).
+- **Orphaned runs and a queued job held until a commit** (``ORPHANS``, ``HOLD_QUEUED``):
+  reads of ``procrastinate_jobs`` by lock and queueing lock that the job manager does not
+  offer inside a caller's transaction.
+
+``check_schema`` says whether a database's procrastinate schema (and the installed
+version, ``SUPPORTED_VERSIONS``) is one this module was written for; the suite runs it
+against a real database, so an upgrade that changes any of it fails loudly there.
 """
 
 from __future__ import annotations
@@ -21,6 +36,7 @@ import logging
 import re
 from typing import Any
 
+import procrastinate
 from procrastinate import PsycopgConnector, sql
 from procrastinate import exceptions as pq_exceptions
 from procrastinate.jobs import Job
@@ -28,8 +44,8 @@ from procrastinate.types import JobToDefer
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from hookgate.retries import first_then_retrying, pauses, retrying, warn_before_retry
+from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.database import Database
-from hookgate.storage.pg_lane import PgLane
 
 log = logging.getLogger(__name__)
 #: Pauses between attempts to finish a job whose finish failed (then the error stands).
@@ -110,16 +126,54 @@ def defer_values(job: Job) -> list[Any]:
     return list(fields.values())
 
 
+#: procrastinate's foreign key from a job to the worker that holds it (its schema's name).
+WORKER_FOREIGN_KEY = "procrastinate_jobs_worker_id_fkey"
+
+
+def worker_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is a job insert refused because its worker's row is gone (asyncpg's
+    error, or psycopg's on a connection the lane borrowed)."""
+    if getattr(exc, "sqlstate", None) != "23503":  # foreign_key_violation
+        return False
+    diag = getattr(exc, "diag", None)
+    name = getattr(diag, "constraint_name", None) or getattr(exc, "constraint_name", None)
+    return name == WORKER_FOREIGN_KEY
+
+
+#: After a new run's row (the CTE ``up``, storage's PostgresBackend.insert_run_with): its
+#: first job, deferred by procrastinate's function ($14.. defer_values). A new run has no
+#: job queued, so none can conflict; the job's NOTIFY and bookkeeping are its triggers'.
+SUBMIT = f"SELECT {defer_call(14)} FROM up"
+#: The same, the job inserted already taken by this process's worker ($21; taken_jobs.py):
+#: the job's id comes back.
+SUBMIT_TAKEN = f"{taken_insert(14)} FROM up RETURNING id"
+#: Runs that should advance and have no job queued or running (QueueExecutor.recover).
+ORPHANS = """
+SELECT runs.id FROM runs
+ WHERE runs.status IN ('running', 'awaiting_approval')
+   AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j
+                    WHERE j.lock = runs.id AND j.status IN ('todo', 'doing'))
+   AND (runs.status = 'running'
+        OR NOT EXISTS (SELECT 1 FROM confirmation_requests cr
+                        WHERE cr.run_id = runs.id AND cr.status = 'pending')
+           AND NOT EXISTS (SELECT 1 FROM confirmation_requests cr
+                            WHERE cr.root_run_id = runs.id AND cr.status = 'pending'))
+"""
+#: The job queued under a queueing lock, locked until the caller's transaction ends (a
+#: worker skips locked jobs).
+HOLD_QUEUED = ("SELECT id FROM procrastinate_jobs WHERE queueing_lock = :q "
+               "AND status = 'todo' FOR UPDATE")
+
+
 class LaneConnector(PsycopgConnector):
     """A PsycopgConnector whose fetch-a-job and finish-a-job statements take ``db``'s
     lane."""
 
     def __init__(self, db: Database, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        lane = PgLane.for_database(db)
-        if lane is None:
+        if not isinstance(db.backend, PostgresBackend):
             raise ValueError("the run queue needs a PostgreSQL database")
-        self._lane = lane
+        self._lane = db.backend.lane
 
     async def execute_query_one_async(self, query: Any, **arguments: Any) -> dict[str, Any]:
         if query != _FETCH_JOB:
@@ -176,3 +230,61 @@ class LaneConnector(PsycopgConnector):
         except (asyncpg.PostgresError, asyncpg.InterfaceError, psycopg.Error, OSError) as exc:
             # asyncpg's on the lane's own connections, psycopg's on one it borrowed.
             raise pq_exceptions.ConnectorException(str(exc)) from exc
+
+
+#: The procrastinate versions this module was written for: [first, before), as (major, minor).
+SUPPORTED_VERSIONS = ((3, 10), (4, 0))
+#: The columns of ``procrastinate_jobs`` written or read here.
+JOB_COLUMNS = ("id", *JobToDefer._fields, *_TAKEN_COLUMNS)
+#: procrastinate's functions and types the statements here call (from its query texts).
+_FUNCTIONS = tuple(sorted({name for key in ("fetch_job", "finish_job", "defer_jobs")
+                           for name in re.findall(r"procrastinate_\w+_v\d+", sql.queries[key])}))
+_SCHEMA_FACTS = """
+SELECT (SELECT coalesce(array_agg(column_name::text), '{}') FROM information_schema.columns
+         WHERE table_name = 'procrastinate_jobs' AND column_name = ANY($1::text[])),
+       (SELECT count(*) FROM pg_constraint WHERE conname = $2
+         AND conrelid = to_regclass('procrastinate_jobs') AND contype = 'f'
+         AND confrelid = to_regclass('procrastinate_workers')),
+       (SELECT coalesce(array_agg(name), '{}') FROM (
+          SELECT proname::text AS name FROM pg_proc WHERE proname = ANY($3::text[])
+          UNION SELECT typname::text FROM pg_type WHERE typname = ANY($3::text[])) AS found)
+"""
+
+
+class UnsupportedProcrastinate(RuntimeError):
+    """The installed procrastinate, or its schema in the database, is not the one the run
+    queue's statements were written for."""
+
+
+def check_version(version: str | None = None) -> None:
+    """Raise UnsupportedProcrastinate unless ``version`` (the installed one) is supported."""
+    text = version or procrastinate.__version__
+    numbers = [int(n) for n in re.findall(r"\d+", text)[:2]]
+    found = [*numbers, 0, 0][:2]
+    first, before = SUPPORTED_VERSIONS
+    if not first <= tuple(found) < before:
+        raise UnsupportedProcrastinate(
+            f"procrastinate {text} is installed; hookgate's run queue relies on its private "
+            f"schema and query texts as of {'.'.join(map(str, first))} up to (not "
+            f"including) {'.'.join(map(str, before))} "
+            "(runtime/executors/procrastinate_private.py): install a supported version, or "
+            "update that module and its check")
+
+
+async def check_schema(db: Database) -> None:
+    """Raise UnsupportedProcrastinate, saying what is missing, unless the installed version
+    and ``db``'s procrastinate schema have everything this module relies on."""
+    check_version()
+    if not isinstance(db.backend, PostgresBackend):
+        raise UnsupportedProcrastinate("the run queue needs a PostgreSQL database")
+    row = await db.backend.lane.fetchrow(_SCHEMA_FACTS, list(JOB_COLUMNS), WORKER_FOREIGN_KEY,
+                                         list(_FUNCTIONS))
+    missing = [f"column procrastinate_jobs.{c}" for c in JOB_COLUMNS if c not in row[0]]
+    if not row[1]:
+        missing.append(f"foreign key {WORKER_FOREIGN_KEY} (jobs -> workers)")
+    missing += [f"function or type {name}" for name in _FUNCTIONS if name not in row[2]]
+    if missing:
+        raise UnsupportedProcrastinate(
+            f"procrastinate {procrastinate.__version__}'s schema in {db.safe_url} lacks "
+            f"what hookgate's run queue relies on: {', '.join(missing)} "
+            "(runtime/executors/procrastinate_private.py)")
