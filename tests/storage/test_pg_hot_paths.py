@@ -9,9 +9,9 @@ import itertools
 import pytest
 
 from hookgate.storage.audit import AuditLogStore, verify
+from hookgate.storage.backends.pg_lane import PgLane
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only, set_org_read_only, sync_orgs
-from hookgate.storage.backends.pg_lane import PgLane
 from hookgate.storage.rate_limits import DatabaseRateCounter
 from tests.hooks_builtin.procs import record
 from tests.hooks_builtin.world import log_rows

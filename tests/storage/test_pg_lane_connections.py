@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from hookgate.storage.backends import pg_lane
-from hookgate.storage.database import Database
 from hookgate.storage.backends.pg_lane import OWN_CONNECTIONS, PgLane
+from hookgate.storage.database import Database
 from tests.conftest import _fresh_pg_database
 
 

@@ -19,12 +19,12 @@ from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
 from hookgate.engines.state import RunState
 from hookgate.storage.backends import pg_lane
+from hookgate.storage.backends.sqlite_lane import SqliteLane
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import take_over
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore
-from hookgate.storage.backends.sqlite_lane import SqliteLane
 
 ODD = {"text": "é 🙂 \u2028", "nested": {"list": [1, 2.5, None, True]}, "n": 10**15}
 

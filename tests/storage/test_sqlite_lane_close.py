@@ -12,8 +12,8 @@ import threading
 from concurrent.futures import thread as futures_thread
 from pathlib import Path
 
-from hookgate.storage.database import Database
 from hookgate.storage.backends.sqlite_lane import SqliteLane
+from hookgate.storage.database import Database
 
 
 async def test_a_collected_databases_lane_closes_while_the_submit_lock_is_held(
