@@ -128,11 +128,8 @@ class SqliteBackend:
         return utcnow()
 
     @asynccontextmanager
-    async def _no_lock(self) -> AsyncIterator[None]:
-        yield
-
-    def startup_lock(self) -> Any:
-        return self._no_lock()  # one process serves the file
+    async def startup_lock(self) -> AsyncIterator[None]:
+        yield  # one process serves the file: nothing to serialise with
 
     async def lock_migrations(self, conn: AsyncConnection) -> None:
         return None  # the migration's transaction holds SQLite's one write lock
