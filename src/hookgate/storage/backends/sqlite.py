@@ -52,7 +52,7 @@ def _s(name: str) -> Compiled:
     return compiled(name, "sqlite")
 
 
-class Cursorish(Protocol):
+class DriverConnection(Protocol):
     """What the statements need of a connection: ``sqlite3.Connection``'s two methods."""
 
     def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
@@ -60,7 +60,7 @@ class Cursorish(Protocol):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any: ...
 
 
-Work = Callable[[Cursorish], T]
+Work = Callable[[DriverConnection], T]
 
 
 class _EngineLane:
@@ -220,7 +220,7 @@ class SqliteBackend:
         return await self.lane.write(lambda conn: _append_audit(conn, groups, link))
 
 
-def _write(conn: Cursorish, checkpoint: tuple[Any, ...] | None,
+def _write(conn: DriverConnection, checkpoint: tuple[Any, ...] | None,
            events: list[tuple[Any, ...]], fence: Fence | None) -> None:
     if fence is not None:  # the IMMEDIATE transaction holds the write lock already
         row = conn.execute(_s("fence").sql, (fence.run_id,)).fetchone()
@@ -232,7 +232,7 @@ def _write(conn: Cursorish, checkpoint: tuple[Any, ...] | None,
         conn.executemany(_s("event_insert").sql, events)
 
 
-def _claim(conn: Cursorish, row: tuple[Any, ...], fence: Fence | None) -> Any:
+def _claim(conn: DriverConnection, row: tuple[Any, ...], fence: Fence | None) -> Any:
     if fence is not None:
         found = conn.execute(_s("fence").sql, (fence.run_id,)).fetchone()
         fence.refuse_unless(found[0] if found is not None else None)
@@ -247,7 +247,7 @@ def _prior(row: Any) -> PriorRow | None:
     return PriorRow(row[0], None if row[1] is None else bool(row[1]), row[2], row[3])
 
 
-def _append_audit(conn: Cursorish, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
+def _append_audit(conn: DriverConnection, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
     reserve, insert, set_head = _s("audit_reserve"), _s("audit_insert"), _s("audit_set_head")
     appended = []
     for chain, records in groups:
