@@ -29,12 +29,13 @@ from hookgate.storage.run_writes import Checkpoint, write_run
 SRC = Path(hookgate.__file__).parent
 #: What asks which database it is (or reaches a backend's connection path directly).
 DISPATCH = re.compile(r"\bis_sqlite\b|dialect\.name|dialect\.driver|\bSqliteLane\b|\bPgLane\b"
-                      r"|\bsqlite_lane\b|\bpg_lane\b")
+                      r"|\bsqlite_lane\b|\bpg_lane\b|\bfor_database\b")
 #: Places outside storage/backends/ still asking, each with why, and how many may remain:
 #: the list only shrinks (a file here that asks less is fine; a new place fails).
 STILL_ASKING = {
-    # The transitional property itself, for the callers below.
+    # The transitional names themselves, for the callers below.
     "storage/database.py": 1,
+    "storage/audit.py": 1,
     # SQLAlchemy's own per-dialect hooks: a type's bind processor and Alembic's batch mode.
     "storage/types.py": 1,
     "storage/migrations/env.py": 1,
@@ -45,6 +46,7 @@ STILL_ASKING = {
     "approvals/quorum.py": 2,
     "approvals/store.py": 2,
     "runtime/runtime.py": 3,
+    "server/routes/audit.py": 1,  # AuditLogStore.for_database: now AuditLogStore.shared
 }
 
 

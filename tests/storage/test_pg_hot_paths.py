@@ -24,7 +24,7 @@ async def test_a_store_whose_remembered_head_went_stale_appends_after_the_new_he
         db: Database, database_url: str) -> None:
     other_db = Database(database_url)  # another process, as far as the chain can tell
     try:
-        mine, theirs = AuditLogStore.for_database(db), AuditLogStore.for_database(other_db)
+        mine, theirs = AuditLogStore.shared(db), AuditLogStore.shared(other_db)
         first = await mine.append(record(1))          # locking path; head remembered
         second = await mine.append(record(2))         # one statement on the remembered head
         third = await theirs.append(record(3))        # the other writer moves the head
@@ -48,7 +48,7 @@ async def test_racing_stores_on_one_chain_never_fork_it(db: Database,
                                                        database_url: str) -> None:
     others = [Database(database_url) for _ in range(3)]
     try:
-        stores = [AuditLogStore.for_database(d) for d in (db, *others)]
+        stores = [AuditLogStore.shared(d) for d in (db, *others)]
 
         async def writer(store: AuditLogStore, base: int) -> None:
             for i in range(25):

@@ -166,7 +166,7 @@ class Appended:
 
 
 class AuditLogStore:
-    """Appends records to their chains; one per database per process (``for_database``)."""
+    """Appends records to their chains; one per database per process (``shared``)."""
 
     _instances: weakref.WeakKeyDictionary[Database, AuditLogStore] = (
         weakref.WeakKeyDictionary())
@@ -178,12 +178,15 @@ class AuditLogStore:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def for_database(cls, db: Database) -> AuditLogStore:
+    def shared(cls, db: Database) -> AuditLogStore:
         """The process's store for ``db``, so every session's hooks share one group commit."""
         store = cls._instances.get(db)
         if store is None:
             store = cls._instances[db] = cls(db)
         return store
+
+    #: The former name of ``shared``, for callers not yet renamed.
+    for_database = shared
 
     async def append(self, record: AuditRecord) -> Appended:
         """Add ``record`` to its chain; returns once the row is committed, raises if not."""
