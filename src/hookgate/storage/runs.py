@@ -195,6 +195,13 @@ class DatabaseRunStore:
         return list(rows)
 
 
+async def run_status(session: AsyncSession, run_id: str) -> str | None:
+    """The run's status as ``session``'s transaction sees it; None when there is no run."""
+    found = (await session.execute(select(RunRow.status).where(RunRow.id == run_id))
+             ).scalar_one_or_none()
+    return None if found is None else str(found)
+
+
 def whole_trace(stored: list[dict[str, Any]], logged: Sequence[RunEvent]
                 ) -> list[dict[str, Any]]:
     """A run's trace: its event log's, unless the stored state holds more of it (a state

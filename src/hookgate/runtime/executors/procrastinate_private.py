@@ -34,18 +34,22 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import procrastinate
 from procrastinate import PsycopgConnector, sql
 from procrastinate import exceptions as pq_exceptions
 from procrastinate.jobs import Job
+from procrastinate.schema import SchemaManager
 from procrastinate.types import JobToDefer
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from hookgate.retries import first_then_retrying, pauses, retrying, warn_before_retry
 from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.database import Database
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 log = logging.getLogger(__name__)
 #: Pauses between attempts to finish a job whose finish failed (then the error stands).
@@ -161,8 +165,27 @@ SELECT runs.id FROM runs
 """
 #: The job queued under a queueing lock, locked until the caller's transaction ends (a
 #: worker skips locked jobs).
-HOLD_QUEUED = ("SELECT id FROM procrastinate_jobs WHERE queueing_lock = :q "
+HOLD_QUEUED = ("SELECT id FROM procrastinate_jobs WHERE queueing_lock = %s "
                "AND status = 'todo' FOR UPDATE")
+
+
+async def _in_transaction(session: AsyncSession, query: str, *args: Any) -> list[Any]:
+    """``query``'s rows, on ``session``'s own psycopg connection, in its transaction."""
+    raw = await (await session.connection()).get_raw_connection()
+    conn = raw.driver_connection
+    assert conn is not None
+    return list(await (await conn.execute(query, args or None)).fetchall())
+
+
+async def hold_queued(session: AsyncSession, queueing_lock: str) -> bool:
+    """Lock the job queued under ``queueing_lock`` until ``session``'s transaction ends;
+    False when there is none (a worker took it)."""
+    return bool(await _in_transaction(session, HOLD_QUEUED, queueing_lock))
+
+
+async def orphaned_runs(session: AsyncSession) -> list[str]:
+    """The runs that should advance and have no job queued or running (``ORPHANS``)."""
+    return [str(row[0]) for row in await _in_transaction(session, ORPHANS)]
 
 
 class LaneConnector(PsycopgConnector):
@@ -249,6 +272,19 @@ SELECT (SELECT coalesce(array_agg(column_name::text), '{}') FROM information_sch
           SELECT proname::text AS name FROM pg_proc WHERE proname = ANY($3::text[])
           UNION SELECT typname::text FROM pg_type WHERE typname = ANY($3::text[])) AS found)
 """
+
+
+async def install_schema(db: Database) -> None:
+    """Create procrastinate's tables if they are missing (call under the start-up lock:
+    several processes may start at once)."""
+    async with db.transaction() as s:
+        raw = await (await s.connection()).get_raw_connection()
+        conn = raw.driver_connection
+        assert conn is not None
+        found = await (await conn.execute(
+            "SELECT to_regclass('procrastinate_jobs') IS NOT NULL")).fetchone()
+        if not found[0]:  # no parameters: psycopg runs the script as it is
+            await conn.execute(SchemaManager.get_schema())
 
 
 class UnsupportedProcrastinate(RuntimeError):

@@ -28,10 +28,7 @@ from typing import TYPE_CHECKING, Any
 from procrastinate import App
 from procrastinate import exceptions as pq_exceptions
 from procrastinate.jobs import Status
-from procrastinate.schema import SchemaManager
 from procrastinate.tasks import Task
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk
@@ -41,21 +38,25 @@ from hookgate.engines.state import RunState
 from hookgate.retries import RetryCallState, retrying, wait_from
 from hookgate.runtime.executors.base import RunEndings
 from hookgate.runtime.executors.procrastinate_private import (
-    HOLD_QUEUED,
-    ORPHANS,
     SUBMIT,
     SUBMIT_TAKEN,
     LaneConnector,
     check_schema,
     defer_values,
+    hold_queued,
+    install_schema,
+    orphaned_runs,
     worker_gone,
 )
 from hookgate.runtime.executors.settings import WorkerSettings
 from hookgate.runtime.executors.taken_jobs import TakenJobs
 from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.fencing import Fence, take_over, take_over_reading
+from hookgate.storage.runs import run_status
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from hookgate.runtime.run_manager import RunManager
 
 log = logging.getLogger(__name__)
@@ -114,13 +115,7 @@ class QueueExecutor:
     async def install_schema(self) -> None:
         """Create procrastinate's tables if they are missing (call under the start-up
         lock: several processes may start at once)."""
-        async with self.manager.db.transaction() as s:
-            exists = (await s.execute(text(
-                "SELECT to_regclass('procrastinate_jobs') IS NOT NULL"))).scalar_one()
-            if not exists:  # no parameters: psycopg runs the script as it is
-                raw = await (await s.connection()).get_raw_connection()
-                assert raw.driver_connection is not None
-                await raw.driver_connection.execute(SchemaManager.get_schema())
+        await install_schema(self.manager.db)
         await check_schema(self.manager.db)  # fails loudly on a schema it was not written for
 
     async def start(self) -> None:
@@ -254,8 +249,7 @@ class QueueExecutor:
             # commits and read the state from before it (a decision's continuation lost,
             # the run left waiting). Holding its row until the commit keeps workers off it
             # (they skip locked jobs); if a worker took it meanwhile, queue a new one.
-            held = (await session.execute(text(HOLD_QUEUED), {"q": queueing_lock})).first()
-            if held is not None:
+            if await hold_queued(session, queueing_lock):
                 return
         log.warning("could not queue or hold a job with queueing lock %s", queueing_lock)
 
@@ -264,10 +258,7 @@ class QueueExecutor:
         # Stored runs continue from the queue: the request's own, or the root a delegated
         # child parked with (a child that could not park waits in memory: no row).
         run_id = request.stored_run_id
-        status = (await session.execute(
-            text("SELECT status FROM runs WHERE id = :id"), {"id": run_id}
-        )).scalar_one_or_none()
-        if status in ("running", "awaiting_approval"):
+        if await run_status(session, run_id) in ("running", "awaiting_approval"):
             await self._defer_advance(session, run_id)
 
     def _parks(self, ask: ApprovalAsk) -> bool:
@@ -366,7 +357,7 @@ class QueueExecutor:
         one, or ``awaiting_approval`` with no request pending any more (decided by a
         process that has no queue, e.g. the CLI). Returns how many were queued."""
         async with self.manager.db.transaction() as s:
-            run_ids = (await s.execute(text(ORPHANS))).scalars().all()
+            run_ids = await orphaned_runs(s)
             for run_id in run_ids:
                 await self._defer_advance(s, run_id)
         if run_ids:
