@@ -23,6 +23,8 @@ Why the public API does not suffice, operation by operation:
 - **Orphaned runs and a queued job held until a commit** (``ORPHANS``, ``HOLD_QUEUED``):
   reads of ``procrastinate_jobs`` by lock and queueing lock that the job manager does not
   offer inside a caller's transaction.
+- **Installing its schema once** (``install_schema``): whether it is there is read from
+  its jobs table, so that several instances starting at once install it once.
 
 ``check_schema`` says whether a database's procrastinate schema (and the installed
 version, ``SUPPORTED_VERSIONS``) is one this module was written for; the suite runs it
