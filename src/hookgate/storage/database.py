@@ -26,9 +26,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from hookgate.storage import backends
 from hookgate.storage.backends import POOL_SIZE as POOL_SIZE  # re-exported
-from hookgate.storage.backends import Backend
+from hookgate.storage.backends import Backend, backend_class
 from hookgate.storage.backends.postgresql import MIGRATION_LOCK_KEY as MIGRATION_LOCK_KEY
 from hookgate.storage.backends.postgresql import STARTUP_LOCK_KEY as STARTUP_LOCK_KEY
 from hookgate.storage.schema_version import at_head
@@ -96,19 +95,16 @@ class Database:
 
     def __init__(self, url: str = DEFAULT_URL, *, echo: bool = False) -> None:
         self.url = _normalise(url)
+        kind = backend_class(self.url)  # the one choice of database
         try:
             self.engine: AsyncEngine = create_async_engine(
-                self.url, echo=echo, **backends.engine_options(self.url))
+                self.url, echo=echo, **kind.engine_options())
         except (ArgumentError, ImportError) as exc:
             raise DatabaseError(f"database URL {url!r} is not usable: {exc}") from exc
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        # Reads on PostgreSQL run in autocommit: no BEGIN and ROLLBACK around a one-statement
-        # read (two round trips), and psycopg keeps its prepared statements (a ROLLBACK makes
-        # it deallocate them all). Under READ COMMITTED every statement takes its own
-        # snapshot anyway, so a read of several statements sees nothing different.
         self._reads = async_sessionmaker(
             self.engine.execution_options(isolation_level="AUTOCOMMIT"),
-            expire_on_commit=False) if backends.reads_in_autocommit(self.url) else self.sessions
+            expire_on_commit=False) if kind.reads_in_autocommit else self.sessions
         self.queries = 0
         self._closers: list[Callable[[], Awaitable[None]]] = []
         #: Carries notify() wake-ups instead of NOTIFY (runtime/redis_wakeups.py).
@@ -119,9 +115,9 @@ class Database:
             event.listen(self.engine.sync_engine, "begin", COUNT.transaction)
             COUNT.start()
         event.listen(self.engine.sync_engine, "handle_error", _without_statement)
-        backends.prepare_engine(self.url, self.engine)
+        kind.prepare_engine(self.engine)
         #: The database's backend, chosen once here: its fast path and hot operations.
-        self.backend: Backend = backends.backend_for(self)
+        self.backend: Backend = kind(self)
 
     @property
     def is_sqlite(self) -> bool:

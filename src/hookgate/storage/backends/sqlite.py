@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
@@ -102,6 +103,18 @@ class SqliteBackend:
     dialect: DialectName = "sqlite"
     in_process = True
     locks_rows = False
+    #: One-statement reads need no autocommit session: SQLite's reads are local.
+    reads_in_autocommit = False
+
+    @staticmethod
+    def engine_options() -> dict[str, Any]:
+        """SQLAlchemy engine options: wait up to 30 s for another writer's lock."""
+        return {"connect_args": {"timeout": 30}}
+
+    @staticmethod
+    def prepare_engine(engine: AsyncEngine) -> None:
+        """Every connection in WAL mode, with foreign keys, a busy timeout, NORMAL sync."""
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -265,3 +278,12 @@ def _audit_values(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row[c] for c in AUDIT_COLUMNS)
 
 
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
