@@ -43,7 +43,7 @@ async def spanning_chain(database_url: str) -> tuple[Database, list[dict[str, An
     await sql(db, "INSERT INTO audit_chain_heads (chain, last_seq, last_hash) "
                   "VALUES ('acme', 2, :h)", h=prev)
     await db.upgrade()
-    store = AuditLogStore.for_database(db)
+    store = AuditLogStore.shared(db)
     await store.append(record(3, approver="alice", request_id="cr_3", wait_us=19_000_000,
                               latency_us=800))
     await store.append(record(4, approver="rule ar_1 (created by alice)"))
@@ -106,7 +106,7 @@ async def test_a_record_that_json_cannot_say_exactly_is_refused_not_guessed(
     db, _ = await spanning_chain(database_url)
     try:
         with pytest.raises(ValueError, match="canonical JSON"):
-            await AuditLogStore.for_database(db).append(
+            await AuditLogStore.shared(db).append(
                 record(6, approver="alice\ud800", request_id="cr_6", wait_us=1))
         assert len(await log_rows(db)) == 5 and (await verify(db)).ok
     finally:

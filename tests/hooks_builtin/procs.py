@@ -70,7 +70,7 @@ async def main(mode: str, url: str, n: int, start_at: float, *rest: str) -> None
             await db.upgrade()  # opens the pool before the start line
         await asyncio.sleep(max(0.0, start_at - time.time()))
         if mode == "audit":
-            store = AuditLogStore.for_database(db)
+            store = AuditLogStore.shared(db)
             placed = await asyncio.gather(*(store.append(record(i)) for i in range(n)))
             print(json.dumps({"seqs": [p.seq for p in placed]}))
         else:

@@ -62,7 +62,7 @@ async def old_rows(database_url: str, n: int) -> Database:
 
 async def spanning_chain(database_url: str) -> tuple[Database, list[dict[str, Any]]]:
     db = await old_rows(database_url, 3)
-    store = AuditLogStore.for_database(db)
+    store = AuditLogStore.shared(db)
     for i in range(4, 7):
         await store.append(record(i, args_json=canonical_json({"payee": f"Zoë {i}"}),
                                   detail="café"))

@@ -132,7 +132,7 @@ async def test_a_database_that_is_down_withholds_results_and_still_blocks_writes
 
 @pytest.mark.both_databases
 async def test_concurrent_appends_in_one_process_never_fork_a_chain(db: Database) -> None:
-    store = AuditLogStore.for_database(db)
+    store = AuditLogStore.shared(db)
 
     placed = await asyncio.gather(*(store.append(record(i, org=("acme", "globex")[i % 2]))
                                     for i in range(120)))
@@ -150,7 +150,7 @@ async def test_appends_from_two_processes_never_fork_the_chain(db: Database,
     start_at = time.time() + 2.0
     workers = [await worker("audit", database_url, "60", str(start_at)) for _ in range(2)]
     await asyncio.sleep(max(0.0, start_at - time.time()))
-    store = AuditLogStore.for_database(db)
+    store = AuditLogStore.shared(db)
     mine = await asyncio.gather(*(store.append(record(i)) for i in range(60)))
     outputs = [await asyncio.wait_for(w.communicate(), 90) for w in workers]
     assert all(w.returncode == 0 for w in workers), outputs
@@ -165,7 +165,7 @@ async def test_appends_from_two_processes_never_fork_the_chain(db: Database,
 
 
 async def six_rows(db: Database) -> list[dict[str, Any]]:
-    store = AuditLogStore.for_database(db)
+    store = AuditLogStore.shared(db)
     for i in range(1, 7):
         await store.append(record(i, tool_name="oa__purchase_pay" if i % 2 else "crm__lookup"))
     return await log_rows(db)

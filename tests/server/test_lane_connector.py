@@ -1,4 +1,4 @@
-"""The worker's per-job statements on hookgate's lane (executors/lane_connector.py): runs
+"""The worker's per-job statements on hookgate's lane (executors/procrastinate_private.py): runs
 advance whether the lane answers on its own asyncpg connections or on psycopg ones it
 borrowed from the pool (which hand rows over as tuples, not records), and procrastinate's
 query texts are numbered for asyncpg without changing what they say."""
@@ -11,9 +11,9 @@ import time
 import httpx
 import pytest
 
-from hookgate.runtime.executors.lane_connector import numbered
+from hookgate.runtime.executors.procrastinate_private import numbered
 from hookgate.runtime.executors.settings import WorkerSettings
-from hookgate.storage import pg_lane
+from hookgate.storage.backends import pg_lane
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
 from tests.server.test_api import wait_run
@@ -107,10 +107,10 @@ def test_a_finish_the_database_refuses_for_a_moment_is_tried_again(
     # moment. A job left "doing" under a live worker is never retried, and its lock (the
     # run's id) would keep the run's next job from ever being fetched: the finish is tried
     # again, the job ends, the payment stays single and the next run goes through.
-    from hookgate.runtime.executors import lane_connector
+    from hookgate.runtime.executors import procrastinate_private
     from tests.server.test_submit_atomic import _sql as query
 
-    monkeypatch.setattr(lane_connector, "FINISH_RETRY_S", (0.2, 0.5, 1.0, 2.0, 4.0))
+    monkeypatch.setattr(procrastinate_private, "FINISH_RETRY_S", (0.2, 0.5, 1.0, 2.0, 4.0))
     finish = "procrastinate_finish_job_v1(bigint, procrastinate_job_status, boolean)"
     deployment, bank = world(database_url, turns=[
         {"tool_calls": [{"name": "oa__purchase_pay", "args": {"amount": 100, "vendor": "X"}}]},

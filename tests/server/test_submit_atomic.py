@@ -69,7 +69,7 @@ def test_the_job_row_follows_procrastinates_own_type(database_url: str) -> None:
     # upgrade that reorders or renames the type's fields must fail here, not defer garbage.
     from procrastinate.types import JobToDefer
 
-    from hookgate.runtime.executors.lane_connector import DEFER_CALL
+    from hookgate.runtime.executors.procrastinate_private import DEFER_CALL
 
     assert DEFER_CALL is not None
     deployment, _ = world(database_url)
@@ -90,7 +90,7 @@ def test_runs_still_start_after_another_instance_pruned_this_ones_workers(
     # through the queue instead (nothing half-stored), a new worker is registered, and the
     # runs after it are taken again. On either kind of lane connection (their drivers
     # report the refusal differently).
-    from hookgate.storage import pg_lane
+    from hookgate.storage.backends import pg_lane
 
     monkeypatch.setattr(pg_lane, "OWN_CONNECTIONS", own)
     deployment, _ = world(database_url, turns=[{"answer": "nothing to pay"}])

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from procrastinate import exceptions as pq_exceptions
 
-from hookgate.runtime.executors import lane_connector, queue
-from hookgate.runtime.executors.lane_connector import LaneConnector
+from hookgate.runtime.executors import procrastinate_private, queue
+from hookgate.runtime.executors.procrastinate_private import LaneConnector
 from hookgate.runtime.executors.settings import WorkerSettings
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
@@ -28,7 +28,7 @@ def test_a_worker_that_fails_to_fetch_starts_again_and_the_run_completes(
     failures: list[str] = []
 
     async def flaky(self: LaneConnector, query: Any, **arguments: Any) -> dict[str, Any]:
-        if query == lane_connector._FETCH_JOB and len(failures) < 2:
+        if query == procrastinate_private._FETCH_JOB and len(failures) < 2:
             failures.append(query)
             raise pq_exceptions.ConnectorException("the database went away for a moment")
         return await real(self, query, **arguments)

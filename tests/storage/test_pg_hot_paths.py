@@ -9,9 +9,9 @@ import itertools
 import pytest
 
 from hookgate.storage.audit import AuditLogStore, verify
+from hookgate.storage.backends.pg_lane import PgLane
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only, set_org_read_only, sync_orgs
-from hookgate.storage.pg_lane import PgLane
 from hookgate.storage.rate_limits import DatabaseRateCounter
 from tests.hooks_builtin.procs import record
 from tests.hooks_builtin.world import log_rows
@@ -24,7 +24,7 @@ async def test_a_store_whose_remembered_head_went_stale_appends_after_the_new_he
         db: Database, database_url: str) -> None:
     other_db = Database(database_url)  # another process, as far as the chain can tell
     try:
-        mine, theirs = AuditLogStore.for_database(db), AuditLogStore.for_database(other_db)
+        mine, theirs = AuditLogStore.shared(db), AuditLogStore.shared(other_db)
         first = await mine.append(record(1))          # locking path; head remembered
         second = await mine.append(record(2))         # one statement on the remembered head
         third = await theirs.append(record(3))        # the other writer moves the head
@@ -48,7 +48,7 @@ async def test_racing_stores_on_one_chain_never_fork_it(db: Database,
                                                        database_url: str) -> None:
     others = [Database(database_url) for _ in range(3)]
     try:
-        stores = [AuditLogStore.for_database(d) for d in (db, *others)]
+        stores = [AuditLogStore.shared(d) for d in (db, *others)]
 
         async def writer(store: AuditLogStore, base: int) -> None:
             for i in range(25):
@@ -66,7 +66,7 @@ async def test_racing_stores_on_one_chain_never_fork_it(db: Database,
 @ON_POSTGRES
 async def test_org_flag_and_rate_limit_use_the_lane_without_a_transaction(
         db: Database) -> None:
-    assert PgLane.for_database(db) is not None
+    assert isinstance(db.backend.lane, PgLane)
     await sync_orgs(db, [("acme", "ACME", False)])
     assert await org_read_only(db, "acme") is False
     await set_org_read_only(db, "acme", True)
@@ -79,11 +79,11 @@ async def test_org_flag_and_rate_limit_use_the_lane_without_a_transaction(
     assert taken[2].retry_after > 0
     assert (await counter.take("oa:alice", 2, 60, now + 60)).allowed  # a new window
     # No transaction was left open on the pooled connections.
-    lane = PgLane.for_database(db)
-    assert lane is not None
+    lane = db.backend.lane
+    assert isinstance(lane, PgLane)
     async with lane.connection() as conn:
         assert not conn.is_in_transaction()
 
 
 def test_sqlite_has_no_pg_lane() -> None:
-    assert PgLane.for_database(Database("sqlite+aiosqlite:///:memory:")) is None
+    assert not isinstance(Database("sqlite+aiosqlite:///:memory:").backend.lane, PgLane)

@@ -14,9 +14,9 @@ import asyncpg
 import psycopg
 import pytest
 
-from hookgate.storage import pg_lane
+from hookgate.storage.backends import pg_lane
+from hookgate.storage.backends.pg_lane import OWN_CONNECTIONS, PgLane
 from hookgate.storage.database import Database
-from hookgate.storage.pg_lane import OWN_CONNECTIONS, PgLane
 from tests.conftest import _fresh_pg_database
 
 
@@ -28,8 +28,8 @@ def pg_url(postgres_server_url: str) -> str:
 @pytest.fixture
 async def pg(pg_url: str) -> AsyncIterator[tuple[Database, PgLane]]:
     db = Database(pg_url)
-    lane = PgLane.for_database(db)
-    assert lane is not None
+    lane = db.backend.lane
+    assert isinstance(lane, PgLane)
     try:
         yield db, lane
     finally:
@@ -145,8 +145,8 @@ async def test_a_connection_left_in_a_transaction_is_not_reused(
 
 async def test_dispose_closes_the_lanes_connections(pg_url: str) -> None:
     db = Database(pg_url)
-    lane = PgLane.for_database(db)
-    assert lane is not None
+    lane = db.backend.lane
+    assert isinstance(lane, PgLane)
     await asyncio.gather(*(lane.fetchrow("SELECT pg_sleep(0.02)") for _ in range(3)))
     assert len(await _backends(db)) >= 3
     await db.dispose()

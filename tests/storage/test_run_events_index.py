@@ -13,7 +13,7 @@ from hookgate.storage.database import Database, alembic_config
 from hookgate.storage.tables import RunEventRow
 from tests.storage.plans import query_plan
 
-# The log read of storage/run_events.py (_AFTER_SQLITE / _AFTER_PG), with literals.
+# The log read (storage/backends/statements.py, "events_after"), with literals.
 AFTER = ("SELECT type, data, seq FROM run_events WHERE run_id = 'run-7' AND seq > 2 "
          "ORDER BY seq")
 

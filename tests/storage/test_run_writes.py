@@ -18,13 +18,13 @@ from sqlalchemy import text
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
 from hookgate.engines.state import RunState
-from hookgate.storage import pg_lane
+from hookgate.storage.backends import pg_lane
+from hookgate.storage.backends.sqlite_lane import SqliteLane
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import take_over
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore
-from hookgate.storage.sqlite_lane import SqliteLane
 
 ODD = {"text": "é 🙂 \u2028", "nested": {"list": [1, 2.5, None, True]}, "n": 10**15}
 
@@ -172,8 +172,8 @@ async def test_a_fenced_out_executor_claims_nothing(db: Database) -> None:
 
 async def test_writes_sharing_a_group_commit_keep_their_own_outcomes(db: Database) -> None:
     # (the default backend: a SQLite file)
-    lane = SqliteLane.for_database(db)
-    assert lane is not None
+    lane = db.backend.lane
+    assert isinstance(lane, SqliteLane)
     await lane.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)"))
 
     def write(k: int) -> Callable[[sqlite3.Connection], int]:
@@ -202,8 +202,8 @@ async def test_writes_sharing_a_group_commit_keep_their_own_outcomes(db: Databas
 
 @pytest.mark.perf  # how many commits: a performance internal
 async def test_writes_waiting_for_the_lock_share_their_commits(db: Database) -> None:
-    lane = SqliteLane.for_database(db)
-    assert lane is not None
+    lane = db.backend.lane
+    assert isinstance(lane, SqliteLane)
     await lane.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)"))
     commits: list[str] = []
     loop = asyncio.get_running_loop()
@@ -232,8 +232,8 @@ async def writes_waiting_for_the_lock(lane: SqliteLane, keys: range) -> None:
 
 
 async def test_a_write_with_the_lock_free_runs_on_the_callers_thread(db: Database) -> None:
-    lane = SqliteLane.for_database(db)
-    assert lane is not None
+    lane = db.backend.lane
+    assert isinstance(lane, SqliteLane)
     await lane.write(lambda c: c.execute("CREATE TABLE u (k INTEGER PRIMARY KEY)"))
     here = threading.get_ident()
     where = await lane.write(lambda c: (c.execute("INSERT INTO u VALUES (1)"),
@@ -267,8 +267,8 @@ async def test_a_file_not_in_wal_mode_writes_on_the_lane_thread(tmp_path: Path) 
     sqlite3.connect(path).execute("PRAGMA journal_mode=DELETE").fetchone()
     db = Database(f"sqlite+aiosqlite:///{path}")
     try:
-        lane = SqliteLane.for_database(db)
-        assert lane is not None
+        lane = db.backend.lane
+        assert isinstance(lane, SqliteLane)
         await lane.write(lambda c: c.execute("CREATE TABLE v (k INTEGER PRIMARY KEY)"))
         where = await lane.write(lambda c: (c.execute("INSERT INTO v VALUES (1)"),
                                             threading.get_ident())[1])
@@ -282,8 +282,8 @@ async def test_inline_writes_leave_the_write_ahead_log_bounded(db: Database) -> 
     # Writes on the caller's thread still checkpoint the WAL (as SQLite does by itself, past
     # 1,000 pages), so the log is reused, not grown: a checkpoint on the lane thread fell
     # behind the writes that went on meanwhile, and this log reached 19 MB.
-    lane = SqliteLane.for_database(db)
-    assert lane is not None
+    lane = db.backend.lane
+    assert isinstance(lane, SqliteLane)
     await lane.write(lambda c: c.execute("CREATE TABLE w (k INTEGER PRIMARY KEY, v TEXT)"))
     for k in range(3000):
         await lane.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",

@@ -12,16 +12,16 @@ import threading
 from concurrent.futures import thread as futures_thread
 from pathlib import Path
 
+from hookgate.storage.backends.sqlite_lane import SqliteLane
 from hookgate.storage.database import Database
-from hookgate.storage.sqlite_lane import SqliteLane
 
 
 async def test_a_collected_databases_lane_closes_while_the_submit_lock_is_held(
         tmp_path: Path) -> None:
     db = Database(f"sqlite+aiosqlite:///{tmp_path / 'lane.db'}")
     await db.upgrade()
-    lane = SqliteLane.for_database(db)
-    assert lane is not None
+    lane = db.backend.lane
+    assert isinstance(lane, SqliteLane)
     assert await lane.read(lambda c: c.execute("SELECT 1").fetchone()[0]) == 1
     await db.dispose()
     worker = lane._executor  # to see the lane stopped

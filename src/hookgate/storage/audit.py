@@ -22,15 +22,16 @@ PostgreSQL and SQLite's one write lock before anything is read, so no snapshot c
 — then the rows, then the head's new hash. Writers in any number of processes queue on that
 lock, so a chain never forks. Within a process, rows that arrive while a batch is being
 written go together into the next one (group commit), and each append returns only once
-the transaction holding its row has committed. On a SQLite file the transaction runs in
-one hop on the database's SqliteLane; elsewhere through SQLAlchemy.
+the transaction holding its row has committed. The database's backend runs the transaction
+on its fast path (storage/backends/: on a SQLite file one hop on its lane).
 
-**One round trip on PostgreSQL.** A store remembers the head it last wrote for each chain.
-When a batch holds one chain whose head it knows, it links the rows to that head and sends
-one statement: update the head *only if it is still the remembered one*, and insert the
-rows only if that update happened. The update takes the head's row lock (a writer in
-another process that got there first makes its condition false), so the chain still cannot
-fork; when it matches nothing, the store forgets the head and appends the locking way.
+**One round trip on PostgreSQL.** The PostgreSQL backend remembers the head it last wrote
+for each chain. When a batch holds one chain whose head it knows, it links the rows to that
+head and sends one statement: update the head *only if it is still the remembered one*,
+and insert the rows only if that update happened. The update takes the head's row lock (a
+writer in another process that got there first makes its condition false), so the chain
+still cannot fork; when it matches nothing, the backend forgets the head and appends the
+locking way.
 """
 
 from __future__ import annotations
@@ -38,24 +39,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sqlite3
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any, Literal, cast
 
-from sqlalchemy import Table, select, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Table, select
 
 from hookgate.canonical import NotCanonicalJSON, canonical_bytes
+from hookgate.storage.backends.base import GENESIS as GENESIS
+from hookgate.storage.backends.base import NotNow
 from hookgate.storage.database import Database
-from hookgate.storage.pg_lane import PgLane
-from hookgate.storage.sqlite_lane import NotNow, SqliteLane, sqlite_timestamp
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
-GENESIS = "0" * 64
 #: The canonical form rows that record a decision are written with (see the module
 #: docstring); rows that record none are written with ``HASH_V_WITHOUT_DECISION``.
 HASH_V = 3
@@ -169,7 +166,7 @@ class Appended:
 
 
 class AuditLogStore:
-    """Appends records to their chains; one per database per process (``for_database``)."""
+    """Appends records to their chains; one per database per process (``shared``)."""
 
     _instances: weakref.WeakKeyDictionary[Database, AuditLogStore] = (
         weakref.WeakKeyDictionary())
@@ -179,16 +176,17 @@ class AuditLogStore:
         self._pending: list[tuple[AuditRecord, asyncio.Future[Appended]]] = []
         self._writer: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: chain -> (last seq, last hash) as this store last committed them (PostgreSQL).
-        self._heads: dict[str, tuple[int, str]] = {}
 
     @classmethod
-    def for_database(cls, db: Database) -> AuditLogStore:
+    def shared(cls, db: Database) -> AuditLogStore:
         """The process's store for ``db``, so every session's hooks share one group commit."""
         store = cls._instances.get(db)
         if store is None:
             store = cls._instances[db] = cls(db)
         return store
+
+    #: The former name of ``shared``, for callers not yet renamed.
+    for_database = shared
 
     async def append(self, record: AuditRecord) -> Appended:
         """Add ``record`` to its chain; returns once the row is committed, raises if not."""
@@ -199,11 +197,9 @@ class AuditLogStore:
             # Nothing to group with: on a SQLite file whose write lock is free the row is
             # committed right here, with no writer task and no future to wait on. (A sync
             # call: no cancellation can cut it off half-way.)
-            lane = SqliteLane.for_database(self.db)
-            if lane is not None:
-                now = lane.write_now(partial(_append_sqlite, [(record.chain, [record])]))
-                if not isinstance(now, NotNow):
-                    return now[0][0]
+            now = self.db.backend.append_audit_now([(record.chain, [record])], _linked)
+            if not isinstance(now, NotNow):
+                return now[0][0]  # type: ignore[no-any-return]
         done: asyncio.Future[Appended] = loop.create_future()
         self._pending.append((record, done))
         if self._writer is None:
@@ -239,45 +235,12 @@ class AuditLogStore:
         # Chains in a fixed order: two processes that write the same chains lock them the
         # same way round and cannot deadlock.
         groups = [(chain, [records[i] for i in by_chain[chain]]) for chain in sorted(by_chain)]
-        lane = SqliteLane.for_database(self.db)
-        pg = None if lane is not None else PgLane.for_database(self.db)
-        if lane is not None:
-            appended = await lane.write(partial(_append_sqlite, groups))
-        elif pg is not None:
-            appended = await self._write_pg(pg, groups)
-        else:
-            appended = []
-            async with self.db.engine.begin() as conn:
-                for chain, group in groups:
-                    appended.append(await _append_chain(conn, chain, group))
+        appended = await self.db.backend.append_audit(groups, _linked)
         placed: list[Appended | None] = [None] * len(records)
         for (chain, _), where in zip(groups, appended, strict=True):
             for i, one in zip(by_chain[chain], where, strict=True):
                 placed[i] = one
         return [p for p in placed if p is not None]
-
-    async def _write_pg(self, pg: PgLane, groups: Sequence[tuple[str, Sequence[AuditRecord]]]
-                        ) -> list[list[Appended]]:
-        if len(groups) == 1 and groups[0][0] in self._heads:
-            chain, records = groups[0]
-            last_seq, last_hash = self._heads.pop(chain)  # back only once committed
-            rows, out = _linked(chain, records, last_seq + len(records), last_hash)
-            head = (chain, out[-1].seq, out[-1].row_hash, last_seq, last_hash)
-            if len(rows) == 1:
-                status = await pg.execute(_APPEND_ONE_IF_HEAD_PG, *head,
-                                          *(rows[0][c] for c in _COLUMNS[1:]))
-            else:
-                status = await pg.execute(_APPEND_IF_HEAD_PG, *head,
-                                          *([row[c] for row in rows] for c in _COLUMNS[1:]))
-            if status == f"INSERT 0 {len(records)}":
-                self._heads[chain] = (out[-1].seq, out[-1].row_hash)
-                return [out]
-            # Another process appended since: take the lock and read the head.
-        async with pg.transaction() as conn:
-            appended = [await _append_pg(conn, chain, group) for chain, group in groups]
-        for (chain, _), out in zip(groups, appended, strict=True):
-            self._heads[chain] = (out[-1].seq, out[-1].row_hash)
-        return appended
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -305,19 +268,6 @@ class AuditLogStore:
         return [public_row(dict(r)) for r in rows]
 
 
-# The same statements serve SQLite and PostgreSQL. Reserving seq numbers is a write, so it
-# takes the chain's lock (the head row on PostgreSQL, the database on SQLite) first.
-_RESERVE = (
-    "INSERT INTO audit_chain_heads (chain, last_seq, last_hash) VALUES (:chain, :n, :genesis) "
-    "ON CONFLICT (chain) DO UPDATE SET last_seq = audit_chain_heads.last_seq + :n "
-    "RETURNING last_seq, last_hash"
-)
-_SET_HEAD = "UPDATE audit_chain_heads SET last_hash = :last_hash WHERE chain = :chain"
-_COLUMNS = ("chain", "seq", *_CONTENT, "prev_hash", "row_hash", "hash_v")
-_INSERT_ROW = (f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
-               f"VALUES ({', '.join(':' + c for c in _COLUMNS)})")
-
-
 def _linked(chain: str, records: Sequence[AuditRecord], last_seq: int, prev: str
             ) -> tuple[list[dict[str, Any]], list[Appended]]:
     """The rows of ``records`` placed after the ``last_seq`` reserved for them."""
@@ -334,72 +284,6 @@ def _linked(chain: str, records: Sequence[AuditRecord], last_seq: int, prev: str
         out.append(Appended(chain, seq, digest))
         prev = digest
     return rows, out
-
-
-async def _append_chain(conn: AsyncConnection, chain: str,
-                        records: Sequence[AuditRecord]) -> list[Appended]:
-    reserved = await conn.execute(
-        text(_RESERVE), {"chain": chain, "n": len(records), "genesis": GENESIS})
-    last_seq, prev = reserved.one()
-    rows, out = _linked(chain, records, last_seq, prev)
-    await conn.execute(_LOG.insert(), rows)
-    await conn.execute(text(_SET_HEAD), {"chain": chain, "last_hash": out[-1].row_hash})
-    return out
-
-
-_RESERVE_PG = (_RESERVE.replace(":chain", "$1").replace(":n", "$2")
-               .replace(":genesis", "$3"))
-_SET_HEAD_PG = "UPDATE audit_chain_heads SET last_hash = $1 WHERE chain = $2"
-_INSERT_ROW_PG = (f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
-                  f"VALUES ({', '.join(f'${i}' for i in range(1, len(_COLUMNS) + 1))})")
-
-
-#: PostgreSQL types of the columns after ``chain``, for the arrays ``unnest`` spreads.
-_PG_TYPES = {"seq": "bigint", "created_at": "timestamptz", "result_chars": "bigint",
-             "latency_us": "bigint", "wait_us": "bigint", "hash_v": "smallint"}
-_APPEND_IF_HEAD_PG = (
-    "WITH head AS (UPDATE audit_chain_heads SET last_seq = $2, last_hash = $3 "
-    "WHERE chain = $1 AND last_seq = $4 AND last_hash = $5 RETURNING chain) "
-    f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
-    f"SELECT head.chain, r.* FROM head, unnest("
-    + ", ".join(f"${i}::{_PG_TYPES.get(c, 'text')}[]" for i, c in enumerate(_COLUMNS[1:], 6))
-    + f") AS r({', '.join(_COLUMNS[1:])})"
-)
-
-
-#: The same for one record, with plain parameters: no arrays to build and send.
-_APPEND_ONE_IF_HEAD_PG = (
-    "WITH head AS (UPDATE audit_chain_heads SET last_seq = $2, last_hash = $3 "
-    "WHERE chain = $1 AND last_seq = $4 AND last_hash = $5 RETURNING chain) "
-    f"INSERT INTO connector_call_logs ({', '.join(_COLUMNS)}) "
-    "SELECT head.chain, "
-    + ", ".join(f"${i}::{_PG_TYPES.get(c, 'text')}" for i, c in enumerate(_COLUMNS[1:], 6))
-    + " FROM head"
-)
-
-
-async def _append_pg(conn: Any, chain: str, records: Sequence[AuditRecord]) -> list[Appended]:
-    """The same three statements as ``_append_chain``, on a raw asyncpg connection."""
-    last_seq, prev = await conn.fetchrow(_RESERVE_PG, chain, len(records), GENESIS)
-    rows, out = _linked(chain, records, last_seq, prev)
-    await conn.executemany(_INSERT_ROW_PG, [tuple(row[c] for c in _COLUMNS) for row in rows])
-    await conn.execute(_SET_HEAD_PG, out[-1].row_hash, chain)
-    return out
-
-
-def _append_sqlite(groups: Sequence[tuple[str, Sequence[AuditRecord]]],
-                   conn: sqlite3.Connection) -> list[list[Appended]]:
-    appended = []
-    for chain, records in groups:
-        last_seq, prev = conn.execute(
-            _RESERVE, {"chain": chain, "n": len(records), "genesis": GENESIS}).fetchone()
-        rows, out = _linked(chain, records, last_seq, prev)
-        for row in rows:
-            row["created_at"] = sqlite_timestamp(row["created_at"])
-        conn.executemany(_INSERT_ROW, rows)
-        conn.execute(_SET_HEAD, {"chain": chain, "last_hash": out[-1].row_hash})
-        appended.append(out)
-    return appended
 
 
 def public_row(row: Mapping[str, Any]) -> dict[str, Any]:

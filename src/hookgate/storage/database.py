@@ -12,11 +12,11 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import event, text
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import (
@@ -26,17 +26,17 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from hookgate.storage.backends import POOL_SIZE as POOL_SIZE  # re-exported
+from hookgate.storage.backends import Backend, backend_class
+from hookgate.storage.backends.postgresql import MIGRATION_LOCK_KEY as MIGRATION_LOCK_KEY
+from hookgate.storage.backends.postgresql import STARTUP_LOCK_KEY as STARTUP_LOCK_KEY
 from hookgate.storage.schema_version import at_head
 from hookgate.storage.statement_count import COUNT
-from hookgate.storage.types import utcnow
 
 if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-#: pg_advisory_lock key held while a process migrates and syncs ("hookgate" in ASCII).
-STARTUP_LOCK_KEY = 0x686F6F6B67617465
-MIGRATION_LOCK_KEY = STARTUP_LOCK_KEY + 1
 DEFAULT_URL = "sqlite+aiosqlite:///hookgate.db"
 log = logging.getLogger(__name__)
 _QUOTED_ARGUMENT = re.compile(r"(invalid input for query argument \$\d+):.*", re.DOTALL)
@@ -90,36 +90,21 @@ def describe_database(url: str) -> str:
     return parsed.render_as_string(hide_password=True)
 
 
-#: The SQLAlchemy pool's connections per process on PostgreSQL (requests beyond wait).
-POOL_SIZE = 30
-
-
 class Database:
     """An async SQLAlchemy engine plus a session factory; ``queries`` counts statements."""
 
     def __init__(self, url: str = DEFAULT_URL, *, echo: bool = False) -> None:
         self.url = _normalise(url)
-        kwargs: dict[str, Any] = {"echo": echo}
-        if self.is_sqlite:
-            kwargs["connect_args"] = {"timeout": 30}
-        else:
-            # At most POOL_SIZE connections, all kept open once made: connections "beyond
-            # the pool" (max_overflow) are closed whenever they are handed back, and under
-            # load each checkout then opens a new one (bench/throughput.py at concurrency
-            # 64: a new connection every eighth run, 26% fewer runs/s than without).
-            kwargs.update(pool_size=POOL_SIZE, max_overflow=0)
+        kind = backend_class(self.url)  # the one choice of database
         try:
-            self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
+            self.engine: AsyncEngine = create_async_engine(
+                self.url, echo=echo, **kind.engine_options())
         except (ArgumentError, ImportError) as exc:
             raise DatabaseError(f"database URL {url!r} is not usable: {exc}") from exc
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        # Reads on PostgreSQL run in autocommit: no BEGIN and ROLLBACK around a one-statement
-        # read (two round trips), and psycopg keeps its prepared statements (a ROLLBACK makes
-        # it deallocate them all). Under READ COMMITTED every statement takes its own
-        # snapshot anyway, so a read of several statements sees nothing different.
-        self._reads = self.sessions if self.is_sqlite else async_sessionmaker(
+        self._reads = async_sessionmaker(
             self.engine.execution_options(isolation_level="AUTOCOMMIT"),
-            expire_on_commit=False)
+            expire_on_commit=False) if kind.reads_in_autocommit else self.sessions
         self.queries = 0
         self._closers: list[Callable[[], Awaitable[None]]] = []
         #: Carries notify() wake-ups instead of NOTIFY (runtime/redis_wakeups.py).
@@ -130,12 +115,15 @@ class Database:
             event.listen(self.engine.sync_engine, "begin", COUNT.transaction)
             COUNT.start()
         event.listen(self.engine.sync_engine, "handle_error", _without_statement)
-        if self.is_sqlite:
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        kind.prepare_engine(self.engine)
+        #: The database's backend, chosen once here: its fast path and hot operations.
+        self.backend: Backend = kind(self)
 
     @property
     def is_sqlite(self) -> bool:
-        return self.url.startswith("sqlite")
+        """Transitional, for callers not yet moved onto ``backend``: prefer
+        ``backend.in_process``, ``backend.locks_rows`` or ``backend.now_expression()``."""
+        return self.backend.dialect == "sqlite"
 
     def _count(self, *_: Any) -> None:
         self.queries += 1
@@ -158,28 +146,14 @@ class Database:
     async def now(self) -> datetime:
         """The database's clock (PostgreSQL); this process's clock for a SQLite file, which
         only processes of one machine share. Decision and expiry times come from here."""
-        if self.is_sqlite:
-            return utcnow()
-        async with self.session() as s:
-            value = (await s.execute(text("SELECT now()"))).scalar_one()
-        return value.astimezone(UTC)  # type: ignore[no-any-return]
+        return await self.backend.now()
 
     @asynccontextmanager
     async def startup_lock(self) -> AsyncIterator[None]:
         """Serialise start-up work (migrations, schema, config sync) across the processes
         starting on one PostgreSQL database, with a session advisory lock."""
-        if self.is_sqlite:
+        async with self.backend.startup_lock():
             yield
-            return
-        async with self.engine.connect() as conn:
-            await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": STARTUP_LOCK_KEY})
-            await conn.commit()
-            try:
-                yield
-            finally:
-                await conn.execute(text("SELECT pg_advisory_unlock(:k)"),
-                                   {"k": STARTUP_LOCK_KEY})
-                await conn.commit()
 
     async def upgrade(self, revision: str = "head") -> None:
         """Bring the schema to ``revision`` with the bundled Alembic migrations."""
@@ -187,9 +161,7 @@ class Database:
             if revision == "head" and await at_head(self.engine, MIGRATIONS / "versions"):
                 return
             async with self.engine.begin() as conn:
-                if not self.is_sqlite:  # one migrator at a time; the others find it done
-                    await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"),
-                                       {"k": MIGRATION_LOCK_KEY})
+                await self.backend.lock_migrations(conn)
                 await conn.run_sync(_run_upgrade, revision)
         except Exception as exc:
             folder = self._missing_sqlite_folder()
@@ -197,8 +169,8 @@ class Database:
             raise DatabaseError(f"migrating {self.safe_url} failed: {why}") from exc
 
     def _missing_sqlite_folder(self) -> Path | None:
-        file = self.engine.url.database if self.is_sqlite else None
-        if not file or file == ":memory:" or file.startswith("file:"):
+        file = self.backend.sqlite_file
+        if file is None:
             return None
         folder = Path(file).resolve().parent
         return None if folder.is_dir() else folder
@@ -207,11 +179,12 @@ class Database:
         """Wake ``channel``'s readers when ``session``'s transaction (one of
         ``transaction()``) commits: NOTIFY on PostgreSQL, or through ``publisher`` when one
         is set (Redis). Nothing for a SQLite file (one process, woken in memory)."""
-        if self.publisher is not None:
-            session.info.setdefault(_NOTES, []).append((channel, payload))
-        elif not self.is_sqlite:
-            await session.execute(text("SELECT pg_notify(:c, :p)"),
-                                  {"c": channel, "p": payload})
+        await self.backend.notify(session, channel, payload)
+
+    def queue_note(self, session: AsyncSession, channel: str, payload: str) -> None:
+        """Have ``publisher`` carry (channel, payload) once ``session``'s transaction
+        commits."""
+        session.info.setdefault(_NOTES, []).append((channel, payload))
 
     @property
     def libpq_url(self) -> str:
@@ -263,15 +236,6 @@ def _unicode_reason(exc: BaseException | None) -> str | None:
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return None
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.close()
 
 
 def alembic_config() -> AlembicConfig:

@@ -103,7 +103,7 @@ async def _probe(db: Database) -> SchemaState:
 def _sqlite_file_exists(db: Database) -> bool:
     """False for a SQLite file not made yet; DatabaseUnusable when it cannot be made. True
     for every other database (the server is asked)."""
-    file = db.engine.url.database if db.is_sqlite else None
+    file = db.backend.sqlite_file
     if not file or file == ":memory:" or file.startswith("file:"):
         return True
     path = Path(file).resolve()

@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
-from sqlalchemy import Table, text, update
+from sqlalchemy import Table, update
 
 from hookgate.storage.database import Database
-from hookgate.storage.pg_lane import PgLane
-from hookgate.storage.sqlite_lane import SqliteLane
 from hookgate.storage.tables import Org
 from hookgate.storage.types import utcnow
 from hookgate.storage.upserts import upsert
@@ -22,24 +20,9 @@ class UnknownOrg(LookupError):
     """No org with that id in the database."""
 
 
-_READ_ONLY = "SELECT read_only FROM orgs WHERE id = :org"
-_READ_ONLY_PG = "SELECT read_only FROM orgs WHERE id = $1"
-
-
 async def org_read_only(db: Database, org_id: str) -> bool | None:
     """The org's flag as the database has it now; None when there is no such org."""
-    lane = SqliteLane.for_database(db)
-    pg = None if lane is not None else PgLane.for_database(db)
-    if lane is not None:
-        row = await lane.read(lambda c: c.execute(_READ_ONLY, {"org": org_id}).fetchone())
-        flag = None if row is None else row[0]
-    elif pg is not None:  # one statement in autocommit: no BEGIN/ROLLBACK around it
-        row = await pg.fetchrow(_READ_ONLY_PG, org_id)
-        flag = None if row is None else row[0]
-    else:
-        async with db.engine.connect() as conn:
-            flag = (await conn.execute(text(_READ_ONLY), {"org": org_id})).scalar_one_or_none()
-    return None if flag is None else bool(flag)
+    return await db.backend.org_read_only(org_id)
 
 
 async def set_org_read_only(db: Database, org_id: str, read_only: bool) -> None:

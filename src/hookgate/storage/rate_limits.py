@@ -13,11 +13,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import text
-
 from hookgate.storage.database import Database
-from hookgate.storage.pg_lane import PgLane
-from hookgate.storage.sqlite_lane import SqliteLane
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,41 +39,19 @@ def _refused(start: int, window_s: int, now: float) -> Slot:
     return Slot(False, max(0.0, start + window_s - now))
 
 
-#: One statement on SQLite and PostgreSQL alike: start a new window at 1, or add 1 while
-#: under the limit. When the window is full nothing is updated and no row comes back.
-_TAKE = (
-    'INSERT INTO rate_limit_counters ("key", window_start, "count") VALUES (:key, :start, 1) '
-    'ON CONFLICT ("key") DO UPDATE SET '
-    '"count" = CASE WHEN rate_limit_counters.window_start < excluded.window_start '
-    'THEN 1 ELSE rate_limit_counters."count" + 1 END, '
-    "window_start = CASE WHEN rate_limit_counters.window_start < excluded.window_start "
-    "THEN excluded.window_start ELSE rate_limit_counters.window_start END "
-    "WHERE rate_limit_counters.window_start < excluded.window_start "
-    'OR rate_limit_counters."count" < :limit '
-    'RETURNING "count"'
-)
-_TAKE_PG = _TAKE.replace(":key", "$1").replace(":start", "$2").replace(":limit", "$3")
-
-
 class DatabaseRateCounter:
-    """Counters in ``rate_limit_counters``: one row per key, updated in one statement."""
+    """Counters in ``rate_limit_counters``: one row per key, updated in one statement (on
+    SQLite and PostgreSQL alike: start a new window at 1, or add 1 while under the limit;
+    storage/backends/statements.py)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._lane = SqliteLane.for_database(db)
-        self._pg = None if self._lane is not None else PgLane.for_database(db)
 
     async def take(self, key: str, limit: int, window_s: int, now: float) -> Slot:
         start = window_start(now, window_s)
-        params = {"key": key, "start": start, "limit": limit}
-        if self._lane is not None:
-            taken = await self._lane.write(lambda c: c.execute(_TAKE, params).fetchone())
-        elif self._pg is not None:  # one atomic statement: autocommit is its transaction
-            taken = await self._pg.fetchrow(_TAKE_PG, key, start, limit)
-        else:
-            async with self.db.engine.begin() as conn:
-                taken = (await conn.execute(text(_TAKE), params)).first()
-        return Slot(True) if taken is not None else _refused(start, window_s, now)
+        if await self.db.backend.take_rate_slot(key, start, limit):
+            return Slot(True)
+        return _refused(start, window_s, now)
 
 
 class RedisRateCounter:

@@ -26,22 +26,12 @@ from hookgate.engines.events import RunEvent
 from hookgate.engines.state import RunState
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
-from hookgate.storage.pg_lane import PgLane
-from hookgate.storage.run_events import RunEventLog, aggregated_events
+from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.run_writes import Checkpoint, write_in_session, write_run
-from hookgate.storage.sqlite_lane import SqliteLane
 from hookgate.storage.tables import RunRow
 from hookgate.storage.types import utcnow
 
 RESUMABLE = ("running", "awaiting_approval")
-_SUMMARY_SQLITE = "SELECT org_id, status, state_json FROM runs WHERE id = ?"
-_SUMMARY_PG = "SELECT org_id, status, state_json FROM runs WHERE id = $1"
-#: The summary and the run's whole event log in one statement (one snapshot: a status that
-#: says the run ended comes with every event it committed with that status).
-_SUMMARY_LOGGED_PG = (
-    "SELECT r.org_id, r.status, r.state_json, (SELECT json_agg(json_build_array(e.type, "
-    "e.data, e.seq) ORDER BY e.seq) FROM run_events e WHERE e.run_id = r.id AND e.seq > $2) "
-    "FROM runs r WHERE r.id = $1")
 
 
 @dataclass(slots=True, frozen=True)
@@ -154,27 +144,16 @@ class DatabaseRunStore:
 
     async def summary(self, run_id: str, *, with_log: bool = False,
                       after: int = 0) -> RunSummary | None:
-        """The run's org, status and stored state: one statement on the raw lane when there
-        is one (the API reads this on every request about a run). ``with_log``: its logged
+        """The run's org, status and stored state: one statement on the backend's fast
+        path (the API reads this on every request about a run). ``with_log``: its logged
         events with seq > ``after`` too (``logged``), on PostgreSQL in the same statement."""
-        lane = SqliteLane.for_database(self.db)
-        if lane is not None:
-            found = await lane.read(lambda c: c.execute(_SUMMARY_SQLITE, (run_id,)).fetchone())
-        elif (pg := PgLane.for_database(self.db)) is not None:
-            if with_log:
-                row = await pg.fetchrow(_SUMMARY_LOGGED_PG, run_id, after)
-                return None if row is None else RunSummary(
-                    row[0], str(row[1]), str(row[2]), aggregated_events(row[3]))
-            found = await pg.fetchrow(_SUMMARY_PG, run_id)
-        else:
-            async with self.db.session() as s:
-                found = (await s.execute(select(RunRow.org_id, RunRow.status,
-                                                RunRow.state_json)
-                                         .where(RunRow.id == run_id))).first()
+        found = await self.db.backend.run_summary(run_id, with_log=with_log, after=after)
         if found is None:
             return None
-        logged = await RunEventLog(self.db).after(run_id, after) if with_log else None
-        return RunSummary(found[0], str(found[1]), str(found[2]), logged)
+        logged = found.logged
+        if with_log and logged is None:
+            logged = await RunEventLog(self.db).after(run_id, after)
+        return RunSummary(found.org_id, found.status, found.state_json, logged)
 
     async def row(self, run_id: str) -> RunRow | None:
         async with self.db.session() as s:
@@ -214,6 +193,13 @@ class DatabaseRunStore:
                 .order_by(RunRow.created_at.desc()).limit(limit)
             )).scalars().all()
         return list(rows)
+
+
+async def run_status(session: AsyncSession, run_id: str) -> str | None:
+    """The run's status as ``session``'s transaction sees it; None when there is no run."""
+    found = (await session.execute(select(RunRow.status).where(RunRow.id == run_id))
+             ).scalar_one_or_none()
+    return None if found is None else str(found)
 
 
 def whole_trace(stored: list[dict[str, Any]], logged: Sequence[RunEvent]

@@ -1,6 +1,6 @@
 """Counting the SQL a process sends, for bench/throughput.py: off unless asked for.
 
-With ``HOOKGATE_SQL_COUNT_FILE`` set, every statement through SQLAlchemy or a SqliteLane and
+With ``HOOKGATE_SQL_COUNT_FILE`` set, every statement through SQLAlchemy or a backend's lane and
 every SQLAlchemy transaction is counted, and a daemon thread writes the totals as JSON to
 that file when they change (at most four times a second) and at least once a second (the
 bench reads it from outside the server process).

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Table
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from hookgate.storage.backends.statements import insert_for
 
 
 async def upsert(session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]], *,
@@ -19,9 +19,7 @@ async def upsert(session: AsyncSession, table: Table, rows: Sequence[Mapping[str
     the new one (the others, e.g. operational state, stay as they are)."""
     if not rows:
         return
-    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    stmt = insert(table).values(list(rows))
+    stmt = insert_for(session.get_bind().dialect)(table).values(list(rows))
     changed = {c: stmt.excluded[c] for c in update}
     await session.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=changed)
                           if changed else stmt.on_conflict_do_nothing(index_elements=list(key)))

@@ -67,7 +67,7 @@ class AuditLog(PostToolUseHook):
         mask = params.get("mask", [])
         if not isinstance(mask, list) or not all(isinstance(m, str) and m for m in mask):
             raise HookBuildError(f"mask must be a list of key patterns, got {mask!r}")
-        store = AuditLogStore.for_database(require_database("audit_log", env, "its rows"))
+        store = AuditLogStore.shared(require_database("audit_log", env, "its rows"))
         return cls(store.append, mask=mask)
 
     async def execute(self, ctx: HookContext) -> HookResult:

@@ -28,10 +28,7 @@ from typing import TYPE_CHECKING, Any
 from procrastinate import App
 from procrastinate import exceptions as pq_exceptions
 from procrastinate.jobs import Status
-from procrastinate.schema import SchemaManager
 from procrastinate.tasks import Task
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk
@@ -40,20 +37,26 @@ from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
 from hookgate.retries import RetryCallState, retrying, wait_from
 from hookgate.runtime.executors.base import RunEndings
-from hookgate.runtime.executors.lane_connector import (
+from hookgate.runtime.executors.procrastinate_private import (
+    SUBMIT,
+    SUBMIT_TAKEN,
     LaneConnector,
-    defer_call,
+    check_schema,
     defer_values,
-    taken_insert,
+    hold_queued,
+    install_schema,
+    orphaned_runs,
+    worker_gone,
 )
 from hookgate.runtime.executors.settings import WorkerSettings
-from hookgate.runtime.executors.taken_jobs import TakenJobs, worker_gone
+from hookgate.runtime.executors.taken_jobs import TakenJobs
+from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.fencing import Fence, take_over, take_over_reading
-from hookgate.storage.pg_lane import PgLane
-from hookgate.storage.run_writes import UPSERT_PG, checkpoint_row
-from hookgate.storage.types import utcnow
+from hookgate.storage.runs import run_status
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from hookgate.runtime.run_manager import RunManager
 
 log = logging.getLogger(__name__)
@@ -63,25 +66,6 @@ WORKER_RESTART_S = (0.5, 30.0)
 _DEFER_ATTEMPTS = 5
 
 QUEUE = "hookgate_runs"
-#: Runs that should advance and have no job queued or running (see recover()).
-ORPHANS = """
-SELECT runs.id FROM runs
- WHERE runs.status IN ('running', 'awaiting_approval')
-   AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j
-                    WHERE j.lock = runs.id AND j.status IN ('todo', 'doing'))
-   AND (runs.status = 'running'
-        OR NOT EXISTS (SELECT 1 FROM confirmation_requests cr
-                        WHERE cr.run_id = runs.id AND cr.status = 'pending')
-           AND NOT EXISTS (SELECT 1 FROM confirmation_requests cr
-                            WHERE cr.root_run_id = runs.id AND cr.status = 'pending'))
-"""
-#: A new run's row and its first job, in one statement (the job's NOTIFY and bookkeeping
-#: are procrastinate's triggers'): $1..$13 the row (run_writes.checkpoint_row), $14.. the
-#: job (lane_connector.defer_values). A new run has no job queued, so none can conflict.
-SUBMIT_PG = f"WITH up AS ({UPSERT_PG} RETURNING 1) SELECT {defer_call(14)} FROM up"
-#: The same, the job inserted already taken by this process's worker ($21; taken_jobs.py)
-#: and the row's fence at 1 (this process is its first executor): the job's id comes back.
-SUBMIT_TAKEN_PG = f"WITH up AS ({UPSERT_PG} RETURNING 1) {taken_insert(14)} FROM up RETURNING id"
 #: The fence of a run whose first job its own submitter took (a takeover raises it past).
 FIRST_FENCE = 1
 ADVANCE_TASK = "hookgate.advance_run"
@@ -131,13 +115,8 @@ class QueueExecutor:
     async def install_schema(self) -> None:
         """Create procrastinate's tables if they are missing (call under the start-up
         lock: several processes may start at once)."""
-        async with self.manager.db.transaction() as s:
-            exists = (await s.execute(text(
-                "SELECT to_regclass('procrastinate_jobs') IS NOT NULL"))).scalar_one()
-            if not exists:  # no parameters: psycopg runs the script as it is
-                raw = await (await s.connection()).get_raw_connection()
-                assert raw.driver_connection is not None
-                await raw.driver_connection.execute(SchemaManager.get_schema())
+        await install_schema(self.manager.db)
+        await check_schema(self.manager.db)  # fails loudly on a schema it was not written for
 
     async def start(self) -> None:
         await self.app.open_async()
@@ -207,8 +186,8 @@ class QueueExecutor:
         job is inserted taken and the run advances here (taken_jobs.py); else any worker
         fetches it."""
         m = self.manager
-        lane = PgLane.for_database(m.db)
-        if lane is None:
+        backend = m.db.backend
+        if not isinstance(backend, PostgresBackend):
             raise RuntimeError("the run queue needs PostgreSQL (asyncpg or psycopg)")
         job = self.advance_task.configure(lock=state.run_id, queueing_lock=state.run_id
                                           ).make_new_job(run_id=state.run_id)
@@ -217,15 +196,15 @@ class QueueExecutor:
         row = None
         if taker is not None:
             try:
-                row = await lane.fetchrow(SUBMIT_TAKEN_PG, *checkpoint_row(
-                    checkpoint, utcnow(), fence=FIRST_FENCE), *defer_values(job), taker)
+                row = await backend.insert_run_with(SUBMIT_TAKEN, checkpoint,
+                                                    *defer_values(job), taker,
+                                                    fence=FIRST_FENCE)
             except Exception as exc:
                 if not worker_gone(exc):
                     raise
                 self.taken.lost(taker)  # nothing was stored: the queue takes the run
         if row is None:
-            await lane.fetchrow(SUBMIT_PG, *checkpoint_row(checkpoint, utcnow()),
-                                *defer_values(job))
+            await backend.insert_run_with(SUBMIT, checkpoint, *defer_values(job))
             return
         # The run advances from the state as stored (not the caller's object, which the
         # caller may still read), under the fence the statement gave it.
@@ -270,10 +249,7 @@ class QueueExecutor:
             # commits and read the state from before it (a decision's continuation lost,
             # the run left waiting). Holding its row until the commit keeps workers off it
             # (they skip locked jobs); if a worker took it meanwhile, queue a new one.
-            held = (await session.execute(text(
-                "SELECT id FROM procrastinate_jobs WHERE queueing_lock = :q "
-                "AND status = 'todo' FOR UPDATE"), {"q": queueing_lock})).first()
-            if held is not None:
+            if await hold_queued(session, queueing_lock):
                 return
         log.warning("could not queue or hold a job with queueing lock %s", queueing_lock)
 
@@ -282,10 +258,7 @@ class QueueExecutor:
         # Stored runs continue from the queue: the request's own, or the root a delegated
         # child parked with (a child that could not park waits in memory: no row).
         run_id = request.stored_run_id
-        status = (await session.execute(
-            text("SELECT status FROM runs WHERE id = :id"), {"id": run_id}
-        )).scalar_one_or_none()
-        if status in ("running", "awaiting_approval"):
+        if await run_status(session, run_id) in ("running", "awaiting_approval"):
             await self._defer_advance(session, run_id)
 
     def _parks(self, ask: ApprovalAsk) -> bool:
@@ -384,7 +357,7 @@ class QueueExecutor:
         one, or ``awaiting_approval`` with no request pending any more (decided by a
         process that has no queue, e.g. the CLI). Returns how many were queued."""
         async with self.manager.db.transaction() as s:
-            run_ids = (await s.execute(text(ORPHANS))).scalars().all()
+            run_ids = await orphaned_runs(s)
             for run_id in run_ids:
                 await self._defer_advance(s, run_id)
         if run_ids:

@@ -11,11 +11,12 @@ other job of the run is fetched while it runs), this process heartbeats the work
 the process dies its taken jobs are stalled jobs like any other (queue.py retries them; the
 next executor's takeover raises the fence, so nothing this process still writes lands).
 
-A live process can lose its worker too: when its heartbeats stop for longer than
-``stalled_after_s`` (the process or the database paused), another worker prunes the row, and
-a job inserted under that id would break the row's foreign key. The insert that finds the
-worker gone says so (``lost``): the run goes through the queue instead, and a new worker is
-registered for the next ones.
+The insert itself writes procrastinate's private schema, so it lives with the rest of that
+in procrastinate_private.py (``SUBMIT_TAKEN``, ``worker_gone``). A live process can lose its
+worker too: when its heartbeats stop for longer than ``stalled_after_s`` (the process or the
+database paused), another worker prunes the row, and a job inserted under that id would
+break the row's foreign key. The insert that finds the worker gone says so (``lost``): the
+run goes through the queue instead, and a new worker is registered for the next ones.
 """
 
 from __future__ import annotations
@@ -32,18 +33,6 @@ from procrastinate.jobs import Status
 from hookgate.runtime.executors.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
-#: procrastinate's foreign key from a job to the worker that holds it (its schema's name).
-WORKER_FOREIGN_KEY = "procrastinate_jobs_worker_id_fkey"
-
-
-def worker_gone(exc: BaseException) -> bool:
-    """Whether ``exc`` is a job insert refused because its worker's row is gone (asyncpg's
-    error, or psycopg's on a connection the lane borrowed)."""
-    if getattr(exc, "sqlstate", None) != "23503":  # foreign_key_violation
-        return False
-    diag = getattr(exc, "diag", None)
-    name = getattr(diag, "constraint_name", None) or getattr(exc, "constraint_name", None)
-    return name == WORKER_FOREIGN_KEY
 
 
 class TakenJobs:

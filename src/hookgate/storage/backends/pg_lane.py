@@ -1,4 +1,5 @@
-"""A lean lane to PostgreSQL for the records hooks keep on every tool call.
+"""A lean lane to PostgreSQL (the PostgreSQL backend's connection path) for the run layer's
+and the hooks' hot statements.
 
 Through SQLAlchemy a one-row read is a checkout, a BEGIN, the statement and a ROLLBACK —
 three round trips plus about a hundred microseconds of Python per statement. The lane
@@ -29,10 +30,12 @@ import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hookgate.storage.database import Database
 from hookgate.storage.statement_count import COUNT
+
+if TYPE_CHECKING:
+    from hookgate.storage.database import Database
 
 #: Connections the lane opens itself, per event loop; beyond them it borrows from the pool.
 OWN_CONNECTIONS = 8
@@ -43,19 +46,6 @@ OWN_WAIT_S = 0.5
 class PgLane:
     """Single statements and short transactions on raw connections: the lane's own asyncpg
     ones, else psycopg ones borrowed from ``db``'s pool."""
-
-    _lanes: weakref.WeakKeyDictionary[Database, PgLane] = weakref.WeakKeyDictionary()
-
-    @classmethod
-    def for_database(cls, db: Database) -> PgLane | None:
-        """The lane of ``db``, or None when ``db`` is not PostgreSQL."""
-        if db.engine.dialect.name != "postgresql" or db.engine.dialect.driver not in (
-                "asyncpg", "psycopg"):
-            return None
-        lane = cls._lanes.get(db)
-        if lane is None:
-            lane = cls._lanes[db] = cls(db)
-        return lane
 
     def __init__(self, db: Database) -> None:
         self.db = db

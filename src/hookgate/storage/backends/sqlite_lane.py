@@ -1,4 +1,5 @@
-"""A fast lane to a SQLite file for the records hooks keep on every tool call.
+"""A fast lane to a SQLite file (the SQLite backend's connection path) for the run layer's
+and the hooks' hot statements.
 
 Through SQLAlchemy and aiosqlite every statement, fetch and commit is a hop to a worker
 thread, so a short transaction costs about a millisecond. The lane is one thread per
@@ -30,13 +31,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from hookgate.storage.database import Database
+from hookgate.storage.backends.base import NOT_NOW, NotNow
 from hookgate.storage.statement_count import COUNT
 
 T = TypeVar("T")
@@ -44,29 +44,11 @@ T = TypeVar("T")
 _BUSY_TIMEOUT_MS = 30_000
 
 
-class NotNow:
-    """What `SqliteLane.write_now` returns when the write would have had to wait."""
-
-
-NOT_NOW = NotNow()
+__all__ = ["NOT_NOW", "NotNow", "SqliteLane", "sqlite_timestamp"]
 
 
 class SqliteLane:
     """Runs functions of a ``sqlite3.Connection`` on the lane's own thread."""
-
-    _lanes: weakref.WeakKeyDictionary[Database, SqliteLane] = weakref.WeakKeyDictionary()
-
-    @classmethod
-    def for_database(cls, db: Database) -> SqliteLane | None:
-        """The lane of ``db``'s file, or None when ``db`` is not a SQLite file."""
-        lane = cls._lanes.get(db)
-        if lane is None:
-            path = db.engine.url.database if db.is_sqlite else None
-            if not path or path == ":memory:" or path.startswith("file:"):
-                return None
-            lane = cls._lanes[db] = cls(path)
-            weakref.finalize(db, lane.close)
-        return lane
 
     def __init__(self, path: str) -> None:
         self.path = path

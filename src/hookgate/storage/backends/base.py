@@ -1,0 +1,162 @@
+"""What a storage backend is: the one object per database, chosen once when the Database is
+built, that owns the database's fast connection path and runs the run layer's and the
+hooks' hot operations on it. Nothing outside ``storage/backends/`` asks which database it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from hookgate.engines.events import RunEvent
+from hookgate.storage.backends.statements import DialectName
+
+if TYPE_CHECKING:
+    from hookgate.storage.fencing import Fence
+    from hookgate.storage.run_writes import Checkpoint
+
+
+class NotNow:
+    """What a write that was to be done "only if it can be done this instant" returns when
+    it would have had to wait (and nothing was done)."""
+
+
+NOT_NOW = NotNow()
+#: The hash an audit chain's first row links to.
+GENESIS = "0" * 64
+
+
+class RunSummaryRow(NamedTuple):
+    """A run's org, status and stored state; ``logged`` its events when read with it."""
+
+    org_id: str | None
+    status: str
+    state_json: str
+    logged: list[RunEvent] | None
+
+
+class PriorRow(NamedTuple):
+    """An earlier claim of a tool call: its record in the ledger."""
+
+    observation: str | None
+    ok: bool | None
+    tool_name: str
+    args_sha256: str
+
+
+class AuditPlace(Protocol):
+    """Where an audit record went (``storage.audit.Appended``)."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def row_hash(self) -> str: ...
+
+
+#: Places records after a chain's head: (chain, records, last seq reserved, previous hash)
+#: -> (the rows by column, where each record went). ``storage.audit`` owns the hashing.
+AuditLink = Callable[[str, Sequence[Any], int, str],
+                     tuple[list[dict[str, Any]], list[Any]]]
+#: Records to append, by chain, in the order the chains are locked.
+AuditGroups = Sequence[tuple[str, Sequence[Any]]]
+
+
+class Backend(Protocol):
+    """One database's storage backend (``Database.backend``)."""
+
+    #: Which SQL dialect its statements are compiled for.
+    dialect: DialectName
+    #: Whether one process serves the database, running its runs in memory (a SQLite file)
+    #: rather than through the run queue, several instances sharing it (PostgreSQL).
+    in_process: bool
+    #: Whether ``SELECT … FOR UPDATE`` locks rows (SQLite has one lock for the database).
+    locks_rows: bool
+
+    def now_expression(self) -> Any:
+        """The time for a statement to write as "now": the database's clock where it has
+        one that every instance shares, else this process's."""
+        ...
+
+    async def now(self) -> datetime:
+        """The database's clock (decision and expiry times come from here)."""
+        ...
+
+    def startup_lock(self) -> AbstractAsyncContextManager[None]:
+        """Serialise start-up work across the processes starting on this database."""
+        ...
+
+    async def lock_migrations(self, conn: AsyncConnection) -> None:
+        """Inside ``conn``'s transaction: make other migrators wait for this one."""
+        ...
+
+    async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
+        """Wake ``channel``'s readers once ``session``'s transaction commits."""
+        ...
+
+    @property
+    def sqlite_file(self) -> str | None:
+        """The database's file, for a SQLite file; None otherwise."""
+        ...
+
+    # -- runs --------------------------------------------------------------------------
+
+    async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
+                        events: Sequence[RunEvent], fence: Fence | None) -> None:
+        """The checkpoint and the events in one transaction, only while ``fence`` holds."""
+        ...
+
+    async def write_in_session(self, session: AsyncSession, run_id: str, *,
+                               checkpoint: Checkpoint | None, events: Sequence[RunEvent],
+                               fence: Fence | None) -> None:
+        """`write_run` inside the caller's transaction."""
+        ...
+
+    async def take_over(self, run_id: str) -> tuple[Fence, str] | None:
+        """Raise the run's fence (after every write in flight) and read its stored state."""
+        ...
+
+    async def events_after(self, run_id: str, seq: int) -> list[RunEvent]:
+        """The run's logged events with seq > ``seq``, in order."""
+        ...
+
+    async def run_summary(self, run_id: str, *, with_log: bool, after: int
+                          ) -> RunSummaryRow | None:
+        """The run's org, status and state; with ``with_log``, its events after ``after``
+        when they come in the same statement (else ``logged`` is None)."""
+        ...
+
+    # -- the hooks' records ------------------------------------------------------------
+
+    async def claim(self, row: tuple[str, str, str, str], fence: Fence | None
+                    ) -> PriorRow | None:
+        """Claim (run, call, tool, digest) in the ledger; the earlier claim if there was
+        one. With ``fence``, only while its token is current (else Fenced)."""
+        ...
+
+    async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
+        ...
+
+    async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
+                     ) -> None:
+        ...
+
+    async def org_read_only(self, org_id: str) -> bool | None:
+        ...
+
+    async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
+        """Count one call in ``key``'s window from ``start``, if under ``limit``."""
+        ...
+
+    def append_audit_now(self, groups: AuditGroups, link: AuditLink
+                         ) -> list[list[Any]] | NotNow:
+        """The records appended right here if that needs no wait, else NOT_NOW."""
+        ...
+
+    async def append_audit(self, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
+        """The records appended to their chains in one transaction."""
+        ...

@@ -1,0 +1,398 @@
+"""The PostgreSQL backend: several instances on one database, its clock, its row locks,
+NOTIFY (or a publisher) for wake-ups, and the PgLane (pg_lane.py: asyncpg connections of its
+own, statements prepared per connection, autocommit for single statements).
+
+Most operations run the statements compiled once in statements.py. A few are written here
+only, as this backend's own implementation of the operation, because PostgreSQL does it in
+ONE round trip where the generic statements take several, and the round trips are what a
+run waits on: a fenced checkpoint or event batch (data-modifying CTEs that write only while
+the fence is current, under the same row locks as ``Fence.check``, with the NOTIFY), a
+takeover (the row locked FOR UPDATE, which waits for the writes in flight, then the fence
+raised and the state read), a fenced ledger claim (with the earlier claim's record), a run's
+summary with its event log, an event batch as arrays (``unnest``), and an audit append to a
+chain head this process wrote last (the head updated only if still the remembered one).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+
+from hookgate.engines.events import RunEvent
+from hookgate.storage.backends.base import (
+    GENESIS,
+    NOT_NOW,
+    AuditGroups,
+    AuditLink,
+    NotNow,
+    PriorRow,
+    RunSummaryRow,
+)
+from hookgate.storage.backends.pg_lane import PgLane, psycopg_statements
+from hookgate.storage.backends.statements import (
+    AUDIT_COLUMNS,
+    CHECKPOINT_COLUMNS,
+    CHECKPOINT_PARAMS,
+    Compiled,
+    DialectName,
+    compiled,
+)
+from hookgate.storage.fencing import Fence
+from hookgate.storage.run_writes import (
+    RUN_EVENTS_CHANNEL,
+    Checkpoint,
+    checkpoint_row,
+    event_data_text,
+    events_note,
+)
+from hookgate.storage.types import utcnow
+
+if TYPE_CHECKING:
+    from hookgate.storage.database import Database
+
+#: pg_advisory_lock key held while a process migrates and syncs ("hookgate" in ASCII).
+STARTUP_LOCK_KEY = 0x686F6F6B67617465
+MIGRATION_LOCK_KEY = STARTUP_LOCK_KEY + 1
+#: The SQLAlchemy pool's connections per process (requests beyond wait).
+POOL_SIZE = 30
+
+
+def _s(name: str) -> Compiled:
+    return compiled(name, "postgresql")
+
+
+_UPDATED = ", ".join(f"{c} = excluded.{c}" for c in CHECKPOINT_COLUMNS[1:])
+_COLUMN_LIST = ", ".join(CHECKPOINT_PARAMS)
+# One statement for a whole batch: arrays of the columns, unnested into rows.
+_EVENTS = ("INSERT INTO run_events (run_id, seq, type, data, created_at) "
+           "SELECT $1, s, t, d::json, $5::timestamptz FROM unnest($2::int[], $3::text[], "
+           "$4::text[]) AS e(s, t, d) ON CONFLICT (run_id, seq) DO NOTHING")
+_NOTIFY = "SELECT pg_notify($1, $2)"
+
+_NC = len(CHECKPOINT_PARAMS)  # the upsert's parameters: the columns, created_at, fence
+#: Each parameter cast to its column's type: in a SELECT list PostgreSQL cannot infer it.
+_ROW_TYPES = {"updated_at": "timestamptz", "created_at": "timestamptz", "fence": "bigint"}
+_ROW = ", ".join(f"${i}::{_ROW_TYPES.get(c, 'text')}" for i, c in enumerate(
+    CHECKPOINT_PARAMS, 1))
+#: $1..$13 the row, $14 the fence token (NULL: unfenced), $15..$17 the events' arrays,
+#: $18 their time, $19 the channel (NULL: notify nobody), $20 the note, $21 the run whose
+#: fence counts (the run itself, or the root a delegated child writes under).
+_FENCED = f"(${_NC + 1}::bigint IS NULL OR (SELECT fence FROM f) = ${_NC + 1}::bigint)"
+_WRITE = (
+    f"WITH f AS (SELECT fence FROM runs WHERE id = ${_NC + 8} FOR NO KEY UPDATE), "
+    f"up AS (INSERT INTO runs ({_COLUMN_LIST}) SELECT {_ROW} WHERE {_FENCED} "
+    f"ON CONFLICT (id) DO UPDATE SET {_UPDATED} RETURNING 1), "
+    f"ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
+    f"SELECT $1, s, t, d::json, ${_NC + 5}::timestamptz FROM unnest(${_NC + 2}::int[], "
+    f"${_NC + 3}::text[], ${_NC + 4}::text[]) AS e(s, t, d) WHERE EXISTS (SELECT 1 FROM up) "
+    f"ON CONFLICT (run_id, seq) DO NOTHING RETURNING 1), "
+    f"n AS (SELECT pg_notify(${_NC + 6}, ${_NC + 7}) WHERE ${_NC + 6}::text IS NOT NULL "
+    f"AND cardinality(${_NC + 2}::int[]) > 0 AND EXISTS (SELECT 1 FROM up)) "
+    f"SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
+    f"(SELECT count(*) FROM n)"
+)
+#: Events alone: $1 the run, $2 the fence token (NULL: unfenced), $3..$5 the arrays, $6 the
+#: time, $7 the channel (NULL: notify nobody), $8 the note, $9 the run whose fence counts.
+_EVENTS_ONLY = (
+    "WITH f AS (SELECT fence FROM runs WHERE id = $9 FOR KEY SHARE), "
+    "ok AS (SELECT 1 WHERE $2::bigint IS NULL OR (SELECT fence FROM f) = $2::bigint), "
+    "ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
+    "SELECT $1, s, t, d::json, $6::timestamptz FROM unnest($3::int[], $4::text[], $5::text[]) "
+    "AS e(s, t, d) WHERE EXISTS (SELECT 1 FROM ok) "
+    "ON CONFLICT (run_id, seq) DO NOTHING RETURNING 1), "
+    "n AS (SELECT pg_notify($7, $8) WHERE $7::text IS NOT NULL AND EXISTS (SELECT 1 FROM ok)) "
+    "SELECT EXISTS (SELECT 1 FROM ok), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
+    "(SELECT count(*) FROM n)"
+)
+#: The takeover in one statement (one round trip on the way from a decision to the tool):
+#: the row locked FOR UPDATE in the CTE, which waits for every write in flight under the
+#: old token (the UPDATE alone takes the weaker no-key lock, which would not wait for their
+#: key-share locks), then the token raised and the state read.
+_TAKE_OVER = (
+    "WITH held AS (SELECT id FROM runs WHERE id = $1 FOR UPDATE) "
+    "UPDATE runs SET fence = runs.fence + 1, updated_at = $2 FROM held "
+    "WHERE runs.id = held.id RETURNING runs.fence, runs.state_json")
+#: A fenced claim in one statement: the fence read under a key-share lock (held until the
+#: statement commits, so a takeover waits for it), the row inserted only while the token is
+#: current, and the earlier claim's record read beside it. $1..$5 the row, $6 the token,
+#: $7 the run whose fence counts (the run itself, or the root a delegated child runs under).
+_CLAIM_FENCED = (
+    "WITH f AS (SELECT fence FROM runs WHERE id = $7 FOR KEY SHARE), "
+    "ins AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args_sha256, "
+    "started_at) SELECT $1::text, $2::text, $3::text, $4::text, $5::timestamptz "
+    "WHERE (SELECT fence FROM f) = $6::bigint ON CONFLICT DO NOTHING RETURNING 1) "
+    "SELECT (SELECT fence FROM f), EXISTS (SELECT 1 FROM ins), p.observation, p.ok, "
+    "p.tool_name, p.args_sha256 FROM (SELECT 1) AS one LEFT JOIN tool_executions p "
+    "ON p.run_id = $1::text AND p.tool_call_id = $2::text"
+)
+#: The summary and the run's whole event log in one statement (one snapshot: a status that
+#: says the run ended comes with every event it committed with that status).
+_SUMMARY_LOGGED = (
+    "SELECT r.org_id, r.status, r.state_json, (SELECT json_agg(json_build_array(e.type, "
+    "e.data, e.seq) ORDER BY e.seq) FROM run_events e WHERE e.run_id = r.id AND e.seq > $2) "
+    "FROM runs r WHERE r.id = $1")
+#: PostgreSQL types of the audit columns after ``chain``, for the arrays ``unnest`` spreads.
+_AUDIT_TYPES = {"seq": "bigint", "created_at": "timestamptz", "result_chars": "bigint",
+                "latency_us": "bigint", "wait_us": "bigint", "hash_v": "smallint"}
+_AUDIT_HEAD_MOVED = (
+    "WITH head AS (UPDATE audit_chain_heads SET last_seq = $2, last_hash = $3 "
+    "WHERE chain = $1 AND last_seq = $4 AND last_hash = $5 RETURNING chain) "
+    f"INSERT INTO connector_call_logs ({', '.join(AUDIT_COLUMNS)}) ")
+#: Rows appended after the head this process wrote last, only if it still is the head.
+_AUDIT_IF_HEAD = (
+    _AUDIT_HEAD_MOVED + "SELECT head.chain, r.* FROM head, unnest("
+    + ", ".join(f"${i}::{_AUDIT_TYPES.get(c, 'text')}[]"
+                for i, c in enumerate(AUDIT_COLUMNS[1:], 6))
+    + f") AS r({', '.join(AUDIT_COLUMNS[1:])})")
+#: The same for one record, with plain parameters: no arrays to build and send.
+_AUDIT_ONE_IF_HEAD = (
+    _AUDIT_HEAD_MOVED + "SELECT head.chain, "
+    + ", ".join(f"${i}::{_AUDIT_TYPES.get(c, 'text')}"
+                for i, c in enumerate(AUDIT_COLUMNS[1:], 6))
+    + " FROM head")
+
+
+class PostgresBackend:
+    """A PostgreSQL database's backend (asyncpg or psycopg behind SQLAlchemy)."""
+
+    dialect: DialectName = "postgresql"
+    in_process = False
+    locks_rows = True
+    sqlite_file = None
+    #: Reads run in autocommit: no BEGIN and ROLLBACK around a one-statement read (two round
+    #: trips), and psycopg keeps its prepared statements (a ROLLBACK deallocates them all).
+    #: Under READ COMMITTED every statement takes its own snapshot anyway.
+    reads_in_autocommit = True
+
+    @staticmethod
+    def engine_options() -> dict[str, Any]:
+        # At most POOL_SIZE connections, all kept open once made: connections "beyond the
+        # pool" (max_overflow) are closed whenever they are handed back, and under load each
+        # checkout then opens a new one (bench/throughput.py at concurrency 64: a new
+        # connection every eighth run, 26% fewer runs/s than without).
+        return {"pool_size": POOL_SIZE, "max_overflow": 0}
+
+    @staticmethod
+    def prepare_engine(engine: AsyncEngine) -> None:
+        return None
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.lane = PgLane(db)
+        #: chain -> (last seq, last hash) as this process last committed them.
+        self._audit_heads: dict[str, tuple[int, str]] = {}
+        #: SQL of a new run's row followed by another statement (`insert_run_with`).
+        self._with_run: dict[str, str] = {}
+
+    def now_expression(self) -> Any:
+        return func.now()
+
+    async def now(self) -> datetime:
+        async with self.db.session() as s:
+            value = (await s.execute(text("SELECT now()"))).scalar_one()
+        return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+    @asynccontextmanager
+    async def startup_lock(self) -> AsyncIterator[None]:
+        async with self.db.engine.connect() as conn:
+            await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": STARTUP_LOCK_KEY})
+            await conn.commit()
+            try:
+                yield
+            finally:
+                await conn.execute(text("SELECT pg_advisory_unlock(:k)"),
+                                   {"k": STARTUP_LOCK_KEY})
+                await conn.commit()
+
+    async def lock_migrations(self, conn: AsyncConnection) -> None:
+        # One migrator at a time; the others find it done.
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"),
+                           {"k": MIGRATION_LOCK_KEY})
+
+    async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
+        if self.db.publisher is not None:
+            self.db.queue_note(session, channel, payload)
+        else:
+            await session.execute(text("SELECT pg_notify(:c, :p)"),
+                                  {"c": channel, "p": payload})
+
+    # -- runs --------------------------------------------------------------------------
+
+    async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
+                        events: Sequence[RunEvent], fence: Fence | None) -> None:
+        now = utcnow()
+        arrays = ([e.seq for e in events], [e.type for e in events],
+                  [event_data_text(e) for e in events], now)
+        channel = RUN_EVENTS_CHANNEL if events and self.db.publisher is None else None
+        note = events_note(run_id, events) if events else ""
+        token, fenced_run = (fence.token, fence.run_id) if fence is not None else (None, run_id)
+        if checkpoint is not None:
+            row = await self.lane.fetchrow(_WRITE, *checkpoint_row(checkpoint, now), token,
+                                           *arrays, channel, note, fenced_run)
+        else:
+            row = await self.lane.fetchrow(_EVENTS_ONLY, run_id, token, *arrays, channel,
+                                           note, fenced_run)
+        written, current = row[0], row[1]
+        if fence is not None and not written:
+            # Nothing was written: the token moved, or the run is gone. Fenced either way.
+            fence.refuse_unless(None if current == fence.token else current)
+        if events and self.db.publisher is not None:  # committed: wake the followers
+            await self.db.publisher.publish([(RUN_EVENTS_CHANNEL, events_note(run_id, events))])
+
+    async def write_in_session(self, session: AsyncSession, run_id: str, *,
+                               checkpoint: Checkpoint | None, events: Sequence[RunEvent],
+                               fence: Fence | None) -> None:
+        # The lane's prepared statements on the session's own connection: building the
+        # same upsert through SQLAlchemy cost more than the round trips.
+        now = utcnow()
+        raw = await (await session.connection()).get_raw_connection()
+        conn = psycopg_statements(raw.driver_connection)
+        if fence is not None:
+            lock = _s("fence_update" if checkpoint is not None else "fence_share")
+            found = await conn.fetchrow(lock.sql, fence.run_id)
+            fence.refuse_unless(found[0] if found is not None else None)
+        if checkpoint is not None:
+            upsert = _s("checkpoint_upsert")
+            await conn.execute(upsert.sql, *upsert.args(checkpoint_row(checkpoint, now)))
+        if events:
+            await conn.execute(_EVENTS, run_id, [e.seq for e in events],
+                               [e.type for e in events],
+                               [event_data_text(e) for e in events], now)
+            if self.db.publisher is None:
+                await conn.execute(_NOTIFY, RUN_EVENTS_CHANNEL, events_note(run_id, events))
+            else:  # published once the caller's transaction commits
+                self.db.queue_note(session, RUN_EVENTS_CHANNEL, events_note(run_id, events))
+
+    async def insert_run_with(self, then: str, checkpoint: Checkpoint, *args: Any,
+                              fence: int = 0) -> Any:
+        """A new run's row and, only once it is stored, ``then`` — SQL that reads the
+        CTE ``up`` and takes ``args`` from ``$14`` on — in ONE statement; its first row."""
+        sql = self._with_run.get(then)
+        upsert = _s("checkpoint_upsert")
+        if sql is None:
+            sql = self._with_run[then] = f"WITH up AS ({upsert.sql} RETURNING 1) {then}"
+        row = upsert.args(checkpoint_row(checkpoint, utcnow(), fence=fence))
+        return await self.lane.fetchrow(sql, *row, *args)
+
+    async def take_over(self, run_id: str) -> tuple[Fence, str] | None:
+        found = await self.lane.fetchrow(_TAKE_OVER, run_id, utcnow())
+        return (Fence(run_id, int(found[0])), str(found[1])) if found is not None else None
+
+    async def events_after(self, run_id: str, seq: int) -> list[RunEvent]:
+        return [_event(row) for row in await self.lane.fetch(_s("events_after").sql,
+                                                             run_id, seq)]
+
+    async def run_summary(self, run_id: str, *, with_log: bool, after: int
+                          ) -> RunSummaryRow | None:
+        if with_log:
+            row = await self.lane.fetchrow(_SUMMARY_LOGGED, run_id, after)
+            return None if row is None else RunSummaryRow(
+                row[0], str(row[1]), str(row[2]), aggregated_events(row[3]))
+        found = await self.lane.fetchrow(_s("summary").sql, run_id)
+        return None if found is None else RunSummaryRow(found[0], str(found[1]),
+                                                        str(found[2]), None)
+
+    # -- the hooks' records ------------------------------------------------------------
+
+    async def claim(self, row: tuple[str, str, str, str], fence: Fence | None
+                    ) -> PriorRow | None:
+        values = (*row, utcnow())
+        if fence is None:  # one statement in autocommit; the rare repeat reads afterwards
+            if await self.lane.execute(_s("claim").sql, *values) == "INSERT 0 1":
+                return None
+            return await self.recorded(row[0], row[1])
+        found = await self.lane.fetchrow(_CLAIM_FENCED, *values, fence.token, fence.run_id)
+        fence.refuse_unless(found[0])
+        if found[1]:
+            return None
+        if found[4] is not None:
+            return _prior(tuple(found)[2:])
+        # The other claim committed after this statement's snapshot: read it now.
+        return await self.recorded(row[0], row[1])
+
+    async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
+        return _prior(await self.lane.fetchrow(_s("prior").sql, run_id, tool_call_id))
+
+    async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
+                     ) -> None:
+        finish = _s("finish")
+        await self.lane.execute(finish.sql, *finish.args(
+            (observation, ok, utcnow(), run_id, tool_call_id)))
+
+    async def org_read_only(self, org_id: str) -> bool | None:
+        # One statement in autocommit: no BEGIN/ROLLBACK around it.
+        row = await self.lane.fetchrow(_s("org_read_only").sql, org_id)
+        return None if row is None or row[0] is None else bool(row[0])
+
+    async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
+        # One atomic statement: autocommit is its transaction.
+        take = _s("rate_take")
+        return await self.lane.fetchrow(take.sql, *take.args((key, start, limit))) is not None
+
+    def append_audit_now(self, groups: AuditGroups, link: AuditLink
+                         ) -> list[list[Any]] | NotNow:
+        return NOT_NOW
+
+    async def append_audit(self, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
+        if len(groups) == 1 and groups[0][0] in self._audit_heads:
+            chain, records = groups[0]
+            last_seq, last_hash = self._audit_heads.pop(chain)  # back only once committed
+            rows, out = link(chain, records, last_seq + len(records), last_hash)
+            head = (chain, out[-1].seq, out[-1].row_hash, last_seq, last_hash)
+            if len(rows) == 1:
+                status = await self.lane.execute(
+                    _AUDIT_ONE_IF_HEAD, *head, *(rows[0][c] for c in AUDIT_COLUMNS[1:]))
+            else:
+                status = await self.lane.execute(
+                    _AUDIT_IF_HEAD, *head,
+                    *([row[c] for row in rows] for c in AUDIT_COLUMNS[1:]))
+            if status == f"INSERT 0 {len(records)}":
+                self._audit_heads[chain] = (out[-1].seq, out[-1].row_hash)
+                return [out]
+            # Another process appended since: take the lock and read the head.
+        async with self.lane.transaction() as conn:
+            appended = [await _append_chain(conn, chain, group, link)
+                        for chain, group in groups]
+        for (chain, _), out in zip(groups, appended, strict=True):
+            self._audit_heads[chain] = (out[-1].seq, out[-1].row_hash)
+        return appended
+
+
+async def _append_chain(conn: Any, chain: str, records: Sequence[Any], link: AuditLink
+                        ) -> list[Any]:
+    """Reserve the seq numbers (the head's row lock), insert the rows, move the head."""
+    reserve, insert, set_head = _s("audit_reserve"), _s("audit_insert"), _s("audit_set_head")
+    last_seq, prev = await conn.fetchrow(reserve.sql,
+                                         *reserve.args((chain, len(records), GENESIS)))
+    rows, out = link(chain, records, last_seq, prev)
+    await conn.executemany(insert.sql, [insert.args(tuple(row[c] for c in AUDIT_COLUMNS))
+                                        for row in rows])
+    await conn.execute(set_head.sql, *set_head.args((out[-1].row_hash, chain)))
+    return out
+
+
+def _prior(row: Any) -> PriorRow | None:
+    if row is None:
+        return None
+    return PriorRow(row[0], None if row[1] is None else bool(row[1]), row[2], row[3])
+
+
+def _event(row: Any) -> RunEvent:
+    # asyncpg hands the JSON column over as text; psycopg has parsed it.
+    data = json.loads(row[1]) if isinstance(row[1], str | bytes) else row[1]
+    return RunEvent(str(row[0]), dict(data or {}), int(row[2]))
+
+
+def aggregated_events(value: str | list[Any] | None) -> list[RunEvent]:
+    """Events a statement gathered with ``json_agg(json_build_array(type, data, seq))``
+    (NULL: none); asyncpg hands the JSON over as text, psycopg has parsed it."""
+    if value is None:
+        return []
+    items = json.loads(value) if isinstance(value, str | bytes) else value
+    return [RunEvent(str(kind), dict(data or {}), int(seq)) for kind, data, seq in items]

@@ -1,0 +1,289 @@
+"""The SQLite backend: a file served by one process (the embedded default), or a database in
+memory (tests, demos).
+
+A file's hot statements run on its SqliteLane (sqlite_lane.py: the caller's thread when the
+write lock is free, else group commit on the lane's thread); a database in memory exists
+only on SQLAlchemy's one connection, so the same statements run there (``_EngineLane``).
+Either way each statement is the one compiled for SQLite in statements.py, executed on the
+driver's own connection.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+
+from hookgate.engines.events import RunEvent
+from hookgate.storage.backends.base import (
+    GENESIS,
+    NOT_NOW,
+    AuditGroups,
+    AuditLink,
+    NotNow,
+    PriorRow,
+    RunSummaryRow,
+)
+from hookgate.storage.backends.sqlite_lane import SqliteLane, sqlite_timestamp
+from hookgate.storage.backends.statements import AUDIT_COLUMNS, Compiled, DialectName, compiled
+from hookgate.storage.fencing import Fence
+from hookgate.storage.run_writes import (
+    RUN_EVENTS_CHANNEL,
+    Checkpoint,
+    checkpoint_row,
+    event_data_text,
+    events_note,
+)
+from hookgate.storage.types import utcnow
+
+if TYPE_CHECKING:
+    from hookgate.storage.database import Database
+
+T = TypeVar("T")
+
+
+def _s(name: str) -> Compiled:
+    return compiled(name, "sqlite")
+
+
+class DriverConnection(Protocol):
+    """What the statements need of a connection: ``sqlite3.Connection``'s two methods."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any: ...
+
+
+Work = Callable[[DriverConnection], T]
+
+
+class _EngineLane:
+    """The lane of a database in memory: work on SQLAlchemy's connection (the only one that
+    sees the database), inside one transaction per write."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def read(self, work: Work[T]) -> T:
+        async with self.engine.connect() as conn:
+            return await conn.run_sync(lambda c: work(_Driver(c)))
+
+    def write_now(self, work: Work[T]) -> T | NotNow:
+        return NOT_NOW
+
+    async def write(self, work: Work[T]) -> T:
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(lambda c: work(_Driver(c)))
+
+
+class _Driver:
+    """A SQLAlchemy connection with ``sqlite3``'s statement methods (SQL as the driver
+    takes it, no compilation)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._conn.exec_driver_sql(sql, tuple(params))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
+        return self._conn.exec_driver_sql(sql, [tuple(r) for r in rows])
+
+
+class SqliteBackend:
+    """A SQLite database's backend: one process, its own clock, no row locks."""
+
+    dialect: DialectName = "sqlite"
+    in_process = True
+    locks_rows = False
+    #: One-statement reads need no autocommit session: SQLite's reads are local.
+    reads_in_autocommit = False
+
+    @staticmethod
+    def engine_options() -> dict[str, Any]:
+        """SQLAlchemy engine options: wait up to 30 s for another writer's lock."""
+        return {"connect_args": {"timeout": 30}}
+
+    @staticmethod
+    def prepare_engine(engine: AsyncEngine) -> None:
+        """Every connection in WAL mode, with foreign keys, a busy timeout, NORMAL sync."""
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        file = self.sqlite_file
+        if file is not None:
+            lane = SqliteLane(file)
+            weakref.finalize(db, lane.close)
+            self.lane: SqliteLane | _EngineLane = lane
+        else:
+            self.lane = _EngineLane(db.engine)
+
+    @property
+    def sqlite_file(self) -> str | None:
+        path = self.db.engine.url.database
+        if not path or path == ":memory:" or path.startswith("file:"):
+            return None
+        return path
+
+    def now_expression(self) -> Any:
+        return utcnow()
+
+    async def now(self) -> datetime:
+        # Only processes of one machine share a SQLite file: this process's clock.
+        return utcnow()
+
+    @asynccontextmanager
+    async def startup_lock(self) -> AsyncIterator[None]:
+        yield  # one process serves the file: nothing to serialise with
+
+    async def lock_migrations(self, conn: AsyncConnection) -> None:
+        return None  # the migration's transaction holds SQLite's one write lock
+
+    async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
+        # One process serves the file and wakes its readers in memory; a publisher (Redis)
+        # set on the database still carries the note once the transaction commits.
+        if self.db.publisher is not None:
+            self.db.queue_note(session, channel, payload)
+
+    # -- runs --------------------------------------------------------------------------
+
+    async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
+                        events: Sequence[RunEvent], fence: Fence | None) -> None:
+        at = sqlite_timestamp(utcnow())
+        rows = [(run_id, e.seq, e.type, event_data_text(e), at) for e in events]
+        values = None if checkpoint is None else checkpoint_row(checkpoint, at)
+        await self.lane.write(lambda conn: _write(conn, values, rows, fence))
+        if events and self.db.publisher is not None:
+            await self.db.publisher.publish([(RUN_EVENTS_CHANNEL, events_note(run_id, events))])
+
+    async def write_in_session(self, session: AsyncSession, run_id: str, *,
+                               checkpoint: Checkpoint | None, events: Sequence[RunEvent],
+                               fence: Fence | None) -> None:
+        at = sqlite_timestamp(utcnow())
+        rows = [(run_id, e.seq, e.type, event_data_text(e), at) for e in events]
+        values = None if checkpoint is None else checkpoint_row(checkpoint, at)
+        conn = await session.connection()
+        await conn.run_sync(lambda c: _write(_Driver(c), values, rows, fence))
+        if events:
+            await self.notify(session, RUN_EVENTS_CHANNEL, events_note(run_id, events))
+
+    async def take_over(self, run_id: str) -> tuple[Fence, str] | None:
+        # A write: SQLite's one write lock, taken first, waits for every write in flight.
+        take = _s("take_over")
+        found = await self.lane.write(lambda conn: conn.execute(
+            take.sql, take.args((sqlite_timestamp(utcnow()), run_id))).fetchone())
+        return (Fence(run_id, int(found[0])), str(found[1])) if found is not None else None
+
+    async def events_after(self, run_id: str, seq: int) -> list[RunEvent]:
+        after = _s("events_after")
+        rows = await self.lane.read(
+            lambda c: c.execute(after.sql, (run_id, seq)).fetchall())
+        return [RunEvent(str(r[0]), dict(json.loads(r[1]) or {}), int(r[2])) for r in rows]
+
+    async def run_summary(self, run_id: str, *, with_log: bool, after: int
+                          ) -> RunSummaryRow | None:
+        summary = _s("summary")
+        found = await self.lane.read(lambda c: c.execute(summary.sql, (run_id,)).fetchone())
+        return None if found is None else RunSummaryRow(found[0], str(found[1]),
+                                                        str(found[2]), None)
+
+    # -- the hooks' records ------------------------------------------------------------
+
+    async def claim(self, row: tuple[str, str, str, str], fence: Fence | None
+                    ) -> PriorRow | None:
+        values = (*row, sqlite_timestamp(utcnow()))
+        return _prior(await self.lane.write(lambda conn: _claim(conn, values, fence)))
+
+    async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
+        prior = _s("prior")
+        return _prior(await self.lane.read(
+            lambda c: c.execute(prior.sql, (run_id, tool_call_id)).fetchone()))
+
+    async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
+                     ) -> None:
+        finish = _s("finish")
+        params = finish.args((observation, ok, sqlite_timestamp(utcnow()), run_id,
+                              tool_call_id))
+        await self.lane.write(lambda conn: conn.execute(finish.sql, params))
+
+    async def org_read_only(self, org_id: str) -> bool | None:
+        read = _s("org_read_only")
+        row = await self.lane.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
+        return None if row is None or row[0] is None else bool(row[0])
+
+    async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
+        take = _s("rate_take")
+        params = take.args((key, start, limit))
+        return await self.lane.write(
+            lambda c: c.execute(take.sql, params).fetchone()) is not None
+
+    def append_audit_now(self, groups: AuditGroups, link: AuditLink
+                         ) -> list[list[Any]] | NotNow:
+        return self.lane.write_now(lambda conn: _append_audit(conn, groups, link))
+
+    async def append_audit(self, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
+        return await self.lane.write(lambda conn: _append_audit(conn, groups, link))
+
+
+def _write(conn: DriverConnection, checkpoint: tuple[Any, ...] | None,
+           events: list[tuple[Any, ...]], fence: Fence | None) -> None:
+    if fence is not None:  # the IMMEDIATE transaction holds the write lock already
+        row = conn.execute(_s("fence").sql, (fence.run_id,)).fetchone()
+        fence.refuse_unless(row[0] if row is not None else None)
+    if checkpoint is not None:
+        upsert = _s("checkpoint_upsert")
+        conn.execute(upsert.sql, upsert.args(checkpoint))
+    if events:
+        conn.executemany(_s("event_insert").sql, events)
+
+
+def _claim(conn: DriverConnection, row: tuple[Any, ...], fence: Fence | None) -> Any:
+    if fence is not None:
+        found = conn.execute(_s("fence").sql, (fence.run_id,)).fetchone()
+        fence.refuse_unless(found[0] if found is not None else None)
+    if conn.execute(_s("claim").sql, row).rowcount == 1:
+        return None
+    return conn.execute(_s("prior").sql, row[:2]).fetchone()
+
+
+def _prior(row: Any) -> PriorRow | None:
+    if row is None:
+        return None
+    return PriorRow(row[0], None if row[1] is None else bool(row[1]), row[2], row[3])
+
+
+def _append_audit(conn: DriverConnection, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
+    reserve, insert, set_head = _s("audit_reserve"), _s("audit_insert"), _s("audit_set_head")
+    appended = []
+    for chain, records in groups:
+        last_seq, prev = conn.execute(
+            reserve.sql, reserve.args((chain, len(records), GENESIS))).fetchone()
+        rows, out = link(chain, records, last_seq, prev)
+        conn.executemany(insert.sql, [insert.args(_audit_values(row)) for row in rows])
+        conn.execute(set_head.sql, set_head.args((out[-1].row_hash, chain)))
+        appended.append(out)
+    return appended
+
+
+def _audit_values(row: dict[str, Any]) -> tuple[Any, ...]:
+    row["created_at"] = sqlite_timestamp(row["created_at"])
+    return tuple(row[c] for c in AUDIT_COLUMNS)
+
+
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
