@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from hookgate.engines.events import RunEvent
+from hookgate.engines.events import RunEvent, event_of
 from hookgate.engines.outcome import stops_a_call
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
@@ -47,7 +47,7 @@ class RunEventLog:
                 select(RunEventRow).where(RunEventRow.run_id == run_id, RunEventRow.seq > seq)
                 .order_by(RunEventRow.seq)
             )).scalars().all()
-        return [RunEvent(r.type, dict(r.data or {}), r.seq) for r in found]
+        return [event_of(r.type, dict(r.data or {}), r.seq) for r in found]
 
     async def runs_with_stopped_calls(self, run_ids: Sequence[str]) -> set[str]:
         """Which of these runs had a call a hook blocked or whose output it withheld."""
@@ -70,7 +70,7 @@ _AFTER_PG = "SELECT type, data, seq FROM run_events WHERE run_id = $1 AND seq > 
 def _event(row: Any) -> RunEvent:
     # SQLite (and asyncpg) hand the JSON column over as text; psycopg has parsed it.
     data = json.loads(row[1]) if isinstance(row[1], str | bytes) else row[1]
-    return RunEvent(str(row[0]), dict(data or {}), int(row[2]))
+    return event_of(str(row[0]), dict(data or {}), int(row[2]))
 
 
 def aggregated_events(value: str | list[Any] | None) -> list[RunEvent]:
@@ -79,4 +79,4 @@ def aggregated_events(value: str | list[Any] | None) -> list[RunEvent]:
     if value is None:
         return []
     items = json.loads(value) if isinstance(value, str | bytes) else value
-    return [RunEvent(str(kind), dict(data or {}), int(seq)) for kind, data, seq in items]
+    return [event_of(str(kind), dict(data or {}), int(seq)) for kind, data, seq in items]
