@@ -13,6 +13,7 @@ from hookgate.engines.events import (
     OtherEvent,
     RunError,
     RunEvent,
+    StepSkipped,
     ToolResult,
     decode,
     event_of,
@@ -41,6 +42,7 @@ WIRE: list[dict[str, Any]] = [
     {"type": "error", "seq": 9, "error": "x", "status": "failed", "hooks_bypassed": True},
     {"type": "step_result", "seq": 10, "step_id": "s1", "kind": "tool", "status": "ok"},
     {"type": "done", "seq": 11, "answer": None, "status": "failed"},  # keys in another order
+    {"type": "step_skipped", "seq": 12, "node_id": "n1", "reason": "r"},
 ]
 
 
@@ -55,16 +57,21 @@ def test_every_event_decodes_and_encodes_back_to_the_same_bytes(wire: dict[str, 
 def test_each_declared_type_decodes_to_its_own_class_and_others_stay_as_they_came() -> None:
     kinds = {w["seq"]: type(decode(w)) for w in WIRE}
     assert kinds[6] is ToolResult and kinds[8] is Done and kinds[9] is RunError
-    assert kinds[10] is OtherEvent and kinds[11] is OtherEvent
-    assert set(EVENT_CLASSES) <= {w["type"] for w in WIRE} | {
-        "tool_blocked", "plan", "delegate_start", "delegate_end", "standing_rule_skipped"}
+    assert kinds[10] is OtherEvent and kinds[11] is Done
+    assert set(EVENT_CLASSES) == {"session_start", "model_turn", "tool_call", "tool_result",
+                                  "tool_blocked", "confirmation_pending",
+                                  "confirmation_resolved", "answer", "error", "done", "plan",
+                                  "step_skipped", "delegate_start", "delegate_end",
+                                  "standing_rule_skipped"}
 
 
-def test_typed_fields_read_the_payload_and_extra_keys_ride_along() -> None:
+def test_typed_attributes_read_the_payload_and_the_old_call_shape_still_decodes() -> None:
     error = event_of("error", {"error": "boom", "status": "failed", "hooks_bypassed": True}, 3)
-    assert isinstance(error, RunError) and error.error == "boom"
-    assert error.extra == {"hooks_bypassed": True}
-    result = RunEvent("tool_result", dict(OUTCOME), 4)  # the old call shape still decodes
+    assert isinstance(error, RunError) and (error.error, error.status) == ("boom", "failed")
+    result = RunEvent("tool_result", dict(OUTCOME), 4)
     assert isinstance(result, ToolResult) and result.observation == "paid"
-    assert Done(status="completed", answer="ok", seq=5).to_dict() == {
+    assert result.allowed is True and result.blocked_by is None
+    skipped = event_of("step_skipped", {"node_id": "n1", "reason": "upstream failed"})
+    assert isinstance(skipped, StepSkipped) and skipped.reason == "upstream failed"
+    assert Done("done", {"status": "completed", "answer": "ok"}, 5).to_dict() == {
         "type": "done", "seq": 5, "status": "completed", "answer": "ok"}

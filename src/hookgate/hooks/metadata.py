@@ -48,6 +48,10 @@ COMPUTED: dict[str, Callable[[HookContext], Any]] = {
 }
 
 
+#: Computed keys a fact may not carry (``requires_confirmation`` is a fact a hook may add to).
+_NOT_FACTS = frozenset(COMPUTED) - {"requires_confirmation"}
+
+
 class MetadataView(Mapping[str, Any]):
     """A read-only mapping over a context's request facts and typed fields."""
 
@@ -55,9 +59,10 @@ class MetadataView(Mapping[str, Any]):
 
     def __init__(self, ctx: HookContext, facts: dict[str, Any]) -> None:
         self._ctx = ctx
-        #: The request facts the engine set when it made the context (never the computed keys).
-        self.facts = {k: v for k, v in facts.items() if k not in COMPUTED or
-                      k == "requires_confirmation"}
+        if not facts.keys().isdisjoint(_NOT_FACTS):
+            facts = {k: v for k, v in facts.items() if k not in _NOT_FACTS}
+        #: The request facts the engine set when it made the context (never a computed key).
+        self.facts = facts
 
     def __getitem__(self, key: str) -> Any:
         compute = COMPUTED.get(key)

@@ -64,8 +64,11 @@ class HookContext:
 
     def __post_init__(self) -> None:
         given = self.metadata
-        facts = given.facts if isinstance(given, MetadataView) else dict(given)
-        self.metadata = MetadataView(self, facts)
+        if isinstance(given, MetadataView):
+            given = given.facts
+        elif type(given) is not dict:
+            given = dict(given)
+        self.metadata = MetadataView(self, given)
 
     @property
     def facts(self) -> dict[str, Any]:
