@@ -9,7 +9,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hookgate.approvals.service import ApprovalAsk
-from hookgate.tools.guarded import ASKED_BY_KEY
 from hookgate.tools.tool import Tool
 
 #: Numbers from this size on get a grouped rendering next to the exact value.
@@ -57,8 +56,8 @@ def _reasons(ask: ApprovalAsk, tool: Tool | None) -> list[dict[str, Any]]:
         else:
             text = "the tool is marked requires_confirmation: every call needs a person"
         out.append({"kind": "tool_rule", "text": text})
-    for asked in ask.metadata.get(ASKED_BY_KEY) or ():
-        hook, reason = str(asked.get("hook")), asked.get("reason")
+    for asked in ask.asked_by:
+        hook, reason = asked.hook, asked.reason
         out.append({"kind": "hook_ask", "hook": hook, "reason": reason,
                     "text": f"hook '{hook}' answered ask" + (f": {reason}" if reason else "")})
     if not out:

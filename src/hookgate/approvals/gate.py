@@ -2,29 +2,23 @@
 
 It runs after every argument-rewriting hook (highest priority number), asks the approval
 service for a decision on one exact call (run, tool call id, tool, agent, argument digest),
-and on approval records that call in the context; the guarded path compares it with the
+and records the decision as the context's typed ``approval`` (an `ApprovalOutcome`, whose
+binding is the approved call); the guarded path compares it with the
 call about to run once more before the tool runs.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.approvals.edits import changes, model_note
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
+from hookgate.hooks.approval import ApprovalOutcome, CallBinding, CallDecision
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
-from hookgate.tools.calls import CallBinding, CallDecision
-from hookgate.tools.guarded import (
-    APPROVED_BY_RULE_KEY,
-    APPROVED_CALL_KEY,
-    APPROVED_DIGEST_KEY,
-    CALL_DECISION_KEY,
-    DECIDED_AT_KEY,
-    HOOK_CONTEXT_KEY,
-)
 from hookgate.tools.tool import args_digest, legacy_args_digest
 
 #: The gate runs last among PreToolUse hooks, after every hook that may rewrite arguments.
@@ -53,7 +47,7 @@ class ApprovalGate(PreToolUseHook):
         return cls(agent=env.agent, service=env.services.approvals)
 
     def should_trigger(self, ctx: HookContext) -> bool:
-        return bool(ctx.metadata.get("requires_confirmation"))
+        return ctx.requires_confirmation
 
     async def execute(self, ctx: HookContext) -> HookResult:
         if self.agent is None or self.service is None:
@@ -77,13 +71,16 @@ class ApprovalGate(PreToolUseHook):
             conversation_id=ctx.metadata.get("conversation_id"),
             metadata=dict(ctx.metadata),
             emit=ctx.emit,
+            asked_by=list(ctx.asked_by),
         )
         decision = await self.service.request_and_wait(ask)
-        ctx.metadata[DECIDED_AT_KEY] = time.perf_counter()
+        # Only a decision about this very call is recorded as its decision.
+        ours = decision.repeat_of is not None or decision.binding == ask.binding
+        ctx.approval = outcome = ApprovalOutcome(
+            status=decision.status, request_id=decision.request_id,
+            decision=call_decision(decision) if ours else None, reason=decision.reason,
+            decided_at=time.perf_counter())
         who = f" by {decision.decided_by}" if decision.decided_by else ""
-        if decision.repeat_of is not None or decision.binding == ask.binding:
-            # Only a decision about this very call is recorded as its decision.
-            ctx.metadata[CALL_DECISION_KEY] = call_decision(decision)
         if decision.repeat_of is not None:
             # Only ever a refusal (it names an earlier request of another call), so it is
             # answered before the binding check, which is about what may authorise a call.
@@ -108,11 +105,10 @@ class ApprovalGate(PreToolUseHook):
             return HookResult(allow=False, error=_not_this_call(ask, decision))
         if decision.status == "approved" and decision.args_sha256 == digest:
             if decision.edited_args is not None:
-                return _approved_with_edits(ctx, ask, decision, who)
-            ctx.metadata[APPROVED_CALL_KEY] = ask.binding
-            ctx.metadata[APPROVED_DIGEST_KEY] = digest
-            if decision.rule_id is not None:
-                ctx.metadata[APPROVED_BY_RULE_KEY] = decision.reason
+                return _approved_with_edits(ctx, outcome, ask, decision, who)
+            rule = str(decision.reason) if decision.rule_id is not None else None
+            ctx.approval = replace(outcome, binding=ask.binding, rule=rule)
+            if rule is not None:
                 return HookResult(side_effects=[str(decision.reason)])
             if decision.message:
                 _tell_model(ctx, model_note(decision.request_id, decision.decided_by, [],
@@ -161,8 +157,8 @@ def _wait_us(requested_at: str | None, responded_at: str | None) -> int | None:
     return max(0, round(waited.total_seconds() * 1_000_000))
 
 
-def _approved_with_edits(ctx: HookContext, ask: ApprovalAsk, decision: ApprovalDecision,
-                         who: str) -> HookResult:
+def _approved_with_edits(ctx: HookContext, outcome: ApprovalOutcome, ask: ApprovalAsk,
+                         decision: ApprovalDecision, who: str) -> HookResult:
     """The approver changed the arguments: the call goes on with exactly those, bound by
     their digest (the guarded path validates, rechecks and compares them once more)."""
     edited = dict(decision.edited_args or {})
@@ -171,9 +167,8 @@ def _approved_with_edits(ctx: HookContext, ask: ApprovalAsk, decision: ApprovalD
         return HookResult(allow=False, error=(
             f"Blocked: the edited arguments of request {decision.request_id} are not the ones "
             "the approver approved (their digest differs); the call did not run."))
-    ctx.metadata[APPROVED_CALL_KEY] = CallBinding(ask.run_id, ask.tool_call_id, ask.tool_name,
-                                                  ask.agent.id, digest)
-    ctx.metadata[APPROVED_DIGEST_KEY] = digest
+    binding = CallBinding(ask.run_id, ask.tool_call_id, ask.tool_name, ask.agent.id, digest)
+    ctx.approval = replace(outcome, binding=binding, edited_args=edited)
     found = changes(ask.args, edited)
     _tell_model(ctx, model_note(decision.request_id, decision.decided_by, found,
                                 decision.message))
@@ -185,7 +180,7 @@ def _approved_with_edits(ctx: HookContext, ask: ApprovalAsk, decision: ApprovalD
 
 def _tell_model(ctx: HookContext, note: str) -> None:
     # Read next to the tool's result (and as Claude Code's additionalContext).
-    ctx.metadata.setdefault(HOOK_CONTEXT_KEY, []).append(note)
+    ctx.added_context.append(note)
 
 
 def _pinned_before_upgrade(ask: ApprovalAsk, decision: ApprovalDecision) -> bool:

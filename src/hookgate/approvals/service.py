@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from hookgate.agent import Agent
+from hookgate.hooks.approval import AskedBy, CallBinding
 from hookgate.hooks.model import EventEmitter, HookContext, HookPoint
-from hookgate.tools.calls import CallBinding
 
 DecisionStatus = Literal["approved", "rejected", "expired", "cancelled"]
 
@@ -27,6 +27,8 @@ class ApprovalAsk:
     conversation_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     emit: EventEmitter | None = None
+    #: The hooks that asked for a person's approval of this call, and why.
+    asked_by: list[AskedBy] = field(default_factory=list)
 
     @property
     def binding(self) -> CallBinding:
@@ -38,7 +40,8 @@ class ApprovalAsk:
         """The call as a ``when`` condition reads it (quorum entries, standing rules)."""
         return HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=self.tool_name,
                            tool_args=dict(self.args), agent_id=self.agent.id,
-                           user_id=self.user_id, metadata={**self.metadata, "org_id": self.org_id})
+                           user_id=self.user_id, metadata={**self.metadata, "org_id": self.org_id},
+                           asked_by=list(self.asked_by))
 
 
 @dataclass(slots=True)

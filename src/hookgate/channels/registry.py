@@ -7,13 +7,19 @@ Importing this module also registers each type's check with the configuration lo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter
 
 from hookgate.channels.base import Channel, ChannelConfigError
+from hookgate.channels.config import ChannelSettingsModel, parse_settings
 from hookgate.channels.feishu.channel import FeishuChannel
+from hookgate.channels.feishu.config import FeishuSettings
 from hookgate.channels.slack.channel import SlackChannel
+from hookgate.channels.slack.config import SlackSettings
 from hookgate.channels.validators import ChannelValidator, register_channel_validator
 from hookgate.channels.wecom.channel import WeComChannel
+from hookgate.channels.wecom.config import WeComSettings
 
 ChannelClass = type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
 
@@ -22,6 +28,23 @@ CHANNEL_TYPES: dict[str, ChannelClass] = {
     "slack": SlackChannel,
     "wecom": WeComChannel,
 }
+
+
+#: A built-in channel's settings, keyed by its ``type``.
+ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings,
+                            Field(discriminator="type")]
+_SETTINGS: TypeAdapter[ChannelSettings] = TypeAdapter(ChannelSettings)
+SETTINGS_MODELS: dict[str, type[ChannelSettingsModel]] = {
+    "feishu": FeishuSettings, "slack": SlackSettings, "wecom": WeComSettings}
+
+
+def channel_settings(channel_type: str, config: Mapping[str, Any]) -> ChannelSettings:
+    """The typed settings of a ``channel_type`` channel with ``config``; ChannelConfigError
+    naming the first missing or unusable setting."""
+    _channel_class(channel_type)
+    settings: ChannelSettings = parse_settings(SETTINGS_MODELS[channel_type], channel_type,
+                                               config, _SETTINGS)
+    return settings
 
 
 def _channel_class(channel_type: str) -> ChannelClass:
@@ -36,7 +59,7 @@ def _channel_class(channel_type: str) -> ChannelClass:
 
 def validate_channel_config(channel_type: str, config: Mapping[str, Any]) -> None:
     """Raise ChannelConfigError naming the first missing or unusable setting."""
-    _channel_class(channel_type).validate_config(config)
+    channel_settings(channel_type, config)
 
 
 def create_channel(

@@ -24,23 +24,16 @@ from hookgate.catalog.build import build_registry
 from hookgate.claude_code.policy import ExternalPolicy, probe_context
 from hookgate.external import decisions, sessions
 from hookgate.external.approvals import ExternalApprovals
+from hookgate.hooks.approval import ApprovalOutcome
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.hooks.withheld import Withheld
 from hookgate.storage.ledger import DatabaseLedger
-from hookgate.tools.calls import CallDecision, CallIdentity, ToolCall, ToolOutcome
+from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
-from hookgate.tools.guarded import (
-    CALL_DECISION_KEY,
-    CALL_STARTED_KEY,
-    HOOK_CONTEXT_KEY,
-    STOP_RUN_KEY,
-    build_metadata,
-    decide_call,
-    observe_result,
-)
+from hookgate.tools.guarded import build_metadata, decide_call, observe_result
 from hookgate.tools.tool import args_digest
 
 EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
@@ -166,12 +159,12 @@ class _Call:
                 specific["permissionDecisionReason"] = reason
         if updated is not None:
             specific["updatedInput"] = updated
-        notes = ctx.metadata.get(HOOK_CONTEXT_KEY) if ctx is not None else None
+        notes = ctx.added_context if ctx is not None else None
         if notes:
             specific["additionalContext"] = "\n\n".join(map(str, notes))
         if len(specific) > 1:
             answer["hookSpecificOutput"] = specific
-        stop = ctx.metadata.get(STOP_RUN_KEY) if ctx is not None else None
+        stop = ctx.stop_run if ctx is not None else None
         if stop:
             answer.update({"continue": False, "stopReason": str(stop)})
         return answer
@@ -207,8 +200,8 @@ class _Call:
             return self._answer_pre("deny", decided.observation)
         ctx, final_args, pre = decided
         updated = final_args if pre.modified_args is not None else None
-        decision = ctx.metadata.get(CALL_DECISION_KEY)
-        if isinstance(decision, CallDecision):
+        decision = None if ctx.approval is None else ctx.approval.decision
+        if decision is not None:
             # For the audit row written when Claude Code reports the call at PostToolUse.
             await decisions.keep(backend.ledger, self.identity.run_id, call_id, name,
                                  args_digest(final_args), decision)
@@ -259,7 +252,7 @@ class _Call:
         )
         duration = self.body.get("duration_ms")
         seconds = duration / 1000 if isinstance(duration, int | float) and duration >= 0 else 0
-        ctx.metadata[CALL_STARTED_KEY] = time.perf_counter() - seconds
+        ctx.call_started = time.perf_counter() - seconds
         try:
             digest = args_digest(args)
         except ToolArgumentsError:
@@ -267,7 +260,7 @@ class _Call:
         kept = None if digest is None else await decisions.kept(
             backend.ledger, self.identity.run_id, call_id, name, digest)
         if kept is not None:
-            ctx.metadata[CALL_DECISION_KEY] = kept
+            ctx.approval = ApprovalOutcome("approved", kept.request_id, decision=kept)
         failed = self.event == "PostToolUseFailure"
         result = self.body.get("error") if failed else self.body.get("tool_response")
         # What Claude Code reported the tool said: hooks read it (``tool_result``); every
@@ -281,7 +274,7 @@ class _Call:
             specific["updatedToolOutput"] = ctx.tool_result
         elif post.modified_result is not None:
             specific["updatedToolOutput"] = post.modified_result
-        notes = ctx.metadata.get(HOOK_CONTEXT_KEY)
+        notes = ctx.added_context
         if notes and not post.withheld:
             specific["additionalContext"] = "\n\n".join(map(str, notes))
         if len(specific) > 1:
@@ -289,10 +282,9 @@ class _Call:
         if post.withheld:
             # Claude Code ignores updatedToolOutput for its own tools, so the only way to keep
             # withheld output from its model is to stop the session before the next turn.
-            answer.update({"continue": False, "stopReason": str(ctx.metadata.get(
-                STOP_RUN_KEY) or ctx.tool_result)})
-        elif ctx.metadata.get(STOP_RUN_KEY):
-            answer.update({"continue": False, "stopReason": str(ctx.metadata[STOP_RUN_KEY])})
+            answer.update({"continue": False, "stopReason": str(ctx.stop_run or ctx.tool_result)})
+        elif ctx.stop_run:
+            answer.update({"continue": False, "stopReason": str(ctx.stop_run)})
         return answer
 
     async def session_start(self) -> Answer:

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from hookgate.agent import Agent
 from hookgate.engines.children import CURRENT_CALL, call_slot, parked_child
-from hookgate.engines.events import EventSink, RunEvent
+from hookgate.engines.events import EventSink, event_of
 from hookgate.engines.interrupts import RunParked, RunStopped, first_to_raise
 from hookgate.engines.registries import RegistryBuilder
 from hookgate.engines.state import RunState
@@ -107,7 +107,7 @@ class RunDriver:
     # -- events and checkpoints ------------------------------------------------------------
 
     def emit(self, type_: str, data: dict[str, Any]) -> None:
-        event = RunEvent(type_, data, seq=len(self.state.trace) + 1)
+        event = event_of(type_, data, len(self.state.trace) + 1)
         self.state.trace.append(event.to_dict())
         if type_ == "confirmation_pending":
             self.state.status = "awaiting_approval"

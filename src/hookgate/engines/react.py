@@ -21,6 +21,7 @@ from hookgate.engines.driver import (
     tool_message,
 )
 from hookgate.engines.events import EventSink, RunEvent
+from hookgate.engines.interrupts import RunParked
 from hookgate.engines.registries import RegistryBuilder, builder_or_default
 from hookgate.engines.result import RunResult
 from hookgate.engines.state import RunState
@@ -81,14 +82,25 @@ class ReActEngine:
     async def run(self, agent: Agent, message: str, *, user_id: str | None = None,
                   org_id: str | None = None, conversation_id: str | None = None,
                   run_id: str | None = None, lineage: Lineage | None = None) -> RunResult:
+        """Run ``agent`` on ``message`` until it ends or parks: a run whose call waits for a
+        person (approvals on the run queue) returns ``awaiting_approval`` with ``pending``."""
         state = self.new_state(agent, message, user_id=user_id, org_id=org_id,
                                conversation_id=conversation_id, run_id=run_id)
-        return await self.execute(agent, state, lineage=lineage)
+        return await self._until_parked(agent, state, lineage)
 
     async def resume(self, agent: Agent, state: RunState,
                      lineage: Lineage | None = None) -> RunResult:
         """Continue a saved run where it stopped; a finished run is returned as it is."""
-        return await self.execute(agent, state, lineage=lineage)
+        return await self._until_parked(agent, state, lineage)
+
+    async def _until_parked(self, agent: Agent, state: RunState,
+                            lineage: Lineage | None) -> RunResult:
+        try:
+            return await self.execute(agent, state, lineage=lineage)
+        except RunParked:
+            # The run holds no task while a person decides; its result says who is awaited.
+            state.status = "awaiting_approval"
+            return RunResult.from_state(state)
 
     async def execute(self, agent: Agent, state: RunState, *, sink: EventSink | None = None,
                       lineage: Lineage | None = None) -> RunResult:

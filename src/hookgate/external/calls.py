@@ -29,17 +29,15 @@ from hookgate.external import decisions
 from hookgate.external.approvals import ExternalApprovals
 from hookgate.external.policy import TOOL_SCHEMA_KEY, CallRules, probe_context
 from hookgate.external.sessions import session_run_id
+from hookgate.hooks.approval import ApprovalOutcome
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.services import HookServices
 from hookgate.hooks.withheld import Withheld
 from hookgate.storage.ledger import DatabaseLedger
-from hookgate.tools.calls import CallDecision, CallIdentity, ToolCall, ToolOutcome
+from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.guarded import (
-    CALL_DECISION_KEY,
-    CALL_STARTED_KEY,
-    HOOK_CONTEXT_KEY,
     build_metadata,
     decide_call,
     observe_result,
@@ -336,8 +334,8 @@ class GuardedCalls:
             return CallAnswer(key, "deny", reason=decided.observation)
         ctx, final_args, _pre = decided
         final_digest = args_digest(final_args)
-        decision = ctx.metadata.get(CALL_DECISION_KEY)
-        if isinstance(decision, CallDecision):
+        decision = None if ctx.approval is None else ctx.approval.decision
+        if decision is not None:
             await decisions.keep(self.ledger, run_id, facts.call_id, facts.tool_name, final_digest,
                                  decision)
         if listening is not None and not await listening():
@@ -395,11 +393,11 @@ class GuardedCalls:
             metadata={**extras, **build_metadata(identity, ToolCall(facts.call_id, facts.tool_name,
                                                                     args), tool, False)},
         )
-        ctx.metadata[CALL_STARTED_KEY] = time.perf_counter()
+        ctx.call_started = time.perf_counter()
         kept = await decisions.kept(self.ledger, run_id, facts.call_id, facts.tool_name,
                                     record.args_sha256 or "")
         if kept is not None:
-            ctx.metadata[CALL_DECISION_KEY] = kept
+            ctx.approval = ApprovalOutcome("approved", kept.request_id, decision=kept)
         failed = Withheld.of(str(error), shown=f"Error: tool '{facts.tool_name}' failed.") \
             if error is not None else None
         post = await observe_result(ctx, self._registry(agent, self.services),
@@ -409,7 +407,7 @@ class GuardedCalls:
         else:
             shown = post.modified_result if post.modified_result is not None else (
                 f"Error: {error}" if error is not None else output)
-            notes = ctx.metadata.get(HOOK_CONTEXT_KEY) or []
+            notes = ctx.added_context
             text, withheld = with_hook_context(text_of(shown), list(notes)) if notes \
                 else text_of(shown), False
         await self.ledger.finish(run_id, started, json.dumps(
@@ -470,7 +468,7 @@ def _note(approvals: ExternalApprovals, asked: dict[str, Any], final: dict[str, 
         changed = [f"{k} {asked.get(k)!r} -> {final.get(k)!r}"
                    for k in sorted(set(asked) | set(final)) if asked.get(k) != final.get(k)]
         parts.append("with edited arguments: " + ", ".join(changed))
-    notes = ctx.metadata.get(HOOK_CONTEXT_KEY)
+    notes = ctx.added_context
     if notes:
         parts.extend(str(n) for n in notes)
     return "; ".join(parts) if parts else None

@@ -1,7 +1,8 @@
 """The hook model's values: where a hook fires, what it sees, what it answers.
 
-These types are the public contract (SPEC §1, pinned). They import nothing else from
-hookgate, so every other room can depend on them and they on none.
+These types are the public contract (SPEC §1, pinned). They import only the hook
+package's own values (the approval outcome, the metadata view), so every other room can
+depend on them and they on none.
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import enum
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
+
+from hookgate.hooks.approval import ApprovalOutcome, AskedBy
+from hookgate.hooks.metadata import MetadataView
 
 FailMode = Literal["closed", "open"]
 
@@ -30,7 +34,18 @@ class HookPoint(enum.StrEnum):
 
 @dataclass(slots=True)
 class HookContext:
-    """What a hook sees. ``metadata`` carries the request facts the engine knows."""
+    """What a hook sees.
+
+    ``metadata`` is a read-only mapping: the request facts the engine knows (SPEC §1) and
+    views of the typed fields below under their documented keys (``approved_call``,
+    ``hook_context``, ``stop_run`` …). Components talk through the typed fields:
+    ``approval`` (set by the approval gate), ``added_context`` (texts shown next to the
+    tool's output), ``stop_run`` (a hook stops the whole run: why), ``asked_by`` (hooks that
+    asked for a person's approval), ``tool_error`` (PostToolUse: the tool raised),
+    ``output_withheld`` (PostToolUse: a failing closed hook withheld the output) and
+    ``call_started`` (``time.perf_counter()`` when the call entered the hooks) and
+    ``policy_decision`` (the ``cedar_policy`` hook's decision, explained).
+    """
 
     hook_point: HookPoint
     tool_name: str | None = None
@@ -38,8 +53,39 @@ class HookContext:
     tool_result: Any = None
     agent_id: str | None = None
     user_id: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
     emit: EventEmitter | None = None
+    approval: ApprovalOutcome | None = None
+    added_context: list[str] = field(default_factory=list)
+    stop_run: str | None = None
+    asked_by: list[AskedBy] = field(default_factory=list)
+    tool_error: Any = None
+    output_withheld: bool = False
+    call_started: float | None = None
+    policy_decision: str | None = None
+
+    def __post_init__(self) -> None:
+        given = self.metadata
+        if isinstance(given, MetadataView):
+            given = given.facts
+        elif type(given) is not dict:
+            given = dict(given)
+        self.metadata = MetadataView(self, given)
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """The request facts the engine set (``org_id``, ``run_id`` …), without the views."""
+        view = self.metadata
+        return view.facts if isinstance(view, MetadataView) else dict(view)
+
+    @property
+    def requires_confirmation(self) -> bool:
+        """The call needs a person's approval: the engine said so or a hook asked for it."""
+        return bool(self.asked_by) or bool(self.facts.get("requires_confirmation"))
+
+    def ask_for_confirmation(self, hook: str, reason: str | None) -> None:
+        """Have the approval gate take this call to a person (a hook answered "ask")."""
+        self.asked_by.append(AskedBy(hook, reason))
 
 
 @dataclass(slots=True)

@@ -425,7 +425,7 @@ class HookRegistry:
                 if closed and withheld is None:
                     withheld, withheld_by = withheld_message(name, kind), name
                     ctx.tool_result = withheld
-                    ctx.metadata["output_withheld"] = True
+                    ctx.output_withheld = True
                 continue
             if r.side_effects:
                 trace = _Trace.effects(trace, name, _POST, r.side_effects)

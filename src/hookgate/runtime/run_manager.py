@@ -18,7 +18,7 @@ from hookgate.engines import ENGINES, DelegatingReActEngine
 from hookgate.engines.children import parked_run_ids
 from hookgate.engines.delegation import Delegation
 from hookgate.engines.driver import RunStore
-from hookgate.engines.events import EventSink, RunEvent
+from hookgate.engines.events import EventSink, RunEvent, event_of
 from hookgate.engines.react import ReActEngine
 from hookgate.engines.state import RunState
 from hookgate.hooks.services import HookServices
@@ -201,7 +201,7 @@ class RunManager:
                 last = max((e.seq for e in logged), default=0)
                 missing = [e for e in self.history(state) if e.seq > last]
                 if not any(e.type == "done" for e in missing):
-                    missing.append(RunEvent("done", {"status": state.status,
+                    missing.append(event_of("done", {"status": state.status,
                                                      "answer": state.answer},
                                             seq=max(len(state.trace), last) + 1))
                     state.trace.append(missing[-1].to_dict())

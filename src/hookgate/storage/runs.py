@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hookgate.engines.events import RunEvent
+from hookgate.engines.events import RunEvent, event_of
 from hookgate.engines.state import RunState
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
@@ -102,8 +102,8 @@ class DatabaseRunStore:
         # emitted (``state`` holds them all; some may not have reached the log).
         await self._attach_log(failed)
         last = max(len(failed.trace), len(state.trace))
-        end = [RunEvent("error", {"error": error, "status": "failed"}, last + 1),
-               RunEvent("done", {"status": "failed", "answer": None}, last + 2)]
+        end = [event_of("error", {"error": error, "status": "failed"}, last + 1),
+               event_of("done", {"status": "failed", "answer": None}, last + 2)]
         await self.save(failed, fence=fence, events=end)
 
     async def _attach_log(self, state: RunState) -> RunState:

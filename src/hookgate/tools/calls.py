@@ -5,12 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hookgate.hooks.approval import CallBinding, CallDecision
 from hookgate.hooks.model import EventEmitter
 from hookgate.hooks.trace import ADMIN_ERROR_KEY
 from hookgate.hooks.withheld import Withheld
 
 #: ``external``: a tool that runs outside hookgate (Claude Code's), decided here.
 ExecutionPath = Literal["react", "dag", "delegate", "workflow", "eval", "mcp", "external"]
+__all__ = ["CallBinding", "CallDecision", "CallIdentity", "ExecutionPath", "OutcomeStatus",
+           "ToolCall", "ToolOutcome"]
+
 OutcomeStatus = Literal["ok", "blocked", "invalid", "error", "withheld", "unknown_tool"]
 
 
@@ -28,36 +32,6 @@ class ToolCall:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
         return cls(id=str(data["id"]), name=str(data["name"]), args=data.get("args", {}))
-
-
-@dataclass(slots=True, frozen=True)
-class CallBinding:
-    """What one approval authorises: this run, this call id, this tool, this agent, and
-    these exact arguments (their digest). An approval holds for a call only if all match."""
-
-    run_id: str
-    tool_call_id: str
-    tool_name: str
-    agent_id: str
-    args_sha256: str
-
-    def differences(self, other: CallBinding) -> list[str]:
-        """The fields (by name) in which ``other`` is not this call."""
-        return [name for name in _BINDING_FIELDS if getattr(self, name) != getattr(other, name)]
-
-
-_BINDING_FIELDS = ("run_id", "tool_call_id", "tool_name", "agent_id", "args_sha256")
-
-
-@dataclass(slots=True, frozen=True)
-class CallDecision:
-    """Who decided a call that needed approval, as the audit log records it: the approver (a
-    user id, or ``rule ar_… (created by alice)``), the request it waited on (None when a
-    standing rule decided) and how long that request waited, in µs (None: nobody waited)."""
-
-    approver: str | None
-    request_id: str | None
-    wait_us: int | None
 
 
 @dataclass(slots=True)

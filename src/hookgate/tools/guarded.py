@@ -26,34 +26,31 @@ from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.ledger import ExecutionLedger
 from hookgate.tools.tool import Tool, args_digest
 
-#: Set by the approval gate on the hook context when a person approved these exact args
-#: (for hooks that read it; the check before the tool runs uses APPROVED_CALL_KEY).
+# The documented metadata keys (SPEC §1) that are read-only views of HookContext's typed
+# fields (hookgate.hooks.metadata computes them); nothing writes them.
+#: ``ctx.approval.binding.args_sha256``: the digest of the arguments a person approved.
 APPROVED_DIGEST_KEY = "approved_args_sha256"
-#: Set by the approval gate: the CallBinding a person approved. The call runs only if it is
-#: exactly this call (run, tool call id, tool name, agent and argument digest).
+#: ``ctx.approval.binding``: the `CallBinding` a person approved. The call runs only if it
+#: is exactly this call (run, tool call id, tool name, agent and argument digest).
 APPROVED_CALL_KEY = "approved_call"
-#: Set by the approval gate when a standing rule approved the call: "approved by rule R,
-#: created by alice" (the audit log records it with the call).
+#: ``ctx.approval.rule``: "approved by rule R, created by alice".
 APPROVED_BY_RULE_KEY = "approved_by_rule"
-#: ``time.perf_counter()`` when the call entered the hooks, for hooks that time calls.
+#: ``ctx.call_started``: ``time.perf_counter()`` when the call entered the hooks.
 CALL_STARTED_KEY = "call_started"
-#: Set by the approval gate once a decision on the call came: the `CallDecision` (who
-#: decided, the request, the wait) and ``time.perf_counter()`` at that moment, from which
-#: the audit log times the tool (the person's wait is not the tool's time).
+#: ``ctx.approval.decision`` (who decided, the request, the wait) and
+#: ``ctx.approval.decided_at`` (``time.perf_counter()`` when the decision came).
 CALL_DECISION_KEY = "call_decision"
 DECIDED_AT_KEY = "decided_at"
-#: Texts hooks add next to the tool's output (Claude Code's ``additionalContext``).
+#: ``ctx.added_context``: texts hooks add next to the tool's output.
 HOOK_CONTEXT_KEY = "hook_context"
-#: Set by a hook that stops the whole run (Claude Code's ``continue: false``): the reason.
+#: ``ctx.stop_run``: a hook stops the whole run (Claude Code's ``continue: false``): why.
 STOP_RUN_KEY = "stop_run"
-#: Set by declarative hooks that answered ``ask``: each one's name and reason, in order (the
-#: approval request shows the approver which hook asked and why).
+#: ``ctx.asked_by``: declarative hooks that answered ``ask``, each one's name and reason.
 ASKED_BY_KEY = "confirmation_asked_by"
-#: Set by the ``cedar_policy`` hook: its decision explained (effect, deciding policies,
-#: reasons, policy-set version); the audit log records it with the call.
+#: ``ctx.policy_decision``: the ``cedar_policy`` hook's decision explained (effect, deciding
+#: policies, reasons, policy-set version); the audit log records it with the call.
 POLICY_DECISION_KEY = "policy_decision"
-#: Set on the PostToolUse context when the tool raised: its error, a `Withheld` (``str()``
-#: names the tool and the exception type; hooks read the error's text in ``tool_result``).
+#: ``ctx.tool_error``: PostToolUse, the tool raised: its error, a `Withheld`.
 TOOL_ERROR_KEY = "tool_error"
 
 log = logging.getLogger("hookgate.tools")
@@ -188,8 +185,8 @@ async def decide_call(
         user_id=identity.user_id,
         metadata={**(metadata or {}), **build_metadata(identity, call, tool, needs)},
         emit=identity.emit,
+        call_started=time.perf_counter(),
     )
-    ctx.metadata[CALL_STARTED_KEY] = time.perf_counter()
     # A hook should rewrite through modified_args, but one that edits ctx.tool_args in place
     # must not slip unvalidated arguments past the check below.
     seen_args = dict(args)
@@ -214,7 +211,7 @@ async def decide_call(
             ))
 
     ctx.tool_args = final_args
-    if APPROVED_CALL_KEY in ctx.metadata or resume_at is not None:
+    if (ctx.approval is not None and ctx.approval.binding is not None) or resume_at is not None:
         # A person took time to decide (or the chain resumed past its first hooks after an
         # interruption): the checks whose answer may have changed meanwhile run again now.
         checked = dict(final_args)
@@ -232,7 +229,7 @@ async def decide_call(
             ))
         pre = _joined(pre, again)
 
-    refusal = _approval_refusal(ctx.metadata, call, tool, final_args, identity)
+    refusal = _approval_refusal(ctx, call, tool, final_args, identity)
     if refusal is not None:
         return await _blocked(registry, ctx, ToolOutcome(
             call.id, tool.name, final_args, False, "blocked", refusal, refusal,
@@ -248,7 +245,7 @@ async def observe_result(ctx: HookContext, registry: HookRegistry, result: Any,
     ctx.hook_point = HookPoint.POST_TOOL_USE
     ctx.tool_result = result
     if error is not None:
-        ctx.metadata[TOOL_ERROR_KEY] = error
+        ctx.tool_error = error
     return await registry.run_post_tool_use(ctx)
 
 
@@ -272,8 +269,8 @@ def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) 
         user_id=identity.user_id,
         metadata=build_metadata(identity, call, tool, False),
         emit=identity.emit,
+        call_started=time.perf_counter(),
     )
-    ctx.metadata[CALL_STARTED_KEY] = time.perf_counter()
     return ctx
 
 
@@ -281,7 +278,7 @@ async def _blocked(registry: HookRegistry, ctx: HookContext, outcome: ToolOutcom
                    ) -> ToolOutcome:
     """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one,
     and say in the server log (one line, masked) that it was blocked."""
-    outcome.stop_reason = ctx.metadata.get(STOP_RUN_KEY)
+    outcome.stop_reason = ctx.stop_run
     log.info("blocked %s call %s of run %s (%s, by %s): %s", outcome.tool_name,
              outcome.tool_call_id, ctx.metadata.get("run_id"), outcome.status,
              outcome.blocked_by or outcome.status, mask_text(str(outcome.error)))
@@ -318,12 +315,12 @@ def _unknown_tool_message(name: Any, tools: Mapping[str, Tool]) -> str:
 
 
 def _approval_refusal(
-    metadata: dict[str, Any], call: ToolCall, tool: Tool, final_args: dict[str, Any],
+    ctx: HookContext, call: ToolCall, tool: Tool, final_args: dict[str, Any],
     identity: CallIdentity,
 ) -> str | None:
     # The gate approves one exact call; it may run only if every part of it is the same.
-    needs = bool(metadata.get("requires_confirmation")) or tool.needs_confirmation(final_args)
-    approved = metadata.get(APPROVED_CALL_KEY)
+    needs = ctx.requires_confirmation or tool.needs_confirmation(final_args)
+    approved = None if ctx.approval is None else ctx.approval.binding
     if approved is None:
         if needs or identity.require_confirmation_for_all:
             return (
@@ -417,8 +414,8 @@ async def _run_tool(
     if post.withheld:
         status = "withheld"
         error = post.error
-    elif ctx.metadata.get(HOOK_CONTEXT_KEY):
-        observation = with_hook_context(observation, ctx.metadata[HOOK_CONTEXT_KEY])
+    elif ctx.added_context:
+        observation = with_hook_context(observation, ctx.added_context)
     if ledger is not None:
         await ledger.finish(identity.run_id, call.id, observation, ok and not post.withheld)
     return ToolOutcome(
@@ -426,5 +423,5 @@ async def _run_tool(
         side_effects=list(post.side_effects),
         hooks=post.trace,
         blocked_by=post.blocked_by if post.withheld else None,
-        stop_reason=ctx.metadata.get(STOP_RUN_KEY),
+        stop_reason=ctx.stop_run,
     )

@@ -24,14 +24,7 @@ from hookgate.storage.types import utcnow
 from hookgate.tools.arguments import REFUSED_KEY
 from hookgate.tools.calls import CallDecision, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
-from hookgate.tools.guarded import (
-    APPROVED_BY_RULE_KEY,
-    CALL_DECISION_KEY,
-    CALL_STARTED_KEY,
-    DECIDED_AT_KEY,
-    POLICY_DECISION_KEY,
-    render_observation,
-)
+from hookgate.tools.guarded import render_observation
 from hookgate.tools.tool import args_digest
 
 #: After every other PostToolUse hook: the row records the observation the model gets.
@@ -71,15 +64,14 @@ class AuditLog(PostToolUseHook):
         return cls(store.append, mask=mask)
 
     async def execute(self, ctx: HookContext) -> HookResult:
-        meta = ctx.metadata
-        if meta.get("output_withheld"):
+        if ctx.output_withheld:
             outcome, detail = "withheld", ctx.tool_result
-        elif meta.get("tool_error") is not None:
-            outcome, detail = "error", meta["tool_error"]
+        elif ctx.tool_error is not None:
+            outcome, detail = "error", ctx.tool_error
         else:
             outcome = "ok"
             # Who let it run: a standing rule, and the policy decision with its policies.
-            said = [meta.get(APPROVED_BY_RULE_KEY), meta.get(POLICY_DECISION_KEY)]
+            said = [None if ctx.approval is None else ctx.approval.rule, ctx.policy_decision]
             detail = "; ".join(str(s) for s in said if s is not None) or None
         observation = render_observation(ctx.tool_result).encode("utf-8", "surrogatepass")
         await self.sink(self.record(
@@ -104,10 +96,13 @@ class AuditLog(PostToolUseHook):
         """The row for this call (pure: what the benchmark's decision-logic figure times)."""
         meta = ctx.metadata
         # The tool's time, not the person's: timed from the decision when one was awaited.
-        started = meta.get(DECIDED_AT_KEY, meta.get(CALL_STARTED_KEY))
-        latency = time.perf_counter() - started if isinstance(started, float) else 0.0
-        decided = meta.get(CALL_DECISION_KEY)
-        if not isinstance(decided, CallDecision):
+        approval = ctx.approval
+        started = ctx.call_started
+        if approval is not None and approval.decided_at is not None:
+            started = approval.decided_at
+        latency = time.perf_counter() - started if started is not None else 0.0
+        decided = approval.decision if approval is not None else None
+        if decided is None:
             decided = CallDecision(None, None, None)
         return AuditRecord(
             created_at=utcnow(),

@@ -30,7 +30,6 @@ from hookgate.policies import (
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only
 from hookgate.storage.users import user_admin
-from hookgate.tools.guarded import ASKED_BY_KEY, POLICY_DECISION_KEY
 
 NAME = "cedar_policy"
 #: Early, beside readonly_guard: a call the policies refuse need not wait for anything else.
@@ -127,20 +126,19 @@ class CedarPolicy(PreToolUseHook):
             depth=int(meta.get("depth") or 0))
         decision = self.policies.decide(facts)
         explained = f"policy {decision.explanation()}"
-        meta[POLICY_DECISION_KEY] = explained
+        ctx.policy_decision = explained
         if decision.effect == "deny":
             return HookResult(allow=False, error=f"Blocked by policy: {explained}",
                               side_effects=[explained])
         if decision.effect == "ask":
             # The approval gate takes any call with this flag to a person, with these words.
-            meta["requires_confirmation"] = True
-            meta.setdefault(ASKED_BY_KEY, []).append({"hook": NAME, "reason": _ask(decision)})
+            ctx.ask_for_confirmation(NAME, _ask(decision))
         return HookResult(side_effects=[explained])
 
     def _block(self, ctx: HookContext, why: str) -> HookResult:
         version = self.policies.loaded.version
         text = f"policy deny ({why}) [policy set {version}]"
-        ctx.metadata[POLICY_DECISION_KEY] = text
+        ctx.policy_decision = text
         return HookResult(allow=False, error=f"Blocked by policy: {text}", side_effects=[text])
 
 

@@ -102,9 +102,9 @@ class _Group:
 
     def should_trigger(self, ctx: HookContext) -> bool:
         if self.event == "PostToolUseFailure":
-            return "tool_error" in ctx.metadata
+            return ctx.tool_error is not None
         if self.event == "PostToolUse":
-            return "tool_error" not in ctx.metadata
+            return ctx.tool_error is None
         return True
 
     async def execute(self, ctx: HookContext) -> HookResult:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookgate.hooks.model import HookContext, HookPoint, HookResult
-from hookgate.tools.guarded import ASKED_BY_KEY, HOOK_CONTEXT_KEY, STOP_RUN_KEY
 
 _PRE_DECISIONS = ("allow", "deny", "ask", "defer")
 #: Claude Code's older PreToolUse form: top-level ``decision`` with ``reason``.
@@ -84,7 +83,7 @@ def hook_input(ctx: HookContext, *, cwd: str) -> dict[str, Any]:
     data["hookgate_agent_id"] = ctx.agent_id
     data["user_id"] = ctx.user_id
     data["org_id"] = meta.get("org_id")
-    data["metadata"] = meta
+    data["metadata"] = dict(meta)
     # The round trip makes every value plain JSON and cuts all ties to the live context.
     plain: dict[str, Any] = json.loads(json.dumps(data, ensure_ascii=False, default=str))
     return plain
@@ -172,7 +171,7 @@ def apply_reply(reply: HookReply, ctx: HookContext, hook: str) -> HookResult:
         if point is HookPoint.SESSION_START:
             raise SessionStopped(reason or f"hook '{hook}' answered continue: false")
         # The whole run stops (the engine reads this), and this call does not go on.
-        ctx.metadata[STOP_RUN_KEY] = reason or f"hook '{hook}' answered continue: false"
+        ctx.stop_run = reason or f"hook '{hook}' answered continue: false"
         return _block(point, hook, reason, notes, ctx)
     if point is HookPoint.PRE_TOOL_USE:
         return _pre_tool_use(answer, specific, ctx, hook, notes)
@@ -205,9 +204,8 @@ def _pre_tool_use(answer: Mapping[str, Any], specific: Mapping[str, Any], ctx: H
     if decision in ("ask", "defer"):
         # The approval gate runs after every other PreToolUse hook and takes any call with
         # this flag to a person; "allow" never clears it: a hook cannot approve for a person.
-        ctx.metadata["requires_confirmation"] = True
         # Kept so the approver reads which hook asked and why.
-        ctx.metadata.setdefault(ASKED_BY_KEY, []).append({"hook": hook, "reason": reason})
+        ctx.ask_for_confirmation(hook, reason)
         effects.append("asked for a person's approval" + (f": {reason}" if reason else ""))
     elif decision == "allow" and reason:
         effects.append(f"allowed: {reason}")
@@ -251,11 +249,11 @@ def _block(point: HookPoint, hook: str, reason: str, notes: list[str], ctx: Hook
 
 
 def _add_context(ctx: HookContext, hook: str, text: str | None, effects: list[str]) -> None:
-    # Collected in the metadata; the guarded path puts it next to the tool's output (never
+    # Collected on the context; the guarded path puts it next to the tool's output (never
     # next to withheld output).
     if not text:
         return
-    ctx.metadata.setdefault(HOOK_CONTEXT_KEY, []).append(text)
+    ctx.added_context.append(text)
     effects.append(f"context: {text}")
 
 

@@ -32,7 +32,7 @@ from procrastinate.tasks import Task
 
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk
-from hookgate.engines.events import RunEvent
+from hookgate.engines.events import event_of
 from hookgate.engines.interrupts import Fenced, RunParked
 from hookgate.engines.state import RunState
 from hookgate.retries import RetryCallState, retrying, wait_from
@@ -274,7 +274,7 @@ class QueueExecutor:
             return False
         await m.approvals.cancel_run(run_id, "the run was cancelled")
         state.status = "cancelled"
-        done = RunEvent("done", {"status": "cancelled", "answer": state.answer},
+        done = event_of("done", {"status": "cancelled", "answer": state.answer},
                         seq=len(await m.bus.log.after(run_id, 0)) + 1)
         state.trace.append(done.to_dict())
         await m.store.save(state, fence=fence, events=[done])  # one transaction

@@ -14,6 +14,7 @@ from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.rules import RuleDraft, RuleInvalid, RuleNotFound, RuleRefused
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.responses import StandingRule
 from hookgate.server.schemas import CreateRule, Remember
 from hookgate.storage.tables import ApprovalRuleRow
 
@@ -55,7 +56,7 @@ async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: R
         raise _http(exc) from None
 
 
-@router.get("/approval-rules")
+@router.get("/approval-rules", response_model=list[StandingRule])
 async def list_rules(
     caller: CallerDep, rt: RuntimeDep,
     active: Annotated[bool, Query(description="only rules that can still match")] = False,
@@ -64,7 +65,7 @@ async def list_rules(
     return [r.to_dict() for r in rules]
 
 
-@router.post("/approval-rules", status_code=201)
+@router.post("/approval-rules", status_code=201, response_model=StandingRule)
 async def create_rule(body: CreateRule, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     agent = rt.deployment.agents.get(body.agent_id)
     if agent is None or agent.org_id != caller.org_id:
@@ -79,7 +80,7 @@ async def create_rule(body: CreateRule, caller: CallerDep, rt: RuntimeDep) -> di
     return rule.to_dict()
 
 
-@router.get("/approval-rules/{rule_id}")
+@router.get("/approval-rules/{rule_id}", response_model=StandingRule)
 async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     try:
         return (await rt.approvals.rules.get(rule_id, caller.org_id)).to_dict()
@@ -87,7 +88,7 @@ async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str,
         raise _http(exc) from None
 
 
-@router.post("/approval-rules/{rule_id}/enable")
+@router.post("/approval-rules/{rule_id}/enable", response_model=StandingRule)
 async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Lift a suspension (admins): a rule suspended when its creator's token was revoked
     matches again; its creator is still checked at every use."""
@@ -97,7 +98,7 @@ async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[s
         raise _http(exc) from None
 
 
-@router.delete("/approval-rules/{rule_id}")
+@router.delete("/approval-rules/{rule_id}", response_model=StandingRule)
 async def revoke_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Revoke: from now on the rule matches nothing (its record and uses stay)."""
     try:

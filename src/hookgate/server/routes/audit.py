@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 
 from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.responses import AuditPage
 from hookgate.storage.audit import OUTCOMES, AuditLogStore
 
 router = APIRouter(prefix="/api", tags=["audit"])
@@ -18,7 +19,7 @@ def _aware(at: datetime | None) -> datetime | None:
     return at.replace(tzinfo=UTC) if at is not None and at.tzinfo is None else at
 
 
-@router.get("/audit")
+@router.get("/audit", response_model=AuditPage)
 async def audit_log(
     caller: CallerDep,
     rt: RuntimeDep,

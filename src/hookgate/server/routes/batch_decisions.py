@@ -11,13 +11,14 @@ from fastapi import APIRouter, HTTPException
 from hookgate.approvals import authority
 from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.server.decisions import decide_for
+from hookgate.server.responses import BatchDecided
 from hookgate.server.routes.confirmations import view
 from hookgate.server.schemas import RespondBatch
 
 router = APIRouter(prefix="/api", tags=["confirmations"])
 
 
-@router.post("/confirmations/batch")
+@router.post("/confirmations/batch", response_model=BatchDecided)
 async def respond_batch(body: RespondBatch, caller: CallerDep,
                         rt: RuntimeDep) -> dict[str, Any]:
     if len(set(body.ids)) != len(body.ids):

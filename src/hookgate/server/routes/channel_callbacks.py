@@ -30,6 +30,11 @@ async def _bounded_body(request: Request) -> bytes:
 
 
 _RESPONSES: dict[int | str, dict[str, object]] = {
+    200: {"description": "the platform's own answer: a card update or toast (JSON), or the "
+                         "handshake's challenge or echostr (text)",
+          "content": {"application/json": {"schema": {"type": "object",
+                                                      "additionalProperties": True}},
+                      "text/plain": {"schema": {"type": "string"}}}},
     400: {"description": "unreadable or undecryptable callback"},
     401: {"description": "unsigned, wrongly signed, stale or replayed callback"},
     403: {"description": "the channel is disabled"},

@@ -22,6 +22,7 @@ from hookgate.claude_code.backend import (
 )
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.server.auth import LastingAccessDep, recheck_s
+from hookgate.server.responses import ClaudeCodeAnswer
 
 router = APIRouter(prefix="/api/claude-code", tags=["claude-code"])
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def _deny(event: object, reason: str) -> dict[str, Any]:
                                    "permissionDecisionReason": reason}}
 
 
-@router.post("/hooks")
+@router.post("/hooks", response_model=ClaudeCodeAnswer)
 async def claude_code_hook(
     request: Request,
     access: LastingAccessDep,

@@ -18,6 +18,7 @@ from hookgate.approvals.store import AfterTransition
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamAccessDep, recheck_s
 from hookgate.server.decisions import decide_for
+from hookgate.server.responses import ConfirmationDetail, ConfirmationView, Decided, event_stream
 from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.run_history import run_history
 from hookgate.server.schemas import Respond
@@ -45,7 +46,7 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
     return out
 
 
-@router.get("/confirmations")
+@router.get("/confirmations", response_model=list[ConfirmationView])
 async def list_confirmations(
     caller: CallerDep,
     rt: RuntimeDep,
@@ -64,7 +65,9 @@ async def list_confirmations(
     return [view(r, caller, rt) for r in await authority.counted_all(rt.db, rows)]
 
 
-@router.get("/confirmations/events")
+@router.get("/confirmations/events", response_class=EventStreamResponse, status_code=200,
+            responses=event_stream("changes of the org's requests, each a confirmation "
+                                   "view"))
 async def confirmation_events(request: Request,
                               access: StreamAccessDep) -> EventStreamResponse:
     """Live changes of the caller's org's requests (for the inbox page), while the caller
@@ -99,7 +102,7 @@ async def _visible(request_id: str, caller: Caller, rt: Runtime) -> Confirmation
     return request
 
 
-@router.get("/confirmations/{request_id}")
+@router.get("/confirmations/{request_id}", response_model=ConfirmationDetail)
 async def get_confirmation(request_id: str, caller: CallerDep,
                            rt: RuntimeDep) -> dict[str, Any]:
     request = await authority.counted_now(rt.db, await _visible(request_id, caller, rt))
@@ -110,7 +113,7 @@ async def get_confirmation(request_id: str, caller: CallerDep,
     return out
 
 
-@router.post("/confirmations/{request_id}/respond")
+@router.post("/confirmations/{request_id}/respond", response_model=Decided)
 async def respond(request_id: str, body: Respond, caller: CallerDep,
                   rt: RuntimeDep) -> dict[str, Any]:
     request = await _visible(request_id, caller, rt)

@@ -12,6 +12,7 @@ from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.gateway import GatewayRefusal, McpGateway
 from hookgate.runtime.runtime import Caller
 from hookgate.server.auth import CallerDep
+from hookgate.server.responses import McpServer, McpServerRestarted
 
 #: Operators' routes: the downstream servers and restarting one on demand (admins only).
 router = APIRouter(prefix="/api/mcp", tags=["mcp"])
@@ -26,7 +27,7 @@ def _gateway(request: Request, caller: Caller) -> McpGateway:
     return gateway  # type: ignore[no-any-return]
 
 
-@router.get("/servers")
+@router.get("/servers", response_model=list[McpServer])
 async def list_servers(request: Request, caller: CallerDep) -> list[dict[str, Any]]:
     """The downstream servers: running or not, and how often each was started."""
     gateway = _gateway(request, caller)
@@ -34,7 +35,7 @@ async def list_servers(request: Request, caller: CallerDep) -> list[dict[str, An
             for s in gateway.servers.values()]
 
 
-@router.post("/servers/{server_id}/restart")
+@router.post("/servers/{server_id}/restart", response_model=McpServerRestarted)
 async def restart_server(server_id: str, request: Request, caller: CallerDep
                          ) -> dict[str, Any]:
     """Stop the server (if running) and start it again; 502 with the reason if it fails."""

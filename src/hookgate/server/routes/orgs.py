@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException
 
 from hookgate.runtime.runtime import Caller
 from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.responses import OrgReadOnly
 from hookgate.server.schemas import ApiBody
 from hookgate.storage.orgs import UnknownOrg, org_read_only, set_org_read_only
 
@@ -24,7 +25,7 @@ def _own_org(org_id: str, caller: Caller) -> None:
         raise HTTPException(404, f"no org '{org_id}'")
 
 
-@router.get("/orgs/{org_id}/read_only")
+@router.get("/orgs/{org_id}/read_only", response_model=OrgReadOnly)
 async def get_read_only(org_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     _own_org(org_id, caller)
     flag = await org_read_only(rt.db, org_id)
@@ -33,7 +34,7 @@ async def get_read_only(org_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[
     return {"org_id": org_id, "read_only": flag}
 
 
-@router.put("/orgs/{org_id}/read_only")
+@router.put("/orgs/{org_id}/read_only", response_model=OrgReadOnly)
 async def put_read_only(org_id: str, body: ReadOnly, caller: CallerDep,
                         rt: RuntimeDep) -> dict[str, Any]:
     """Set the flag (org admins only); it holds from the next tool call on."""

@@ -22,6 +22,7 @@ from hookgate.server.auth import (
     StreamAccessDep,
     recheck_s,
 )
+from hookgate.server.responses import RunDetail, RunListItem, RunStarted, event_stream
 from hookgate.server.schemas import StartRun
 from hookgate.server.sse import Event, EventStreamResponse
 from hookgate.server.trace_view import for_caller
@@ -31,7 +32,7 @@ from hookgate.telemetry.propagation import continue_trace
 router = APIRouter(prefix="/api", tags=["runs"])
 
 
-@router.post("/runs")
+@router.post("/runs", response_model=RunStarted)
 async def start_run(body: StartRun, access: AccessDep, request: Request) -> dict[str, Any]:
     caller, rt = access.caller, access.rt
     try:
@@ -47,7 +48,7 @@ async def start_run(body: StartRun, access: AccessDep, request: Request) -> dict
     return {"run_id": state.run_id, "status": state.status}
 
 
-@router.get("/runs")
+@router.get("/runs", response_model=list[RunListItem])
 async def list_runs(caller: CallerDep,
                     rt: RuntimeDep) -> list[dict[str, Any]]:
     rows = await rt.runs.store.list_for_org(caller.org_id)
@@ -82,7 +83,7 @@ async def _visible(run_id: str, caller: Caller, rt: Runtime, *,
     return row
 
 
-@router.get("/runs/{run_id}")
+@router.get("/runs/{run_id}", response_model=RunDetail)
 async def get_run(run_id: str, access: AccessDep) -> JSONResponse:
     caller, rt = access.caller, access.rt
     # A run advancing here has its trace in memory; any other's is read with its row.
@@ -117,7 +118,9 @@ def _asked_anyone(trace: list[dict[str, Any]]) -> bool:
     return any(str(e.get("type", "")).startswith("confirmation_") for e in trace)
 
 
-@router.get("/runs/{run_id}/events")
+@router.get("/runs/{run_id}/events", response_class=EventStreamResponse, status_code=200,
+            responses=event_stream("the run's events (SPEC §6), each as its JSON object; "
+                                   "the id is its seq"))
 async def run_events(run_id: str, request: Request,
                      access: StreamAccessDep) -> EventStreamResponse:
     caller, rt = access.caller, access.rt

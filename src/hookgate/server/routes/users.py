@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException
 from hookgate.runtime.auth import token_cache
 from hookgate.runtime.runtime import Caller
 from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.responses import Revoked, UserEntry
 from hookgate.storage.users import UnknownUser, revoke_token, users_of_org
 
 router = APIRouter(prefix="/api", tags=["users"])
@@ -19,7 +20,7 @@ def _admin(caller: Caller) -> None:
         raise HTTPException(403, f"only an admin of org '{caller.org_id}' may manage users")
 
 
-@router.get("/users")
+@router.get("/users", response_model=list[UserEntry])
 async def list_users(caller: CallerDep, rt: RuntimeDep) -> list[dict[str, Any]]:
     """The caller's org's users (admins only); tokens and their digests are never shown."""
     _admin(caller)
@@ -30,7 +31,7 @@ async def list_users(caller: CallerDep, rt: RuntimeDep) -> list[dict[str, Any]]:
             for u in await users_of_org(rt.db, caller.org_id)]
 
 
-@router.post("/users/{user_id}/revoke")
+@router.post("/users/{user_id}/revoke", response_model=Revoked)
 async def revoke(user_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Revoke the user's token for good (admins of the user's org only)."""
     _admin(caller)

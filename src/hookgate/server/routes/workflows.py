@@ -10,6 +10,7 @@ from pydantic import Field
 
 from hookgate.runtime.run_manager import UnknownWorkflow
 from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.responses import RunStarted, WorkflowEntry
 from hookgate.server.schemas import MAX_MESSAGE_CHARS, ApiBody
 from hookgate.telemetry.propagation import continue_trace
 
@@ -21,7 +22,7 @@ class StartWorkflowRun(ApiBody):
     conversation_id: str | None = Field(default=None, max_length=128)
 
 
-@router.get("/workflows")
+@router.get("/workflows", response_model=list[WorkflowEntry])
 async def list_workflows(caller: CallerDep, rt: RuntimeDep) -> list[dict[str, Any]]:
     runs = rt.runs
     return [{"id": w.id, "name": w.name or w.id, "description": w.description,
@@ -30,7 +31,7 @@ async def list_workflows(caller: CallerDep, rt: RuntimeDep) -> list[dict[str, An
             if (a := runs.agents.get(w.as_agent)) is not None and a.org_id == caller.org_id]
 
 
-@router.post("/workflows/{workflow_id}/runs")
+@router.post("/workflows/{workflow_id}/runs", response_model=RunStarted)
 async def start_workflow_run(workflow_id: str, body: StartWorkflowRun, caller: CallerDep,
                              rt: RuntimeDep, request: Request) -> dict[str, Any]:
     try:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
-from hookgate.engines.events import RunEvent
+from hookgate.engines.events import RunEvent, event_of
 from hookgate.storage.backends.base import (
     GENESIS,
     NOT_NOW,
@@ -386,7 +386,7 @@ def _prior(row: Any) -> PriorRow | None:
 def _event(row: Any) -> RunEvent:
     # asyncpg hands the JSON column over as text; psycopg has parsed it.
     data = json.loads(row[1]) if isinstance(row[1], str | bytes) else row[1]
-    return RunEvent(str(row[0]), dict(data or {}), int(row[2]))
+    return event_of(str(row[0]), dict(data or {}), int(row[2]))
 
 
 def aggregated_events(value: str | list[Any] | None) -> list[RunEvent]:
@@ -395,4 +395,4 @@ def aggregated_events(value: str | list[Any] | None) -> list[RunEvent]:
     if value is None:
         return []
     items = json.loads(value) if isinstance(value, str | bytes) else value
-    return [RunEvent(str(kind), dict(data or {}), int(seq)) for kind, data, seq in items]
+    return [event_of(str(kind), dict(data or {}), int(seq)) for kind, data, seq in items]

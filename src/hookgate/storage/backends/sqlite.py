@@ -21,7 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
-from hookgate.engines.events import RunEvent
+from hookgate.engines.events import RunEvent, event_of
 from hookgate.storage.backends.base import (
     GENESIS,
     NOT_NOW,
@@ -186,7 +186,7 @@ class SqliteBackend:
         after = _s("events_after")
         rows = await self.lane.read(
             lambda c: c.execute(after.sql, (run_id, seq)).fetchall())
-        return [RunEvent(str(r[0]), dict(json.loads(r[1]) or {}), int(r[2])) for r in rows]
+        return [event_of(str(r[0]), dict(json.loads(r[1]) or {}), int(r[2])) for r in rows]
 
     async def run_summary(self, run_id: str, *, with_log: bool, after: int
                           ) -> RunSummaryRow | None:
