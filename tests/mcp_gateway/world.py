@@ -56,6 +56,7 @@ mcp_servers:
     env: {{GIT_TERMINAL_PROMPT: "${{GIT_PROMPT:-0}}"}}
     requires_confirmation:
       - matcher: git_create_branch|git_commit|git_checkout
+        reason: branches and commits change the shared repository
       - matcher: git_log
         when: args.max_count > 50
 agents:

@@ -5,7 +5,8 @@ Declared under the agent's ``model_config_json.claude_code``::
     claude_code:
       wait_s: 20                 # how long a hook call waits for a person before deferring
       rules:
-        - {matcher: Bash, command: [[git, push], [rm, -rf]], requires_confirmation: true}
+        - {matcher: Bash, command: [[git, push], [rm, -rf]], requires_confirmation: true,
+           reason: "pushes and deletions are hard to undo"}
         - {path_outside: "{cwd}", requires_confirmation: true}
 
 Matchers and ``when`` are the declarative hooks' own (hookgate.matching);
@@ -13,6 +14,7 @@ Matchers and ``when`` are the declarative hooks' own (hookgate.matching);
 (commands parsed and normalised, paths resolved), and every key given must hold. Tools
 that change files or run commands count as writes (read-only orgs refuse them) unless a
 rule says ``writes: false``; ``mcp__<server>__<tool>`` has connector ``mcp__<server>``.
+A rule's ``reason`` is shown to the approver, with the rule, when it asked for a person.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ WRITING_TOOLS = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit",
 DEFAULT_WAIT_S = 20.0
 CONNECTOR = "claude_code"
 _RULE_KEYS = frozenset({"matcher", "when", "requires_confirmation", "writes", "connector",
-                        "command", "command_not_in", "path_under", "path_outside"})
+                        "command", "command_not_in", "path_under", "path_outside", "reason"})
+#: The longest ``reason`` of a rule (it goes on approval cards).
+REASON_CHARS = 500
 _KEYS = frozenset({"wait_s", "rules"})
 
 
@@ -57,6 +61,8 @@ class ToolRule:
     connector: str | None
     commands: tuple[CommandMatch, ...] = ()
     paths: tuple[PathMatch, ...] = ()
+    #: Where the rule is declared and what it says, as the approver reads it.
+    described: str = ""
 
     def applies(self, ctx: HookContext) -> bool:
         # A rule whose `when` cannot be evaluated applies (fail closed), and so does one
@@ -100,18 +106,22 @@ class ExternalPolicy:
         """The external Tool for a call (``probe`` carries its arguments and metadata)."""
         writes = name in WRITING_TOOLS
         needs = False
+        asked: list[str] = []
         connector = _connector(name)
         for rule in self.rules:
             if not rule.applies(probe):
                 continue
-            needs = needs or bool(rule.requires_confirmation)
+            if rule.requires_confirmation:
+                needs = True
+                asked.append(rule.described)
             if rule.writes is not None:
                 writes = rule.writes
             if rule.connector is not None:
                 connector = rule.connector
-        return Tool(name=name, description=f"Claude Code's {name} (runs in Claude Code)",
-                    parameters={"type": "object"}, _fn=_never_run,
-                    requires_confirmation=needs, connector=connector, writes=writes)
+        # Claude Code's hook input carries no description of the tool: none is made up.
+        return Tool(name=name, description="", parameters={"type": "object"}, _fn=_never_run,
+                    requires_confirmation=needs, connector=connector, writes=writes,
+                    confirmation_reason="; ".join(asked) or None)
 
 
 def probe_context(name: str, args: dict[str, Any], agent: Agent, user_id: str,
@@ -156,5 +166,29 @@ def _rule(agent: Agent, index: int, entry: object) -> ToolRule:
                       for key in ("path_under", "path_outside") if key in entry)
     except HookBuildError as exc:
         raise HookBuildError(f"{where}: {exc}") from None
+    reason = entry.get("reason")
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()
+                               or len(reason) > REASON_CHARS):
+        raise HookBuildError(f"{where}: 'reason' must be a non-empty string of at most "
+                             f"{REASON_CHARS} characters")
     return ToolRule(matcher, when, flags["requires_confirmation"], flags["writes"], connector,
-                    commands, paths)
+                    commands, paths, _described(agent, index, entry, reason))
+
+
+def _described(agent: Agent, index: int, entry: Mapping[str, Any], reason: str | None) -> str:
+    # "claude_code.rules[0] of agent 'coder' (matcher Bash, command git push): why".
+    shown = [f"{key} {_shown(entry[key])}" for key in
+             ("matcher", "when", "command", "command_not_in", "path_under", "path_outside")
+             if entry.get(key) is not None]
+    what = f" ({', '.join(shown)})" if shown else ""
+    said = f": {reason.strip()}" if reason else ""
+    return f"claude_code.rules[{index}] of agent '{agent.id}'{what}{said}"
+
+
+def _shown(value: object) -> str:
+    # [[git, push], [rm, -rf]] reads "git push | rm -rf".
+    if isinstance(value, list) and any(isinstance(v, list) for v in value):
+        return " | ".join(_shown(v) for v in value)
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)

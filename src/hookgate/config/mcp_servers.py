@@ -41,10 +41,19 @@ class _Strict(BaseModel):
 
 
 class GateRule(_Strict):
-    """Calls matching ``matcher`` (and ``when``, if given) need a person's approval."""
+    """Calls matching ``matcher`` (and ``when``, if given) need a person's approval;
+    ``reason`` tells the approver in words why (shown on the card with the rule)."""
 
     matcher: str = "*"
     when: str | None = None
+    reason: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+
+    def describe(self, where: str) -> str:
+        """The rule declared at ``where`` as an approver reads it: ``where (matcher X when
+        C): reason``."""
+        when = f" when {self.when}" if self.when else ""
+        said = f": {self.reason}" if self.reason else ""
+        return f"{where} (matcher {self.matcher}{when}){said}"
 
     @model_validator(mode="after")
     def _parses(self) -> GateRule:

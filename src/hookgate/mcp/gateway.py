@@ -35,7 +35,7 @@ from hookgate.hooks.services import HookServices
 from hookgate.mcp.attempts import Attempt, AttemptFinder, call_key, fresh_attempt
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
-from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
+from hookgate.mcp.mapping import McpTool, gateway_tool, listed_tool, result_of
 from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
 from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.storage.database import Database
@@ -332,7 +332,12 @@ class McpGateway:
             emit=attempt.on_event,
         )
         call = ToolCall(found.tool_call_id, name, args)
-        guarded = execute_tool_call(call, tools=box.tools, registry=registry,
+        tools = box.tools
+        tool = tools.get(name) if key is not None else None
+        if isinstance(tool, McpTool) and isinstance(args, dict):
+            # A gated call: the approver reads which gate rules asked, for these arguments.
+            tools = {**tools, name: tool.for_call(args)}
+        guarded = execute_tool_call(call, tools=tools, registry=registry,
                                     identity=identity, ledger=ledger)
         try:
             # A gated call may wait long for a person: only while its caller keeps access.
