@@ -1,0 +1,127 @@
+"""``hookgate mcp stdio`` as a thin client of a running ``hookgate serve``: driven by the
+official ``mcp`` client, it has only HOOKGATE_URL and HOOKGATE_TOKEN — no configuration, no
+database, no secrets key — and relays everything to the server's HTTP gateway: the tools,
+a gated call decided in the server's inbox (with progress while it waits), both protocol
+eras. What it lacks it says in one line, exiting 2."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.instances import Instance
+from tests.live_server import free_port
+from tests.mcp_gateway.world import (
+    REPO_ROOT,
+    TOKENS,
+    McpWorld,
+    current_time,
+    decide,
+    eventually,
+    make_world,
+    one_pending,
+    outcome,
+    text,
+)
+
+
+class Served:
+    def __init__(self, world: McpWorld, server: Instance, bare: Path) -> None:
+        self.world, self.server, self.bare = world, server, bare
+
+    def environ(self, **env: str) -> dict[str, str]:
+        """This machine's environment without any HOOKGATE_ variable, plus ``env``."""
+        out = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGATE_")}
+        out["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        out.update(env)
+        return out
+
+    def params(self, user: str = "alice", agent: str = "coder") -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent],
+            env=self.environ(HOOKGATE_URL=self.server.url, HOOKGATE_TOKEN=TOKENS[user]),
+            cwd=str(self.bare))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("relay")
+    world = make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}")
+    server = Instance("serve", world.config_path, root)
+    server.spawn()
+    # Where the client starts it: a folder with nothing of the server's in it.
+    with tempfile.TemporaryDirectory(prefix="developer-") as bare:
+        try:
+            server.wait_up()
+            yield Served(world, server, Path(bare))
+        finally:
+            server.stop()
+
+
+async def test_a_client_lists_and_calls_tools_through_the_server_with_only_url_and_token(
+        served: Served) -> None:
+    # The handshake protocol (its session id and event stream are the relay's to keep).
+    async with Client(served.params(), mode="legacy") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        result = await client.call_tool("mcp__time__get_current_time", {"timezone": "UTC"})
+    assert {"mcp__time__get_current_time", "mcp__git__git_create_branch"} <= names
+    assert not result.is_error and current_time(result)["timezone"] == "UTC"
+    assert list(served.bare.iterdir()) == []  # no database, no key, nothing written here
+
+
+async def test_a_gated_call_waits_with_progress_and_runs_once_approved_in_the_inbox(
+        served: Served) -> None:
+    mode = "auto"  # the 2026-07-28 protocol: the relay repeats its envelope in headers
+    progress: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    args = {"repo_path": str(served.world.repo), "branch_name": f"relayed-{mode}"}
+    async with httpx.AsyncClient(base_url=served.server.url, timeout=30) as api, \
+            Client(served.params(), mode=mode) as client:
+        call = asyncio.create_task(client.call_tool(
+            "mcp__git__git_create_branch", args, progress_callback=on_progress))
+        request = await one_pending(api)
+        await eventually(lambda: progress, "a progress notification")
+        assert f"relayed-{mode}" not in served.world.branches()
+        await decide(api, request["id"], "approve")
+        result = await asyncio.wait_for(call, 30)
+    assert not result.is_error, text(result)
+    assert outcome(result)["request_id"] == request["id"]
+    assert f"relayed-{mode}" in served.world.branches()
+    assert request["id"] in str(progress[0])
+
+
+def refusal(served: Served, *args: str, **env: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "hookgate.cli.main", "mcp", "stdio", *args],
+        env=served.environ(**env), cwd=served.bare, capture_output=True, text=True,
+        timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    return line
+
+
+def test_what_is_missing_is_said_in_one_line(served: Served) -> None:
+    url, alice = served.server.url, TOKENS["alice"]
+    assert "set HOOKGATE_URL" in refusal(served, "--agent", "coder", HOOKGATE_TOKEN=alice)
+    closed = f"http://127.0.0.1:{free_port()}"
+    assert "cannot reach hookgate" in refusal(served, "--agent", "coder", HOOKGATE_URL=closed,
+                                              HOOKGATE_TOKEN=alice)
+    assert "not valid" in refusal(served, "--agent", "coder", HOOKGATE_URL=url,
+                                  HOOKGATE_TOKEN="tok-nobody")
+    line = refusal(served, "--agent", "coder", HOOKGATE_URL=url, HOOKGATE_TOKEN=TOKENS["fred"])
+    assert "404" in line and "coder" in line
