@@ -85,6 +85,9 @@ class McpServerSpec(_Strict):
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
     #: How long a started server may take to answer its handshake.
     startup_timeout_s: float = Field(default=30.0, gt=0)
+    #: How long ``tools/list`` waits for this server to come up; past it the listing answers
+    #: without its tools, and clients hear ``tools/list_changed`` once it is up.
+    list_wait_s: float = Field(default=10.0, ge=0)
     #: How long one call may take downstream before it fails (outcome unknown).
     timeout_s: float = Field(default=60.0, gt=0)
     requires_confirmation: bool | list[GateRule] = False

@@ -88,6 +88,8 @@ async def serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> 
             recheck_s = runtime.deployment.access_recheck_s
             gateway = gateway_for(runtime, access_recheck_s=recheck_s)
             server = build_mcp_server(gateway, lambda _ctx: who)
+            # The client's handshake is answered at once; its servers start meanwhile.
+            gateway.warm(who.access.server_ids())
         try:
             async with stdio_server() as (read, write):
                 try:
