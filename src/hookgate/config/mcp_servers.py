@@ -112,6 +112,30 @@ class McpServerSpec(_Strict):
         return self
 
 
+class McpOAuthSpec(_Strict):
+    """``server: mcp_oauth:``: access tokens of an OAuth 2.1 authorization server accepted by
+    the HTTP gateway (beside hookgate's own API tokens), as the MCP specification describes."""
+
+    #: The authorization server's issuer identifier (the tokens' ``iss``).
+    issuer: Annotated[str, Field(min_length=1)]
+    #: Where its signing keys are published (a JWKS document).
+    jwks_url: Annotated[str, Field(min_length=1)]
+    #: Scopes every token must carry; a token lacking one is refused (403).
+    scopes: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=lambda: ["mcp"])
+    #: The claim naming the hookgate user the token acts for.
+    user_claim: Annotated[str, Field(min_length=1)] = "sub"
+    #: The ``aud`` tokens are issued for; default: the gateway's URL (``/mcp`` or
+    #: ``/mcp/<agent>`` on ``server.public_url``).
+    audience: str | None = None
+
+    @field_validator("issuer", "jwks_url")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+            raise ValueError("must be an https:// URL (http only on loopback)")
+        return value
+
+
 class AgentMcpAccess(_Strict):
     """Which downstream servers, single tools, resources and prompts an agent may use."""
 
