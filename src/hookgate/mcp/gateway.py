@@ -514,6 +514,14 @@ class McpGateway:
         if parts is not None and parts[0] in ids:
             ids = [parts[0]]
         box = _Toolbox({}, {}, {})
+        ready = [self._ready_share(who, i) for i in ids]
+        if all(share is not None for share in ready):
+            # Every server up and listed already: no task to start (the common call).
+            for cached in ready:
+                assert cached is not None
+                box.tools.update(cached.tools)
+                box.listed.update(cached.listed)
+            return box
         # Servers start in parallel: a first listing waits for the slowest only.
         shares = {i: asyncio.ensure_future(self._share(who, i)) for i in ids}
         if bounded:
@@ -550,6 +558,14 @@ class McpGateway:
         told = asyncio.ensure_future(self._downstream_tools_changed(server_id))
         self._starting.add(told)
         told.add_done_callback(self._starting.discard)
+
+    def _ready_share(self, who: Principal, server_id: str) -> _Share | None:
+        # The cached share, while its server runs with the listing it was built from.
+        server = self.servers[server_id]
+        cached = self._shares.get((who.agent.id, server_id))
+        if cached is not None and server.running and cached.generation == server.generation:
+            return cached
+        return None
 
     async def _share(self, who: Principal, server_id: str) -> _Share | DownstreamError:
         # One server's tools for one agent, rebuilt when the server (re)started.
