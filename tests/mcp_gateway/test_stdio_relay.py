@@ -18,6 +18,8 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
+from hookgate.mcp.refusal import StdioRefusal
+from hookgate.mcp.relay import relay_stdio
 from tests.instances import Instance
 from tests.live_server import free_port
 from tests.mcp_gateway.world import (
@@ -115,13 +117,20 @@ def refusal(served: Served, *args: str, **env: str) -> str:
     return line
 
 
-def test_what_is_missing_is_said_in_one_line(served: Served) -> None:
-    url, alice = served.server.url, TOKENS["alice"]
-    assert "set HOOKGATE_URL" in refusal(served, "--agent", "coder", HOOKGATE_TOKEN=alice)
-    closed = f"http://127.0.0.1:{free_port()}"
-    assert "cannot reach hookgate" in refusal(served, "--agent", "coder", HOOKGATE_URL=closed,
-                                              HOOKGATE_TOKEN=alice)
-    assert "not valid" in refusal(served, "--agent", "coder", HOOKGATE_URL=url,
-                                  HOOKGATE_TOKEN="tok-nobody")
-    line = refusal(served, "--agent", "coder", HOOKGATE_URL=url, HOOKGATE_TOKEN=TOKENS["fred"])
-    assert "404" in line and "coder" in line
+def test_without_a_server_url_it_exits_2_with_one_line(served: Served) -> None:
+    line = refusal(served, "--agent", "coder", HOOKGATE_TOKEN=TOKENS["alice"])
+    assert "set HOOKGATE_URL" in line and "--in-process" in line
+
+
+@pytest.mark.parametrize(("url", "token", "said"), [
+    ("closed", "alice", "cannot reach hookgate"),
+    ("served", "nobody", "not valid"),
+    ("served", "fred", "404"),  # Frozen's user: no gateway for ACME's agent
+    ("served", None, "set HOOKGATE_TOKEN"),
+])
+async def test_what_is_missing_is_one_line_before_anything_is_relayed(
+        served: Served, url: str, token: str | None, said: str) -> None:
+    base = served.server.url if url == "served" else f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(StdioRefusal) as refused:
+        await relay_stdio(base, "coder", TOKENS.get(token or "", token))
+    assert said in str(refused.value) and "\n" not in str(refused.value)
