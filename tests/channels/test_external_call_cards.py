@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,8 @@ def test_a_claude_code_card_names_the_rule_and_offers_no_edit(
     cli = ["approvals", "--url", server.url, "--token", TOKENS["bob"]]
     listed = CliRunner().invoke(app, [*cli[:1], "list", *cli[1:]])
     assert "you may: approve, reject" in listed.output, listed.output
+    shown = CliRunner().invoke(app, [*cli[:1], "show", request["id"], *cli[1:]])
+    assert re.search(r"you may\s+approve, reject\n", shown.output), shown.output
     edited = CliRunner().invoke(app, [*cli[:1], "approve", request["id"], *cli[1:],
                                       "--set", "command=ls"])
     assert edited.exit_code == 2 and "cannot be edited" in edited.output, edited.output

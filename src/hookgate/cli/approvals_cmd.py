@@ -157,6 +157,8 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
                      + (f" ({names})" if names else "")))
     if it["status"] == "pending":
         rows.append(("time left", duration_text(it["seconds_left"])))
+        if it.get("can_decide"):
+            rows.append(("you may", _actions(it)))
     else:
         d = it.get("decision") or {}
         rows.append(("decided", " ".join(str(x) for x in (
