@@ -17,9 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.message import SessionMessage
+from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCRequest, JSONRPCResponse
 
 from hookgate.mcp.refusal import StdioRefusal
-from hookgate.mcp.relay import relay_stdio
+from hookgate.mcp.relay import Envelope, relay_stdio
 from tests.instances import Instance
 from tests.live_server import free_port
 from tests.mcp_gateway.world import (
@@ -134,3 +136,27 @@ async def test_what_is_missing_is_one_line_before_anything_is_relayed(
     with pytest.raises(StdioRefusal) as refused:
         await relay_stdio(base, "coder", TOKENS.get(token or "", token))
     assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_relay_repeats_a_modern_requests_envelope_in_its_headers() -> None:
+    # What the gateway checks of a 2026-07-28 request over HTTP, including the Mcp-Param-*
+    # header a tool's schema asks for (learnt from the listing that passed by).
+    meta = {PROTOCOL_VERSION_META_KEY: "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    envelope = Envelope()
+    listing = envelope.upward(SessionMessage(JSONRPCRequest(
+        jsonrpc="2.0", id=1, method="tools/list", params={"_meta": meta})))
+    assert listing.metadata.headers == {"mcp-protocol-version": "2026-07-28",
+                                        "mcp-method": "tools/list"}
+    schema = {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}}
+    envelope.downward(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=1, result={
+        "tools": [{"name": "mcp__geo__lookup", "inputSchema": schema}]})))
+    call = envelope.upward(SessionMessage(JSONRPCRequest(
+        jsonrpc="2.0", id=2, method="tools/call", params={
+            "_meta": meta, "name": "mcp__geo__lookup", "arguments": {"region": "eu"}})))
+    headers = call.metadata.headers
+    assert headers["mcp-name"] == "mcp__geo__lookup" and headers["mcp-method"] == "tools/call"
+    assert [v for k, v in headers.items() if k.lower().startswith("mcp-param-")] == ["eu"]
+    handshake = SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=3, method="tools/list"))
+    assert envelope.upward(handshake) is handshake  # the session carries its version

@@ -5,15 +5,16 @@ message the client writes on stdin goes to the gateway with the user's token, an
 the gateway sends (results, progress, elicitations, ``tools/list_changed``) comes back on
 stdout. It opens no database and holds no secrets key: the server decides everything. A
 request of the 2026-07-28 protocol carries its version in ``_meta``; the relay repeats it in
-the HTTP headers the gateway checks, as the SDK's own client does. Anything missing before it
-relays (the URL, the token, a server that answers, access to the agent) is a `StdioRefusal`
-whose message is one line (an MCP client shows the process's stderr to its user).
+the HTTP headers the gateway checks, as the SDK's own client does (`Envelope`). Anything
+missing before it relays (the URL, the token, a server that answers, access to the agent) is
+a `StdioRefusal` whose message is one line (an MCP client shows the process's stderr to its
+user).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -27,9 +28,11 @@ from mcp.shared.inbound import (
     MCP_PROTOCOL_VERSION_HEADER,
     NAME_BEARING_METHODS,
     encode_header_value,
+    mcp_param_headers,
+    x_mcp_header_map,
 )
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
-from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCRequest
+from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 from hookgate.mcp.refusal import TOKEN_ENV, StdioRefusal, one_line
 
@@ -85,31 +88,62 @@ def _said(answer: httpx2.Response) -> str:
     return one_line(str(error or body))[:300]
 
 
-def http_headers(message: SessionMessage) -> SessionMessage:
-    """A request of the per-request protocol (2026-07-28) with the HTTP headers that must
-    repeat its envelope; any other message as it is."""
-    request = message.message
-    if not isinstance(request, JSONRPCRequest) or not isinstance(request.params, Mapping):
+class Envelope:
+    """The HTTP headers a request of the per-request protocol (2026-07-28) must repeat from
+    its body, as the SDK's own client sends them: the version, the method, the name, and the
+    ``Mcp-Param-*`` headers of a tool whose input schema asks for them (learnt from the
+    ``tools/list`` answers that pass by)."""
+
+    def __init__(self) -> None:
+        self.param_maps: dict[str, dict[tuple[str, ...], str]] = {}
+        self._listings: set[Any] = set()
+
+    def upward(self, message: SessionMessage) -> SessionMessage:
+        """``message`` (client → gateway) with the headers it needs."""
+        request = message.message
+        if not isinstance(request, JSONRPCRequest) or not isinstance(request.params, Mapping):
+            return message
+        if request.method == "tools/list":
+            self._listings.add(request.id)
+        meta = request.params.get("_meta")
+        version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, Mapping) else None
+        if not isinstance(version, str):
+            return message  # the handshake protocol: the session carries the version
+        headers = {MCP_PROTOCOL_VERSION_HEADER: version, MCP_METHOD_HEADER: request.method}
+        name_key = NAME_BEARING_METHODS.get(request.method)
+        name: Any = request.params.get(name_key) if name_key is not None else None
+        if isinstance(name, str):
+            headers[MCP_NAME_HEADER] = encode_header_value(name)
+        arguments = request.params.get("arguments")
+        if request.method == "tools/call" and name in self.param_maps \
+                and isinstance(arguments, Mapping):
+            headers.update(mcp_param_headers(self.param_maps[name], arguments))
+        return SessionMessage(request, metadata=ClientMessageMetadata(headers=headers))
+
+    def downward(self, message: SessionMessage) -> SessionMessage:
+        """``message`` (gateway → client) unchanged, after noting a tool listing's maps."""
+        answer = message.message
+        if isinstance(answer, JSONRPCResponse) and answer.id in self._listings:
+            self._listings.discard(answer.id)
+            tools = answer.result.get("tools") if isinstance(answer.result, Mapping) else None
+            for tool in tools if isinstance(tools, list) else ():
+                if isinstance(tool, Mapping) and isinstance(tool.get("name"), str):
+                    mapped = x_mcp_header_map(tool.get("inputSchema"))
+                    if mapped:
+                        self.param_maps[tool["name"]] = mapped
+        elif isinstance(answer, JSONRPCError):
+            self._listings.discard(answer.id)
         return message
-    meta = request.params.get("_meta")
-    version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, Mapping) else None
-    if not isinstance(version, str):
-        return message  # the handshake protocol: the session carries the version
-    headers = {MCP_PROTOCOL_VERSION_HEADER: version, MCP_METHOD_HEADER: request.method}
-    name_key = NAME_BEARING_METHODS.get(request.method)
-    name: Any = request.params.get(name_key) if name_key is not None else None
-    if isinstance(name, str):
-        headers[MCP_NAME_HEADER] = encode_header_value(name)
-    return SessionMessage(request, metadata=ClientMessageMetadata(headers=headers))
 
 
-async def _pump(source: Incoming, sink: Outgoing, *, upward: bool) -> None:
+async def _pump(source: Incoming, sink: Outgoing, turn: Callable[[SessionMessage],
+                                                                 SessionMessage]) -> None:
     async for item in source:
         if isinstance(item, Exception):
             # A line that is not JSON-RPC, or a transport failure: said, not relayed.
             log.warning("hookgate mcp stdio: %s", one_line(str(item)) or type(item).__name__)
             continue
-        await sink.send(http_headers(item) if upward else item)
+        await sink.send(turn(item))
 
 
 async def relay_stdio(base_url: str | None, agent_id: str, token: str | None) -> None:
@@ -126,9 +160,11 @@ async def relay_stdio(base_url: str | None, agent_id: str, token: str | None) ->
                 streamable_http_client(url, http_client=http) as (remote_in, remote_out), \
                 anyio.create_task_group() as tg:
 
+            envelope = Envelope()
+
             async def upward() -> None:
-                await _pump(local_in, remote_out, upward=True)
+                await _pump(local_in, remote_out, envelope.upward)
                 tg.cancel_scope.cancel()  # the client closed stdin: the session ends
 
             tg.start_soon(upward)
-            tg.start_soon(lambda: _pump(remote_in, local_out, upward=False))
+            tg.start_soon(_pump, remote_in, local_out, envelope.downward)
