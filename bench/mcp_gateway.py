@@ -1,34 +1,48 @@
-"""Benchmark: what the MCP gateway adds to a tool call, against calling the server directly.
+"""Benchmark: what the MCP gateway adds to a tool call, side by side with FastMCP's proxy.
 
 The downstream server is ``mcp-server-time`` over stdio (``get_current_time``), called by the
 official ``mcp`` client
-  - directly,
-  - through the gateway in process (the SDK's in-process client: the gateway's own work —
-    guarded path, hooks, result mapping — plus the same downstream hop),
-  - through ``hookgate mcp stdio`` as a subprocess (what a desktop client sees: one more
-    JSON-RPC hop over stdio).
-Each gateway path runs twice: with only the approval gate (nothing to approve) and with the
-audit log, read-only guard and a rate limit declared. Calls alternate between paths in rounds
-so machine load hits all of them alike. Prints one JSON object with p50/p99 per path and the
-p50 added over the direct call. Usage: python bench/mcp_gateway.py [--calls 300] [--rounds 3] [--quick]
+  - directly (``direct``),
+  - through the gateway in this process (``in_process_*``: the SDK's in-memory client; the
+    gateway's own work — guarded path, hooks, result mapping — plus the same downstream hop),
+  - through ``hookgate mcp stdio`` as a subprocess (``stdio_*``: the thin client a desktop
+    client starts, relaying to ``hookgate serve``; ``stdio_in_process_bare``: the same with
+    ``--in-process``),
+  - over streamable HTTP to a ``hookgate serve`` subprocess (``http_*``),
+  - through FastMCP's proxy of the same server over streamable HTTP and stdio
+    (``fastmcp_proxy_*``), when FastMCP is installed (``pip install fastmcp``, in this
+    Python or in the one ``--fastmcp-python`` names).
+Each gateway path runs with only the approval gate (``bare``: nothing to approve) and, for
+in-process, stdio and HTTP, with the audit log, read-only guard and a rate limit declared
+(``guarded``). Calls alternate between paths in rounds so machine load hits all of them
+alike. Prints one JSON object with p50/p99 per path, the p50 added over the direct call, and
+the HTTP gateway's p50 against FastMCP's HTTP proxy.
+Usage: python bench/mcp_gateway.py [--calls 300] [--rounds 3] [--quick] [--fastmcp-python PY]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import importlib.util
 import json
 import os
 import platform
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from hookgate.config import load_config
 from hookgate.mcp.served import build_mcp_server
@@ -58,12 +72,25 @@ agents:
           - {{name: connector_rate_limit, params: {{limits: {{mcp__time: 1000000/minute}}}}}}
 """
 TOOL_ARGS = {"timezone": "UTC"}
+GATEWAY_TOOL = "mcp__time__get_current_time"
+#: FastMCP's proxy of the time server, run by the Python that has FastMCP.
+FASTMCP_PROXY = """\
+import sys
+from fastmcp.server import create_proxy
+proxy = create_proxy({{"mcpServers": {{"time": {{"command": {python!r},
+    "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}}}}}}, name="proxy")
+if sys.argv[1] == "http":
+    proxy.run(transport="http", host="127.0.0.1", port=int(sys.argv[2]), show_banner=False,
+              log_level="warning")
+else:
+    proxy.run(transport="stdio", show_banner=False)
+"""
 
 
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {"p50_ms": round(statistics.median(ordered) * 1000, 3),
-            "p99_ms": round(ordered[int(len(ordered) * 0.99) - 1] * 1000, 3),
+            "p99_ms": round(ordered[max(int(len(ordered) * 0.99) - 1, 0)] * 1000, 3),
             "n": len(ordered)}
 
 
@@ -78,7 +105,54 @@ async def timed(client: Client, name: str, n: int) -> list[float]:
     return out
 
 
-async def main(calls: int, rounds: int) -> dict[str, Any]:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def process(cmd: list[str], ready_url: str, log: Path, **options: Any) -> Iterator[None]:
+    """A server subprocess, once ``ready_url`` answers."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, **options)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{cmd[:4]} exited: {log.read_text()[-2000:]}")
+            try:
+                httpx2.get(ready_url, timeout=1)
+                break
+            except httpx2.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{cmd[:4]} did not come up") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def fastmcp_python(given: str | None) -> str | None:
+    """The Python that can run FastMCP's proxy: ``given``, or this one when it has it."""
+    if given:
+        return given
+    return sys.executable if importlib.util.find_spec("fastmcp") is not None else None
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0))
+    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
+
+
+async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="hookgate-mcp-bench-"))
     config_path = root / "hookgate.yaml"
     config_path.write_text(CONFIG.format(db=root / "bench.db", token=TOKEN,
@@ -88,42 +162,75 @@ async def main(calls: int, rounds: int) -> dict[str, Any]:
     await runtime.sync()
     await runtime.approvals.start()
     caller = Caller("ann", "acme", False)
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    serve_port = free_port()
+    serve_url = f"http://127.0.0.1:{serve_port}"
     clients: dict[str, tuple[Client, str]] = {}
-    async with AsyncExitStack() as stack:
-        direct = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "mcp_server_time", "--local-timezone", "UTC"])
-        clients["direct"] = (await stack.enter_async_context(Client(direct)),
-                             "get_current_time")
-        gateways = []
-        for agent in ("bare", "guarded"):
-            gateway = gateway_for(runtime)
-            gateways.append(gateway)
-            who = principal_for(runtime, agent, caller, TOKEN)
-            assert who is not None
-            server = build_mcp_server(gateway, lambda _ctx, who=who: who)
-            clients[f"in_process_{agent}"] = (
-                await stack.enter_async_context(Client(server)), "mcp__time__get_current_time")
-            stdio = StdioServerParameters(
+    skipped: dict[str, str] = {}
+    with contextlib.ExitStack() as procs:
+        procs.enter_context(process(
+            [sys.executable, "-m", "hookgate.cli.main", "serve", "--config", str(config_path),
+             "--port", str(serve_port), "--log-level", "warning"],
+            f"{serve_url}/openapi.json", root / "serve.log", env=env, cwd=root))
+        proxy_url = None
+        if fastmcp is not None:
+            script = root / "fastmcp_proxy.py"
+            script.write_text(FASTMCP_PROXY.format(python=sys.executable))
+            proxy_port = free_port()
+            proxy_url = f"http://127.0.0.1:{proxy_port}/mcp"
+            procs.enter_context(process([fastmcp, str(script), "http", str(proxy_port)],
+                                        f"http://127.0.0.1:{proxy_port}/",
+                                        root / "fastmcp.log", cwd=root))
+        else:
+            skipped["fastmcp_proxy_*"] = ("FastMCP is not installed here: pip install fastmcp, "
+                                          "or pass --fastmcp-python")
+        async with AsyncExitStack() as stack:
+            async def add(key: str, client: Any, tool: str = GATEWAY_TOOL) -> None:
+                clients[key] = (await stack.enter_async_context(client), tool)
+
+            await add("direct", Client(StdioServerParameters(
                 command=sys.executable,
-                args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent,
-                      "--config", str(config_path)],
-                env={"HOOKGATE_TOKEN": TOKEN, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
-                cwd=str(root))
-            clients[f"stdio_{agent}"] = (await stack.enter_async_context(Client(stdio)),
-                                         "mcp__time__get_current_time")
-        samples: dict[str, list[float]] = {k: [] for k in clients}
-        for client, name in clients.values():
-            await timed(client, name, 20)  # warm-up: servers started, caches filled
-        for _ in range(rounds):
-            for key, (client, name) in clients.items():
-                samples[key].extend(await timed(client, name, calls // rounds))
-        for gateway in gateways:
-            await gateway.aclose()
+                args=["-m", "mcp_server_time", "--local-timezone", "UTC"])),
+                "get_current_time")
+            gateways = []
+            for agent in ("bare", "guarded"):
+                gateway = gateway_for(runtime)
+                gateways.append(gateway)
+                who = principal_for(runtime, agent, caller, TOKEN)
+                assert who is not None
+                server = build_mcp_server(gateway, lambda _ctx, who=who: who)
+                await add(f"in_process_{agent}", Client(server))
+                await add(f"stdio_{agent}", Client(StdioServerParameters(
+                    command=sys.executable,
+                    args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent],
+                    env={"HOOKGATE_TOKEN": TOKEN, "HOOKGATE_URL": serve_url,
+                         "PYTHONPATH": env["PYTHONPATH"]}, cwd=str(root))))
+                await add(f"http_{agent}", http_client(f"{serve_url}/mcp/{agent}", TOKEN))
+            await add("stdio_in_process_bare", Client(StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", "bare",
+                      "--in-process", "--config", str(config_path)],
+                env={"HOOKGATE_TOKEN": TOKEN, "PYTHONPATH": env["PYTHONPATH"]},
+                cwd=str(root))))
+            if fastmcp is not None and proxy_url is not None:
+                await add("fastmcp_proxy_http", http_client(proxy_url, None),
+                          "get_current_time")
+                await add("fastmcp_proxy_stdio", Client(StdioServerParameters(
+                    command=fastmcp, args=[str(root / "fastmcp_proxy.py"), "stdio"],
+                    cwd=str(root))), "get_current_time")
+            samples: dict[str, list[float]] = {k: [] for k in clients}
+            for client, name in clients.values():
+                await timed(client, name, 20)  # warm-up: servers started, caches filled
+            for _ in range(rounds):
+                for key, (client, name) in clients.items():
+                    samples[key].extend(await timed(client, name, calls // rounds))
+            for gateway in gateways:
+                await gateway.aclose()
     await runtime.approvals.stop()
     await runtime.db.dispose()
     figures = {key: summary(values) for key, values in samples.items()}
     base = figures["direct"]["p50_ms"]
-    return {
+    out: dict[str, Any] = {
         "benchmark": "mcp_gateway",
         "downstream": "mcp-server-time get_current_time over stdio",
         "database": "sqlite file",
@@ -134,7 +241,12 @@ async def main(calls: int, rounds: int) -> dict[str, Any]:
         "added_p50_ms": {key: round(f["p50_ms"] - base, 3)
                          for key, f in figures.items() if key != "direct"},
         "target_added_p50_ms": 2.0,
+        "skipped": skipped,
     }
+    if "fastmcp_proxy_http" in figures:
+        out["http_bare_minus_fastmcp_http_p50_ms"] = round(
+            figures["http_bare"]["p50_ms"] - figures["fastmcp_proxy_http"]["p50_ms"], 3)
+    return out
 
 
 if __name__ == "__main__":
@@ -143,6 +255,9 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true",
                         help="a few calls per path: checks that the bench runs, not a figure")
+    parser.add_argument("--fastmcp-python", default=os.environ.get("FASTMCP_PYTHON"),
+                        help="a Python with FastMCP installed (default: this one, if it has it)")
     options = parser.parse_args()
     calls, rounds = (6, 1) if options.quick else (options.calls, options.rounds)
-    print(json.dumps(asyncio.run(main(calls, rounds)), indent=2))
+    print(json.dumps(asyncio.run(main(calls, rounds, fastmcp_python(options.fastmcp_python))),
+                     indent=2))

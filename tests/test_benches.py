@@ -84,7 +84,11 @@ def check_approval(out: dict[str, Any]) -> None:
 
 
 def check_mcp_gateway(out: dict[str, Any]) -> None:
-    paths = {"direct", "in_process_bare", "stdio_bare", "in_process_guarded", "stdio_guarded"}
+    paths = {"direct", "in_process_bare", "stdio_bare", "http_bare", "in_process_guarded",
+             "stdio_guarded", "http_guarded", "stdio_in_process_bare"}
+    if not out["skipped"]:  # FastMCP's proxy, side by side, where FastMCP is installed
+        paths |= {"fastmcp_proxy_http", "fastmcp_proxy_stdio"}
+        assert _number(out["http_bare_minus_fastmcp_http_p50_ms"])
     assert set(out["paths"]) == paths, out["paths"]
     for figure in out["paths"].values():
         assert _number(figure["p50_ms"]) and figure["p50_ms"] > 0, figure

@@ -29,6 +29,7 @@ def approval_card(request_id: str = "req-1", **overrides: Any) -> ApprovalCard:
         "requester": "bob",
         "expires_at": datetime.now(UTC) + timedelta(minutes=15),
         "inbox_url": f"https://gate.example/inbox/{request_id}",
+        "editable": True,  # wire_transfer is a tool the agent declares
     }
     values.update(overrides)
     # The approval wording, prepared from the context and arguments as the gate does.

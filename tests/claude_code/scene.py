@@ -29,6 +29,7 @@ from tests.live_server import LiveServer, live_server
 
 TOKEN = "tok-dev-alice"
 GATED = '".log" in args.command'
+REASON = "log files are shared with the auditors"
 
 
 #: Fails closed after any Bash call that printed a card number: the output is withheld.
@@ -46,7 +47,8 @@ def coder(wait_s: float, read_only: bool = False,
             "hooks": {"class_hooks": ["audit_log", "readonly_guard"],
                       "command_hooks": [CARD_GUARD, *(extra_hooks or [])]},
             "claude_code": {"wait_s": wait_s, "rules": rules if rules is not None else [
-                {"matcher": "Bash", "when": GATED, "requires_confirmation": True}]},
+                {"matcher": "Bash", "when": GATED, "requires_confirmation": True,
+                 "reason": REASON}]},
         },
     )
     return Deployment(

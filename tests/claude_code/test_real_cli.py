@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 
 from tests.claude_cli import ClaudeRun
-from tests.claude_code.scene import TOKEN, run_lines, scene
+from tests.claude_code.scene import GATED, REASON, TOKEN, run_lines, scene
 from tests.fakes.anthropic import FakeAnthropic, Text, ToolUse, result_text, sequence, tool_results
-from tests.fakes.slack import FakeSlack
+from tests.fakes.slack import FakeSlack, block_texts
 
 
 def bash(command: str) -> ToolUse:
@@ -32,6 +32,12 @@ def test_an_approved_bash_call_runs_once_after_a_signed_slack_click(
     script = sequence(bash("echo approved >> approved.log"), Text("done"))
     with scene(tmp_path, database_url, slack, script) as s:
         finished = s.in_background(s.prompt)
+        # The card names the rule that matched and its reason; Claude Code gives no
+        # description of its Bash, and none is made up.
+        card = block_texts(s.card().blocks or [])
+        assert (f"Why approval is needed: gate rule claude_code.rules[0] of agent 'coder' "
+                f"(matcher Bash, when {GATED}): {REASON}") in card, card
+        assert "What the tool does" not in card and "flagged" not in card
         s.click("approve")
         result = finished()
         assert result.returncode == 0, result.stderr

@@ -3,7 +3,8 @@
 Tools: ``echo`` (answers), ``nap`` (sleeps first), ``crash`` (the process exits), ``garbled``
 (answers with a result that is not a tool result), ``fails`` (a tool error). It also has one
 resource and one prompt. Every ``tools/call`` it receives is appended to ``$FLAKY_LOG``;
-``FLAKY_MODE=silent`` makes it never answer at all.
+``FLAKY_MODE=silent`` makes it never answer at all; with ``FLAKY_GATE`` it reads nothing
+until that file exists (a server that is slow to come up, for as long as a test wants).
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ def answer(msg_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any] |
 def main() -> None:
     if os.environ.get("FLAKY_MODE") == "silent":
         time.sleep(3600)
+    gate = os.environ.get("FLAKY_GATE")
+    while gate and not os.path.exists(gate):
+        time.sleep(0.02)
     for line in sys.stdin:
         msg = json.loads(line)
         if "id" not in msg or "method" not in msg:

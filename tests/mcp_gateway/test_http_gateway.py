@@ -130,10 +130,13 @@ async def test_a_when_rule_gates_only_the_calls_it_matches(
         assert (await asyncio.wait_for(big, 30)).is_error
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_requesting_user_cannot_approve_through_elicitation(
-        tmp_path: Path, database_url: str) -> None:
+        tmp_path: Path, database_url: str, mode: str) -> None:
     # With a public URL the gateway asks the client (URL-mode elicitation) to open the
-    # inbox; the client's user answering "accept" decides nothing.
+    # inbox; the client's user answering "accept" decides nothing. On the handshake protocol
+    # it is a request of the server; on 2026-07-28 an input_required result, after which
+    # the client calls again and waits.
     world = make_world(tmp_path, database_url, public_url="https://gate.example")
     elicited: list[Any] = []
 
@@ -146,7 +149,7 @@ async def test_the_requesting_user_cannot_approve_through_elicitation(
     with live_server(world.deployment()) as srv:
         async with httpx.AsyncClient(base_url=srv.url, timeout=30) as api:
             args = {"repo_path": str(world.repo), "branch_name": "sneaky"}
-            async with http_client(mcp_url(srv), "alice", mode="legacy",
+            async with http_client(mcp_url(srv), "alice", mode=mode,
                                    elicitation_callback=accept) as client:
                 call = asyncio.create_task(
                     client.call_tool("mcp__git__git_create_branch", args))

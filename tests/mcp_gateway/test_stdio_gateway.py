@@ -92,6 +92,7 @@ def test_without_a_token_the_stdio_gateway_refuses_to_start(world: McpWorld) -> 
     env = {k: v for k, v in os.environ.items() if k != "HOOKGATE_TOKEN"}
     done = subprocess.run(
         [sys.executable, "-m", "hookgate.cli.main", "mcp", "stdio", "--agent", "coder",
+         "--in-process",
          "--config", str(world.config_path)],
         env=env, cwd=world.root, capture_output=True, text=True, timeout=60,
         stdin=subprocess.DEVNULL)

@@ -45,6 +45,7 @@ def stdio(world: McpWorld, agent: str = "coder", *, config: Path | None = None,
     environ.update(env)
     done = subprocess.run(
         [sys.executable, "-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent,
+         "--in-process",
          "--config", str(config or world.config_path)],
         env=environ, cwd=world.root, capture_output=True, text=True, timeout=120,
         stdin=subprocess.DEVNULL)

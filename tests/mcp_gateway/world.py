@@ -56,6 +56,7 @@ mcp_servers:
     env: {{GIT_TERMINAL_PROMPT: "${{GIT_PROMPT:-0}}"}}
     requires_confirmation:
       - matcher: git_create_branch|git_commit|git_checkout
+        reason: branches and commits change the shared repository
       - matcher: git_log
         when: args.max_count > 50
 agents:
@@ -131,10 +132,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def stdio_params(world: McpWorld, agent: str, user: str) -> StdioServerParameters:
-    """``hookgate mcp stdio`` as a subprocess, the way a desktop client starts it."""
+    """``hookgate mcp stdio --in-process`` as a subprocess, the way a desktop client starts
+    it on a machine trusted with the server's database."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent,
+        args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent, "--in-process",
               "--config", str(world.config_path)],
         # The repository's root too: hooks the tests declare live in the ``tests`` package.
         env={"HOOKGATE_TOKEN": TOKENS[user],

@@ -19,13 +19,18 @@ MESSAGE_CHARS = 4000
 
 def approval_context(ask: ApprovalAsk) -> dict[str, Any]:
     """The stored context of a new request: ``user_message``, ``tool_description`` and
-    ``reasons`` (each ``{"kind", "text"}``, plus ``hook`` for an ``ask`` hook)."""
+    ``reasons`` (each ``{"kind", "text"}``, plus ``hook`` for an ``ask`` hook; ``gate_rule``
+    names the configured rules that matched a call to a tool the agent does not declare)."""
     agent = ask.agent
     tool = next((t for t in agent.tools if t.name == ask.tool_name), None)
     message = ask.metadata.get("user_message")
+    # A tool the agent does not declare (an MCP server's, Claude Code's, a framework
+    # adapter's) is described by what the guarded path saw of it: the description its client
+    # or server gave.
+    described = tool.description if tool is not None else ask.metadata.get("tool_description")
     context: dict[str, Any] = {
         "user_message": message[:MESSAGE_CHARS] if isinstance(message, str) else None,
-        "tool_description": tool.description if tool is not None else None,
+        "tool_description": described if isinstance(described, str) and described else None,
         "reasons": _reasons(ask, tool),
     }
     # A tool of an agent that runs elsewhere (hookgate.external): the schema and description
@@ -56,6 +61,10 @@ def _reasons(ask: ApprovalAsk, tool: Tool | None) -> list[dict[str, Any]]:
         else:
             text = "the tool is marked requires_confirmation: every call needs a person"
         out.append({"kind": "tool_rule", "text": text})
+    gate_rule = ask.metadata.get("confirmation_reason")
+    if tool is None and gate_rule and ask.metadata.get("requires_confirmation"):
+        # The configured gate rules that matched (mcp_servers:, claude_code.rules), by name.
+        out.append({"kind": "gate_rule", "text": f"gate rule {gate_rule}"})
     for asked in ask.asked_by:
         hook, reason = asked.hook, asked.reason
         out.append({"kind": "hook_ask", "hook": hook, "reason": reason,

@@ -192,6 +192,7 @@ class Followups:
                 context={**(request.context or {}), "escalation": note},
                 delivery_key=f"{request.id}-escalation",
                 reasons=card_reasons(request.context), numbers=card_numbers(request.args),
+                editable=self.approvals.can_edit(request),
             ))
         except Exception as exc:
             await self._flag(request, f"{DELIVERY_FAILED}the escalation card to "

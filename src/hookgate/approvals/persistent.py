@@ -127,6 +127,13 @@ class PersistentApprovals:
         if self._expiry_task is None:
             self._expiry_task = asyncio.create_task(self._expire_loop())
 
+    def can_edit(self, request: ConfirmationRequest) -> bool:
+        """Whether "approve with edited arguments" can succeed for ``request``: only for a
+        tool the agent declares, whose schema an edit is checked against (approvals/edits.py).
+        The one answer the inbox, the CLI (through the API's ``can_edit``) and the chat cards
+        use: a Claude Code or MCP call offers approve and reject only."""
+        return self.tool_of(request) is not None
+
     def begin_shutdown(self) -> None:
         """From now on, a waiting call that is cancelled leaves its request pending: the
         process is stopping, and the run resumes from its checkpoint on the next start."""
@@ -267,6 +274,7 @@ class PersistentApprovals:
                 expires_at=request.expires_at, inbox_url=self.inbox_url(request.id),
                 org_id=request.org_id, context=request.context,
                 reasons=card_reasons(request.context), numbers=card_numbers(request.args),
+                editable=self.can_edit(request),
             ))
         except Exception as exc:
             reason = f"approval card delivery failed: {exc}"

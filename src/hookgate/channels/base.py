@@ -94,6 +94,9 @@ class ApprovalCard:
     #: The arguments' numbers grouped for reading, e.g. ``amount = 60,000`` (worded by the
     #: approvals; the exact arguments are shown beside it).
     numbers: str | None = None
+    #: Whether approving with edited arguments can succeed (decided by the approvals); the
+    #: card offers it (through its inbox link) only then.
+    editable: bool = False
 
     @property
     def send_key(self) -> str:

@@ -16,6 +16,13 @@ from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, is_secret_key
 #: The words of a card's link to the request in the inbox, where the arguments can be
 #: edited before approving (no platform card has a form that could hold them safely).
 INBOX_LINK = "Open in the inbox (to approve with edited arguments)"
+#: The link of a card whose arguments cannot be edited (a Claude Code or MCP call).
+INBOX_LINK_PLAIN = "Open in the inbox"
+
+
+def inbox_link(card: ApprovalCard) -> str:
+    """The inbox link's words: it offers edits only where an edit can succeed."""
+    return INBOX_LINK if card.editable else INBOX_LINK_PLAIN
 
 #: Where a decision came from, as the record names it.
 VIA_TITLES = {

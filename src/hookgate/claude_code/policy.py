@@ -5,7 +5,8 @@ Declared under the agent's ``model_config_json.claude_code``::
     claude_code:
       wait_s: 20                 # how long a hook call waits for a person before deferring
       rules:
-        - {matcher: Bash, command: [[git, push], [rm, -rf]], requires_confirmation: true}
+        - {matcher: Bash, command: [[git, push], [rm, -rf]], requires_confirmation: true,
+           reason: "pushes and deletions are hard to undo"}
         - {path_outside: "{cwd}", requires_confirmation: true}
 
 Matchers and ``when`` are the declarative hooks' own (hookgate.matching);
@@ -13,6 +14,7 @@ Matchers and ``when`` are the declarative hooks' own (hookgate.matching);
 (commands parsed and normalised, paths resolved), and every key given must hold. Tools
 that change files or run commands count as writes (read-only orgs refuse them) unless a
 rule says ``writes: false``; ``mcp__<server>__<tool>`` has connector ``mcp__<server>``.
+A rule's ``reason`` is shown to the approver, with the rule, when it asked for a person.
 """
 
 from __future__ import annotations

@@ -86,11 +86,24 @@ def list_(
                       highlight=False)
         for reason in reason_texts(it.get("context")):
             console.print(Text(f"    why: {reason}"), soft_wrap=True, highlight=False)
+        if it.get("can_decide"):
+            console.print(Text(f"    you may: {_actions(it)}"), soft_wrap=True, highlight=False)
         if it.get("changes"):
             console.print(Text(f"    edited: {changes_text(it['changes'])}"), soft_wrap=True,
                           highlight=False)
         for line in _followup_lines(it):
             console.print(line, soft_wrap=True, highlight=False)
+
+
+def _actions(item: dict[str, Any]) -> str:
+    """What the caller can do with a pending request, as the server answers it."""
+    found = []
+    if item.get("can_approve"):
+        found.append("approve")
+    if item.get("can_edit"):
+        found.append("approve with edits (--args/--set)")
+    found.append("reject")
+    return ", ".join(found)
 
 
 def _followup_lines(item: dict[str, Any]) -> list[Text]:
@@ -144,6 +157,8 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
                      + (f" ({names})" if names else "")))
     if it["status"] == "pending":
         rows.append(("time left", duration_text(it["seconds_left"])))
+        if it.get("can_decide"):
+            rows.append(("you may", _actions(it)))
     else:
         d = it.get("decision") or {}
         rows.append(("decided", " ".join(str(x) for x in (
@@ -198,6 +213,11 @@ def _edited(request_id: str, url: str, token: str | None, args: str | None,
     the request's own arguments when there is no ``--args``); None for no edit."""
     if args is None and not sets:
         return None
+    request = _call("GET", url, f"/api/confirmations/{request_id}", token)
+    if request.get("can_decide") and not request.get("can_edit"):
+        # The server's one answer (its can_edit): edits of this call could only be refused.
+        fail(f"request {request_id}'s arguments cannot be edited (only a tool the agent "
+             "declares can be approved with edits): approve or reject it as it is", 2)
     if args is not None:
         try:
             edited = json.loads(args, parse_constant=_no_constant)
@@ -206,7 +226,7 @@ def _edited(request_id: str, url: str, token: str | None, args: str | None,
         if not isinstance(edited, dict):
             fail("--args must be a JSON object", 2)
     else:
-        edited = _call("GET", url, f"/api/confirmations/{request_id}", token)["payload"]["args"]
+        edited = request["payload"]["args"]
     for item in sets:
         path, sep, raw = item.partition("=")
         if not sep or not path:

@@ -20,21 +20,41 @@ app.add_typer(mcp_app, name="mcp")
 @mcp_app.command()
 def stdio(
     agent: Annotated[str, typer.Option("--agent", help="The agent whose tools to serve.")],
+    url: Annotated[str | None, typer.Option(
+        "--url", envvar="HOOKGATE_URL", show_default=False,
+        help="The hookgate server's base URL (HOOKGATE_URL).")] = None,
+    in_process: Annotated[bool, typer.Option(
+        "--in-process", help="Run the gateway in this process with the server's database and "
+        "secrets key (only on a machine trusted with both); needs --config.")] = False,
     config: ConfigOption = None,
     example: ExampleOption = None,
 ) -> None:
     """Serve the gateway over stdin/stdout; the user is the token in HOOKGATE_TOKEN.
 
-    It opens the server's database and secrets key (HOOKGATE_SECRETS_KEY when channels are
-    configured) on this machine: use it only where this machine is trusted with them.
+    By default a thin client of a running server: every message goes to its HTTP gateway
+    (HOOKGATE_URL/mcp/AGENT) with the token; no database or secrets key is needed here.
+    --in-process opens the server's database and secrets key (HOOKGATE_SECRETS_KEY when
+    channels are configured) on this machine: use it only where this machine is trusted with
+    them.
     """
-    from hookgate.mcp.stdio import TOKEN_ENV, StdioRefusal, one_line, serve_stdio
+    from hookgate.mcp.refusal import TOKEN_ENV, StdioRefusal, one_line
 
     # stdout carries the protocol: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING)
-    cfg = load_from_options(config, example, code=2, one_line=True)
+    token = os.environ.get(TOKEN_ENV)
     try:
-        asyncio.run(serve_stdio(cfg, agent, os.environ.get(TOKEN_ENV)))
+        if in_process:
+            from hookgate.mcp.stdio import serve_stdio
+
+            cfg = load_from_options(config, example, code=2, one_line=True)
+            asyncio.run(serve_stdio(cfg, agent, token))
+        else:
+            if config is not None or example is not None:
+                fail("--config and --example go with --in-process; without it, hookgate mcp "
+                     "stdio forwards to the server at HOOKGATE_URL", 2)
+            from hookgate.mcp.relay import relay_stdio
+
+            asyncio.run(relay_stdio(url, agent, token))
     except StdioRefusal as exc:
         fail(one_line(str(exc)), 2)
     except KeyboardInterrupt:

@@ -41,10 +41,19 @@ class _Strict(BaseModel):
 
 
 class GateRule(_Strict):
-    """Calls matching ``matcher`` (and ``when``, if given) need a person's approval."""
+    """Calls matching ``matcher`` (and ``when``, if given) need a person's approval;
+    ``reason`` tells the approver in words why (shown on the card with the rule)."""
 
     matcher: str = "*"
     when: str | None = None
+    reason: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+
+    def describe(self, where: str) -> str:
+        """The rule declared at ``where`` as an approver reads it: ``where (matcher X when
+        C): reason``."""
+        when = f" when {self.when}" if self.when else ""
+        said = f": {self.reason}" if self.reason else ""
+        return f"{where} (matcher {self.matcher}{when}){said}"
 
     @model_validator(mode="after")
     def _parses(self) -> GateRule:
@@ -76,6 +85,9 @@ class McpServerSpec(_Strict):
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
     #: How long a started server may take to answer its handshake.
     startup_timeout_s: float = Field(default=30.0, gt=0)
+    #: How long ``tools/list`` waits for this server to come up; past it the listing answers
+    #: without its tools, and clients hear ``tools/list_changed`` once it is up.
+    list_wait_s: float = Field(default=10.0, ge=0)
     #: How long one call may take downstream before it fails (outcome unknown).
     timeout_s: float = Field(default=60.0, gt=0)
     requires_confirmation: bool | list[GateRule] = False
@@ -98,6 +110,30 @@ class McpServerSpec(_Strict):
         if self.command is not None and self.headers:
             raise ValueError("'headers' are for streamable-HTTP servers ('url')")
         return self
+
+
+class McpOAuthSpec(_Strict):
+    """``server: mcp_oauth:``: access tokens of an OAuth 2.1 authorization server accepted by
+    the HTTP gateway (beside hookgate's own API tokens), as the MCP specification describes."""
+
+    #: The authorization server's issuer identifier (the tokens' ``iss``).
+    issuer: Annotated[str, Field(min_length=1)]
+    #: Where its signing keys are published (a JWKS document).
+    jwks_url: Annotated[str, Field(min_length=1)]
+    #: Scopes every token must carry; a token lacking one is refused (403).
+    scopes: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=lambda: ["mcp"])
+    #: The claim naming the hookgate user the token acts for.
+    user_claim: Annotated[str, Field(min_length=1)] = "sub"
+    #: The ``aud`` tokens are issued for; default: the gateway's URL (``/mcp`` or
+    #: ``/mcp/<agent>`` on ``server.public_url``).
+    audience: str | None = None
+
+    @field_validator("issuer", "jwks_url")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+            raise ValueError("must be an https:// URL (http only on loopback)")
+        return value
 
 
 class AgentMcpAccess(_Strict):

@@ -28,7 +28,7 @@ from hookgate.agent import Agent, ApproverScope, ConfirmationMode, quorum_proble
 from hookgate.approvals.quorum import MAX_APPROVALS, QuorumRule
 from hookgate.channels.validators import channel_types
 from hookgate.config.errors import ConfigError
-from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec
+from hookgate.config.mcp_servers import AgentMcpAccess, McpOAuthSpec, McpServerSpec
 from hookgate.config.policies import with_org_policies
 from hookgate.durations import Seconds
 from hookgate.followup_policy import FollowupPolicy, PolicyError, parse_duration
@@ -281,6 +281,8 @@ class ServerSpec(_Section):
     #: How often event streams and MCP sessions ask again whether their caller still has
     #: access (a revoked token, a disabled user or one moved to another org ends them).
     access_recheck_s: float = Field(2.0, gt=0, le=300)
+    #: OAuth 2.1 access tokens for the MCP gateway (hookgate.mcp.oauth); None: API tokens only.
+    mcp_oauth: McpOAuthSpec | None = None
 
 
 class TelemetrySpec(_Section):

@@ -4,6 +4,7 @@ A section of the agent's ``model_config_json`` (``claude_code``, ``guarded_calls
 ``wait_s`` and ``rules``; a rule has a ``matcher``, a ``when`` (hookgate.matching) and
 ``requires_confirmation``, ``writes``, ``connector``, plus any keys a caller adds
 (Claude Code's ``command`` and ``path_*``). Every key given must hold for the rule to apply.
+A rule's ``reason`` is shown to the approver, with the rule, when it asked for a person.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from hookgate.tools.tool import Tool
 ArgumentTest = Callable[[HookContext], bool]
 #: Extra rule keys: each parses its value (HookBuildError) into a test.
 RuleKeys = Mapping[str, Callable[[Any], ArgumentTest]]
-_RULE_KEYS = frozenset({"matcher", "when", "requires_confirmation", "writes", "connector"})
+_RULE_KEYS = frozenset({"matcher", "when", "requires_confirmation", "writes", "connector",
+                        "reason"})
+#: The longest ``reason`` of a rule (it goes on approval cards).
+REASON_CHARS = 500
 _KEYS = frozenset({"wait_s", "rules"})
 #: Where a call's declared JSON schema travels: hook metadata, then the request's context.
 TOOL_SCHEMA_KEY = "tool_schema"
@@ -45,6 +49,8 @@ class ToolRule:
     writes: bool | None
     connector: str | None
     tests: tuple[ArgumentTest, ...] = ()
+    #: Where the rule is declared and what it says, as the approver reads it.
+    described: str = ""
 
     def applies(self, ctx: HookContext) -> bool:
         # A rule whose `when` cannot be evaluated applies (fail closed).
@@ -81,8 +87,9 @@ class CallRules:
         if not isinstance(rules, list):
             raise HookBuildError(f"agent '{agent.id}': {section}.rules must be a list")
         where = f"agent '{agent.id}': {section}.rules"
-        return cls(tuple(_rule(f"{where}[{i}]", r, keys or {}) for i, r in enumerate(rules)),
-                   float(wait))
+        return cls(tuple(_rule(f"{where}[{i}]", r, keys or {},
+                               f"{section}.rules[{i}] of agent '{agent.id}'")
+                         for i, r in enumerate(rules)), float(wait))
 
     def tool(self, name: str, probe: HookContext, *, writes: bool, connector: str,
              runs_in: str, schema: Mapping[str, Any] | None = None,
@@ -92,18 +99,22 @@ class CallRules:
         tool's JSON schema as the agent's runtime declares it (arguments are checked
         against it, and an approver's edit too)."""
         needs = False
+        asked: list[str] = []
         for rule in self.rules:
             if not rule.applies(probe):
                 continue
-            needs = needs or bool(rule.requires_confirmation)
+            if rule.requires_confirmation:
+                needs = True
+                asked.append(rule.described)
             if rule.writes is not None:
                 writes = rule.writes
             if rule.connector is not None:
                 connector = rule.connector
-        return Tool(name=name, description=description or f"{runs_in}'s {name} (runs in "
-                                                          f"{runs_in})",
+        # A runtime that sends no description of the tool gets none made up.
+        return Tool(name=name, description=description or "",
                     parameters=dict(schema) if schema else {"type": "object"}, _fn=_never_run,
-                    requires_confirmation=needs, connector=connector, writes=writes)
+                    requires_confirmation=needs, connector=connector, writes=writes,
+                    confirmation_reason="; ".join(asked) or None)
 
 
 def declared_tool(tool_name: str, context: Mapping[str, Any] | None) -> Tool | None:
@@ -123,7 +134,7 @@ def probe_context(name: str, args: dict[str, Any], agent: Agent, user_id: str,
                        agent_id=agent.id, user_id=user_id, metadata=metadata)
 
 
-def _rule(where: str, entry: object, keys: RuleKeys) -> ToolRule:
+def _rule(where: str, entry: object, keys: RuleKeys, named: str) -> ToolRule:
     if not isinstance(entry, Mapping):
         raise HookBuildError(f"{where} must be a mapping")
     known = _RULE_KEYS | set(keys)
@@ -146,5 +157,29 @@ def _rule(where: str, entry: object, keys: RuleKeys) -> ToolRule:
     connector = entry.get("connector")
     if connector is not None and (not isinstance(connector, str) or not connector):
         raise HookBuildError(f"{where}: 'connector' must be a non-empty string")
+    reason = entry.get("reason")
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()
+                               or len(reason) > REASON_CHARS):
+        raise HookBuildError(f"{where}: 'reason' must be a non-empty string of at most "
+                             f"{REASON_CHARS} characters")
     return ToolRule(matcher, when, flags["requires_confirmation"], flags["writes"], connector,
-                    tests)
+                    tests, _described(named, entry, reason))
+
+
+def _described(named: str, entry: Mapping[str, Any], reason: str | None) -> str:
+    # "claude_code.rules[0] of agent 'coder' (matcher Bash, command git push): why".
+    shown = [f"{key} {_shown(value)}" for key, value in entry.items()
+             if key not in ("requires_confirmation", "writes", "connector", "reason")
+             and value is not None]
+    what = f" ({', '.join(shown)})" if shown else ""
+    said = f": {reason.strip()}" if reason else ""
+    return f"{named}{what}{said}"
+
+
+def _shown(value: object) -> str:
+    # [[git, push], [rm, -rf]] reads "git push | rm -rf".
+    if isinstance(value, list) and any(isinstance(v, list) for v in value):
+        return " | ".join(_shown(v) for v in value)
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)

@@ -35,7 +35,7 @@ from hookgate.hooks.services import HookServices
 from hookgate.mcp.attempts import Attempt, AttemptFinder, call_key, fresh_attempt
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
-from hookgate.mcp.mapping import gateway_tool, listed_tool, result_of
+from hookgate.mcp.mapping import McpTool, gateway_tool, listed_tool, result_of
 from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
 from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.storage.database import Database
@@ -182,6 +182,8 @@ class McpGateway:
         self._finished: OrderedDict[str, tuple[_Attempt, types.CallToolResult]] = OrderedDict()
         self._resource_owner: dict[tuple[str, str], str] = {}
         self._tools_listeners: list[Callable[[str], Awaitable[None]]] = []
+        #: Server starts a bounded listing stopped waiting for, and their announcements.
+        self._starting: set[asyncio.Future[Any]] = set()
         for server in self.servers.values():
             server.on_tools_changed(self._downstream_tools_changed)
 
@@ -200,6 +202,7 @@ class McpGateway:
         """Stop the calls in flight (their requests stay pending when the approval service
         is shutting down) and the downstream servers."""
         tasks = [a.task for a in self._inflight.values() if a.task is not None]
+        tasks += [f for f in self._starting if isinstance(f, asyncio.Task)]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -220,6 +223,24 @@ class McpGateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
+    def warm(self, server_ids: Sequence[str]) -> None:
+        """Start these downstream servers now, in the background, so the first listing
+        finds them up (a failed start is logged; the next use tries again)."""
+        for server_id in server_ids:
+            server = self.servers.get(server_id)
+            if server is None or server.running:
+                continue
+            started = asyncio.ensure_future(self._warm(server))
+            self._starting.add(started)
+            started.add_done_callback(self._starting.discard)
+
+    @staticmethod
+    async def _warm(server: DownstreamServer) -> None:
+        try:
+            await server.client()
+        except DownstreamError as exc:
+            log.warning("%s", exc)
+
     async def restart(self, server_id: str) -> None:
         """Restart one downstream server (DownstreamError if it does not come back)."""
         server = self.servers.get(server_id)
@@ -231,7 +252,10 @@ class McpGateway:
     # -- tools ---------------------------------------------------------------------------------
 
     async def list_tools(self, who: Principal) -> list[types.Tool]:
-        box = await self._toolbox(who)
+        """The agent's tools, of every server that is up or comes up within its
+        ``list_wait_s``; a server still starting then is listed once it is up, and the
+        clients are told (``tools/list_changed``)."""
+        box = await self._toolbox(who, bounded=True)
         return [listed_tool(box.tools[name], listed) for name, listed in box.listed.items()]
 
     async def call_tool(self, who: Principal, name: str, args: Any,
@@ -254,6 +278,24 @@ class McpGateway:
         if attempt is None or attempt.found is None:
             return None
         return await self.task_view(who, attempt.found.tool_call_id)
+
+    async def waiting_request(self, who: Principal, name: str, args: Any, within_s: float
+                              ) -> str | types.CallToolResult | None:
+        """Start (or join) a call and, if it needs a person, the id of the request it waits
+        on once the gate made it (up to ``within_s``); its result when it finished first;
+        None for a call that needs no one (nothing has run: `call_tool` runs it)."""
+        _box, attempt = await self._begin(who, name, args)
+        if attempt is None or attempt.task is None:
+            return None
+        pending = asyncio.ensure_future(attempt.pending.wait())
+        try:
+            await asyncio.wait({attempt.task, pending}, timeout=within_s,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            pending.cancel()
+        if attempt.task.done() and attempt.request_id is None:
+            return attempt.task.result()
+        return attempt.request_id
 
     async def _begin(self, who: Principal, name: str, args: Any
                      ) -> tuple[_Toolbox, _Attempt | None]:
@@ -332,7 +374,12 @@ class McpGateway:
             emit=attempt.on_event,
         )
         call = ToolCall(found.tool_call_id, name, args)
-        guarded = execute_tool_call(call, tools=box.tools, registry=registry,
+        tools = box.tools
+        tool = tools.get(name) if key is not None else None
+        if isinstance(tool, McpTool) and isinstance(args, dict):
+            # A gated call: the approver reads which gate rules asked, for these arguments.
+            tools = {**tools, name: tool.for_call(args)}
+        guarded = execute_tool_call(call, tools=tools, registry=registry,
                                     identity=identity, ledger=ledger)
         try:
             # A gated call may wait long for a person: only while its caller keeps access.
@@ -457,23 +504,68 @@ class McpGateway:
             registry = self._registries[agent.id] = build_registry(agent, self.services)
         return registry
 
-    async def _toolbox(self, who: Principal, name: Any = None) -> _Toolbox:
+    async def _toolbox(self, who: Principal, name: Any = None, *,
+                       bounded: bool = False) -> _Toolbox:
         """The agent's tools: of every server it reaches, or for a call to ``name`` only
-        of that tool's server (a call never waits for an unrelated server to start)."""
+        of that tool's server (a call never waits for an unrelated server to start).
+        ``bounded``: a server not up within its ``list_wait_s`` is left out for now."""
         ids = [i for i in who.access.server_ids() if i in self.servers]
         parts = split_tool_name(name) if isinstance(name, str) else None
         if parts is not None and parts[0] in ids:
             ids = [parts[0]]
         box = _Toolbox({}, {}, {})
+        ready = [self._ready_share(who, i) for i in ids]
+        if all(share is not None for share in ready):
+            # Every server up and listed already: no task to start (the common call).
+            for cached in ready:
+                assert cached is not None
+                box.tools.update(cached.tools)
+                box.listed.update(cached.listed)
+            return box
         # Servers start in parallel: a first listing waits for the slowest only.
-        shares = await asyncio.gather(*(self._share(who, i) for i in ids))
-        for server_id, share in zip(ids, shares, strict=True):
+        shares = {i: asyncio.ensure_future(self._share(who, i)) for i in ids}
+        if bounded:
+            await asyncio.gather(*(self._settle(i, found) for i, found in shares.items()))
+        else:
+            await asyncio.gather(*shares.values())
+        for server_id, found in shares.items():
+            if not found.done():
+                # Still starting: it goes on, and the clients list again once it is up.
+                box.unavailable[server_id] = f"MCP server '{server_id}' is still starting"
+                self._starting.add(found)
+                found.add_done_callback(functools.partial(self._started, server_id))
+                continue
+            share = found.result()
             if isinstance(share, DownstreamError):
                 box.unavailable[server_id] = str(share)
             else:
                 box.tools.update(share.tools)
                 box.listed.update(share.listed)
         return box
+
+    async def _settle(self, server_id: str, found: asyncio.Future[Any]) -> None:
+        # Wait up to the server's list_wait_s; the start itself goes on regardless.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(found), self.servers[server_id].spec.list_wait_s)
+
+    def _started(self, server_id: str, found: asyncio.Future[_Share | DownstreamError]
+                 ) -> None:
+        # A server a listing did not wait for came up: its tools are news to the clients.
+        self._starting.discard(found)
+        if found.cancelled() or found.exception() is not None or \
+                isinstance(found.result(), DownstreamError):
+            return
+        told = asyncio.ensure_future(self._downstream_tools_changed(server_id))
+        self._starting.add(told)
+        told.add_done_callback(self._starting.discard)
+
+    def _ready_share(self, who: Principal, server_id: str) -> _Share | None:
+        # The cached share, while its server runs with the listing it was built from.
+        server = self.servers[server_id]
+        cached = self._shares.get((who.agent.id, server_id))
+        if cached is not None and server.running and cached.generation == server.generation:
+            return cached
+        return None
 
     async def _share(self, who: Principal, server_id: str) -> _Share | DownstreamError:
         # One server's tools for one agent, rebuilt when the server (re)started.

@@ -6,6 +6,9 @@ one that stays open (a call waiting for approval, the session's event stream) as
 ``access_recheck_s`` seconds: once the token no longer signs in as the same user of the same
 org, the session ends and its waiting calls are cancelled. Everything else is the SDK's
 streamable-HTTP session manager, serving both the handshake and the per-request protocol eras.
+With ``server: mcp_oauth`` the gateway is also an OAuth protected resource (hookgate.mcp.oauth):
+its metadata is served under ``/.well-known/oauth-protected-resource``, a 401 names it in
+``WWW-Authenticate``, and the issuer's access tokens are accepted with their scopes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 from mcp import MCPError
@@ -25,9 +29,10 @@ from mcp_types import INVALID_REQUEST
 from starlette.types import Receive, Scope, Send
 
 from hookgate.mcp.gateway import McpGateway, Principal
+from hookgate.mcp.oauth import METADATA_PREFIX, OAuthResource, TokenRefused, grant_still_allowed
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
-from hookgate.runtime.access_watch import AccessEnded, while_allowed
+from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.runtime.auth import caller_for_token
 from hookgate.runtime.deployment import ACCESS_RECHECK_S, token_digest
 from hookgate.runtime.runtime import Runtime
@@ -47,6 +52,8 @@ class McpHttpEndpoint:
         self.settings = {**settings, "access_recheck_s": access_recheck_s}
         self.gateway: McpGateway | None = None
         self._manager: StreamableHTTPSessionManager | None = None
+        spec = runtime.deployment.mcp_oauth
+        self.oauth = OAuthResource(spec) if spec is not None else None
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -75,14 +82,25 @@ class McpHttpEndpoint:
             return
         token = _bearer(scope)
         if token is None:
-            await _error(send, 401, "missing bearer token: send 'Authorization: Bearer <token>'")
+            await self._refuse(scope, send, agent_id, TokenRefused(
+                "missing bearer token: send 'Authorization: Bearer <token>'", error=None))
             return
+        allowed: StillAllowed | None = None
         caller = await caller_for_token(self.runtime, token)
+        if caller is None and self.oauth is not None:
+            try:
+                grant = await self.oauth.grant(self.runtime, token,
+                                               self._resources(scope, agent_id))
+            except TokenRefused as refused:
+                await self._refuse(scope, send, agent_id, refused)
+                return
+            caller, allowed = grant.caller, partial(grant_still_allowed, self.runtime, grant)
         if caller is None:
-            await _error(send, 401, "the bearer token is not valid")
+            await self._refuse(scope, send, agent_id,
+                               TokenRefused("the bearer token is not valid"))
             return
         session_id = _header(scope, b"mcp-session-id")
-        who = principal_for(self.runtime, agent_id, caller, token, session_id)
+        who = principal_for(self.runtime, agent_id, caller, token, session_id, allowed)
         if who is None:
             await _error(send, 404, f"no MCP gateway for agent '{agent_id}' in org "
                                     f"'{caller.org_id}'")
@@ -106,6 +124,47 @@ class McpHttpEndpoint:
         with contextlib.suppress(AccessEnded):  # the session's streams are closed
             await while_allowed(manager.handle_request(scope, receive, send),
                                 who.still_allowed, self.access_recheck_s, on_lost=lost)
+
+
+    # -- OAuth: refusals that name the resource metadata, and the metadata itself ----------
+
+    def _base(self, scope: Scope) -> str:
+        # server.public_url, else the URL this request came in on.
+        public = self.runtime.deployment.public_url
+        if public:
+            return public.rstrip("/")
+        host = _header(scope, b"host") or "localhost"
+        return f"{scope.get('scheme', 'http')}://{host}"
+
+    def _resources(self, scope: Scope, agent_id: str) -> list[str]:
+        base = self._base(scope)
+        return [f"{base}/mcp/{agent_id}", f"{base}/mcp"]
+
+    async def _refuse(self, scope: Scope, send: Send, agent_id: str,
+                      refused: TokenRefused) -> None:
+        challenge = "Bearer"
+        if self.oauth is not None:
+            url = f"{self._base(scope)}{METADATA_PREFIX}/mcp/{agent_id}"
+            challenge = self.oauth.challenge(url, refused)
+        await _error(send, refused.status, str(refused), challenge=challenge)
+
+    async def metadata(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """``/.well-known/oauth-protected-resource[/mcp[/<agent>]]`` (RFC 9728): 404 when
+        the gateway takes no OAuth tokens."""
+        if scope["type"] != "http":
+            return
+        root = scope.get("root_path", "")
+        path = scope["path"][len(root):] if scope["path"].startswith(root) else scope["path"]
+        path = path.rstrip("/")
+        if self.oauth is None or not (path in ("", "/mcp") or path.startswith("/mcp/")):
+            await _error(send, 404, "no OAuth-protected resource here (server.mcp_oauth is "
+                                    "not configured)")
+            return
+        body = self.oauth.metadata(f"{self._base(scope)}{path or '/mcp'}")
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"cache-control", b"max-age=300")]})
+        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
 
 
 async def _end_session(manager: StreamableHTTPSessionManager, session_id: str | None) -> None:
@@ -139,9 +198,10 @@ def _bearer(scope: Scope) -> str | None:
     return token.strip()
 
 
-async def _error(send: Send, status: int, message: str) -> None:
+async def _error(send: Send, status: int, message: str, *,
+                 challenge: str = "Bearer") -> None:
     headers = [(b"content-type", b"application/json")]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
+    if status in (401, 403):
+        headers.append((b"www-authenticate", challenge.encode("latin-1", "replace")))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": json.dumps({"error": message}).encode()})

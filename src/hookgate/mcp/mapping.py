@@ -10,16 +10,17 @@ result keeps the contract its tool declared: a successful result of a tool with 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import mcp_types as types
 from pydantic import ValidationError
 
-from hookgate.config.mcp_servers import McpServerSpec, tool_name
+from hookgate.config.mcp_servers import GateRule, McpServerSpec, tool_name
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import Condition, ToolMatcher
 from hookgate.mcp.downstream import DownstreamServer
@@ -53,28 +54,71 @@ def confirmation_of(listed: types.Tool, spec: McpServerSpec, agent_id: str,
     override = spec.tools.get(listed.name)
     if override is not None and override.requires_confirmation is not None:
         return override.requires_confirmation
-    rules = spec.requires_confirmation
-    if isinstance(rules, bool):
-        return rules
-    conditions: list[Condition] = []
-    for rule in rules:
-        if not ToolMatcher.parse(rule.matcher).matches(listed.name):
-            continue
-        if rule.when is None:
-            return True
-        conditions.append(Condition(rule.when))
-    if not conditions:
-        return False
-    name = tool_name(spec.id, listed.name)
+    gate = _GateRules.of(listed, spec, agent_id, org_id)
+    if gate is None or not gate.conditional:
+        return gate is not None
+    return gate.needs
 
-    def needs(args: Mapping[str, Any]) -> bool:
-        # Tool.needs_confirmation treats a condition that raises as "needs approval".
-        ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=name,
-                          tool_args=dict(args), agent_id=agent_id, user_id=None,
-                          metadata={"org_id": org_id})
-        return any(c.holds(ctx) for c in conditions)
 
-    return needs
+def confirmation_reason_of(listed: types.Tool, spec: McpServerSpec, agent_id: str,
+                           org_id: str | None, args: Mapping[str, Any]) -> str | None:
+    """Which gate rules of the server ask for a person for these arguments, in the
+    approver's words (``mcp_servers[git].requires_confirmation[0] (matcher git_commit):
+    commits change the shared history``); None when no rule names the tool."""
+    override = spec.tools.get(listed.name)
+    if override is not None and override.requires_confirmation is not None:
+        return (f"mcp_servers[{spec.id}].tools.{listed.name}.requires_confirmation is true"
+                if override.requires_confirmation else None)
+    if spec.requires_confirmation is True:
+        return f"mcp_servers[{spec.id}].requires_confirmation is true: every call needs a person"
+    gate = _GateRules.of(listed, spec, agent_id, org_id)
+    if gate is None:
+        return None
+    matched = gate.matched(args)
+    return "; ".join(rule.describe(f"mcp_servers[{spec.id}].requires_confirmation[{i}]")
+                     for i, rule in matched) or None
+
+
+class _GateRules:
+    """The server's gate rules whose matcher names one tool, with their conditions."""
+
+    def __init__(self, name: str, rules: list[tuple[int, GateRule, Condition | None]],
+                 agent_id: str, org_id: str | None) -> None:
+        self.name = name
+        self.rules = rules
+        self.agent_id = agent_id
+        self.org_id = org_id
+        self.conditional = all(c is not None for _i, _r, c in rules)
+
+    @classmethod
+    def of(cls, listed: types.Tool, spec: McpServerSpec, agent_id: str,
+           org_id: str | None) -> _GateRules | None:
+        if isinstance(spec.requires_confirmation, bool):
+            return None
+        rules = [(i, rule, Condition(rule.when) if rule.when is not None else None)
+                 for i, rule in enumerate(spec.requires_confirmation)
+                 if ToolMatcher.parse(rule.matcher).matches(listed.name)]
+        if not rules:
+            return None
+        return cls(tool_name(spec.id, listed.name), rules, agent_id, org_id)
+
+    def matched(self, args: Mapping[str, Any]) -> list[tuple[int, GateRule]]:
+        # A condition that raises counts as holding (fail closed, as needs_confirmation).
+        ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=self.name,
+                          tool_args=dict(args), agent_id=self.agent_id, user_id=None,
+                          metadata={"org_id": self.org_id})
+        out = []
+        for i, rule, condition in self.rules:
+            try:
+                holds = condition is None or condition.holds(ctx)
+            except Exception:
+                holds = True
+            if holds:
+                out.append((i, rule))
+        return out
+
+    def needs(self, args: Mapping[str, Any]) -> bool:
+        return bool(self.matched(args))
 
 
 class McpTool(Tool):
@@ -82,6 +126,16 @@ class McpTool(Tool):
     be plain JSON (`Tool.validate`: finite numbers, no lone surrogates, bounded depth) before
     any hook sees them, so the person approving sees exactly what the downstream server will
     receive."""
+
+    #: The gate rules' words for given arguments (`confirmation_reason_of`).
+    reason_for: Callable[[Mapping[str, Any]], str | None] | None = None
+
+    def for_call(self, args: Mapping[str, Any]) -> McpTool:
+        """This tool for one call: its ``confirmation_reason`` names the gate rules that
+        ask for a person for ``args`` (the approver reads them on the card)."""
+        if self.reason_for is None:
+            return self
+        return dataclasses.replace(self, confirmation_reason=self.reason_for(args))
 
     def validate(self, args: Any) -> dict[str, Any]:
         checked = super().validate(args)
@@ -126,7 +180,7 @@ def gateway_tool(server: DownstreamServer, listed: types.Tool, agent_id: str,
         return out
 
     schema = dict(listed.input_schema) if listed.input_schema else {"type": "object"}
-    return McpTool(
+    tool = McpTool(
         name=tool_name(spec.id, downstream_name),
         description=listed.description or "",
         parameters=schema,
@@ -135,6 +189,8 @@ def gateway_tool(server: DownstreamServer, listed: types.Tool, agent_id: str,
         connector=f"mcp__{spec.id}",
         writes=writes_of(listed, spec),
     )
+    tool.reason_for = functools.partial(confirmation_reason_of, listed, spec, agent_id, org_id)
+    return tool
 
 
 def listed_tool(tool: Tool, listed: types.Tool) -> types.Tool:

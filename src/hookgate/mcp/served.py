@@ -3,8 +3,10 @@
 The same server object serves stdio and streamable HTTP; ``principal_of`` tells each request's
 handler who is asking (fixed for stdio, from the bearer token and path for HTTP). While a call
 waits for a person the client gets progress notifications and, where its protocol allows,
-one URL-mode elicitation pointing at the request in the inbox. What the client's user answers
-to that elicitation is ignored: only an eligible approver decides, in the inbox or a channel.
+one URL-mode elicitation pointing at the request in the inbox (on the 2026-07-28 protocol an
+``input_required`` result carrying it, after which the client calls again and waits). What
+the client's user answers to that elicitation is ignored: only an eligible approver decides,
+in the inbox or a channel.
 A client that negotiates the tasks extension gets a gated call as a task instead (see
 `hookgate.mcp.tasks`); connected clients hear when a downstream server's tools changed (see
 `hookgate.mcp.announce`).
@@ -52,12 +54,16 @@ def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[A
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams
-                        ) -> types.CallToolResult | dict[str, Any]:
+                        ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         who = principal_of(ctx)
         if _wants_tasks(ctx):
             task = await gateway.start_task(who, params.name, params.arguments or {})
             if task is not None:
                 return task.handle()
+        if params.input_responses is None and _elicits_url_per_request(ctx):
+            asked = await _inbox_elicitation(gateway, who, params)
+            if asked is not None:
+                return asked
         return await gateway.call_tool(who, params.name, params.arguments or {},
                                        _SessionReporter(ctx))
 
@@ -129,6 +135,42 @@ class _GatewayServer(Server[Any]):
             experimental_capabilities, extensions)
 
 
+#: How long a call of a client that takes URL elicitation per request waits for its request
+#: to exist before it is answered without one (it then waits as any call does).
+ELICIT_WITHIN_S = 5.0
+
+
+def _elicits_url_per_request(ctx: ServerRequestContext[Any, Any]) -> bool:
+    # The 2026-07-28 protocol asks the user through an input_required result; the client
+    # says per request that it takes URL-mode elicitations.
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.elicitation is not None and caps.elicitation.url is not None
+
+
+async def _inbox_elicitation(gateway: McpGateway, who: Principal,
+                             params: types.CallToolRequestParams
+                             ) -> types.InputRequiredResult | types.CallToolResult | None:
+    """For a call that waits for a person: ask the client's user (URL mode) to follow the
+    request in the inbox. The client answers and calls again; that call joins the waiting
+    attempt (it is keyed by its arguments). What the user answers decides nothing."""
+    found = await gateway.waiting_request(who, params.name, params.arguments or {},
+                                          ELICIT_WITHIN_S)
+    if found is None or isinstance(found, types.CallToolResult):
+        return found
+    url = gateway.inbox_url(found)
+    if not url:
+        return None
+    ask = types.ElicitRequest(params=types.ElicitRequestURLParams(
+        message=_ELICIT_MESSAGE.format(request_id=found), url=url, elicitation_id=found))
+    return types.InputRequiredResult(input_requests={"approval": ask})
+
+
+_ELICIT_MESSAGE = ("A person must approve this call: request {request_id}. Open the inbox to "
+                   "follow it (approving here does not count; an eligible approver decides).")
+
+
 def _wants_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
     # The extension lives on the per-request capabilities of the 2026-07-28 protocol.
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
@@ -187,9 +229,8 @@ class _SessionReporter:
     async def _elicit(self, request_id: str, url: str) -> None:
         try:
             answer = await self.ctx.session.elicit_url(
-                f"A person must approve this call: request {request_id}. Open the inbox to "
-                "follow it (approving here does not count; an eligible approver decides).",
-                url, request_id, related_request_id=self.ctx.request_id)
+                _ELICIT_MESSAGE.format(request_id=request_id), url, request_id,
+                related_request_id=self.ctx.request_id)
         except Exception as exc:
             log.debug("URL elicitation for request %s not delivered: %s", request_id, exc)
             return

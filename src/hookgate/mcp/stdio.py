@@ -1,4 +1,6 @@
-"""``hookgate mcp stdio``: the gateway for one local MCP client over stdin/stdout.
+"""``hookgate mcp stdio --in-process``: the gateway for one local MCP client over stdin/stdout,
+run in the client's process (the default ``hookgate mcp stdio`` relays to a server instead:
+see `hookgate.mcp.relay`).
 
 The process shares the server's database: requests it creates show in the inbox of a
 ``hookgate serve`` on the same database, and decisions made there wake its calls (at once
@@ -22,6 +24,7 @@ from contextlib import asynccontextmanager
 from mcp.server.stdio import stdio_server
 
 from hookgate.config import HookgateConfig
+from hookgate.mcp.refusal import TOKEN_ENV, StdioRefusal, one_line
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
@@ -35,20 +38,9 @@ from hookgate.runtime.runtime import Runtime
 from hookgate.storage.database import DatabaseError
 from hookgate.storage.database_check import DatabaseUnusable, check_database
 
-#: Where ``hookgate mcp stdio`` reads the user's API token.
-TOKEN_ENV = "HOOKGATE_TOKEN"
-
 log = logging.getLogger(__name__)
 
-
-class StdioRefusal(Exception):
-    """The stdio gateway cannot serve: a missing or unknown token, an agent without access,
-    no usable secrets key or database; the message is one line saying what to fix."""
-
-
-def one_line(message: str) -> str:
-    """``message`` with its lines joined by "; " (stderr shows one line per failure)."""
-    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+__all__ = ["TOKEN_ENV", "StdioRefusal", "one_line", "refusing_on_failure", "serve_stdio"]
 
 
 @asynccontextmanager
@@ -96,6 +88,8 @@ async def serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> 
             recheck_s = runtime.deployment.access_recheck_s
             gateway = gateway_for(runtime, access_recheck_s=recheck_s)
             server = build_mcp_server(gateway, lambda _ctx: who)
+            # The client's handshake is answered at once; its servers start meanwhile.
+            gateway.warm(who.access.server_ids())
         try:
             async with stdio_server() as (read, write):
                 try:

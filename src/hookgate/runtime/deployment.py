@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.agent import Agent
-from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec
+from hookgate.config.mcp_servers import AgentMcpAccess, McpOAuthSpec, McpServerSpec
 from hookgate.llm.base import ChatModel
 from hookgate.runtime.executors.settings import WorkerSettings
 from hookgate.storage.users import DeclaredUser, token_digest
@@ -60,6 +60,8 @@ class Deployment:
     #: Downstream MCP servers and, per agent id, what it may use of them (hookgate.mcp).
     mcp_servers: list[McpServerSpec] = field(default_factory=list)
     mcp_access: dict[str, AgentMcpAccess] = field(default_factory=dict)
+    #: ``server: mcp_oauth``: OAuth access tokens the HTTP gateway accepts (hookgate.mcp.oauth).
+    mcp_oauth: McpOAuthSpec | None = None
     #: ``worker:`` of the configuration (PostgreSQL only).
     worker: WorkerSettings = field(default_factory=WorkerSettings)
     #: ``redis_url`` of the configuration: stream wake-ups through Redis (PostgreSQL only).
@@ -94,6 +96,7 @@ def deployment_from_config(cfg: Any) -> Deployment:
         workflows=cfg.workflows_by_id(),
         mcp_servers=list(cfg.mcp_servers),
         mcp_access={a.id: a.mcp for a in cfg.agents if a.mcp is not None},
+        mcp_oauth=cfg.server.mcp_oauth,
         worker=WorkerSettings(**cfg.worker.model_dump()),
         redis_url=cfg.redis_url,
         access_recheck_s=cfg.server.access_recheck_s,

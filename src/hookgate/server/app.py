@@ -112,10 +112,13 @@ def _mount_mcp(app: FastAPI, runtime: Runtime,
         return nullcontext()
     # The MCP SDK, only when it is used.
     from hookgate.mcp import http as mcp_routes
+    from hookgate.mcp.oauth import METADATA_PREFIX
     from hookgate.server.routes import mcp_servers
 
     mcp = mcp_routes.McpHttpEndpoint(runtime, access_recheck_s=recheck_s)
     app.state.mcp = mcp
     app.include_router(mcp_servers.router)
     app.mount("/mcp", mcp, name="mcp")
+    # RFC 9728: the gateway's OAuth protected-resource metadata (404 without mcp_oauth).
+    app.mount(METADATA_PREFIX, mcp.metadata, name="mcp-oauth-metadata")
     return mcp.running()

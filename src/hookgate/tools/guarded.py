@@ -98,6 +98,10 @@ def build_metadata(
         "root_run_id": identity.root_run_id,
         "transcript_path": identity.transcript_path,
         "user_message": identity.message,
+        # What the approver reads about a tool the agent does not declare itself (an MCP
+        # server's, Claude Code's): the description it came with and the rules that ask.
+        "tool_description": tool.description if tool is not None else None,
+        "confirmation_reason": tool.confirmation_reason if tool is not None else None,
     }
 
 

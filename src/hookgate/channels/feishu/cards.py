@@ -81,7 +81,7 @@ def approval_card(
     ]
     if card.inbox_url:
         elements.append({"tag": "markdown",
-                         "content": f"[{card_text.INBOX_LINK}]({card.inbox_url})"})
+                         "content": f"[{card_text.inbox_link(card)}]({card.inbox_url})"})
     elements.append(
         {
             "tag": "column_set",

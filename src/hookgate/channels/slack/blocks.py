@@ -72,10 +72,8 @@ def approval_blocks(
         },
     ]
     if card.inbox_url:
-        blocks.append(
-            {"type": "context",
-             "elements": [{"type": "mrkdwn", "text": f"<{card.inbox_url}|{card_text.INBOX_LINK}>"}]}
-        )
+        link = f"<{card.inbox_url}|{card_text.inbox_link(card)}>"
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": link}]})
     blocks.append(
         {
             "type": "actions",

@@ -83,7 +83,8 @@ def approval_card(
         rows.append(_row("Why", "; ".join(why)))
     rows.append(_row("Left", card_text.remaining(card.expires_at, now)))
     if card.inbox_url:
-        rows.append({"keyname": "Inbox", "value": "Open to edit", "type": 1,
+        rows.append({"keyname": "Inbox", "value": "Open to edit" if card.editable else "Open",
+                     "type": 1,
                      "url": card.inbox_url})
     message = card_text.user_message(card)
     # Six rows at most: an escalation card says so where the user's message stands.

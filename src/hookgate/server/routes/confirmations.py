@@ -42,7 +42,7 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
     # Four eyes: the requester may reject their own call but not approve it.
     out["can_approve"] = out["can_decide"] and authority.may_decide(request, who, "approve")
     # Arguments can be edited only against the tool's own schema (approvals/edits.py).
-    out["can_edit"] = out["can_approve"] and rt.approvals.tool_of(request) is not None
+    out["can_edit"] = out["can_approve"] and rt.approvals.can_edit(request)
     return out
 
 

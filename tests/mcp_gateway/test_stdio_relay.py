@@ -1,0 +1,162 @@
+"""``hookgate mcp stdio`` as a thin client of a running ``hookgate serve``: driven by the
+official ``mcp`` client, it has only HOOKGATE_URL and HOOKGATE_TOKEN — no configuration, no
+database, no secrets key — and relays everything to the server's HTTP gateway: the tools,
+a gated call decided in the server's inbox (with progress while it waits), both protocol
+eras. What it lacks it says in one line, exiting 2."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.message import SessionMessage
+from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCRequest, JSONRPCResponse
+
+from hookgate.mcp.refusal import StdioRefusal
+from hookgate.mcp.relay import Envelope, relay_stdio
+from tests.instances import Instance
+from tests.live_server import free_port
+from tests.mcp_gateway.world import (
+    REPO_ROOT,
+    TOKENS,
+    McpWorld,
+    current_time,
+    decide,
+    eventually,
+    make_world,
+    one_pending,
+    outcome,
+    text,
+)
+
+
+class Served:
+    def __init__(self, world: McpWorld, server: Instance, bare: Path) -> None:
+        self.world, self.server, self.bare = world, server, bare
+
+    def environ(self, **env: str) -> dict[str, str]:
+        """This machine's environment without any HOOKGATE_ variable, plus ``env``."""
+        out = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGATE_")}
+        out["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        out.update(env)
+        return out
+
+    def params(self, user: str = "alice", agent: str = "coder") -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent],
+            env=self.environ(HOOKGATE_URL=self.server.url, HOOKGATE_TOKEN=TOKENS[user]),
+            cwd=str(self.bare))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("relay")
+    world = make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}")
+    server = Instance("serve", world.config_path, root)
+    server.spawn()
+    # Where the client starts it: a folder with nothing of the server's in it.
+    with tempfile.TemporaryDirectory(prefix="developer-") as bare:
+        try:
+            server.wait_up()
+            yield Served(world, server, Path(bare))
+        finally:
+            server.stop()
+
+
+async def test_a_client_lists_and_calls_tools_through_the_server_with_only_url_and_token(
+        served: Served) -> None:
+    # The handshake protocol (its session id and event stream are the relay's to keep).
+    async with Client(served.params(), mode="legacy") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        result = await client.call_tool("mcp__time__get_current_time", {"timezone": "UTC"})
+    assert {"mcp__time__get_current_time", "mcp__git__git_create_branch"} <= names
+    assert not result.is_error and current_time(result)["timezone"] == "UTC"
+    assert list(served.bare.iterdir()) == []  # no database, no key, nothing written here
+
+
+async def test_a_gated_call_waits_with_progress_and_runs_once_approved_in_the_inbox(
+        served: Served) -> None:
+    mode = "auto"  # the 2026-07-28 protocol: the relay repeats its envelope in headers
+    progress: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    args = {"repo_path": str(served.world.repo), "branch_name": f"relayed-{mode}"}
+    async with httpx.AsyncClient(base_url=served.server.url, timeout=30) as api, \
+            Client(served.params(), mode=mode) as client:
+        call = asyncio.create_task(client.call_tool(
+            "mcp__git__git_create_branch", args, progress_callback=on_progress))
+        request = await one_pending(api)
+        await eventually(lambda: progress, "a progress notification")
+        assert f"relayed-{mode}" not in served.world.branches()
+        await decide(api, request["id"], "approve")
+        result = await asyncio.wait_for(call, 30)
+    assert not result.is_error, text(result)
+    assert outcome(result)["request_id"] == request["id"]
+    assert f"relayed-{mode}" in served.world.branches()
+    assert request["id"] in str(progress[0])
+
+
+def refusal(served: Served, *args: str, **env: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "hookgate.cli.main", "mcp", "stdio", *args],
+        env=served.environ(**env), cwd=served.bare, capture_output=True, text=True,
+        timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    return line
+
+
+def test_without_a_server_url_it_exits_2_with_one_line(served: Served) -> None:
+    line = refusal(served, "--agent", "coder", HOOKGATE_TOKEN=TOKENS["alice"])
+    assert "set HOOKGATE_URL" in line and "--in-process" in line
+
+
+@pytest.mark.parametrize(("url", "token", "said"), [
+    ("closed", "alice", "cannot reach hookgate"),
+    ("served", "nobody", "not valid"),
+    ("served", "fred", "404"),  # Frozen's user: no gateway for ACME's agent
+    ("served", None, "set HOOKGATE_TOKEN"),
+])
+async def test_what_is_missing_is_one_line_before_anything_is_relayed(
+        served: Served, url: str, token: str | None, said: str) -> None:
+    base = served.server.url if url == "served" else f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(StdioRefusal) as refused:
+        await relay_stdio(base, "coder", TOKENS.get(token or "", token))
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_relay_repeats_a_modern_requests_envelope_in_its_headers() -> None:
+    # What the gateway checks of a 2026-07-28 request over HTTP, including the Mcp-Param-*
+    # header a tool's schema asks for (learnt from the listing that passed by).
+    meta = {PROTOCOL_VERSION_META_KEY: "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    envelope = Envelope()
+    listing = envelope.upward(SessionMessage(JSONRPCRequest(
+        jsonrpc="2.0", id=1, method="tools/list", params={"_meta": meta})))
+    assert listing.metadata.headers == {"mcp-protocol-version": "2026-07-28",
+                                        "mcp-method": "tools/list"}
+    schema = {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}}
+    envelope.downward(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=1, result={
+        "tools": [{"name": "mcp__geo__lookup", "inputSchema": schema}]})))
+    call = envelope.upward(SessionMessage(JSONRPCRequest(
+        jsonrpc="2.0", id=2, method="tools/call", params={
+            "_meta": meta, "name": "mcp__geo__lookup", "arguments": {"region": "eu"}})))
+    headers = call.metadata.headers
+    assert headers["mcp-name"] == "mcp__geo__lookup" and headers["mcp-method"] == "tools/call"
+    assert [v for k, v in headers.items() if k.lower().startswith("mcp-param-")] == ["eu"]
+    handshake = SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=3, method="tools/list"))
+    assert envelope.upward(handshake) is handshake  # the session carries its version
