@@ -11,11 +11,16 @@ from fastapi import APIRouter, HTTPException, Query
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.records import ConfirmationRequest
-from hookgate.approvals.rules import RuleDraft, RuleInvalid, RuleNotFound, RuleRefused
+from hookgate.approvals.rules import (
+    RuleDraft,
+    RuleInvalid,
+    RuleNotFound,
+    RuleRefused,
+    StandingRule,
+)
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.server.schemas import CreateRule, Remember
-from hookgate.storage.tables import ApprovalRuleRow
 
 router = APIRouter(prefix="/api", tags=["approval rules"])
 
@@ -33,7 +38,7 @@ def _http(exc: ApprovalError) -> HTTPException:
 
 
 async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: Remember,
-                          caller: Caller, decision: str) -> ApprovalRuleRow:
+                          caller: Caller, decision: str) -> StandingRule:
     """The rule a decision asks to remember, checked before the decision is made (so a
     rule that may not be made leaves the request undecided); stored once it approved."""
     if decision != "approve":
