@@ -146,9 +146,9 @@ def cli_reference() -> str:
 def openapi_description() -> dict[str, Any]:
     """The server's OpenAPI description, from an app built on the bundled example (nothing
     is started: no database is opened, no port taken)."""
+    from hookgate.app import create_app
     from hookgate.config.loader import load_config
     from hookgate.examples import __file__ as examples_init
-    from hookgate.server.app import create_app
     from hookgate.runtime.deployment import deployment_from_config
     from hookgate.runtime.runtime import Runtime
 

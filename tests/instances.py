@@ -51,8 +51,9 @@ class Instance:
         if self.command == "serve":
             cmd += ["--port", str(self.port), "--log-level", "warning"]
         cmd += list(self.args)
-        env = {**os.environ, **self.env,
-               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        # A PYTHONPATH in ``env`` comes first (e.g. a sitecustomize the test needs).
+        path = [self.env.get("PYTHONPATH", ""), str(ROOT), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         if self.clock_offset is not None:
             # libfaketime preloaded into hookgate itself (the `faketime` wrapper would fork,
             # and signals would reach the wrapper, not hookgate): this process's clock is

@@ -12,9 +12,9 @@ from typing import Any
 
 import uvicorn
 
+from hookgate.app import create_app
 from hookgate.runtime.deployment import Deployment
 from hookgate.runtime.runtime import Runtime
-from hookgate.server.app import create_app
 from hookgate.server.serving import uvicorn_config
 
 

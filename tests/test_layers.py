@@ -57,3 +57,25 @@ def test_the_matching_module_importing_the_catalog_breaks_the_contract(tmp_path:
     run = lint(tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "hookgate.matching is not allowed to import hookgate.catalog" in run.stdout
+
+
+def test_a_module_outside_storage_importing_sqlalchemy_breaks_the_contract(
+        tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
+                    ignore=shutil.ignore_patterns("__pycache__", "static"))
+    rules = tmp_path / "hookgate" / "approvals" / "rules.py"
+    rules.write_text(rules.read_text() + "\nfrom sqlalchemy import select\n")
+    run = lint(tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "hookgate.approvals.rules -> sqlalchemy" in run.stdout
+
+
+def test_the_server_importing_the_mcp_gateway_breaks_the_independence_of_the_interfaces(
+        tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
+                    ignore=shutil.ignore_patterns("__pycache__", "static"))
+    app = tmp_path / "hookgate" / "server" / "app.py"
+    app.write_text(app.read_text() + "\nfrom hookgate.mcp import http\n")
+    run = lint(tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "hookgate.server is not allowed to import hookgate.mcp" in run.stdout

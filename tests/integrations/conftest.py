@@ -43,7 +43,7 @@ class Inbox:
 
     async def audit(self, org: str = "acme") -> list[dict[str, Any]]:
         rt = await self.guard.runtime()
-        return await AuditLogStore.for_database(rt.db).page(org, limit=200)
+        return await AuditLogStore.shared(rt.db).page(org, limit=200)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

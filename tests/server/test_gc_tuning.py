@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SERVE_THEN_REPORT = textwrap.dedent("""
     import asyncio, gc, json, sys
-    from hookgate.server.serving import build_server, listen
+    from hookgate.app import build_server
+    from hookgate.server.serving import listen
     from tests.server.demo_world import world
 
     TUNE = sys.argv[2] == "serve"
@@ -32,7 +33,7 @@ SERVE_THEN_REPORT = textwrap.dedent("""
             server, _ = build_server(deployment, "127.0.0.1", 0)
         else:  # an app as the tests make one
             import uvicorn
-            from hookgate.server.app import create_app
+            from hookgate.app import create_app
             from hookgate.runtime.runtime import Runtime
             from hookgate.server.serving import uvicorn_config
             server = uvicorn.Server(uvicorn_config(create_app(Runtime(deployment)),

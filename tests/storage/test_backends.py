@@ -33,20 +33,9 @@ DISPATCH = re.compile(r"\bis_sqlite\b|dialect\.name|dialect\.driver|\bSqliteLane
 #: Places outside storage/backends/ still asking, each with why, and how many may remain:
 #: the list only shrinks (a file here that asks less is fine; a new place fails).
 STILL_ASKING = {
-    # The transitional names themselves, for the callers below.
-    "storage/database.py": 1,
-    "storage/audit.py": 1,
     # SQLAlchemy's own per-dialect hooks: a type's bind processor and Alembic's batch mode.
     "storage/types.py": 1,
     "storage/migrations/env.py": 1,
-    # Being moved into storage/ by the approvals/runtime moves of this round; to become
-    # backend.locks_rows / backend.now_expression() / backend.in_process.
-    "approvals/followup_store.py": 1,
-    "approvals/rules.py": 1,
-    "approvals/quorum.py": 2,
-    "approvals/store.py": 2,
-    "runtime/runtime.py": 3,
-    "server/routes/audit.py": 1,  # AuditLogStore.for_database: now AuditLogStore.shared
 }
 
 

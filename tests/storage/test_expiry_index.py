@@ -39,7 +39,7 @@ async def test_the_overdue_scan_reads_the_status_expiry_index(db: Database) -> N
         await conn.execute(text("ANALYZE"))
     async with db.engine.connect() as conn:
         detail = await query_plan(conn, OVERDUE)
-        if db.is_sqlite:
+        if db.backend.dialect == "sqlite":
             assert "ix_confirmation_status_expires (status=? AND expires_at<?)" in detail, detail
         else:
             assert "ix_confirmation_status_expires" in detail, detail

@@ -28,7 +28,7 @@ async def driver_autocommit(db: Database, *, reading: bool) -> bool:
 
 @pytest.mark.perf  # the driver's transaction mode (round trips a read): an internal
 async def test_reads_run_in_autocommit_on_postgresql(db: Database) -> None:
-    if not db.is_sqlite:
+    if db.backend.dialect != "sqlite":
         assert await driver_autocommit(db, reading=True)
         assert not await driver_autocommit(db, reading=False)
     await reads_and_failed_writes_alternate(db)

@@ -31,7 +31,8 @@ async def test_a_runs_events_are_read_through_the_unique_index(db: Database) -> 
     assert "ix_run_events_run_id" not in indexes, indexes
     async with db.engine.connect() as conn:
         detail = await query_plan(conn, AFTER)
-        assert ("(run_id=? AND seq>?)" if db.is_sqlite else "uq_run_event_seq") in detail, detail
+        used = "(run_id=? AND seq>?)" if db.backend.dialect == "sqlite" else "uq_run_event_seq"
+        assert used in detail, detail
         seqs = (await conn.execute(text(AFTER))).scalars().all()
     assert seqs == ["tool_call"] * 6
 
@@ -48,7 +49,7 @@ async def _indexes(db: Database) -> list[str]:
     async with db.engine.connect() as conn:
         return list((await conn.execute(text(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'run_events'"
-            if db.is_sqlite else
+            if db.backend.dialect == "sqlite" else
             "SELECT indexname FROM pg_indexes WHERE tablename = 'run_events'"))).scalars())
 
 

@@ -10,15 +10,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import selects
+from hookgate.storage import people as user_records
 from hookgate.storage.database import Database
-from hookgate.storage.tables import User
+from hookgate.storage.people import PersonRecord
+from hookgate.storage.transaction import Transaction
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
@@ -160,16 +159,13 @@ def refusal(seat: Seat, person: Person, decision: str = "approve") -> str | None
     return None
 
 
-async def people(s: AsyncSession, user_ids: Iterable[str]) -> dict[str, User]:
-    """The current user records of ``user_ids`` (those that exist)."""
-    ids = sorted({u for u in user_ids if u})
-    if not ids:
-        return {}
-    rows = (await s.execute(select(User).where(User.id.in_(ids)))).scalars().all()
-    return {u.id: u for u in rows}
+async def people(tx: Transaction, user_ids: Iterable[str]) -> dict[str, PersonRecord]:
+    """The current user records of ``user_ids`` (those that exist), read in ``tx``."""
+    return await user_records.read_people(tx, user_ids)
 
 
-def person(user_id: str, records: Mapping[str, User], fallback_org: str | None) -> Person:
+def person(user_id: str, records: Mapping[str, PersonRecord], fallback_org: str | None
+           ) -> Person:
     """``user_id`` as the records say now; ``fallback_org`` when no record exists."""
     record = records.get(user_id)
     if record is None:
@@ -179,8 +175,7 @@ def person(user_id: str, records: Mapping[str, User], fallback_org: str | None) 
 
 async def current(db: Database, who: Approver) -> Approver:
     """``who`` with the org and admin flag of their current user record (as given when none)."""
-    async with db.session() as s:
-        records = await people(s, [who.user_id])
+    records = await user_records.people(db, [who.user_id])
     record = records.get(who.user_id)
     if record is None:
         return who
@@ -190,8 +185,7 @@ async def current(db: Database, who: Approver) -> Approver:
 async def decider_refusal(db: Database, request: ConfirmationRequest, who: Approver,
                           decision: str) -> str | None:
     """Why ``who`` may not make ``decision`` on ``request`` now, by their current record."""
-    async with db.session() as s:
-        records = await people(s, [who.user_id])
+    records = await user_records.people(db, [who.user_id])
     return refusal(Seat.of_request(request), person(who.user_id, records, who.org_id),
                    decision)
 
@@ -205,8 +199,8 @@ def may_decide(request: ConfirmationRequest, who: Approver, decision: str) -> bo
 # -- (c) whether a stored grant still counts now ------------------------------------------------
 
 
-def vote_refusal(request: ConfirmationRequest, voter: str, records: Mapping[str, User]
-                 ) -> str | None:
+def vote_refusal(request: ConfirmationRequest, voter: str,
+                 records: Mapping[str, PersonRecord]) -> str | None:
     """Why ``voter``'s approval of ``request`` no longer counts (None when it does). A
     voter without a record (the library's approvals) voted as eligible and still counts."""
     return refusal(Seat.of_request(request), person(voter, records, request.org_id), "approve")
@@ -216,12 +210,16 @@ def voters(request: ConfirmationRequest) -> list[str]:
     return [str(a.get("user_id")) for a in request.approvals if a.get("user_id")]
 
 
-async def counted(s: AsyncSession, request: ConfirmationRequest) -> ConfirmationRequest:
+async def counted(tx: Transaction, request: ConfirmationRequest) -> ConfirmationRequest:
     """``request`` with only the approvals that count now in ``approvals`` (the others in
-    ``discounted``, each with why), read in the session ``s``."""
+    ``discounted``, each with why), read in the transaction ``tx``."""
     if not request.approvals:
         return request
-    records = await people(s, voters(request))
+    return _counted(request, await people(tx, voters(request)))
+
+
+def _counted(request: ConfirmationRequest, records: Mapping[str, PersonRecord]
+             ) -> ConfirmationRequest:
     keep: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -241,20 +239,19 @@ async def counted(s: AsyncSession, request: ConfirmationRequest) -> Confirmation
 
 
 async def counted_now(db: Database, request: ConfirmationRequest) -> ConfirmationRequest:
-    """`counted`, in a session of its own (for showing a request)."""
+    """`counted`, in a read of its own (for showing a request)."""
     if not request.approvals:
         return request
-    async with db.session() as s:
-        return await counted(s, request)
+    return _counted(request, await user_records.people(db, voters(request)))
 
 
 async def counted_all(db: Database, requests: list[ConfirmationRequest]
                       ) -> list[ConfirmationRequest]:
-    """`counted` for a list, in one session."""
+    """`counted` for a list, in one read."""
     if not any(r.approvals for r in requests):
         return requests
-    async with db.session() as s:
-        return [await counted(s, r) for r in requests]
+    records = await user_records.people(db, [v for r in requests for v in voters(r)])
+    return [_counted(r, records) if r.approvals else r for r in requests]
 
 
 async def grant_refusal(db: Database, creator: str, seat: Seat,
@@ -264,6 +261,5 @@ async def grant_refusal(db: Database, creator: str, seat: Seat,
     current record, under the same check as a live decision."""
     if suspended is not None:
         return f"the rule is suspended: {suspended}"
-    async with db.session() as s:
-        records = await people(s, [creator])
+    records = await user_records.people(db, [creator])
     return refusal(seat, person(creator, records, seat.org_id), "approve")

@@ -68,11 +68,15 @@ class Followups:
     """Reminders, escalation and reachability for the requests of one approval service."""
 
     def __init__(self, approvals: PersistentApprovals, *,
-                 agent_name: Callable[[str], str] | None = None) -> None:
+                 agent_name: Callable[[str], str] | None = None,
+                 scheduler: Callable[[Followups], FollowupScheduler] | None = None) -> None:
+        """``scheduler`` builds what runs each request's next follow-up at its time (in
+        process, or as a queued job); without one, follow-ups are checked but not timed."""
         self.approvals = approvals
         self.store = FollowupStore(approvals.db)
         self.agent_name = agent_name or (lambda agent_id: agent_id)
-        self.scheduler: FollowupScheduler | None = None
+        self.scheduler: FollowupScheduler | None = (scheduler(self) if scheduler is not None
+                                                    else None)
 
     # -- entry points ----------------------------------------------------------------------
 

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from hookgate.approvals import authority, delivery_claims
 from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.approvals.context import approval_context
@@ -50,6 +48,7 @@ from hookgate.channels.base import (
 from hookgate.engines.interrupts import RunParked
 from hookgate.followup_policy import FollowupPolicy
 from hookgate.storage.database import Database
+from hookgate.storage.transaction import Transaction
 from hookgate.telemetry.approvals import timed_wait
 from hookgate.tools.tool import Tool
 
@@ -90,7 +89,12 @@ class PersistentApprovals:
         sweep_interval: float = 2.0,
         expiry_interval: float = 30.0,
         tool_of: ToolOf | None = None,
+        agent_of: AgentOf | None = None,
+        followups: Callable[[PersistentApprovals], Followups] | None = None,
     ) -> None:
+        """``tool_of`` gives the tool an edit is checked against; ``agent_of`` the agent a
+        request's requirement is read from now (default: the agents this process asked
+        for); ``followups`` builds the reminders and escalation of new requests."""
         self.db = db
         self.store = ConfirmationStore(db)
         #: Standing rules ("approve and remember"), consulted before a request is made.
@@ -105,7 +109,8 @@ class PersistentApprovals:
         #: Agents this process asked for (what an edit's requirement is read against when
         #: no ``agent_of`` is set); a server sets ``agent_of`` from its configuration.
         self._agents_seen: dict[str, Agent] = {}
-        self.agent_of: AgentOf = lambda request: self._agents_seen.get(request.agent_id)
+        self.agent_of: AgentOf = agent_of or (
+            lambda request: self._agents_seen.get(request.agent_id))
         self._listeners: list[Listener] = []
         self._shutting_down = False
         self._background: set[asyncio.Task[Any]] = set()
@@ -115,8 +120,8 @@ class PersistentApprovals:
         self.after_transition: AfterTransition | None = None
         #: Whether a waiting call parks its run instead of waiting in memory.
         self.parks: Callable[[ApprovalAsk], bool] | None = None
-        #: Reminders, escalation and reachability of new requests (a server sets it).
-        self.followups: Followups | None = None
+        #: Reminders, escalation and reachability of new requests (a server's).
+        self.followups: Followups | None = followups(self) if followups is not None else None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -558,8 +563,8 @@ def _both(first: AfterTransition | None, second: AfterTransition | None
     if first is None or second is None:
         return first or second
 
-    async def both(s: AsyncSession, after: ConfirmationRequest) -> None:
-        await first(s, after)
-        await second(s, after)
+    async def both(tx: Transaction, after: ConfirmationRequest) -> None:
+        await first(tx, after)
+        await second(tx, after)
 
     return both

@@ -9,10 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from hookgate.approvals import authority
 from hookgate.approvals.authority import Requirement, requirement_for
 from hookgate.approvals.eligibility import Approver
@@ -20,9 +16,9 @@ from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.store import AfterTransition
 from hookgate.matching import Condition, ToolMatcher
+from hookgate.storage import approval_votes
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
-from hookgate.storage.types import utcnow
+from hookgate.storage.transaction import Transaction, read_clock
 
 #: The most approvals a rule may ask for (a quorum nobody can reach is a stuck request).
 MAX_APPROVALS = 20
@@ -73,18 +69,15 @@ def vote_entry(who: Approver, at: Any) -> dict[str, Any]:
             "at": at.isoformat() if hasattr(at, "isoformat") else None}
 
 
-async def add_vote(s: AsyncSession, request_id: str, who: Approver, decision: str,
+async def add_vote(tx: Transaction, request_id: str, who: Approver, decision: str,
                    reason: str | None) -> None:
-    """Insert ``who``'s vote in the transaction ``s``; AlreadyVoted if they voted before
-    (the unique (request, user) key decides, in whichever process)."""
-    # No savepoint: a second vote fails the whole transaction, so the decision it came
-    # with changes nothing either.
-    s.add(ApprovalVoteRow(request_id=request_id, user_id=who.user_id, decision=decision,
-                          via=who.via, channel_identity=who.channel_identity, reason=reason,
-                          created_at=utcnow()))
+    """Record ``who``'s vote in the transaction ``tx``; AlreadyVoted if they voted before
+    (the unique (request, user) key decides, in whichever process; the whole transaction
+    fails then, so the decision it came with changes nothing either)."""
     try:
-        await s.flush()
-    except IntegrityError:
+        await approval_votes.add_vote(tx, request_id, who.user_id, decision, via=who.via,
+                                      channel_identity=who.channel_identity, reason=reason)
+    except approval_votes.VoteExists:
         raise AlreadyVoted(f"'{who.user_id}' already decided request {request_id}; "
                            "one person counts once") from None
 
@@ -93,10 +86,10 @@ def with_vote(who: Approver, decision: str, reason: str | None,
               then: AfterTransition | None) -> AfterTransition:
     """``then`` preceded by recording the final decision's vote in the same transaction."""
 
-    async def both(s: AsyncSession, after: ConfirmationRequest) -> None:
-        await add_vote(s, after.id, who, decision, reason)
+    async def both(tx: Transaction, after: ConfirmationRequest) -> None:
+        await add_vote(tx, after.id, who, decision, reason)
         if then is not None:
-            await then(s, after)
+            await then(tx, after)
 
     return both
 
@@ -112,50 +105,30 @@ class QuorumVotes:
         """Record ``who``'s approval; the request as it now is (``approved`` once the quorum
         is reached, else still pending with one more approver), or None when it was no
         longer pending or expired by the database's clock. AlreadyVoted: nothing changed."""
-        now: Any = utcnow() if self.db.is_sqlite else func.now()
-        table = ConfirmationRequestRow
-        async with self.db.transaction() as s:
+        async with self.db.transaction() as tx:
             # A write first: it takes the row lock on PostgreSQL (and SQLite's write lock)
             # before anything is counted, so two approvers at once are counted one by one.
-            locked = (await s.execute(
-                update(table)
-                .where(table.id == request_id, table.status == "pending",
-                       table.expires_at > now)
-                .values(status="pending")
-                .returning(table)
-            )).scalar_one_or_none()
+            locked = await approval_votes.lock_pending(tx, self.db, request_id)
             if locked is None:
                 return None
-            await add_vote(s, request_id, who, "approve", reason)
-            stamp = await _clock(s, self.db)
-            approvals = [*(locked.approvals or ()), vote_entry(who, stamp)]
+            await add_vote(tx, request_id, who, "approve", reason)
+            stamp = await read_clock(tx, self.db)
+            approvals = [*locked.approvals, vote_entry(who, stamp)]
             # Only approvals that count now count: each voter is checked again, by their
             # current record, as a live decision would be (moved org, disabled, ...).
-            voted = (await s.execute(
-                select(ApprovalVoteRow.user_id)
-                .where(ApprovalVoteRow.request_id == request_id,
-                       ApprovalVoteRow.decision == "approve")
-            )).scalars().all()
-            seat = ConfirmationRequest.from_row(locked)
-            records = await authority.people(s, voted)
+            voted = await approval_votes.approvers(tx, request_id)
+            seat = ConfirmationRequest.from_record(locked)
+            records = await authority.people(tx, voted)
             count = len({v for v in voted
                          if authority.vote_refusal(seat, v, records) is None})
-            values: dict[str, Any] = {"approvals": approvals}
+            decision = None
             if count >= locked.approvals_required:
-                values.update(status="approved", responded_at=now, responded_by=who.user_id,
-                              responder_channel_identity=who.channel_identity,
-                              reason=reason, decided_via=who.via)
-            row = (await s.execute(
-                update(table).where(table.id == request_id).values(**values)
-                .returning(table)
-            )).scalar_one()
-            after = await authority.counted(s, ConfirmationRequest.from_row(row))
+                decision = {"responded_by": who.user_id,
+                            "responder_channel_identity": who.channel_identity,
+                            "reason": reason, "decided_via": who.via}
+            record = await approval_votes.record_approvals(tx, self.db, request_id,
+                                                           approvals, decision=decision)
+            after = await authority.counted(tx, ConfirmationRequest.from_record(record))
             if not after.pending and then is not None:
-                await then(s, after)
+                await then(tx, after)
             return after
-
-
-async def _clock(s: AsyncSession, db: Database) -> Any:
-    if db.is_sqlite:
-        return utcnow()
-    return (await s.execute(select(func.now()))).scalar_one()

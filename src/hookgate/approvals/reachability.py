@@ -9,6 +9,7 @@ import logging
 from hookgate.approvals import authority
 from hookgate.approvals.followup_store import FollowupStore
 from hookgate.approvals.records import ConfirmationRequest
+from hookgate.storage.people import people
 from hookgate.telemetry.followups import approval_unreachable
 
 log = logging.getLogger(__name__)
@@ -49,8 +50,7 @@ async def nobody_to_decide(store: FollowupStore, request: ConfirmationRequest) -
     candidates = [u for u in [*named, *request.escalated_to] if u]
     # Each candidate under the one eligibility check (member of the request's org, enabled,
     # approver scope or escalation), by their current record; an unknown user is nobody.
-    async with store.db.session() as s:
-        records = await authority.people(s, candidates)
+    records = await people(store.db, candidates)
     seat = authority.Seat.of_request(request)
     if any(u in records and authority.refusal(seat, authority.person(u, records, None),
                                               "reject") is None for u in candidates):

@@ -1,4 +1,5 @@
-"""`ConfirmationRequest`: the typed value of one request, as read from the database."""
+"""`ConfirmationRequest`: the typed value of one request, as read from the database
+(storage/confirmations.py), with what the approvals read from it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals.context import readable_numbers
 from hookgate.approvals.edits import changes
-from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.confirmations import RECORD_FIELDS, ConfirmationRecord
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallBinding
 
@@ -74,27 +75,9 @@ class ConfirmationRequest:
         return self.root_run_id or self.run_id
 
     @classmethod
-    def from_row(cls, row: ConfirmationRequestRow) -> ConfirmationRequest:
-        return cls(
-            id=row.id, run_id=row.run_id, tool_call_id=row.tool_call_id,
-            agent_id=row.agent_id, requested_by=row.requested_by, org_id=row.org_id,
-            mode=row.mode, channel_id=row.channel_id, approver_scope=row.approver_scope,
-            agent_owner_id=row.agent_owner_id, status=row.status, tool_name=row.tool_name,
-            args=dict(row.args or {}), args_sha256=row.args_sha256, created_at=row.created_at,
-            expires_at=row.expires_at, responded_at=row.responded_at,
-            responded_by=row.responded_by,
-            responder_channel_identity=row.responder_channel_identity, reason=row.reason,
-            delivery_ref=row.delivery_ref, context=row.context, decided_via=row.decided_via,
-            followup=row.followup, reminders_sent=row.reminders_sent or 0,
-            last_reminded_at=row.last_reminded_at, escalated_at=row.escalated_at,
-            escalated_to=tuple(row.escalated_to or ()),
-            escalation_refs=tuple(row.escalation_refs or ()), unreachable=row.unreachable,
-            edited_args=dict(row.edited_args) if row.edited_args is not None else None,
-            edited_args_sha256=row.edited_args_sha256, message=row.message,
-            approvals_required=row.approvals_required or 1,
-            allow_self_approval=row.allow_self_approval is not False,
-            approvals=tuple(row.approvals or ()), root_run_id=row.root_run_id,
-        )
+    def from_record(cls, record: ConfirmationRecord) -> ConfirmationRequest:
+        """The request as storage read it (storage/confirmations.py)."""
+        return cls(**{name: getattr(record, name) for name in RECORD_FIELDS})
 
     @property
     def binding(self) -> CallBinding:

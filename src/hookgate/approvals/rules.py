@@ -19,10 +19,8 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
-
-from sqlalchemy import func, or_, select, update
 
 from hookgate.agent import Agent
 from hookgate.approvals import authority
@@ -31,9 +29,14 @@ from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.hooks.errors import HookBuildError
 from hookgate.matching import Condition
+from hookgate.storage.approval_rules import RuleTable, StandingRule, insert_in
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ApprovalRuleRow, RunRow
+from hookgate.storage.transaction import Transaction
 from hookgate.storage.types import utcnow
+
+__all__ = ["MAX_EXPIRES_IN_S", "MAX_WHEN_CHARS", "RULE_SCOPES", "RuleBook", "RuleDraft",
+           "RuleInvalid", "RuleNotFound", "RuleRefused", "StandingRule", "may_cover",
+           "parse_when"]
 
 #: ``run``: this run only; ``agent_user``: this agent for one user; ``org``: this agent for
 #: every user of its org.
@@ -67,61 +70,6 @@ class RuleDraft:
     when: str | None = None
     expires_in_s: float | None = None
     from_request_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StandingRule:
-    """A stored rule, as read from ``approval_rules``."""
-
-    id: str
-    org_id: str | None
-    agent_id: str
-    tool_name: str
-    scope: str
-    run_id: str | None
-    user_id: str | None
-    when: str | None
-    created_by: str
-    created_at: datetime
-    expires_at: datetime | None
-    from_request_id: str | None
-    revoked_at: datetime | None
-    revoked_by: str | None
-    uses: int
-    last_used_at: datetime | None
-    #: Set while the rule is suspended (its creator's token was revoked): why, and since when.
-    suspended_at: datetime | None = None
-    suspended_reason: str | None = None
-
-    @classmethod
-    def from_row(cls, row: ApprovalRuleRow) -> StandingRule:
-        return cls(row.id, row.org_id, row.agent_id, row.tool_name, row.scope, row.run_id,
-                   row.user_id, row.when, row.created_by, row.created_at, row.expires_at,
-                   row.from_request_id, row.revoked_at, row.revoked_by, row.uses or 0,
-                   row.last_used_at, row.suspended_at, row.suspended_reason)
-
-    def active(self, now: datetime | None = None) -> bool:
-        return self.revoked_at is None and self.suspended_at is None and (
-            self.expires_at is None or self.expires_at > (now or utcnow()))
-
-    def describe(self) -> str:
-        """``approved by rule ar_…, created by alice``: how every use is recorded."""
-        return f"approved by rule {self.id}, created by {self.created_by}"
-
-    def to_dict(self) -> dict[str, Any]:
-        def at(value: datetime | None) -> str | None:
-            return value.isoformat() if value else None
-
-        return {
-            "id": self.id, "org_id": self.org_id, "agent_id": self.agent_id,
-            "tool_name": self.tool_name, "scope": self.scope, "run_id": self.run_id,
-            "user_id": self.user_id, "when": self.when, "created_by": self.created_by,
-            "created_at": at(self.created_at), "expires_at": at(self.expires_at),
-            "from_request_id": self.from_request_id, "revoked_at": at(self.revoked_at),
-            "revoked_by": self.revoked_by, "uses": self.uses,
-            "last_used_at": at(self.last_used_at), "active": self.active(),
-            "suspended_at": at(self.suspended_at), "suspended_reason": self.suspended_reason,
-        }
 
 
 def parse_when(when: str | None) -> Condition | None:
@@ -175,18 +123,23 @@ class RuleBook:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.table = RuleTable(db)
 
     async def create(self, draft: RuleDraft, agent: Agent, who: Approver) -> StandingRule:
         """Store ``draft`` as ``who``'s rule after checking they may (`prepare`)."""
         return await self.save(await self.prepare(draft, agent, who))
 
-    async def save(self, row: ApprovalRuleRow) -> StandingRule:
-        async with self.db.transaction() as s:
-            s.add(row)
-        return StandingRule.from_row(row)
+    async def save(self, rule: StandingRule) -> StandingRule:
+        await self.table.insert(rule)
+        return rule
 
-    async def prepare(self, draft: RuleDraft, agent: Agent, who: Approver) -> ApprovalRuleRow:
-        """The row for ``draft`` as ``who``'s rule, not yet stored; RuleInvalid for a
+    @staticmethod
+    async def save_in(tx: Transaction, rule: StandingRule) -> None:
+        """Store a prepared rule in ``tx``: it commits with the decision that made it."""
+        await insert_in(tx, rule)
+
+    async def prepare(self, draft: RuleDraft, agent: Agent, who: Approver) -> StandingRule:
+        """``draft`` as ``who``'s rule, not yet stored; RuleInvalid for a
         malformed draft, RuleRefused when ``who`` could not approve what it covers."""
         if who.org_id != agent.org_id:
             raise RuleRefused(f"agent '{agent.id}' is not in org '{who.org_id}'")
@@ -219,11 +172,12 @@ class RuleBook:
                 agent.org_id, "org_members", None, None))
         if why_not is not None:
             raise RuleRefused(f"'{who.user_id}' may not create this rule: {why_not}")
-        return ApprovalRuleRow(
+        return StandingRule(
             id="ar_" + uuid.uuid4().hex[:20], org_id=agent.org_id, agent_id=agent.id,
             tool_name=draft.tool_name, scope=draft.scope, run_id=run_id, user_id=user_id,
             when=draft.when, created_by=who.user_id, created_at=utcnow(),
-            expires_at=expires_at, from_request_id=draft.from_request_id, uses=0,
+            expires_at=expires_at, from_request_id=draft.from_request_id, revoked_at=None,
+            revoked_by=None, uses=0, last_used_at=None,
         )
 
     async def _scope_fields(self, draft: RuleDraft, agent: Agent, who: Approver
@@ -234,8 +188,7 @@ class RuleBook:
             if draft.from_request_id is not None:
                 # From a decision: the request itself says whose run it is.
                 return draft.run_id, draft.user_id
-            async with self.db.session() as s:
-                run = await s.get(RunRow, draft.run_id)
+            run = await self.table.run_owner(draft.run_id)
             if run is None or run.org_id != who.org_id or run.agent_id != agent.id:
                 raise RuleInvalid(f"no run '{draft.run_id}' of agent '{agent.id}' in your org")
             return draft.run_id, run.user_id
@@ -250,23 +203,14 @@ class RuleBook:
         return None, None
 
     async def get(self, rule_id: str, org_id: str | None) -> StandingRule:
-        async with self.db.session() as s:
-            row = await s.get(ApprovalRuleRow, rule_id)
-        if row is None or row.org_id != org_id:
+        rule = await self.table.get(rule_id)
+        if rule is None or rule.org_id != org_id:
             raise RuleNotFound(f"no standing rule '{rule_id}'")
-        return StandingRule.from_row(row)
+        return rule
 
     async def list_for_org(self, org_id: str | None, *, active_only: bool = False
                            ) -> list[StandingRule]:
-        q = select(ApprovalRuleRow).where(ApprovalRuleRow.org_id == org_id)
-        if active_only:
-            q = q.where(ApprovalRuleRow.revoked_at.is_(None),
-                        ApprovalRuleRow.suspended_at.is_(None), or_(
-                ApprovalRuleRow.expires_at.is_(None), ApprovalRuleRow.expires_at > self._now()))
-        async with self.db.session() as s:
-            rows = (await s.execute(q.order_by(ApprovalRuleRow.created_at.desc()))
-                    ).scalars().all()
-        return [StandingRule.from_row(r) for r in rows]
+        return await self.table.of_org(org_id, active_only=active_only)
 
     async def revoke(self, rule_id: str, who: Approver, agent: Agent | None) -> StandingRule:
         """Revoke a rule: its creator, an admin, or anyone who could have created it."""
@@ -275,10 +219,7 @@ class RuleBook:
                 agent is not None and may_cover(agent, who.user_id, rule.user_id) is None)):
             raise RuleRefused(f"'{who.user_id}' may not revoke rule {rule_id} (created by "
                               f"{rule.created_by})")
-        async with self.db.transaction() as s:
-            await s.execute(update(ApprovalRuleRow).where(
-                ApprovalRuleRow.id == rule_id, ApprovalRuleRow.revoked_at.is_(None)
-            ).values(revoked_at=self._now(), revoked_by=who.user_id))
+        await self.table.revoke(rule_id, who.user_id)
         return await self.get(rule_id, who.org_id)
 
     async def enable(self, rule_id: str, who: Approver) -> StandingRule:
@@ -290,27 +231,16 @@ class RuleBook:
                               f"suspended: {rule.suspended_reason})")
         if rule.revoked_at is not None:
             raise RuleRefused(f"rule {rule_id} was revoked; a revoked rule stays revoked")
-        async with self.db.transaction() as s:
-            await s.execute(update(ApprovalRuleRow).where(ApprovalRuleRow.id == rule_id)
-                            .values(suspended_at=None, suspended_reason=None))
+        await self.table.lift_suspension(rule_id)
         return await self.get(rule_id, who.org_id)
-
-    def _now(self) -> Any:
-        return utcnow() if self.db.is_sqlite else func.now()
 
     async def match(self, ask: ApprovalAsk) -> StandingRule | None:
         """The first active rule that approves ``ask``'s exact call, its use counted; None
         means a person must be asked."""
         agent = ask.agent
         org_id = ask.org_id if ask.org_id is not None else agent.org_id
-        now = self._now()
-        t = ApprovalRuleRow
-        async with self.db.session() as s:
-            rows = (await s.execute(select(t).where(
-                t.org_id == org_id, t.agent_id == agent.id, t.tool_name == ask.tool_name,
-                t.revoked_at.is_(None), or_(t.expires_at.is_(None), t.expires_at > now),
-            ).order_by(t.created_at))).scalars().all()
-        if not rows:
+        rules = await self.table.unrevoked_for(org_id, agent.id, ask.tool_name)
+        if not rules:
             return None
         need = authority.requirement_for(ask)
         if need.approvals_required > 1 or not _finite(ask.args):
@@ -318,7 +248,7 @@ class RuleBook:
             # constraint is not judged over numbers that are no numbers.
             return None
         seat = authority.Seat.of_agent(agent, org_id, ask.user_id, need)
-        for rule in (StandingRule.from_row(r) for r in rows):
+        for rule in rules:
             if not self._covers(rule, ask):
                 continue
             # The rule's creator is authorised again now, as a live decision would be.
@@ -362,13 +292,4 @@ class RuleBook:
 
     async def _use(self, rule_id: str) -> StandingRule | None:
         # Counted with a condition, so a rule revoked or expired a moment ago is not used.
-        now = self._now()
-        t = ApprovalRuleRow
-        async with self.db.transaction() as s:
-            row = (await s.execute(
-                update(t).where(t.id == rule_id, t.revoked_at.is_(None),
-                                t.suspended_at.is_(None),
-                                or_(t.expires_at.is_(None), t.expires_at > now))
-                .values(uses=t.uses + 1, last_used_at=now).returning(t)
-            )).scalar_one_or_none()
-        return StandingRule.from_row(row) if row is not None else None
+        return await self.table.use(rule_id)

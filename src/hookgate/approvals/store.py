@@ -1,29 +1,27 @@
-"""Reading and writing confirmation requests. Every status change is compare-and-set from
-``pending`` in one UPDATE, so the first decision wins on SQLite and PostgreSQL alike."""
+"""Reading and writing confirmation requests as `ConfirmationRequest` values. Every status
+change is compare-and-set from ``pending`` (storage/confirmations.py), so the first decision
+wins on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, cast, func, or_, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from hookgate.approvals.delivery_claims import claim_abandoned, delivery_claim
 from hookgate.approvals.records import ConfirmationRequest
+from hookgate.storage.confirmations import ConfirmationRecord, ConfirmationTable, new_request_id
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ConfirmationRequestRow
-from hookgate.storage.types import utcnow
+from hookgate.storage.transaction import Transaction
 
 #: Work done in the transaction of a status change, with the request as it now is.
-AfterTransition = Callable[[AsyncSession, ConfirmationRequest], Awaitable[None]]
+AfterTransition = Callable[[Transaction, ConfirmationRequest], Awaitable[None]]
+
+__all__ = ["AfterTransition", "ConfirmationStore", "new_request_id"]
 
 
-def new_request_id() -> str:
-    return "cr_" + uuid.uuid4().hex[:24]
+def _maybe(record: ConfirmationRecord | None) -> ConfirmationRequest | None:
+    return ConfirmationRequest.from_record(record) if record is not None else None
 
 
 class ConfirmationStore:
@@ -31,37 +29,21 @@ class ConfirmationStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.table = ConfirmationTable(db)
 
     async def create(self, **fields: Any) -> tuple[ConfirmationRequest, bool]:
         """Insert a pending request; if one exists for (run, tool call), return it instead.
 
         Returns (request, created).
         """
-        row = ConfirmationRequestRow(id=new_request_id(), status="pending", **fields)
-        try:
-            async with self.db.transaction() as s:
-                s.add(row)
-        except IntegrityError:
-            existing = await self.for_call(fields["run_id"], fields["tool_call_id"])
-            if existing is None:
-                raise
-            return existing, False
-        return ConfirmationRequest.from_row(row), True
+        record, created = await self.table.create(**fields)
+        return ConfirmationRequest.from_record(record), created
 
     async def get(self, request_id: str) -> ConfirmationRequest | None:
-        async with self.db.session() as s:
-            row = await s.get(ConfirmationRequestRow, request_id)
-            return ConfirmationRequest.from_row(row) if row else None
+        return _maybe(await self.table.get(request_id))
 
     async def for_call(self, run_id: str, tool_call_id: str) -> ConfirmationRequest | None:
-        async with self.db.session() as s:
-            row = (await s.execute(
-                select(ConfirmationRequestRow).where(
-                    ConfirmationRequestRow.run_id == run_id,
-                    ConfirmationRequestRow.tool_call_id == tool_call_id,
-                )
-            )).scalar_one_or_none()
-            return ConfirmationRequest.from_row(row) if row else None
+        return _maybe(await self.table.for_call(run_id, tool_call_id))
 
     async def transition(
         self,
@@ -87,28 +69,17 @@ class ConfirmationStore:
         enqueues the run's continuation there, so a decision and its wake-up commit
         together). The time of the change is the database's clock on PostgreSQL.
         """
-        when: Any = now or (utcnow() if self.db.is_sqlite else func.now())
-        cond = [ConfirmationRequestRow.id == request_id,
-                ConfirmationRequestRow.status == "pending"]
-        if unexpired:
-            cond.append(ConfirmationRequestRow.expires_at > when)
-        async with self.db.transaction() as s:
-            result = await s.execute(
-                update(ConfirmationRequestRow)
-                .where(*cond)
-                .values(status=status, responded_at=when, responded_by=responded_by,
-                        responder_channel_identity=channel_identity, reason=reason,
-                        decided_via=via, edited_args=edited_args,
-                        edited_args_sha256=edited_args_sha256, message=message)
-                .returning(ConfirmationRequestRow)
-            )
-            row = result.scalar_one_or_none()
-            if row is None:
-                return None
-            after = ConfirmationRequest.from_row(row)
-            if then is not None:
-                await then(s, after)
-            return after
+        async def as_request(tx: Transaction, record: ConfirmationRecord) -> None:
+            assert then is not None
+            await then(tx, ConfirmationRequest.from_record(record))
+
+        record = await self.table.transition(
+            request_id, status, now=now, unexpired=unexpired,
+            then=as_request if then is not None else None,
+            responded_by=responded_by, responder_channel_identity=channel_identity,
+            reason=reason, decided_via=via, edited_args=edited_args,
+            edited_args_sha256=edited_args_sha256, message=message)
+        return _maybe(record)
 
     async def claim_delivery(self, request_id: str, *, resumed: bool = False) -> bool:
         """True for the one caller that may send the request's card: the row's delivery
@@ -117,30 +88,12 @@ class ConfirmationStore:
         abandoned (``delivery_claims.claim_abandoned``; ``resumed``: this process resumes
         the request) is taken over the same way: only while it is still that claim."""
         now = await self.db.now()
-        t = ConfirmationRequestRow
-        mine = delivery_claim(now)
-        async with self.db.transaction() as s:
-            result = await s.execute(update(t).where(
-                t.id == request_id, t.delivery_ref.is_(None)).values(delivery_ref=mine))
-            if getattr(result, "rowcount", 0) == 1:
-                return True
-            held = (await s.execute(select(t.delivery_ref).where(t.id == request_id))
-                    ).scalar_one_or_none()
-            if not claim_abandoned(held, now, resumed=resumed):
-                return False
-            token = held.get("claim") if isinstance(held, dict) else None
-            as_text = cast(t.delivery_ref, Text)
-            same = (as_text.like(f"%{token}%") if isinstance(token, str) and token.isalnum()
-                    else as_text.not_like('%"claim"%') & as_text.like('%"sending"%'))
-            result = await s.execute(update(t).where(t.id == request_id, same)
-                                     .values(delivery_ref=mine))
-            return bool(getattr(result, "rowcount", 0) == 1)
+        return await self.table.claim_delivery(
+            request_id, delivery_claim(now),
+            lambda held: claim_abandoned(held, now, resumed=resumed))
 
     async def set_delivery(self, request_id: str, ref: dict[str, Any]) -> None:
-        async with self.db.transaction() as s:
-            await s.execute(update(ConfirmationRequestRow)
-                            .where(ConfirmationRequestRow.id == request_id)
-                            .values(delivery_ref=ref))
+        await self.table.set_delivery(request_id, ref)
 
     async def list_for_org(
         self,
@@ -150,75 +103,42 @@ class ConfirmationStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[ConfirmationRequest]:
-        q = select(ConfirmationRequestRow).where(ConfirmationRequestRow.org_id == org_id)
-        if status:
-            q = q.where(ConfirmationRequestRow.status == status)
-        q = q.order_by(ConfirmationRequestRow.created_at.desc()).limit(limit).offset(offset)
-        async with self.db.session() as s:
-            rows = (await s.execute(q)).scalars().all()
-        return [ConfirmationRequest.from_row(r) for r in rows]
+        records = await self.table.list_for_org(org_id=org_id, status=status, limit=limit,
+                                                offset=offset)
+        return [ConfirmationRequest.from_record(r) for r in records]
 
     async def decided_since(self, since: datetime) -> list[tuple[str, datetime]]:
         """Ids of requests that left pending at or after ``since`` (the cross-process sweep)."""
-        async with self.db.session() as s:
-            rows = (await s.execute(
-                select(ConfirmationRequestRow.id, ConfirmationRequestRow.responded_at)
-                .where(ConfirmationRequestRow.responded_at >= since)
-            )).all()
-        return [(r[0], r[1]) for r in rows if r[1] is not None]
+        return await self.table.decided_since(since)
 
     async def overdue(self, now: datetime | None = None) -> list[str]:
         """Pending requests past their expiry (by the database's clock unless ``now``)."""
-        when: Any = now or (utcnow() if self.db.is_sqlite else func.now())
-        async with self.db.session() as s:
-            rows = (await s.execute(
-                select(ConfirmationRequestRow.id).where(
-                    ConfirmationRequestRow.status == "pending",
-                    ConfirmationRequestRow.expires_at <= when,
-                )
-            )).scalars().all()
-        return list(rows)
+        return await self.table.overdue(now)
 
     async def pending_for_run(self, run_id: str) -> list[ConfirmationRequest]:
         """The run's pending requests, its parked children's included."""
-        async with self.db.session() as s:
-            rows = (await s.execute(
-                select(ConfirmationRequestRow).where(
-                    or_(ConfirmationRequestRow.run_id == run_id,
-                        ConfirmationRequestRow.root_run_id == run_id),
-                    ConfirmationRequestRow.status == "pending",
-                )
-            )).scalars().all()
-        return [ConfirmationRequest.from_row(r) for r in rows]
+        return [ConfirmationRequest.from_record(r)
+                for r in await self.table.pending_for_run(run_id)]
 
     async def rejected_like(self, run_id: str, tool_name: str, args_sha256: str
                             ) -> ConfirmationRequest | None:
         """The latest request of ``run_id`` a person rejected for this tool and exactly these
         arguments (by digest), if any."""
-        async with self.db.session() as s:
-            row = (await s.execute(
-                select(ConfirmationRequestRow).where(
-                    ConfirmationRequestRow.run_id == run_id,
-                    ConfirmationRequestRow.tool_name == tool_name,
-                    ConfirmationRequestRow.args_sha256 == args_sha256,
-                    ConfirmationRequestRow.status == "rejected",
-                ).order_by(ConfirmationRequestRow.responded_at.desc()).limit(1)
-            )).scalar_one_or_none()
-        return ConfirmationRequest.from_row(row) if row is not None else None
+        return _maybe(await self.table.rejected_like(run_id, tool_name, args_sha256))
 
     async def declined_by_run(self, run_ids: list[str]) -> dict[str, list[ConfirmationRequest]]:
         """The requests of ``run_ids`` that ended without approval (rejected, expired,
         cancelled), by run: what a run's "completed" must not hide."""
         if not run_ids:
             return {}
-        async with self.db.session() as s:
-            rows = (await s.execute(
-                select(ConfirmationRequestRow).where(
-                    ConfirmationRequestRow.run_id.in_(run_ids),
-                    ConfirmationRequestRow.status.in_(("rejected", "expired", "cancelled")),
-                )
-            )).scalars().all()
         out: dict[str, list[ConfirmationRequest]] = {}
-        for row in rows:
-            out.setdefault(row.run_id, []).append(ConfirmationRequest.from_row(row))
+        for record in await self.table.declined_of(run_ids):
+            out.setdefault(record.run_id, []).append(ConfirmationRequest.from_record(record))
         return out
+
+    async def unused_same_call(self, run_id: str, agent_id: str, tool_name: str,
+                               args_sha256: str) -> ConfirmationRequest | None:
+        """The oldest pending, or approved and not yet executed, request of ``run_id`` for
+        this tool and exactly these arguments: an identical retry waits on it."""
+        return _maybe(await self.table.unused_same_call(run_id, agent_id, tool_name,
+                                                        args_sha256))

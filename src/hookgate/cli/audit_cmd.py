@@ -130,10 +130,9 @@ def verify_command(
     Exit code 0 when the log is intact, 1 when a row was tampered with or the log cannot be
     read, 2 for a usage error.
     """
-    from sqlalchemy.exc import SQLAlchemyError
-
     from hookgate.storage.audit import VerifyReport, verify
     from hookgate.storage.database import Database
+    from hookgate.storage.failures import DATABASE_FAILURES
 
     url = database_url(config, example, database)
 
@@ -146,7 +145,7 @@ def verify_command(
 
     try:
         report = asyncio.run(check())
-    except SQLAlchemyError as exc:
+    except DATABASE_FAILURES as exc:
         fail(f"cannot read the audit log: {type(exc).__name__}: {exc}")
     for problem in report.problems:
         err_console.print(f"chain {problem.chain!r}: {problem.kind}: {problem.message}",

@@ -17,6 +17,15 @@ mcp_app = typer.Typer(help="The MCP gateway: downstream MCP servers behind hookg
 app.add_typer(mcp_app, name="mcp")
 
 
+@mcp_app.callback()
+def needs_the_extra() -> None:
+    """Every ``hookgate mcp`` command needs the MCP SDK (the ``hookgate[mcp]`` extra)."""
+    from hookgate.mcp.extra import mcp_installed, missing_sdk
+
+    if not mcp_installed():
+        fail(missing_sdk(), 2)
+
+
 @mcp_app.command()
 def stdio(
     agent: Annotated[str, typer.Option("--agent", help="The agent whose tools to serve.")],

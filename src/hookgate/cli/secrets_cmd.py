@@ -38,15 +38,14 @@ def rotate(config: ConfigOption = None, example: ExampleOption = None,
     Each config must decrypt with one of the listed keys; if one does not, nothing is
     changed and the channel is named.
     """
-    from sqlalchemy.exc import SQLAlchemyError
-
     from hookgate.runtime.channel_records import (
         ChannelSecretsUnreadable,
         SecretsKey,
         SecretsKeyError,
         rotate_channel_secrets,
     )
-    from hookgate.storage.database import Database, DatabaseError
+    from hookgate.storage.database import Database
+    from hookgate.storage.failures import DATABASE_FAILURES
 
     url = database_url(config, example, database)
     try:
@@ -65,7 +64,7 @@ def rotate(config: ConfigOption = None, example: ExampleOption = None,
         count = asyncio.run(run())
     except ChannelSecretsUnreadable as exc:
         fail(f"{exc}; nothing was changed")
-    except (DatabaseError, SQLAlchemyError) as exc:
+    except DATABASE_FAILURES as exc:
         fail(f"cannot re-encrypt the channels table of {url.split('://')[0]}: "
              f"{type(exc).__name__}: {exc} (is the database migrated? 'hookgate db upgrade')")
     console.print(f"re-encrypted {count} channel config(s) with the first of {key.count} key(s)")

@@ -112,8 +112,9 @@ def serve(
     migrated or migratable) and every agent. Exit code 1 when one of them cannot be served,
     naming each broken agent and entry (unless --allow-broken-agents); 2 for a usage error.
     """
+    from hookgate.app import build_server
     from hookgate.runtime.deployment import deployment_from_config
-    from hookgate.server.serving import PortUnavailable, build_server, listen
+    from hookgate.server.serving import PortUnavailable, listen
 
     cfg = _load(config, example)
     if not worker and cfg.database.startswith("sqlite"):

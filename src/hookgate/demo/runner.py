@@ -13,11 +13,12 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
+from hookgate.app import build_server
 from hookgate.approvals.wording import numbers_text, reason_texts
 from hookgate.demo.event_view import EventView
 from hookgate.demo.world import DEMO_MESSAGE, DemoData, demo_deployment
 from hookgate.runtime.runtime import Runtime
-from hookgate.server.serving import build_server, listen
+from hookgate.server.serving import listen
 
 #: The walkthrough's approve-with-edits: the large payment lowered, with a word for the model.
 EDITED_AMOUNT = 40000

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sqlalchemy import select
-
 from hookgate.approvals.persistent import PersistentApprovals, StillPending
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.storage.ledger import DatabaseLedger
-from hookgate.storage.tables import ConfirmationRequestRow, ToolExecutionRow
 
 __all__ = ["ExternalApprovals"]
 
@@ -82,16 +79,5 @@ class ExternalApprovals:
     async def _same_call(self, ask: ApprovalAsk) -> ConfirmationRequest | None:
         # The oldest pending or approved-and-unused request of this session for the same
         # tool and arguments: an identical retry waits on it rather than asking again.
-        used = select(ToolExecutionRow.tool_call_id).where(
-            ToolExecutionRow.run_id == ask.run_id)
-        t = ConfirmationRequestRow
-        async with self.approvals.db.session() as s:
-            row = (await s.execute(
-                select(t).where(
-                    t.run_id == ask.run_id, t.agent_id == ask.agent.id,
-                    t.tool_name == ask.tool_name, t.args_sha256 == ask.args_sha256,
-                    t.status.in_(("pending", "approved")),
-                    ("approval:" + t.id).not_in(used),
-                ).order_by(t.created_at).limit(1)
-            )).scalar_one_or_none()
-        return ConfirmationRequest.from_row(row) if row is not None else None
+        return await self.approvals.store.unused_same_call(
+            ask.run_id, ask.agent.id, ask.tool_name, ask.args_sha256)

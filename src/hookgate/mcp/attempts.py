@@ -17,10 +17,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import func, select
-
+from hookgate.storage.confirmations import ConfirmationRecord
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ConfirmationRequestRow, ToolExecutionRow
+from hookgate.storage.mcp_attempts import joinable_or_count, request_of
 from hookgate.storage.types import utcnow
 from hookgate.tools.tool import args_digest
 
@@ -69,41 +68,21 @@ class AttemptFinder:
 
     async def attempt_for(self, key: str) -> Attempt:
         run_id = run_of(key)
-        async with self.db.session() as s:
-            latest = (await s.execute(
-                select(ConfirmationRequestRow)
-                .where(ConfirmationRequestRow.run_id == run_id)
-                .order_by(ConfirmationRequestRow.created_at.desc())
-                .limit(1)
-            )).scalar_one_or_none()
-            if latest is not None and self._joinable(latest):
-                return Attempt(run_id, latest.tool_call_id, joined=True)
-            # Not random: whoever else counts the same rows picks the same call id, and
-            # the database keeps one request for it (see the module's docstring). Every
-            # attempt that got anywhere left a request or an execution (one approved by a
-            # rule has no request), so the sum only grows and never names a used id.
-            requests = (await s.execute(
-                select(func.count()).select_from(ConfirmationRequestRow)
-                .where(ConfirmationRequestRow.run_id == run_id)
-            )).scalar_one()
-            executions = (await s.execute(
-                select(func.count()).select_from(ToolExecutionRow)
-                .where(ToolExecutionRow.run_id == run_id)
-            )).scalar_one()
-        return Attempt(run_id, attempt_call_id(key, int(requests) + int(executions)),
-                       joined=False)
+        found = await joinable_or_count(self.db, run_id, self._joinable)
+        if isinstance(found, ConfirmationRecord):
+            return Attempt(run_id, found.tool_call_id, joined=True)
+        # Not random: whoever else counts the same rows picks the same call id, and the
+        # database keeps one request for it (see the module's docstring). Every attempt
+        # that got anywhere left a request or an execution (one approved by a rule has no
+        # request), so the sum only grows and never names a used id.
+        return Attempt(run_id, attempt_call_id(key, found), joined=False)
 
     async def request_for(self, run_id: str, tool_call_id: str
-                          ) -> ConfirmationRequestRow | None:
+                          ) -> ConfirmationRecord | None:
         """The confirmation request of one attempt, if the gate created one."""
-        async with self.db.session() as s:
-            return (await s.execute(
-                select(ConfirmationRequestRow).where(
-                    ConfirmationRequestRow.run_id == run_id,
-                    ConfirmationRequestRow.tool_call_id == tool_call_id)
-            )).scalar_one_or_none()
+        return await request_of(self.db, run_id, tool_call_id)
 
-    def _joinable(self, row: ConfirmationRequestRow) -> bool:
+    def _joinable(self, row: ConfirmationRecord) -> bool:
         if row.status == "pending":
             return True
         if row.status not in _INHERITED or row.responded_at is None:

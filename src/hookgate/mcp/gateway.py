@@ -38,8 +38,8 @@ from hookgate.mcp.errors import DownstreamError
 from hookgate.mcp.mapping import McpTool, gateway_tool, listed_tool, result_of
 from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
 from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
+from hookgate.storage.confirmations import ConfirmationRecord
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ConfirmationRequestRow
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.guarded import build_metadata, execute_tool_call
@@ -479,7 +479,7 @@ class McpGateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await attempt.task
 
-    def _view(self, task_id: str, created_at: datetime, row: ConfirmationRequestRow | None,
+    def _view(self, task_id: str, created_at: datetime, row: ConfirmationRecord | None,
               result: types.CallToolResult | None) -> TaskView:
         return view_of(task_id, created_at, row, result, int(self.retry_window_s * 1000))
 

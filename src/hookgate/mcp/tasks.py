@@ -18,7 +18,7 @@ from typing import Any, Literal
 import mcp_types as types
 from pydantic import Field
 
-from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.confirmations import ConfirmationRecord
 from hookgate.storage.types import utcnow
 
 #: The extension's identifier, in client and server capabilities.
@@ -85,7 +85,7 @@ class TaskView:
         }
 
 
-def view_of(task_id: str, created_at: datetime, row: ConfirmationRequestRow | None,
+def view_of(task_id: str, created_at: datetime, row: ConfirmationRecord | None,
             result: types.CallToolResult | None, ttl_ms: int) -> TaskView:
     """The task of an attempt: its request (None before the gate made one) and its result
     (None while there is none yet)."""
@@ -115,7 +115,7 @@ def view_of(task_id: str, created_at: datetime, row: ConfirmationRequestRow | No
                     request_id, result)
 
 
-def unfollowed_result(row: ConfirmationRequestRow, kept_s: float) -> types.CallToolResult:
+def unfollowed_result(row: ConfirmationRecord, kept_s: float) -> types.CallToolResult:
     """The result of a decided attempt the retry path no longer joins."""
     if row.status == "approved":
         text = (f"Error: request {row.id} was approved, but its result is no longer "

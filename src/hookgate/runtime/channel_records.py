@@ -1,4 +1,5 @@
-"""Channel rows: each channel's config, secrets included, encrypted at rest with Fernet.
+"""Channel records: each channel's config, secrets included, encrypted at rest with Fernet
+(the rows themselves: storage/channel_records.py).
 
 The key comes from ``HOOKGATE_SECRETS_KEY``: one or more Fernet keys separated by commas.
 The first encrypts; every one of them decrypts, so a key is rotated by putting the new one
@@ -11,15 +12,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from sqlalchemy import Table, select, update
 
 from hookgate.runtime.deployment import ChannelSpec
+from hookgate.storage.channel_records import (
+    StoredChannel,
+    read_channels,
+    reseal_all,
+    write_channels,
+)
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ChannelRow
-from hookgate.storage.upserts import upsert
 
 SECRETS_KEY_ENV = "HOOKGATE_SECRETS_KEY"
 
@@ -107,33 +111,20 @@ async def store_channels(db: Database, specs: Sequence[ChannelSpec], key: Secret
     Rows of channels no longer declared are kept (their requests still name them) but
     disabled. Upserts: instances starting together write the same rows without racing.
     """
-    rows = [{"id": spec.id, "org_id": spec.org, "type": spec.type, "enabled": spec.enabled,
-             "position": position, "config_encrypted": key.seal(spec.config)}
-            for position, spec in enumerate(specs)]
-    async with db.transaction() as s:
-        await upsert(s, cast(Table, ChannelRow.__table__), rows, key=["id"],
-                     update=["org_id", "type", "enabled", "position", "config_encrypted"])
-        await s.execute(update(ChannelRow).where(ChannelRow.id.not_in([r["id"] for r in rows]))
-                        .values(enabled=False))
+    await write_channels(db, [
+        StoredChannel(spec.id, spec.type, spec.org, spec.enabled, key.seal(spec.config),
+                      position) for position, spec in enumerate(specs)])
 
 
 async def load_channels(db: Database, key: SecretsKey) -> list[ChannelSpec]:
     """Every stored channel with its config decrypted, in declaration order."""
-    async with db.session() as s:
-        rows = (await s.execute(select(ChannelRow).order_by(ChannelRow.position))).scalars()
-        return [
-            ChannelSpec(row.id, row.type, row.org_id,
-                        key.open(row.config_encrypted, channel_id=row.id) if
-                        row.config_encrypted else {}, row.enabled)
-            for row in rows
-        ]
+    return [ChannelSpec(c.id, c.type, c.org_id,
+                        key.open(c.sealed_config, channel_id=c.id) if c.sealed_config else {},
+                        c.enabled)
+            for c in await read_channels(db)]
 
 
 async def rotate_channel_secrets(db: Database, key: SecretsKey) -> int:
     """Re-encrypt every stored config with the first key, all or nothing; the count."""
-    async with db.transaction() as s:
-        rows = (await s.execute(select(ChannelRow))).scalars().all()
-        for row in rows:
-            if row.config_encrypted:
-                row.config_encrypted = key.reseal(row.config_encrypted, channel_id=row.id)
-        return sum(1 for row in rows if row.config_encrypted)
+    return await reseal_all(db, lambda sealed, channel_id: key.reseal(
+        sealed, channel_id=channel_id))

@@ -66,11 +66,11 @@ class RunFeed:
 class EventBus:
     """Fans a run's events out to subscribers and writes them to the log in batches."""
 
-    def __init__(self, log_: RunEventLog) -> None:
+    def __init__(self, log_: RunEventLog, *, followers: Wakers | None = None) -> None:
         self.log = log_
         self.feeds: dict[str, RunFeed] = {}
-        #: Set on PostgreSQL: subscriptions follow the log (see the module docstring).
-        self.followers: Wakers | None = None
+        #: Given on PostgreSQL: subscriptions follow the log (see the module docstring).
+        self.followers: Wakers | None = followers
 
     def open(self, run_id: str, history: list[RunEvent], fence: Fence | None = None
              ) -> RunFeed:

@@ -25,6 +25,7 @@ from hookgate.hooks.services import HookServices
 from hookgate.llm.base import ChatModel
 from hookgate.runtime.events_bus import EventBus
 from hookgate.runtime.executors.base import RunExecutor
+from hookgate.runtime.notifications import Wakers
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.ledger import DatabaseLedger
@@ -77,7 +78,13 @@ class RunManager:
         *,
         max_steps: int = 20,
         workflows: Mapping[str, Workflow] | None = None,
+        executor: Callable[[RunManager], RunExecutor] | None = None,
+        on_run_end: Callable[[RunState], Awaitable[None]] | None = None,
+        followers: Wakers | None = None,
     ) -> None:
+        """``executor`` builds the executor that advances this manager's runs (None: runs
+        cannot start here); ``on_run_end`` is called with every run that ends here;
+        ``followers`` wakes this process's streams when another instance logged events."""
         self.db = db
         self.approvals = approvals
         self.services = services
@@ -89,10 +96,10 @@ class RunManager:
         #: one, so their traces are stored once, in the event log.
         self.store = DatabaseRunStore(db, trace_in_log=True)
         self.ledger = DatabaseLedger(db)
-        self.bus = EventBus(RunEventLog(db))
+        self.bus = EventBus(RunEventLog(db), followers=followers)
         #: Called (in the background) with the state of every run that ends here.
-        self.on_run_end: Callable[[RunState], Awaitable[None]] | None = None
-        self.executor: RunExecutor | None = None
+        self.on_run_end: Callable[[RunState], Awaitable[None]] | None = on_run_end
+        self.executor: RunExecutor | None = executor(self) if executor is not None else None
 
     # -- building engines ------------------------------------------------------------------
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, cast
-
-from sqlalchemy import Table
 
 from hookgate.approvals.edits import agent_tool
 from hookgate.approvals.followup_timers import FollowupTimers
@@ -30,12 +29,12 @@ from hookgate.runtime.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
 from hookgate.runtime.notifications import Notifications, Subscription, Wakers
 from hookgate.runtime.run_manager import RunManager
 from hookgate.runtime.token_cache import TokenCache
+from hookgate.storage.agents import DeclaredAgent, sync_agents
 from hookgate.storage.database import Database
+from hookgate.storage.instances import shared_by_instances
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
-from hookgate.storage.tables import AgentRow
-from hookgate.storage.types import utcnow
-from hookgate.storage.upserts import upsert
+from hookgate.storage.runs import DatabaseRunStore
 from hookgate.storage.users import ACCESS_CHANNEL, sync_declared_users, user_for_token
 
 if TYPE_CHECKING:
@@ -55,71 +54,88 @@ class Caller:
 
 
 class Runtime:
-    """Everything one process runs, whichever interface serves it."""
+    """Everything one process runs, whichever interface serves it. Built in `__init__`, in
+    dependency order, each part given what it needs through its constructor."""
 
     def __init__(self, deployment: Deployment, *, sweep_interval: float = 2.0,
                  worker: bool = True) -> None:
         self.deployment = deployment
-        self.db = Database(deployment.database_url)
-        #: Recent token lookups (runtime/auth.py); forgotten when any instance changes who
-        #: may sign in.
-        self.token_cache: TokenCache[Caller] = TokenCache()
-        if self.db.is_sqlite and not worker:
+        self.db = db = Database(deployment.database_url)
+        #: PostgreSQL: several instances share the work; a SQLite file: this process owns it.
+        self.shared = shared = shared_by_instances(db)
+        if not shared and not worker:
             raise ValueError(
                 "a SQLite database is served by one instance that runs API and worker "
                 "together; splitting the roles needs PostgreSQL (database: postgresql://...)")
-        self.channels = ConfiguredChannels(deployment.channels)
-        self.approvals = PersistentApprovals(
-            self.db, channels=self.channels, inbox_url=self.inbox_url,
-            sweep_interval=sweep_interval,
-        )
-        #: Reminders, escalation and unreachable approvers (hookgate.approvals.followups).
-        self.followups = Followups(self.approvals, agent_name=self._agent_name)
-        self.approvals.followups = self.followups
-        self.followup_timers: FollowupTimers | None = None
-        self.services = HookServices(approvals=self.approvals, database=self.db)
-        self.inbox = InboxFeed()
         if deployment.model_for is None:
             raise ValueError("the deployment declares no models")
+        if deployment.redis_url and not shared:
+            log.warning("redis_url is ignored: with a SQLite file one instance serves every "
+                        "stream from memory (Redis carries wake-ups between instances on "
+                        "PostgreSQL)")
+        #: Recent token lookups (runtime/auth.py); forgotten when any instance changes who
+        #: may sign in.
+        self.token_cache: TokenCache[Caller] = TokenCache()
+        self.channels = ConfiguredChannels(deployment.channels)
         # Agents listing channel_notify get one that posts through this server's channels.
         agents = self.channels.with_notify_tool(deployment.agents)
-        # An approver's edit is checked against the tool's own schema (approvals/edits.py).
-        self.approvals.tool_of = lambda request: agent_tool(agents, request) or declared_tool(
-            request.tool_name, request.context)
-        # What must approve an edited call is read from the agent's configuration now.
-        self.approvals.agent_of = lambda request: agents.get(request.agent_id)
-        self.runs = RunManager(self.db, self.approvals, self.services, agents,
-                               deployment.model_for, max_steps=deployment.max_steps,
-                               workflows=deployment.workflows)
+        self.approvals = PersistentApprovals(
+            db, channels=self.channels, inbox_url=self.inbox_url,
+            sweep_interval=sweep_interval,
+            # An approver's edit is checked against the tool's own schema (approvals/edits.py).
+            # A tool the agent does not declare (hookgate.external): the schema its runtime
+            # declared with the request.
+            tool_of=lambda request: agent_tool(agents, request) or declared_tool(
+                request.tool_name, request.context),
+            # What must approve an edited call is read from the agent's configuration now.
+            agent_of=lambda request: agents.get(request.agent_id),
+            # On PostgreSQL the follow-ups are jobs of the run queue (bound in `_queued`).
+            followups=partial(Followups, agent_name=self._agent_name,
+                              scheduler=None if shared else FollowupTimers),
+        )
+        assert self.approvals.followups is not None
+        #: Reminders, escalation and unreachable approvers (hookgate.approvals.followups).
+        self.followups = self.approvals.followups
+        self.followup_timers: FollowupTimers | None = (
+            self.followups.scheduler if isinstance(self.followups.scheduler, FollowupTimers)
+            else None)
+        self.services = HookServices(approvals=self.approvals, database=db)
+        self.inbox = InboxFeed()
+        followers = Wakers() if shared else None
+        self.runs = RunManager(
+            db, self.approvals, self.services, agents, deployment.model_for,
+            max_steps=deployment.max_steps, workflows=deployment.workflows,
+            executor=(partial(self._queued, worker=worker) if shared
+                      else InProcessExecutor),
+            on_run_end=CompletionNotices(self.channels, agents, DatabaseRunStore(db),
+                                         self.run_url).run_ended,
+            followers=followers)
         #: Answers Claude Code's http hooks (POST /api/claude-code/hooks).
         self.claude_code = ClaudeCodeBackend(self.approvals, self.services, self.runs.ledger)
         #: Answers the guarded-call API and the in-process guard (hookgate.external.calls).
         self.guarded = GuardedCalls(self.approvals, self.services, self.runs.ledger)
-        self.runs.on_run_end = CompletionNotices(self.channels, agents, self.runs.store,
-                                                 self.run_url).run_ended
-        self.notifications: Subscription | None = None
         self.queue: QueueExecutor | None = None
-        if self.db.is_sqlite:
-            self.approvals.on_change(self.inbox.publish)
-            self.runs.executor = InProcessExecutor(self.runs)
-            self.followup_timers = FollowupTimers(self.followups)
-            self.followups.scheduler = self.followup_timers
+        self.notifications: Subscription | None = None
+        if followers is not None:
+            self.queue = cast("QueueExecutor", self.runs.executor)
+            self.notifications = self._listen(followers)
         else:
-            from hookgate.runtime.executors.queue import QueueExecutor  # only for PostgreSQL
-
-            self.queue = QueueExecutor(self.runs, worker=worker, settings=deployment.worker)
-            self.runs.executor = self.queue
-            from hookgate.runtime.executors.followup_jobs import FollowupJobs
-
-            self.followups.scheduler = FollowupJobs(self.queue, self.followups)
-            self.notifications = self._listen()
-        if deployment.redis_url and self.db.is_sqlite:
-            log.warning("redis_url is ignored: with a SQLite file one instance serves every "
-                        "stream from memory (Redis carries wake-ups between instances on "
-                        "PostgreSQL)")
+            self.approvals.on_change(self.inbox.publish)
         self.started = False
 
-    def _listen(self) -> Subscription:
+    def _queued(self, runs: RunManager, *, worker: bool) -> QueueExecutor:
+        """The run queue (PostgreSQL), with the approvals' follow-ups as its jobs."""
+        from hookgate.runtime.executors.followup_jobs import FollowupJobs
+        from hookgate.runtime.executors.queue import QueueExecutor  # only for PostgreSQL
+
+        queue = QueueExecutor(runs, worker=worker, settings=self.deployment.worker)
+        # The one link made after construction: the follow-ups' jobs live on the queue,
+        # which needs the runs, which need the approvals that own the follow-ups.
+        assert self.approvals.followups is not None
+        self.approvals.followups.scheduler = FollowupJobs(queue, self.approvals.followups)
+        return queue
+
+    def _listen(self, followers: Wakers) -> Subscription:
         # Other instances' run events and request changes reach this one as wake-ups:
         # PostgreSQL notifications, or Redis pub/sub with redis_url.
         notes: Subscription
@@ -130,8 +146,6 @@ class Runtime:
             self.db.publisher = wakeups
         else:
             notes = Notifications(self.db.libpq_url)
-        followers = Wakers()
-        self.runs.bus.followers = followers
         notes.on(RUN_EVENTS_CHANNEL, followers.wake)
         changes = RequestChanges(self.db, self.approvals, self.inbox)
         notes.on(REQUESTS_CHANNEL, changes.received)
@@ -207,20 +221,15 @@ class Runtime:
         d = self.deployment
         await sync_orgs(self.db, [(o.id, o.name, o.read_only) for o in d.orgs])
         await sync_declared_users(self.db, d.users)
-        rows = [{"id": agent.id, "org_id": agent.org_id, "name": agent.name,
-                 "owner_user_id": agent.owner_user_id, "updated_at": utcnow(),
-                 "definition": {
-                     "instructions": agent.instructions,
-                     "tools": [t.name for t in agent.tools],
-                     "confirmation_mode": agent.confirmation_mode,
-                     "confirmation_approver_scope": agent.confirmation_approver_scope,
-                     "require_confirmation_for_all": agent.require_confirmation_for_all,
-                     "model_config_json": agent.model_config_json,
-                 }} for agent in d.agents.values()]
-        async with self.db.transaction() as s:
-            await upsert(s, cast(Table, AgentRow.__table__), rows, key=["id"],
-                         update=["org_id", "name", "owner_user_id", "definition",
-                                 "updated_at"])
+        await sync_agents(self.db, [DeclaredAgent(
+            agent.id, agent.org_id, agent.name, agent.owner_user_id, {
+                "instructions": agent.instructions,
+                "tools": [t.name for t in agent.tools],
+                "confirmation_mode": agent.confirmation_mode,
+                "confirmation_approver_scope": agent.confirmation_approver_scope,
+                "require_confirmation_for_all": agent.require_confirmation_for_all,
+                "model_config_json": agent.model_config_json,
+            }) for agent in d.agents.values()])
         await self.channels.sync(self.db)
 
     async def authenticate(self, token: str) -> Caller | None:

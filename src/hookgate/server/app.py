@@ -1,19 +1,21 @@
-"""The FastAPI application: the HTTP API of SPEC §6 and the web portal at ``/``."""
+"""The FastAPI application: the HTTP API of SPEC §6 and the web portal at ``/``, with the
+mounts its composer gives it (hookgate.app adds the MCP gateway)."""
 
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from hookgate.runtime.runtime import Runtime
 from hookgate.server import errors
 from hookgate.server.limits import DEFAULT_MAX_BODY, BodySizeLimit
+from hookgate.server.mounts import Mount
 from hookgate.server.routes import catalog, confirmations, runs
 
 STATIC = Path(__file__).with_name("static")
@@ -21,8 +23,11 @@ STATIC = Path(__file__).with_name("static")
 
 def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
                max_body: int = DEFAULT_MAX_BODY, tune_gc: bool = False,
-               access_recheck_s: float | None = None) -> FastAPI:
-    """An app serving ``runtime``; the runtime starts and stops with the app.
+               access_recheck_s: float | None = None,
+               mounts: Sequence[Mount] = ()) -> FastAPI:
+    """An app serving ``runtime``; the runtime starts and stops with the app, and each of
+    ``mounts`` (interfaces served beside the API, `hookgate.app.create_app` gives them)
+    runs between the two.
 
     ``access_recheck_s`` (default: the deployment's ``server: access_recheck_s``) is how often
     the event streams and MCP sessions ask again whether their caller still has access.
@@ -36,7 +41,9 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
         if tune_gc:
             tune_collector()
         try:
-            async with mcp_running:
+            async with AsyncExitStack() as running:
+                for part in installed:
+                    await running.enter_async_context(part)
                 yield
         finally:
             await runtime.stop()
@@ -48,10 +55,10 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
     if not recheck > 0:
         raise ValueError(f"access_recheck_s must be a positive number of seconds, not "
                          f"{recheck!r}")
-    mcp_running = _mount_mcp(app, runtime, recheck)
     app.state.runtime = runtime
     app.state.keepalive_s = keepalive_s
     app.state.access_recheck_s = recheck
+    installed = [mount.install(app) for mount in mounts]
     errors.install(app)
     app.include_router(runs.router)
     app.include_router(confirmations.router)
@@ -93,32 +100,3 @@ def _include_optional_routes(app: FastAPI) -> None:
 
     for router in registry.routers():
         app.include_router(router)
-
-
-def _mount_mcp(app: FastAPI, runtime: Runtime,
-               recheck_s: float) -> AbstractAsyncContextManager[None]:
-    """The MCP gateway's routes (``/mcp/{agent_id}``, ``/api/mcp/...``) when the
-    configuration declares ``mcp_servers``; its lifespan part. Without them the MCP SDK is
-    not even imported (it costs most of a start-up) and ``/mcp`` says why it is absent."""
-    if not runtime.deployment.mcp_servers:
-        app.state.mcp = None
-
-        @app.api_route("/mcp/{rest:path}", methods=["GET", "POST", "DELETE"],
-                       include_in_schema=False)
-        async def no_gateway(rest: str) -> None:
-            raise HTTPException(404, "this server has no MCP gateway: the configuration "
-                                     "declares no mcp_servers")
-
-        return nullcontext()
-    # The MCP SDK, only when it is used.
-    from hookgate.mcp import http as mcp_routes
-    from hookgate.mcp.oauth import METADATA_PREFIX
-    from hookgate.server.routes import mcp_servers
-
-    mcp = mcp_routes.McpHttpEndpoint(runtime, access_recheck_s=recheck_s)
-    app.state.mcp = mcp
-    app.include_router(mcp_servers.router)
-    app.mount("/mcp", mcp, name="mcp")
-    # RFC 9728: the gateway's OAuth protected-resource metadata (404 without mcp_oauth).
-    app.mount(METADATA_PREFIX, mcp.metadata, name="mcp-oauth-metadata")
-    return mcp.running()

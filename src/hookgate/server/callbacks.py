@@ -15,10 +15,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import InstrumentedAttribute
-
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
 from hookgate.approvals.persistent import PersistentApprovals
@@ -33,17 +29,12 @@ from hookgate.channels.base import (
     Channel,
 )
 from hookgate.runtime.channel_directory import ConfiguredChannels
+from hookgate.storage import people
+from hookgate.storage.channel_callbacks import first_sighting
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ChannelCallbackSeen, User
 
 log = logging.getLogger(__name__)
 
-#: The users column holding each platform's identity of a person (``users[].chat``).
-IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
-    "feishu": User.feishu_open_id,
-    "slack": User.slack_user_id,
-    "wecom": User.wecom_userid,
-}
 #: Longer dedupe keys are stored as their sha256 (the column holds 512 characters).
 MAX_DEDUPE_KEY = 512
 
@@ -97,21 +88,16 @@ class ChannelCallbacks:
             raise CallbackRejected(400, "callback without a dedupe key")
         if len(key) > MAX_DEDUPE_KEY:
             key = "sha256:" + hashlib.sha256(key.encode()).hexdigest()
-        try:
-            async with self.db.transaction() as s:
-                s.add(ChannelCallbackSeen(channel_id=channel.id, dedupe_key=key))
-                now = self.clock()
-                if now - self._last_prune > PRUNE_EVERY_S:
-                    # Callbacks older than the channels' time window are refused before they
-                    # get here, so their keys are no longer needed to spot a replay.
-                    self._last_prune = now
-                    cutoff = datetime.fromtimestamp(now - SEEN_KEY_TTL_S, UTC)
-                    await s.execute(delete(ChannelCallbackSeen)
-                                    .where(ChannelCallbackSeen.seen_at < cutoff))
-        except IntegrityError:
+        now = self.clock()
+        cutoff = None
+        if now - self._last_prune > PRUNE_EVERY_S:
+            # Callbacks older than the channels' time window are refused before they get
+            # here, so their keys are no longer needed to spot a replay.
+            self._last_prune = now
+            cutoff = datetime.fromtimestamp(now - SEEN_KEY_TTL_S, UTC)
+        if not await first_sighting(self.db, channel.id, key, forget_before=cutoff):
             log.warning("channel %s: replayed callback %s refused", channel.id, key)
-            raise CallbackRejected(401, "replayed callback: this one was already received"
-                                   ) from None
+            raise CallbackRejected(401, "replayed callback: this one was already received")
 
     async def _decide(self, channel: Channel, action: CallbackAction
                       ) -> tuple[CardOutcome | None, str]:
@@ -133,14 +119,10 @@ class ChannelCallbacks:
         return _outcome(decided), "Approved" if decided.status == "approved" else "Rejected"
 
     async def _approver(self, channel: Channel, platform_user_id: str | None) -> Approver:
-        column = IDENTITY_COLUMNS.get(channel.type)
-        if column is None or not platform_user_id:
+        if not people.knows_chat(channel.type) or not platform_user_id:
             raise NotAllowed(f"{channel.type} clicks cannot be matched to hookgate users")
-        async with self.db.session() as s:
-            users = (await s.execute(
-                select(User).where(column == platform_user_id, User.org_id == channel.org_id)
-                .limit(2)
-            )).scalars().all()
+        users = await people.users_by_chat(self.db, channel.type, platform_user_id,
+                                           channel.org_id)
         if len(users) != 1:
             linked = "is not linked to a" if not users else "is linked to more than one"
             raise NotAllowed(f"{channel.type} user '{platform_user_id}' {linked} hookgate "

@@ -1,4 +1,4 @@
-"""Run the server with uvicorn (used by `hookgate serve` and `hookgate demo`).
+"""Serve an app with uvicorn (`hookgate.app.build_server`: `hookgate serve`, `hookgate demo`).
 
 The listening socket is bound here, before uvicorn starts, so a busy port is one readable
 error instead of a log line and an exit from deep inside uvicorn.
@@ -13,21 +13,7 @@ from typing import Any
 
 import uvicorn
 
-from hookgate.runtime.deployment import Deployment
-from hookgate.runtime.runtime import Runtime
-from hookgate.server.app import create_app
 from hookgate.server.http_protocol import BoundedHttpToolsProtocol
-
-
-def build_server(deployment: Deployment, host: str, port: int,
-                 log_level: str = "warning", *, worker: bool = True
-                 ) -> tuple[uvicorn.Server, Runtime]:
-    """A uvicorn server for ``deployment`` (not started) and its runtime; ``worker``
-    False serves the API only (PostgreSQL)."""
-    runtime = Runtime(deployment, worker=worker)
-    config = uvicorn_config(create_app(runtime, tune_gc=True), host, port,
-                            log_level=log_level)
-    return uvicorn.Server(config), runtime
 
 
 def uvicorn_config(app: Any, host: str, port: int, *, log_level: str = "warning",

@@ -185,9 +185,6 @@ class AuditLogStore:
             store = cls._instances[db] = cls(db)
         return store
 
-    #: The former name of ``shared``, for callers not yet renamed.
-    for_database = shared
-
     async def append(self, record: AuditRecord) -> Appended:
         """Add ``record`` to its chain; returns once the row is committed, raises if not."""
         loop = asyncio.get_running_loop()

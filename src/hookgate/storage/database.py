@@ -119,12 +119,6 @@ class Database:
         #: The database's backend, chosen once here: its fast path and hot operations.
         self.backend: Backend = kind(self)
 
-    @property
-    def is_sqlite(self) -> bool:
-        """Transitional, for callers not yet moved onto ``backend``: prefer
-        ``backend.in_process``, ``backend.locks_rows`` or ``backend.now_expression()``."""
-        return self.backend.dialect == "sqlite"
-
     def _count(self, *_: Any) -> None:
         self.queries += 1
 

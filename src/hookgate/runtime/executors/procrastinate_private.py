@@ -51,7 +51,7 @@ from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.database import Database
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
+    from hookgate.storage.transaction import Transaction
 
 log = logging.getLogger(__name__)
 #: Pauses between attempts to finish a job whose finish failed (then the error stands).
@@ -171,7 +171,7 @@ HOLD_QUEUED = ("SELECT id FROM procrastinate_jobs WHERE queueing_lock = %s "
                "AND status = 'todo' FOR UPDATE")
 
 
-async def _in_transaction(session: AsyncSession, query: str, *args: Any) -> list[Any]:
+async def _in_transaction(session: Transaction, query: str, *args: Any) -> list[Any]:
     """``query``'s rows, on ``session``'s own psycopg connection, in its transaction."""
     raw = await (await session.connection()).get_raw_connection()
     conn = raw.driver_connection
@@ -179,13 +179,13 @@ async def _in_transaction(session: AsyncSession, query: str, *args: Any) -> list
     return list(await (await conn.execute(query, args or None)).fetchall())
 
 
-async def hold_queued(session: AsyncSession, queueing_lock: str) -> bool:
+async def hold_queued(session: Transaction, queueing_lock: str) -> bool:
     """Lock the job queued under ``queueing_lock`` until ``session``'s transaction ends;
     False when there is none (a worker took it)."""
     return bool(await _in_transaction(session, HOLD_QUEUED, queueing_lock))
 
 
-async def orphaned_runs(session: AsyncSession) -> list[str]:
+async def orphaned_runs(session: Transaction) -> list[str]:
     """The runs that should advance and have no job queued or running (``ORPHANS``)."""
     return [str(row[0]) for row in await _in_transaction(session, ORPHANS)]
 

@@ -55,9 +55,8 @@ from hookgate.storage.fencing import Fence, take_over, take_over_reading
 from hookgate.storage.runs import run_status
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
-
     from hookgate.runtime.run_manager import RunManager
+    from hookgate.storage.transaction import Transaction
 
 log = logging.getLogger(__name__)
 #: The first and the longest pause before the worker starts again after an error.
@@ -212,7 +211,7 @@ class QueueExecutor:
         self.taken.run(int(row[0]), self._advance(
             state.run_id, Fence(state.run_id, FIRST_FENCE), stored))
 
-    async def continue_run(self, run_id: str, session: AsyncSession | None = None) -> None:
+    async def continue_run(self, run_id: str, session: Transaction | None = None) -> None:
         """Queue the run's next advance (at most one is queued; one already queued will
         see whatever changed)."""
         if session is not None:
@@ -221,11 +220,11 @@ class QueueExecutor:
         async with self.manager.db.transaction() as s:
             await self._defer_advance(s, run_id)
 
-    async def _defer_advance(self, session: AsyncSession, run_id: str) -> None:
+    async def _defer_advance(self, session: Transaction, run_id: str) -> None:
         await self._defer(session, self.advance_task, lock=run_id, queueing_lock=run_id,
                           run_id=run_id)
 
-    async def _defer(self, session: AsyncSession, task: Task[Any, Any, Any], *, lock: str | None,
+    async def _defer(self, session: Transaction, task: Task[Any, Any, Any], *, lock: str | None,
                      queueing_lock: str, schedule_at: datetime | None = None,
                      **kwargs: Any) -> None:
         job = task.configure(lock=lock, queueing_lock=queueing_lock,
@@ -253,7 +252,7 @@ class QueueExecutor:
                 return
         log.warning("could not queue or hold a job with queueing lock %s", queueing_lock)
 
-    async def _continue_after_transition(self, session: AsyncSession,
+    async def _continue_after_transition(self, session: Transaction,
                                          request: ConfirmationRequest) -> None:
         # Stored runs continue from the queue: the request's own, or the root a delegated
         # child parked with (a child that could not park waits in memory: no row).

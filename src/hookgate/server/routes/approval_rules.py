@@ -11,12 +11,17 @@ from fastapi import APIRouter, HTTPException, Query
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.records import ConfirmationRequest
-from hookgate.approvals.rules import RuleDraft, RuleInvalid, RuleNotFound, RuleRefused
+from hookgate.approvals.rules import (
+    RuleDraft,
+    RuleInvalid,
+    RuleNotFound,
+    RuleRefused,
+    StandingRule,
+)
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import CallerDep, RuntimeDep
-from hookgate.server.responses import StandingRule
+from hookgate.server.responses import StandingRule as StandingRuleBody
 from hookgate.server.schemas import CreateRule, Remember
-from hookgate.storage.tables import ApprovalRuleRow
 
 router = APIRouter(prefix="/api", tags=["approval rules"])
 
@@ -34,7 +39,7 @@ def _http(exc: ApprovalError) -> HTTPException:
 
 
 async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: Remember,
-                          caller: Caller, decision: str) -> ApprovalRuleRow:
+                          caller: Caller, decision: str) -> StandingRule:
     """The rule a decision asks to remember, checked before the decision is made (so a
     rule that may not be made leaves the request undecided); stored once it approved."""
     if decision != "approve":
@@ -56,7 +61,7 @@ async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: R
         raise _http(exc) from None
 
 
-@router.get("/approval-rules", response_model=list[StandingRule])
+@router.get("/approval-rules", response_model=list[StandingRuleBody])
 async def list_rules(
     caller: CallerDep, rt: RuntimeDep,
     active: Annotated[bool, Query(description="only rules that can still match")] = False,
@@ -65,7 +70,7 @@ async def list_rules(
     return [r.to_dict() for r in rules]
 
 
-@router.post("/approval-rules", status_code=201, response_model=StandingRule)
+@router.post("/approval-rules", status_code=201, response_model=StandingRuleBody)
 async def create_rule(body: CreateRule, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     agent = rt.deployment.agents.get(body.agent_id)
     if agent is None or agent.org_id != caller.org_id:
@@ -80,7 +85,7 @@ async def create_rule(body: CreateRule, caller: CallerDep, rt: RuntimeDep) -> di
     return rule.to_dict()
 
 
-@router.get("/approval-rules/{rule_id}", response_model=StandingRule)
+@router.get("/approval-rules/{rule_id}", response_model=StandingRuleBody)
 async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     try:
         return (await rt.approvals.rules.get(rule_id, caller.org_id)).to_dict()
@@ -88,7 +93,7 @@ async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str,
         raise _http(exc) from None
 
 
-@router.post("/approval-rules/{rule_id}/enable", response_model=StandingRule)
+@router.post("/approval-rules/{rule_id}/enable", response_model=StandingRuleBody)
 async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Lift a suspension (admins): a rule suspended when its creator's token was revoked
     matches again; its creator is still checked at every use."""
@@ -98,7 +103,7 @@ async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[s
         raise _http(exc) from None
 
 
-@router.delete("/approval-rules/{rule_id}", response_model=StandingRule)
+@router.delete("/approval-rules/{rule_id}", response_model=StandingRuleBody)
 async def revoke_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Revoke: from now on the rule matches nothing (its record and uses stay)."""
     try:

@@ -36,7 +36,7 @@ async def audit_log(
     """Rows of the caller's org; ``next_before`` is null on the last page."""
     if outcome is not None and outcome not in OUTCOMES:
         raise HTTPException(422, f"outcome must be one of {', '.join(OUTCOMES)}")
-    items = await AuditLogStore.for_database(rt.db).page(
+    items = await AuditLogStore.shared(rt.db).page(
         caller.org_id, limit=limit, before_id=before, agent_id=agent_id, user_id=user_id,
         tool_name=tool, outcome=outcome, since=_aware(since), until=_aware(until))
     return {"items": items,

@@ -8,12 +8,11 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.approvals import authority
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import STATUSES, ConfirmationRequest
-from hookgate.approvals.rules import StandingRule
+from hookgate.approvals.rules import RuleBook, StandingRule
 from hookgate.approvals.store import AfterTransition
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import CallerDep, RuntimeDep, StreamAccessDep, recheck_s
@@ -23,7 +22,7 @@ from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.run_history import run_history
 from hookgate.server.schemas import Respond
 from hookgate.server.sse import Event, EventStreamResponse
-from hookgate.storage.tables import ApprovalRuleRow
+from hookgate.storage.transaction import Transaction
 
 router = APIRouter(prefix="/api", tags=["confirmations"])
 
@@ -128,16 +127,15 @@ async def respond(request_id: str, body: Respond, caller: CallerDep,
         raise HTTPException(done.status_code, done.error)
     out = view(await authority.counted_now(rt.db, done.request), caller, rt)
     if rule is not None and done.request.status == "approved":
-        out["rule"] = StandingRule.from_row(rule).to_dict()
+        out["rule"] = rule.to_dict()
     return out
 
 
-def _storing(rule: ApprovalRuleRow) -> AfterTransition:
+def _storing(rule: StandingRule) -> AfterTransition:
     # The rule commits with the approval that made it, or not at all: a run the approval
     # wakes never looks for a rule that is not there yet.
-    async def store(s: AsyncSession, after: ConfirmationRequest) -> None:
+    async def store(tx: Transaction, after: ConfirmationRequest) -> None:
         if after.status == "approved":
-            s.add(rule)
-            await s.flush()
+            await RuleBook.save_in(tx, rule)
 
     return store

@@ -1,6 +1,7 @@
 """``/api/mcp/...``: the MCP gateway's downstream servers, for operators (admins only):
 which run, how often each was started, and restarting one on demand. Mounted with the
-gateway (server/app.py), so the MCP SDK is imported only when the configuration uses it."""
+gateway (app/mcp_gateway.py), so the MCP SDK is imported only when the configuration uses
+it."""
 
 from __future__ import annotations
 

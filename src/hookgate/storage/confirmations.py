@@ -1,0 +1,242 @@
+"""The ``confirmation_requests`` table: every statement on a request's decision columns,
+each status change compare-and-set from ``pending`` in one UPDATE so the first decision wins
+on SQLite and PostgreSQL alike. Callers get `ConfirmationRecord` values, never rows."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Text, cast, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from hookgate.storage.database import Database
+from hookgate.storage.tables import ConfirmationRequestRow, ToolExecutionRow
+from hookgate.storage.transaction import Transaction, clock
+
+_Row = ConfirmationRequestRow
+
+
+@dataclass(slots=True, frozen=True)
+class ConfirmationRecord:
+    """One stored request, its columns as plain values (``approvals.records`` adds the
+    behaviour: bindings, edits, the card's outcome)."""
+
+    id: str
+    run_id: str
+    tool_call_id: str
+    agent_id: str
+    requested_by: str | None
+    org_id: str | None
+    mode: str
+    channel_id: str | None
+    approver_scope: str
+    agent_owner_id: str | None
+    status: str
+    tool_name: str
+    args: dict[str, Any]
+    args_sha256: str
+    created_at: datetime
+    expires_at: datetime
+    responded_at: datetime | None
+    responded_by: str | None
+    responder_channel_identity: str | None
+    reason: str | None
+    delivery_ref: dict[str, Any] | None
+    context: dict[str, Any] | None
+    decided_via: str | None
+    followup: dict[str, Any] | None
+    reminders_sent: int
+    last_reminded_at: datetime | None
+    escalated_at: datetime | None
+    escalated_to: tuple[str, ...]
+    escalation_refs: tuple[dict[str, Any], ...]
+    unreachable: str | None
+    edited_args: dict[str, Any] | None
+    edited_args_sha256: str | None
+    message: str | None
+    approvals_required: int
+    allow_self_approval: bool
+    approvals: tuple[dict[str, Any], ...]
+    root_run_id: str | None
+
+
+#: The record's field names, for copying one into a value that extends it.
+RECORD_FIELDS = tuple(f.name for f in fields(ConfirmationRecord))
+
+
+def record_of(row: ConfirmationRequestRow) -> ConfirmationRecord:
+    return ConfirmationRecord(
+        id=row.id, run_id=row.run_id, tool_call_id=row.tool_call_id,
+        agent_id=row.agent_id, requested_by=row.requested_by, org_id=row.org_id,
+        mode=row.mode, channel_id=row.channel_id, approver_scope=row.approver_scope,
+        agent_owner_id=row.agent_owner_id, status=row.status, tool_name=row.tool_name,
+        args=dict(row.args or {}), args_sha256=row.args_sha256, created_at=row.created_at,
+        expires_at=row.expires_at, responded_at=row.responded_at,
+        responded_by=row.responded_by,
+        responder_channel_identity=row.responder_channel_identity, reason=row.reason,
+        delivery_ref=row.delivery_ref, context=row.context, decided_via=row.decided_via,
+        followup=row.followup, reminders_sent=row.reminders_sent or 0,
+        last_reminded_at=row.last_reminded_at, escalated_at=row.escalated_at,
+        escalated_to=tuple(row.escalated_to or ()),
+        escalation_refs=tuple(row.escalation_refs or ()), unreachable=row.unreachable,
+        edited_args=dict(row.edited_args) if row.edited_args is not None else None,
+        edited_args_sha256=row.edited_args_sha256, message=row.message,
+        approvals_required=row.approvals_required or 1,
+        allow_self_approval=row.allow_self_approval is not False,
+        approvals=tuple(row.approvals or ()), root_run_id=row.root_run_id,
+    )
+
+
+def _maybe(row: ConfirmationRequestRow | None) -> ConfirmationRecord | None:
+    return record_of(row) if row is not None else None
+
+
+#: Work done in the transaction of a status change, with the request as it now is.
+InTransaction = Callable[[Transaction, ConfirmationRecord], Awaitable[None]]
+
+
+def new_request_id() -> str:
+    return "cr_" + uuid.uuid4().hex[:24]
+
+
+class ConfirmationTable:
+    """Reads and compare-and-set writes of ``confirmation_requests``."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, **columns: Any) -> tuple[ConfirmationRecord, bool]:
+        """Insert a pending request; if one exists for (run, tool call), return it instead.
+        Returns (request, created)."""
+        row = _Row(id=new_request_id(), status="pending", **columns)
+        try:
+            async with self.db.transaction() as s:
+                s.add(row)
+        except IntegrityError:
+            existing = await self.for_call(columns["run_id"], columns["tool_call_id"])
+            if existing is None:
+                raise
+            return existing, False
+        return record_of(row), True
+
+    async def get(self, request_id: str) -> ConfirmationRecord | None:
+        async with self.db.session() as s:
+            return _maybe(await s.get(_Row, request_id))
+
+    async def for_call(self, run_id: str, tool_call_id: str) -> ConfirmationRecord | None:
+        async with self.db.session() as s:
+            return _maybe((await s.execute(select(_Row).where(
+                _Row.run_id == run_id, _Row.tool_call_id == tool_call_id)
+            )).scalar_one_or_none())
+
+    async def transition(self, request_id: str, status: str, *, now: datetime | None,
+                         unexpired: bool, then: InTransaction | None,
+                         **decision: Any) -> ConfirmationRecord | None:
+        """Move a pending request to ``status`` with the ``decision`` columns, in one
+        statement; None if it was no longer pending or, with ``unexpired``, expired by the
+        database's clock. ``then`` runs in the same transaction once the row changed."""
+        when = clock(self.db, now)
+        cond = [_Row.id == request_id, _Row.status == "pending"]
+        if unexpired:
+            cond.append(_Row.expires_at > when)
+        async with self.db.transaction() as s:
+            row = (await s.execute(
+                update(_Row).where(*cond)
+                .values(status=status, responded_at=when, **decision)
+                .returning(_Row)
+            )).scalar_one_or_none()
+            if row is None:
+                return None
+            after = record_of(row)
+            if then is not None:
+                await then(s, after)
+            return after
+
+    async def claim_delivery(self, request_id: str, mine: dict[str, Any],
+                             abandoned: Callable[[Any], bool]) -> bool:
+        """Set the delivery to ``mine`` if it is unset, or if the claim held now is one
+        ``abandoned`` says its sender gave up (and it is still that claim)."""
+        t = _Row
+        async with self.db.transaction() as s:
+            result = await s.execute(update(t).where(
+                t.id == request_id, t.delivery_ref.is_(None)).values(delivery_ref=mine))
+            if getattr(result, "rowcount", 0) == 1:
+                return True
+            held = (await s.execute(select(t.delivery_ref).where(t.id == request_id))
+                    ).scalar_one_or_none()
+            if not abandoned(held):
+                return False
+            token = held.get("claim") if isinstance(held, dict) else None
+            as_text = cast(t.delivery_ref, Text)
+            same = (as_text.like(f"%{token}%") if isinstance(token, str) and token.isalnum()
+                    else as_text.not_like('%"claim"%') & as_text.like('%"sending"%'))
+            result = await s.execute(update(t).where(t.id == request_id, same)
+                                     .values(delivery_ref=mine))
+            return bool(getattr(result, "rowcount", 0) == 1)
+
+    async def set_delivery(self, request_id: str, ref: dict[str, Any]) -> None:
+        async with self.db.transaction() as s:
+            await s.execute(update(_Row).where(_Row.id == request_id).values(delivery_ref=ref))
+
+    async def list_for_org(self, *, org_id: str | None, status: str | None, limit: int,
+                           offset: int) -> list[ConfirmationRecord]:
+        q = select(_Row).where(_Row.org_id == org_id)
+        if status:
+            q = q.where(_Row.status == status)
+        q = q.order_by(_Row.created_at.desc()).limit(limit).offset(offset)
+        async with self.db.session() as s:
+            rows = (await s.execute(q)).scalars().all()
+        return [record_of(r) for r in rows]
+
+    async def decided_since(self, since: datetime) -> list[tuple[str, datetime]]:
+        async with self.db.session() as s:
+            rows = (await s.execute(select(_Row.id, _Row.responded_at)
+                                    .where(_Row.responded_at >= since))).all()
+        return [(r[0], r[1]) for r in rows if r[1] is not None]
+
+    async def overdue(self, now: datetime | None = None) -> list[str]:
+        when = clock(self.db, now)
+        async with self.db.session() as s:
+            rows = (await s.execute(select(_Row.id).where(
+                _Row.status == "pending", _Row.expires_at <= when))).scalars().all()
+        return list(rows)
+
+    async def pending_for_run(self, run_id: str) -> list[ConfirmationRecord]:
+        async with self.db.session() as s:
+            rows = (await s.execute(select(_Row).where(
+                or_(_Row.run_id == run_id, _Row.root_run_id == run_id),
+                _Row.status == "pending"))).scalars().all()
+        return [record_of(r) for r in rows]
+
+    async def rejected_like(self, run_id: str, tool_name: str, args_sha256: str
+                            ) -> ConfirmationRecord | None:
+        async with self.db.session() as s:
+            return _maybe((await s.execute(select(_Row).where(
+                _Row.run_id == run_id, _Row.tool_name == tool_name,
+                _Row.args_sha256 == args_sha256, _Row.status == "rejected",
+            ).order_by(_Row.responded_at.desc()).limit(1))).scalar_one_or_none())
+
+    async def declined_of(self, run_ids: list[str]) -> list[ConfirmationRecord]:
+        async with self.db.session() as s:
+            rows = (await s.execute(select(_Row).where(
+                _Row.run_id.in_(run_ids),
+                _Row.status.in_(("rejected", "expired", "cancelled")),
+            ))).scalars().all()
+        return [record_of(r) for r in rows]
+
+    async def unused_same_call(self, run_id: str, agent_id: str, tool_name: str,
+                               args_sha256: str) -> ConfirmationRecord | None:
+        """The oldest pending, or approved and not yet executed, request of ``run_id`` for
+        this tool and exactly these arguments (an identical retry waits on it)."""
+        used = select(ToolExecutionRow.tool_call_id).where(ToolExecutionRow.run_id == run_id)
+        t = _Row
+        async with self.db.session() as s:
+            return _maybe((await s.execute(select(t).where(
+                t.run_id == run_id, t.agent_id == agent_id, t.tool_name == tool_name,
+                t.args_sha256 == args_sha256, t.status.in_(("pending", "approved")),
+                ("approval:" + t.id).not_in(used),
+            ).order_by(t.created_at).limit(1))).scalar_one_or_none())
