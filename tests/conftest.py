@@ -154,6 +154,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("database_url", BACKENDS, indirect=True)
 
 
+#: Files of long tests (each bench script's run takes seconds to tens of seconds), run first:
+#: collected last, they ran when the other xdist worker had nothing left to take, and the
+#: run waited for them alone.
+LONG_FIRST = ("tests/test_benches.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONG_FIRST)  # stable
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "both_databases: run the test on SQLite and on PostgreSQL"
