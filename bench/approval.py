@@ -142,6 +142,11 @@ async def main() -> None:
                         help="runs waiting during the measurement (--cross-instance)")
     parser.add_argument("--decisions", type=int, default=200,
                         help="decisions timed (--cross-instance)")
+    parser.add_argument("--settle", type=float, default=None,
+                        help="seconds the database settles before each idle measurement "
+                             "(--cross-instance; default 11, since PostgreSQL reports an idle "
+                             "backend's transactions up to 10 s late; 0 when only checking "
+                             "that the bench runs)")
     args = parser.parse_args()
     if args.cross_instance:
         from crossinstance import run

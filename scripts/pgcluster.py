@@ -108,12 +108,15 @@ def _admin(server_url: str, sql: str) -> None:
     asyncio.run(run())
 
 
-def create_database(server_url: str, prefix: str = "t_") -> str:
-    """A new, empty database on the server of ``server_url``; returns its URL."""
+def create_database(server_url: str, prefix: str = "t_", *, template: str | None = None
+                    ) -> str:
+    """A new database on the server of ``server_url``; returns its URL. It is empty, or a
+    copy of the database ``template`` (a URL on the same server, with no open sessions)."""
     import uuid
 
     name = prefix + uuid.uuid4().hex[:16]
-    _admin(server_url, f'CREATE DATABASE "{name}"')
+    copy = f' TEMPLATE "{template.rpartition("/")[2]}"' if template else ""
+    _admin(server_url, f'CREATE DATABASE "{name}"{copy}')
     base, _, _ = server_url.rpartition("/")
     return f"{base}/{name}"
 

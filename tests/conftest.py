@@ -7,8 +7,11 @@ PostgreSQL cases skip with the reason shown, unless ``CI`` is set, where they fa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import shutil
+import sqlite3
 import sys
 import tempfile
 import warnings
@@ -54,10 +57,38 @@ def postgres_server_url() -> Iterator[str]:
 _LEFT: list[tuple[str, str]] = []
 
 
-def _fresh_pg_database(server_url: str) -> str:
-    url = pgcluster.create_database(server_url)
+def _fresh_pg_database(server_url: str, template: str | None = None) -> str:
+    url = pgcluster.create_database(server_url, template=template)
     if server_url == os.environ.get("HOOKGATE_TEST_POSTGRES_URL"):
         _LEFT.append((server_url, url))
+    return url
+
+
+async def _migrate(url: str) -> None:
+    database = Database(url)
+    try:
+        await database.upgrade()
+    finally:
+        await database.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to the head once per session (per worker): a test's migrated
+    database is a copy of it, which costs a file copy instead of every migration."""
+    path = tmp_path_factory.mktemp("template") / "hookgate.db"
+    asyncio.run(_migrate(f"sqlite+aiosqlite:///{path}"))
+    with contextlib.closing(sqlite3.connect(path)) as conn:  # everything in the main file
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_server_url: str) -> str:
+    """A PostgreSQL database migrated to the head once per session (per worker), with no
+    open sessions: a test's migrated database is made from it (CREATE DATABASE … TEMPLATE)."""
+    url = _fresh_pg_database(postgres_server_url)
+    asyncio.run(_migrate(url))
     return url
 
 
@@ -83,22 +114,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A URL of an empty database of the backend under test (default: SQLite). A
-    PostgreSQL database is dropped after its test (sessions and all): on a server named by
+    """A URL of a database of the backend under test (default: SQLite), already migrated to
+    the head (a copy of the session's template: most tests would otherwise spend a fifth of a
+    second each migrating it), or empty for a test marked ``empty_database``. A PostgreSQL
+    database is dropped after its test (sessions and all): on a server named by
     HOOKGATE_TEST_POSTGRES_URL a full run otherwise left ~1,000 of them, ~8 GB."""
     backend = getattr(request, "param", "sqlite")
+    empty = request.node.get_closest_marker("empty_database") is not None
     if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}"
+        path = tmp_path / "hookgate.db"
+        if not empty:
+            shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite+aiosqlite:///{path}"
         return
     server = request.getfixturevalue("postgres_server_url")
-    url = _fresh_pg_database(server)
+    url = _fresh_pg_database(
+        server, None if empty else request.getfixturevalue("postgres_template"))
     yield url
     _drop_pg_database(server, url)
 
 
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
-    """A migrated database of the backend under test."""
+    """A migrated database of the backend under test (the upgrade finds it at the head,
+    unless the test is marked ``empty_database``)."""
     database = Database(database_url)
     await database.upgrade()
     try:
@@ -115,7 +154,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("database_url", BACKENDS, indirect=True)
 
 
+#: Files of long tests (each bench script's run takes seconds to tens of seconds), run first:
+#: collected last, they ran when the other xdist worker had nothing left to take, and the
+#: run waited for them alone.
+LONG_FIRST = ("tests/test_benches.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONG_FIRST)  # stable
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "both_databases: run the test on SQLite and on PostgreSQL"
+    )
+    config.addinivalue_line(
+        "markers", "empty_database: database_url is an empty database, not a migrated one"
     )

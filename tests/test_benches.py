@@ -176,7 +176,8 @@ def test_the_cross_instance_approval_bench_runs_small_and_prints_its_json(
         postgres_server_url: str, tmp_path: Path) -> None:
     check_approval_cross(run_bench(
         "approval.py", ["--cross-instance", "--postgres", postgres_server_url,
-                        "--waiting", "50", "--decisions", "3", "--idle", "0.5"], tmp_path))
+                        "--waiting", "50", "--decisions", "3", "--idle", "0.5",
+                        "--settle", "0"], tmp_path))
 
 
 @pytest.mark.timeout(300)

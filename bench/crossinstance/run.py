@@ -162,11 +162,16 @@ def costliest(dsn: str, decisions: int) -> list[dict[str, Any]]:
              "query": " ".join(str(q).split())[:160]} for q, n, t in rows]
 
 
-def idle_rate(dsn: str, name: str, seconds: float, counted: bool) -> dict[str, Any]:
+#: Seconds to let the database settle before an idle measurement (see ``idle_rate``).
+SETTLE_S = 11.0
+
+
+def idle_rate(dsn: str, name: str, seconds: float, counted: bool,
+              settle_s: float = SETTLE_S) -> dict[str, Any]:
     # Let the burst of the change before settle (each inserted job notifies the workers,
     # which look for a due job once); pg_stat_database also reports with a delay (an idle
     # backend flushes its counters after up to 10 s), pg_stat_statements at once.
-    time.sleep(11.0)
+    time.sleep(settle_s)
     before = transactions(dsn, name)
     calls = statements(dsn) if counted else {}
     time.sleep(seconds)
@@ -230,7 +235,8 @@ def pending_ids(url: str) -> list[str]:
     return [x["id"] for x in r.json() if not x["id"].startswith("cr_clone_")]
 
 
-def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str, Any]:
+def run(server_url: str, waiting: int, samples: int, idle_s: float,
+        settle_s: float = SETTLE_S) -> dict[str, Any]:
     libpq = server_url.replace("postgresql+asyncpg://", "postgresql://")
     dsn, name = fresh_database(libpq)
     work = Path(tempfile.mkdtemp(prefix="hookgate-bench-"))
@@ -267,9 +273,9 @@ def run(server_url: str, waiting: int, samples: int, idle_s: float) -> dict[str,
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the runs did not all park: {row}")
             time.sleep(0.5)
-        idle_few = idle_rate(dsn, name, idle_s, counted)
+        idle_few = idle_rate(dsn, name, idle_s, counted, settle_s)
         clone_waiting(dsn, run_ids[0], waiting)
-        idle_many = idle_rate(dsn, name, idle_s, counted)
+        idle_many = idle_rate(dsn, name, idle_s, counted, settle_s)
         rss = {n: round(i.rss_mb(), 1) for n, i in zip("ABC", instances, strict=True)}
 
         if counted:
@@ -327,7 +333,8 @@ def main(args: Any) -> None:
         server = pgcluster.start(cluster, settings={
             "shared_preload_libraries": "pg_stat_statements"})
     try:
-        result = run(server, args.waiting, args.decisions, args.idle or 30.0)
+        settle = SETTLE_S if args.settle is None else args.settle
+        result = run(server, args.waiting, args.decisions, args.idle or 30.0, settle)
     finally:
         if cluster is not None:
             pgcluster.stop(cluster)

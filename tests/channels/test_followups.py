@@ -43,14 +43,15 @@ pytestmark = pytest.mark.both_databases
 @pytest.fixture(autouse=True)
 def patient(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """On PostgreSQL a follow-up is a scheduled procrastinate job, which a worker picks up
-    on its polling round (5 s): wait longer there."""
+    on its polling round (world.WORKER.poll_s): wait longer there."""
     if database_url.startswith("postgresql"):
         monkeypatch.setattr(world_module, "WAIT_S", 40.0)
 
 
 def later(database_url: str, seconds: float) -> float:
-    """``seconds`` on SQLite; on PostgreSQL past the worker's polling round (5 s)."""
-    return seconds + 5 if database_url.startswith("postgresql") else seconds
+    """``seconds`` on SQLite; on PostgreSQL past the worker's polling round."""
+    return (seconds + world_module.WORKER.poll_s if database_url.startswith("postgresql")
+            else seconds)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -113,8 +114,8 @@ async def test_slack_reminds_twice_then_escalates_to_bob_who_approves_on_the_new
                     if m.blocks is None and m.text.startswith("Reminder:")]
 
         if database_url.startswith("postgresql"):
-            # The worker's first polling round comes after both reminders were due: one
-            # message goes out and counts for both (no burst after a delay).
+            # A polling round of the worker that comes after both reminders were due
+            # sends one message, which counts for both (no burst after a delay).
             await eventually(lambda: reminders(), "a reminder on Slack")
         else:
             await eventually(lambda: len(reminders()) == 2, "two reminders on Slack")

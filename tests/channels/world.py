@@ -30,6 +30,7 @@ from hookgate.runtime.deployment import (
     UserSpec,
     token_digest,
 )
+from hookgate.runtime.executors.settings import WorkerSettings
 from hookgate.runtime.runtime import Runtime
 from hookgate.tools.tool import Tool
 from tests.fakes.server import BuiltCallback
@@ -47,6 +48,10 @@ CHAT = {
 PUBLIC_URL = "https://gate.example"
 #: How long the helpers below wait for something to happen.
 WAIT_S = 15.0
+#: On PostgreSQL a scheduled job (a follow-up, an expiry) starts when a worker next looks
+#: for due jobs: every half second here instead of every 5 s, and expiries share half-second
+#: ticks; what the tests check does not depend on either length.
+WORKER = WorkerSettings(poll_s=0.5, expiry_tick_s=0.5)
 API_TOKEN = "sk-live-9f8e7d"
 PAY = {"amount": 60000, "vendor": "acme gmbh", "api_token": API_TOKEN}
 #: What alice types to start the run; the approver reads it on the card.
@@ -147,6 +152,7 @@ def world(
         model_for=lambda _agent_id: ScriptedLLM(script),
         channels=channels,
         public_url=public_url,
+        worker=WORKER,
     )
     return deployment, bank
 

@@ -7,12 +7,16 @@ missing browser is a broken runner, so they fail.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -45,9 +49,18 @@ def find_binaries() -> tuple[str, str]:
     return browser, driver
 
 
-@contextmanager
-def chromium() -> Iterator[Any]:
-    """A fresh headless Chromium (its own profile directory), closed afterwards."""
+@dataclass
+class _Browser:
+    driver: Any
+    profile: str
+
+
+#: The test process's one Chromium, started on first use: a start costs seconds, and each
+#: use gets it in the state of a fresh one (see ``chromium``).
+_SHARED: list[_Browser] = []
+
+
+def _start() -> _Browser:
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
@@ -62,12 +75,67 @@ def chromium() -> Iterator[Any]:
     options.add_argument(f"--user-data-dir={profile}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    driver.set_page_load_timeout(30)
+    return _Browser(driver, profile)
+
+
+def _quit(browser: _Browser) -> None:
+    with contextlib.suppress(Exception):
+        browser.driver.quit()
+    shutil.rmtree(browser.profile, ignore_errors=True)
+
+
+def _quit_shared() -> None:
+    while _SHARED:
+        _quit(_SHARED.pop())
+
+
+atexit.register(_quit_shared)
+
+
+def _as_new(driver: Any) -> None:
+    """Undo what a use can leave behind: the emulated viewport, blocked URLs, the console
+    log not read yet; on a blank page."""
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    driver.execute_cdp_cmd("Network.disable", {})
+    driver.get("about:blank")
+    driver.get_log("browser")
+
+
+def _leave(driver: Any) -> None:
+    """Clear the storage of the origin the use ended on (a later server may get the same
+    port, so the same origin) and leave its page, closing its live streams."""
+    parts = urlsplit(driver.current_url)
+    if parts.scheme in ("http", "https"):
+        driver.execute_cdp_cmd("Storage.clearDataForOrigin", {
+            "origin": f"{parts.scheme}://{parts.netloc}", "storageTypes": "all"})
+    driver.get("about:blank")
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless Chromium as fresh as a new one: the process's one browser (its own profile
+    directory), its page blank, its viewport, blocked URLs and console log reset, and the
+    storage of the origin the last use ended on cleared. A use that fails quits it (the
+    next use starts another), so no failure's state reaches another test."""
+    browser = _SHARED.pop() if _SHARED else None
+    if browser is not None:
+        try:
+            _as_new(browser.driver)
+        except Exception:  # gone since its last use: start another
+            _quit(browser)
+            browser = None
+    if browser is None:
+        browser = _start()
     try:
-        driver.set_page_load_timeout(30)
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+        yield browser.driver
+        _leave(browser.driver)
+    except BaseException:
+        _quit(browser)
+        raise
+    _SHARED.append(browser)
 
 
 def set_viewport(driver: Any, width: int, height: int) -> None:

@@ -101,8 +101,8 @@ class Portal:
 def portal_for(deployment: Deployment) -> Iterator[tuple[Portal, httpx.Client]]:
     """A live server, a fresh browser on its portal, and an API client for the same server.
 
-    The browser quits before the server stops: its open live streams would otherwise hold
-    the server's shutdown until they time out.
+    The browser leaves the portal before the server stops: its open live streams would
+    otherwise hold the server's shutdown until they time out.
     """
     with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c, \
             chromium() as driver:

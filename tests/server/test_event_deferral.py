@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -107,6 +108,9 @@ async def test_a_call_announced_only_in_memory_is_announced_once_on_resume(
     # never gets the announcement. The next process announces the call once, and the
     # ledger keeps the tool from running a second time.
     monkeypatch.setattr(events_bus, "FLUSH_AFTER_S", 3600)
+    # As many write attempts on the way out, with short pauses between them.
+    monkeypatch.setattr(events_bus, "WRITE_RETRY_S", tuple(0.01 for _ in
+                                                           events_bus.WRITE_RETRY_S))
     started: list[dict[str, Any]] = []
     in_tool = threading.Event()
 
@@ -122,6 +126,8 @@ async def test_a_call_announced_only_in_memory_is_announced_once_on_resume(
     deployment, _ = world(database_url, [], turns=[
         {"tool_calls": [{"name": "wire_transfer", "args": pay}]}, {"answer": "Done."}])
     deployment.agents["buyer"].tools = [wire_transfer]
+    # PostgreSQL: the stopping worker cancels the tool at once (it would run for an hour).
+    deployment.worker = replace(deployment.worker, shutdown_grace_s=0)
     with live_server(deployment) as srv:
         async with httpx.AsyncClient(base_url=srv.url, timeout=20) as client:
             run_id = await start_run(client)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -31,6 +32,8 @@ async def test_a_run_stopped_during_its_first_model_turn_announces_its_session_o
         return {"answer": "Nothing to pay."}
 
     deployment.model_for = lambda _agent_id: ScriptedLLM(turns)
+    # PostgreSQL: the stopping worker cancels the hour-long turn at once (not after 5 s).
+    deployment.worker = replace(deployment.worker, shutdown_grace_s=0)
     with live_server(deployment) as srv:
         async with httpx.AsyncClient(base_url=srv.url, timeout=20) as client:
             run_id = await start_run(client)

@@ -49,7 +49,8 @@ agents:
      confirmation_mode: inline_only, confirmation_timeout_s: 2, on_timeout: expire}}
   - {{id: boss, name: Boss, org: acme, owner: alice, model: fake, tools: [],
      model_config_json: {{delegates: [clerk]}}}}
-worker: {{heartbeat_s: 0.5, stalled_after_s: 2.5, shutdown_grace_s: 1}}
+worker: {{heartbeat_s: 0.5, stalled_after_s: 2.5, shutdown_grace_s: 1, poll_s: 0.5,
+          expiry_tick_s: 0.5}}
 """
 
 

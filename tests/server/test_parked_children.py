@@ -18,6 +18,7 @@ import pytest
 
 from hookgate import Agent, ScriptedLLM, tool
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.runtime.executors.settings import WorkerSettings
 from hookgate.workflows import parse_workflow
 from tests.live_server import live_server
 from tests.server.test_restart_delegation import wait_for
@@ -62,7 +63,10 @@ def deployment(database_url: str, payments: list[float], *, levels: int = 1,
         database_url=database_url, orgs=[OrgSpec("acme")],
         users=[UserSpec("alice", "acme", token_sha256=token_digest("tok-alice"))],
         agents=agents, workflows={"settle": workflow},
-        model_for=lambda agent_id: ScriptedLLM(scripts[agent_id]))
+        model_for=lambda agent_id: ScriptedLLM(scripts[agent_id]),
+        # An expiry is a scheduled job: a worker looks for due ones every half second
+        # (5 s by default), on half-second ticks.
+        worker=WorkerSettings(poll_s=0.5, expiry_tick_s=0.5))
 
 
 def libpq(database_url: str) -> str:

@@ -174,7 +174,21 @@ def test_a_client_on_b_follows_a_run_on_a_live_woken_through_redis(pair: Pair) -
     assert len(requests) >= 2  # created, then approved
 
 
+def subscribers(url: str) -> int:
+    """How many connections are subscribed to the run events' channel on Redis."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        [(_, count)] = client.pubsub_numsub(PREFIX + RUN_EVENTS_CHANNEL)
+        return int(count)
+    finally:
+        client.close()
+
+
 def test_with_redis_down_streams_still_reach_done_and_nothing_runs_twice(pair: Pair) -> None:
+    instances = subscribers(pair.redis.url)
+    assert instances >= 1
     pair.redis.stop()
     try:
         r_ = ref()
@@ -190,10 +204,11 @@ def test_with_redis_down_streams_still_reach_done_and_nothing_runs_twice(pair: P
         assert pair.paid(r_) == 1
     finally:
         pair.redis.start()
-    # Redis is back: the instances subscribe again and wake-ups flow as before.
+    # Redis is back: the instances subscribe again (they retry every second) and wake-ups
+    # flow as before.
+    wait_for(lambda: subscribers(pair.redis.url) == instances, "the instances to subscribe")
     watcher = RedisWatcher(pair.redis.url)
     r2 = ref()
-    time.sleep(2)  # the instances' subscriptions reconnect (retry every second)
     run_id = start(pair.b, f"pay:{r2}")
     wait_for(lambda: any(c == PREFIX + RUN_EVENTS_CHANNEL and p.partition(" ")[0] == run_id
                          for c, p in watcher.drain()),

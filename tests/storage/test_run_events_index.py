@@ -54,6 +54,7 @@ async def _indexes(db: Database) -> list[str]:
 
 
 @pytest.mark.both_databases
+@pytest.mark.empty_database
 async def test_an_existing_log_keeps_its_events_across_0014_and_back(database_url: str
                                                                       ) -> None:
     db = Database(database_url)

@@ -36,6 +36,7 @@ def test_a_merge_or_computed_revision_answers_unknown(tmp_path: Path) -> None:
 
 
 @pytest.mark.both_databases
+@pytest.mark.empty_database
 async def test_at_head_only_when_the_database_records_the_head(database_url: str) -> None:
     db = Database(database_url)
     try:

@@ -304,14 +304,17 @@ class TelemetrySpec(_Section):
 
 class WorkerSpec(_Section):
     """The run worker on PostgreSQL (ignored for a SQLite file): jobs run at once, the
-    heartbeat interval, after how long without a heartbeat a worker counts as dead, and
-    the tick expiry jobs are grouped by."""
+    heartbeat interval, after how long without a heartbeat a worker counts as dead, the
+    tick expiry jobs are grouped by, and how often an idle worker looks for jobs that
+    became due."""
 
     concurrency: int = Field(default=100, ge=1, le=10_000)
     heartbeat_s: Seconds = Field(default=5.0, gt=0, le=3600)
     stalled_after_s: Seconds = Field(default=30.0, gt=0, le=86_400)
     shutdown_grace_s: Seconds = Field(default=5.0, ge=0, le=3600)
     expiry_tick_s: Seconds = Field(default=5.0, ge=0.1, le=3600)
+    #: A scheduled job (a follow-up, an expiry) starts at most this long after it is due.
+    poll_s: Seconds = Field(default=5.0, ge=0.1, le=3600)
     #: A run started on an instance that runs a worker advances there, its job inserted
     #: already taken (up to ``concurrency`` such runs at once), instead of going through
     #: the queue to whichever worker fetches it first.

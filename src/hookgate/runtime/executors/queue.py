@@ -141,7 +141,7 @@ class QueueExecutor:
                 update_heartbeat_interval=s.heartbeat_s,
                 stalled_worker_timeout=s.stalled_after_s,
                 shutdown_graceful_timeout=s.shutdown_grace_s, delete_jobs="successful",
-                listen_notify=True, fetch_job_polling_interval=max(s.heartbeat_s, 5.0))
+                listen_notify=True, fetch_job_polling_interval=s.poll_s)
 
         def pause(state: RetryCallState) -> float:
             nonlocal quick_failures
