@@ -21,7 +21,7 @@ from tests.adversarial_tally import TALLY
 from tests.integrations.agents_sdk_shop import FRAMEWORK, PAY_500, Shop, buyer, calls
 from tests.integrations.conftest import Inbox, Served
 from tests.integrations.scripted_agents_model import ScriptedModel, message, tool_call, tool_outputs
-from tests.integrations.world import ALICE_TOKEN, MASK
+from tests.integrations.world import ALICE_TOKEN, LINEAGE, MASK
 from tests.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,6 +132,11 @@ async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
     assert await gate.apply_decisions(state) == []
     said = (await Runner.run(agent, state)).final_output
     assert shop.paid == [5] and "paid 5" in said
+    # The clerk's calls carry the delegation: its parent session and agent, depth 1.
+    clerk_session = gate.session_id + "-clerk"
+    assert {e for e in LINEAGE if e[1] == clerk_session} == {
+        ("clerk", clerk_session, gate.session_id, "buyer", 1)}
+    assert {e[4] for e in LINEAGE if e[1] == gate.session_id} == {0}
 
 
 async def test_after_a_handoff_the_next_agents_gated_call_still_waits(

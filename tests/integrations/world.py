@@ -29,6 +29,17 @@ def scrub_card_numbers(event: dict[str, Any]) -> dict[str, Any] | None:
                                    "updatedToolOutput": CARD.sub(MASK, text)}}
 
 
+#: (agent, session, parent session, parent agent, depth) of every call asked, in process.
+LINEAGE: list[tuple[str, str, str | None, str | None, int]] = []
+
+
+def note_lineage(event: dict[str, Any]) -> None:
+    """PreToolUse: what the hooks' context says of the call's place under its delegators."""
+    meta = event["metadata"]
+    LINEAGE.append((event["hookgate_agent_id"], meta["session_id"], meta["parent_session"],
+                    meta["parent_agent_id"], meta["depth"]))
+
+
 def _agent(agent_id: str, org: str, owner: str, rules: list[str]) -> str:
     lines = "\n".join(f"          - {rule}" for rule in rules)
     return f"""
@@ -44,6 +55,7 @@ def _agent(agent_id: str, org: str, owner: str, rules: list[str]) -> str:
         class_hooks: [audit_log, readonly_guard]
         python_hooks:
           - {{event: PostToolUse, function: "tests.integrations.world:scrub_card_numbers"}}
+          - {{event: PreToolUse, function: "tests.integrations.world:note_lineage"}}
       guarded_calls:
         wait_s: 0
         rules:

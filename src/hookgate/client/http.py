@@ -52,10 +52,12 @@ def _unreachable(base_url: str, exc: Exception) -> GuardUnavailable:
 
 def _call_body(agent: str, session_id: str, call_id: str, tool: str,
                arguments: Mapping[str, Any], description: str | None,
-               parameters: Mapping[str, Any] | None) -> dict[str, Any]:
+               parameters: Mapping[str, Any] | None,
+               parent_session: str | None) -> dict[str, Any]:
     return {"agent": agent, "session_id": session_id, "call_id": call_id, "tool": tool,
             "arguments": dict(arguments), "description": description,
-            "parameters": dict(parameters) if parameters is not None else None}
+            "parameters": dict(parameters) if parameters is not None else None,
+            "parent_session": parent_session}
 
 
 class _Base:
@@ -93,9 +95,11 @@ class AsyncClient(_Base):
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                           arguments: Mapping[str, Any], description: str | None = None,
-                          parameters: Mapping[str, Any] | None = None) -> Verdict:
+                          parameters: Mapping[str, Any] | None = None,
+                          parent_session: str | None = None) -> Verdict:
         return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
-            agent, session_id, call_id, tool, arguments, description, parameters)))
+            agent, session_id, call_id, tool, arguments, description, parameters,
+            parent_session)))
 
     async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
         # The long-poll's length, sent to the server (the interface's name for it).
@@ -149,9 +153,11 @@ class Client(_Base):
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,
-                    parameters: Mapping[str, Any] | None = None) -> Verdict:
+                    parameters: Mapping[str, Any] | None = None,
+                    parent_session: str | None = None) -> Verdict:
         return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
-            agent, session_id, call_id, tool, arguments, description, parameters)))
+            agent, session_id, call_id, tool, arguments, description, parameters,
+            parent_session)))
 
     def wait(self, call: str, *, timeout: float) -> Verdict:
         return wire.verdict(self._request("GET", f"/api/v1/calls/{call}",

@@ -8,6 +8,8 @@ about a call that started returns ``already_ran`` with its recorded observation;
 bound to (agent, session, call id, tool, argument digest) and used once
 (external/approvals.py); a call id names one call, so re-using it with another tool or other
 arguments is refused. Each call is indexed under its hookgate id (``gc_...``) for wait/report.
+A session started with a parent (a sub-agent's) is recorded with its delegation depth, which
+every call of the session carries into the hooks' context.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ SECTION = "guarded_calls"
 #: The run every call's index entry is kept under, by its hookgate id.
 INDEX_RUN = "guarded-calls"
 SESSION_STOPPED = "guarded-session-stopped"
+#: The run every session's record (its parent and delegation depth) is kept under.
+SESSIONS_RUN = "guarded-sessions"
 FRAMEWORKS_MAX = 64
 #: Whether the asker still waits for the answer (a long-poll's client still connected).
 Listening = Callable[[], Awaitable[bool]]
@@ -121,6 +125,9 @@ class _Facts:
     parent_session: str | None
     description: str | None = None
     parameters: dict[str, Any] | None = None
+    #: How many delegations down from a session without a parent (0: a top-level session).
+    depth: int = 0
+    parent_agent_id: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -131,11 +138,12 @@ class _Facts:
                             org_id=agent.org_id or org_id, run_id=self.run_id,
                             conversation_id=self.session_id, execution_path="external",
                             require_confirmation_for_all=agent.require_confirmation_for_all,
-                            depth=1 if self.parent_session else 0)
+                            parent_agent_id=self.parent_agent_id, depth=self.depth)
 
     def extras(self) -> dict[str, Any]:
         return {"framework": self.framework, "session_id": self.session_id,
-                "parent_session": self.parent_session, TOOL_SCHEMA_KEY: self.parameters,
+                "parent_session": self.parent_session, "depth": self.depth,
+                "parent_agent_id": self.parent_agent_id, TOOL_SCHEMA_KEY: self.parameters,
                 "tool_description": self.description}
 
     def tool(self, agent: Agent, rules: CallRules, args: dict[str, Any]) -> Tool:
@@ -176,15 +184,17 @@ class GuardedCalls:
         _check_text("session_id", session_id, 256)
         if parent_session is not None:
             _check_text("parent_session", parent_session, 256)
+        lineage = await self._lineage(agent, asker.user_id, session_id, parent_session)
         facts = _Facts(agent.id, asker.user_id, session_id, "", "", {}, asker.framework,
-                       parent_session)
+                       lineage.parent_session, depth=lineage.depth,
+                       parent_agent_id=lineage.parent_agent_id)
         identity = facts.identity(agent, asker.org_id)
         registry = self._registry(agent, self.services)
         ctx = HookContext(
             hook_point=HookPoint.SESSION_START, agent_id=agent.id, user_id=asker.user_id,
             metadata={**facts.extras(), "org_id": identity.org_id, "run_id": identity.run_id,
                       "conversation_id": session_id, "execution_path": "external",
-                      "parent_agent_id": None, "depth": identity.depth},
+                      "parent_agent_id": identity.parent_agent_id, "depth": identity.depth},
         )
         result = await registry.run_session_start(ctx)
         if not result.allow:
@@ -214,9 +224,13 @@ class GuardedCalls:
             digest = args_digest(dict(arguments))
         except ToolArgumentsError as exc:
             raise CallRefused(f"the arguments cannot be pinned: {exc}") from None
+        if parent_session is not None:
+            _check_text("parent_session", parent_session, 256)
+        lineage = await self._lineage(agent, asker.user_id, session_id, parent_session)
         facts = _Facts(agent.id, asker.user_id, session_id, call_id, tool, dict(arguments),
-                       asker.framework, parent_session, description,
-                       dict(parameters) if parameters is not None else None)
+                       asker.framework, lineage.parent_session, description,
+                       dict(parameters) if parameters is not None else None,
+                       depth=lineage.depth, parent_agent_id=lineage.parent_agent_id)
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         prior = await self.ledger.claim(INDEX_RUN, key, tool, digest)
         if prior is not None and (prior.tool_name, prior.args_sha256) != (tool, digest):
@@ -418,6 +432,32 @@ class GuardedCalls:
 
     # -- shared ----------------------------------------------------------------------------
 
+    async def _lineage(self, agent: Agent, user_id: str, session_id: str,
+                       parent_session: str | None) -> _Lineage:
+        """The session's parent and delegation depth: as recorded when the session first
+        started (or was first asked about), else from ``parent_session`` and the parent's
+        own record (one level below it; a parent hookgate never saw counts as top-level)."""
+        key = session_run_id("gs_", "", user_id, session_id)
+        record = await self.ledger.recorded(SESSIONS_RUN, key)
+        if record is not None and record.observation:
+            return _Lineage.of(_loads(record.observation))
+        if parent_session is None or parent_session == session_id:
+            lineage = _Lineage(None, 0, None)
+        else:
+            parent = await self.ledger.recorded(
+                SESSIONS_RUN, session_run_id("gs_", "", user_id, parent_session))
+            above = _Lineage.of(_loads(parent.observation if parent is not None else None))
+            lineage = _Lineage(parent_session, min(above.depth + 1, MAX_DEPTH),
+                               above.agent_id)
+        if await self.ledger.claim(SESSIONS_RUN, key, "session", "") is None:
+            await self.ledger.finish(SESSIONS_RUN, key, json.dumps(
+                {"parent_session": lineage.parent_session, "depth": lineage.depth,
+                 "parent_agent_id": lineage.parent_agent_id, "agent_id": agent.id}), ok=True)
+            return lineage
+        # Another ask recorded the session first: its record holds.
+        record = await self.ledger.recorded(SESSIONS_RUN, key)
+        return _Lineage.of(_loads(record.observation if record is not None else None))
+
     async def _facts(self, call: str, asker: Asker) -> _Facts:
         if not isinstance(call, str) or not call.startswith("gc_") or len(call) > 64:
             raise CallNotFound(f"no call '{call}'")
@@ -435,6 +475,30 @@ class GuardedCalls:
     @staticmethod
     def _registry(agent: Agent, services: HookServices) -> Any:
         return build_registry(agent, services)
+
+
+#: The deepest delegation a session records (deeper ones count as this deep).
+MAX_DEPTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Lineage:
+    """A session's place under the sessions that delegated to it."""
+
+    parent_session: str | None
+    depth: int
+    parent_agent_id: str | None
+    #: The agent that started the session (its sub-agents' parent agent).
+    agent_id: str | None = None
+
+    @classmethod
+    def of(cls, held: Mapping[str, Any]) -> _Lineage:
+        parent, depth = held.get("parent_session"), held.get("depth")
+        parent_agent, agent = held.get("parent_agent_id"), held.get("agent_id")
+        return cls(parent if isinstance(parent, str) else None,
+                   depth if isinstance(depth, int) and 0 <= depth <= MAX_DEPTH else 0,
+                   parent_agent if isinstance(parent_agent, str) else None,
+                   agent if isinstance(agent, str) else None)
 
 
 def _facts_text(facts: _Facts) -> str:
