@@ -179,8 +179,10 @@ def test_a_rate_limit_holds_across_two_agent_clients(server: LiveServer) -> None
     assert isinstance(verdicts[2], Denied) and "rate limit" in verdicts[2].reason.lower()
 
 
-def test_polling_a_pending_call_takes_no_rate_limit_slot(
+def test_a_gated_call_takes_one_rate_limit_slot_however_often_it_is_asked(
         server: LiveServer, guard: Client) -> None:
+    # wirer allows 2 a day: each gated call takes its slot at its first ask; polling it,
+    # and asking it again once a person decided, take none.
     asked = guard.before_call(agent="payer", session_id="s-wire", call_id="w1", tool="wire",
                               arguments={"amount": 1})
     assert isinstance(asked, Pending)
@@ -188,6 +190,16 @@ def test_polling_a_pending_call_takes_no_rate_limit_slot(
         assert isinstance(guard.wait(asked.call, timeout=0), Pending)
     decide(server, asked.request_id, "approve")
     assert isinstance(guard.wait(asked.call, timeout=5), Allowed)
+    second = guard.before_call(agent="payer", session_id="s-wire", call_id="w2", tool="wire",
+                               arguments={"amount": 2})
+    assert isinstance(second, Pending)
+    decide(server, second.request_id, "approve")
+    again = guard.before_call(agent="payer", session_id="s-wire", call_id="w2", tool="wire",
+                              arguments={"amount": 2})
+    assert isinstance(again, Allowed)
+    third = guard.before_call(agent="payer", session_id="s-wire", call_id="w3", tool="wire",
+                              arguments={"amount": 3})
+    assert isinstance(third, Denied) and "rate limit" in third.reason.lower()
 
 
 async def test_the_async_client_asks_reports_and_learns_decisions(server: LiveServer) -> None:

@@ -27,6 +27,7 @@ from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.canonical import canonical_json
 from hookgate.catalog.build import build_registry
+from hookgate.catalog.builtin.rate_limit import COUNTED_KEY
 from hookgate.external import decisions
 from hookgate.external.approvals import ExternalApprovals
 from hookgate.external.policy import TOOL_SCHEMA_KEY, CallRules, probe_context
@@ -240,7 +241,9 @@ class GuardedCalls:
                 "one is not run")
         if prior is None or prior.observation is None:
             await self.ledger.finish(INDEX_RUN, key, _facts_text(facts), ok=True)
-        return await self._decide(agent, asker.org_id, key, facts, wait_s=0.0)
+        counted = prior is not None and await self.approvals.store.for_call(
+            facts.run_id, call_id) is not None
+        return await self._decide(agent, asker.org_id, key, facts, wait_s=0.0, counted=counted)
 
     async def wait(self, agents: Mapping[str, Agent], asker: Asker, call: str,
                    wait_s: float, listening: Listening | None = None) -> CallAnswer:
@@ -263,7 +266,7 @@ class GuardedCalls:
                 return self._pending(call, facts, request.id)
             wait_s = 0.0
         return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s),
-                                  listening=listening)
+                                  listening=listening, counted=request is not None)
 
     async def peek(self, asker: Asker, call: str, wait_s: float) -> CallAnswer:
         """What a person decided on the call's request, waiting up to ``wait_s`` seconds,
@@ -312,7 +315,11 @@ class GuardedCalls:
                                  f"(request {request_id})")
 
     async def _decide(self, agent: Agent, org_id: str | None, key: str, facts: _Facts, *,
-                      wait_s: float, listening: Listening | None = None) -> CallAnswer:
+                      wait_s: float, listening: Listening | None = None,
+                      counted: bool = False) -> CallAnswer:
+        """PreToolUse and the gate for the call. ``counted``: a person was asked about this
+        call before, so its first ask passed the rate limits (they run before the gate) and
+        took its slots; asked again, it takes none."""
         run_id = facts.run_id
         ran = await self._already_ran(key, facts)
         if ran is not None:
@@ -328,6 +335,8 @@ class GuardedCalls:
         identity = facts.identity(agent, org_id)
         extras = facts.extras()
         tool = facts.tool(agent, rules, facts.arguments)
+        if counted:
+            extras[COUNTED_KEY] = True
         try:
             args = tool.validate(facts.arguments)
         except ToolArgumentsError as exc:
