@@ -217,6 +217,17 @@ async def test_the_async_client_asks_reports_and_learns_decisions(server: LiveSe
             gated.call, gated.request_id, False, "no")
         denied = await guard.wait(gated.call, timeout=5)
         assert isinstance(denied, Denied) and "rejected" in denied.reason
+        # An approval with an edit: the decision carries the arguments the person approved.
+        schema = {"type": "object", "properties": {"amount": {"type": "integer"},
+                                                   "to": {"type": "string"}}}
+        edited = await guard.before_call(agent="payer", session_id="s-async", call_id="a3",
+                                         tool="transfer", arguments={"amount": 9, "to": "x"},
+                                         parameters=schema)
+        assert isinstance(edited, Pending)
+        await asyncio.to_thread(decide, server, edited.request_id, "approve",
+                                arguments={"amount": 4, "to": "x"})
+        assert await guard.decision(edited.call, timeout=5) == Decided(
+            edited.call, edited.request_id, True, None, {"amount": 4, "to": "x"})
 
 
 def test_the_event_stream_says_when_a_person_decided_and_starts_nothing(

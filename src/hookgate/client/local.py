@@ -134,7 +134,7 @@ class AsyncLocalGuard:
         answer = await self._guarded(rt.guarded.peek(self._caller(asker), call, timeout))
         if answer.decision == "decided":
             return Decided(answer.call, str(answer.request_id), answer.approved is True,
-                           answer.reason)
+                           answer.reason, answer.arguments)
         found = _verdict(answer)
         assert isinstance(found, Pending | AlreadyRan)
         return found

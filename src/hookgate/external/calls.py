@@ -283,8 +283,13 @@ class GuardedCalls:
         current = await self._decided(request, wait_s)
         if current is None:
             return self._pending(call, facts, request.id)
-        return CallAnswer(call, "decided", request_id=request.id,
-                          approved=current.status == "approved", reason=current.reason)
+        approved = current.status == "approved"
+        # What the person approved: their edit, else the arguments they were shown.
+        approved_args = (current.edited_args if current.edited_args is not None
+                         else current.args) if approved else None
+        return CallAnswer(call, "decided", request_id=request.id, approved=approved,
+                          reason=current.reason,
+                          arguments=dict(approved_args) if approved_args is not None else None)
 
     async def _decided(self, request: ConfirmationRequest, wait_s: float
                        ) -> ConfirmationRequest | None:
