@@ -44,6 +44,9 @@ def deployment(url: str) -> Deployment:
             "guarded_calls": {"rules": [
                 {"matcher": "transfer", "requires_confirmation": True},
                 {"matcher": "search", "writes": False},
+                # A sub-agent's searches need a person; the agent's own do not.
+                {"matcher": "search", "when": "metadata.depth > 0",
+                 "requires_confirmation": True},
                 {"matcher": "ping", "writes": False, "connector": "pinger"},
                 {"matcher": "wire", "connector": "wirer", "requires_confirmation": True}]},
         },
@@ -167,6 +170,25 @@ def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
                                                "Content-Type": "application/json"})
     attempt.record("v1 API: NaN in the arguments", r.status_code < 400)
     assert r.status_code in (400, 422) and "nan" in r.text.lower()
+
+
+def test_a_sub_agents_session_keeps_its_parent_however_it_is_asked_later(
+        guard: Client, attempt: Any) -> None:
+    guard.start_session(agent="payer", session_id="s-top")
+    guard.start_session(agent="payer", session_id="s-top/child", parent_session="s-top")
+    # Started again, or asked about, without its parent: the first record holds (depth 1).
+    guard.start_session(agent="payer", session_id="s-top/child")
+    asked = guard.before_call(agent="payer", session_id="s-top/child", call_id="d1",
+                              tool="search", arguments={"q": "x"})
+    attempt.record("v1 API: a sub-agent's session named again without its parent",
+                   not isinstance(asked, Pending))
+    assert isinstance(asked, Pending)
+    # The parent's own search, and one whose call names a parent of its own, at depth 0/1.
+    assert isinstance(guard.before_call(agent="payer", session_id="s-top", call_id="d2",
+                                        tool="search", arguments={"q": "x"}), Allowed)
+    assert isinstance(guard.before_call(agent="payer", session_id="s-fresh", call_id="d3",
+                                        tool="search", arguments={"q": "x"},
+                                        parent_session="s-top"), Pending)
 
 
 def test_a_rate_limit_holds_across_two_agent_clients(server: LiveServer) -> None:
