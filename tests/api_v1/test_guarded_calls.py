@@ -44,6 +44,9 @@ def deployment(url: str) -> Deployment:
             "guarded_calls": {"rules": [
                 {"matcher": "transfer", "requires_confirmation": True},
                 {"matcher": "search", "writes": False},
+                # A sub-agent's searches need a person; the agent's own do not.
+                {"matcher": "search", "when": "metadata.depth > 0",
+                 "requires_confirmation": True},
                 {"matcher": "ping", "writes": False, "connector": "pinger"},
                 {"matcher": "wire", "connector": "wirer", "requires_confirmation": True}]},
         },
@@ -169,6 +172,25 @@ def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
     assert r.status_code in (400, 422) and "nan" in r.text.lower()
 
 
+def test_a_sub_agents_session_keeps_its_parent_however_it_is_asked_later(
+        guard: Client, attempt: Any) -> None:
+    guard.start_session(agent="payer", session_id="s-top")
+    guard.start_session(agent="payer", session_id="s-top/child", parent_session="s-top")
+    # Started again, or asked about, without its parent: the first record holds (depth 1).
+    guard.start_session(agent="payer", session_id="s-top/child")
+    asked = guard.before_call(agent="payer", session_id="s-top/child", call_id="d1",
+                              tool="search", arguments={"q": "x"})
+    attempt.record("v1 API: a sub-agent's session named again without its parent",
+                   not isinstance(asked, Pending))
+    assert isinstance(asked, Pending)
+    # The parent's own search, and one whose call names a parent of its own, at depth 0/1.
+    assert isinstance(guard.before_call(agent="payer", session_id="s-top", call_id="d2",
+                                        tool="search", arguments={"q": "x"}), Allowed)
+    assert isinstance(guard.before_call(agent="payer", session_id="s-fresh", call_id="d3",
+                                        tool="search", arguments={"q": "x"},
+                                        parent_session="s-top"), Pending)
+
+
 def test_a_rate_limit_holds_across_two_agent_clients(server: LiveServer) -> None:
     with Client(server.url, BOT, framework="langgraph") as one, \
             Client(server.url, BOT, framework="crewai") as two:
@@ -179,8 +201,10 @@ def test_a_rate_limit_holds_across_two_agent_clients(server: LiveServer) -> None
     assert isinstance(verdicts[2], Denied) and "rate limit" in verdicts[2].reason.lower()
 
 
-def test_polling_a_pending_call_takes_no_rate_limit_slot(
+def test_a_gated_call_takes_one_rate_limit_slot_however_often_it_is_asked(
         server: LiveServer, guard: Client) -> None:
+    # wirer allows 2 a day: each gated call takes its slot at its first ask; polling it,
+    # and asking it again once a person decided, take none.
     asked = guard.before_call(agent="payer", session_id="s-wire", call_id="w1", tool="wire",
                               arguments={"amount": 1})
     assert isinstance(asked, Pending)
@@ -188,6 +212,16 @@ def test_polling_a_pending_call_takes_no_rate_limit_slot(
         assert isinstance(guard.wait(asked.call, timeout=0), Pending)
     decide(server, asked.request_id, "approve")
     assert isinstance(guard.wait(asked.call, timeout=5), Allowed)
+    second = guard.before_call(agent="payer", session_id="s-wire", call_id="w2", tool="wire",
+                               arguments={"amount": 2})
+    assert isinstance(second, Pending)
+    decide(server, second.request_id, "approve")
+    again = guard.before_call(agent="payer", session_id="s-wire", call_id="w2", tool="wire",
+                              arguments={"amount": 2})
+    assert isinstance(again, Allowed)
+    third = guard.before_call(agent="payer", session_id="s-wire", call_id="w3", tool="wire",
+                              arguments={"amount": 3})
+    assert isinstance(third, Denied) and "rate limit" in third.reason.lower()
 
 
 async def test_the_async_client_asks_reports_and_learns_decisions(server: LiveServer) -> None:
@@ -205,6 +239,17 @@ async def test_the_async_client_asks_reports_and_learns_decisions(server: LiveSe
             gated.call, gated.request_id, False, "no")
         denied = await guard.wait(gated.call, timeout=5)
         assert isinstance(denied, Denied) and "rejected" in denied.reason
+        # An approval with an edit: the decision carries the arguments the person approved.
+        schema = {"type": "object", "properties": {"amount": {"type": "integer"},
+                                                   "to": {"type": "string"}}}
+        edited = await guard.before_call(agent="payer", session_id="s-async", call_id="a3",
+                                         tool="transfer", arguments={"amount": 9, "to": "x"},
+                                         parameters=schema)
+        assert isinstance(edited, Pending)
+        await asyncio.to_thread(decide, server, edited.request_id, "approve",
+                                arguments={"amount": 4, "to": "x"})
+        assert await guard.decision(edited.call, timeout=5) == Decided(
+            edited.call, edited.request_id, True, None, {"amount": 4, "to": "x"})
 
 
 def test_the_event_stream_says_when_a_person_decided_and_starts_nothing(

@@ -59,7 +59,7 @@ async def test_the_in_process_guard_allows_once_and_waits_for_a_person(
     assert await guard.decision(gated.call, timeout=0) == gated
     await runtime.approvals.decide(gated.request_id, "approve", Approver("alice", "acme"))
     assert await guard.decision(gated.call, timeout=5) == Decided(
-        gated.call, gated.request_id, True, None)
+        gated.call, gated.request_id, True, None, {"amount": 5})
     allowed = await guard.wait(gated.call, timeout=5)
     assert isinstance(allowed, Allowed) and allowed.note and "by alice" in allowed.note
     assert isinstance(await guard.wait(gated.call, timeout=0), AlreadyRan)

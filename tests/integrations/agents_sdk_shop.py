@@ -9,8 +9,9 @@ import asyncio
 import sys
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
-from agents import Agent, FunctionTool, Runner, function_tool, set_tracing_disabled
+from agents import Agent, FunctionTool, Runner, RunState, function_tool, set_tracing_disabled
 
 from hookgate.client import AsyncClient, AsyncGuard
 from hookgate.integrations.openai_agents import HookgateGate
@@ -77,6 +78,26 @@ def buyer(guard: AsyncGuard, shop: Shop, session: str, *planned: tuple[str, dict
     return gate.guard_agent(Agent(agent, model=calls(*planned), tools=shop.tools())), gate
 
 
+
+
+async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, str, str]:
+    """A buyer's payment that waits for a person: (session, the serialised RunState, request
+    id), as a process would keep them before it exits."""
+    session = uuid4().hex
+    agent, gate = buyer(guard, shop, session, PAY_500)
+    result = await Runner.run(agent, "pay acme")
+    [waiting] = gate.pending(result)
+    assert waiting.item.arguments is not None and '"amount": 500' in waiting.item.arguments
+    assert shop.paid == []
+    return session, result.to_state().to_string(), waiting.request_id
+
+
+async def resume(guard: AsyncGuard, shop: Shop, session: str, stored: str) -> Any:
+    """A new process resuming the stored run with hookgate's decisions."""
+    agent, gate = buyer(guard, shop, session, PAY_500)
+    state = await RunState.from_string(agent, stored)
+    assert await gate.apply_decisions(state) == []
+    return (await Runner.run(agent, state)).final_output
 
 
 async def _stop_at_the_payment(url: str, session: str) -> str:

@@ -26,6 +26,7 @@ from hookgate import Agent, ScriptedLLM
 from hookgate.client import Client, GuardUnavailable
 from hookgate.integrations.langgraph import HookgateMiddleware, resume_when_decided
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from tests.integrations.world import LINEAGE
 from tests.live_server import LiveServer, free_port, live_server
 
 BOT, ALICE, RO = "tok-bot", "tok-alice", "tok-ro"
@@ -68,9 +69,14 @@ def agent_def(agent_id: str, org: str) -> Agent:
                  owner_user_id="alice", confirmation_approver_scope="agent_owner",
                  model_config_json={
                      "hooks": {"class_hooks": ["audit_log", "readonly_guard"],
-                               "command_hooks": [WITHHOLD_CARDS, HOUSE_RULES]},
+                               "command_hooks": [WITHHOLD_CARDS, HOUSE_RULES],
+                               "python_hooks": [{"event": "PreToolUse", "function":
+                                                 "tests.integrations.world:note_lineage"}]},
                      "guarded_calls": {"rules": [
                          {"matcher": "transfer", "requires_confirmation": True},
+                         # A sub-agent's look-ups need a person; the agent's own do not.
+                         {"matcher": "lookup", "when": "metadata.depth > 0",
+                          "requires_confirmation": True},
                          {"matcher": "lookup", "writes": False}]}})
 
 
@@ -200,6 +206,22 @@ def test_a_subgraphs_tool_call_is_gated(server: LiveServer, guard: Client) -> No
     config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
     paused = graph.invoke({"messages": [("user", "go")]}, config)
     assert RAN == [] and paused["__interrupt__"][0].value["hookgate"]["request_id"]
+
+
+def test_a_sub_agents_call_carries_its_parent_and_depth(guard: Client) -> None:
+    top = HookgateMiddleware(guard, agent="payer")
+    inner = create_agent(model(calls("lookup", {"name": "sub"})), tools=[lookup],
+                         middleware=[top.sub_agent(agent="payer")])
+    outer = StateGraph(MessagesState)
+    outer.add_node("delegate", inner)
+    outer.add_edge(START, "delegate")
+    graph = outer.compile(checkpointer=InMemorySaver())
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    paused = graph.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": thread}})
+    # The look-up the agent may make on its own waits for a person one level down.
+    assert RAN == [] and paused["__interrupt__"][0].value["hookgate"]["request_id"]
+    assert [e for e in LINEAGE if e[1] == f"{thread}/payer"] == [
+        ("payer", f"{thread}/payer", thread, None, 1)]
 
 
 def test_an_unreachable_hookgate_runs_no_tool_and_says_why() -> None:

@@ -14,38 +14,26 @@ from uuid import uuid4
 import pytest
 from agents import Agent, Runner, RunState, function_tool
 
-from hookgate.client import AsyncClient, AsyncGuard, GuardUnavailable
+from hookgate.client import AsyncClient, GuardUnavailable
 from hookgate.client.local import AsyncLocalGuard
 from hookgate.integrations.openai_agents import HookgateGate, HookgateRefused
 from tests.adversarial_tally import TALLY
-from tests.integrations.agents_sdk_shop import FRAMEWORK, PAY_500, Shop, buyer, calls
+from tests.integrations.agents_sdk_shop import (
+    FRAMEWORK,
+    PAY_500,
+    Shop,
+    buyer,
+    calls,
+    resume,
+    waiting_payment,
+)
 from tests.integrations.conftest import Inbox, Served
 from tests.integrations.scripted_agents_model import ScriptedModel, message, tool_call, tool_outputs
-from tests.integrations.world import ALICE_TOKEN, MASK
+from tests.integrations.world import ALICE_TOKEN, LINEAGE, MASK
 from tests.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, str, str]:
-    """A buyer's payment that waits for a person: (session, the serialised RunState, request
-    id), as a process would keep them before it exits."""
-    session = uuid4().hex
-    agent, gate = buyer(guard, shop, session, PAY_500)
-    result = await Runner.run(agent, "pay acme")
-    [waiting] = gate.pending(result)
-    assert waiting.item.arguments is not None and '"amount": 500' in waiting.item.arguments
-    assert shop.paid == []
-    return session, result.to_state().to_string(), waiting.request_id
-
-
-async def resume(guard: AsyncGuard, shop: Shop, session: str, stored: str) -> Any:
-    """A new process resuming the stored run with hookgate's decisions."""
-    agent, gate = buyer(guard, shop, session, PAY_500)
-    state = await RunState.from_string(agent, stored)
-    assert await gate.apply_decisions(state) == []
-    return (await Runner.run(agent, state)).final_output
 
 
 def small_payment_clerk(gate: HookgateGate, shop: Shop) -> Agent[Any]:
@@ -132,6 +120,11 @@ async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
     assert await gate.apply_decisions(state) == []
     said = (await Runner.run(agent, state)).final_output
     assert shop.paid == [5] and "paid 5" in said
+    # The clerk's calls carry the delegation: its parent session and agent, depth 1.
+    clerk_session = gate.session_id + "-clerk"
+    assert {e for e in LINEAGE if e[1] == clerk_session} == {
+        ("clerk", clerk_session, gate.session_id, "buyer", 1)}
+    assert {e[4] for e in LINEAGE if e[1] == gate.session_id} == {0}
 
 
 async def test_after_a_handoff_the_next_agents_gated_call_still_waits(

@@ -1,13 +1,18 @@
 """The HTTP clients of the guarded-call API (``/api/v1``): ``Client`` (sync) and ``AsyncClient``
 (async), over httpx. Fail closed: hookgate unreachable, failing (5xx) or answering something
-that is not a verdict is GuardUnavailable with the reason; a 4xx is GuardRefused. ``wait``
-is one long-poll request (``GET /api/v1/calls/{id}?wait=S``), never a sleep loop.
+that is not a verdict is GuardUnavailable with the reason; a 4xx, or input JSON cannot carry
+(NaN, infinities, lone surrogates, nesting too deep, objects that are not JSON), is
+GuardRefused and nothing is sent. ``wait`` is one long-poll request (``GET
+/api/v1/calls/{id}?wait=S``), never a sleep loop.
 """
 
 from __future__ import annotations
 
+import json as jsonlib
+import math
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -18,6 +23,9 @@ from hookgate.client.types import Decision, Observation, SessionStarted, Verdict
 __all__ = ["AsyncClient", "Client"]
 #: Seconds a request may take beyond the long-poll it asks for.
 MARGIN_S = 10.0
+#: The deepest nesting of arrays and objects a request may carry (the body's own two levels
+#: included); deeper input is refused before anything is sent.
+MAX_NESTING = 64
 
 
 def _answer(response: httpx.Response) -> Mapping[str, Any]:
@@ -50,12 +58,74 @@ def _unreachable(base_url: str, exc: Exception) -> GuardUnavailable:
                             f"{exc}), so the call does not run")
 
 
+def _encoded(body: Any) -> bytes:
+    """The request body as JSON bytes; GuardRefused (nothing is sent) for what JSON cannot
+    carry exactly."""
+    if _nesting(body) > MAX_NESTING:
+        raise GuardRefused(f"hookgate refused the request before sending it: the arguments "
+                           f"nest deeper than {MAX_NESTING} levels")
+    try:
+        return jsonlib.dumps(body, ensure_ascii=False, allow_nan=False,
+                             separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        raise GuardRefused("hookgate refused the request before sending it: a text holds a "
+                           "lone surrogate, which JSON cannot carry") from None
+    except ValueError as exc:  # NaN and the infinities
+        raise GuardRefused(f"hookgate refused the request before sending it: {exc} (NaN and "
+                           "infinities have no JSON form)") from None
+    except RecursionError:
+        raise GuardRefused("hookgate refused the request before sending it: the arguments "
+                           "nest too deeply for JSON") from None
+    except TypeError as exc:
+        raise GuardRefused(f"hookgate refused the request before sending it: {exc}") from None
+
+
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in ``value`` (without recursion; stops counting past
+    MAX_NESTING)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_NESTING:
+            return level
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _call_path(call: str, tail: str = "") -> str:
+    if not isinstance(call, str) or not call:
+        raise GuardRefused(f"hookgate refused the request before sending it: {call!r} is not "
+                           "a call id")
+    try:
+        return f"/api/v1/calls/{quote(call, safe='')}{tail}"
+    except UnicodeEncodeError:
+        raise GuardRefused("hookgate refused the request before sending it: the call id holds "
+                           "a lone surrogate") from None
+
+
+def _wait_params(timeout: float, peek: bool = False) -> dict[str, Any]:
+    if (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout) or timeout < 0):
+        raise GuardRefused(f"hookgate refused the request before sending it: the wait "
+                           f"{timeout!r} is not a number of seconds >= 0")
+    return {"wait": timeout, "peek": "true"} if peek else {"wait": timeout}
+
+
 def _call_body(agent: str, session_id: str, call_id: str, tool: str,
                arguments: Mapping[str, Any], description: str | None,
-               parameters: Mapping[str, Any] | None) -> dict[str, Any]:
+               parameters: Mapping[str, Any] | None,
+               parent_session: str | None) -> dict[str, Any]:
     return {"agent": agent, "session_id": session_id, "call_id": call_id, "tool": tool,
             "arguments": dict(arguments), "description": description,
-            "parameters": dict(parameters) if parameters is not None else None}
+            "parameters": dict(parameters) if parameters is not None else None,
+            "parent_session": parent_session}
 
 
 class _Base:
@@ -65,6 +135,7 @@ class _Base:
         self.framework = framework
         self.timeout = timeout
         self.headers = {"Authorization": f"Bearer {token}", "X-Hookgate-Framework": framework}
+        self._json_headers = {**self.headers, "Content-Type": "application/json"}
 
 
 class AsyncClient(_Base):
@@ -78,9 +149,11 @@ class AsyncClient(_Base):
     async def _request(self, method: str, path: str, *, json: Any = None,
                        params: Mapping[str, Any] | None = None,
                        seconds: float | None = None) -> Mapping[str, Any]:
+        content = _encoded(json) if json is not None else None
         try:
             response = await self._http.request(
-                method, self.base_url + path, json=json, params=params, headers=self.headers,
+                method, self.base_url + path, content=content, params=params,
+                headers=self.headers if content is None else self._json_headers,
                 timeout=seconds if seconds is not None else self.timeout)
         except httpx.HTTPError as exc:
             raise _unreachable(self.base_url, exc) from exc
@@ -93,25 +166,27 @@ class AsyncClient(_Base):
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                           arguments: Mapping[str, Any], description: str | None = None,
-                          parameters: Mapping[str, Any] | None = None) -> Verdict:
+                          parameters: Mapping[str, Any] | None = None,
+                          parent_session: str | None = None) -> Verdict:
         return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
-            agent, session_id, call_id, tool, arguments, description, parameters)))
+            agent, session_id, call_id, tool, arguments, description, parameters,
+            parent_session)))
 
     async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
         # The long-poll's length, sent to the server (the interface's name for it).
         return wire.verdict(await self._request(
-            "GET", f"/api/v1/calls/{call}", params={"wait": timeout},
+            "GET", _call_path(call), params=_wait_params(timeout),
             seconds=timeout + MARGIN_S))
 
     async def decision(self, call: str, *, timeout: float) -> Decision:  # noqa: ASYNC109
         return wire.decision(await self._request(
-            "GET", f"/api/v1/calls/{call}", params={"wait": timeout, "peek": "true"},
+            "GET", _call_path(call), params=_wait_params(timeout, peek=True),
             seconds=timeout + MARGIN_S))
 
     async def report(self, call: str, *, output: Any = None,
                      error: str | None = None) -> Observation:
         return wire.observation(await self._request(
-            "POST", f"/api/v1/calls/{call}/result", json={"output": output, "error": error}))
+            "POST", _call_path(call, "/result"), json={"output": output, "error": error}))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -134,9 +209,11 @@ class Client(_Base):
     def _request(self, method: str, path: str, *, json: Any = None,
                  params: Mapping[str, Any] | None = None,
                  timeout: float | None = None) -> Mapping[str, Any]:
+        content = _encoded(json) if json is not None else None
         try:
             response = self._http.request(
-                method, self.base_url + path, json=json, params=params, headers=self.headers,
+                method, self.base_url + path, content=content, params=params,
+                headers=self.headers if content is None else self._json_headers,
                 timeout=timeout if timeout is not None else self.timeout)
         except httpx.HTTPError as exc:
             raise _unreachable(self.base_url, exc) from exc
@@ -149,23 +226,25 @@ class Client(_Base):
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,
-                    parameters: Mapping[str, Any] | None = None) -> Verdict:
+                    parameters: Mapping[str, Any] | None = None,
+                    parent_session: str | None = None) -> Verdict:
         return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
-            agent, session_id, call_id, tool, arguments, description, parameters)))
+            agent, session_id, call_id, tool, arguments, description, parameters,
+            parent_session)))
 
     def wait(self, call: str, *, timeout: float) -> Verdict:
-        return wire.verdict(self._request("GET", f"/api/v1/calls/{call}",
-                                          params={"wait": timeout},
+        return wire.verdict(self._request("GET", _call_path(call),
+                                          params=_wait_params(timeout),
                                           timeout=timeout + MARGIN_S))
 
     def decision(self, call: str, *, timeout: float) -> Decision:
-        return wire.decision(self._request("GET", f"/api/v1/calls/{call}",
-                                           params={"wait": timeout, "peek": "true"},
+        return wire.decision(self._request("GET", _call_path(call),
+                                           params=_wait_params(timeout, peek=True),
                                            timeout=timeout + MARGIN_S))
 
     def report(self, call: str, *, output: Any = None, error: str | None = None) -> Observation:
         return wire.observation(self._request(
-            "POST", f"/api/v1/calls/{call}/result", json={"output": output, "error": error}))
+            "POST", _call_path(call, "/result"), json={"output": output, "error": error}))
 
     def close(self) -> None:
         self._http.close()

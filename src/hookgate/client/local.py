@@ -121,18 +121,20 @@ class AsyncLocalGuard:
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                           arguments: Mapping[str, Any], description: str | None = None,
-                          parameters: Mapping[str, Any] | None = None) -> Verdict:
+                          parameters: Mapping[str, Any] | None = None,
+                          parent_session: str | None = None) -> Verdict:
         rt, asker, found = await self._asker(agent)
         return _verdict(await self._guarded(rt.guarded.ask(
             found, asker, session_id=session_id, call_id=call_id, tool=tool,
-            arguments=arguments, description=description, parameters=parameters)))
+            arguments=arguments, description=description, parameters=parameters,
+            parent_session=parent_session)))
 
     async def decision(self, call: str, *, timeout: float) -> Decision:  # noqa: ASYNC109
         rt, asker, _ = await self._asker(None)
         answer = await self._guarded(rt.guarded.peek(self._caller(asker), call, timeout))
         if answer.decision == "decided":
             return Decided(answer.call, str(answer.request_id), answer.approved is True,
-                           answer.reason)
+                           answer.reason, answer.arguments)
         found = _verdict(answer)
         assert isinstance(found, Pending | AlreadyRan)
         return found
@@ -182,10 +184,12 @@ class LocalGuard:
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,
-                    parameters: Mapping[str, Any] | None = None) -> Verdict:
+                    parameters: Mapping[str, Any] | None = None,
+                    parent_session: str | None = None) -> Verdict:
         return self._run(self._inner.before_call(
             agent=agent, session_id=session_id, call_id=call_id, tool=tool,
-            arguments=arguments, description=description, parameters=parameters))
+            arguments=arguments, description=description, parameters=parameters,
+            parent_session=parent_session))
 
     def wait(self, call: str, *, timeout: float) -> Verdict:
         return self._run(self._inner.wait(call, timeout=timeout))

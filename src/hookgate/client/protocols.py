@@ -19,9 +19,13 @@ class AsyncGuard(Protocol):
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                           arguments: Mapping[str, Any], description: str | None = None,
-                          parameters: Mapping[str, Any] | None = None) -> Verdict:
+                          parameters: Mapping[str, Any] | None = None,
+                          parent_session: str | None = None) -> Verdict:
         """``parameters``: the tool's JSON schema (arguments and an approver's edits are
-        checked against it; without it a person can approve or reject, not edit)."""
+        checked against it; without it a person can approve or reject, not edit).
+        ``parent_session``: the session of the agent that delegated to this one; needed only
+        when the session was not started with it (hookgate keeps a started session's parent
+        and derives the delegation depth from it)."""
         ...
 
     async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
@@ -46,7 +50,8 @@ class Guard(Protocol):
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,
-                    parameters: Mapping[str, Any] | None = None) -> Verdict: ...
+                    parameters: Mapping[str, Any] | None = None,
+                    parent_session: str | None = None) -> Verdict: ...
 
     def wait(self, call: str, *, timeout: float) -> Verdict: ...
 

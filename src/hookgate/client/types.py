@@ -66,6 +66,9 @@ class Decided:
     request_id: str
     approved: bool
     reason: str | None
+    #: Approved: the arguments the person approved (their edit, if they made one); the call
+    #: runs with the ones the verdict carries when it is asked again. None when rejected.
+    arguments: dict[str, Any] | None = None
 
 
 #: What ``decision`` answers: still pending, decided, or the call ran already.

@@ -47,8 +47,9 @@ def decision(body: Mapping[str, Any]) -> Decision:
     """What a person decided (``GET /api/v1/calls/{call}?peek=true``)."""
     if body.get("decision") == "decided":
         try:
+            args = body.get("arguments")
             return Decided(str(body["call"]), str(body["request_id"]), body["approved"] is True,
-                           body.get("reason"))
+                           body.get("reason"), args if isinstance(args, dict) else None)
         except KeyError as exc:
             raise GuardUnavailable(f"hookgate's answer is not a decision ({exc})") from None
     found = verdict(body)

@@ -8,6 +8,8 @@ about a call that started returns ``already_ran`` with its recorded observation;
 bound to (agent, session, call id, tool, argument digest) and used once
 (external/approvals.py); a call id names one call, so re-using it with another tool or other
 arguments is refused. Each call is indexed under its hookgate id (``gc_...``) for wait/report.
+A session started with a parent (a sub-agent's) is recorded with its delegation depth, which
+every call of the session carries into the hooks' context.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.canonical import canonical_json
 from hookgate.catalog.build import build_registry
+from hookgate.catalog.builtin.rate_limit import COUNTED_KEY
 from hookgate.external import decisions
 from hookgate.external.approvals import ExternalApprovals
 from hookgate.external.policy import TOOL_SCHEMA_KEY, CallRules, probe_context
@@ -50,6 +53,8 @@ SECTION = "guarded_calls"
 #: The run every call's index entry is kept under, by its hookgate id.
 INDEX_RUN = "guarded-calls"
 SESSION_STOPPED = "guarded-session-stopped"
+#: The run every session's record (its parent and delegation depth) is kept under.
+SESSIONS_RUN = "guarded-sessions"
 FRAMEWORKS_MAX = 64
 #: Whether the asker still waits for the answer (a long-poll's client still connected).
 Listening = Callable[[], Awaitable[bool]]
@@ -119,6 +124,9 @@ class _Facts:
     parent_session: str | None
     description: str | None = None
     parameters: dict[str, Any] | None = None
+    #: How many delegations down from a session without a parent (0: a top-level session).
+    depth: int = 0
+    parent_agent_id: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -129,11 +137,12 @@ class _Facts:
                             org_id=agent.org_id or org_id, run_id=self.run_id,
                             conversation_id=self.session_id, execution_path="external",
                             require_confirmation_for_all=agent.require_confirmation_for_all,
-                            depth=1 if self.parent_session else 0)
+                            parent_agent_id=self.parent_agent_id, depth=self.depth)
 
     def extras(self) -> dict[str, Any]:
         return {"framework": self.framework, "session_id": self.session_id,
-                "parent_session": self.parent_session, TOOL_SCHEMA_KEY: self.parameters,
+                "parent_session": self.parent_session, "depth": self.depth,
+                "parent_agent_id": self.parent_agent_id, TOOL_SCHEMA_KEY: self.parameters,
                 "tool_description": self.description}
 
     def tool(self, agent: Agent, rules: CallRules, args: dict[str, Any]) -> Tool:
@@ -174,15 +183,17 @@ class GuardedCalls:
         _check_text("session_id", session_id, 256)
         if parent_session is not None:
             _check_text("parent_session", parent_session, 256)
+        lineage = await self._lineage(agent, asker.user_id, session_id, parent_session)
         facts = _Facts(agent.id, asker.user_id, session_id, "", "", {}, asker.framework,
-                       parent_session)
+                       lineage.parent_session, depth=lineage.depth,
+                       parent_agent_id=lineage.parent_agent_id)
         identity = facts.identity(agent, asker.org_id)
         registry = self._registry(agent, self.services)
         ctx = HookContext(
             hook_point=HookPoint.SESSION_START, agent_id=agent.id, user_id=asker.user_id,
             metadata={**facts.extras(), "org_id": identity.org_id, "run_id": identity.run_id,
                       "conversation_id": session_id, "execution_path": "external",
-                      "parent_agent_id": None, "depth": identity.depth},
+                      "parent_agent_id": identity.parent_agent_id, "depth": identity.depth},
         )
         result = await registry.run_session_start(ctx)
         if not result.allow:
@@ -212,9 +223,13 @@ class GuardedCalls:
             digest = args_digest(dict(arguments))
         except ToolArgumentsError as exc:
             raise CallRefused(f"the arguments cannot be pinned: {exc}") from None
+        if parent_session is not None:
+            _check_text("parent_session", parent_session, 256)
+        lineage = await self._lineage(agent, asker.user_id, session_id, parent_session)
         facts = _Facts(agent.id, asker.user_id, session_id, call_id, tool, dict(arguments),
-                       asker.framework, parent_session, description,
-                       dict(parameters) if parameters is not None else None)
+                       asker.framework, lineage.parent_session, description,
+                       dict(parameters) if parameters is not None else None,
+                       depth=lineage.depth, parent_agent_id=lineage.parent_agent_id)
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         prior = await self.ledger.claim(INDEX_RUN, key, tool, digest)
         if prior is not None and (prior.tool_name, prior.args_sha256) != (tool, digest):
@@ -224,7 +239,9 @@ class GuardedCalls:
                 "one is not run")
         if prior is None or prior.observation is None:
             await self.ledger.finish(INDEX_RUN, key, _facts_text(facts), ok=True)
-        return await self._decide(agent, asker.org_id, key, facts, wait_s=0.0)
+        counted = prior is not None and await self.approvals.store.for_call(
+            facts.run_id, call_id) is not None
+        return await self._decide(agent, asker.org_id, key, facts, wait_s=0.0, counted=counted)
 
     async def wait(self, agents: Mapping[str, Agent], asker: Asker, call: str,
                    wait_s: float, listening: Listening | None = None) -> CallAnswer:
@@ -247,7 +264,7 @@ class GuardedCalls:
                 return self._pending(call, facts, request.id)
             wait_s = 0.0
         return await self._decide(agent, asker.org_id, call, facts, wait_s=max(0.0, wait_s),
-                                  listening=listening)
+                                  listening=listening, counted=request is not None)
 
     async def peek(self, asker: Asker, call: str, wait_s: float) -> CallAnswer:
         """What a person decided on the call's request, waiting up to ``wait_s`` seconds,
@@ -264,8 +281,13 @@ class GuardedCalls:
         current = await self._decided(request, wait_s)
         if current is None:
             return self._pending(call, facts, request.id)
-        return CallAnswer(call, "decided", request_id=request.id,
-                          approved=current.status == "approved", reason=current.reason)
+        approved = current.status == "approved"
+        # What the person approved: their edit, else the arguments they were shown.
+        approved_args = (current.edited_args if current.edited_args is not None
+                         else current.args) if approved else None
+        return CallAnswer(call, "decided", request_id=request.id, approved=approved,
+                          reason=current.reason,
+                          arguments=dict(approved_args) if approved_args is not None else None)
 
     async def _decided(self, request: ConfirmationRequest, wait_s: float
                        ) -> ConfirmationRequest | None:
@@ -296,7 +318,11 @@ class GuardedCalls:
                                  f"(request {request_id})")
 
     async def _decide(self, agent: Agent, org_id: str | None, key: str, facts: _Facts, *,
-                      wait_s: float, listening: Listening | None = None) -> CallAnswer:
+                      wait_s: float, listening: Listening | None = None,
+                      counted: bool = False) -> CallAnswer:
+        """PreToolUse and the gate for the call. ``counted``: a person was asked about this
+        call before, so its first ask passed the rate limits (they run before the gate) and
+        took its slots; asked again, it takes none."""
         run_id = facts.run_id
         ran = await self._already_ran(key, facts)
         if ran is not None:
@@ -312,6 +338,8 @@ class GuardedCalls:
         identity = facts.identity(agent, org_id)
         extras = facts.extras()
         tool = facts.tool(agent, rules, facts.arguments)
+        if counted:
+            extras[COUNTED_KEY] = True
         try:
             args = tool.validate(facts.arguments)
         except ToolArgumentsError as exc:
@@ -416,6 +444,32 @@ class GuardedCalls:
 
     # -- shared ----------------------------------------------------------------------------
 
+    async def _lineage(self, agent: Agent, user_id: str, session_id: str,
+                       parent_session: str | None) -> _Lineage:
+        """The session's parent and delegation depth: as recorded when the session first
+        started (or was first asked about), else from ``parent_session`` and the parent's
+        own record (one level below it; a parent hookgate never saw counts as top-level)."""
+        key = session_run_id("gs_", "", user_id, session_id)
+        record = await self.ledger.recorded(SESSIONS_RUN, key)
+        if record is not None and record.observation:
+            return _Lineage.of(_loads(record.observation))
+        if parent_session is None or parent_session == session_id:
+            lineage = _Lineage(None, 0, None)
+        else:
+            parent = await self.ledger.recorded(
+                SESSIONS_RUN, session_run_id("gs_", "", user_id, parent_session))
+            above = _Lineage.of(_loads(parent.observation if parent is not None else None))
+            lineage = _Lineage(parent_session, min(above.depth + 1, MAX_DEPTH),
+                               above.agent_id)
+        if await self.ledger.claim(SESSIONS_RUN, key, "session", "") is None:
+            await self.ledger.finish(SESSIONS_RUN, key, json.dumps(
+                {"parent_session": lineage.parent_session, "depth": lineage.depth,
+                 "parent_agent_id": lineage.parent_agent_id, "agent_id": agent.id}), ok=True)
+            return lineage
+        # Another ask recorded the session first: its record holds.
+        record = await self.ledger.recorded(SESSIONS_RUN, key)
+        return _Lineage.of(_loads(record.observation if record is not None else None))
+
     async def _facts(self, call: str, asker: Asker) -> _Facts:
         if not isinstance(call, str) or not call.startswith("gc_") or len(call) > 64:
             raise CallNotFound(f"no call '{call}'")
@@ -433,6 +487,30 @@ class GuardedCalls:
     @staticmethod
     def _registry(agent: Agent, services: HookServices) -> Any:
         return build_registry(agent, services)
+
+
+#: The deepest delegation a session records (deeper ones count as this deep).
+MAX_DEPTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Lineage:
+    """A session's place under the sessions that delegated to it."""
+
+    parent_session: str | None
+    depth: int
+    parent_agent_id: str | None
+    #: The agent that started the session (its sub-agents' parent agent).
+    agent_id: str | None = None
+
+    @classmethod
+    def of(cls, held: Mapping[str, Any]) -> _Lineage:
+        parent, depth = held.get("parent_session"), held.get("depth")
+        parent_agent, agent = held.get("parent_agent_id"), held.get("agent_id")
+        return cls(parent if isinstance(parent, str) else None,
+                   depth if isinstance(depth, int) and 0 <= depth <= MAX_DEPTH else 0,
+                   parent_agent if isinstance(parent_agent, str) else None,
+                   agent if isinstance(agent, str) else None)
 
 
 def _facts_text(facts: _Facts) -> str:

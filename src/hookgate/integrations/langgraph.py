@@ -10,10 +10,13 @@ built by `resume_when_decided`. On resume the middleware asks hookgate again, so
 value can never allow a call by itself. The result goes back through hookgate and the model
 sees only the observation it returns. A thread's first turn starts a hookgate session (the
 SessionStart hooks' context is added for the model; a session they stop ends the run). The
-session is the graph's ``thread_id``; subgraphs and sub-agents built with the same
-middleware go through the same gate. hookgate unreachable or failing: the call does not
-run and GuardUnavailable says why (fail closed; ``on_unavailable="tell_model"`` answers the
-call with the reason instead of stopping the run).
+session is the graph's ``thread_id``; subgraphs built with the same middleware go through
+the same gate. A sub-agent's middleware comes from its parent's (``parent.sub_agent(agent=
+"researcher")``): its session is ``<thread_id>/researcher``, started with the parent's
+session as its parent, so hookgate records the delegation depth its hooks and rules see.
+hookgate unreachable or failing: the call does not run and GuardUnavailable says why (fail
+closed; ``on_unavailable="tell_model"`` answers the call with the reason instead of stopping
+the run).
 """
 
 from __future__ import annotations
@@ -107,6 +110,25 @@ class HookgateMiddleware(AgentMiddleware):
         #: How long one ask waits for a person before the call becomes an interrupt.
         self.wait_s = wait_s
         self._async = inspect.iscoroutinefunction(guard.before_call)
+        #: The agents below the graph's own one, down to this one (empty: the top agent).
+        self.lineage: tuple[str, ...] = ()
+
+    def sub_agent(self, *, agent: str, wait_s: float | None = None) -> HookgateMiddleware:
+        """The middleware for a sub-agent this agent delegates to: the same guard, a session
+        of its own under this one's (hookgate records the delegation and its depth)."""
+        child = HookgateMiddleware(self.guard, agent=agent,
+                                   wait_s=self.wait_s if wait_s is None else wait_s,
+                                   on_unavailable=self.on_unavailable)
+        child.lineage = (*self.lineage, agent)
+        return child
+
+    def _sessions(self, request: ToolCallRequest | None) -> dict[str, Any]:
+        """This agent's session and the one it was delegated from (None: the top agent)."""
+        thread = _session(request)
+        if not self.lineage:
+            return {"session_id": thread}
+        return {"session_id": "/".join((thread, *self.lineage)),
+                "parent_session": "/".join((thread, *self.lineage[:-1]))}
 
     # -- the session -------------------------------------------------------------------------
 
@@ -121,7 +143,7 @@ class HookgateMiddleware(AgentMiddleware):
             return None
         guard: Guard = self.guard  # type: ignore[assignment]
         try:
-            return _started(guard.start_session(agent=self.agent, session_id=_session(None)))
+            return _started(guard.start_session(agent=self.agent, **self._sessions(None)))
         except GuardUnavailable:
             if self.on_unavailable == "raise":
                 raise
@@ -133,7 +155,7 @@ class HookgateMiddleware(AgentMiddleware):
             return None
         try:
             return _started(await self._ask("start_session", agent=self.agent,
-                                            session_id=_session(None)))
+                                            **self._sessions(None)))
         except GuardUnavailable:
             if self.on_unavailable == "raise":
                 raise
@@ -168,7 +190,7 @@ class HookgateMiddleware(AgentMiddleware):
         guard: Guard = self.guard  # type: ignore[assignment]
         call = request.tool_call
         verdict: Verdict = guard.before_call(
-            agent=self.agent, session_id=_session(request), call_id=str(call.get("id")),
+            agent=self.agent, **self._sessions(request), call_id=str(call.get("id")),
             tool=str(call.get("name")), arguments=dict(call.get("args") or {}),
             **_declared(request))
         while isinstance(verdict, Pending):
@@ -194,7 +216,7 @@ class HookgateMiddleware(AgentMiddleware):
                      ) -> ToolMessage | Command[Any]:
         call = request.tool_call
         verdict = await self._ask(
-            "before_call", agent=self.agent, session_id=_session(request),
+            "before_call", agent=self.agent, **self._sessions(request),
             call_id=str(call.get("id")), tool=str(call.get("name")),
             arguments=dict(call.get("args") or {}), **_declared(request))
         while isinstance(verdict, Pending):

@@ -123,9 +123,10 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
     async def results(self, requests: DeferredToolRequests, *,
                       wait: float = 0) -> DeferredToolResults:
         """hookgate's decisions on the deferred requests this toolset made, as the
-        `DeferredToolResults` to resume with: an approval is `ToolApproved` (the call then
-        runs with the arguments hookgate allows, an approver's edit included, and the model
-        is told), a rejection `ToolDenied` with hookgate's reason. Waits up to ``wait``
+        `DeferredToolResults` to resume with: an approval is `ToolApproved` (with the
+        approver's edit as ``override_args``; the call then runs with the arguments hookgate
+        allows when asked again, and the model is told), a rejection `ToolDenied` with
+        hookgate's reason. Waits up to ``wait``
         seconds for each undecided call and leaves out those still undecided
         (``requests.remaining(results)`` lists them)."""
         results = DeferredToolResults()
@@ -144,6 +145,12 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
             if isinstance(decision, Decided) and not decision.approved:
                 results.approvals[part.tool_call_id] = ToolDenied(
                     decision.reason or "rejected in hookgate")
+            elif (isinstance(decision, Decided) and decision.arguments is not None
+                  and decision.arguments != part.args_as_dict()):
+                # The approver's edit, as Pydantic AI says it; the resumed call still asks
+                # hookgate (with the model's own arguments) and runs what hookgate allows.
+                results.approvals[part.tool_call_id] = ToolApproved(
+                    override_args=decision.arguments)
             else:
                 results.approvals[part.tool_call_id] = ToolApproved()
         return results

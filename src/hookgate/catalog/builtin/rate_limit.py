@@ -6,7 +6,9 @@
 Counters are fixed windows aligned to the epoch (``storage/rate_limits.py``), kept in the
 database — or in Redis with ``redis_url`` — so every process shares them, and each slot is
 taken in one atomic statement: 100 concurrent calls against a limit of 10 let exactly 10
-through. A refused call is told in how many seconds the window turns.
+through. A refused call is told in how many seconds the window turns. A call asked again
+after a person decided it (the guarded-call API re-runs its PreToolUse chain then) carries
+``COUNTED_KEY``: its slot was taken at its first ask, so it takes none again.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ _UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60,
           "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 _LIMIT = re.compile(r"\s*(\d+)\s*/\s*(\d*)\s*([a-z]+?)s?\s*", re.IGNORECASE)
 _ALLOW = HookResult()
+#: Metadata set by the path that asks about one call again after a person decided it: the
+#: call took its slots at its first ask (which reached the approval gate, after this hook).
+COUNTED_KEY = "rate_limits_counted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +104,8 @@ class ConnectorRateLimit(PreToolUseHook):
         return f"{rates} per {self.per}"
 
     def should_trigger(self, ctx: HookContext) -> bool:
-        return ctx.metadata.get("connector") in self.limits
+        return (ctx.metadata.get("connector") in self.limits
+                and ctx.metadata.get(COUNTED_KEY) is not True)
 
     async def execute(self, ctx: HookContext) -> HookResult:
         connector = ctx.metadata["connector"]

@@ -81,8 +81,10 @@ class CallOut(BaseModel):
                     "GET /api/v1/calls/{call}?wait=S); already_ran: this call started "
                     "before, here is its `observation` (do not run it again); decided (only "
                     "with peek=true): a person decided (`approved`), nothing started.")
-    arguments: dict[str, Any] | None = Field(None, description="The arguments to run with "
-                                                               "(rewritten or edited).")
+    arguments: dict[str, Any] | None = Field(
+        None, description="allow: the arguments to run with (rewritten or edited); decided "
+                          "and approved: the arguments the person approved (their edit, if "
+                          "any).")
     note: str | None = Field(None, description="What to tell the model about the decision.")
     reason: str | None = None
     request_id: str | None = None
