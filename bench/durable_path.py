@@ -179,14 +179,18 @@ def stamped(stamps: Path) -> list[str]:
     return stamps.read_text().splitlines() if stamps.exists() else []
 
 
-async def hookgate_decisions(url: str, stamps: Path, trials: int) -> list[float]:
-    """Seconds from just before POST /respond to the tool's first line, one at a time."""
+async def hookgate_decisions(url: str, dsn: str, stamps: Path, trials: int) -> list[float]:
+    """Seconds from just before POST /respond to the tool's first line, one at a time, each
+    on a parked run (its request pending and no job of it queued or running: as LangGraph's
+    run has returned at its interrupt)."""
     out: list[float] = []
-    async with httpx.AsyncClient(base_url=url, headers=H, timeout=60) as client:
+    async with (httpx.AsyncClient(base_url=url, headers=H, timeout=60) as client,
+                await psycopg.AsyncConnection.connect(dsn, autocommit=True) as db):
         for _ in range(trials):
             r = await client.post("/api/runs", json={"agent_id": "clerk", "message": "go"})
             run_id = r.raise_for_status().json()["run_id"]
             request_id = await _pending_request(client, run_id)
+            await _parked(db, run_id)
             seen = len(stamped(stamps))
             t0 = time.time()
             r = await client.post(f"/api/confirmations/{request_id}/respond",
@@ -210,6 +214,18 @@ async def _pending_request(client: httpx.AsyncClient, run_id: str) -> str:
                 return str(request["id"])
         await asyncio.sleep(0.005)
     raise RuntimeError(f"run {run_id} never asked for approval")
+
+
+async def _parked(db: psycopg.AsyncConnection[Any], run_id: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        row = await (await db.execute(
+            "SELECT count(*) FROM procrastinate_jobs WHERE lock = %s "
+            "AND status IN ('todo', 'doing')", (run_id,))).fetchone()
+        if row is not None and row[0] == 0:
+            return
+        await asyncio.sleep(0.005)
+    raise RuntimeError(f"run {run_id} never parked")
 
 
 async def hookgate_parking(url: str, runs: int, concurrency: int) -> float:
@@ -455,8 +471,8 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int, decisio
 
         server = hookgate.serve()
         try:
-            hg_decisions = asyncio.run(hookgate_decisions(server.url, hookgate.stamps,
-                                                          decisions))
+            hg_decisions = asyncio.run(hookgate_decisions(
+                server.url, admin.rsplit("/", 1)[0] + "/" + hg_db, hookgate.stamps, decisions))
             hg_parking = asyncio.run(hookgate_parking(server.url, parked, 8))
         finally:
             server.stop()
@@ -467,8 +483,9 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int, decisio
             "hookgate_start_stop_commits": hookgate.start_stop_commits,
             "decision_to_tool_start_ms": {
                 "hookgate": summary(hg_decisions), "langgraph": summary(lg_decisions),
-                "how": "hookgate: POST /respond on the instance that runs the call, to the "
-                       "tool's first line; LangGraph: Command(resume=True) in process"},
+                "how": "a parked run; hookgate: POST /respond on the instance that ran it, "
+                       "to the tool's first line; LangGraph: Command(resume=True) in "
+                       "process"},
             "parking_per_s": {"concurrency": 8, "hookgate": round(hg_parking, 2),
                               "langgraph": round(lg_parking, 2),
                               "hookgate_to_langgraph": ratio(hg_parking, lg_parking)},
