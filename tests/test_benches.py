@@ -116,10 +116,28 @@ def check_guarded_calls(out: dict[str, Any]) -> None:
     assert out["calls_per_path"] > 0
 
 
+def check_durable_path(out: dict[str, Any]) -> None:
+    pg = out["postgresql"]
+    for level in pg["levels"]:
+        for system in ("hookgate", "langgraph", "floor"):
+            figure = level[system]
+            assert _number(figure["runs_per_s"]) and figure["runs_per_s"] > 0, figure
+            assert _number(figure["commits_per_run"]), figure
+        for key in ("hookgate_to_langgraph", "hookgate_to_floor"):
+            assert _number(level[key]) and level[key] > 0, level
+    for system in ("hookgate", "langgraph"):
+        latency = pg["decision_to_tool_start_ms"][system]
+        assert latency["n"] >= 1 and 0 < latency["p50"] <= latency["p99"], latency
+        assert _number(pg["parking_per_s"][system]) and pg["parking_per_s"][system] > 0
+    for level in out["sqlite"]["levels"]:
+        assert level["hookgate_runs_per_s"] > 0 and level["floor_runs_per_s"] > 0, level
+
+
 #: Each script's quick-mode arguments and the check of its output. bench/approval.py is run
 #: with small sizes through its own options.
 SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "hooks.py": (["--quick"], check_hooks),
+    "durable_path.py": (["--quick"], check_durable_path),
     "throughput.py": (["--quick"], check_throughput),
     "dispatch.py": (["--quick"], check_dispatch),
     "mcp_gateway.py": (["--quick"], check_mcp_gateway),
@@ -140,7 +158,7 @@ def test_every_bench_script_is_checked_here() -> None:
 def test_the_bench_runs_in_quick_mode_and_prints_its_json(
         script: str, postgres_server_url: str, tmp_path: Path) -> None:
     args, check = SCRIPTS[script]
-    if script in ("hooks.py", "throughput.py"):
+    if script in ("hooks.py", "throughput.py", "durable_path.py"):
         args = [*args, "--postgres-url", postgres_server_url]
     out = run_bench(script, args, tmp_path)
     assert out.get("benchmark"), out

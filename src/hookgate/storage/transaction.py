@@ -4,10 +4,11 @@ and the clock a statement writes, as the database's backend keeps it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeAlias
 
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.storage.database import Database
@@ -30,3 +31,9 @@ async def read_clock(tx: Transaction, db: Database) -> datetime:
     if db.backend.in_process:
         return utcnow()
     return (await tx.execute(select(func.now()))).scalar_one()
+
+
+def after_commit(tx: Transaction, callback: Callable[[], None]) -> None:
+    """Call ``callback`` once ``tx`` has committed (not if it rolls back); it runs inside the
+    commit, so it should only schedule work."""
+    event.listen(tx.sync_session, "after_commit", lambda _: callback(), once=True)

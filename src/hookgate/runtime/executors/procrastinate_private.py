@@ -20,6 +20,18 @@ Why the public API does not suffice, operation by operation:
   "insert a job already doing under this worker"; the job row is inserted ``doing`` under
   the worker this process registered, relying on the jobs' foreign key to the worker
   (``WORKER_FOREIGN_KEY``, SQLSTATE 23503 when the worker was pruned).
+- **A decision's continuation taken in the decision's own transaction**
+  (``take_in_transaction``): queued, the continuation is a ``todo`` job whose NOTIFY wakes
+  the workers, one of which fetches it (``procrastinate_fetch_job``, the costliest
+  statement of a decision); taken, it is inserted ``doing`` under this process's worker in
+  the transaction that stores the decision, and runs here once that commits. A job of the
+  run already ``doing`` (procrastinate's unique index on a doing job's lock) or a pruned
+  worker refuses the insert, and the caller queues the job instead.
+- **A job's finish wakes the job its lock held back** (``LaneConnector``): a job queued
+  while another job with its lock runs (a decision taken while its run was still parking)
+  is fetched by no worker when its NOTIFY arrives, and procrastinate fetches it only at the
+  next poll (seconds later). The statement that finishes a job also sends procrastinate's
+  own ``job_inserted`` notification for a job waiting on its lock, in the same commit.
 - **Orphaned runs and a queued job held until a commit** (``ORPHANS``, ``HOLD_QUEUED``):
   reads of ``procrastinate_jobs`` by lock and queueing lock that the job manager does not
   offer inside a caller's transaction.
@@ -84,6 +96,31 @@ _FETCH_PG, _FETCH_NAMES = numbered(_FETCH_JOB)
 _FETCH_COLUMNS = tuple(c.strip() for c in re.search(
     r"SELECT\s+(.*?)\s+FROM", _FETCH_JOB, re.S | re.I).group(1).split(","))  # type: ignore[union-attr]
 _FINISH_PG, _FINISH_NAMES = numbered(_FINISH_JOB)
+#: procrastinate's notification of a job inserted, as its trigger sends it (channels and
+#: payload, read from its schema so an upgrade that changes them is refused at import).
+_NOTIFY = re.search(r"json_build_object\('type', 'job_inserted', 'job_id', NEW\.id\)::text"
+                    r".*?pg_notify\('(procrastinate_queue_v\d+#)' \|\| NEW\.queue_name"
+                    r".*?pg_notify\('(procrastinate_any_queue_v\d+)'",
+                    SchemaManager.get_schema(), re.S)
+if _NOTIFY is None or _FINISH_NAMES[:1] != ("job_id",):  # pragma: no cover
+    raise ImportError("procrastinate's job notification or finish query is not the one "
+                      "hookgate knows")
+#: The finish, and in the same statement (the same commit) procrastinate's notification for
+#: the job queued under the finished job's lock, if one waits: its advance jobs' queueing
+#: lock is their lock (the index procrastinate keeps on a queued job's queueing lock). The
+#: statement's snapshot still holds the finished job's row.
+FINISH_WAKING = f"""
+WITH waiting AS (
+  SELECT t.id, t.queue_name FROM procrastinate_jobs d
+    JOIN procrastinate_jobs t ON t.queueing_lock = d.lock AND t.lock = d.lock
+                              AND t.status = 'todo'
+   WHERE d.id = $1 LIMIT 1),
+woken AS (
+  SELECT pg_notify('{_NOTIFY.group(1)}' || queue_name, payload),
+         pg_notify('{_NOTIFY.group(2)}', payload)
+    FROM (SELECT queue_name, json_build_object('type', 'job_inserted', 'job_id', id)::text
+                 AS payload FROM waiting) AS w)
+{_FINISH_PG.strip().rstrip(';')}, (SELECT count(*) FROM woken)"""
 
 
 #: The function and row type procrastinate's own defer query calls (versioned names, read
@@ -179,6 +216,43 @@ async def _in_transaction(session: Transaction, query: str, *args: Any) -> list[
     return list(await (await conn.execute(query, args or None)).fetchall())
 
 
+#: A job inserted ``doing`` under worker %s, in a caller's transaction (psycopg
+#: parameters, defer_values' order then the worker): its id comes back.
+TAKE_IN_TRANSACTION = (
+    f"INSERT INTO procrastinate_jobs ({', '.join((*JobToDefer._fields, *_TAKEN_COLUMNS))}) "
+    f"VALUES ({', '.join(f'%s::{_JOB_CASTS[f]}' for f in JobToDefer._fields)}, 'doing', "
+    "%s::bigint) RETURNING id")
+#: procrastinate's unique index on the lock of a job ``doing`` (one job of a run at once).
+DOING_LOCK_INDEX = "procrastinate_jobs_lock_idx_v1"
+
+
+def lock_taken(exc: BaseException) -> bool:
+    """Whether ``exc`` is a taken job refused because a job with its lock is ``doing``."""
+    if getattr(exc, "sqlstate", None) != "23505":  # unique_violation
+        return False
+    diag = getattr(exc, "diag", None)
+    return getattr(diag, "constraint_name", None) == DOING_LOCK_INDEX
+
+
+async def take_in_transaction(session: Transaction, job: Job, worker_id: int) -> int | None:
+    """Insert ``job`` already taken by worker ``worker_id`` in ``session``'s transaction
+    (under a savepoint); its id, or None when a job with its lock is doing or the worker
+    was pruned (nothing was inserted: queue the job instead)."""
+    sa_conn = await session.connection()
+    raw = await sa_conn.get_raw_connection()
+    conn = raw.driver_connection
+    assert conn is not None
+    try:
+        async with sa_conn.begin_nested():
+            row = await (await conn.execute(
+                TAKE_IN_TRANSACTION, (*defer_values(job), worker_id))).fetchone()
+    except Exception as exc:
+        if lock_taken(exc) or worker_gone(exc):
+            return None
+        raise
+    return int(row[0])
+
+
 async def hold_queued(session: Transaction, queueing_lock: str) -> bool:
     """Lock the job queued under ``queueing_lock`` until ``session``'s transaction ends;
     False when there is none (a worker took it)."""
@@ -231,7 +305,7 @@ class LaneConnector(PsycopgConnector):
             nonlocal tried
             tried += 1
             try:
-                await self._on_lane("execute", _FINISH_PG, _FINISH_NAMES, arguments)
+                await self._on_lane("execute", FINISH_WAKING, _FINISH_NAMES, arguments)
             except pq_exceptions.ConnectorException as exc:
                 if tried == 1 or _NOT_DOING not in str(exc):
                     raise

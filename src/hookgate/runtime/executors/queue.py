@@ -46,6 +46,7 @@ from hookgate.runtime.executors.procrastinate_private import (
     hold_queued,
     install_schema,
     orphaned_runs,
+    take_in_transaction,
     worker_gone,
 )
 from hookgate.runtime.executors.settings import WorkerSettings
@@ -53,6 +54,7 @@ from hookgate.runtime.executors.taken_jobs import TakenJobs
 from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.fencing import Fence, take_over, take_over_reading
 from hookgate.storage.runs import run_status
+from hookgate.storage.transaction import after_commit
 
 if TYPE_CHECKING:
     from hookgate.runtime.run_manager import RunManager
@@ -257,8 +259,35 @@ class QueueExecutor:
         # Stored runs continue from the queue: the request's own, or the root a delegated
         # child parked with (a child that could not park waits in memory: no row).
         run_id = request.stored_run_id
-        if await run_status(session, run_id) in ("running", "awaiting_approval"):
+        if await run_status(session, run_id) not in ("running", "awaiting_approval"):
+            return
+        # A person's decision continues the run on this instance; a cancellation or an
+        # expiry queues it (a cancel holds the run's fence and must save before any advance).
+        decided = request.status in ("approved", "rejected")
+        if not (decided and await self._take_advance(session, run_id)):
             await self._defer_advance(session, run_id)
+
+    async def _take_advance(self, session: Transaction, run_id: str) -> bool:
+        """Take the run's next advance in ``session``'s transaction, to run here once it
+        commits (no NOTIFY, no fetch: the decision's own instance continues the run);
+        False when this process cannot take it (no worker with room, a job of the run
+        running, the worker pruned): queue it then."""
+        taker = self.taken.worker_id if self.taken.can_take() else None
+        if taker is None:
+            return False
+        job = self.advance_task.configure(lock=run_id, queueing_lock=run_id
+                                          ).make_new_job(run_id=run_id)
+        job_id = await take_in_transaction(session, job, taker)
+        if job_id is None:
+            return False
+        loop = asyncio.get_running_loop()
+
+        def committed() -> None:
+            # Runs in the commit's greenlet: start the job on the loop, after the commit.
+            loop.call_soon(self.taken.run, job_id, self._advance_job(run_id))
+
+        after_commit(session, committed)
+        return True
 
     def _parks(self, ask: ApprovalAsk) -> bool:
         # A child's call parks the stored run it runs inside, when that run advances here.

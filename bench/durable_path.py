@@ -1,0 +1,557 @@
+"""The durable path side by side: hookgate, LangGraph with its PostgreSQL checkpointer, and
+the floor, on one PostgreSQL cluster (each in a database of its own), interleaved per level.
+
+One run is a scripted model making one tool call, then answering. Per concurrency level
+(1, 8, 64) and system it reports runs/s and commits per run (the delta of
+``pg_stat_database.xact_commit`` over the system's database divided by its runs; every
+connection is closed before each reading, since a backend flushes its counters when it
+exits and otherwise up to ten seconds late), with the ratios to LangGraph and to the floor:
+  - hookgate: a real `hookgate serve`, runs over HTTP (POST /api/runs, its event stream to
+    the end); statements and transactions per run as the server counts them;
+  - LangGraph 1.2: a StateGraph (model node -> ToolNode -> model node) checkpointed by
+    AsyncPostgresSaver, ``durability="sync"`` (each step durable before the next);
+  - the floor: three single-row transactions per run (accepted, claimed, finished), what a
+    durable exactly-once one-call run needs at least.
+Then, one at a time: decision -> tool start (hookgate: a gated call approved over HTTP on
+the instance that runs it; LangGraph: ``interrupt()`` resumed by ``Command(resume=...)``),
+p50/p99; and the parking rate (runs reaching "waiting for approval" per second at
+concurrency 8). SQLite: hookgate's runs/s against three fsync'd commits per run (WAL,
+synchronous=FULL) on the same disk.
+
+    python bench/durable_path.py [--postgres-url URL] [--levels 1,8,64] [--runs 200]
+                                 [--decisions 50] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+import httpx
+import psycopg
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool as lc_tool
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, interrupt
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from throughput import (  # noqa: E402
+    TOKEN,
+    Level,
+    Server,
+    pct,
+    postgres_database,
+    postgres_server,
+    runs_at,
+)
+
+CONFIG = """\
+database: {database}
+orgs:
+  - {{id: acme, name: ACME, read_only: false}}
+users:
+  - {{id: alice, org: acme, admin: true, token: {token}}}
+tools:
+  - hookgate.examples.purchasing:oa__list_vendors
+  - crossinstance.tools:stamp
+models:
+  script:
+    type: scripted
+    turns:
+      - tool_calls: [{{name: oa__list_vendors, args: {{}}}}]
+      - answer: done
+  gated:
+    type: scripted
+    turns:
+      - tool_calls: [{{name: stamp, args: {{ref: r}}}}]
+      - answer: stamped
+agents:
+  - id: bench
+    org: acme
+    owner: alice
+    model: script
+    instructions: Benchmark agent.
+    tools: [oa__list_vendors]
+    model_config_json:
+      hooks:
+        class_hooks: [audit_log]
+  - {{id: clerk, org: acme, owner: alice, model: gated, instructions: Clerk.,
+     tools: [stamp], confirmation_mode: inline_only}}
+"""
+H = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def summary(values_s: list[float]) -> dict[str, float | int]:
+    return {"p50": round(statistics.median(values_s) * 1000, 2),
+            "p99": round(pct(values_s, 99) * 1000, 2), "n": len(values_s)}
+
+
+def ratio(a: float, b: float) -> float | None:
+    return round(a / b, 3) if b else None
+
+
+# -- commits -------------------------------------------------------------------------------
+
+
+def commits(admin: str, database: str) -> int:
+    """``xact_commit`` of ``database`` once it stops moving (exited backends flush theirs
+    as they go; a reading is taken when two in a row, 0.1 s apart, agree)."""
+    last = -1
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for _ in range(100):
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            row = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s",
+                               (database,)).fetchone()
+            value = int(row[0]) if row else 0
+            if value == last:
+                return value
+            last = value
+            time.sleep(0.1)
+    return last
+
+
+# -- hookgate ------------------------------------------------------------------------------
+
+
+def hookgate_env(stamps: Path) -> dict[str, str]:
+    return {**os.environ, "HOOKGATE_BENCH_STAMPS": str(stamps),
+            "PYTHONPATH": os.pathsep.join(p for p in (
+                str(BENCH), os.environ.get("PYTHONPATH")) if p)}
+
+
+class Hookgate:
+    """A hookgate database and the way to start `hookgate serve` on it."""
+
+    def __init__(self, url: str, admin: str, database: str, workdir: Path) -> None:
+        self.admin, self.database, self.workdir = admin, database, workdir
+        self.stamps = workdir / "stamps.txt"
+        self.env = hookgate_env(self.stamps)
+        self.config = workdir / f"hookgate-{uuid.uuid4().hex[:6]}.yaml"
+        self.config.write_text(CONFIG.format(database=url, token=TOKEN))
+        Server(self.config, workdir, self.env).stop()  # migrates
+        # What a start and a stop commit alone, taken off each level's count.
+        before = commits(admin, database)
+        Server(self.config, workdir, self.env).stop()
+        self.start_stop_commits = commits(admin, database) - before
+
+    def serve(self) -> Server:
+        return Server(self.config, self.workdir, self.env)
+
+    def level(self, concurrency: int, runs: int) -> dict[str, Any]:
+        before = commits(self.admin, self.database)
+        server = self.serve()
+        try:
+            level = Level(concurrency)
+            level.drive([server], runs)
+        finally:
+            server.stop()
+        spent = commits(self.admin, self.database) - before - self.start_stop_commits
+        out = level.report()
+        # The warm-up runs (one per client) committed too.
+        out["commits_per_run"] = round(spent / (level.runs + concurrency), 2)
+        return out
+
+
+def stamped(stamps: Path) -> list[str]:
+    """The tool's start times so far (a small local file, read between polls)."""
+    return stamps.read_text().splitlines() if stamps.exists() else []
+
+
+async def hookgate_decisions(url: str, dsn: str, stamps: Path, trials: int) -> list[float]:
+    """Seconds from just before POST /respond to the tool's first line, one at a time, each
+    on a parked run (its request pending and no job of it queued or running: as LangGraph's
+    run has returned at its interrupt)."""
+    out: list[float] = []
+    async with (httpx.AsyncClient(base_url=url, headers=H, timeout=60) as client,
+                await psycopg.AsyncConnection.connect(dsn, autocommit=True) as db):
+        for _ in range(trials):
+            r = await client.post("/api/runs", json={"agent_id": "clerk", "message": "go"})
+            run_id = r.raise_for_status().json()["run_id"]
+            request_id = await _pending_request(client, run_id)
+            await _parked(db, run_id)
+            seen = len(stamped(stamps))
+            t0 = time.time()
+            r = await client.post(f"/api/confirmations/{request_id}/respond",
+                                  json={"decision": "approve"})
+            r.raise_for_status()
+            while True:
+                lines = stamped(stamps)
+                if len(lines) > seen:
+                    out.append(float(lines[-1]) - t0)
+                    break
+                await asyncio.sleep(0.0005)
+    return out
+
+
+async def _pending_request(client: httpx.AsyncClient, run_id: str) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        r = await client.get("/api/confirmations", params={"status": "pending", "limit": 50})
+        for request in r.raise_for_status().json():
+            if request.get("run_id") == run_id:
+                return str(request["id"])
+        await asyncio.sleep(0.005)
+    raise RuntimeError(f"run {run_id} never asked for approval")
+
+
+async def _parked(db: psycopg.AsyncConnection[Any], run_id: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        row = await (await db.execute(
+            "SELECT count(*) FROM procrastinate_jobs WHERE lock = %s "
+            "AND status IN ('todo', 'doing')", (run_id,))).fetchone()
+        if row is not None and row[0] == 0:
+            return
+        await asyncio.sleep(0.005)
+    raise RuntimeError(f"run {run_id} never parked")
+
+
+async def hookgate_parking(url: str, runs: int, concurrency: int) -> float:
+    """Runs per second reaching the approval gate (their ``confirmation_pending`` event)."""
+    todo = iter(range(runs))
+
+    async def client_loop(client: aiohttp.ClientSession) -> None:
+        for _ in todo:
+            async with client.post(url + "/api/runs",
+                                   json={"agent_id": "clerk", "message": "go"}) as r:
+                run_id = (await r.json())["run_id"]
+            async with client.get(f"{url}/api/runs/{run_id}/events") as stream:
+                async for line in stream.content:
+                    if line.startswith(b"event: confirmation_pending"):
+                        break
+                else:
+                    raise RuntimeError(f"run {run_id} ended without parking")
+
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(aiohttp.ClientSession(
+            headers=H, timeout=aiohttp.ClientTimeout(total=120))) for _ in range(concurrency)]
+        started = time.perf_counter()
+        await asyncio.gather(*(client_loop(c) for c in clients))
+        return runs / (time.perf_counter() - started)
+
+
+# -- LangGraph -----------------------------------------------------------------------------
+
+
+def langgraph_graph(checkpointer: Any, gated: bool, started: list[float]) -> Any:
+    """model -> tools -> model -> end, the model scripted: a tool call, then an answer."""
+    @lc_tool
+    def list_vendors() -> str:
+        """List the vendors."""
+        started.append(time.time())
+        return "acme, globex"
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        if isinstance(state["messages"][-1], ToolMessage):
+            return {"messages": [AIMessage(content="done")]}
+        return {"messages": [AIMessage(content="", tool_calls=[
+            {"name": "list_vendors", "args": {}, "id": f"call_{uuid.uuid4().hex[:8]}"}])]}
+
+    tools = ToolNode([list_vendors])
+
+    async def act(state: MessagesState) -> dict[str, Any]:
+        if gated and not interrupt({"tool": "list_vendors"}):
+            return {"messages": [AIMessage(content="refused")]}
+        return await tools.ainvoke(state)
+
+    def route(state: MessagesState) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_node("tools", act)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", route, ["tools", END])
+    graph.add_edge("tools", "model")
+    return graph.compile(checkpointer=checkpointer)
+
+
+@contextlib.asynccontextmanager
+async def langgraph_saver(dsn: str, size: int) -> Any:
+    async with AsyncConnectionPool(dsn, min_size=size, max_size=size, open=False, kwargs={
+            "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}) as pool:
+        await pool.wait()
+        yield AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+
+
+def new_thread() -> dict[str, Any]:
+    return {"configurable": {"thread_id": uuid.uuid4().hex}}
+
+
+async def langgraph_level(dsn: str, concurrency: int, runs: int) -> dict[str, Any]:
+    async with langgraph_saver(dsn, concurrency) as saver:
+        graph = langgraph_graph(saver, gated=False, started=[])
+        latencies: list[float] = []
+
+        async def one() -> None:
+            t0 = time.perf_counter()
+            out = await graph.ainvoke({"messages": [HumanMessage("go")]}, new_thread(),
+                                      durability="sync")
+            if out["messages"][-1].content != "done":
+                raise RuntimeError(f"a LangGraph run ended {out['messages'][-1]!r}")
+            latencies.append(time.perf_counter() - t0)
+
+        await asyncio.gather(*(one() for _ in range(concurrency)))  # warm up
+        latencies.clear()
+        todo = iter(range(runs))
+
+        async def worker() -> None:
+            for _ in todo:
+                await one()
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall = time.perf_counter() - started
+    return {"concurrency": concurrency, "runs": runs, "runs_per_s": round(runs / wall, 2),
+            "latency_ms": {"p50": round(statistics.median(latencies) * 1000, 1),
+                           "p99": round(pct(latencies, 99) * 1000, 1)},
+            "counted_runs": runs + concurrency}
+
+
+async def langgraph_decisions(dsn: str, trials: int) -> list[float]:
+    started: list[float] = []
+    out: list[float] = []
+    async with langgraph_saver(dsn, 2) as saver:
+        graph = langgraph_graph(saver, gated=True, started=started)
+        for _ in range(trials):
+            config = new_thread()
+            parked = await graph.ainvoke({"messages": [HumanMessage("go")]}, config,
+                                         durability="sync")
+            if "__interrupt__" not in parked:
+                raise RuntimeError("the LangGraph run did not stop at its interrupt")
+            seen = len(started)
+            t0 = time.time()
+            await graph.ainvoke(Command(resume=True), config, durability="sync")
+            if len(started) <= seen:
+                raise RuntimeError("the resumed LangGraph run did not call its tool")
+            out.append(started[seen] - t0)
+    return out
+
+
+async def langgraph_parking(dsn: str, runs: int, concurrency: int) -> float:
+    async with langgraph_saver(dsn, concurrency) as saver:
+        graph = langgraph_graph(saver, gated=True, started=[])
+        todo = iter(range(runs))
+
+        async def worker() -> None:
+            for _ in todo:
+                out = await graph.ainvoke({"messages": [HumanMessage("go")]}, new_thread(),
+                                          durability="sync")
+                if "__interrupt__" not in out:
+                    raise RuntimeError("a LangGraph run did not park")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return runs / (time.perf_counter() - started)
+
+
+# -- the floor -----------------------------------------------------------------------------
+
+
+async def floor_level(dsn: str, concurrency: int, runs: int) -> dict[str, Any]:
+    """Three single-row commits per run: accepted, claimed, finished with its result."""
+    pool = await asyncpg.create_pool(dsn, min_size=concurrency, max_size=concurrency)
+    try:
+        todo = iter(range(runs))
+
+        async def worker() -> None:
+            async with pool.acquire() as conn:
+                for _ in todo:
+                    run = uuid.uuid4().hex
+                    await conn.execute("INSERT INTO floor_runs VALUES ($1, 'accepted', NULL)",
+                                       run)
+                    await conn.execute("UPDATE floor_runs SET status = 'claimed' "
+                                       "WHERE id = $1 AND status = 'accepted'", run)
+                    await conn.execute("UPDATE floor_runs SET status = 'completed', "
+                                       "result = 'done' WHERE id = $1", run)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall = time.perf_counter() - started
+    finally:
+        await pool.close()
+    return {"concurrency": concurrency, "runs": runs,
+            "runs_per_s": round(runs / wall, 2) if runs else 0.0,
+            "statements_per_run": 3}
+
+
+def sqlite_floor(path: Path, runs: int) -> float:
+    """Runs/s of three fsync'd single-row commits per run (WAL, synchronous=FULL)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE IF NOT EXISTS floor_runs "
+                     "(id text PRIMARY KEY, status text NOT NULL, result text)")
+        started = time.perf_counter()
+        for _ in range(runs):
+            run = uuid.uuid4().hex
+            conn.execute("INSERT INTO floor_runs VALUES (?, 'accepted', NULL)", (run,))
+            conn.execute("UPDATE floor_runs SET status = 'claimed' WHERE id = ?", (run,))
+            conn.execute("UPDATE floor_runs SET status = 'completed', result = 'done' "
+                         "WHERE id = ?", (run,))
+        return runs / (time.perf_counter() - started)
+    finally:
+        conn.close()
+
+
+# -- the whole bench -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def databases(server: str, names: list[str]) -> Iterator[dict[str, tuple[str, str, str]]]:
+    with contextlib.ExitStack() as stack:
+        yield {name: stack.enter_context(postgres_database(server)) for name in names}
+
+
+def postgresql(server: str, workdir: Path, levels: list[int], runs: int, decisions: int,
+               parked: int) -> dict[str, Any]:
+    with databases(server, ["hookgate", "langgraph", "floor"]) as dbs:
+        url, admin, hg_db = dbs["hookgate"]
+        hookgate = Hookgate(url, admin, hg_db, workdir)
+        lg_dsn = admin.rsplit("/", 1)[0] + "/" + dbs["langgraph"][2]
+        floor_dsn = admin.rsplit("/", 1)[0] + "/" + dbs["floor"][2]
+
+        async def lg_setup() -> None:
+            async with langgraph_saver(lg_dsn, 1) as saver:
+                await saver.setup()
+        asyncio.run(lg_setup())
+
+        async def floor_setup() -> None:
+            conn = await asyncpg.connect(floor_dsn)
+            await conn.execute("CREATE TABLE floor_runs "
+                               "(id text PRIMARY KEY, status text NOT NULL, result text)")
+            await conn.close()
+        asyncio.run(floor_setup())
+        # What opening and closing the floor's pool commits (asyncpg's own set-up).
+        before = commits(admin, dbs["floor"][2])
+        asyncio.run(floor_level(floor_dsn, 1, 0))
+        floor_pool_commits = commits(admin, dbs["floor"][2]) - before
+
+        out_levels = []
+        for level in levels:
+            n = runs_at(level, runs)
+            hg = hookgate.level(level, n)
+            before = commits(admin, dbs["langgraph"][2])
+            lg = asyncio.run(langgraph_level(lg_dsn, level, n))
+            lg["commits_per_run"] = round(
+                (commits(admin, dbs["langgraph"][2]) - before) / lg.pop("counted_runs"), 2)
+            before = commits(admin, dbs["floor"][2])
+            fl = asyncio.run(floor_level(floor_dsn, level, n))
+            fl["commits_per_run"] = round(
+                (commits(admin, dbs["floor"][2]) - before - floor_pool_commits) / n, 2)
+            out_levels.append({
+                "concurrency": level, "hookgate": hg, "langgraph": lg, "floor": fl,
+                "hookgate_to_langgraph": ratio(hg["runs_per_s"], lg["runs_per_s"]),
+                "hookgate_to_floor": ratio(hg["runs_per_s"], fl["runs_per_s"]),
+                "langgraph_to_floor": ratio(lg["runs_per_s"], fl["runs_per_s"])})
+
+        server = hookgate.serve()
+        try:
+            hg_decisions = asyncio.run(hookgate_decisions(
+                server.url, admin.rsplit("/", 1)[0] + "/" + hg_db, hookgate.stamps, decisions))
+            hg_parking = asyncio.run(hookgate_parking(server.url, parked, 8))
+        finally:
+            server.stop()
+        lg_decisions = asyncio.run(langgraph_decisions(lg_dsn, decisions))
+        lg_parking = asyncio.run(langgraph_parking(lg_dsn, parked, 8))
+        return {
+            "levels": out_levels,
+            "hookgate_start_stop_commits": hookgate.start_stop_commits,
+            "decision_to_tool_start_ms": {
+                "hookgate": summary(hg_decisions), "langgraph": summary(lg_decisions),
+                "how": "a parked run; hookgate: POST /respond on the instance that ran it, "
+                       "to the tool's first line; LangGraph: Command(resume=True) in "
+                       "process"},
+            "parking_per_s": {"concurrency": 8, "hookgate": round(hg_parking, 2),
+                              "langgraph": round(lg_parking, 2),
+                              "hookgate_to_langgraph": ratio(hg_parking, lg_parking)},
+        }
+
+
+def sqlite(workdir: Path, levels: list[int], runs: int) -> dict[str, Any]:
+    path = workdir / "hookgate.db"
+    config = workdir / "hookgate-sqlite.yaml"
+    config.write_text(CONFIG.format(database=f"sqlite+aiosqlite:///{path}", token=TOKEN))
+    env = hookgate_env(workdir / "stamps-sqlite.txt")
+    server = Server(config, workdir, env)
+    out = []
+    try:
+        for level in levels:
+            measured = Level(level)
+            measured.drive([server], runs_at(level, runs))
+            floor = sqlite_floor(workdir / "floor.db", runs_at(level, runs))
+            hg = measured.report()
+            out.append({"concurrency": level, "hookgate_runs_per_s": hg["runs_per_s"],
+                        "floor_runs_per_s": round(floor, 2),
+                        "hookgate_to_floor": ratio(hg["runs_per_s"], floor),
+                        "hookgate_transactions_per_run": hg["transactions_per_run"]})
+    finally:
+        server.stop()
+    return {"levels": out, "floor": "three fsync'd commits per run, WAL, synchronous=FULL"}
+
+
+def main(options: argparse.Namespace) -> dict[str, Any]:
+    levels = [int(x) for x in options.levels.split(",")]
+    workdir = Path(tempfile.mkdtemp(prefix="hookgate-durable-"))
+    try:
+        with postgres_server(options.postgres_url, workdir) as server:
+            pg: dict[str, Any] = ({"skipped": "no PostgreSQL server or binaries"}
+                                  if server is None else postgresql(
+                server, workdir, levels, options.runs, options.decisions, options.parked))
+        lite = sqlite(workdir, [lvl for lvl in levels if lvl <= 8], options.runs)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return {
+        "benchmark": "durable_path",
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "workload": "one run = scripted model, one tool call, then an answer",
+        "postgresql": pg,
+        "sqlite": lite,
+        "targets": {"commits_per_run_max": 5, "floor_ratio_at_8_min": 0.25,
+                    "sqlite_floor_ratio_min": 0.5, "decision_p99_ms_max": 50},
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres-url", default=os.environ.get("HOOKGATE_TEST_POSTGRES_URL"))
+    parser.add_argument("--levels", default="1,8,64")
+    parser.add_argument("--runs", type=int, default=200,
+                        help="runs per level (at least 10 per client)")
+    parser.add_argument("--decisions", type=int, default=50)
+    parser.add_argument("--parked", type=int, default=200, help="runs parked at concurrency 8")
+    parser.add_argument("--quick", action="store_true",
+                        help="a few runs at concurrency 8 (checks the bench works)")
+    options = parser.parse_args()
+    if options.quick:
+        import throughput
+
+        options.runs, options.levels, options.decisions, options.parked = 8, "8", 2, 8
+        throughput.RUNS_PER_CLIENT = 1
+    print(json.dumps(main(options), indent=2))
