@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hookgate.app import mcp_operators
 from hookgate.runtime.runtime import Runtime
 from hookgate.server.app import create_app
-from hookgate.server.routes import mcp_servers
 from tests.server.demo_world import world
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -32,7 +32,7 @@ def documented_schema(operation: dict[str, Any]) -> bool:
 def test_every_route_documents_a_2xx_response_schema(tmp_path: Path) -> None:
     deployment, _ = world(f"sqlite+aiosqlite:///{tmp_path / 'api.db'}")
     app = create_app(Runtime(deployment))
-    app.include_router(mcp_servers.router)  # served when the configuration has MCP servers
+    app.include_router(mcp_operators.router)  # served when the configuration has MCP servers
     spec = app.openapi()
     operations = [(path, method, op) for path, item in spec["paths"].items()
                   for method, op in item.items() if method in METHODS]

@@ -27,6 +27,7 @@ from hookgate.external.calls import (
 )
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.server.auth import LastingAccess, LastingAccessDep, StreamAccessDep, recheck_s
+from hookgate.server.responses import event_stream
 from hookgate.server.sse import Event, EventStreamResponse
 
 router = APIRouter(prefix="/api/v1", tags=["guarded calls"])
@@ -194,10 +195,9 @@ async def call_state(
     return _out(answer)
 
 
-@router.get("/calls/{call}/events", responses={200: {
-    "description": "Server-Sent Events: `pending`, then `decided` or `already_ran` (each "
-                   "event's data is the body of GET /api/v1/calls/{call}?peek=true).",
-    "content": {"text/event-stream": {}}}})
+@router.get("/calls/{call}/events", response_class=EventStreamResponse, status_code=200,
+            responses=event_stream("`pending`, then `decided` or `already_ran`; each event's "
+                                   "data is the body of GET /api/v1/calls/{call}?peek=true"))
 async def call_events(call: str, request: Request, access: StreamAccessDep,
                       framework: FrameworkHeader = "api") -> EventStreamResponse:
     """The SSE form of waiting: an event with the call's state now (``pending``,
