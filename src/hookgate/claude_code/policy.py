@@ -84,8 +84,7 @@ class ExternalPolicy(CallRules):
 
     def tool_for(self, name: str, probe: HookContext) -> Tool:
         """The external Tool for a call (``probe`` carries its arguments and metadata)."""
-        return self.tool(name, probe, writes=name in WRITING_TOOLS, connector=_connector(name),
-                         runs_in="Claude Code")
+        return self.tool(name, probe, writes=name in WRITING_TOOLS, connector=_connector(name))
 
 
 def _connector(name: str) -> str:

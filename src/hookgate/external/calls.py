@@ -148,7 +148,7 @@ class _Facts:
     def tool(self, agent: Agent, rules: CallRules, args: dict[str, Any]) -> Tool:
         probe = probe_context(self.tool_name, args, agent, self.user_id, self.extras())
         return rules.tool(self.tool_name, probe, writes=True, connector=self.framework,
-                          runs_in=self.framework, schema=self.parameters,
+                          schema=self.parameters,
                           description=self.description)
 
 

@@ -92,7 +92,7 @@ class CallRules:
                          for i, r in enumerate(rules)), float(wait))
 
     def tool(self, name: str, probe: HookContext, *, writes: bool, connector: str,
-             runs_in: str, schema: Mapping[str, Any] | None = None,
+             schema: Mapping[str, Any] | None = None,
              description: str | None = None) -> Tool:
         """The external Tool for a call (``probe`` carries its arguments and metadata);
         ``writes`` and ``connector`` are the defaults the rules may change; ``schema`` the
