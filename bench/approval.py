@@ -35,7 +35,6 @@ from hookgate.storage.database import Database
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.guarded import execute_tool_call
 
-
 ARRIVAL_WAVE = 250
 
 

@@ -47,9 +47,9 @@ from hookgate.catalog.builtin.audit_log import AuditLog
 from hookgate.catalog.builtin.rate_limit import ConnectorRateLimit, Limit
 from hookgate.catalog.builtin.readonly_guard import ReadonlyGuard
 from hookgate.catalog.builtin.result_truncate import ResultTruncate
-from hookgate.hooks.services import HookServices
 from hookgate.hooks.model import Hook
 from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
 from hookgate.storage.audit import GENESIS, AuditRecord, row_hash
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs

@@ -7,7 +7,7 @@ each client starts a run (POST /api/runs) and follows its event stream (SSE) to 
 then checks the run completed. Per level it reports runs/s, guarded calls/s, run latency
 p50/p99 (start to end of stream), the server's CPU per run (psutil) and the SQL per run (the
 server counts statements and transactions when HOOKGATE_SQL_COUNT_FILE is set: every
-transaction it begins, each single statement the raw lanes send in autocommit included;
+transaction it begins, each single statement the raw driver paths send in autocommit included;
 PostgreSQL's own pg_stat_database is not used: a busy backend publishes its counts up to
 about ten seconds late).
 Start-up: `import hookgate`, `import hookgate` plus every public name, `hookgate --help`,
@@ -301,7 +301,7 @@ class Level:
                            "p99": round(pct(self.latencies, 99) * 1000, 1)},
             "server_cpu_ms_per_run": round(self.cpu / self.runs * 1000, 2),
             "sql_statements_per_run": round(self.statements / self.runs, 1),
-            # Every transaction the server began: SQLAlchemy's, the raw lanes' (each of
+            # Every transaction the server began: SQLAlchemy's, the raw driver paths' (each of
             # their single statements in autocommit is one).
             "transactions_per_run": round(self.transactions / self.runs, 1),
         }

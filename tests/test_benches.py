@@ -145,7 +145,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "guarded_calls.py": (["--quick"], check_guarded_calls),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
     # One file's perf tests (a second or two), not all of them.
-    "perf_internals.py": (["tests/server/test_event_deferral.py"], check_perf_internals),
+    "perf_internals.py": (["tests/runs/test_event_deferral.py"], check_perf_internals),
 }
 
 

@@ -33,8 +33,8 @@ from typing import Any
 import httpx
 import psycopg
 
-from hookgate.runtime.executors.queue import EXPIRE_TASK, expiry_tick
-from hookgate.runtime.executors.settings import WorkerSettings
+from hookgate.runs.executors.queue import EXPIRE_TASK, expiry_tick
+from hookgate.runs.executors.settings import WorkerSettings
 
 BENCH = Path(__file__).resolve().parent.parent
 TOKEN = "bench-token"

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from hookgate.followup_policy import FollowupPolicy
+from hookgate.escalation_policy import EscalationPolicy
 from hookgate.tools.tool import Tool
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class Agent:
     #: run is refused without asking anyone again (and the model is told so).
     refuse_retry_after_rejection: bool = True
     #: Reminders, escalation and the timeout fallback of its requests.
-    followup: FollowupPolicy = field(default_factory=FollowupPolicy)
+    followup: EscalationPolicy = field(default_factory=EscalationPolicy)
     #: False: whoever requested a call may not approve it themselves (four eyes).
     allow_self_approval: bool = True
     #: Calls that need several distinct approvers (and maybe four eyes), by tool and `when`.

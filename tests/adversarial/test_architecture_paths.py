@@ -13,7 +13,7 @@ import pytest
 from hookgate import ScriptedLLM
 from hookgate.engines.delegation import Delegation
 from hookgate.engines.driver import RunDriver
-from hookgate.runtime.run_manager import ENGINES
+from hookgate.runs.runner import ENGINES
 from tests.engines.world import Bank, make_agent
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "hookgate"

@@ -17,7 +17,7 @@ from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFou
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.engines.events import RunEvent
-from hookgate.followup_policy import FollowupPolicy
+from hookgate.escalation_policy import EscalationPolicy
 from hookgate.hooks.services import HookServices
 from hookgate.runtime.channel_directory import ConfiguredChannels
 from hookgate.runtime.channel_records import SecretsKey
@@ -166,7 +166,7 @@ async def test_unanswered_request_expires_with_on_timeout_expire_and_the_model_i
     bank = Bank()
     engine = engine_for(db, approvals, pay_script())
     agent = make_agent(bank, confirmation_timeout_s=0.3,
-                       followup=FollowupPolicy(on_timeout="expire"))
+                       followup=EscalationPolicy(on_timeout="expire"))
     result = await asyncio.wait_for(engine.run(agent, "buy", user_id="alice"), 10)
     assert bank.payments == []
     blocked = result.tool_events()[0]

@@ -23,6 +23,7 @@ from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.channels.notify_tool import UNBOUND_CHANNEL_NOTIFY
 from hookgate.engines.state import RunState
 from hookgate.hooks.model import HookContext
+from hookgate.runs.executors.settings import WorkerSettings
 from hookgate.runtime.deployment import (
     ChannelSpec,
     Deployment,
@@ -30,7 +31,6 @@ from hookgate.runtime.deployment import (
     UserSpec,
     token_digest,
 )
-from hookgate.runtime.executors.settings import WorkerSettings
 from hookgate.runtime.runtime import Runtime
 from hookgate.tools.tool import Tool
 from tests.fakes.server import BuiltCallback

@@ -371,12 +371,12 @@ def test_without_a_browser_the_tests_skip_outside_ci_and_fail_in_ci(
 
 def test_the_inbox_shows_a_request_nobody_can_reach_then_its_reminder_and_escalation(
         database_url: str) -> None:
-    from hookgate.followup_policy import FollowupPolicy
+    from hookgate.escalation_policy import EscalationPolicy
 
     deployment, _ = world(database_url, scope="agent_owner")
     agent = dataclasses.replace(
         deployment.agents["buyer"], owner_user_id=None,
-        followup=FollowupPolicy(remind_after_s=1.0, escalate_after_s=4.0,
+        followup=EscalationPolicy(remind_after_s=1.0, escalate_after_s=4.0,
                                 escalate_to=("bob",)))
     deployment = dataclasses.replace(deployment, agents={"buyer": agent})
     with portal_for(deployment) as (page, c):

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hookgate.runtime.events_bus import FOLLOW_RECHECK_S
+from hookgate.runs.events_bus import FOLLOW_RECHECK_S
 from tests.live_server import live_server
 from tests.server.demo_world import auth, world
 from tests.sse import read_events

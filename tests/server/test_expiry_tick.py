@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hookgate.runtime.executors.queue import expiry_tick
+from hookgate.runs.executors.queue import expiry_tick
 
 
 def test_a_tick_never_comes_before_the_expiry_nor_more_than_one_tick_after() -> None:

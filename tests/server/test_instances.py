@@ -180,7 +180,7 @@ def test_five_instances_started_together_on_an_empty_database_all_come_up(
     assert cluster.query("SELECT count(*) FROM agents") == [(3,)]
     # Restarting is stopping and starting: D and E stop cleanly (uvicorn re-raises the
     # SIGTERM it handled), and their workers unregister: two each, the one that fetches
-    # jobs and the one its own runs' taken jobs run under (executors/taken_jobs.py).
+    # jobs and the one its own runs' taken jobs run under (executors/local_dispatch.py).
     for name in ("d", "e"):
         started[name].stop()
         assert started[name].proc is not None and started[name].proc.returncode in (0, -15)

@@ -1,7 +1,7 @@
 """With one process on a SQLite file a delegate waits for its approval in memory; when the
 server stops it does not resume, its request is cancelled instead of waiting for nobody,
 and the payment never runs. (On PostgreSQL the delegate parks with its root run and
-resumes after a restart: tests/server/test_parked_children.py.)"""
+resumes after a restart: tests/runs/test_parked_children.py.)"""
 
 from __future__ import annotations
 

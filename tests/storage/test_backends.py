@@ -13,10 +13,10 @@ import hookgate
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
 from hookgate.storage import audit
-from hookgate.storage.backends.pg_lane import PgLane
+from hookgate.storage.backends.pg_driver import PgDriver
 from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.backends.sqlite import SqliteBackend
-from hookgate.storage.backends.sqlite_lane import SqliteLane
+from hookgate.storage.backends.sqlite_driver import SqliteDriver
 from hookgate.storage.backends.statements import AUDIT_COLUMNS, compiled, statement_names
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import take_over
@@ -28,8 +28,8 @@ from hookgate.storage.run_writes import Checkpoint, write_run
 
 SRC = Path(hookgate.__file__).parent
 #: What asks which database it is (or reaches a backend's connection path directly).
-DISPATCH = re.compile(r"\bis_sqlite\b|dialect\.name|dialect\.driver|\bSqliteLane\b|\bPgLane\b"
-                      r"|\bsqlite_lane\b|\bpg_lane\b|\bfor_database\b")
+DISPATCH = re.compile(r"\bis_sqlite\b|dialect\.name|dialect\.driver|\bSqliteDriver\b|\bPgDriver\b"
+                      r"|\bsqlite_driver\b|\bpg_driver\b|\bfor_database\b")
 #: Places outside storage/backends/ still asking, each with why, and how many may remain:
 #: the list only shrinks (a file here that asks less is fine; a new place fails).
 STILL_ASKING = {
@@ -74,10 +74,10 @@ def test_the_backend_is_chosen_once_from_the_url(tmp_path: Path) -> None:
     in_memory = Database("sqlite+aiosqlite:///:memory:")
     on_postgres = Database("postgresql://nobody@127.0.0.1:1/none")  # not connected
     assert isinstance(on_file.backend, SqliteBackend)
-    assert isinstance(on_file.backend.lane, SqliteLane)
+    assert isinstance(on_file.backend.driver, SqliteDriver)
     assert on_file.backend.sqlite_file == str(tmp_path / "one.db")
     assert isinstance(in_memory.backend, SqliteBackend)
-    assert not isinstance(in_memory.backend.lane, SqliteLane | PgLane)
+    assert not isinstance(in_memory.backend.driver, SqliteDriver | PgDriver)
     assert isinstance(on_postgres.backend, PostgresBackend)
     assert on_postgres.backend.in_process is False and on_file.backend.in_process
 

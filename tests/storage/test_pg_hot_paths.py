@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from hookgate.storage.audit import AuditLogStore, verify
-from hookgate.storage.backends.pg_lane import PgLane
+from hookgate.storage.backends.pg_driver import PgDriver
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only, set_org_read_only, sync_orgs
 from hookgate.storage.rate_limits import DatabaseRateCounter
@@ -64,9 +64,9 @@ async def test_racing_stores_on_one_chain_never_fork_it(db: Database,
 
 
 @ON_POSTGRES
-async def test_org_flag_and_rate_limit_use_the_lane_without_a_transaction(
+async def test_org_flag_and_rate_limit_use_the_driver_without_a_transaction(
         db: Database) -> None:
-    assert isinstance(db.backend.lane, PgLane)
+    assert isinstance(db.backend.driver, PgDriver)
     await sync_orgs(db, [("acme", "ACME", False)])
     assert await org_read_only(db, "acme") is False
     await set_org_read_only(db, "acme", True)
@@ -79,11 +79,11 @@ async def test_org_flag_and_rate_limit_use_the_lane_without_a_transaction(
     assert taken[2].retry_after > 0
     assert (await counter.take("oa:alice", 2, 60, now + 60)).allowed  # a new window
     # No transaction was left open on the pooled connections.
-    lane = db.backend.lane
-    assert isinstance(lane, PgLane)
-    async with lane.connection() as conn:
+    driver = db.backend.driver
+    assert isinstance(driver, PgDriver)
+    async with driver.connection() as conn:
         assert not conn.is_in_transaction()
 
 
-def test_sqlite_has_no_pg_lane() -> None:
-    assert not isinstance(Database("sqlite+aiosqlite:///:memory:").backend.lane, PgLane)
+def test_sqlite_has_no_pg_driver() -> None:
+    assert not isinstance(Database("sqlite+aiosqlite:///:memory:").backend.driver, PgDriver)

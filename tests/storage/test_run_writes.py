@@ -1,6 +1,6 @@
-"""The run layer's hot writes on the raw lanes: a checkpoint and its events commit together
+"""The run layer's hot writes on the raw driver paths: a checkpoint and its events commit together
 or not at all, under the run's fence; the event log reads back what was written; the
-ledger claims each call once; the SQLite lane's group commit keeps each write's outcome
+ledger claims each call once; the SQLite driver's group commit keeps each write's outcome
 its own."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from sqlalchemy import text
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
 from hookgate.engines.state import RunState
-from hookgate.storage.backends import pg_lane
-from hookgate.storage.backends.sqlite_lane import SqliteLane
+from hookgate.storage.backends import pg_driver
+from hookgate.storage.backends.sqlite_driver import SqliteDriver
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import take_over
 from hookgate.storage.ledger import DatabaseLedger
@@ -172,9 +172,9 @@ async def test_a_fenced_out_executor_claims_nothing(db: Database) -> None:
 
 async def test_writes_sharing_a_group_commit_keep_their_own_outcomes(db: Database) -> None:
     # (the default backend: a SQLite file)
-    lane = db.backend.lane
-    assert isinstance(lane, SqliteLane)
-    await lane.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)"))
+    driver = db.backend.driver
+    assert isinstance(driver, SqliteDriver)
+    await driver.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)"))
 
     def write(k: int) -> Callable[[sqlite3.Connection], int]:
         def work(c: sqlite3.Connection) -> int:
@@ -184,42 +184,42 @@ async def test_writes_sharing_a_group_commit_keep_their_own_outcomes(db: Databas
             return k
         return work
 
-    outcomes = await asyncio.gather(*(lane.write(write(k)) for k in range(1, 31)),
+    outcomes = await asyncio.gather(*(driver.write(write(k)) for k in range(1, 31)),
                                     return_exceptions=True)
     failed = [k for k, o in zip(range(1, 31), outcomes, strict=True)
               if isinstance(o, sqlite3.IntegrityError)]
     assert failed == [k for k in range(1, 31) if k % 3 == 0]
     assert [o for o in outcomes if not isinstance(o, BaseException)] == [
         k for k in range(1, 31) if k % 3]
-    rows = await lane.read(lambda c: [r[0] for r in c.execute("SELECT k FROM t ORDER BY k")])
+    rows = await driver.read(lambda c: [r[0] for r in c.execute("SELECT k FROM t ORDER BY k")])
     assert rows == [k for k in range(1, 31) if k % 3]
     # Writes that have to wait for the write lock (held here by another connection, as
-    # another process would) queue on the lane's thread; every one of them is stored.
-    await writes_waiting_for_the_lock(lane, range(100, 140))
-    assert len(await lane.read(lambda c: c.execute("SELECT k FROM t WHERE k >= 100")
+    # another process would) queue on the driver's thread; every one of them is stored.
+    await writes_waiting_for_the_lock(driver, range(100, 140))
+    assert len(await driver.read(lambda c: c.execute("SELECT k FROM t WHERE k >= 100")
                                .fetchall())) == 40
 
 
 @pytest.mark.perf  # how many commits: a performance internal
 async def test_writes_waiting_for_the_lock_share_their_commits(db: Database) -> None:
-    lane = db.backend.lane
-    assert isinstance(lane, SqliteLane)
-    await lane.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)"))
+    driver = db.backend.driver
+    assert isinstance(driver, SqliteDriver)
+    await driver.write(lambda c: c.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)"))
     commits: list[str] = []
     loop = asyncio.get_running_loop()
-    on_thread = partial(loop.run_in_executor, lane._executor)
-    await on_thread(lambda: (lane._conn or lane._connect()).set_trace_callback(commits.append))
-    await writes_waiting_for_the_lock(lane, range(100, 140))
-    await on_thread(lambda: (lane._conn or lane._connect()).set_trace_callback(None))
+    on_thread = partial(loop.run_in_executor, driver._executor)
+    await on_thread(lambda: (driver._conn or driver._connect()).set_trace_callback(commits.append))
+    await writes_waiting_for_the_lock(driver, range(100, 140))
+    await on_thread(lambda: (driver._conn or driver._connect()).set_trace_callback(None))
     assert 1 <= sum(s == "COMMIT" for s in commits) < 40
 
 
-async def writes_waiting_for_the_lock(lane: SqliteLane, keys: range) -> None:
+async def writes_waiting_for_the_lock(driver: SqliteDriver, keys: range) -> None:
     """Inserts ``keys`` into table t while another connection holds the write lock, checks
     the event loop is not blocked while they wait, then lets them through."""
-    holder = sqlite3.connect(lane.path, isolation_level=None)
+    holder = sqlite3.connect(driver.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    waiting = asyncio.gather(*(lane.write(lambda c, k=k: c.execute(
+    waiting = asyncio.gather(*(driver.write(lambda c, k=k: c.execute(
         "INSERT INTO t (k) VALUES (?)", (k,))) for k in keys))
     ticks = 0
     for _ in range(10):  # the event loop is not blocked while they wait for the lock
@@ -232,74 +232,74 @@ async def writes_waiting_for_the_lock(lane: SqliteLane, keys: range) -> None:
 
 
 async def test_a_write_with_the_lock_free_runs_on_the_callers_thread(db: Database) -> None:
-    lane = db.backend.lane
-    assert isinstance(lane, SqliteLane)
-    await lane.write(lambda c: c.execute("CREATE TABLE u (k INTEGER PRIMARY KEY)"))
+    driver = db.backend.driver
+    assert isinstance(driver, SqliteDriver)
+    await driver.write(lambda c: c.execute("CREATE TABLE u (k INTEGER PRIMARY KEY)"))
     here = threading.get_ident()
-    where = await lane.write(lambda c: (c.execute("INSERT INTO u VALUES (1)"),
+    where = await driver.write(lambda c: (c.execute("INSERT INTO u VALUES (1)"),
                                         threading.get_ident())[1])
-    assert where == here  # no hop to the lane's thread and back
+    assert where == here  # no hop to the driver's thread and back
     # Committed: another connection sees it at once.
-    other = sqlite3.connect(lane.path)
+    other = sqlite3.connect(driver.path)
     assert other.execute("SELECT k FROM u").fetchall() == [(1,)]
     # A write that raises leaves nothing, and the next one starts clean.
     with pytest.raises(sqlite3.IntegrityError):
-        await lane.write(lambda c: (c.execute("INSERT INTO u VALUES (2)"),
+        await driver.write(lambda c: (c.execute("INSERT INTO u VALUES (2)"),
                                     c.execute("INSERT INTO u VALUES (1)")))
     assert other.execute("SELECT k FROM u").fetchall() == [(1,)]
-    # With the lock taken elsewhere, the write goes to the lane's thread and waits there.
+    # With the lock taken elsewhere, the write goes to the driver's thread and waits there.
     other.isolation_level = None
     other.execute("BEGIN IMMEDIATE")
-    pending = asyncio.ensure_future(lane.write(lambda c: (
+    pending = asyncio.ensure_future(driver.write(lambda c: (
         c.execute("INSERT INTO u VALUES (3)"), threading.get_ident())[1]))
     await asyncio.sleep(0.05)
     assert not pending.done()
     other.execute("COMMIT")
     assert await pending != here
-    assert await lane.read(lambda c: [r[0] for r in c.execute("SELECT k FROM u")]) == [1, 3]
+    assert await driver.read(lambda c: [r[0] for r in c.execute("SELECT k FROM u")]) == [1, 3]
     other.close()
 
 
-async def test_a_file_not_in_wal_mode_writes_on_the_lane_thread(tmp_path: Path) -> None:
+async def test_a_file_not_in_wal_mode_writes_on_the_driver_thread(tmp_path: Path) -> None:
     # Outside WAL mode a reader can wait for a writer and every commit fsyncs: nothing runs
     # on the caller's thread, and the writes are stored all the same.
     path = tmp_path / "rollback-journal.db"
     sqlite3.connect(path).execute("PRAGMA journal_mode=DELETE").fetchone()
     db = Database(f"sqlite+aiosqlite:///{path}")
     try:
-        lane = db.backend.lane
-        assert isinstance(lane, SqliteLane)
-        await lane.write(lambda c: c.execute("CREATE TABLE v (k INTEGER PRIMARY KEY)"))
-        where = await lane.write(lambda c: (c.execute("INSERT INTO v VALUES (1)"),
+        driver = db.backend.driver
+        assert isinstance(driver, SqliteDriver)
+        await driver.write(lambda c: c.execute("CREATE TABLE v (k INTEGER PRIMARY KEY)"))
+        where = await driver.write(lambda c: (c.execute("INSERT INTO v VALUES (1)"),
                                             threading.get_ident())[1])
         assert where != threading.get_ident()
-        assert await lane.read(lambda c: c.execute("SELECT k FROM v").fetchall()) == [(1,)]
+        assert await driver.read(lambda c: c.execute("SELECT k FROM v").fetchall()) == [(1,)]
     finally:
         await db.dispose()
 
 
 async def test_inline_writes_leave_the_write_ahead_log_bounded(db: Database) -> None:
     # Writes on the caller's thread still checkpoint the WAL (as SQLite does by itself, past
-    # 1,000 pages), so the log is reused, not grown: a checkpoint on the lane thread fell
+    # 1,000 pages), so the log is reused, not grown: a checkpoint on the driver thread fell
     # behind the writes that went on meanwhile, and this log reached 19 MB.
-    lane = db.backend.lane
-    assert isinstance(lane, SqliteLane)
-    await lane.write(lambda c: c.execute("CREATE TABLE w (k INTEGER PRIMARY KEY, v TEXT)"))
+    driver = db.backend.driver
+    assert isinstance(driver, SqliteDriver)
+    await driver.write(lambda c: c.execute("CREATE TABLE w (k INTEGER PRIMARY KEY, v TEXT)"))
     for k in range(3000):
-        await lane.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
                                                   (k, "x" * 1000)))
-    size = await asyncio.to_thread(lambda: Path(lane.path + "-wal").stat().st_size)
+    size = await asyncio.to_thread(lambda: Path(driver.path + "-wal").stat().st_size)
     # 3,000 commits of a 1 KB row each append at least one 4 KB page: ~12 MB unchecked.
     assert size < 6_000_000, size
-    assert await lane.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (3000,)
+    assert await driver.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (3000,)
 
 
 @pytest.mark.both_databases
-@pytest.mark.parametrize("own", [pg_lane.OWN_CONNECTIONS, 0], ids=["own", "borrowed"])
+@pytest.mark.parametrize("own", [pg_driver.OWN_CONNECTIONS, 0], ids=["own", "borrowed"])
 async def test_a_summary_with_its_log_reads_the_row_and_every_event(
         db: Database, own: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    # On PostgreSQL the lane's own connections (asyncpg) and borrowed ones (psycopg) alike.
-    monkeypatch.setattr(pg_lane, "OWN_CONNECTIONS", own)
+    # On PostgreSQL the driver's own connections (asyncpg) and borrowed ones (psycopg) alike.
+    monkeypatch.setattr(pg_driver, "OWN_CONNECTIONS", own)
     store = DatabaseRunStore(db, trace_in_log=True)
     assert await store.summary("run_missing", with_log=True) is None
     run = state()

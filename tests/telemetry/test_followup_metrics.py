@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from hookgate.approvals.followups import Followups
+from hookgate.approvals.escalation import Escalations
 from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.followup_policy import FollowupPolicy
+from hookgate.escalation_policy import EscalationPolicy
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.users import DeclaredUser, sync_declared_users
-from tests.approvals.test_followups import OneChannel, overdue_request
+from tests.approvals.test_escalation import OneChannel, overdue_request
 from tests.fakes.slack import FakeSlack
 from tests.telemetry.conftest import Otel
 
@@ -28,16 +28,16 @@ async def test_a_reminder_and_a_request_nobody_can_decide_are_counted(
     await sync_orgs(db, [("acme", "ACME", False)])
     await sync_declared_users(db, [DeclaredUser("olivia", "acme")])
     channels = OneChannel(slack)
-    followups = Followups(PersistentApprovals(db, channels=channels))
+    escalations = Escalations(PersistentApprovals(db, channels=channels))
     # Started by alice, whom the database does not know (scope initiator): nobody may
     # decide it.
-    request = await overdue_request(db, FollowupPolicy(remind_after_s=1.0), waited_s=5)
-    await followups.check_reachable(request)
-    after = await followups.approvals.store.get(request.id)
+    request = await overdue_request(db, EscalationPolicy(remind_after_s=1.0), waited_s=5)
+    await escalations.check_reachable(request)
+    after = await escalations.approvals.store.get(request.id)
     assert after is not None and after.unreachable is not None
     assert after.unreachable.startswith("no approver: alice (approver scope initiator)")
 
-    await followups.run_due(request.id)
+    await escalations.run_due(request.id)
 
     [flagged] = otel.points("hookgate.approval.unreachable")
     assert flagged.value == 1

@@ -29,7 +29,7 @@ from hookgate.approvals.errors import (
     NotEligible,
     RequestNotFound,
 )
-from hookgate.approvals.followup_store import FollowupStore
+from hookgate.approvals.escalation_store import EscalationStore
 from hookgate.approvals.quorum import QuorumVotes, with_vote
 from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
 from hookgate.approvals.records import ConfirmationRequest
@@ -46,7 +46,7 @@ from hookgate.channels.base import (
     DeliveryError,
 )
 from hookgate.engines.interrupts import RunParked
-from hookgate.followup_policy import FollowupPolicy
+from hookgate.escalation_policy import EscalationPolicy
 from hookgate.storage.database import Database
 from hookgate.storage.transaction import Transaction
 from hookgate.telemetry.approvals import timed_wait
@@ -54,7 +54,7 @@ from hookgate.tools.tool import Tool
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
-    from hookgate.approvals.followups import Followups
+    from hookgate.approvals.escalation import Escalations
 
 log = logging.getLogger(__name__)
 
@@ -90,11 +90,11 @@ class PersistentApprovals:
         expiry_interval: float = 30.0,
         tool_of: ToolOf | None = None,
         agent_of: AgentOf | None = None,
-        followups: Callable[[PersistentApprovals], Followups] | None = None,
+        escalations: Callable[[PersistentApprovals], Escalations] | None = None,
     ) -> None:
         """``tool_of`` gives the tool an edit is checked against; ``agent_of`` the agent a
         request's requirement is read from now (default: the agents this process asked
-        for); ``followups`` builds the reminders and escalation of new requests."""
+        for); ``escalations`` builds the reminders and escalation of new requests."""
         self.db = db
         self.store = ConfirmationStore(db)
         #: Standing rules ("approve and remember"), consulted before a request is made.
@@ -121,7 +121,8 @@ class PersistentApprovals:
         #: Whether a waiting call parks its run instead of waiting in memory.
         self.parks: Callable[[ApprovalAsk], bool] | None = None
         #: Reminders, escalation and reachability of new requests (a server's).
-        self.followups: Followups | None = followups(self) if followups is not None else None
+        self.escalations: Escalations | None = (
+            escalations(self) if escalations is not None else None)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -251,9 +252,9 @@ class PersistentApprovals:
         )
         if created:
             self._changed(request)
-            if self.followups is not None:
+            if self.escalations is not None:
                 try:
-                    await self.followups.created(request)
+                    await self.escalations.created(request)
                 except Exception:
                     # The request still times out by itself; its follow-ups are what failed.
                     log.exception("scheduling the follow-ups of request %s failed", request.id)
@@ -284,7 +285,7 @@ class PersistentApprovals:
         except Exception as exc:
             reason = f"approval card delivery failed: {exc}"
             await flag_unreachable(
-                FollowupStore(self.db), request,
+                EscalationStore(self.db), request,
                 f"{DELIVERY_FAILED}the approval card could not be sent: {exc}",
                 DELIVERY_FAILED_CAUSE)
             await self._finish(request.id, "cancelled", reason=reason)
@@ -447,7 +448,7 @@ class PersistentApprovals:
         """End a request nobody decided in time, by its timeout fallback (``on_timeout``):
         ``reject`` records a rejection by the fallback, ``expire`` marks it expired."""
         request = await self.store.get(request_id)
-        policy = FollowupPolicy.from_json(request.followup if request else None)
+        policy = EscalationPolicy.from_json(request.followup if request else None)
         if policy.on_timeout == "reject":
             return await self._finish(
                 request_id, "rejected", via="timeout",

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 
 from hookgate.approvals import authority
-from hookgate.approvals.followup_store import FollowupStore
+from hookgate.approvals.escalation_store import EscalationStore
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.storage.people import people
-from hookgate.telemetry.followups import approval_unreachable
+from hookgate.telemetry.escalations import approval_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ NO_APPROVER = "no approver: "
 NO_APPROVER_CAUSE = "no_approver"
 
 
-async def flag_unreachable(store: FollowupStore, request: ConfirmationRequest, reason: str,
+async def flag_unreachable(store: EscalationStore, request: ConfirmationRequest, reason: str,
                            cause: str) -> None:
     """Record, log and count that no approver of ``request`` can be reached."""
     await store.set_unreachable(request.id, reason)
@@ -31,7 +31,7 @@ async def flag_unreachable(store: FollowupStore, request: ConfirmationRequest, r
                 request.tool_name, request.run_id, reason)
 
 
-async def nobody_to_decide(store: FollowupStore, request: ConfirmationRequest) -> str | None:
+async def nobody_to_decide(store: EscalationStore, request: ConfirmationRequest) -> str | None:
     """Why nobody who may decide ``request`` can be found (None when someone can).
 
     The approver scope's users and the escalated ones count when the database knows them

@@ -75,7 +75,7 @@ def _broken_agents(cfg: HookgateConfig, *, allow: bool) -> dict[str, str]:
 def _refuse_shared_sqlite(database: str) -> None:
     # The executor holds the lock for the process's life; this probe only turns a second
     # instance on the same file into a clear message before anything starts.
-    from hookgate.runtime.executors.in_process import InstanceLock, InstanceLocked, sqlite_file
+    from hookgate.runs.executors.in_process import InstanceLock, InstanceLocked, sqlite_file
     from hookgate.storage.database import Database
 
     path = sqlite_file(Database(database).url) if database.startswith("sqlite") else None

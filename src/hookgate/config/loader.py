@@ -31,7 +31,7 @@ from hookgate.config.errors import ConfigError
 from hookgate.config.mcp_servers import check_access
 from hookgate.config.policies import anchor_policy_paths, check_policies
 from hookgate.config.schema import AgentSpec, HookgateConfig, OpenAIModelSpec
-from hookgate.followup_policy import ESCALATION_GROUPS
+from hookgate.escalation_policy import ESCALATION_GROUPS
 from hookgate.llm.openai_compat import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from hookgate.tools.tool import Tool
 from hookgate.workflows.schema import AgentNode

@@ -31,7 +31,7 @@ from hookgate.config.errors import ConfigError
 from hookgate.config.mcp_servers import AgentMcpAccess, McpOAuthSpec, McpServerSpec
 from hookgate.config.policies import with_org_policies
 from hookgate.durations import Seconds
-from hookgate.followup_policy import FollowupPolicy, PolicyError, parse_duration
+from hookgate.escalation_policy import EscalationPolicy, PolicyError, parse_duration
 from hookgate.hooks.errors import HookBuildError
 from hookgate.llm.base import ChatModel, ModelError
 from hookgate.llm.openai_compat import DEFAULT_TIMEOUT_S, OpenAICompatibleModel
@@ -221,7 +221,7 @@ class AgentSpec(_Section):
     approval_channel_id: str | None = None
     notify_on_completion: bool = False
     refuse_retry_after_rejection: bool = True
-    #: Follow-ups of requests nobody decides (hookgate.approvals.followup_policy):
+    #: Escalation of requests nobody decides (hookgate.approvals.escalation_policy):
     #: durations are seconds or text such as 15m, 90s, 2h.
     remind_after: float | str | None = None
     max_reminders: int = 1
@@ -238,14 +238,14 @@ class AgentSpec(_Section):
     @model_validator(mode="after")
     def _followup_works(self) -> AgentSpec:
         try:
-            self.followup_policy().check_against(self.confirmation_timeout_s)
+            self.escalation_policy().check_against(self.confirmation_timeout_s)
         except PolicyError as exc:
             raise ValueError(str(exc)) from None
         return self
 
-    def followup_policy(self) -> FollowupPolicy:
+    def escalation_policy(self) -> EscalationPolicy:
         """The agent's reminders, escalation and timeout fallback (PolicyError if unusable)."""
-        return FollowupPolicy(
+        return EscalationPolicy(
             remind_after_s=(None if self.remind_after is None
                             else parse_duration(self.remind_after, "remind_after")),
             max_reminders=self.max_reminders,
@@ -334,7 +334,7 @@ class HookgateConfig(_Section):
     server: ServerSpec = Field(default_factory=ServerSpec)
     worker: WorkerSpec = Field(default_factory=WorkerSpec)
     #: Redis for the wake-ups of streams between instances (PostgreSQL only; see
-    #: runtime/redis_wakeups.py). Without it, PostgreSQL notifications carry them.
+    #: runs/redis_wakeups.py). Without it, PostgreSQL notifications carry them.
     redis_url: NonEmpty | None = None
     workflows: list[Workflow] = Field(default_factory=list)
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
@@ -411,7 +411,7 @@ class HookgateConfig(_Section):
             model=spec.model,
             notify_on_completion=spec.notify_on_completion,
             refuse_retry_after_rejection=spec.refuse_retry_after_rejection,
-            followup=spec.followup_policy(),
+            followup=spec.escalation_policy(),
             allow_self_approval=spec.allow_self_approval,
             approval_quorum=tuple(q.rule() for q in spec.approval_quorum),
         )

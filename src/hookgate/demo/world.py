@@ -53,7 +53,7 @@ class DemoData:
     def reset(self) -> bool:
         """Remove an earlier demo's database; whether there was one. Refused while another
         demo serves it."""
-        from hookgate.runtime.executors.in_process import InstanceLock, InstanceLocked
+        from hookgate.runs.executors.in_process import InstanceLock, InstanceLocked
 
         files = [self.file, *(self.file.with_name(self.file.name + s)
                               for s in ("-wal", "-shm", "-journal"))]

@@ -10,7 +10,7 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.config.mcp_servers import AgentMcpAccess, McpOAuthSpec, McpServerSpec
 from hookgate.llm.base import ChatModel
-from hookgate.runtime.executors.settings import WorkerSettings
+from hookgate.runs.executors.settings import WorkerSettings
 from hookgate.storage.users import DeclaredUser, token_digest
 from hookgate.workflows.schema import Workflow
 

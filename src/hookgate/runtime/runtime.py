@@ -15,19 +15,19 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from hookgate.approvals.edits import agent_tool
-from hookgate.approvals.followup_timers import FollowupTimers
-from hookgate.approvals.followups import Followups
+from hookgate.approvals.escalation import Escalations
+from hookgate.approvals.escalation_timers import EscalationTimers
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.claude_code.backend import ClaudeCodeBackend
 from hookgate.external.calls import GuardedCalls
 from hookgate.external.policy import declared_tool
 from hookgate.hooks.services import HookServices
+from hookgate.runs.executors.in_process import InProcessExecutor
+from hookgate.runs.notifications import Notifications, Subscription, Wakers
+from hookgate.runs.runner import Runner
 from hookgate.runtime.channel_directory import CompletionNotices, ConfiguredChannels
 from hookgate.runtime.deployment import Deployment
-from hookgate.runtime.executors.in_process import InProcessExecutor
 from hookgate.runtime.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
-from hookgate.runtime.notifications import Notifications, Subscription, Wakers
-from hookgate.runtime.run_manager import RunManager
 from hookgate.runtime.token_cache import TokenCache
 from hookgate.storage.agents import DeclaredAgent, sync_agents
 from hookgate.storage.database import Database
@@ -38,7 +38,7 @@ from hookgate.storage.runs import DatabaseRunStore
 from hookgate.storage.users import ACCESS_CHANNEL, sync_declared_users, user_for_token
 
 if TYPE_CHECKING:
-    from hookgate.runtime.executors.queue import QueueExecutor
+    from hookgate.runs.executors.queue import QueueExecutor
 
 log = logging.getLogger(__name__)
 
@@ -90,19 +90,19 @@ class Runtime:
             # What must approve an edited call is read from the agent's configuration now.
             agent_of=lambda request: agents.get(request.agent_id),
             # On PostgreSQL the follow-ups are jobs of the run queue (bound in `_queued`).
-            followups=partial(Followups, agent_name=self._agent_name,
-                              scheduler=None if shared else FollowupTimers),
+            escalations=partial(Escalations, agent_name=self._agent_name,
+                              scheduler=None if shared else EscalationTimers),
         )
-        assert self.approvals.followups is not None
-        #: Reminders, escalation and unreachable approvers (hookgate.approvals.followups).
-        self.followups = self.approvals.followups
-        self.followup_timers: FollowupTimers | None = (
-            self.followups.scheduler if isinstance(self.followups.scheduler, FollowupTimers)
+        assert self.approvals.escalations is not None
+        #: Reminders, escalation and unreachable approvers (hookgate.approvals.escalation).
+        self.escalations = self.approvals.escalations
+        self.escalation_timers: EscalationTimers | None = (
+            self.escalations.scheduler if isinstance(self.escalations.scheduler, EscalationTimers)
             else None)
         self.services = HookServices(approvals=self.approvals, database=db)
         self.inbox = InboxFeed()
         followers = Wakers() if shared else None
-        self.runs = RunManager(
+        self.runs = Runner(
             db, self.approvals, self.services, agents, deployment.model_for,
             max_steps=deployment.max_steps, workflows=deployment.workflows,
             executor=(partial(self._queued, worker=worker) if shared
@@ -123,16 +123,16 @@ class Runtime:
             self.approvals.on_change(self.inbox.publish)
         self.started = False
 
-    def _queued(self, runs: RunManager, *, worker: bool) -> QueueExecutor:
+    def _queued(self, runs: Runner, *, worker: bool) -> QueueExecutor:
         """The run queue (PostgreSQL), with the approvals' follow-ups as its jobs."""
-        from hookgate.runtime.executors.followup_jobs import FollowupJobs
-        from hookgate.runtime.executors.queue import QueueExecutor  # only for PostgreSQL
+        from hookgate.runs.executors.escalation_jobs import EscalationJobs
+        from hookgate.runs.executors.queue import QueueExecutor  # only for PostgreSQL
 
         queue = QueueExecutor(runs, worker=worker, settings=self.deployment.worker)
         # The one link made after construction: the follow-ups' jobs live on the queue,
         # which needs the runs, which need the approvals that own the follow-ups.
-        assert self.approvals.followups is not None
-        self.approvals.followups.scheduler = FollowupJobs(queue, self.approvals.followups)
+        assert self.approvals.escalations is not None
+        self.approvals.escalations.scheduler = EscalationJobs(queue, self.approvals.escalations)
         return queue
 
     def _listen(self, followers: Wakers) -> Subscription:
@@ -140,7 +140,7 @@ class Runtime:
         # PostgreSQL notifications, or Redis pub/sub with redis_url.
         notes: Subscription
         if self.deployment.redis_url:
-            from hookgate.runtime.redis_wakeups import RedisWakeups  # the optional extra
+            from hookgate.runs.redis_wakeups import RedisWakeups  # the optional extra
 
             notes = wakeups = RedisWakeups(self.deployment.redis_url)
             self.db.publisher = wakeups
@@ -181,10 +181,10 @@ class Runtime:
         await self.approvals.start()
         assert self.runs.executor is not None
         await self.runs.executor.start()
-        if self.followup_timers is not None:
-            await self.followup_timers.start()
+        if self.escalation_timers is not None:
+            await self.escalation_timers.start()
         else:  # jobs queued already are found again by their queueing lock
-            await self.followups.reschedule_all()
+            await self.escalations.reschedule_all()
         self.started = True
 
     async def start_wakeups(self) -> None:
@@ -201,8 +201,8 @@ class Runtime:
 
     async def stop(self) -> None:
         self.approvals.begin_shutdown()
-        if self.followup_timers is not None:
-            await self.followup_timers.stop()
+        if self.escalation_timers is not None:
+            await self.escalation_timers.stop()
         await self.runs.stop()
         await self.stop_wakeups()
         await self.approvals.stop()

@@ -23,7 +23,7 @@ PostgreSQL and SQLite's one write lock before anything is read, so no snapshot c
 lock, so a chain never forks. Within a process, rows that arrive while a batch is being
 written go together into the next one (group commit), and each append returns only once
 the transaction holding its row has committed. The database's backend runs the transaction
-on its fast path (storage/backends/: on a SQLite file one hop on its lane).
+on its fast path (storage/backends/: on a SQLite file one hop on its driver).
 
 **One round trip on PostgreSQL.** The PostgreSQL backend remembers the head it last wrote
 for each chain. When a batch holds one chain whose head it knows, it links the rows to that

@@ -107,7 +107,7 @@ class Database:
             expire_on_commit=False) if kind.reads_in_autocommit else self.sessions
         self.queries = 0
         self._closers: list[Callable[[], Awaitable[None]]] = []
-        #: Carries notify() wake-ups instead of NOTIFY (runtime/redis_wakeups.py).
+        #: Carries notify() wake-ups instead of NOTIFY (runs/redis_wakeups.py).
         self.publisher: Publisher | None = None
         event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
         if COUNT.enabled:
@@ -192,7 +192,7 @@ class Database:
 
     def on_dispose(self, close: Callable[[], Awaitable[None]]) -> None:
         """Run ``close`` when the database is disposed (connections kept outside the
-        engine's pool, such as the PostgreSQL lane's own)."""
+        engine's pool, such as the PostgreSQL driver's own)."""
         self._closers.append(close)
 
     async def dispose(self) -> None:

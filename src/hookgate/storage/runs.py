@@ -125,7 +125,7 @@ class DatabaseRunStore:
         """The run's state to continue it; None if there is no run, or if its stored state
         no longer loads: then it is marked failed here (under ``fence``), as `resumable`
         does, instead of failing every attempt to continue it. The trace is as stored (see
-        `RunManager.prepare`, which completes it from the event log)."""
+        `Runner.prepare`, which completes it from the event log)."""
         async with self.db.session() as s:
             row = await s.get(RunRow, run_id)
             text = row.state_json if row is not None else None

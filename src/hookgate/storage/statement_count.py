@@ -1,6 +1,6 @@
 """Counting the SQL a process sends, for bench/throughput.py: off unless asked for.
 
-With ``HOOKGATE_SQL_COUNT_FILE`` set, every statement through SQLAlchemy or a backend's lane and
+With ``HOOKGATE_SQL_COUNT_FILE`` set, every statement through SQLAlchemy or a backend's driver and
 every SQLAlchemy transaction is counted, and a daemon thread writes the totals as JSON to
 that file when they change (at most four times a second) and at least once a second (the
 bench reads it from outside the server process).
@@ -34,7 +34,7 @@ class StatementCount:
         return self.target is not None
 
     def statement(self, *_: object) -> None:
-        with self._lock:  # the event loop's thread and the lanes' threads both count
+        with self._lock:  # the event loop's thread and the driver paths' threads both count
             self.statements += 1
 
     def transaction(self, *_: object) -> None:

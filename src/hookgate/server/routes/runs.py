@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.engines.outcome import any_call_stopped, run_outcome
 from hookgate.engines.state import RunState
-from hookgate.runtime.run_manager import UnknownAgent, UnknownEngine
+from hookgate.runs.runner import UnknownAgent, UnknownEngine
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import (
     AccessDep,

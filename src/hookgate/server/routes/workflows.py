@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import Field
 
-from hookgate.runtime.run_manager import UnknownWorkflow
+from hookgate.runs.runner import UnknownWorkflow
 from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.server.responses import RunStarted, WorkflowEntry
 from hookgate.server.schemas import MAX_MESSAGE_CHARS, ApiBody

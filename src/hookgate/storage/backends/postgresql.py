@@ -1,5 +1,5 @@
 """The PostgreSQL backend: several instances on one database, its clock, its row locks,
-NOTIFY (or a publisher) for wake-ups, and the PgLane (pg_lane.py: asyncpg connections of its
+NOTIFY (or a publisher) for wake-ups, and the PgDriver (pg_driver.py: asyncpg connections of its
 own, statements prepared per connection, autocommit for single statements).
 
 Most operations run the statements compiled once in statements.py. A few are written here
@@ -34,7 +34,7 @@ from hookgate.storage.backends.base import (
     PriorRow,
     RunSummaryRow,
 )
-from hookgate.storage.backends.pg_lane import PgLane, psycopg_statements
+from hookgate.storage.backends.pg_driver import PgDriver, psycopg_statements
 from hookgate.storage.backends.statements import (
     AUDIT_COLUMNS,
     CHECKPOINT_COLUMNS,
@@ -184,7 +184,7 @@ class PostgresBackend:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.lane = PgLane(db)
+        self.driver = PgDriver(db)
         #: chain -> (last seq, last hash) as this process last committed them.
         self._audit_heads: dict[str, tuple[int, str]] = {}
         #: SQL of a new run's row followed by another statement (`insert_run_with`).
@@ -233,10 +233,10 @@ class PostgresBackend:
         note = events_note(run_id, events) if events else ""
         token, fenced_run = (fence.token, fence.run_id) if fence is not None else (None, run_id)
         if checkpoint is not None:
-            row = await self.lane.fetchrow(_WRITE, *checkpoint_row(checkpoint, now), token,
+            row = await self.driver.fetchrow(_WRITE, *checkpoint_row(checkpoint, now), token,
                                            *arrays, channel, note, fenced_run)
         else:
-            row = await self.lane.fetchrow(_EVENTS_ONLY, run_id, token, *arrays, channel,
+            row = await self.driver.fetchrow(_EVENTS_ONLY, run_id, token, *arrays, channel,
                                            note, fenced_run)
         written, current = row[0], row[1]
         if fence is not None and not written:
@@ -248,7 +248,7 @@ class PostgresBackend:
     async def write_in_session(self, session: AsyncSession, run_id: str, *,
                                checkpoint: Checkpoint | None, events: Sequence[RunEvent],
                                fence: Fence | None) -> None:
-        # The lane's prepared statements on the session's own connection: building the
+        # The driver's prepared statements on the session's own connection: building the
         # same upsert through SQLAlchemy cost more than the round trips.
         now = utcnow()
         raw = await (await session.connection()).get_raw_connection()
@@ -278,23 +278,23 @@ class PostgresBackend:
         if sql is None:
             sql = self._with_run[then] = f"WITH up AS ({upsert.sql} RETURNING 1) {then}"
         row = upsert.args(checkpoint_row(checkpoint, utcnow(), fence=fence))
-        return await self.lane.fetchrow(sql, *row, *args)
+        return await self.driver.fetchrow(sql, *row, *args)
 
     async def take_over(self, run_id: str) -> tuple[Fence, str] | None:
-        found = await self.lane.fetchrow(_TAKE_OVER, run_id, utcnow())
+        found = await self.driver.fetchrow(_TAKE_OVER, run_id, utcnow())
         return (Fence(run_id, int(found[0])), str(found[1])) if found is not None else None
 
     async def events_after(self, run_id: str, seq: int) -> list[RunEvent]:
-        return [_event(row) for row in await self.lane.fetch(_s("events_after").sql,
+        return [_event(row) for row in await self.driver.fetch(_s("events_after").sql,
                                                              run_id, seq)]
 
     async def run_summary(self, run_id: str, *, with_log: bool, after: int
                           ) -> RunSummaryRow | None:
         if with_log:
-            row = await self.lane.fetchrow(_SUMMARY_LOGGED, run_id, after)
+            row = await self.driver.fetchrow(_SUMMARY_LOGGED, run_id, after)
             return None if row is None else RunSummaryRow(
                 row[0], str(row[1]), str(row[2]), aggregated_events(row[3]))
-        found = await self.lane.fetchrow(_s("summary").sql, run_id)
+        found = await self.driver.fetchrow(_s("summary").sql, run_id)
         return None if found is None else RunSummaryRow(found[0], str(found[1]),
                                                         str(found[2]), None)
 
@@ -304,10 +304,10 @@ class PostgresBackend:
                     ) -> PriorRow | None:
         values = (*row, utcnow())
         if fence is None:  # one statement in autocommit; the rare repeat reads afterwards
-            if await self.lane.execute(_s("claim").sql, *values) == "INSERT 0 1":
+            if await self.driver.execute(_s("claim").sql, *values) == "INSERT 0 1":
                 return None
             return await self.recorded(row[0], row[1])
-        found = await self.lane.fetchrow(_CLAIM_FENCED, *values, fence.token, fence.run_id)
+        found = await self.driver.fetchrow(_CLAIM_FENCED, *values, fence.token, fence.run_id)
         fence.refuse_unless(found[0])
         if found[1]:
             return None
@@ -317,23 +317,23 @@ class PostgresBackend:
         return await self.recorded(row[0], row[1])
 
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
-        return _prior(await self.lane.fetchrow(_s("prior").sql, run_id, tool_call_id))
+        return _prior(await self.driver.fetchrow(_s("prior").sql, run_id, tool_call_id))
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:
         finish = _s("finish")
-        await self.lane.execute(finish.sql, *finish.args(
+        await self.driver.execute(finish.sql, *finish.args(
             (observation, ok, utcnow(), run_id, tool_call_id)))
 
     async def org_read_only(self, org_id: str) -> bool | None:
         # One statement in autocommit: no BEGIN/ROLLBACK around it.
-        row = await self.lane.fetchrow(_s("org_read_only").sql, org_id)
+        row = await self.driver.fetchrow(_s("org_read_only").sql, org_id)
         return None if row is None or row[0] is None else bool(row[0])
 
     async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
         # One atomic statement: autocommit is its transaction.
         take = _s("rate_take")
-        return await self.lane.fetchrow(take.sql, *take.args((key, start, limit))) is not None
+        return await self.driver.fetchrow(take.sql, *take.args((key, start, limit))) is not None
 
     def append_audit_now(self, groups: AuditGroups, link: AuditLink
                          ) -> list[list[Any]] | NotNow:
@@ -346,17 +346,17 @@ class PostgresBackend:
             rows, out = link(chain, records, last_seq + len(records), last_hash)
             head = (chain, out[-1].seq, out[-1].row_hash, last_seq, last_hash)
             if len(rows) == 1:
-                status = await self.lane.execute(
+                status = await self.driver.execute(
                     _AUDIT_ONE_IF_HEAD, *head, *(rows[0][c] for c in AUDIT_COLUMNS[1:]))
             else:
-                status = await self.lane.execute(
+                status = await self.driver.execute(
                     _AUDIT_IF_HEAD, *head,
                     *([row[c] for row in rows] for c in AUDIT_COLUMNS[1:]))
             if status == f"INSERT 0 {len(records)}":
                 self._audit_heads[chain] = (out[-1].seq, out[-1].row_hash)
                 return [out]
             # Another process appended since: take the lock and read the head.
-        async with self.lane.transaction() as conn:
+        async with self.driver.transaction() as conn:
             appended = [await _append_chain(conn, chain, group, link)
                         for chain, group in groups]
         for (chain, _), out in zip(groups, appended, strict=True):

@@ -1,9 +1,9 @@
 """The SQLite backend: a file served by one process (the embedded default), or a database in
 memory (tests, demos).
 
-A file's hot statements run on its SqliteLane (sqlite_lane.py: the caller's thread when the
-write lock is free, else group commit on the lane's thread); a database in memory exists
-only on SQLAlchemy's one connection, so the same statements run there (``_EngineLane``).
+A file's hot statements run on its SqliteDriver (sqlite_driver.py: the caller's thread when the
+write lock is free, else group commit on the driver's thread); a database in memory exists
+only on SQLAlchemy's one connection, so the same statements run there (``_EngineDriver``).
 Either way each statement is the one compiled for SQLite in statements.py, executed on the
 driver's own connection.
 """
@@ -31,7 +31,7 @@ from hookgate.storage.backends.base import (
     PriorRow,
     RunSummaryRow,
 )
-from hookgate.storage.backends.sqlite_lane import SqliteLane, sqlite_timestamp
+from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timestamp
 from hookgate.storage.backends.statements import AUDIT_COLUMNS, Compiled, DialectName, compiled
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_writes import (
@@ -64,8 +64,8 @@ class DriverConnection(Protocol):
 Work = Callable[[DriverConnection], T]
 
 
-class _EngineLane:
-    """The lane of a database in memory: work on SQLAlchemy's connection (the only one that
+class _EngineDriver:
+    """The driver of a database in memory: work on SQLAlchemy's connection (the only one that
     sees the database), inside one transaction per write."""
 
     def __init__(self, engine: AsyncEngine) -> None:
@@ -120,11 +120,11 @@ class SqliteBackend:
         self.db = db
         file = self.sqlite_file
         if file is not None:
-            lane = SqliteLane(file)
-            weakref.finalize(db, lane.close)
-            self.lane: SqliteLane | _EngineLane = lane
+            driver = SqliteDriver(file)
+            weakref.finalize(db, driver.close)
+            self.driver: SqliteDriver | _EngineDriver = driver
         else:
-            self.lane = _EngineLane(db.engine)
+            self.driver = _EngineDriver(db.engine)
 
     @property
     def sqlite_file(self) -> str | None:
@@ -160,7 +160,7 @@ class SqliteBackend:
         at = sqlite_timestamp(utcnow())
         rows = [(run_id, e.seq, e.type, event_data_text(e), at) for e in events]
         values = None if checkpoint is None else checkpoint_row(checkpoint, at)
-        await self.lane.write(lambda conn: _write(conn, values, rows, fence))
+        await self.driver.write(lambda conn: _write(conn, values, rows, fence))
         if events and self.db.publisher is not None:
             await self.db.publisher.publish([(RUN_EVENTS_CHANNEL, events_note(run_id, events))])
 
@@ -178,20 +178,20 @@ class SqliteBackend:
     async def take_over(self, run_id: str) -> tuple[Fence, str] | None:
         # A write: SQLite's one write lock, taken first, waits for every write in flight.
         take = _s("take_over")
-        found = await self.lane.write(lambda conn: conn.execute(
+        found = await self.driver.write(lambda conn: conn.execute(
             take.sql, take.args((sqlite_timestamp(utcnow()), run_id))).fetchone())
         return (Fence(run_id, int(found[0])), str(found[1])) if found is not None else None
 
     async def events_after(self, run_id: str, seq: int) -> list[RunEvent]:
         after = _s("events_after")
-        rows = await self.lane.read(
+        rows = await self.driver.read(
             lambda c: c.execute(after.sql, (run_id, seq)).fetchall())
         return [event_of(str(r[0]), dict(json.loads(r[1]) or {}), int(r[2])) for r in rows]
 
     async def run_summary(self, run_id: str, *, with_log: bool, after: int
                           ) -> RunSummaryRow | None:
         summary = _s("summary")
-        found = await self.lane.read(lambda c: c.execute(summary.sql, (run_id,)).fetchone())
+        found = await self.driver.read(lambda c: c.execute(summary.sql, (run_id,)).fetchone())
         return None if found is None else RunSummaryRow(found[0], str(found[1]),
                                                         str(found[2]), None)
 
@@ -200,11 +200,11 @@ class SqliteBackend:
     async def claim(self, row: tuple[str, str, str, str], fence: Fence | None
                     ) -> PriorRow | None:
         values = (*row, sqlite_timestamp(utcnow()))
-        return _prior(await self.lane.write(lambda conn: _claim(conn, values, fence)))
+        return _prior(await self.driver.write(lambda conn: _claim(conn, values, fence)))
 
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         prior = _s("prior")
-        return _prior(await self.lane.read(
+        return _prior(await self.driver.read(
             lambda c: c.execute(prior.sql, (run_id, tool_call_id)).fetchone()))
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
@@ -212,25 +212,25 @@ class SqliteBackend:
         finish = _s("finish")
         params = finish.args((observation, ok, sqlite_timestamp(utcnow()), run_id,
                               tool_call_id))
-        await self.lane.write(lambda conn: conn.execute(finish.sql, params))
+        await self.driver.write(lambda conn: conn.execute(finish.sql, params))
 
     async def org_read_only(self, org_id: str) -> bool | None:
         read = _s("org_read_only")
-        row = await self.lane.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
+        row = await self.driver.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
         return None if row is None or row[0] is None else bool(row[0])
 
     async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
         take = _s("rate_take")
         params = take.args((key, start, limit))
-        return await self.lane.write(
+        return await self.driver.write(
             lambda c: c.execute(take.sql, params).fetchone()) is not None
 
     def append_audit_now(self, groups: AuditGroups, link: AuditLink
                          ) -> list[list[Any]] | NotNow:
-        return self.lane.write_now(lambda conn: _append_audit(conn, groups, link))
+        return self.driver.write_now(lambda conn: _append_audit(conn, groups, link))
 
     async def append_audit(self, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
-        return await self.lane.write(lambda conn: _append_audit(conn, groups, link))
+        return await self.driver.write(lambda conn: _append_audit(conn, groups, link))
 
 
 def _write(conn: DriverConnection, checkpoint: tuple[Any, ...] | None,

@@ -1,0 +1,122 @@
+"""A decision continues its parked run on the deciding instance, its job taken in the
+decision's own transaction (no NOTIFY, no fetch); and a decision that lands while a job of
+its run still runs is woken by that job's finish, not left for the worker's next poll.
+
+One server on one PostgreSQL database for the module; its worker polls once a minute, so a
+continuation that only the poll would find fails the tests' 15 s waits."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from procrastinate.jobs import Status
+
+from hookgate.runs.executors.settings import WorkerSettings
+from tests.live_server import LiveServer, live_server
+from tests.server.demo_world import Ledger, auth, world
+from tests.server.test_api import wait_run
+
+#: Every job inserted, with the status it was inserted with.
+RECORD_INSERTS = (
+    "CREATE TABLE inserted_jobs (id bigint, lock text, status text, worker_id bigint)",
+    "CREATE FUNCTION record_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "INSERT INTO inserted_jobs VALUES (NEW.id, NEW.lock, NEW.status::text, NEW.worker_id); "
+    "RETURN NEW; END $$",
+    "CREATE TRIGGER record_insert AFTER INSERT ON procrastinate_jobs "
+    "FOR EACH ROW EXECUTE FUNCTION record_insert()",
+)
+
+
+class World:
+    def __init__(self, srv: LiveServer, client: httpx.Client, bank: Ledger, dsn: str) -> None:
+        self.srv, self.client, self.bank, self.dsn = srv, client, bank, dsn
+
+    def sql(self, statement: str, *args: Any) -> list[Any]:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            cur = conn.execute(statement, args)  # type: ignore[arg-type]
+            return cur.fetchall() if cur.description else []
+
+    def parked_run(self) -> tuple[str, str]:
+        """A new run waiting for approval with no job of it queued or running: its id
+        and its request's."""
+        r = self.client.post("/api/runs", json={"agent_id": "buyer", "message": "pay ACME"},
+                             headers=auth("alice"))
+        assert r.status_code == 200, r.text
+        run_id = r.json()["run_id"]
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            pending = [p for p in self.client.get(
+                "/api/confirmations", params={"status": "pending"},
+                headers=auth("alice")).json() if p["run_id"] == run_id]
+            jobs = self.sql("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s "
+                            "AND status IN ('todo', 'doing')", run_id)
+            if pending and jobs == [(0,)]:
+                return run_id, pending[0]["id"]
+            time.sleep(0.02)
+        raise AssertionError(f"run {run_id} did not park")
+
+    def approve(self, request_id: str) -> None:
+        r = self.client.post(f"/api/confirmations/{request_id}/respond",
+                             json={"decision": "approve"}, headers=auth("alice"))
+        assert r.status_code == 200, r.text
+
+
+@pytest.fixture(scope="module")
+def w(postgres_server_url: str) -> Iterator[World]:
+    from tests.conftest import _drop_pg_database, _fresh_pg_database
+
+    url = _fresh_pg_database(postgres_server_url)
+    deployment, bank = world(url)
+    deployment.worker = WorkerSettings(heartbeat_s=60.0, stalled_after_s=600.0)
+    try:
+        with live_server(deployment) as srv, httpx.Client(base_url=srv.url,
+                                                          timeout=20) as client:
+            found = World(srv, client, bank,
+                          url.replace("postgresql+asyncpg://", "postgresql://"))
+            for statement in RECORD_INSERTS:
+                found.sql(statement)
+            yield found
+    finally:
+        _drop_pg_database(postgres_server_url, url)
+
+
+def test_a_decision_continues_the_parked_run_on_the_deciding_instance(w: World) -> None:
+    run_id, request_id = w.parked_run()
+    paid = len(w.bank.payments)
+    w.approve(request_id)
+    assert wait_run(w.client, run_id)["status"] == "completed"
+    assert len(w.bank.payments) == paid + 1
+    # The continuation was inserted already taken by this instance's worker, in the
+    # decision's transaction: never queued for a worker to fetch.
+    taken = w.srv.runtime.runs.executor.taken  # type: ignore[union-attr]
+    continuation = w.sql("SELECT status, worker_id FROM inserted_jobs WHERE lock = %s "
+                         "ORDER BY id OFFSET 1", run_id)
+    assert continuation == [("doing", taken.worker_id)]
+    assert w.sql("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s", run_id) == [(0,)]
+
+
+def test_a_decision_while_a_job_of_its_run_runs_goes_on_when_that_job_finishes(
+        w: World) -> None:
+    run_id, request_id = w.parked_run()
+    taken = w.srv.runtime.runs.executor.taken  # type: ignore[union-attr]
+    jobs = w.srv.runtime.runs.executor.app.job_manager  # type: ignore[union-attr]
+    # A job of the run running (as while the run is still parking): the decision cannot
+    # take the continuation, so it is queued behind that job's lock.
+    (busy,), = w.sql("INSERT INTO procrastinate_jobs (queue_name, task_name, lock, args, "
+                     "status, worker_id) VALUES ('hookgate_runs', 'hookgate.advance_run', "
+                     "%s, '{}', 'doing', %s) RETURNING id", run_id, taken.worker_id)
+    paid = len(w.bank.payments)
+    w.approve(request_id)
+    assert w.sql("SELECT status FROM procrastinate_jobs WHERE lock = %s AND id <> %s",
+                 run_id, busy) == [("todo",)]
+    assert w.bank.payments[paid:] == []
+    # Its finish notifies the queue: the continuation runs now, not at the next poll (a
+    # minute here, past wait_run's 15 s).
+    w.srv.call(jobs.finish_job_by_id_async(busy, Status.SUCCEEDED, delete_job=True))
+    assert wait_run(w.client, run_id)["status"] == "completed"
+    assert len(w.bank.payments) == paid + 1
