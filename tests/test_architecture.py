@@ -188,3 +188,33 @@ def test_the_engines_import_nothing_above_them(path: Path) -> None:
              and m.split(".")[1:2] not in ([p] for p in ENGINES_MAY_IMPORT)]
     assert above == [], (f"{rel(path)} imports {above}; the engines take a registry "
                          "builder instead (hookgate.engines.registries)")
+
+
+#: Where the deployment's objects are built: the runtime, and the executors it builds.
+BUILDERS = ("runtime/runtime.py", "runs/executors/queue.py", "runs/executors/in_process.py",
+            "runs/runner.py")
+
+
+def _sets_anothers_attribute(target: ast.expr) -> bool:
+    # ``a.b.c = ...`` (or ``self.a.b = ...``): an attribute of an object this code did not
+    # make is set after that object was built.
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute)
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
+def test_objects_are_wired_through_their_constructors_not_by_attributes_set_afterwards(
+        builder: str) -> None:
+    tree = parse(PACKAGE / builder)
+    offenders = [
+        f"{builder}:{node.lineno}: {ast.unparse(target)} = ..."
+        for node in ast.walk(tree) if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if _sets_anothers_attribute(target)
+    ]
+    assert offenders == []
+
+
+def test_the_scan_for_attributes_set_afterwards_finds_one() -> None:
+    tree = ast.parse("def build(self, q):\n    self.approvals.after_transition = q.go\n")
+    assign = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign))
+    assert _sets_anothers_attribute(assign.targets[0])

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hookgate.approvals import authority, delivery_claims
 from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.approvals.context import approval_context
+from hookgate.approvals.continuations import RunContinuations
 from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.approvals.edits import checked_edit
 from hookgate.approvals.eligibility import Approver
@@ -91,10 +92,13 @@ class PersistentApprovals:
         tool_of: ToolOf | None = None,
         agent_of: AgentOf | None = None,
         escalations: Callable[[PersistentApprovals], Escalations] | None = None,
+        continuations: RunContinuations | None = None,
     ) -> None:
         """``tool_of`` gives the tool an edit is checked against; ``agent_of`` the agent a
         request's requirement is read from now (default: the agents this process asked
-        for); ``escalations`` builds the reminders and escalation of new requests."""
+        for); ``escalations`` builds the reminders and escalation of new requests;
+        ``continuations`` is where the run queue, when there is one, registers to continue
+        parked runs (approvals/continuations.py)."""
         self.db = db
         self.store = ConfirmationStore(db)
         #: Standing rules ("approve and remember"), consulted before a request is made.
@@ -115,14 +119,16 @@ class PersistentApprovals:
         self._shutting_down = False
         self._background: set[asyncio.Task[Any]] = set()
         self._expiry_task: asyncio.Task[None] | None = None
-        #: Runs inside the transaction of every status change (the run queue enqueues the
-        #: run's continuation there).
-        self.after_transition: AfterTransition | None = None
-        #: Whether a waiting call parks its run instead of waiting in memory.
-        self.parks: Callable[[ApprovalAsk], bool] | None = None
+        #: The run queue's continuation of parked runs (PostgreSQL): it runs inside the
+        #: transaction of every status change, and says whether a waiting call parks.
+        self.continuations = continuations or RunContinuations()
         #: Reminders, escalation and reachability of new requests (a server's).
         self.escalations: Escalations | None = (
             escalations(self) if escalations is not None else None)
+
+    def _after_transition(self) -> AfterTransition | None:
+        c = self.continuations
+        return c.after_transition if c.registered else None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -312,7 +318,7 @@ class PersistentApprovals:
                 if not current.pending:
                     return current
                 left = current.seconds_left()
-                if left > 0 and self.parks is not None and self.parks(ask):
+                if left > 0 and self.continuations.parks(ask):
                     raise RunParked(current.id)
                 if give_up is not None and left > 0:
                     if loop.time() >= give_up:
@@ -393,7 +399,7 @@ class PersistentApprovals:
                 raise EditNeedsMore(why_not)
         # Whether it expired is judged by the database's clock, in the compare-and-set.
         status = "approved" if decision == "approve" else "rejected"
-        then = _both(self.after_transition, with_decision)
+        then = _both(self._after_transition(), with_decision)
         if status == "approved" and request.approvals_required > 1:
             # Towards a quorum: the request stays pending until enough distinct people
             # approved (one reject, below, rejects at once).
@@ -460,7 +466,7 @@ class PersistentApprovals:
     async def _finish(self, request_id: str, status: str, *, reason: str,
                       via: str | None = None) -> bool:
         after = await self.store.transition(request_id, status, reason=reason, via=via,
-                                            then=self.after_transition)
+                                            then=self._after_transition())
         self.hub.wake(request_id, after)
         if after is None:
             return False

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
+from hookgate.approvals.continuations import RunContinuations
 from hookgate.approvals.edits import agent_tool
 from hookgate.approvals.escalation import Escalations
 from hookgate.approvals.escalation_timers import EscalationTimers
@@ -31,14 +32,18 @@ from hookgate.runtime.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
 from hookgate.runtime.token_cache import TokenCache
 from hookgate.storage.agents import DeclaredAgent, sync_agents
 from hookgate.storage.database import Database
-from hookgate.storage.instances import shared_by_instances
+from hookgate.storage.instances import url_shared_by_instances
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
 from hookgate.storage.runs import DatabaseRunStore
 from hookgate.storage.users import ACCESS_CHANNEL, sync_declared_users, user_for_token
 
 if TYPE_CHECKING:
-    from hookgate.runs.executors.queue import QueueExecutor
+    from collections.abc import Callable
+
+    from hookgate.runs.executors.escalation_jobs import EscalationJobs
+    from hookgate.runs.executors.queue import JobQueue, QueueExecutor
+    from hookgate.runs.redis_wakeups import RedisWakeups
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +65,12 @@ class Runtime:
     def __init__(self, deployment: Deployment, *, sweep_interval: float = 2.0,
                  worker: bool = True) -> None:
         self.deployment = deployment
-        self.db = db = Database(deployment.database_url)
         #: PostgreSQL: several instances share the work; a SQLite file: this process owns it.
-        self.shared = shared = shared_by_instances(db)
+        self.shared = shared = url_shared_by_instances(deployment.database_url)
+        #: Wake-ups between instances over Redis pub/sub (redis_url, PostgreSQL only).
+        self.redis_wakeups = (self._redis_wakeups(deployment.redis_url)
+                              if deployment.redis_url and shared else None)
+        self.db = db = Database(deployment.database_url, publisher=self.redis_wakeups)
         if not shared and not worker:
             raise ValueError(
                 "a SQLite database is served by one instance that runs API and worker "
@@ -79,6 +87,10 @@ class Runtime:
         self.channels = ConfiguredChannels(deployment.channels)
         # Agents listing channel_notify get one that posts through this server's channels.
         agents = self.channels.with_notify_tool(deployment.agents)
+        # The approvals' port to the run layer: the run queue registers with it (PostgreSQL).
+        continuations = RunContinuations()
+        #: PostgreSQL: the procrastinate app that runs and escalations queue their jobs on.
+        self.jobs = jobs = self._job_queue(db) if shared else None
         self.approvals = PersistentApprovals(
             db, channels=self.channels, inbox_url=self.inbox_url,
             sweep_interval=sweep_interval,
@@ -89,9 +101,12 @@ class Runtime:
                 request.tool_name, request.context),
             # What must approve an edited call is read from the agent's configuration now.
             agent_of=lambda request: agents.get(request.agent_id),
-            # On PostgreSQL the follow-ups are jobs of the run queue (bound in `_queued`).
+            # Escalations are jobs of the run queue on PostgreSQL, timers in this process on
+            # a SQLite file.
             escalations=partial(Escalations, agent_name=self._agent_name,
-                              scheduler=None if shared else EscalationTimers),
+                                scheduler=(EscalationTimers if jobs is None
+                                           else self._escalation_jobs(jobs))),
+            continuations=continuations,
         )
         assert self.approvals.escalations is not None
         #: Reminders, escalation and unreachable approvers (hookgate.approvals.escalation).
@@ -105,8 +120,8 @@ class Runtime:
         self.runs = Runner(
             db, self.approvals, self.services, agents, deployment.model_for,
             max_steps=deployment.max_steps, workflows=deployment.workflows,
-            executor=(partial(self._queued, worker=worker) if shared
-                      else InProcessExecutor),
+            executor=(InProcessExecutor if jobs is None
+                      else self._queue_executor(jobs, continuations, worker=worker)),
             on_run_end=CompletionNotices(self.channels, agents, DatabaseRunStore(db),
                                          self.run_url).run_ended,
             followers=followers)
@@ -123,27 +138,39 @@ class Runtime:
             self.approvals.on_change(self.inbox.publish)
         self.started = False
 
-    def _queued(self, runs: Runner, *, worker: bool) -> QueueExecutor:
-        """The run queue (PostgreSQL), with the approvals' follow-ups as its jobs."""
-        from hookgate.runs.executors.escalation_jobs import EscalationJobs
-        from hookgate.runs.executors.queue import QueueExecutor  # only for PostgreSQL
+    @staticmethod
+    def _redis_wakeups(url: str) -> RedisWakeups:
+        from hookgate.runs.redis_wakeups import RedisWakeups  # the optional extra
 
-        queue = QueueExecutor(runs, worker=worker, settings=self.deployment.worker)
-        # The one link made after construction: the follow-ups' jobs live on the queue,
-        # which needs the runs, which need the approvals that own the follow-ups.
-        assert self.approvals.escalations is not None
-        self.approvals.escalations.scheduler = EscalationJobs(queue, self.approvals.escalations)
-        return queue
+        return RedisWakeups(url)
+
+    # The run queue's parts, imported only for PostgreSQL (procrastinate is not needed to
+    # serve a SQLite file).
+    @staticmethod
+    def _job_queue(db: Database) -> JobQueue:
+        from hookgate.runs.executors.queue import JobQueue
+
+        return JobQueue(db)
+
+    @staticmethod
+    def _escalation_jobs(jobs: JobQueue) -> Callable[[Escalations], EscalationJobs]:
+        from hookgate.runs.executors.escalation_jobs import EscalationJobs
+
+        return partial(EscalationJobs, jobs)
+
+    def _queue_executor(self, jobs: JobQueue, continuations: RunContinuations, *,
+                        worker: bool) -> Callable[[Runner], QueueExecutor]:
+        from hookgate.runs.executors.queue import QueueExecutor
+
+        return partial(QueueExecutor, jobs=jobs, continuations=continuations, worker=worker,
+                       settings=self.deployment.worker)
 
     def _listen(self, followers: Wakers) -> Subscription:
         # Other instances' run events and request changes reach this one as wake-ups:
         # PostgreSQL notifications, or Redis pub/sub with redis_url.
         notes: Subscription
-        if self.deployment.redis_url:
-            from hookgate.runs.redis_wakeups import RedisWakeups  # the optional extra
-
-            notes = wakeups = RedisWakeups(self.deployment.redis_url)
-            self.db.publisher = wakeups
+        if self.redis_wakeups is not None:
+            notes = self.redis_wakeups
         else:
             notes = Notifications(self.db.libpq_url)
         notes.on(RUN_EVENTS_CHANNEL, followers.wake)

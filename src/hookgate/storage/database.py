@@ -64,7 +64,8 @@ _PG_PREFIXES = ("postgres://", "postgresql://", "postgresql+asyncpg://",
                 "postgresql+psycopg://")
 
 
-def _normalise(url: str) -> str:
+def normalised_url(url: str) -> str:
+    """``url`` as the database handle uses it (psycopg for PostgreSQL, aiosqlite for SQLite)."""
     # ``postgresql+asyncpg://`` URLs in existing configurations keep working: the scheme
     # names a driver, and hookgate uses one driver (psycopg) for SQLAlchemy and the queue.
     for prefix in _PG_PREFIXES:
@@ -79,7 +80,7 @@ def describe_database(url: str) -> str:
     """Where ``url`` points, for people: a SQLite file's absolute path, else the URL with its
     password hidden."""
     try:
-        parsed = make_url(_normalise(url))
+        parsed = make_url(normalised_url(url))
     except ArgumentError:
         return url
     if parsed.drivername.startswith("sqlite"):
@@ -93,8 +94,9 @@ def describe_database(url: str) -> str:
 class Database:
     """An async SQLAlchemy engine plus a session factory; ``queries`` counts statements."""
 
-    def __init__(self, url: str = DEFAULT_URL, *, echo: bool = False) -> None:
-        self.url = _normalise(url)
+    def __init__(self, url: str = DEFAULT_URL, *, echo: bool = False,
+                 publisher: Publisher | None = None) -> None:
+        self.url = normalised_url(url)
         kind = backend_class(self.url)  # the one choice of database
         try:
             self.engine: AsyncEngine = create_async_engine(
@@ -108,7 +110,9 @@ class Database:
         self.queries = 0
         self._closers: list[Callable[[], Awaitable[None]]] = []
         #: Carries notify() wake-ups instead of NOTIFY (runs/redis_wakeups.py).
-        self.publisher: Publisher | None = None
+        #: What carries wake-ups once a transaction commits, instead of PostgreSQL's NOTIFY
+        #: (Redis pub/sub with ``redis_url``); None: NOTIFY, or memory for a SQLite file.
+        self.publisher = publisher
         event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
         if COUNT.enabled:
             event.listen(self.engine.sync_engine, "before_cursor_execute", COUNT.statement)

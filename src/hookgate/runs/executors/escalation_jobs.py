@@ -11,7 +11,7 @@ from typing import Any
 from procrastinate.tasks import Task
 
 from hookgate.approvals.escalation import Escalations
-from hookgate.runs.executors.queue import QUEUE, QueueExecutor
+from hookgate.runs.executors.queue import QUEUE, JobQueue
 
 FOLLOWUP_TASK = "hookgate.approval_followup"
 
@@ -19,17 +19,17 @@ FOLLOWUP_TASK = "hookgate.approval_followup"
 class EscalationJobs:
     """Schedules `Escalations.run_due` as jobs of the run queue."""
 
-    def __init__(self, queue: QueueExecutor, escalations: Escalations) -> None:
-        self.queue = queue
+    def __init__(self, jobs: JobQueue, escalations: Escalations) -> None:
+        self.jobs = jobs
         self.escalations = escalations
-        self.task: Task[Any, Any, Any] = queue.app.task(
+        self.task: Task[Any, Any, Any] = jobs.app.task(
             name=FOLLOWUP_TASK, queue=QUEUE)(self._job)
 
     async def schedule(self, request_id: str, at: datetime) -> None:
-        async with self.queue.manager.db.transaction() as s:
-            await self.queue._defer(s, self.task, lock=None,
-                                    queueing_lock=f"followup:{request_id}", schedule_at=at,
-                                    request_id=request_id)
+        async with self.jobs.db.transaction() as s:
+            await self.jobs.defer(s, self.task, lock=None,
+                                  queueing_lock=f"followup:{request_id}", schedule_at=at,
+                                  request_id=request_id)
 
     async def _job(self, request_id: str) -> None:
         # While this job runs it is no longer 'todo', so its queueing lock lets the next

@@ -30,6 +30,7 @@ from procrastinate import exceptions as pq_exceptions
 from procrastinate.jobs import Status
 from procrastinate.tasks import Task
 
+from hookgate.approvals.continuations import RunContinuations
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.engines.events import event_of
@@ -58,6 +59,7 @@ from hookgate.storage.transaction import after_commit
 
 if TYPE_CHECKING:
     from hookgate.runs.runner import Runner
+    from hookgate.storage.database import Database
     from hookgate.storage.transaction import Transaction
 
 log = logging.getLogger(__name__)
@@ -85,16 +87,58 @@ def expiry_tick(expires_at: datetime, tick_s: float) -> datetime:
     return datetime.fromtimestamp(math.ceil(epoch / tick_s) * tick_s, tz=UTC)
 
 
+class JobQueue:
+    """The procrastinate app of one database's run queue: the tasks of runs (the executor)
+    and of escalation (its jobs) join it, and both queue their jobs through `defer`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.app = App(connector=DriverConnector(db, conninfo=db.libpq_url,
+                                                 min_size=1, max_size=10))
+
+    async def defer(self, session: Transaction, task: Task[Any, Any, Any], *, lock: str | None,
+                    queueing_lock: str, schedule_at: datetime | None = None,
+                    **kwargs: Any) -> None:
+        """Queue ``task`` in ``session``'s transaction, once per ``queueing_lock``."""
+        job = task.configure(lock=lock, queueing_lock=queueing_lock,
+                             schedule_at=schedule_at).make_new_job(**kwargs)
+        sa_conn = await session.connection()
+        conn = await sa_conn.get_raw_connection()
+        for _ in range(_DEFER_ATTEMPTS):
+            try:
+                # A savepoint: a job already queued must not abort the caller's transaction.
+                # Taken on the connection, which emits it now; the session's own would wait
+                # for the session's next statement and miss the raw insert below, so the
+                # conflict aborted the transaction and silently undid the caller's change
+                # (a decision answered 200 but left pending).
+                async with sa_conn.begin_nested():
+                    await self.app.job_manager.defer_job_async(
+                        job, connection=conn.driver_connection)
+                return
+            except pq_exceptions.AlreadyEnqueued:
+                pass
+            # The job already queued could be taken by a worker before this transaction
+            # commits and read the state from before it (a decision's continuation lost,
+            # the run left waiting). Holding its row until the commit keeps workers off it
+            # (they skip locked jobs); if a worker took it meanwhile, queue a new one.
+            if await hold_queued(session, queueing_lock):
+                return
+        log.warning("could not queue or hold a job with queueing lock %s", queueing_lock)
+
+
 class QueueExecutor:
     """Runs advance as jobs of the procrastinate queue on the server's PostgreSQL."""
 
-    def __init__(self, manager: Runner, *, worker: bool = True,
-                 settings: WorkerSettings | None = None) -> None:
+    def __init__(self, manager: Runner, *, jobs: JobQueue, continuations: RunContinuations,
+                 worker: bool = True, settings: WorkerSettings | None = None) -> None:
+        """``jobs`` is the procrastinate app this executor's tasks join (built before the
+        approvals, whose escalation jobs share it); the executor registers with
+        ``continuations`` (the approvals' port) to continue parked runs."""
         self.manager = manager
         self.run_worker = worker
         self.settings = settings or WorkerSettings()
-        self.app = App(connector=DriverConnector(manager.db, conninfo=manager.db.libpq_url,
-                                               min_size=1, max_size=10))
+        self.jobs = jobs
+        self.app = jobs.app
         self.advance_task: Task[Any, Any, Any] = self.app.task(
             name=ADVANCE_TASK, queue=QUEUE, priority=ADVANCE_PRIORITY)(self._advance_job)
         self.expire_task: Task[Any, Any, Any] = self.app.task(
@@ -107,9 +151,7 @@ class QueueExecutor:
         self.taken = LocalDispatch(self.app, self.settings)
         self._worker: asyncio.Task[None] | None = None
         self._reaper: asyncio.Task[None] | None = None
-        approvals = manager.approvals
-        approvals.after_transition = self._continue_after_transition
-        approvals.parks = self._parks
+        continuations.register(self)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -229,33 +271,11 @@ class QueueExecutor:
     async def _defer(self, session: Transaction, task: Task[Any, Any, Any], *, lock: str | None,
                      queueing_lock: str, schedule_at: datetime | None = None,
                      **kwargs: Any) -> None:
-        job = task.configure(lock=lock, queueing_lock=queueing_lock,
-                             schedule_at=schedule_at).make_new_job(**kwargs)
-        sa_conn = await session.connection()
-        conn = await sa_conn.get_raw_connection()
-        for _ in range(_DEFER_ATTEMPTS):
-            try:
-                # A savepoint: a job already queued must not abort the caller's transaction.
-                # Taken on the connection, which emits it now; the session's own would wait
-                # for the session's next statement and miss the raw insert below, so the
-                # conflict aborted the transaction and silently undid the caller's change
-                # (a decision answered 200 but left pending).
-                async with sa_conn.begin_nested():
-                    await self.app.job_manager.defer_job_async(
-                        job, connection=conn.driver_connection)
-                return
-            except pq_exceptions.AlreadyEnqueued:
-                pass
-            # The job already queued could be taken by a worker before this transaction
-            # commits and read the state from before it (a decision's continuation lost,
-            # the run left waiting). Holding its row until the commit keeps workers off it
-            # (they skip locked jobs); if a worker took it meanwhile, queue a new one.
-            if await hold_queued(session, queueing_lock):
-                return
-        log.warning("could not queue or hold a job with queueing lock %s", queueing_lock)
+        await self.jobs.defer(session, task, lock=lock, queueing_lock=queueing_lock,
+                              schedule_at=schedule_at, **kwargs)
 
-    async def _continue_after_transition(self, session: Transaction,
-                                         request: ConfirmationRequest) -> None:
+    async def after_transition(self, session: Transaction,
+                               request: ConfirmationRequest) -> None:
         # Stored runs continue from the queue: the request's own, or the root a delegated
         # child parked with (a child that could not park waits in memory: no row).
         run_id = request.stored_run_id
@@ -289,7 +309,7 @@ class QueueExecutor:
         after_commit(session, committed)
         return True
 
-    def _parks(self, ask: ApprovalAsk) -> bool:
+    def parks(self, ask: ApprovalAsk) -> bool:
         # A child's call parks the stored run it runs inside, when that run advances here.
         root = ask.metadata.get("root_run_id")
         return (root if isinstance(root, str) else ask.run_id) in self.advancing
