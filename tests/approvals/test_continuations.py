@@ -23,9 +23,9 @@ class Queue:
 
 
 def ask() -> ApprovalAsk:
-    return ApprovalAsk(agent=Agent(id="payer", name="payer", instructions="", tools=[]), run_id="r1", tool_call_id="c1",
-                       tool_name="pay", args={}, args_sha256="0" * 64, user_id="u",
-                       org_id="o")
+    payer = Agent(id="payer", name="payer", instructions="", tools=[])
+    return ApprovalAsk(agent=payer, run_id="r1", tool_call_id="c1", tool_name="pay",
+                       args={}, args_sha256="0" * 64, user_id="u", org_id="o")
 
 
 async def test_without_a_queue_nothing_parks_and_a_transition_continues_nothing() -> None:
