@@ -20,54 +20,14 @@ STATUSES = ("pending", "approved", "rejected", "expired", "cancelled")
 
 
 @dataclass(slots=True, frozen=True)
-class ConfirmationRequest:
-    """A call waiting for (or past) a person's decision, with its full decision record."""
+class ConfirmationRequest(ConfirmationRecord):
+    """A call waiting for (or past) a person's decision, with its full decision record: the
+    stored columns (`ConfirmationRecord`, declared once in storage) and what the approvals
+    read from them."""
 
-    id: str
-    run_id: str
-    tool_call_id: str
-    agent_id: str
-    requested_by: str | None
-    org_id: str | None
-    mode: str
-    channel_id: str | None
-    approver_scope: str
-    agent_owner_id: str | None
-    status: str
-    tool_name: str
-    args: dict[str, Any]
-    args_sha256: str
-    created_at: datetime
-    expires_at: datetime
-    responded_at: datetime | None
-    responded_by: str | None
-    responder_channel_identity: str | None
-    reason: str | None
-    delivery_ref: dict[str, Any] | None
-    context: dict[str, Any] | None = None
-    decided_via: str | None = None
-    followup: dict[str, Any] | None = None
-    reminders_sent: int = 0
-    last_reminded_at: datetime | None = None
-    escalated_at: datetime | None = None
-    escalated_to: tuple[str, ...] = ()
-    escalation_refs: tuple[dict[str, Any], ...] = ()
-    unreachable: str | None = None
-    #: Set when the approver changed the arguments: what may run instead of ``args``.
-    edited_args: dict[str, Any] | None = None
-    edited_args_sha256: str | None = None
-    #: The approver's words to the model, read with the decision.
-    message: str | None = None
-    #: Distinct eligible approvals the request needs (quorum), and who gave them so far.
-    approvals_required: int = 1
-    allow_self_approval: bool = True
-    approvals: tuple[dict[str, Any], ...] = ()
     #: Approvals that no longer count (their voter moved org, was disabled, ...), each with
     #: ``no_longer_counts``; set when shown or counted (approvals/authority.py), never stored.
     discounted: tuple[dict[str, Any], ...] = ()
-    #: A delegated child's request: the stored run the child runs inside (None: the
-    #: request's own run is the stored one).
-    root_run_id: str | None = None
 
     @property
     def stored_run_id(self) -> str:

@@ -22,8 +22,9 @@ _Row = ConfirmationRequestRow
 
 @dataclass(slots=True, frozen=True)
 class ConfirmationRecord:
-    """One stored request, its columns as plain values (``approvals.records`` adds the
-    behaviour: bindings, edits, the card's outcome)."""
+    """One stored request, its columns as plain values: the fields are declared here once;
+    ``approvals.records.ConfirmationRequest`` extends it with the behaviour (bindings, edits,
+    the card's outcome) and the approvals that no longer count."""
 
     id: str
     run_id: str
@@ -46,22 +47,28 @@ class ConfirmationRecord:
     responder_channel_identity: str | None
     reason: str | None
     delivery_ref: dict[str, Any] | None
-    context: dict[str, Any] | None
-    decided_via: str | None
-    followup: dict[str, Any] | None
-    reminders_sent: int
-    last_reminded_at: datetime | None
-    escalated_at: datetime | None
-    escalated_to: tuple[str, ...]
-    escalation_refs: tuple[dict[str, Any], ...]
-    unreachable: str | None
-    edited_args: dict[str, Any] | None
-    edited_args_sha256: str | None
-    message: str | None
-    approvals_required: int
-    allow_self_approval: bool
-    approvals: tuple[dict[str, Any], ...]
-    root_run_id: str | None
+    context: dict[str, Any] | None = None
+    decided_via: str | None = None
+    #: The escalation policy copied onto the request when it was made, and its progress.
+    followup: dict[str, Any] | None = None
+    reminders_sent: int = 0
+    last_reminded_at: datetime | None = None
+    escalated_at: datetime | None = None
+    escalated_to: tuple[str, ...] = ()
+    escalation_refs: tuple[dict[str, Any], ...] = ()
+    unreachable: str | None = None
+    #: Set when the approver changed the arguments: what may run instead of ``args``.
+    edited_args: dict[str, Any] | None = None
+    edited_args_sha256: str | None = None
+    #: The approver's words to the model, read with the decision.
+    message: str | None = None
+    #: Distinct eligible approvals the request needs (quorum), and who gave them so far.
+    approvals_required: int = 1
+    allow_self_approval: bool = True
+    approvals: tuple[dict[str, Any], ...] = ()
+    #: A delegated child's request: the stored run the child runs inside (None: the
+    #: request's own run is the stored one).
+    root_run_id: str | None = None
 
 
 #: The record's field names, for copying one into a value that extends it.
