@@ -173,7 +173,7 @@ def test_a_reused_call_id_with_other_arguments_and_nan_are_refused(
 
 
 def test_a_sub_agents_session_keeps_its_parent_however_it_is_asked_later(
-        guard: Client, attempt: Any) -> None:
+        server: LiveServer, guard: Client, attempt: Any) -> None:
     guard.start_session(agent="payer", session_id="s-top")
     guard.start_session(agent="payer", session_id="s-top/child", parent_session="s-top")
     # Started again, or asked about, without its parent: the first record holds (depth 1).
@@ -184,11 +184,23 @@ def test_a_sub_agents_session_keeps_its_parent_however_it_is_asked_later(
                    not isinstance(asked, Pending))
     assert isinstance(asked, Pending)
     # The parent's own search, and one whose call names a parent of its own, at depth 0/1.
-    assert isinstance(guard.before_call(agent="payer", session_id="s-top", call_id="d2",
-                                        tool="search", arguments={"q": "x"}), Allowed)
+    own = guard.before_call(agent="payer", session_id="s-top", call_id="d2", tool="search",
+                            arguments={"q": "x"})
+    assert isinstance(own, Allowed)
     assert isinstance(guard.before_call(agent="payer", session_id="s-fresh", call_id="d3",
                                         tool="search", arguments={"q": "x"},
                                         parent_session="s-top"), Pending)
+    # Approved and run, the sub-agent's search leaves an audit row naming its parent session
+    # and depth (hashed with the row); the parent's own search names neither.
+    decide(server, asked.request_id, "approve")
+    assert isinstance(guard.wait(asked.call, timeout=5), Allowed)
+    for call in (asked.call, own.call):
+        guard.report(call, output="found")
+    rows = {r["tool_call_id"]: r for r in audit(server) if r["outcome"] == "ok"
+            and r["tool_call_id"] in ("d1", "d2")}
+    assert (rows["d1"]["parent_session"], rows["d1"]["depth"], rows["d1"]["hash_v"]) == (
+        "s-top", 1, 4)
+    assert (rows["d2"]["parent_session"], rows["d2"]["depth"]) == (None, None)
 
 
 def test_a_rate_limit_holds_across_two_agent_clients(server: LiveServer) -> None:

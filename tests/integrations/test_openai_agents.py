@@ -125,6 +125,13 @@ async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
     assert {e for e in LINEAGE if e[1] == clerk_session} == {
         ("clerk", clerk_session, gate.session_id, "buyer", 1)}
     assert {e[4] for e in LINEAGE if e[1] == gate.session_id} == {0}
+    # ... and so do its audit rows, hashed with them (version 4); the buyer's own do not.
+    rows = await inbox.audit()
+    [paid] = [r for r in rows if r["tool_name"] == "pay" and r["outcome"] == "ok"
+              and r["parent_session"] == gate.session_id]
+    assert (paid["agent_id"], paid["depth"], paid["hash_v"]) == ("clerk", 1, 4)
+    asked = [r for r in rows if r["tool_name"] == "ask_clerk"]
+    assert asked and all((r["depth"], r["parent_session"]) == (None, None) for r in asked)
 
 
 async def test_after_a_handoff_the_next_agents_gated_call_still_waits(

@@ -1,6 +1,8 @@
-"""Agents in processes of their own against one real `hookgate serve` process: a rate limit
-counts the calls of two agent processes together, and an OpenAI Agents SDK payment waiting
-while hookgate restarts runs once after the decision (and never while hookgate is down)."""
+"""Agents in processes of their own against one real `hookgate serve` process (on SQLite, then
+on PostgreSQL): a rate limit counts the calls of two agent processes together, and an OpenAI
+Agents SDK payment, or a Google ADK payment whose long-poll is cut by the restart, waiting
+while hookgate is SIGKILLed and started again runs once after the decision (and never while
+hookgate is down)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,21 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from agents import RunState
+from google.adk.agents import LlmAgent
+from google.adk.apps import App
+from google.adk.events import Event
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.genai import types
 
 from hookgate.client import AsyncClient, GuardUnavailable
+from hookgate.integrations.adk import HookgatePlugin
 from tests.instances import ROOT, Instance
+from tests.integrations.adk.scripted_model import ScriptedModel, Turn
 from tests.integrations.agents_sdk_shop import (
     FRAMEWORK,
     PAY_500,
@@ -25,7 +36,12 @@ from tests.integrations.agents_sdk_shop import (
     waiting_payment,
 )
 from tests.integrations.conftest import Served
-from tests.integrations.world import ALICE_TOKEN, write_config
+from tests.integrations.served_process import (
+    WatchedAsyncClient,
+    pending_request,
+    served_process,
+)
+from tests.integrations.world import ALICE_TOKEN
 
 #: One agent process: three searches as hookgate agent ``scout`` (4 a day), each verdict's
 #: kind printed as a JSON list.
@@ -40,19 +56,16 @@ print(json.dumps(kinds))
 """
 
 
-@pytest.fixture(scope="module")
-def hookgate_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Instance]:
-    folder = tmp_path_factory.mktemp("serve")
-    config = write_config(folder, f"sqlite+aiosqlite:///{folder / 'hookgate.db'}")
-    server = Instance("serve", config, folder)
-    server.spawn()
-    try:
-        server.wait_up()
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def hookgate_serve(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Instance]:
+    """One `hookgate serve` process per database backend, for the whole module."""
+    with served_process(request, tmp_path_factory) as server:
         yield server
-    finally:
-        server.stop()
 
 
+# The counting is the database's; on PostgreSQL it is covered by tests/hooks_builtin.
+@pytest.mark.parametrize("hookgate_serve", ["sqlite"], indirect=True)
 def test_a_rate_limit_counts_the_calls_of_two_agent_processes_together(
         hookgate_serve: Instance) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -90,3 +103,64 @@ async def test_an_agents_sdk_payment_waiting_while_hookgate_restarts_runs_once_a
         assert "paid 500" in await resume(client, shop, session, stored)
         assert "paid 500" in await resume(client, shop, session, stored)  # replayed
     assert shop.paid == [500]
+
+
+class AdkTill:
+    """A Google ADK agent whose one tool pays, guarded by HookgatePlugin over ``guard``; its
+    ADK session outlives the runner (a new runner over the same sessions continues it)."""
+
+    def __init__(self, guard: AsyncClient, turns: list[Turn],
+                 sessions: InMemorySessionService | None = None) -> None:
+        self.paid: list[int] = []
+        paid = self.paid
+
+        def pay(amount: int, to: str) -> dict[str, Any]:
+            """Pay ``amount`` euros to ``to``."""
+            paid.append(amount)
+            return {"paid": amount, "to": to}
+
+        self.model = ScriptedModel(turns=turns)
+        app = App(name="till", root_agent=LlmAgent(name="till", model=self.model, tools=[pay]),
+                  plugins=[HookgatePlugin(guard, agent="buyer", wait_s=60)])
+        self.sessions = sessions or InMemorySessionService()
+        self.runner = Runner(app=app, session_service=self.sessions)
+
+    async def say(self, session_id: str, text: str) -> list[Event]:
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        return [event async for event in self.runner.run_async(
+            user_id="alice", session_id=session_id, new_message=message)]
+
+
+#: The model pays 500 (above 100: a person decides) with one function call id throughout.
+ADK_PAY = ("pay", {"amount": 500, "to": "acme"}, "adk-pay-1")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_an_adk_payment_whose_long_poll_hookgate_cut_runs_once_after_the_restart(
+        hookgate_serve: Instance) -> None:
+    guard = WatchedAsyncClient(hookgate_serve.url, ALICE_TOKEN, framework="adk")
+    first = AdkTill(guard, [[ADK_PAY]])
+    session = await first.sessions.create_session(app_name="till", user_id="alice")
+    waiting = asyncio.create_task(first.say(session.id, "pay acme"))
+    await asyncio.to_thread(guard.polling.wait, 30)  # the plugin long-polls for a decision
+    request_id = await asyncio.to_thread(pending_request, hookgate_serve.url, "pay")
+    await asyncio.to_thread(hookgate_serve.kill)
+    # The client's documented answer to a cut long-poll: GuardUnavailable, saying why; the
+    # plugin lets it stop the invocation, and nothing was paid.
+    with pytest.raises(RuntimeError, match="unreachable"):
+        await waiting
+    await guard.aclose()
+    assert first.paid == []
+
+    await asyncio.to_thread(hookgate_serve.spawn)
+    await asyncio.to_thread(hookgate_serve.wait_up)
+    await asyncio.to_thread(Served(hookgate_serve.url).decide, request_id, "approve")
+    # The app tries again in the same ADK session; the model makes the same call again, and
+    # then once more: hookgate's approval covers it, once.
+    async with AsyncClient(hookgate_serve.url, ALICE_TOKEN, framework="adk") as again:
+        second = AdkTill(again, [[ADK_PAY], [ADK_PAY], "paid"], sessions=first.sessions)
+        await second.say(session.id, "try again")
+    assert second.paid == [500]
+    ran, replayed = second.model.results()
+    assert ran["result"] == replayed["result"] == '{"paid": 500, "to": "acme"}'
+    assert "approved by alice" in ran["note"] and "note" not in replayed

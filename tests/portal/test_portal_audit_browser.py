@@ -35,6 +35,9 @@ def test_the_audit_page_shows_who_decided_each_call_and_filters(database_url: st
             f"rule {ids['rule']} (created by alice)")
         assert ruled.find_elements(page.by.CSS_SELECTOR, ".request a") == []
         assert rows["small"].find_element(page.by.CSS_SELECTOR, ".approver").text == "–"
+        # No sub-agent made these calls: no delegation to show.
+        assert {r.find_element(page.by.CSS_SELECTOR, ".delegation").text
+                for r in rows.values()} == {"–"}
         assert "blocked by approval_gate" in rows["refused"].text
 
         from selenium.webdriver.support.ui import Select

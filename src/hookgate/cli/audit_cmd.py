@@ -47,7 +47,8 @@ def list_command(
 
     One row per tool call: when, agent, tool, outcome (and what blocked it), who decided it
     (a person's user id, or the standing rule and its creator), the confirmation request it
-    waited on, how long the request waited for that decision, and the tool's own time.
+    waited on, how long the request waited for that decision, the tool's own time, and for
+    a sub-agent's call its delegation depth and the session that delegated to it.
     """
     query: dict[str, Any] = {"limit": limit}
     for key, value in (("agent_id", agent), ("tool", tool), ("outcome", outcome)):
@@ -90,14 +91,26 @@ def audit_table(rows: list[dict[str, Any]]) -> Table:
     table.add_column("request", no_wrap=True, min_width=max(ids, default=1))
     for column in ("wait", "tool time"):
         table.add_column(column, no_wrap=True, justify="right")
+    table.add_column("delegated", overflow="fold")
     for row in rows:
         outcome = row["outcome"] + (f" by {row['blocked_by']}" if row.get("blocked_by") else "")
         table.add_row(*(Text(cell) for cell in (
             str(row["created_at"])[:19].replace("T", " "), row.get("agent_id") or "-",
             row["tool_name"], outcome, row.get("approver") or "-",
             row.get("request_id") or "-", micros_text(row.get("wait_us")),
-            micros_text(row.get("latency_us")))))
+            micros_text(row.get("latency_us")), delegation_text(row))))
     return table
+
+
+def delegation_text(row: dict[str, Any]) -> str:
+    """``depth 2 from s-parent``: where a sub-agent's call sits; ``-`` for a top-level one."""
+    depth, parent = row.get("depth"), row.get("parent_session")
+    if depth is None and parent is None:
+        return "-"
+    said = [] if depth is None else [f"depth {depth}"]
+    if parent is not None:
+        said.append(f"from {parent}")
+    return " ".join(said)
 
 
 def micros_text(value: int | None) -> str:

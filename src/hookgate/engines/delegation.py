@@ -4,7 +4,8 @@ An agent declares whom it may call in ``model_config_json.delegates`` (a list of
 ids). ``call_agent`` is a Tool like any other, so the call passes the caller's hooks; it
 then runs the delegate as a child run that builds the delegate's **own** registry (the
 approval gate included), with the caller's user and org, a child run id of its own, and
-``execution_path="delegate"``, ``parent_agent_id`` and ``depth`` in its hooks' metadata.
+``execution_path="delegate"``, ``parent_agent_id``, ``depth`` and ``parent_session`` (the
+caller's run id) in its hooks' metadata.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ class Delegation:
         call_id = CURRENT_CALL.get()
         slot = call_slot(call_id) if call_id is not None else None
         parked = parked_child(caller.state, slot) if slot is not None else None
-        lineage = Lineage("delegate", parent_agent_id=caller.agent.id, depth=depth)
+        lineage = Lineage("delegate", parent_agent_id=caller.agent.id, depth=depth,
+                          parent_run_id=caller.state.run_id)
         if parked is not None:  # it parked with this run and resumes: announced already
             child_run_id = str(parked["state"]["run_id"])
         else:

@@ -66,6 +66,8 @@ class Lineage:
     depth: int = 0
     #: A child's root: the stored run it runs inside (None: this run is the root).
     root_run_id: str | None = None
+    #: A delegate's caller: the run that delegated to it (None: not delegated).
+    parent_run_id: str | None = None
 
 
 class RunDriver:
@@ -246,6 +248,7 @@ class RunDriver:
             execution_path=self.lineage.execution_path,
             parent_agent_id=self.lineage.parent_agent_id,
             depth=self.lineage.depth,
+            parent_session=self.lineage.parent_run_id,
             root_run_id=self.lineage.root_run_id,
             require_confirmation_for_all=self.agent.require_confirmation_for_all,
             emit=self.emit,

@@ -137,7 +137,8 @@ class _Facts:
                             org_id=agent.org_id or org_id, run_id=self.run_id,
                             conversation_id=self.session_id, execution_path="external",
                             require_confirmation_for_all=agent.require_confirmation_for_all,
-                            parent_agent_id=self.parent_agent_id, depth=self.depth)
+                            parent_agent_id=self.parent_agent_id, depth=self.depth,
+                            parent_session=self.parent_session)
 
     def extras(self) -> dict[str, Any]:
         return {"framework": self.framework, "session_id": self.session_id,

@@ -6,14 +6,16 @@ an org), so an org's log can be checked and exported on its own and, on PostgreS
 orgs' appends never wait for its lock. Each row stores ``prev_hash``, the ``row_hash`` of
 the row before it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the
 sha256 of ``"hookgate-audit-v<hash_v>\\n"`` followed by the row's canonical form (see
-``canonical_form``). ``hash_v`` says which canonical form: 3 is RFC 8785
-(``hookgate.canonical``) over every field, the decision on the call included (``approver``,
-``request_id``, ``wait_us``): every row that records a decision is written with it; 2 is
-the same form without those three fields, for rows that record none (their form is exactly
-what it was before version 3); 1, rows written before RFC 8785, is sorted-key JSON with
-everything past ASCII escaped. A row's version is in its hash's prefix, so changing it
-breaks the row. The order of a chain is its hash links; ``seq`` numbers the rows for
-reading and is not hashed.
+``canonical_form``). ``hash_v`` says which canonical form: 4 is RFC 8785
+(``hookgate.canonical``) over every field, where a sub-agent's call sits in its delegation
+tree included (``parent_session``, ``depth``): every row that records a delegation is written
+with it; 3 is the same form without those two fields, the decision on the call included
+(``approver``, ``request_id``, ``wait_us``): every other row that records a decision is
+written with it; 2 is the form without the decision either, for rows that record neither
+(their form is exactly what it was before version 3); 1, rows written before RFC 8785, is
+sorted-key JSON with everything past ASCII escaped. A row's version is in its hash's prefix,
+so changing it breaks the row. The order of a chain is its hash links; ``seq`` numbers the
+rows for reading and is not hashed.
 ``audit_chain_heads`` keeps each chain's last seq and hash, which shows a cut-off tail.
 
 **Appending.** A batch is one transaction: an upsert on the chain head reserves the seq
@@ -53,12 +55,14 @@ from hookgate.storage.backends.base import NotNow
 from hookgate.storage.database import Database
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
-#: The canonical form rows that record a decision are written with (see the module
-#: docstring); rows that record none are written with ``HASH_V_WITHOUT_DECISION``.
+#: The canonical form a sub-agent's rows are written with (see the module docstring);
+#: other rows that record a decision are written with ``HASH_V``, rows that record neither
+#: with ``HASH_V_WITHOUT_DECISION``.
+HASH_V_DELEGATED = 4
 HASH_V = 3
 HASH_V_WITHOUT_DECISION = 2
 #: The versions a row may say it was hashed with.
-HASH_VERSIONS = (1, 2, 3)
+HASH_VERSIONS = (1, 2, 3, 4)
 Outcome = Literal["ok", "error", "blocked", "withheld"]
 OUTCOMES: tuple[str, ...] = ("ok", "error", "blocked", "withheld")
 
@@ -96,6 +100,10 @@ class AuditRecord:
     request_id: str | None = None
     #: How long the request waited for its decision (creation to decision), in µs.
     wait_us: int | None = None
+    #: A sub-agent's call: the session (on the engines, the run) that delegated to it.
+    parent_session: str | None = None
+    #: A sub-agent's call: how many delegations down it is (1: a direct sub-agent).
+    depth: int | None = None
 
     @property
     def chain(self) -> str:
@@ -104,6 +112,8 @@ class AuditRecord:
     @property
     def hash_v(self) -> int:
         """The canonical form this record is written with (see the module docstring)."""
+        if (self.parent_session, self.depth) != (None, None):
+            return HASH_V_DELEGATED
         decided = (self.approver, self.request_id, self.wait_us) != (None, None, None)
         return HASH_V if decided else HASH_V_WITHOUT_DECISION
 
@@ -111,6 +121,11 @@ class AuditRecord:
 _CONTENT = tuple(f.name for f in fields(AuditRecord))
 #: The fields about the decision on a call: hashed from version 3 on.
 _DECISION = ("approver", "request_id", "wait_us")
+#: The fields about a sub-agent's place in its delegation tree: hashed from version 4 on.
+_DELEGATION = ("parent_session", "depth")
+#: The fields each version's form leaves out.
+_LEFT_OUT: dict[int, tuple[str, ...]] = {1: (*_DECISION, *_DELEGATION),
+                                         2: (*_DECISION, *_DELEGATION), 3: _DELEGATION, 4: ()}
 
 
 def _v1_json(value: Any) -> str:
@@ -124,19 +139,20 @@ def canonical_form(record: AuditRecord, prev_hash: str, hash_v: int | None = Non
     """The bytes a row's hash covers: the JSON object of every field of ``record`` (with
     ``created_at`` as ISO-8601 UTC to the microsecond), plus ``chain`` and ``prev_hash``,
     in the canonical form of version ``hash_v`` (the record's own unless told; versions
-    1 and 2 leave out the decision fields). Raises NotCanonicalJSON (versions 2 and 3) for
-    a record JSON cannot say exactly; the audit hook hands over none."""
+    1 and 2 leave out the decision and delegation fields, 3 the delegation ones). Raises
+    NotCanonicalJSON (versions 2 to 4) for a record JSON cannot say exactly; the audit hook
+    hands over none."""
     hash_v = record.hash_v if hash_v is None else hash_v
-    names = _CONTENT if hash_v == 3 else tuple(n for n in _CONTENT if n not in _DECISION)
+    if hash_v not in _LEFT_OUT:
+        raise ValueError(f"audit rows have no hash version {hash_v!r} (known: {HASH_VERSIONS})")
+    names = tuple(n for n in _CONTENT if n not in _LEFT_OUT[hash_v])
     content: dict[str, Any] = {name: getattr(record, name) for name in names}
     content["created_at"] = _timestamp(record.created_at)
     content["chain"] = record.chain
     content["prev_hash"] = prev_hash
     if hash_v == 1:
         return _v1_json(content).encode("utf-8")
-    if hash_v in (2, 3):
-        return canonical_bytes(content)
-    raise ValueError(f"audit rows have no hash version {hash_v!r} (known: {HASH_VERSIONS})")
+    return canonical_bytes(content)
 
 
 def row_hash(record: AuditRecord, prev_hash: str, hash_v: int | None = None) -> str:
@@ -416,8 +432,10 @@ def _hash_holds(row: Mapping[str, Any]) -> bool:
     hash_v = row.get("hash_v")
     if hash_v not in HASH_VERSIONS:
         return False
-    if hash_v != 3 and any(row.get(name) is not None for name in _DECISION):
-        return False  # versions 1 and 2 never hold a decision: one was written in later
+    if any(row.get(name) is not None for name in _LEFT_OUT[hash_v]):
+        # A field the row's version does not hash (a decision in a version 1 or 2 row, a
+        # delegation in a version 1 to 3 row) was written in later.
+        return False
     try:
         return bool(row_hash(record_of(row), row["prev_hash"], hash_v) == row["row_hash"])
     except NotCanonicalJSON:  # edited into something no RFC 8785 row can hold

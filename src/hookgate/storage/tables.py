@@ -308,11 +308,17 @@ class ConnectorCallLog(Base):
     approver: Mapped[str | None] = mapped_column(Text, nullable=True)
     request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     wait_us: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    #: A sub-agent's call: the session (on the engines, the run) that delegated to it, and
+    #: how many delegations down it is (1: a direct sub-agent); both null for a top-level
+    #: call. Hashed in version 4 rows.
+    parent_session: Mapped[str | None] = mapped_column(Text, nullable=True)
+    depth: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)
     prev_hash: Mapped[str] = mapped_column(String(64))
     row_hash: Mapped[str] = mapped_column(String(64))
     #: Which canonical form ``row_hash`` covers (storage/audit.py): 1 for rows written
     #: before RFC 8785 (the migration that added it marked them), 2 since, 3 for rows that
-    #: record a decision (approver, request id, wait).
+    #: record a decision (approver, request id, wait), 4 for a sub-agent's rows (parent
+    #: session, depth; the decision too).
     hash_v: Mapped[int] = mapped_column(SmallInteger, server_default=text("2"))
 
 

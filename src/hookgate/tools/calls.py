@@ -46,6 +46,8 @@ class CallIdentity:
     execution_path: ExecutionPath = "react"
     parent_agent_id: str | None = None
     depth: int = 0
+    #: A sub-agent's call: the session (on the engines, the run) that delegated to it.
+    parent_session: str | None = None
     #: The stored run a child (a delegate, a workflow's agent node) runs inside; None for
     #: the stored run's own calls.
     root_run_id: str | None = None

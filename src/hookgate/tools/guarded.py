@@ -95,6 +95,7 @@ def build_metadata(
         "execution_path": identity.execution_path,
         "parent_agent_id": identity.parent_agent_id,
         "depth": identity.depth,
+        "parent_session": identity.parent_session,
         "root_run_id": identity.root_run_id,
         "transcript_path": identity.transcript_path,
         "user_message": identity.message,

@@ -1,6 +1,7 @@
 """A scripted model for CrewAI, written from its BaseLLM interface: each call returns the next
-ReAct step ("Action: ... / Action Input: {...}" or "Final Answer: ..."); every message list it
-got is kept, so a test can read what the model was shown."""
+ReAct step ("Action: ... / Action Input: {...}" or "Final Answer: ...", or a callable that
+returns one when it is due); every message list it got is kept, so a test can read what the
+model was shown."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ class ScriptedLLM(BaseLLM):
             str(m.get("content")) for m in messages))
         self.said = [] if isinstance(messages, str) else [
             str(m.get("content")) for m in messages if m.get("role") == "assistant"]
-        return self._steps.pop(0) if self._steps else answer()
+        step = self._steps.pop(0) if self._steps else answer()
+        return step() if callable(step) else step  # a callable: the model takes its time
 
     def supports_function_calling(self) -> bool:
         return self._native  # else the ReAct text protocol

@@ -39,8 +39,9 @@ AuditSink = Callable[[AuditRecord], Awaitable[Any]]
 class AuditLog(PostToolUseHook):
     """Writes one `connector_call_logs` row per tool call: who, what (arguments with
     secrets masked, plus the digest of the exact ones), the outcome, the result's size and
-    digest, who decided the call (approver, request, the wait for the decision) and the
-    tool's own latency. ``mask`` adds key patterns to the secret ones masked on cards.
+    digest, who decided the call (approver, request, the wait for the decision), a
+    sub-agent's parent session and delegation depth, and the tool's own latency. ``mask``
+    adds key patterns to the secret ones masked on cards.
     """
 
     name = "audit_log"
@@ -125,7 +126,20 @@ class AuditLog(PostToolUseHook):
             approver=_storable(decided.approver),
             request_id=_storable(decided.request_id),
             wait_us=decided.wait_us,
+            **_delegation(meta),
         )
+
+
+def _delegation(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Where a sub-agent's call sits in its delegation tree: the session that delegated to
+    it and its depth (both None for a top-level call, whose row then hashes as before)."""
+    depth, parent = meta.get("depth"), meta.get("parent_session")
+    depth = depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 \
+        else None
+    parent = _storable(parent) if isinstance(parent, str) and parent else None
+    if depth is None and parent is None:
+        return {}
+    return {"parent_session": parent, "depth": depth}
 
 
 def _storable(text: Any) -> str | None:

@@ -912,7 +912,7 @@
     const status = h("div");
     const body = h("tbody");
     const table = h("table", { class: "audit", id: "audit" },
-      h("thead", {}, h("tr", {}, ...["Time", "Agent", "Tool", "Outcome", "Approver", "Request", "Wait", "Tool time"]
+      h("thead", {}, h("tr", {}, ...["Time", "Agent", "Tool", "Outcome", "Approver", "Request", "Wait", "Tool time", "Delegated"]
         .map((c) => h("th", { scope: "col" }, c)))),
       body);
     show("Audit log",
@@ -930,7 +930,12 @@
       h("td", { class: "approver" }, row.approver ? toRequest(row, row.approver) : "–"),
       h("td", { class: "request" }, row.request_id ? toRequest(row, row.request_id) : "–"),
       h("td", { class: "wait" }, micros(row.wait_us)),
-      h("td", { class: "latency" }, micros(row.latency_us)));
+      h("td", { class: "latency" }, micros(row.latency_us)),
+      h("td", { class: "delegation" }, delegated(row)));
+    // A sub-agent's call: its depth and the session that delegated to it.
+    const delegated = (row) => (row.depth === null && row.parent_session === null ? "–"
+      : visible([row.depth === null ? null : `depth ${row.depth}`,
+        row.parent_session === null ? null : `from ${row.parent_session}`].filter(Boolean).join(" ")));
     const load = async () => {
       const f = form.elements;
       const query = new URLSearchParams({ limit: f.limit.value || "50" });

@@ -139,7 +139,8 @@ _SUMMARY_LOGGED = (
     "FROM runs r WHERE r.id = $1")
 #: PostgreSQL types of the audit columns after ``chain``, for the arrays ``unnest`` spreads.
 _AUDIT_TYPES = {"seq": "bigint", "created_at": "timestamptz", "result_chars": "bigint",
-                "latency_us": "bigint", "wait_us": "bigint", "hash_v": "smallint"}
+                "latency_us": "bigint", "wait_us": "bigint", "hash_v": "smallint",
+                "depth": "smallint"}
 _AUDIT_HEAD_MOVED = (
     "WITH head AS (UPDATE audit_chain_heads SET last_seq = $2, last_hash = $3 "
     "WHERE chain = $1 AND last_seq = $4 AND last_hash = $5 RETURNING chain) "
