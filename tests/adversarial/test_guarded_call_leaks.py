@@ -13,20 +13,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
+from mcp import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
 
 from hookgate import Agent, HookContext, HookResult, PostToolUseHook, ScriptedLLM
 from hookgate.approvals.card_text import card_numbers
 from hookgate.client import Allowed, Client, Pending
 from hookgate.client.local import AsyncLocalGuard
+from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.adversarial.conftest import Tally
 from tests.adversarial.test_observability_leaks import every_row, span_texts
 from tests.live_server import LiveServer, live_server
+from tests.mcp_gateway.test_downstream_failures import FLAKY
 from tests.sse import read_events
 from tests.telemetry.conftest import Otel, otel
 
@@ -47,6 +54,9 @@ VIEWS: list[dict[str, Any]] = []
 
 
 def _kind(ctx: HookContext) -> str:
+    # The guarded calls' tools say which hook acts; the MCP gateway's agents do.
+    if (ctx.agent_id or "").startswith("mcp_"):
+        return str(ctx.agent_id).split("_")[1]
     return (ctx.tool_name or "").split("_", 1)[0]
 
 
@@ -101,10 +111,18 @@ class ReadsTheViews(PostToolUseHook):
         return HookResult(additional_context=None if error is None else f"note: {error}")
 
 
-def deployment(database_url: str) -> Deployment:
+def deployment(database_url: str, flaky_log: Path) -> Deployment:
     here = __name__
     hooks = {"class_hooks": [f"{here}:Redacts", f"{here}:ReadsTheViews",
                              f"{here}:FailsQuoting", f"{here}:BlocksQuoting", "audit_log"]}
+
+    def mcp_agent(agent_id: str) -> Agent:
+        return Agent(id=agent_id, name=agent_id, instructions="", tools=[], org_id="acme",
+                     owner_user_id="alice", model_config_json={"hooks": hooks})
+
+    # The card number is what the MCP server says beyond what it was sent.
+    flaky = McpServerSpec(id="flaky", command=sys.executable, args=[str(FLAKY)],
+                          env={"FLAKY_LOG": str(flaky_log), "FLAKY_SUFFIX": f" card={CARD}"})
     agent = Agent(
         id="payer", name="payer", instructions="", tools=[], org_id="acme",
         owner_user_id="alice", confirmation_approver_scope="agent_owner",
@@ -117,8 +135,14 @@ def deployment(database_url: str) -> Deployment:
         database_url=database_url, orgs=[OrgSpec("acme", "ACME")],
         users=[UserSpec(u, "acme", admin=u == "alice", token_sha256=token_digest(t))
                for u, t in TOKENS.items()],
-        agents={"payer": agent}, model_for=lambda _a: ScriptedLLM([{"answer": "-"}]),
-        channels=[])
+        agents={"payer": agent, **{a: mcp_agent(a) for a in MCP_AGENTS}},
+        mcp_servers=[flaky], mcp_access={a: AgentMcpAccess(servers=["flaky"])
+                                         for a in MCP_AGENTS},
+        model_for=lambda _a: ScriptedLLM([{"answer": "-"}]), channels=[])
+
+
+#: The MCP gateway's agents: one redacts every result, one fails closed quoting it.
+MCP_AGENTS = ("mcp_redact", "mcp_fail")
 
 
 def auth(user: str) -> dict[str, str]:
@@ -204,6 +228,20 @@ def from_claude_code(srv: LiveServer, seen: list[Any]) -> None:
             assert r.json().get("continue") is False, r.text
 
 
+async def through_the_mcp_gateway(srv: LiveServer, seen: list[Any]) -> None:
+    """Bob calls the MCP server's tools through the gateway with the official client."""
+    for agent in MCP_AGENTS:
+        http = httpx2.AsyncClient(headers=auth("bob"), timeout=30)
+        async with McpClient(streamable_http_client(f"{srv.url}/mcp/{agent}",
+                                                    http_client=http)) as client:
+            for name, args in (("mcp__flaky__echo", {"text": "Globex pays with"}),
+                               ("mcp__flaky__fails", {})):
+                result = await client.call_tool(name, args)
+                seen.append([agent, name, result.model_dump(mode="json", by_alias=True)])
+                assert result.is_error == (agent == "mcp_fail" or name.endswith("fails")), (
+                    seen[-1])
+
+
 def what_members_fetch(srv: LiveServer, gated: str) -> list[Any]:
     """Every list a member can read, as bob (the caller) and carol (another member), and the
     error bodies of asking about and reporting calls that are not theirs or not allowed."""
@@ -236,15 +274,17 @@ def server_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureF
 
 
 def test_what_a_guarded_call_returned_or_raised_stays_behind_its_masked_value(
-        database_url: str, otel: Otel, server_logs: pytest.LogCaptureFixture,
+        database_url: str, tmp_path: Path, otel: Otel, server_logs: pytest.LogCaptureFixture,
         attempt: Tally) -> None:
     VIEWS.clear()
     api: list[Any] = []
     local: list[Any] = []
     claude: list[Any] = []
-    with live_server(deployment(database_url)) as srv:
+    mcp: list[Any] = []
+    with live_server(deployment(database_url, tmp_path / "flaky.jsonl")) as srv:
         gated = through_the_api(srv, api)
         srv.call(in_process(srv, local))
+        asyncio.run(through_the_mcp_gateway(srv, mcp))
         from_claude_code(srv, claude)
         members = what_members_fetch(srv, gated)
         admin = httpx.get(f"{srv.url}/api/audit", params={"limit": 200},
@@ -255,6 +295,7 @@ def test_what_a_guarded_call_returned_or_raised_stays_behind_its_masked_value(
         "guarded-call API answers (report, report again, call state, event stream)": api,
         "in-process guard answers": local,
         "Claude Code PostToolUse answers": claude,
+        "MCP gateway results": mcp,
         "what members fetch and the error bodies they get": members,
         "metadata views as a hook reads them": [repr(v) for v in VIEWS],
         "spans and metrics": span_texts(otel),
@@ -289,11 +330,11 @@ def test_what_a_guarded_call_returned_or_raised_stays_behind_its_masked_value(
 
     # Each path ran the hooks: every kind of report reached audit, on all three paths.
     outcomes = [(r["tool_name"], r["outcome"]) for r in admin if r["tool_name"] != "wire"]
-    assert len(outcomes) == 3 * len(REPORTS), outcomes
+    assert len(outcomes) == 3 * len(REPORTS) + 2 * 2, outcomes
     assert {o for _t, o in outcomes} == {"ok", "error", "withheld"}
     # The hooks read the error through its view, as the fixed words.
     errors = [str(v["tool_error"]) for v in VIEWS if v["tool_error"] is not None]
-    assert len(errors) == 3 * 3 and all("failed." in e for e in errors), errors
+    assert len(errors) == 3 * 3 + 2 and all("failed" in e for e in errors), errors
 
 
 def test_a_cards_readable_numbers_never_show_a_secret_beside_its_mask(attempt: Tally) -> None:
