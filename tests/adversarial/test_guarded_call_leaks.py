@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from hookgate import Agent, HookContext, HookResult, PostToolUseHook, ScriptedLLM
+from hookgate import tool as as_tool
 from hookgate.approvals.card_text import card_numbers
 from hookgate.client import Allowed, Client, Pending
 from hookgate.client.local import AsyncLocalGuard
@@ -135,10 +137,41 @@ def deployment(database_url: str, flaky_log: Path) -> Deployment:
         database_url=database_url, orgs=[OrgSpec("acme", "ACME")],
         users=[UserSpec(u, "acme", admin=u == "alice", token_sha256=token_digest(t))
                for u, t in TOKENS.items()],
-        agents={"payer": agent, **{a: mcp_agent(a) for a in MCP_AGENTS}},
+        agents={"payer": agent, "clerk": clerk(), **{a: mcp_agent(a) for a in MCP_AGENTS}},
         mcp_servers=[flaky], mcp_access={a: AgentMcpAccess(servers=["flaky"])
                                          for a in MCP_AGENTS},
-        model_for=lambda _a: ScriptedLLM([{"answer": "-"}]), channels=[])
+        model_for=lambda a: ScriptedLLM(list(CLERK_TURNS) if a == "clerk"
+                                        else [{"answer": "-"}]), channels=[])
+
+
+def clerk() -> Agent:
+    """An agent hookgate's own engine runs, whose model passes an API key to a tool."""
+
+    @as_tool
+    async def crm__lookup(customer: str, api_key: str) -> str:
+        """Look the customer up."""
+        return f"{customer}: gold"
+
+    return Agent(id="clerk", name="clerk", instructions="", tools=[crm__lookup],
+                 org_id="acme", model_config_json={"hooks": {"class_hooks": ["audit_log"]}})
+
+
+CLERK_TURNS = [{"tool_calls": [{"id": "k1", "name": "crm__lookup", "args": {
+    "customer": "Globex", "api_key": API_KEY}}]}, {"answer": "Globex is gold"}]
+
+
+def an_engine_run(srv: LiveServer) -> str:
+    """Bob runs the clerk to its end; its id."""
+    r = httpx.post(f"{srv.url}/api/runs", json={"agent_id": "clerk", "message": "Globex?"},
+                   headers=auth("bob"))
+    assert r.status_code == 200, r.text
+    run_id = str(r.json()["run_id"])
+    for _ in range(600):
+        if httpx.get(f"{srv.url}/api/runs/{run_id}", headers=auth("bob")).json()[
+                "status"] not in ("running", "awaiting_approval"):
+            return run_id
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} did not finish")
 
 
 #: The MCP gateway's agents: one redacts every result, one fails closed quoting it.
@@ -242,15 +275,18 @@ async def through_the_mcp_gateway(srv: LiveServer, seen: list[Any]) -> None:
                     seen[-1])
 
 
-def what_members_fetch(srv: LiveServer, gated: str) -> list[Any]:
+def what_members_fetch(srv: LiveServer, gated: str, run_id: str) -> list[Any]:
     """Every list a member can read, as bob (the caller) and carol (another member), and the
     error bodies of asking about and reporting calls that are not theirs or not allowed."""
     seen: list[Any] = []
     for user in ("bob", "carol"):
         for path in ("/api/audit", "/api/confirmations", "/api/runs",
-                     f"/api/v1/calls/{gated}"):
+                     f"/api/v1/calls/{gated}", f"/api/runs/{run_id}"):
             r = httpx.get(f"{srv.url}{path}", headers=auth(user))
             seen.append([user, path, r.status_code, r.text])
+        with httpx.stream("GET", f"{srv.url}/api/runs/{run_id}/events", headers=auth(user),
+                          timeout=30) as resp:
+            seen.append([user, "events", [ev.data for ev in read_events(resp) if ev.data]])
     refused = [
         httpx.post(f"{srv.url}/api/v1/calls/{gated}/result", headers=auth("bob"),
                    json={"error": f"card={CARD}"}),
@@ -286,7 +322,9 @@ def test_what_a_guarded_call_returned_or_raised_stays_behind_its_masked_value(
         srv.call(in_process(srv, local))
         asyncio.run(through_the_mcp_gateway(srv, mcp))
         from_claude_code(srv, claude)
-        members = what_members_fetch(srv, gated)
+        run_id = an_engine_run(srv)
+        members = what_members_fetch(srv, gated, run_id)
+        admin_trace = httpx.get(f"{srv.url}/api/runs/{run_id}", headers=auth("alice")).text
         admin = httpx.get(f"{srv.url}/api/audit", params={"limit": 200},
                           headers=auth("alice")).json()["items"]
     rows = asyncio.run(every_row(database_url))
@@ -312,7 +350,7 @@ def test_what_a_guarded_call_returned_or_raised_stays_behind_its_masked_value(
     ours = [r.getMessage() for r in server_logs.records
             if r.name.startswith(("hookgate", "uvicorn"))]
     key_sinks = {"spans and metrics": span_texts(otel), "hookgate's and the server's log "
-                 "lines": ours, "what another member fetches and the error bodies": members[4:]}
+                 "lines": ours, "what another member fetches and the error bodies": members[6:]}
     for sink, texts in key_sinks.items():
         got_through = key_in(texts)
         attempt.record(f"guarded calls: a gated call's API key in {sink}", got_through)
@@ -320,16 +358,22 @@ def test_what_a_guarded_call_returned_or_raised_stays_behind_its_masked_value(
 
     # The requester and the admins read the exact arguments; another member reads them as
     # the cards show them.
-    [(mine, path)] = [(m[3], m[1]) for m in members[:4] if m[1] == "/api/confirmations"]
+    [(mine, path)] = [(m[3], m[1]) for m in members[:6] if m[1] == "/api/confirmations"]
     [asked] = json.loads(mine)
     assert asked["payload"]["args"] == WIRE_ARGS, path
-    [theirs] = [json.loads(m[3]) for m in members[4:8] if m[1] == "/api/confirmations"]
+    [theirs] = [json.loads(m[3]) for m in members[6:12] if m[1] == "/api/confirmations"]
     assert theirs[0]["payload"]["args"] == {"amount": 5000, "api_key": "••••",
                                             "access_token": "••••"}
     assert theirs[0]["context"]["numbers"] == [{"path": "amount", "text": "5,000"}]
 
+    # A run's trace: the admins read the exact arguments, members as the cards show them.
+    assert key_in(admin_trace)
+    [member_trace] = [m[3] for m in members[6:] if m[1] == f"/api/runs/{run_id}"]
+    assert '"api_key":"••••"' in member_trace and '"customer":"Globex"' in member_trace
+
     # Each path ran the hooks: every kind of report reached audit, on all three paths.
-    outcomes = [(r["tool_name"], r["outcome"]) for r in admin if r["tool_name"] != "wire"]
+    outcomes = [(r["tool_name"], r["outcome"]) for r in admin
+                if r["tool_name"] not in ("wire", "crm__lookup")]
     assert len(outcomes) == 3 * len(REPORTS) + 2 * 2, outcomes
     assert {o for _t, o in outcomes} == {"ok", "error", "withheld"}
     # The hooks read the error through its view, as the fixed words.

@@ -1,6 +1,7 @@
 """What of a run's trace or a confirmation request a caller may see: the admin-only texts
-are for org admins only; a request's exact arguments are for those who asked, may decide or
-administer, and other members see them as the cards show them (secret-looking values masked).
+and a trace's exact arguments are for org admins only (members read the arguments as the
+cards show them, secret-looking values masked); a request's exact arguments are for those who
+asked, may decide or administer, and other members read them as the cards show them.
 
 A failed hook's output (``admin_output``) and a tool's error (``admin_error``), both masked
 `Withheld` texts, may quote a tool's raw result that a hook withheld or rewrote; members see
@@ -27,10 +28,15 @@ def for_caller(value: Any, admin: bool) -> Any:
     return _without_output(value)
 
 
+#: The keys of a trace event that hold a tool call's arguments (as asked, or rewritten).
+ARGUMENT_KEYS = frozenset({"args", "modified_args", "edited_args"})
+
+
 def _without_output(value: Any) -> Any:
     # Events nest traces (a delegate's or an agent node's), so look at every depth.
     if isinstance(value, dict):
-        return {k: _without_output(v) for k, v in value.items() if k not in ADMIN_KEYS}
+        return {k: mask_secrets(v) if k in ARGUMENT_KEYS else _without_output(v)
+                for k, v in value.items() if k not in ADMIN_KEYS}
     if isinstance(value, list):
         return [_without_output(v) for v in value]
     return value
