@@ -1,10 +1,12 @@
 """A downstream MCP server over stdio that misbehaves on request, written from the protocol.
 
 Tools: ``echo`` (answers), ``nap`` (sleeps first), ``crash`` (the process exits), ``garbled``
-(answers with a result that is not a tool result), ``fails`` (a tool error). It also has one
-resource and one prompt. Every ``tools/call`` it receives is appended to ``$FLAKY_LOG``;
-``FLAKY_MODE=silent`` makes it never answer at all; with ``FLAKY_GATE`` it reads nothing
-until that file exists (a server that is slow to come up, for as long as a test wants).
+(answers with a result that is not a tool result), ``fails`` (a tool error). ``echo`` and
+``fails`` end their text with ``$FLAKY_SUFFIX`` (what the server says beyond what it was
+sent). It also has one resource and one prompt. Every ``tools/call`` it receives is appended
+to ``$FLAKY_LOG``; ``FLAKY_MODE=silent`` makes it never answer at all; with ``FLAKY_GATE``
+it reads nothing until that file exists (a server that is slow to come up, for as long as a
+test wants).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ TOOLS = [
     {"name": "garbled", "description": "Answers nonsense.", "inputSchema": {"type": "object"}},
     {"name": "fails", "description": "Reports an error.", "inputSchema": {"type": "object"}},
 ]
+
+
+SUFFIX = os.environ.get("FLAKY_SUFFIX", "")
 
 
 def send(message: dict[str, Any]) -> None:
@@ -50,8 +55,8 @@ def answer(msg_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any] |
         if name == "garbled":
             return {"content": "this is not a list of content blocks"}
         if name == "fails":
-            return {"content": [{"type": "text", "text": "disk full"}], "isError": True}
-        return {"content": [{"type": "text", "text": str(args.get("text"))}]}
+            return {"content": [{"type": "text", "text": "disk full" + SUFFIX}], "isError": True}
+        return {"content": [{"type": "text", "text": str(args.get("text")) + SUFFIX}]}
     if method == "resources/list":
         return {"resources": [{"uri": "memo://today", "name": "today", "mimeType": "text/plain"}]}
     if method == "resources/read":

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hookgate.approvals.service import ApprovalAsk
+from hookgate.hooks.withheld import mask_secrets
 from hookgate.tools.tool import Tool
 
 #: Numbers from this size on get a grouped rendering next to the exact value.
@@ -78,8 +79,10 @@ def _reasons(ask: ApprovalAsk, tool: Tool | None) -> list[dict[str, Any]]:
 
 def readable_numbers(args: Mapping[str, Any]) -> list[dict[str, str]]:
     """``[{"path": "amount", "text": "60,000"}]`` for every number of ``args`` (at any depth)
-    that reads better grouped; the exact arguments are shown unchanged beside them."""
-    return [{"path": path, "text": text} for path, text in _numbers(args, "")]
+    that reads better grouped; the exact arguments are shown unchanged beside them. A number
+    under a secret-looking key is not one: where the arguments are shown masked (a card),
+    its grouped copy would show it beside the mask."""
+    return [{"path": path, "text": text} for path, text in _numbers(mask_secrets(args), "")]
 
 
 def _numbers(value: Any, path: str) -> Iterator[tuple[str, str]]:

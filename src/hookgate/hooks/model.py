@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from hookgate.hooks.approval import ApprovalOutcome, AskedBy
 from hookgate.hooks.metadata import MetadataView
+from hookgate.hooks.withheld import Withheld
 
 FailMode = Literal["closed", "open"]
 
@@ -41,7 +42,8 @@ class HookContext:
     ``hook_context``, ``stop_run`` …). Components talk through the typed fields:
     ``approval`` (set by the approval gate), ``added_context`` (texts shown next to the
     tool's output), ``stop_run`` (a hook stops the whole run: why), ``asked_by`` (hooks that
-    asked for a person's approval), ``tool_error`` (PostToolUse: the tool raised),
+    asked for a person's approval), ``tool_error`` (PostToolUse: the tool raised; a `Withheld`
+    whose every printed form is the fixed words),
     ``output_withheld`` (PostToolUse: a failing closed hook withheld the output) and
     ``call_started`` (``time.perf_counter()`` when the call entered the hooks) and
     ``policy_decision`` (the ``cedar_policy`` hook's decision, explained).
@@ -59,7 +61,7 @@ class HookContext:
     added_context: list[str] = field(default_factory=list)
     stop_run: str | None = None
     asked_by: list[AskedBy] = field(default_factory=list)
-    tool_error: Any = None
+    tool_error: Withheld | None = None
     output_withheld: bool = False
     call_started: float | None = None
     policy_decision: str | None = None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import RunContext
-from pydantic_ai.exceptions import ApprovalRequired
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.tools import (
     AgentDepsT,
@@ -182,6 +182,11 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
             arguments = tool.args_validator.validate_python(allowed.arguments)
         try:
             output = await super().call_tool(name, arguments, ctx, tool)
+        except ModelRetry as retry:
+            # Pydantic AI shows a retry's message to the model: it gets hookgate's observation
+            # of the failure (rewritten or withheld by the PostToolUse hooks), not the raw words.
+            seen = await self.guard.report(allowed.call, error=retry.message)
+            raise ModelRetry(seen.text) from None
         except Exception as error:
             await self.guard.report(allowed.call, error=f"{type(error).__name__}: {error}")
             raise

@@ -245,7 +245,7 @@ async def decide_call(
 
 
 async def observe_result(ctx: HookContext, registry: HookRegistry, result: Any,
-                         error: str | Withheld | None) -> ChainResult:
+                         error: Withheld | None) -> ChainResult:
     """The PostToolUse chain over what a call returned (``error``: it failed)."""
     ctx.hook_point = HookPoint.POST_TOOL_USE
     ctx.tool_result = result
@@ -395,7 +395,7 @@ async def _run_tool(
             )
 
     ok = True
-    error: str | Withheld | None = None
+    failed: Withheld | None = None
     try:
         result: Any = await tool._invoke(args)
     except Exception as exc:
@@ -403,8 +403,9 @@ async def _run_tool(
         # The model reads what the tool said (unless a PostToolUse hook rewrites it); every
         # other place gets the fixed words naming the tool and the exception type.
         result = f"Error: tool '{tool.name}' failed: {type(exc).__name__}: {exc}"
-        error = Withheld.of(result, shown=(
+        failed = Withheld.of(result, shown=(
             f"Error: tool '{tool.name}' failed ({type(exc).__name__})."))
+    error: str | Withheld | None = failed
 
     if bypass or ctx is None:
         observation = render_observation(result)
@@ -413,7 +414,7 @@ async def _run_tool(
         return ToolOutcome(call.id, tool.name, args, True, "ok" if ok else "error",
                            observation, error)
 
-    post = await observe_result(ctx, registry, result, None if ok else error)
+    post = await observe_result(ctx, registry, result, failed)
     observation = render_observation(ctx.tool_result)
     status: Any = "ok" if ok else "error"
     if post.withheld:

@@ -22,6 +22,7 @@ from hookgate.server.routes.approval_rules import remembered_rule
 from hookgate.server.run_history import run_history
 from hookgate.server.schemas import Respond
 from hookgate.server.sse import Event, EventStreamResponse
+from hookgate.server.trace_view import request_for_caller
 from hookgate.storage.transaction import Transaction
 
 router = APIRouter(prefix="/api", tags=["confirmations"])
@@ -30,7 +31,8 @@ router = APIRouter(prefix="/api", tags=["confirmations"])
 def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str, Any]:
     """The request as ``caller`` sees it; ``request`` as `authority.counted` gave it (only
     the approvals that count now are counted)."""
-    out = request.to_dict()
+    out = request_for_caller(request.to_dict(), request, caller.user_id, caller.org_id,
+                             caller.admin)
     agent = rt.deployment.agents.get(request.agent_id)
     out["agent_name"] = agent.name if agent else request.agent_id
     who = Approver(caller.user_id, caller.org_id)
