@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import pytest
 
 from hookgate.engines.events import RunEvent
-from hookgate.runs.events_bus import EventBus
 from hookgate.runs import events_bus
+from hookgate.runs.events_bus import EventBus
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_events import RunEventLog

@@ -18,8 +18,8 @@ import pytest
 
 from hookgate import tool
 from hookgate.engines.events import RunEvent
-from hookgate.runs.events_bus import EventBus, RunFeed
 from hookgate.runs import events_bus
+from hookgate.runs.events_bus import EventBus, RunFeed
 from hookgate.storage.database import Database
 from hookgate.storage.run_events import RunEventLog
 from tests.channels.world import eventually, finished_run, start_run, world

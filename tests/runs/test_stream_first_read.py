@@ -14,9 +14,9 @@ import pytest
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.interrupts import Fenced
+from hookgate.runs import events_bus
 from hookgate.runs.events_bus import EventBus
 from hookgate.runs.notifications import Wakers
-from hookgate.runs import events_bus
 from hookgate.storage.database import Database
 from hookgate.storage.run_events import RunEventLog
 from tests.channels.world import auth, finished_run, start_run, world

@@ -13,8 +13,8 @@ from sqlalchemy import text
 
 from hookgate.engines.events import RunEvent
 from hookgate.engines.state import RunState
-from hookgate.runs.events_bus import EventBus
 from hookgate.runs import events_bus
+from hookgate.runs.events_bus import EventBus
 from hookgate.storage.database import Database
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore
