@@ -177,16 +177,22 @@ class RunDriver:
 
     async def checkpoint_turn(self) -> None:
         """Checkpoint a model turn whose tool calls run next. With a store that carries the
-        ledger and no PreToolUse hook (nothing of the run is written, nor a person asked,
-        before the first call's claim), the turn is saved by that claim, in its
-        transaction; a turn whose calls are all refused before their claim is saved with
-        their outcomes. A crash before that claim asks the model for the turn again: no
-        tool of it had started."""
-        assert self.registry is not None
-        if self._carrier is not None and not self.registry.hooks(HookPoint.PRE_TOOL_USE):
+        ledger, the turn is saved by its first call's claim, in its transaction, unless
+        something of a call is written or asked first: a PreToolUse hook that runs for it,
+        or an observer of a blocked call, saves it before (`_settle`). A crash before then
+        asks the model for the turn again: nothing of it had been written, no tool had
+        started."""
+        if self._carrier is not None:
             self._turn_unsaved = True
             return
         await self.checkpoint()
+
+    async def _settle(self) -> None:
+        """The turn's checkpoint, if its first claim has not written it yet: a hook is about
+        to run for a call (it may write, or ask a person), or an observer of a blocked
+        call to write about it (`CallIdentity.settle`)."""
+        if self._turn_unsaved:
+            await self.checkpoint()
 
     async def _write_finished(self) -> None:
         """The results not yet written, on their own (a run that stops without another
@@ -319,6 +325,7 @@ class RunDriver:
             emit=self.emit,
             transcript_path=self.transcript_path,
             message=self.state.message,
+            settle=None if self._carrier is None else self._settle,
         )
 
     async def start_session(self, *, checkpoint_without_hooks: bool = True) -> bool:

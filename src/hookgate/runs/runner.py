@@ -315,7 +315,9 @@ class _ExecutorStore:
 
     @property
     def carries_ledger(self) -> bool:
-        return self.store.carries_ledger
+        """Whether checkpoints carry the ledger's records: the backend takes them, and the
+        executor's ledger is fenced by this same fence (`Runner.prepare`)."""
+        return self.store.db.backend.carries_ledger
 
     async def save_carrying(self, state: RunState, *, finishes: Sequence[FinishedCall],
                             claim: tuple[str, str, str, str] | None

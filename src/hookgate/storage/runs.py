@@ -73,15 +73,11 @@ class DatabaseRunStore:
         await write_run(self.db, state.run_id, checkpoint=checkpoint, events=events,
                         fence=fence)
 
-    @property
-    def carries_ledger(self) -> bool:
-        """Whether a checkpoint can carry the ledger's records (`save_carrying`)."""
-        return self.db.backend.carries_ledger
-
-    async def save_carrying(self, state: RunState, *, fence: Fence | None,
-                            events: Sequence[RunEvent], finishes: Sequence[LedgerFinish],
-                            claim: ClaimRow | None) -> PriorExecution | None:
-        """`save` with the ledger's records in its transaction (``carries_ledger`` only):
+    async def save_carrying(self, state: RunState, *, finishes: Sequence[LedgerFinish],
+                            claim: ClaimRow | None, fence: Fence | None = None,
+                            events: Sequence[RunEvent] = ()) -> PriorExecution | None:
+        """`save` with the ledger's records in its transaction (a backend that
+        ``carries_ledger`` only; the caller fences the claim as its ledger would):
         ``finishes`` whatever the fence says, ``claim`` only with the fenced checkpoint.
         The earlier claim's record if the call was claimed before (as `DatabaseLedger`)."""
         row = await write_run(self.db, state.run_id, checkpoint=self.checkpoint(state),
