@@ -261,6 +261,9 @@ class RunDriver:
                                   f"{type(exc).__name__}: {exc}")
         self.state.status = "failed"
         self.state.error = error
+        if self._finished:  # the tools that ran keep their results, whatever the state
+            with contextlib.suppress(Exception):
+                await self._write_finished()
         await self._record_failure(error)
 
     async def _record_failure(self, error: str) -> None:
