@@ -82,5 +82,7 @@ def test_a_one_call_run_commits_at_most_five_times(
                             "AND status = 'completed'", (ids,)).fetchone()
     assert done == (COUNTED,)
     transactions, statements = ((a - b) / COUNTED for a, b in zip(after, before, strict=True))
-    assert transactions <= MOST_PER_RUN, f"{transactions:.2f} commits per one-call run"
-    assert statements <= MOST_PER_RUN, f"{statements:.2f} statements per one-call run"
+    # The queue's heartbeats and polls (every few seconds, not per run) may fall in the
+    # window: a few of them stay under the half (before the folds: 7 per run).
+    assert transactions <= MOST_PER_RUN + 0.5, f"{transactions:.2f} commits per run"
+    assert statements <= MOST_PER_RUN + 0.5, f"{statements:.2f} statements per run"
