@@ -19,7 +19,11 @@ concurrency 8). SQLite: hookgate's runs/s against three fsync'd commits per run 
 synchronous=FULL) on the same disk.
 
     python bench/durable_path.py [--postgres-url URL] [--levels 1,8,64] [--runs 200]
-                                 [--decisions 50] [--quick]
+                                 [--decisions 50] [--quick] [--compare-src DIR]
+
+``--compare-src DIR`` adds a second hookgate, run from the sources in DIR (another tree's
+``src``, e.g. the main branch's), in a database of its own and interleaved with the others
+per level: before and after a change, measured in one run.
 """
 
 from __future__ import annotations
@@ -135,19 +139,22 @@ def commits(admin: str, database: str) -> int:
 # -- hookgate ------------------------------------------------------------------------------
 
 
-def hookgate_env(stamps: Path) -> dict[str, str]:
+def hookgate_env(stamps: Path, src: str | None = None) -> dict[str, str]:
+    """The environment of `hookgate serve`; ``src``: the hookgate sources it runs from
+    (first on its path), else this environment's."""
     return {**os.environ, "HOOKGATE_BENCH_STAMPS": str(stamps),
             "PYTHONPATH": os.pathsep.join(p for p in (
-                str(BENCH), os.environ.get("PYTHONPATH")) if p)}
+                src, str(BENCH), os.environ.get("PYTHONPATH")) if p)}
 
 
 class Hookgate:
     """A hookgate database and the way to start `hookgate serve` on it."""
 
-    def __init__(self, url: str, admin: str, database: str, workdir: Path) -> None:
+    def __init__(self, url: str, admin: str, database: str, workdir: Path,
+                 src: str | None = None) -> None:
         self.admin, self.database, self.workdir = admin, database, workdir
-        self.stamps = workdir / "stamps.txt"
-        self.env = hookgate_env(self.stamps)
+        self.stamps = workdir / f"stamps-{database}.txt"
+        self.env = hookgate_env(self.stamps, src)
         self.config = workdir / f"hookgate-{uuid.uuid4().hex[:6]}.yaml"
         self.config.write_text(CONFIG.format(database=url, token=TOKEN))
         Server(self.config, workdir, self.env).stop()  # migrates
@@ -428,10 +435,13 @@ def databases(server: str, names: list[str]) -> Iterator[dict[str, tuple[str, st
 
 
 def postgresql(server: str, workdir: Path, levels: list[int], runs: int, decisions: int,
-               parked: int) -> dict[str, Any]:
-    with databases(server, ["hookgate", "langgraph", "floor"]) as dbs:
+               parked: int, compare_src: str | None = None) -> dict[str, Any]:
+    names = ["hookgate", "langgraph", "floor"] + (["compared"] if compare_src else [])
+    with databases(server, names) as dbs:
         url, admin, hg_db = dbs["hookgate"]
         hookgate = Hookgate(url, admin, hg_db, workdir)
+        compared = None if compare_src is None else Hookgate(
+            dbs["compared"][0], admin, dbs["compared"][2], workdir, compare_src)
         lg_dsn = admin.rsplit("/", 1)[0] + "/" + dbs["langgraph"][2]
         floor_dsn = admin.rsplit("/", 1)[0] + "/" + dbs["floor"][2]
 
@@ -455,6 +465,7 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int, decisio
         for level in levels:
             n = runs_at(level, runs)
             hg = hookgate.level(level, n)
+            other = None if compared is None else compared.level(level, n)
             before = commits(admin, dbs["langgraph"][2])
             lg = asyncio.run(langgraph_level(lg_dsn, level, n))
             lg["commits_per_run"] = round(
@@ -468,6 +479,10 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int, decisio
                 "hookgate_to_langgraph": ratio(hg["runs_per_s"], lg["runs_per_s"]),
                 "hookgate_to_floor": ratio(hg["runs_per_s"], fl["runs_per_s"]),
                 "langgraph_to_floor": ratio(lg["runs_per_s"], fl["runs_per_s"])})
+            if other is not None:
+                out_levels[-1].update({
+                    "compared": other,
+                    "compared_to_floor": ratio(other["runs_per_s"], fl["runs_per_s"])})
 
         server = hookgate.serve()
         try:
@@ -479,6 +494,7 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int, decisio
         lg_decisions = asyncio.run(langgraph_decisions(lg_dsn, decisions))
         lg_parking = asyncio.run(langgraph_parking(lg_dsn, parked, 8))
         return {
+            "compared_src": compare_src,
             "levels": out_levels,
             "hookgate_start_stop_commits": hookgate.start_stop_commits,
             "decision_to_tool_start_ms": {
@@ -521,7 +537,8 @@ def main(options: argparse.Namespace) -> dict[str, Any]:
         with postgres_server(options.postgres_url, workdir) as server:
             pg: dict[str, Any] = ({"skipped": "no PostgreSQL server or binaries"}
                                   if server is None else postgresql(
-                server, workdir, levels, options.runs, options.decisions, options.parked))
+                server, workdir, levels, options.runs, options.decisions, options.parked,
+                options.compare_src))
         lite = sqlite(workdir, [lvl for lvl in levels if lvl <= 8], options.runs)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -546,6 +563,8 @@ if __name__ == "__main__":
                         help="runs per level (at least 10 per client)")
     parser.add_argument("--decisions", type=int, default=50)
     parser.add_argument("--parked", type=int, default=200, help="runs parked at concurrency 8")
+    parser.add_argument("--compare-src", default=None,
+                        help="also run hookgate from these sources (another tree's src)")
     parser.add_argument("--quick", action="store_true",
                         help="a few runs at concurrency 8 (checks the bench works)")
     options = parser.parse_args()

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from hookgate import Agent, ScriptedLLM, tool
+from hookgate.runs import events_bus
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from hookgate.storage.database import Database
 from hookgate.storage.runs import DatabaseRunStore
@@ -175,8 +176,11 @@ def own_cluster() -> Iterator[tuple[Path, int, str]]:
 
 
 def test_a_database_that_goes_away_after_the_tool_ran_fails_the_run_once_it_is_back(
-        own_cluster: tuple[Path, int, str]) -> None:
+        own_cluster: tuple[Path, int, str], monkeypatch: pytest.MonkeyPatch) -> None:
     datadir, port, url = own_cluster
+    # Away for longer than the event writes are tried again (the call's result waits for
+    # the checkpoint after them, and a blip shorter than that only delays the run).
+    monkeypatch.setattr(events_bus, "WRITE_RETRY_S", (0.1,))
 
     def stop_fast() -> None:
         # A fast shutdown: the test cluster commits asynchronously, and a crash would also

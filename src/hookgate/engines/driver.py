@@ -5,9 +5,10 @@ events, checkpoint the state, and push a turn's tool calls through the guarded p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,7 +28,7 @@ from hookgate.retries import doubling, retrying, warn_before_retry
 from hookgate.tools.arguments import CALL_ID_COLUMN, admit_call, storable_text
 from hookgate.tools.calls import CallIdentity, ExecutionPath, ToolCall, ToolOutcome
 from hookgate.tools.guarded import execute_tool_call
-from hookgate.tools.ledger import ExecutionLedger
+from hookgate.tools.ledger import ExecutionLedger, FinishedCall, PriorExecution
 from hookgate.tools.tool import Tool
 
 
@@ -35,6 +36,22 @@ class RunStore(Protocol):
     """Where checkpoints go (the server's database; nothing for a plain library run)."""
 
     async def save(self, state: RunState) -> None: ...
+
+
+@runtime_checkable
+class LedgerCarrier(Protocol):
+    """A RunStore whose checkpoint can carry the ledger's records in its own transaction:
+    the results of calls whose tool ran, and the claim of the call about to run (fenced
+    like the checkpoint). One commit instead of two or three (docs: the durable path)."""
+
+    @property
+    def carries_ledger(self) -> bool: ...
+
+    async def save(self, state: RunState) -> None: ...
+
+    async def save_carrying(self, state: RunState, *, finishes: Sequence[FinishedCall],
+                            claim: tuple[str, str, str, str] | None
+                            ) -> PriorExecution | None: ...
 
 
 @runtime_checkable
@@ -105,6 +122,13 @@ class RunDriver:
         self.transcript_path: str | None = None
         self._save_lock = asyncio.Lock()
         self._pending_saves: set[asyncio.Task[None]] = set()
+        #: With a store that carries the ledger: the calls' results not yet written (the
+        #: next checkpoint writes them), and whether the state holds a model turn whose
+        #: checkpoint the turn's first claim writes (see `checkpoint_turn`).
+        self._carrier = store if isinstance(store, LedgerCarrier) and store.carries_ledger \
+            and ledger is not None else None
+        self._finished: list[FinishedCall] = []
+        self._turn_unsaved = False
 
     # -- events and checkpoints ------------------------------------------------------------
 
@@ -132,7 +156,53 @@ class RunDriver:
         if self.store is None:
             return
         async with self._save_lock:
+            await self._save(None)
+
+    async def _save(self, claim: tuple[str, str, str, str] | None
+                    ) -> PriorExecution | None:
+        """Under the save lock: the state, with the results not yet written and ``claim``
+        when the store carries them."""
+        assert self.store is not None
+        carrier, finished = self._carrier, self._finished
+        if carrier is None or not (finished or claim is not None):
+            self._turn_unsaved = False
             await self.store.save(self.state)
+            return None
+        self._finished, self._turn_unsaved = [], False
+        try:
+            return await carrier.save_carrying(self.state, finishes=finished, claim=claim)
+        except BaseException:
+            # Not written (or written, then refused by the fence: writing them again is
+            # the same): the next checkpoint, or `_write_finished`, takes them.
+            self._finished[:0] = finished
+            raise
+
+    async def checkpoint_turn(self) -> None:
+        """Checkpoint a model turn whose tool calls run next. With a store that carries the
+        ledger, the turn is saved by its first call's claim, in its transaction, unless
+        something of a call is written or asked first: a PreToolUse hook that runs for it,
+        or an observer of a blocked call, saves it before (`_settle`). A crash before then
+        asks the model for the turn again: nothing of it had been written, no tool had
+        started."""
+        if self._carrier is not None:
+            self._turn_unsaved = True
+            return
+        await self.checkpoint()
+
+    async def _settle(self) -> None:
+        """The turn's checkpoint, if its first claim has not written it yet: a hook is about
+        to run for a call (it may write, or ask a person), or an observer of a blocked
+        call to write about it (`CallIdentity.settle`)."""
+        if self._turn_unsaved:
+            await self.checkpoint()
+
+    async def _write_finished(self) -> None:
+        """The results not yet written, on their own (a run that stops without another
+        checkpoint of this driver: parked, or cancelled)."""
+        finished, self._finished = self._finished, []
+        if self.ledger is not None:
+            for f in finished:
+                await self.ledger.finish(*f)
 
     async def finish(self, status: str, *, answer: str | None = None,
                      error: str | None = None) -> None:
@@ -155,12 +225,16 @@ class RunDriver:
         try:
             await body
         except asyncio.CancelledError:
+            if self._finished:  # a tool ran: its result stays with its claim
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._write_finished())
             raise
         except RunParked:
             # The executor saves the parked run next (with its parked children's states):
             # a status save still in flight must land before that one, not after it.
             if self._pending_saves:
                 await asyncio.gather(*self._pending_saves, return_exceptions=True)
+            await self._write_finished()  # a call of the turn that finished as it parked
             raise
         except RunStopped as exc:
             await self._end_stopped(exc.reason)
@@ -189,6 +263,9 @@ class RunDriver:
                                   f"{type(exc).__name__}: {exc}")
         self.state.status = "failed"
         self.state.error = error
+        if self._finished:  # the tools that ran keep their results, whatever the state
+            with contextlib.suppress(Exception):
+                await self._write_finished()
         await self._record_failure(error)
 
     async def _record_failure(self, error: str) -> None:
@@ -254,6 +331,7 @@ class RunDriver:
             emit=self.emit,
             transcript_path=self.transcript_path,
             message=self.state.message,
+            settle=None if self._carrier is None else self._settle,
         )
 
     async def start_session(self, *, checkpoint_without_hooks: bool = True) -> bool:
@@ -415,10 +493,40 @@ class RunDriver:
             tools=self.tools,
             registry=self.registry,
             identity=self.identity(),
-            ledger=self.ledger,
+            ledger=self.ledger if self._carrier is None else _CarriedLedger(self),
             resume_at=resume_at,
             reenter=reenter,
         )
+
+
+class _CarriedLedger:
+    """The run's ledger with a store that carries it: the turn's first claim writes the
+    turn's checkpoint in its transaction (the claim is durable before the tool starts, as
+    ever), and a call's result waits for the checkpoint that follows the call (written
+    whatever its fence says; on a stop without one, on its own)."""
+
+    def __init__(self, driver: RunDriver) -> None:
+        self.driver = driver
+        assert driver.ledger is not None
+        self.ledger: ExecutionLedger = driver.ledger
+
+    async def claim(self, run_id: str, tool_call_id: str, tool_name: str, args_sha256: str
+                    ) -> PriorExecution | None:
+        d = self.driver
+        if d._turn_unsaved and run_id == d.state.run_id:
+            async with d._save_lock:
+                if d._turn_unsaved:
+                    return await d._save((run_id, tool_call_id, tool_name, args_sha256))
+        return await self.ledger.claim(run_id, tool_call_id, tool_name, args_sha256)
+
+    async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool) -> None:
+        d = self.driver
+        if run_id != d.state.run_id or storable_text(observation) != observation:
+            # Another run's, or a result no store can hold: written (or refused) here, as
+            # the call's own failure, before it reaches the run's state.
+            await self.ledger.finish(run_id, tool_call_id, observation, ok)
+            return
+        d._finished.append(FinishedCall(run_id, tool_call_id, observation, ok))
 
 
 def admit_calls(calls: list[ToolCall]) -> list[ToolCall]:

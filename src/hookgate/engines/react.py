@@ -187,7 +187,7 @@ class ReActEngine:
             state.pending_calls = [c.to_dict() for c in calls]
             d.emit("model_turn", {"step": state.step,
                                   "tool_calls": [c.to_dict() for c in calls]})
-            await d.checkpoint()
+            await d.checkpoint_turn()
 
     def _tool_schemas(self, d: RunDriver) -> list[dict[str, Any]]:
         return [t.schema() for t in d.tools.values()]

@@ -271,6 +271,12 @@ class HookRegistry:
     # The loops are written out rather than shared because a shared step would cost a call
     # per hook on the path every tool call takes twice.
 
+    def runs_pre_tool_use(self, ctx: HookContext) -> bool:
+        """Whether any PreToolUse hook runs for ``ctx`` (one without a trigger always does;
+        the approval gate only for a call that needs a person's approval)."""
+        return any(opts is None or opts.trigger is None or opts.trigger(ctx)
+                   for _, _, opts in self._pre)
+
     async def run_pre_tool_use(
         self, ctx: HookContext, *, start_at: str | None = None
     ) -> ChainResult:

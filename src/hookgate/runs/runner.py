@@ -33,7 +33,7 @@ from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.runs import DatabaseRunStore, whole_trace
 from hookgate.telemetry.propagation import remember_trace
 from hookgate.tools.calls import ToolCall
-from hookgate.tools.ledger import ExecutionLedger
+from hookgate.tools.ledger import ExecutionLedger, FinishedCall, PriorExecution
 from hookgate.workflows import Workflow, WorkflowRunner
 from hookgate.workflows.runner import ENGINE_NAME as WORKFLOW_ENGINE
 
@@ -312,6 +312,25 @@ class _ExecutorStore:
     async def save(self, state: RunState) -> None:
         await self.bus.checkpoint(state.run_id, lambda events: self.store.save(
             state, fence=self.fence, events=events), fence=self.fence)
+
+    @property
+    def carries_ledger(self) -> bool:
+        """Whether checkpoints carry the ledger's records: the backend takes them, and the
+        executor's ledger is fenced by this same fence (`Runner.prepare`)."""
+        return self.store.db.backend.carries_ledger
+
+    async def save_carrying(self, state: RunState, *, finishes: Sequence[FinishedCall],
+                            claim: tuple[str, str, str, str] | None
+                            ) -> PriorExecution | None:
+        """`save`, the ledger's records in its transaction (see DatabaseRunStore)."""
+        prior: list[PriorExecution | None] = [None]
+
+        async def save(events: Sequence[RunEvent]) -> None:
+            prior[0] = await self.store.save_carrying(
+                state, fence=self.fence, events=events, finishes=finishes, claim=claim)
+
+        await self.bus.checkpoint(state.run_id, save, fence=self.fence)
+        return prior[0]
 
     async def record_failure(self, state: RunState, error: str) -> None:
         # As the in-process path does: a run whose checkpoint failed is failed (under the

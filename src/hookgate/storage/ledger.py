@@ -29,12 +29,12 @@ class DatabaseLedger:
         """None when this call claimed the record; the earlier claim's record otherwise.
         With ``fence``, only while that token is current (a fenced-out executor claims
         nothing: Fenced)."""
-        return _prior(await self.db.backend.claim(
+        return prior_execution(await self.db.backend.claim(
             (run_id, tool_call_id, tool_name, args_sha256), fence))
 
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorExecution | None:
         """The record of (run, call) if one was claimed; None otherwise (one read)."""
-        return _prior(await self.db.backend.recorded(run_id, tool_call_id))
+        return prior_execution(await self.db.backend.recorded(run_id, tool_call_id))
 
     def fenced(self, fence: Fence) -> FencedLedger:
         """This ledger as the executor holding ``fence`` may use it."""
@@ -44,7 +44,7 @@ class DatabaseLedger:
         await self.db.backend.finish(run_id, tool_call_id, observation, ok)
 
 
-def _prior(row: PriorRow | None) -> PriorExecution | None:
+def prior_execution(row: PriorRow | None) -> PriorExecution | None:
     """The earlier claim's record from its row."""
     if row is None:
         return None

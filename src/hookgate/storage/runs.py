@@ -24,12 +24,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.engines.events import RunEvent, event_of
 from hookgate.engines.state import RunState
+from hookgate.storage.backends.base import ClaimRow, LedgerFinish
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
+from hookgate.storage.ledger import prior_execution
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.run_writes import Checkpoint, write_in_session, write_run
 from hookgate.storage.tables import RunRow
 from hookgate.storage.types import utcnow
+from hookgate.tools.ledger import PriorExecution
 
 RESUMABLE = ("running", "awaiting_approval")
 
@@ -69,6 +72,17 @@ class DatabaseRunStore:
             return
         await write_run(self.db, state.run_id, checkpoint=checkpoint, events=events,
                         fence=fence)
+
+    async def save_carrying(self, state: RunState, *, finishes: Sequence[LedgerFinish],
+                            claim: ClaimRow | None, fence: Fence | None = None,
+                            events: Sequence[RunEvent] = ()) -> PriorExecution | None:
+        """`save` with the ledger's records in its transaction (a backend that
+        ``carries_ledger`` only; the caller fences the claim as its ledger would):
+        ``finishes`` whatever the fence says, ``claim`` only with the fenced checkpoint.
+        The earlier claim's record if the call was claimed before (as `DatabaseLedger`)."""
+        row = await write_run(self.db, state.run_id, checkpoint=self.checkpoint(state),
+                              events=events, fence=fence, finishes=finishes, claim=claim)
+        return prior_execution(row)
 
     def checkpoint(self, state: RunState) -> Checkpoint:
         """The row a checkpoint of ``state`` writes."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -57,6 +58,9 @@ class CallIdentity:
     transcript_path: str | None = None
     #: The message the run was started with (shown to the approver of a gated call).
     message: str | None = None
+    #: Makes what the run holds in memory durable before anything of this call is written
+    #: or asked (a hook that runs, an observer of a blocked call); None: nothing to do.
+    settle: Callable[[], Awaitable[None]] | None = None
 
 
 @dataclass(slots=True)

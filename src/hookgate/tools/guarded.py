@@ -137,7 +137,8 @@ async def execute_tool_call(
                               msg)
         if hooks_bypassed:
             return outcome
-        return await _blocked(registry, _attempt_context(call, identity, None), outcome)
+        return await _blocked(registry, _attempt_context(call, identity, None), identity,
+                              outcome)
 
     try:
         args = tool.validate(call.args)
@@ -146,7 +147,8 @@ async def execute_tool_call(
         outcome = ToolOutcome(call.id, tool.name, call.args, False, "invalid", msg, msg)
         if hooks_bypassed:
             return outcome
-        return await _blocked(registry, _attempt_context(call, identity, tool), outcome)
+        return await _blocked(registry, _attempt_context(call, identity, tool), identity,
+                              outcome)
 
     if hooks_bypassed:
         return await _run_tool(call, tool, args, identity, ledger, None, registry, bypass=True)
@@ -195,12 +197,15 @@ async def decide_call(
     # A hook should rewrite through modified_args, but one that edits ctx.tool_args in place
     # must not slip unvalidated arguments past the check below.
     seen_args = dict(args)
+    if identity.settle is not None and (
+            resume_at is not None or registry.runs_pre_tool_use(ctx)):
+        await identity.settle()  # a hook may write, or ask a person, about this call
     pre = await registry.run_pre_tool_use(ctx, start_at=resume_at)
     hooks = pre.trace
     final_args = ctx.tool_args
     if not pre.allow:
         error = pre.error or "Blocked."
-        return await _blocked(registry, ctx, ToolOutcome(
+        return await _blocked(registry, ctx, identity, ToolOutcome(
             call.id, tool.name, final_args, False, "blocked", error, error,
             side_effects=list(pre.side_effects), hooks=hooks, blocked_by=pre.blocked_by,
         ))
@@ -210,7 +215,7 @@ async def decide_call(
             final_args = tool.validate(final_args)
         except ToolArgumentsError as exc:
             msg = f"Error: a hook rewrote the arguments into invalid ones: {exc}"
-            return await _blocked(registry, ctx, ToolOutcome(
+            return await _blocked(registry, ctx, identity, ToolOutcome(
                 call.id, tool.name, final_args, False, "invalid", msg, msg,
                 side_effects=list(pre.side_effects), hooks=hooks,
             ))
@@ -227,7 +232,7 @@ async def decide_call(
             refused = (f"Blocked: a hook changed the arguments of '{tool.name}' when it was "
                        "checked again before running.")
         if refused is not None:
-            return await _blocked(registry, ctx, ToolOutcome(
+            return await _blocked(registry, ctx, identity, ToolOutcome(
                 call.id, tool.name, ctx.tool_args, False, "blocked", refused, refused,
                 side_effects=[*pre.side_effects, *again.side_effects], hooks=hooks,
                 blocked_by=again.blocked_by or "recheck",
@@ -236,7 +241,7 @@ async def decide_call(
 
     refusal = _approval_refusal(ctx, call, tool, final_args, identity)
     if refusal is not None:
-        return await _blocked(registry, ctx, ToolOutcome(
+        return await _blocked(registry, ctx, identity, ToolOutcome(
             call.id, tool.name, final_args, False, "blocked", refusal, refusal,
             side_effects=list(pre.side_effects), hooks=hooks, blocked_by="approval_check",
         ))
@@ -279,11 +284,15 @@ def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) 
     return ctx
 
 
-async def _blocked(registry: HookRegistry, ctx: HookContext, outcome: ToolOutcome
-                   ) -> ToolOutcome:
-    """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one,
-    and say in the server log (one line, masked) that it was blocked."""
+async def _blocked(registry: HookRegistry, ctx: HookContext, identity: CallIdentity,
+                   outcome: ToolOutcome) -> ToolOutcome:
+    """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one
+    (after the run's ``settle``: they may write), and say in the server log (one line,
+    masked) that it was blocked."""
     outcome.stop_reason = ctx.stop_run
+    if identity.settle is not None and any(
+            getattr(hook, "on_blocked", None) is not None for hook in registry.hooks()):
+        await identity.settle()
     log.info("blocked %s call %s of run %s (%s, by %s): %s", outcome.tool_name,
              outcome.tool_call_id, ctx.metadata.get("run_id"), outcome.status,
              outcome.blocked_by or outcome.status, mask_text(str(outcome.error)))

@@ -7,7 +7,7 @@ tool runs, the claim stays without a result, and a resumed run will not run it a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 @dataclass(slots=True, frozen=True)
@@ -22,6 +22,15 @@ class PriorExecution:
     ok: bool | None
     tool_name: str | None = None
     args_sha256: str | None = None
+
+
+class FinishedCall(NamedTuple):
+    """What a tool returned for its claim (``ExecutionLedger.finish``'s arguments)."""
+
+    run_id: str
+    tool_call_id: str
+    observation: str
+    ok: bool
 
 
 class ExecutionLedger(Protocol):

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from hookgate.engines.events import RunEvent
 from hookgate.storage.backends.statements import DialectName
+from hookgate.tools.ledger import FinishedCall
 
 if TYPE_CHECKING:
     from hookgate.storage.fencing import Fence
@@ -46,6 +47,15 @@ class PriorRow(NamedTuple):
     ok: bool | None
     tool_name: str
     args_sha256: str
+
+
+#: A call to claim in the ledger: (run, tool call, tool name, arguments' digest).
+ClaimRow = tuple[str, str, str, str]
+
+
+#: A tool's result for its claim, written with the run's next checkpoint (the tool ran:
+#: written whatever the checkpoint's fence says).
+LedgerFinish = FinishedCall
 
 
 class AuditPlace(Protocol):
@@ -105,9 +115,18 @@ class Backend(Protocol):
 
     # -- runs --------------------------------------------------------------------------
 
+    #: Whether ``write_run`` takes ``finishes`` and ``claim`` into its transaction (else
+    #: the ledger writes them on their own).
+    carries_ledger: bool
+
     async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
-                        events: Sequence[RunEvent], fence: Fence | None) -> None:
-        """The checkpoint and the events in one transaction, only while ``fence`` holds."""
+                        events: Sequence[RunEvent], fence: Fence | None,
+                        finishes: Sequence[LedgerFinish] = (),
+                        claim: ClaimRow | None = None) -> PriorRow | None:
+        """The checkpoint and the events in one transaction, only while ``fence`` holds.
+        Where the backend ``carries_ledger``, with a checkpoint: ``finishes`` (whatever the
+        fence says) and ``claim`` (only with the fenced checkpoint) in the same one; the
+        earlier claim's record then, if the call was claimed before."""
         ...
 
     async def write_in_session(self, session: AsyncSession, run_id: str, *,

@@ -30,6 +30,8 @@ from hookgate.storage.backends.base import (
     NOT_NOW,
     AuditGroups,
     AuditLink,
+    ClaimRow,
+    LedgerFinish,
     NotNow,
     PriorRow,
     RunSummaryRow,
@@ -96,6 +98,27 @@ _WRITE = (
     f"AND cardinality(${_NC + 2}::int[]) > 0 AND EXISTS (SELECT 1 FROM up)) "
     f"SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
     f"(SELECT count(*) FROM n)"
+)
+#: The checkpoint carrying the ledger's records (``write_run``'s ``finishes`` and ``claim``):
+#: ``_WRITE``, plus $22..$25 the results of calls whose tool has run, as arrays (written
+#: whatever the fence says: the tool did run, and its result is true), and $26..$30 a call
+#: to claim (NULL: none), inserted only with the fenced checkpoint, the earlier claim's
+#: record read beside it (as ``_CLAIM_FENCED``).
+_WRITE_CARRYING = (
+    _WRITE.split(" SELECT EXISTS (SELECT 1 FROM up), (SELECT fence", 1)[0]
+    + ", fin AS (UPDATE tool_executions t SET observation = x.o, ok = x.k, "
+    f"finished_at = ${_NC + 5}::timestamptz FROM unnest(${_NC + 9}::text[], "
+    f"${_NC + 10}::text[], ${_NC + 11}::text[], ${_NC + 12}::bool[]) AS x(r, c, o, k) "
+    "WHERE t.run_id = x.r AND t.tool_call_id = x.c RETURNING 1), "
+    "cl AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args_sha256, "
+    f"started_at) SELECT ${_NC + 13}::text, ${_NC + 14}::text, ${_NC + 15}::text, "
+    f"${_NC + 16}::text, ${_NC + 5}::timestamptz WHERE ${_NC + 14}::text IS NOT NULL "
+    "AND EXISTS (SELECT 1 FROM up) ON CONFLICT DO NOTHING RETURNING 1) "
+    "SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
+    "(SELECT count(*) FROM n), (SELECT count(*) FROM fin), EXISTS (SELECT 1 FROM cl), "
+    "p.observation, p.ok, p.tool_name, p.args_sha256 FROM (SELECT 1) AS one "
+    f"LEFT JOIN tool_executions p ON p.run_id = ${_NC + 13}::text "
+    f"AND p.tool_call_id = ${_NC + 14}::text"
 )
 #: Events alone: $1 the run, $2 the fence token (NULL: unfenced), $3..$5 the arrays, $6 the
 #: time, $7 the channel (NULL: notify nobody), $8 the note, $9 the run whose fence counts.
@@ -166,6 +189,8 @@ class PostgresBackend:
     in_process = False
     locks_rows = True
     sqlite_file = None
+    #: A checkpoint carries the ledger's records (a call's claim, results) in its statement.
+    carries_ledger = True
     #: Reads run in autocommit: no BEGIN and ROLLBACK around a one-statement read (two round
     #: trips), and psycopg keeps its prepared statements (a ROLLBACK deallocates them all).
     #: Under READ COMMITTED every statement takes its own snapshot anyway.
@@ -226,14 +251,28 @@ class PostgresBackend:
     # -- runs --------------------------------------------------------------------------
 
     async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
-                        events: Sequence[RunEvent], fence: Fence | None) -> None:
+                        events: Sequence[RunEvent], fence: Fence | None,
+                        finishes: Sequence[LedgerFinish] = (),
+                        claim: ClaimRow | None = None) -> PriorRow | None:
         now = utcnow()
         arrays = ([e.seq for e in events], [e.type for e in events],
                   [event_data_text(e) for e in events], now)
         channel = RUN_EVENTS_CHANNEL if events and self.db.publisher is None else None
         note = events_note(run_id, events) if events else ""
         token, fenced_run = (fence.token, fence.run_id) if fence is not None else (None, run_id)
-        if checkpoint is not None:
+        prior: PriorRow | None = None
+        if checkpoint is not None and (finishes or claim is not None):
+            row = await self.driver.fetchrow(
+                _WRITE_CARRYING, *checkpoint_row(checkpoint, now), token, *arrays, channel,
+                note, fenced_run, [f.run_id for f in finishes],
+                [f.tool_call_id for f in finishes], [f.observation for f in finishes],
+                [f.ok for f in finishes], *(claim or (None, None, None, None)))
+            if claim is not None and row[0] and not row[5]:
+                # Claimed before; or by another claim that committed after this
+                # statement's snapshot: read it now.
+                prior = (_prior(tuple(row)[6:]) if row[8] is not None
+                         else await self.recorded(claim[0], claim[1]))
+        elif checkpoint is not None:
             row = await self.driver.fetchrow(_WRITE, *checkpoint_row(checkpoint, now), token,
                                            *arrays, channel, note, fenced_run)
         else:
@@ -245,6 +284,7 @@ class PostgresBackend:
             fence.refuse_unless(None if current == fence.token else current)
         if events and self.db.publisher is not None:  # committed: wake the followers
             await self.db.publisher.publish([(RUN_EVENTS_CHANNEL, events_note(run_id, events))])
+        return prior
 
     async def write_in_session(self, session: AsyncSession, run_id: str, *,
                                checkpoint: Checkpoint | None, events: Sequence[RunEvent],

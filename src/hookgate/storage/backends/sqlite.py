@@ -27,6 +27,8 @@ from hookgate.storage.backends.base import (
     NOT_NOW,
     AuditGroups,
     AuditLink,
+    ClaimRow,
+    LedgerFinish,
     NotNow,
     PriorRow,
     RunSummaryRow,
@@ -103,6 +105,7 @@ class SqliteBackend:
     dialect: DialectName = "sqlite"
     in_process = True
     locks_rows = False
+    carries_ledger = False
     #: One-statement reads need no autocommit session: SQLite's reads are local.
     reads_in_autocommit = False
 
@@ -156,13 +159,18 @@ class SqliteBackend:
     # -- runs --------------------------------------------------------------------------
 
     async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
-                        events: Sequence[RunEvent], fence: Fence | None) -> None:
+                        events: Sequence[RunEvent], fence: Fence | None,
+                        finishes: Sequence[LedgerFinish] = (),
+                        claim: ClaimRow | None = None) -> PriorRow | None:
+        # Not carries_ledger: its group commit already shares commits between writes.
+        assert not finishes and claim is None, "the SQLite backend does not carry the ledger"
         at = sqlite_timestamp(utcnow())
         rows = [(run_id, e.seq, e.type, event_data_text(e), at) for e in events]
         values = None if checkpoint is None else checkpoint_row(checkpoint, at)
         await self.driver.write(lambda conn: _write(conn, values, rows, fence))
         if events and self.db.publisher is not None:
             await self.db.publisher.publish([(RUN_EVENTS_CHANNEL, events_note(run_id, events))])
+        return None
 
     async def write_in_session(self, session: AsyncSession, run_id: str, *,
                                checkpoint: Checkpoint | None, events: Sequence[RunEvent],

@@ -1,0 +1,88 @@
+"""What a one-call run commits on PostgreSQL, as the server counts its transactions: the run
+accepted with its job; the call claimed with the model's turn; the result with the
+checkpoint after it; the run's end; its job finished (docs/development/durable-path.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from hookgate import Agent, ScriptedLLM, tool
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec
+from hookgate.storage import database
+from hookgate.storage.backends import pg_driver
+from hookgate.storage.statement_count import StatementCount
+from tests.live_server import LiveServer, live_server
+
+#: Runs before the counted ones (a connection's first statements: asyncpg's type reads).
+WARM_UP = 3
+COUNTED = 12
+#: The run's own commits, each named in the docs with the invariant it protects.
+MOST_PER_RUN = 5
+
+
+def one_call_deployment(database_url: str) -> tuple[Deployment, list[str]]:
+    ran: list[str] = []
+
+    @tool(writes=True)
+    async def oa__note(text: str) -> str:
+        """Write a note."""
+        ran.append(text)
+        return "noted"
+
+    agent = Agent(id="clerk", name="Clerk", instructions="You take notes.", tools=[oa__note],
+                  org_id="acme", owner_user_id="alice")
+    turns = [{"tool_calls": [{"name": "oa__note", "args": {"text": "x"}}]},
+             {"answer": "done"}]
+    return Deployment(
+        database_url=database_url, orgs=[OrgSpec("acme", "ACME")],
+        users=[UserSpec("alice", "acme", admin=True)], agents={"clerk": agent},
+        model_for=lambda _a: ScriptedLLM(turns)), ran
+
+
+async def runs_to_the_end(srv: LiveServer, n: int) -> list[str]:
+    """``n`` runs one after another, each awaited until its job is finished; their ids."""
+    runtime = srv.runtime
+    ids: list[str] = []
+    for _ in range(n):
+        state = await runtime.runs.start("clerk", "note it", user_id="alice", org_id="acme")
+        running = set(runtime.queue.taken._running)
+        assert running, "the run was not taken by this instance"
+        await asyncio.wait(running)
+        ids.append(state.run_id)
+    return ids
+
+
+@pytest.mark.perf  # a count of commits: a performance internal
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_one_call_run_commits_at_most_five_times(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The server's own count of its transactions (bench/throughput.py's), in this process:
+    # a statement outside a transaction is one, a transaction with its statements is one.
+    count = StatementCount(str(tmp_path / "count.json"))
+    monkeypatch.setattr(count, "start", lambda: None)  # no file to write
+    monkeypatch.setattr(database, "COUNT", count)
+    monkeypatch.setattr(pg_driver, "COUNT", count)
+    dep, ran = one_call_deployment(database_url)
+    # No expiry sweeps (each one a read) in between: only the runs' own work.
+    with live_server(dep, sweep_interval=3600) as srv:
+        srv.call(runs_to_the_end(srv, WARM_UP), timeout=60)
+        before = (count.transactions, count.statements)
+        ids = srv.call(runs_to_the_end(srv, COUNTED), timeout=120)
+        after = (count.transactions, count.statements)
+    assert ran == ["x"] * (WARM_UP + COUNTED)  # each call's tool ran exactly once
+    url = make_url(database_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False)) as conn:
+        done = conn.execute("SELECT count(*) FROM runs WHERE id = ANY(%s) "
+                            "AND status = 'completed'", (ids,)).fetchone()
+    assert done == (COUNTED,)
+    transactions, statements = ((a - b) / COUNTED for a, b in zip(after, before, strict=True))
+    # The queue's heartbeats and polls (every few seconds, not per run) may fall in the
+    # window: a few of them stay under the half (before the folds: 7 per run).
+    assert transactions <= MOST_PER_RUN + 0.5, f"{transactions:.2f} commits per run"
+    assert statements <= MOST_PER_RUN + 0.5, f"{statements:.2f} statements per run"
