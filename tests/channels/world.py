@@ -160,7 +160,7 @@ def world(
 @asynccontextmanager
 async def buyer_runtime(database_url: str) -> AsyncIterator[tuple[Runtime, RunState]]:
     """The world's runtime (no channels), migrated and synced but not started, and a new
-    (unsaved) run of the buyer: for tests that drive the run manager directly."""
+    (unsaved) run of the buyer: for tests that drive the runner directly."""
     deployment, _ = world(database_url, [])
     rt = Runtime(deployment)
     await rt.db.upgrade()

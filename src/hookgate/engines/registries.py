@@ -1,7 +1,7 @@
 """How an engine gets a session's hook registry: a ``RegistryBuilder`` handed to it.
 
 The engines sit below the hook catalog and the approvals, so they do not build registries
-themselves: whoever constructs an engine (the server's run manager, the workflow runner,
+themselves: whoever constructs an engine (the runner (hookgate.runs.runner), the workflow runner,
 evals, the CLI) passes ``registries=``. An engine constructed without one (the public
 ``ReActEngine(llm=...)``) uses the default builder, which ``hookgate/__init__.py`` -- above
 every layer, and run before any ``hookgate.engines`` module -- installs through

@@ -1,8 +1,8 @@
 """Runs on the server: start them, advance them, stream them, continue them after a restart.
 
-The manager knows how to build a run's engine and advance it; *where* a run advances is the
+The runner knows how to build a run's engine and advance it; *where* a run advances is the
 executor's business (runs.executors): a task of this process for a SQLite file, a job of
-the run queue for PostgreSQL. Routes talk to the manager and never own tasks.
+the run queue for PostgreSQL. Routes talk to the runner and never own tasks.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Runner:
         on_run_end: Callable[[RunState], Awaitable[None]] | None = None,
         followers: Wakers | None = None,
     ) -> None:
-        """``executor`` builds the executor that advances this manager's runs (None: runs
+        """``executor`` builds the executor that advances this runner's runs (None: runs
         cannot start here); ``on_run_end`` is called with every run that ends here;
         ``followers`` wakes this process's streams when another instance logged events."""
         self.db = db
@@ -133,7 +133,7 @@ class Runner:
 
     def _executor(self) -> RunExecutor:
         if self.executor is None:
-            raise RuntimeError("the run manager has no executor (the runtime is not started)")
+            raise RuntimeError("the runner has no executor (the runtime is not started)")
         return self.executor
 
     async def start(self, agent_id: str, message: str, *, user_id: str, org_id: str | None,

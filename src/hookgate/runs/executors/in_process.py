@@ -88,12 +88,12 @@ def sqlite_file(url: str) -> Path | None:
 class InProcessExecutor:
     """Runs as tasks of this process (today's single-instance behaviour)."""
 
-    def __init__(self, manager: Runner) -> None:
-        self.manager = manager
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
         self._endings = RunEndings()
-        path = sqlite_file(manager.db.url)
+        path = sqlite_file(runner.db.url)
         self._lock = InstanceLock(path) if path is not None else None
 
     async def start(self) -> None:
@@ -105,7 +105,7 @@ class InProcessExecutor:
             log.info("resumed %d run(s) that were in flight", resumed)
 
     async def submit(self, state: RunState) -> None:
-        m = self.manager
+        m = self.runner
         await m.store.save(state)
         agent = m.agents[state.agent_id]
         self._spawn(state, m.advance(agent, state))
@@ -113,10 +113,10 @@ class InProcessExecutor:
     async def resume_all(self) -> int:
         """Continue every run that was in flight when the last process stopped."""
         n = 0
-        for state in await self.manager.store.resumable():
+        for state in await self.runner.store.resumable():
             if state.run_id in self.tasks:
                 continue
-            advance = await self.manager.prepare(state)
+            advance = await self.runner.prepare(state)
             if advance is None:
                 continue
             self._spawn(state, advance)
@@ -124,8 +124,8 @@ class InProcessExecutor:
         return n
 
     def _spawn(self, state: RunState, advance: Advance) -> None:
-        bus = self.manager.bus
-        bus.open(state.run_id, self.manager.history(state))
+        bus = self.runner.bus
+        bus.open(state.run_id, self.runner.history(state))
 
         async def go() -> None:
             try:
@@ -134,7 +134,7 @@ class InProcessExecutor:
                 if not self._stopping:
                     state.status = "cancelled"
                     with contextlib.suppress(Exception):
-                        await asyncio.shield(self.manager.store.save(state))
+                        await asyncio.shield(self.runner.store.save(state))
                 raise
             except Exception:
                 log.exception("run %s crashed", state.run_id)
@@ -142,8 +142,8 @@ class InProcessExecutor:
                 await bus.close(state.run_id)
                 self.tasks.pop(state.run_id, None)
                 if state.finished and not self._stopping:
-                    await self.manager.settle_requests(state)
-                    self._endings.ended(state, self.manager.on_run_end)
+                    await self.runner.settle_requests(state)
+                    self._endings.ended(state, self.runner.on_run_end)
 
         self.tasks[state.run_id] = asyncio.create_task(go(), name=f"run-{state.run_id}")
 

@@ -129,12 +129,12 @@ class JobQueue:
 class QueueExecutor:
     """Runs advance as jobs of the procrastinate queue on the server's PostgreSQL."""
 
-    def __init__(self, manager: Runner, *, jobs: JobQueue, continuations: RunContinuations,
+    def __init__(self, runner: Runner, *, jobs: JobQueue, continuations: RunContinuations,
                  worker: bool = True, settings: WorkerSettings | None = None) -> None:
         """``jobs`` is the procrastinate app this executor's tasks join (built before the
         approvals, whose escalation jobs share it); the executor registers with
         ``continuations`` (the approvals' port) to continue parked runs."""
-        self.manager = manager
+        self.runner = runner
         self.run_worker = worker
         self.settings = settings or WorkerSettings()
         self.jobs = jobs
@@ -158,8 +158,8 @@ class QueueExecutor:
     async def install_schema(self) -> None:
         """Create procrastinate's tables if they are missing (call under the start-up
         lock: several processes may start at once)."""
-        await install_schema(self.manager.db)
-        await check_schema(self.manager.db)  # fails loudly on a schema it was not written for
+        await install_schema(self.runner.db)
+        await check_schema(self.runner.db)  # fails loudly on a schema it was not written for
 
     async def start(self) -> None:
         await self.app.open_async()
@@ -228,7 +228,7 @@ class QueueExecutor:
         its run would find nothing to do). Where this process runs a worker with room, the
         job is inserted taken and the run advances here (local_dispatch.py); else any worker
         fetches it."""
-        m = self.manager
+        m = self.runner
         backend = m.db.backend
         if not isinstance(backend, PostgresBackend):
             raise RuntimeError("the run queue needs PostgreSQL (asyncpg or psycopg)")
@@ -261,7 +261,7 @@ class QueueExecutor:
         if session is not None:
             await self._defer_advance(session, run_id)
             return
-        async with self.manager.db.transaction() as s:
+        async with self.runner.db.transaction() as s:
             await self._defer_advance(s, run_id)
 
     async def _defer_advance(self, session: Transaction, run_id: str) -> None:
@@ -315,7 +315,7 @@ class QueueExecutor:
         return (root if isinstance(root, str) else ask.run_id) in self.advancing
 
     async def cancel(self, run_id: str) -> bool:
-        m = self.manager
+        m = self.runner
         fence = await take_over(m.db, run_id)  # the executor holding it can write no more
         state = await m.store.load_to_resume(run_id, fence) if fence is not None else None
         if fence is None or state is None or state.finished:
@@ -331,13 +331,13 @@ class QueueExecutor:
     # -- the jobs --------------------------------------------------------------------------
 
     async def _advance_job(self, run_id: str) -> None:
-        taken = await take_over_reading(self.manager.db, run_id)
+        taken = await take_over_reading(self.runner.db, run_id)
         if taken is not None:
             await self._advance(run_id, *taken)
 
     async def _advance(self, run_id: str, fence: Fence, stored: str) -> None:
         """Advance the run from its ``stored`` state, as the executor holding ``fence``."""
-        m = self.manager
+        m = self.runner
         try:
             # A state that no longer loads is failed here, as on the in-process path.
             state = await m.store.parse_to_resume(run_id, stored, fence)
@@ -371,7 +371,7 @@ class QueueExecutor:
             self._endings.ended(state, m.on_run_end)
 
     async def _park(self, state: RunState, parked: RunParked, fence: Any) -> None:
-        m = self.manager
+        m = self.runner
         state.status = "awaiting_approval"
         try:
             # Through the bus: the events not yet logged (the pending request's among them)
@@ -398,13 +398,13 @@ class QueueExecutor:
         # One job per tick ends every request due by then (request_id: jobs queued by
         # earlier versions, one per request).
         # Expiry is judged by the database's clock; each expiry queues its run's advance.
-        await self.manager.approvals.expire_overdue()
+        await self.runner.approvals.expire_overdue()
 
     async def recover(self) -> int:
         """Queue the runs that should advance but have no job: a run ``running`` without
         one, or ``awaiting_approval`` with no request pending any more (decided by a
         process that has no queue, e.g. the CLI). Returns how many were queued."""
-        async with self.manager.db.transaction() as s:
+        async with self.runner.db.transaction() as s:
             run_ids = await orphaned_runs(s)
             for run_id in run_ids:
                 await self._defer_advance(s, run_id)
