@@ -17,8 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.shared.message import SessionMessage
-from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCRequest, JSONRPCResponse
+from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from hookgate.mcp.refusal import StdioRefusal
 from hookgate.mcp.relay import Envelope, relay_stdio
@@ -144,19 +143,16 @@ def test_the_relay_repeats_a_modern_requests_envelope_in_its_headers() -> None:
     meta = {PROTOCOL_VERSION_META_KEY: "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {}}
     envelope = Envelope()
-    listing = envelope.upward(SessionMessage(JSONRPCRequest(
-        jsonrpc="2.0", id=1, method="tools/list", params={"_meta": meta})))
-    assert listing.metadata.headers == {"mcp-protocol-version": "2026-07-28",
-                                        "mcp-method": "tools/list"}
+    listing = envelope.headers_for(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    assert listing == {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
     schema = {"type": "object", "properties": {
         "region": {"type": "string", "x-mcp-header": "Region"}}}
-    envelope.downward(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=1, result={
-        "tools": [{"name": "mcp__geo__lookup", "inputSchema": schema}]})))
-    call = envelope.upward(SessionMessage(JSONRPCRequest(
-        jsonrpc="2.0", id=2, method="tools/call", params={
-            "_meta": meta, "name": "mcp__geo__lookup", "arguments": {"region": "eu"}})))
-    headers = call.metadata.headers
+    envelope.note({"jsonrpc": "2.0", "id": 1, "result": {
+        "tools": [{"name": "mcp__geo__lookup", "inputSchema": schema}]}})
+    headers = envelope.headers_for({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "_meta": meta, "name": "mcp__geo__lookup", "arguments": {"region": "eu"}}})
     assert headers["mcp-name"] == "mcp__geo__lookup" and headers["mcp-method"] == "tools/call"
     assert [v for k, v in headers.items() if k.lower().startswith("mcp-param-")] == ["eu"]
-    handshake = SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=3, method="tools/list"))
-    assert envelope.upward(handshake) is handshake  # the session carries its version
+    # The handshake protocol: the session carries its version.
+    assert envelope.headers_for({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}) == {}
