@@ -38,6 +38,8 @@ _MAX_PAGES = 100
 #: After a failed start, calls fail at once with that failure for this long, instead of
 #: each paying for another start; `restart` tries again immediately.
 START_BACKOFF_S = 15.0
+#: How long an open connection may take to close its own way before it is cancelled.
+STOP_GRACE_S = 5.0
 
 
 class DownstreamServer:
@@ -50,6 +52,8 @@ class DownstreamServer:
         self._tools: list[types.Tool] = []
         self._holder: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
+        #: The connection of the current holder, once its handshake is done.
+        self._ready: asyncio.Future[Client] | None = None
         self._lock = asyncio.Lock()
         self._failed: tuple[float, DownstreamError] | None = None
         #: How many times a connection was opened (restarts included).
@@ -125,6 +129,7 @@ class DownstreamServer:
     async def _open(self) -> None:
         await self._stop()
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._ready = ready
         self._closing = asyncio.Event()
         self._holder = asyncio.create_task(self._hold(ready, self._closing),
                                            name=f"mcp-downstream-{self.id}")
@@ -149,16 +154,22 @@ class DownstreamServer:
     async def _stop(self) -> None:
         self._client = None
         holder, self._holder = self._holder, None
+        ready, self._ready = self._ready, None
         if holder is None:
             return
         if self._closing is not None:
             self._closing.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(holder), 5)
-        except (TimeoutError, Exception):
-            holder.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await holder
+        if ready is not None and ready.done() and not ready.cancelled() \
+                and ready.exception() is None:
+            # An open connection closes its own way (its server's process ends with it).
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(holder), STOP_GRACE_S)
+        # One that never completed its handshake has nothing to close: it ends at once.
+        holder.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await holder
+        if ready is not None and ready.done() and not ready.cancelled():
+            ready.exception()  # seen: a start that failed was reported by _open
 
     async def _hold(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
         try:
