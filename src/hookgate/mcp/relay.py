@@ -24,12 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
+import aiohttp
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hookgate.mcp.envelope import Envelope, id_key
+from hookgate.mcp.event_stream import EventTooLarge, event_data
 from hookgate.mcp.pipes import LineReader, LineWriter
 from hookgate.mcp.refusal import TOKEN_ENV, StdioRefusal, one_line
 
@@ -59,30 +60,31 @@ def gateway_url(base: str | None, agent_id: str) -> str:
     return f"{base.rstrip('/')}/mcp/{agent_id}"
 
 
-async def check_access(http: httpx2.AsyncClient, url: str) -> None:
+async def check_access(http: aiohttp.ClientSession, url: str) -> None:
     """Refuse in one line unless the server answers and lets this token reach the agent.
 
     A GET without a session is what any client may send; the gateway checks the token and
     the agent before anything else, so 401 and 404 say which of them is wrong."""
     try:
-        answer = await http.get(url, headers={"accept": "text/event-stream"},
-                                timeout=CHECK_TIMEOUT_S)
-    except httpx2.HTTPError as exc:
-        said = one_line(str(exc)) or type(exc).__name__
-        raise StdioRefusal(f"cannot reach hookgate at {url}: {said} (is the server "
+        async with http.get(url, headers={"accept": "text/event-stream"},
+                            timeout=aiohttp.ClientTimeout(total=CHECK_TIMEOUT_S)) as answer:
+            said = await _said(answer) if answer.status in (401, 403, 404, 503) else ""
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        told = one_line(str(exc)) or type(exc).__name__
+        raise StdioRefusal(f"cannot reach hookgate at {url}: {told} (is the server "
                            f"running, and is {URL_ENV} its URL?)") from exc
-    if answer.status_code == 401:
-        raise StdioRefusal(f"the token in {TOKEN_ENV} is not valid at {url}: "
-                           f"{_said(answer)}")
-    if answer.status_code in (403, 404, 503):
-        raise StdioRefusal(f"{url} answered {answer.status_code}: {_said(answer)}")
+    if answer.status == 401:
+        raise StdioRefusal(f"the token in {TOKEN_ENV} is not valid at {url}: {said}")
+    if answer.status in (403, 404, 503):
+        raise StdioRefusal(f"{url} answered {answer.status}: {said}")
 
 
-def _said(answer: httpx2.Response) -> str:
+async def _said(answer: aiohttp.ClientResponse) -> str:
+    text = (await answer.read()).decode("utf-8", "replace")
     try:
-        body = answer.json()
+        body = json.loads(text)
     except ValueError:
-        return one_line(answer.text[:300]) or answer.reason_phrase
+        return one_line(text[:300]) or str(answer.reason)
     error = body.get("error") if isinstance(body, Mapping) else None
     if isinstance(error, Mapping):
         error = error.get("message")
@@ -100,7 +102,7 @@ class _Post:
 class Relay:
     """One client's messages to the gateway at ``url`` and the gateway's back to ``write``."""
 
-    def __init__(self, http: httpx2.AsyncClient, url: str, out: LineWriter) -> None:
+    def __init__(self, http: aiohttp.ClientSession, url: str, out: LineWriter) -> None:
         self.http, self.url, self.out = http, url, out
         self.envelope = Envelope()
         #: The handshake session, once ``initialize`` opened one.
@@ -180,44 +182,44 @@ class Relay:
     async def _notify(self, body: bytes, headers: Mapping[str, str]) -> None:
         # A notification, or the client's answer to the gateway's request: 202, no body.
         try:
-            answer = await self.http.post(self.url, content=body, headers=self._headers(headers))
-        except httpx2.HTTPError as exc:
+            async with self.http.post(self.url, data=body,
+                                      headers=self._headers(headers)) as answer:
+                if answer.status >= 400:
+                    log.warning("hookgate mcp stdio: %s answered %s to a message: %s",
+                                self.url, answer.status, await _said(answer))
+        except aiohttp.ClientError as exc:
             log.warning("hookgate mcp stdio: a message did not reach %s: %s", self.url,
                         one_line(str(exc)) or type(exc).__name__)
-            return
-        if answer.status_code >= 400:
-            log.warning("hookgate mcp stdio: %s answered %s to a message: %s", self.url,
-                        answer.status_code, _said(answer))
 
     async def _request(self, body: bytes, headers: Mapping[str, str], request_id: Any,
                        method: str) -> None:
         try:
-            async with self.http.stream("POST", self.url, content=body,
-                                        headers=self._headers(headers)) as answer:
-                if method == "initialize" and answer.status_code < 300:
+            async with self.http.post(self.url, data=body,
+                                      headers=self._headers(headers)) as answer:
+                if method == "initialize" and answer.status < 300:
                     self.session_id = answer.headers.get(SESSION_HEADER) or self.session_id
                 await self._answer(answer, request_id)
-        except httpx2.HTTPError as exc:
+        except (aiohttp.ClientError, EventTooLarge) as exc:
             said = one_line(str(exc)) or type(exc).__name__
             await self._error(request_id, CONNECTION_CLOSED,
                               f"hookgate at {self.url} did not answer: {said}")
 
-    async def _answer(self, answer: httpx2.Response, request_id: Any) -> None:
-        kind = answer.headers.get("content-type", "").lower()
-        if answer.status_code == 202:
+    async def _answer(self, answer: aiohttp.ClientResponse, request_id: Any) -> None:
+        kind = answer.content_type.lower()
+        if answer.status == 202:
             await self._error(request_id, INVALID_REQUEST,
                               "server answered a request with 202 Accepted")
-        elif 300 <= answer.status_code < 400:
+        elif 300 <= answer.status < 400:
             await self._error(request_id, INVALID_REQUEST,
-                              f"hookgate answered {answer.status_code} to "
+                              f"hookgate answered {answer.status} to "
                               f"{answer.headers.get('location', 'elsewhere')} (not followed)")
-        elif answer.status_code >= 400:
+        elif answer.status >= 400:
             await self._refused(answer, request_id, kind)
-        elif kind.startswith("application/json"):
-            await self._down(await answer.aread())
-        elif kind.startswith("text/event-stream"):
-            async for event in httpx2.EventSource(answer):
-                if event.data and await self._down(event.data.encode(), request_id):
+        elif kind == "application/json":
+            await self._down(await answer.read())
+        elif kind == "text/event-stream":
+            async for data in event_data(answer.content):
+                if await self._down(data, request_id):
                     return
             await self._error(request_id, CONNECTION_CLOSED,
                               "the gateway's stream ended without an answer")
@@ -225,37 +227,39 @@ class Relay:
             await self._error(request_id, INVALID_REQUEST,
                               f"the gateway answered with unexpected content type {kind!r}")
 
-    async def _refused(self, answer: httpx2.Response, request_id: Any, kind: str) -> None:
+    async def _refused(self, answer: aiohttp.ClientResponse, request_id: Any,
+                       kind: str) -> None:
         # A JSON-RPC error in the body says it best; else the status does.
-        if kind.startswith("application/json"):
+        body = await answer.read()
+        if kind == "application/json":
             with contextlib.suppress(ValueError):
-                said = json.loads(await answer.aread())
+                said = json.loads(body)
                 if isinstance(said, dict) and isinstance(said.get("error"), dict) \
                         and "code" in said["error"]:
                     await self._send({"jsonrpc": "2.0", "id": request_id,
                                       "error": said["error"]})
                     return
-        if answer.status_code == 404 and self.session_id is not None:
+        if answer.status == 404 and self.session_id is not None:
             await self._error(request_id, INVALID_REQUEST, "Session terminated")
             return
+        text = one_line(body[:300].decode("utf-8", "replace"))
         await self._error(request_id, INTERNAL_ERROR,
-                          f"hookgate answered {answer.status_code}: {_said(answer)}")
+                          f"hookgate answered {answer.status}: {text or answer.reason}")
 
     async def _event_stream(self) -> None:
         # The handshake session's stream of messages not tied to a request (tools changed).
         failures = 0
         while self.session_id is not None and failures < STREAM_ATTEMPTS:
             try:
-                async with self.http.stream(
-                        "GET", self.url, headers=self._headers({"accept": "text/event-stream"})
+                async with self.http.get(
+                        self.url, headers=self._headers({"accept": "text/event-stream"})
                 ) as answer:
-                    if answer.status_code != 200:
+                    if answer.status != 200:
                         return  # no stream offered (405) or the session is gone (404)
                     failures = 0
-                    async for event in httpx2.EventSource(answer):
-                        if event.data:
-                            await self._down(event.data.encode())
-            except httpx2.HTTPError as exc:
+                    async for data in event_data(answer.content):
+                        await self._down(data)
+            except (aiohttp.ClientError, EventTooLarge) as exc:
                 failures += 1
                 log.debug("the session's event stream failed: %s", exc)
                 await asyncio.sleep(1.0)
@@ -313,8 +317,10 @@ class Relay:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         if self.session_id is not None:
-            with contextlib.suppress(httpx2.HTTPError):
-                await self.http.delete(self.url, headers=self._headers({}), timeout=5.0)
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with self.http.delete(self.url, headers=self._headers({}),
+                                            timeout=aiohttp.ClientTimeout(total=5.0)):
+                    pass
             self.session_id = None
 
 
@@ -324,8 +330,9 @@ async def relay_stdio(base_url: str | None, agent_id: str, token: str | None) ->
     if not token:
         raise StdioRefusal(f"set {TOKEN_ENV} to your hookgate API token")
     # No read timeout: a call may wait long for a person (progress keeps it moving).
-    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"},
-                              timeout=httpx2.Timeout(30.0, read=None))
+    # Connections are kept alive and reused: a call costs no connection set-up.
+    http = aiohttp.ClientSession(headers={"authorization": f"Bearer {token}"},
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0))
     async with http:
         await check_access(http, url)
         lines, out = LineReader(), LineWriter()
