@@ -24,7 +24,7 @@ from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY
 
 from hookgate.mcp.pipes import LineWriter
 from hookgate.mcp.refusal import StdioRefusal
-from hookgate.mcp.relay import Envelope, Relay, relay_stdio
+from hookgate.mcp.relay import Envelope, Relay, proxy_for, relay_stdio
 from tests.instances import Instance
 from tests.live_server import free_port
 from tests.mcp_gateway.world import (
@@ -177,3 +177,11 @@ async def test_a_call_the_server_cannot_answer_fails_with_an_error_naming_it() -
     answer = json.loads(line)
     assert answer["id"] == 7 and answer["error"]["code"] == CONNECTION_CLOSED
     assert f"hookgate at {url} did not answer" in answer["error"]["message"]
+
+
+def test_the_relay_goes_through_the_proxy_the_environment_names(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "inside.example")
+    assert proxy_for("https://gate.example/mcp/coder") == "http://proxy.example:3128"
+    assert proxy_for("https://inside.example/mcp/coder") is None

@@ -20,6 +20,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +48,7 @@ STREAM_ATTEMPTS = 3
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Envelope", "Relay", "check_access", "gateway_url", "relay_stdio"]
+__all__ = ["Envelope", "Relay", "check_access", "gateway_url", "proxy_for", "relay_stdio"]
 
 
 def gateway_url(base: str | None, agent_id: str) -> str:
@@ -58,6 +60,16 @@ def gateway_url(base: str | None, agent_id: str) -> str:
     if not base.startswith(("http://", "https://")):
         raise StdioRefusal(f"{URL_ENV} must start with http:// or https://, got {base!r}")
     return f"{base.rstrip('/')}/mcp/{agent_id}"
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (HTTPS_PROXY / HTTP_PROXY, unless NO_PROXY
+    covers its host), read once: asking the environment at every request (aiohttp's
+    ``trust_env``) doubles what a relayed call costs."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 async def check_access(http: aiohttp.ClientSession, url: str) -> None:
@@ -332,7 +344,8 @@ async def relay_stdio(base_url: str | None, agent_id: str, token: str | None) ->
     # No read timeout: a call may wait long for a person (progress keeps it moving).
     # Connections are kept alive and reused: a call costs no connection set-up.
     http = aiohttp.ClientSession(headers={"authorization": f"Bearer {token}"},
-                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0))
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0),
+                                 proxy=proxy_for(url))
     async with http:
         await check_access(http, url)
         lines, out = LineReader(), LineWriter()
