@@ -15,8 +15,11 @@ official ``mcp`` client
 Each gateway path runs with only the approval gate (``bare``: nothing to approve) and, for
 in-process, stdio and HTTP, with the audit log, read-only guard and a rate limit declared
 (``guarded``). Calls alternate between paths in rounds so machine load hits all of them
-alike. Prints one JSON object with p50/p99 per path, the p50 added over the direct call, and
-the HTTP gateway's p50 against FastMCP's HTTP proxy.
+alike. Prints one JSON object with p50/p99 per path, the p50 added over the direct call, the
+HTTP gateway's p50 against FastMCP's HTTP proxy, and where each path spends CPU: the
+microseconds per call of each process on it (this client — with the gateway itself for the
+in-process paths —, ``hookgate serve``, the stdio relay, the downstream server, FastMCP's
+proxy), which on a loaded machine says more than the latencies.
 Usage: python bench/mcp_gateway.py [--calls 300] [--rounds 3] [--quick] [--fastmcp-python PY]
 """
 
@@ -41,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import psutil
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -92,6 +96,42 @@ def summary(samples: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(ordered) * 1000, 3),
             "p99_ms": round(ordered[max(int(len(ordered) * 0.99) - 1, 0)] * 1000, 3),
             "n": len(ordered)}
+
+
+def role(proc: psutil.Process) -> str:
+    """What a process of this bench is, by its command line."""
+    try:
+        line = " ".join(proc.cmdline())
+    except psutil.Error:
+        return "gone"
+    for marker, name in (("mcp_server_time", "downstream"), (" serve ", "serve"),
+                         ("--in-process", "stdio_in_process"), (" mcp stdio ", "relay"),
+                         ("fastmcp_proxy", "fastmcp_proxy")):
+        if marker in line:
+            return name
+    return "other"
+
+
+def cpu_snapshot() -> dict[int, tuple[str, float]]:
+    """CPU seconds so far of this process and every process it started."""
+    me = psutil.Process()
+    out: dict[int, tuple[str, float]] = {}
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        out[proc.pid] = ("client" if proc.pid == me.pid else role(proc),
+                         times.user + times.system)
+    return out
+
+
+def cpu_spent(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]],
+              into: dict[str, float]) -> None:
+    for pid, (name, seconds) in after.items():
+        spent = seconds - before.get(pid, (name, 0.0))[1]
+        if spent > 0:
+            into[name] = into.get(name, 0.0) + spent
 
 
 async def timed(client: Client, name: str, n: int) -> list[float]:
@@ -221,9 +261,12 @@ async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
             samples: dict[str, list[float]] = {k: [] for k in clients}
             for client, name in clients.values():
                 await timed(client, name, 20)  # warm-up: servers started, caches filled
+            cpu: dict[str, dict[str, float]] = {k: {} for k in clients}
             for _ in range(rounds):
                 for key, (client, name) in clients.items():
+                    before = cpu_snapshot()
                     samples[key].extend(await timed(client, name, calls // rounds))
+                    cpu_spent(before, cpu_snapshot(), cpu[key])
             for gateway in gateways:
                 await gateway.aclose()
     await runtime.approvals.stop()
@@ -240,6 +283,9 @@ async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
         "paths": figures,
         "added_p50_ms": {key: round(f["p50_ms"] - base, 3)
                          for key, f in figures.items() if key != "direct"},
+        "cpu_us_per_call": {key: {name: round(seconds / len(samples[key]) * 1e6)
+                                  for name, seconds in sorted(spent.items())}
+                            for key, spent in cpu.items()},
         "target_added_p50_ms": 2.0,
         "skipped": skipped,
     }

@@ -94,6 +94,12 @@ def check_mcp_gateway(out: dict[str, Any]) -> None:
         assert _number(figure["p50_ms"]) and figure["p50_ms"] > 0, figure
     assert set(out["added_p50_ms"]) == paths - {"direct"}
     assert all(_number(v) for v in out["added_p50_ms"].values())
+    # Where each path spends CPU, by process (a quick run may see too few ticks to name all).
+    assert set(out["cpu_us_per_call"]) == paths
+    for spent in out["cpu_us_per_call"].values():
+        assert set(spent) <= {"client", "serve", "relay", "stdio_in_process", "downstream",
+                              "fastmcp_proxy", "other"}, spent
+        assert all(_number(v) for v in spent.values()), spent
 
 
 def check_policy_eval(out: dict[str, Any]) -> None:

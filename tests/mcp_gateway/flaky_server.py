@@ -6,7 +6,7 @@ Tools: ``echo`` (answers), ``nap`` (sleeps first), ``crash`` (the process exits)
 sent). It also has one resource and one prompt. Every ``tools/call`` it receives is appended
 to ``$FLAKY_LOG``; ``FLAKY_MODE=silent`` makes it never answer at all; with ``FLAKY_GATE``
 it reads nothing until that file exists (a server that is slow to come up, for as long as a
-test wants).
+test wants); ``FLAKY_PID`` names a file it writes its process id to as it starts.
 """
 
 from __future__ import annotations
@@ -77,6 +77,9 @@ def answer(msg_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any] |
 
 
 def main() -> None:
+    if os.environ.get("FLAKY_PID"):
+        with open(os.environ["FLAKY_PID"], "w") as out:
+            out.write(str(os.getpid()))
     if os.environ.get("FLAKY_MODE") == "silent":
         time.sleep(3600)
     gate = os.environ.get("FLAKY_GATE")

@@ -7,6 +7,8 @@ eras. What it lacks it says in one line, exiting 2."""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import os
 import subprocess
 import sys
@@ -14,14 +16,15 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.shared.message import SessionMessage
-from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCRequest, JSONRPCResponse
+from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY
 
+from hookgate.mcp.pipes import LineWriter
 from hookgate.mcp.refusal import StdioRefusal
-from hookgate.mcp.relay import Envelope, relay_stdio
+from hookgate.mcp.relay import Envelope, Relay, proxy_for, relay_stdio
 from tests.instances import Instance
 from tests.live_server import free_port
 from tests.mcp_gateway.world import (
@@ -144,19 +147,41 @@ def test_the_relay_repeats_a_modern_requests_envelope_in_its_headers() -> None:
     meta = {PROTOCOL_VERSION_META_KEY: "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {}}
     envelope = Envelope()
-    listing = envelope.upward(SessionMessage(JSONRPCRequest(
-        jsonrpc="2.0", id=1, method="tools/list", params={"_meta": meta})))
-    assert listing.metadata.headers == {"mcp-protocol-version": "2026-07-28",
-                                        "mcp-method": "tools/list"}
+    listing = envelope.headers_for(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    assert listing == {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
     schema = {"type": "object", "properties": {
         "region": {"type": "string", "x-mcp-header": "Region"}}}
-    envelope.downward(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=1, result={
-        "tools": [{"name": "mcp__geo__lookup", "inputSchema": schema}]})))
-    call = envelope.upward(SessionMessage(JSONRPCRequest(
-        jsonrpc="2.0", id=2, method="tools/call", params={
-            "_meta": meta, "name": "mcp__geo__lookup", "arguments": {"region": "eu"}})))
-    headers = call.metadata.headers
+    envelope.note({"jsonrpc": "2.0", "id": 1, "result": {
+        "tools": [{"name": "mcp__geo__lookup", "inputSchema": schema}]}})
+    headers = envelope.headers_for({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "_meta": meta, "name": "mcp__geo__lookup", "arguments": {"region": "eu"}}})
     assert headers["mcp-name"] == "mcp__geo__lookup" and headers["mcp-method"] == "tools/call"
     assert [v for k, v in headers.items() if k.lower().startswith("mcp-param-")] == ["eu"]
-    handshake = SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=3, method="tools/list"))
-    assert envelope.upward(handshake) is handshake  # the session carries its version
+    # The handshake protocol: the session carries its version.
+    assert envelope.headers_for({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}) == {}
+
+
+async def test_a_call_the_server_cannot_answer_fails_with_an_error_naming_it() -> None:
+    # Fail closed: hookgate gone after the start, the call is not lost in silence; the client
+    # gets a JSON-RPC error for it saying which server did not answer.
+    url = f"http://127.0.0.1:{free_port()}/mcp/coder"
+    out = io.BytesIO()
+    async with aiohttp.ClientSession() as http:
+        relay = Relay(http, url, LineWriter(out))
+        await relay.upward(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                       "params": {"name": "mcp__time__now"}}).encode() + b"\n")
+        await eventually(lambda: out.getvalue(), "the relay's answer")
+        await relay.aclose()
+    [line] = out.getvalue().splitlines()
+    answer = json.loads(line)
+    assert answer["id"] == 7 and answer["error"]["code"] == CONNECTION_CLOSED
+    assert f"hookgate at {url} did not answer" in answer["error"]["message"]
+
+
+def test_the_relay_goes_through_the_proxy_the_environment_names(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "inside.example")
+    assert proxy_for("https://gate.example/mcp/coder") == "http://proxy.example:3128"
+    assert proxy_for("https://inside.example/mcp/coder") is None

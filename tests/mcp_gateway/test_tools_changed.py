@@ -1,6 +1,8 @@
 """A downstream server that changes its tools (tests/mcp_gateway/changing_server.py): the
 gateway lists them again and tells its connected clients, on the 2026-07-28 protocol through
-``subscriptions/listen`` and on the handshake protocol with ``tools/list_changed``."""
+``subscriptions/listen`` and on the handshake protocol with ``tools/list_changed`` — over
+HTTP, and through ``hookgate mcp stdio`` relaying to the server (the listen stream, and the
+handshake session's event stream, are the relay's to keep)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,14 @@ import mcp_types as types
 import pytest
 
 from tests.live_server import LiveServer, live_server
-from tests.mcp_gateway.world import McpWorld, eventually, http_client, make_world, text
+from tests.mcp_gateway.world import (
+    McpWorld,
+    eventually,
+    http_client,
+    make_world,
+    relay_client,
+    text,
+)
 
 SERVER = Path(__file__).with_name("changing_server.py")
 
@@ -49,10 +58,14 @@ def names(listing: types.ListToolsResult) -> list[str]:
     return sorted(t.name for t in listing.tools)
 
 
+CONNECT = {"http": http_client, "relay": relay_client}
+
+
+@pytest.mark.parametrize("via", ["http", "relay"])
 async def test_a_listening_client_hears_of_new_downstream_tools_and_can_call_them(
-        changing: tuple[McpWorld, LiveServer]) -> None:
+        changing: tuple[McpWorld, LiveServer], via: str) -> None:
     _world, server = changing
-    async with http_client(f"{server.url}/mcp/tinker", "alice") as client:
+    async with CONNECT[via](f"{server.url}/mcp/tinker", "alice") as client:
         assert client.protocol_version == "2026-07-28"
         assert "mcp__modern__vault" not in names(await client.list_tools())
         async with client.listen(tools_list_changed=True) as events:
@@ -68,8 +81,9 @@ async def test_a_listening_client_hears_of_new_downstream_tools_and_can_call_the
     assert not result.is_error and "vault opened with 42" in text(result)
 
 
+@pytest.mark.parametrize("via", ["http", "relay"])
 async def test_a_handshake_client_gets_tools_list_changed_from_a_handshake_downstream(
-        changing: tuple[McpWorld, LiveServer]) -> None:
+        changing: tuple[McpWorld, LiveServer], via: str) -> None:
     _world, server = changing
     heard: list[object] = []
 
@@ -77,8 +91,8 @@ async def test_a_handshake_client_gets_tools_list_changed_from_a_handshake_downs
         if isinstance(message, types.ToolListChangedNotification):
             heard.append(message)
 
-    async with http_client(f"{server.url}/mcp/tinker", "alice", mode="legacy",
-                           message_handler=on_message) as client:
+    async with CONNECT[via](f"{server.url}/mcp/tinker", "alice", mode="legacy",
+                            message_handler=on_message) as client:
         assert client.protocol_version not in ("2026-07-28",)
         assert client.server_capabilities.tools is not None
         assert client.server_capabilities.tools.list_changed

@@ -131,6 +131,21 @@ async def http_client(url: str, user: str, **options: Any) -> AsyncIterator[Clie
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+@asynccontextmanager
+async def relay_client(url: str, user: str, **options: Any) -> AsyncIterator[Client]:
+    """The official MCP client through ``hookgate mcp stdio`` relaying to the server at
+    ``url``/mcp/<agent>, as ``user`` (the thin client: only the URL and the token)."""
+    base, _, agent = url.rpartition("/mcp/")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent],
+        env={"HOOKGATE_TOKEN": TOKENS[user], "HOOKGATE_URL": base,
+             "PYTHONPATH": os.pathsep.join(
+                 p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)})
+    async with Client(params, **options) as client:
+        yield client
+
+
 def stdio_params(world: McpWorld, agent: str, user: str) -> StdioServerParameters:
     """``hookgate mcp stdio --in-process`` as a subprocess, the way a desktop client starts
     it on a machine trusted with the server's database."""

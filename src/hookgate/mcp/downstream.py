@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import sys
 import time
@@ -38,6 +39,8 @@ _MAX_PAGES = 100
 #: After a failed start, calls fail at once with that failure for this long, instead of
 #: each paying for another start; `restart` tries again immediately.
 START_BACKOFF_S = 15.0
+#: How long an open connection may take to close its own way before it is cancelled.
+STOP_GRACE_S = 5.0
 
 
 class DownstreamServer:
@@ -50,6 +53,10 @@ class DownstreamServer:
         self._tools: list[types.Tool] = []
         self._holder: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
+        #: The connection of the current holder, once its handshake is done.
+        self._ready: asyncio.Future[Client] | None = None
+        #: Holders of connections that never opened, still ending their processes.
+        self._ending: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self._failed: tuple[float, DownstreamError] | None = None
         #: How many times a connection was opened (restarts included).
@@ -113,6 +120,8 @@ class DownstreamServer:
                 await self._refresh
         async with self._lock:
             await self._stop()
+        if self._ending:
+            await asyncio.wait(set(self._ending))
 
     async def _start(self) -> None:
         try:
@@ -125,6 +134,7 @@ class DownstreamServer:
     async def _open(self) -> None:
         await self._stop()
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._ready = ready
         self._closing = asyncio.Event()
         self._holder = asyncio.create_task(self._hold(ready, self._closing),
                                            name=f"mcp-downstream-{self.id}")
@@ -149,16 +159,31 @@ class DownstreamServer:
     async def _stop(self) -> None:
         self._client = None
         holder, self._holder = self._holder, None
+        ready, self._ready = self._ready, None
         if holder is None:
             return
         if self._closing is not None:
             self._closing.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(holder), 5)
-        except (TimeoutError, Exception):
+        if ready is None or not ready.done() or ready.cancelled() \
+                or ready.exception() is not None:
+            # It never completed its handshake: nothing to close, nobody waits. Its process
+            # is ended in the background (the SDK's own shutdown: stdin closed, a grace, a
+            # kill); `close` waits for what is still ending.
             holder.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await holder
+            self._ending.add(holder)
+            holder.add_done_callback(functools.partial(_ended, self._ending, ready))
+            return
+        # An open connection closes its own way (its server's process ends with it).
+        with contextlib.suppress(TimeoutError, Exception):
+            await asyncio.wait_for(asyncio.shield(holder), STOP_GRACE_S)
+        holder.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await holder
+
+    @property
+    def ending(self) -> int:
+        """Connections that never opened whose processes are still being ended."""
+        return len(self._ending)
 
     async def _hold(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
         try:
@@ -182,7 +207,8 @@ class DownstreamServer:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            self._client = None
+            if self._holder is asyncio.current_task():
+                self._client = None  # (a holder ending in the background leaves a newer one)
 
     # -- tools that change -------------------------------------------------------------------
 
@@ -357,6 +383,15 @@ class _HttpTransport:
             return await self._cm.__aexit__(*exc)
         finally:
             await self._http.aclose()
+
+
+def _ended(ending: set[asyncio.Task[None]], ready: asyncio.Future[Client] | None,
+           holder: asyncio.Task[None]) -> None:
+    ending.discard(holder)
+    if not holder.cancelled():
+        holder.exception()
+    if ready is not None and ready.done() and not ready.cancelled():
+        ready.exception()  # seen: the failed start was reported by _open
 
 
 def _protocol_version(client: Client) -> str | None:

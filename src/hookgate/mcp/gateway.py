@@ -258,6 +258,23 @@ class McpGateway:
         box = await self._toolbox(who, bounded=True)
         return [listed_tool(box.tools[name], listed) for name, listed in box.listed.items()]
 
+    async def prepare_call(self, who: Principal, name: str) -> None:
+        """Have the tools of ``name``'s server ready for ``who`` (started and listed, unless
+        the server fails to start), so `input_schema` can answer without waiting."""
+        await self._toolbox(who, name)
+
+    def input_schema(self, who: Principal, name: str) -> Mapping[str, Any] | None:
+        """The input schema ``tools/list`` shows ``who`` for ``name``, from the listing at
+        hand (no wait, no downstream request); None when ``who`` was not shown ``name`` or its
+        server is not up and listed."""
+        parts = split_tool_name(name)
+        if parts is None or parts[0] not in self.servers \
+                or parts[0] not in who.access.server_ids():
+            return None
+        share = self._ready_share(who, parts[0])
+        listed = share.listed.get(name) if share is not None else None
+        return listed.input_schema if listed is not None else None
+
     async def call_tool(self, who: Principal, name: str, args: Any,
                         reporter: WaitReporter | None = None) -> types.CallToolResult:
         """Run one call through the guarded path.

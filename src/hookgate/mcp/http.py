@@ -25,12 +25,13 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.inbound import MCP_METHOD_HEADER, MCP_NAME_HEADER, decode_header_value
 from mcp_types import INVALID_REQUEST
 from starlette.types import Receive, Scope, Send
 
 from hookgate.mcp.gateway import McpGateway, Principal
 from hookgate.mcp.oauth import METADATA_PREFIX, OAuthResource, TokenRefused, grant_still_allowed
-from hookgate.mcp.served import build_mcp_server
+from hookgate.mcp.served import ASKING, build_mcp_server
 from hookgate.mcp.wiring import gateway_for, principal_for
 from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.runtime.auth import caller_for_token
@@ -121,9 +122,23 @@ class McpHttpEndpoint:
             await gateway.cancel_waits_of(caller.user_id)
             await _end_session(manager, session_id)
 
-        with contextlib.suppress(AccessEnded):  # the session's streams are closed
-            await while_allowed(manager.handle_request(scope, receive, send),
-                                who.still_allowed, self.access_recheck_s, on_lost=lost)
+        called = _called_tool(scope)
+
+        async def handle() -> None:
+            if called is not None:
+                # A per-request call names its tool in a header: its server's listing is
+                # made ready first, so the SDK's check of the call's Mcp-Param headers reads
+                # the schema from it (see served.ASKING).
+                await gateway.prepare_call(who, called)
+            await manager.handle_request(scope, receive, send)
+
+        asking = ASKING.set(who)
+        try:
+            with contextlib.suppress(AccessEnded):  # the session's streams are closed
+                await while_allowed(handle(), who.still_allowed, self.access_recheck_s,
+                                    on_lost=lost)
+        finally:
+            ASKING.reset(asking)
 
 
     # -- OAuth: refusals that name the resource metadata, and the metadata itself ----------
@@ -182,6 +197,14 @@ def _principal_of(ctx: ServerRequestContext[Any, Any]) -> Principal:
     if not isinstance(who, Principal):
         raise MCPError(INVALID_REQUEST, "this request carries no authenticated hookgate user")
     return who
+
+
+def _called_tool(scope: Scope) -> str | None:
+    # The tool a per-request (2026-07-28) tools/call names in its routing headers (the SDK
+    # refuses the request when they differ from its body).
+    if _header(scope, MCP_METHOD_HEADER.encode()) != "tools/call":
+        return None
+    return decode_header_value(_header(scope, MCP_NAME_HEADER.encode()))
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

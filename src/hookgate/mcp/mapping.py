@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -142,7 +143,7 @@ class McpTool(Tool):
         problem: str | None = None
         try:
             error = jsonschema.exceptions.best_match(
-                _validator(json.dumps(self.parameters, sort_keys=True)).iter_errors(checked))
+                _validator_of(self.parameters).iter_errors(checked))
         except jsonschema.exceptions.SchemaError as exc:
             problem = f"the server's input schema is invalid: {exc.message}"
         else:
@@ -152,6 +153,23 @@ class McpTool(Tool):
         if problem is not None:
             raise ToolArgumentsError(f"invalid arguments for '{self.name}': {problem}")
         return checked
+
+
+#: Validators by the schema object they were built for (a tool's schemas live as long as
+#: its listing): a call does not encode its schema again to find its validator.
+_BY_SCHEMA: OrderedDict[int, tuple[Mapping[str, Any], Any]] = OrderedDict()
+_BY_SCHEMA_MAX = 512
+
+
+def _validator_of(schema: Mapping[str, Any]) -> Any:
+    hit = _BY_SCHEMA.get(id(schema))
+    if hit is not None and hit[0] is schema:  # held here, so its id is not reused meanwhile
+        return hit[1]
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    _BY_SCHEMA[id(schema)] = (schema, validator)
+    while len(_BY_SCHEMA) > _BY_SCHEMA_MAX:
+        _BY_SCHEMA.popitem(last=False)
+    return validator
 
 
 @functools.lru_cache(maxsize=512)
@@ -244,7 +262,7 @@ def _contract_problem(result: types.CallToolResult | None,
         return "carries no structured content for the tool's output schema"
     try:
         error = jsonschema.exceptions.best_match(
-            _validator(json.dumps(output_schema, sort_keys=True)).iter_errors(
+            _validator_of(output_schema).iter_errors(
                 result.structured_content))
     except jsonschema.exceptions.SchemaError as exc:
         return f"cannot be checked: the tool's output schema is invalid ({exc.message})"

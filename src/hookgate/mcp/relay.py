@@ -3,37 +3,37 @@
 The process is a thin client of the server's HTTP gateway (``/mcp/{agent}``): every JSON-RPC
 message the client writes on stdin goes to the gateway with the user's token, and everything
 the gateway sends (results, progress, elicitations, ``tools/list_changed``) comes back on
-stdout. It opens no database and holds no secrets key: the server decides everything. A
-request of the 2026-07-28 protocol carries its version in ``_meta``; the relay repeats it in
-the HTTP headers the gateway checks, as the SDK's own client does (`Envelope`). Anything
-missing before it relays (the URL, the token, a server that answers, access to the agent) is
-a `StdioRefusal` whose message is one line (an MCP client shows the process's stderr to its
-user).
+stdout. It opens no database and holds no secrets key: the server decides everything.
+Messages pass through as the bytes they are (read as JSON only for their id, method and
+envelope, never re-encoded), over kept-alive connections of one HTTP client. A request of the
+2026-07-28 protocol carries its version in ``_meta``; the relay repeats it in the HTTP
+headers the gateway checks, as the SDK's own client does (`Envelope`); on the handshake
+protocol it keeps the session's id and version, and its event stream. Anything missing
+before it relays (the URL, the token, a server that answers, access to the agent) is a
+`StdioRefusal` whose message is one line (an MCP client shows the process's stderr to its
+user); a request the gateway cannot answer gets a JSON-RPC error saying why.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import logging
-from collections.abc import Callable, Mapping
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-import anyio
-import httpx2
-from mcp.client.streamable_http import streamable_http_client
-from mcp.server.stdio import stdio_server
-from mcp.shared._stream_protocols import ReadStream, WriteStream
-from mcp.shared.inbound import (
-    MCP_METHOD_HEADER,
-    MCP_NAME_HEADER,
-    MCP_PROTOCOL_VERSION_HEADER,
-    NAME_BEARING_METHODS,
-    encode_header_value,
-    mcp_param_headers,
-    x_mcp_header_map,
-)
-from mcp.shared.message import ClientMessageMetadata, SessionMessage
-from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCError, JSONRPCRequest, JSONRPCResponse
+import aiohttp
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from hookgate.mcp.envelope import Envelope, id_key
+from hookgate.mcp.event_stream import EventTooLarge, event_data
+from hookgate.mcp.pipes import LineReader, LineWriter
 from hookgate.mcp.refusal import TOKEN_ENV, StdioRefusal, one_line
 
 #: Where ``hookgate mcp stdio`` reads the server's base URL.
@@ -41,10 +41,14 @@ URL_ENV = "HOOKGATE_URL"
 #: How long the first check of the server may take before the client is told it failed.
 CHECK_TIMEOUT_S = 15.0
 
+#: The session id header of the handshake protocol.
+SESSION_HEADER = "mcp-session-id"
+#: How often the handshake session's event stream is opened again after it failed in a row.
+STREAM_ATTEMPTS = 3
+
 log = logging.getLogger(__name__)
 
-Incoming = ReadStream[SessionMessage | Exception]
-Outgoing = WriteStream[SessionMessage]
+__all__ = ["Envelope", "Relay", "check_access", "gateway_url", "proxy_for", "relay_stdio"]
 
 
 def gateway_url(base: str | None, agent_id: str) -> str:
@@ -58,92 +62,278 @@ def gateway_url(base: str | None, agent_id: str) -> str:
     return f"{base.rstrip('/')}/mcp/{agent_id}"
 
 
-async def check_access(http: httpx2.AsyncClient, url: str) -> None:
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (HTTPS_PROXY / HTTP_PROXY, unless NO_PROXY
+    covers its host), read once: asking the environment at every request (aiohttp's
+    ``trust_env``) doubles what a relayed call costs."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
+
+
+async def check_access(http: aiohttp.ClientSession, url: str) -> None:
     """Refuse in one line unless the server answers and lets this token reach the agent.
 
     A GET without a session is what any client may send; the gateway checks the token and
     the agent before anything else, so 401 and 404 say which of them is wrong."""
     try:
-        answer = await http.get(url, headers={"accept": "text/event-stream"},
-                                timeout=CHECK_TIMEOUT_S)
-    except httpx2.HTTPError as exc:
-        said = one_line(str(exc)) or type(exc).__name__
-        raise StdioRefusal(f"cannot reach hookgate at {url}: {said} (is the server "
+        async with http.get(url, headers={"accept": "text/event-stream"},
+                            timeout=aiohttp.ClientTimeout(total=CHECK_TIMEOUT_S)) as answer:
+            said = await _said(answer) if answer.status in (401, 403, 404, 503) else ""
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        told = one_line(str(exc)) or type(exc).__name__
+        raise StdioRefusal(f"cannot reach hookgate at {url}: {told} (is the server "
                            f"running, and is {URL_ENV} its URL?)") from exc
-    if answer.status_code == 401:
-        raise StdioRefusal(f"the token in {TOKEN_ENV} is not valid at {url}: "
-                           f"{_said(answer)}")
-    if answer.status_code in (403, 404, 503):
-        raise StdioRefusal(f"{url} answered {answer.status_code}: {_said(answer)}")
+    if answer.status == 401:
+        raise StdioRefusal(f"the token in {TOKEN_ENV} is not valid at {url}: {said}")
+    if answer.status in (403, 404, 503):
+        raise StdioRefusal(f"{url} answered {answer.status}: {said}")
 
 
-def _said(answer: httpx2.Response) -> str:
+async def _said(answer: aiohttp.ClientResponse) -> str:
+    text = (await answer.read()).decode("utf-8", "replace")
     try:
-        body = answer.json()
+        body = json.loads(text)
     except ValueError:
-        return one_line(answer.text[:300]) or answer.reason_phrase
+        return one_line(text[:300]) or str(answer.reason)
     error = body.get("error") if isinstance(body, Mapping) else None
     if isinstance(error, Mapping):
         error = error.get("message")
     return one_line(str(error or body))[:300]
 
 
-class Envelope:
-    """The HTTP headers a request of the per-request protocol (2026-07-28) must repeat from
-    its body, as the SDK's own client sends them: the version, the method, the name, and the
-    ``Mcp-Param-*`` headers of a tool whose input schema asks for them (learnt from the
-    ``tools/list`` answers that pass by)."""
+@dataclass(slots=True)
+class _Post:
+    """A request's POST in flight: cancelling its task closes its response stream."""
 
-    def __init__(self) -> None:
-        self.param_maps: dict[str, dict[tuple[str, ...], str]] = {}
-        self._listings: set[Any] = set()
-
-    def upward(self, message: SessionMessage) -> SessionMessage:
-        """``message`` (client → gateway) with the headers it needs."""
-        request = message.message
-        if not isinstance(request, JSONRPCRequest) or not isinstance(request.params, Mapping):
-            return message
-        if request.method == "tools/list":
-            self._listings.add(request.id)
-        meta = request.params.get("_meta")
-        version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, Mapping) else None
-        if not isinstance(version, str):
-            return message  # the handshake protocol: the session carries the version
-        headers = {MCP_PROTOCOL_VERSION_HEADER: version, MCP_METHOD_HEADER: request.method}
-        name_key = NAME_BEARING_METHODS.get(request.method)
-        name: Any = request.params.get(name_key) if name_key is not None else None
-        if isinstance(name, str):
-            headers[MCP_NAME_HEADER] = encode_header_value(name)
-        arguments = request.params.get("arguments")
-        if request.method == "tools/call" and name in self.param_maps \
-                and isinstance(arguments, Mapping):
-            headers.update(mcp_param_headers(self.param_maps[name], arguments))
-        return SessionMessage(request, metadata=ClientMessageMetadata(headers=headers))
-
-    def downward(self, message: SessionMessage) -> SessionMessage:
-        """``message`` (gateway → client) unchanged, after noting a tool listing's maps."""
-        answer = message.message
-        if isinstance(answer, JSONRPCResponse) and answer.id in self._listings:
-            self._listings.discard(answer.id)
-            tools = answer.result.get("tools") if isinstance(answer.result, Mapping) else None
-            for tool in tools if isinstance(tools, list) else ():
-                if isinstance(tool, Mapping) and isinstance(tool.get("name"), str):
-                    mapped = x_mcp_header_map(tool.get("inputSchema"))
-                    if mapped:
-                        self.param_maps[tool["name"]] = mapped
-        elif isinstance(answer, JSONRPCError):
-            self._listings.discard(answer.id)
-        return message
+    task: asyncio.Task[None]
+    modern: bool
 
 
-async def _pump(source: Incoming, sink: Outgoing, turn: Callable[[SessionMessage],
-                                                                 SessionMessage]) -> None:
-    async for item in source:
-        if isinstance(item, Exception):
-            # A line that is not JSON-RPC, or a transport failure: said, not relayed.
-            log.warning("hookgate mcp stdio: %s", one_line(str(item)) or type(item).__name__)
-            continue
-        await sink.send(turn(item))
+class Relay:
+    """One client's messages to the gateway at ``url`` and the gateway's back to ``write``."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str, out: LineWriter) -> None:
+        self.http, self.url, self.out = http, url, out
+        self.envelope = Envelope()
+        #: The handshake session, once ``initialize`` opened one.
+        self.session_id: str | None = None
+        #: The protocol version sent with a message that names none itself (the handshake's
+        #: negotiated one, or the last per-request version seen).
+        self.version: str | None = None
+        self._initialize: str | None = None
+        self._posts: dict[str, _Post] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- client → gateway ----------------------------------------------------------------------
+
+    async def upward(self, line: bytes) -> None:
+        """Relay one line the client wrote."""
+        body = line.strip()
+        if not body:
+            return
+        try:
+            message = json.loads(body)
+        except ValueError as exc:  # said, not relayed: the gateway would refuse it anyway
+            log.warning("hookgate mcp stdio: a line that is not JSON: %s", one_line(str(exc)))
+            return
+        if not isinstance(message, dict):
+            log.warning("hookgate mcp stdio: not a JSON-RPC message (a batch?): not relayed")
+            return
+        method = message.get("method")
+        if method == "notifications/cancelled" and self._cancelled_here(message):
+            return
+        if method == "initialize":
+            self.version = None  # the negotiation: no version yet
+            self._initialize = id_key(message.get("id"))
+        headers = self.envelope.headers_for(message)
+        if MCP_PROTOCOL_VERSION_HEADER in headers:
+            self.version = headers[MCP_PROTOCOL_VERSION_HEADER]
+        if method == "notifications/initialized" and self.session_id is not None:
+            self._spawn(self._event_stream())
+        if isinstance(method, str) and "id" in message:
+            key = id_key(message["id"])
+            superseded = self._posts.pop(key, None)
+            if superseded is not None:  # a reused id: the old answer is no longer awaited
+                superseded.task.cancel()
+            task = self._spawn(self._request(body, headers, message["id"], method))
+            self._posts[key] = _Post(task, self.version in MODERN_PROTOCOL_VERSIONS)
+            task.add_done_callback(lambda done: self._forget_post(key, done))
+        else:
+            await self._notify(body, headers)
+
+    def _cancelled_here(self, message: Mapping[str, Any]) -> bool:
+        # On the per-request protocol closing a request's stream is its cancellation; the
+        # handshake protocol posts the notification (as the SDK's own client does).
+        params = message.get("params")
+        request_id = params.get("requestId") if isinstance(params, Mapping) else None
+        post = self._posts.get(id_key(request_id)) if request_id is not None else None
+        if post is not None:
+            if not post.modern:
+                return False
+            post.task.cancel()
+            return True
+        return self.version in MODERN_PROTOCOL_VERSIONS
+
+    def _forget_post(self, key: str, task: asyncio.Task[None]) -> None:
+        post = self._posts.get(key)
+        if post is not None and post.task is task:
+            del self._posts[key]
+
+    def _headers(self, own: Mapping[str, str]) -> dict[str, str]:
+        headers = {"accept": "application/json, text/event-stream",
+                   "content-type": "application/json"}
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        if self.version is not None:
+            headers[MCP_PROTOCOL_VERSION_HEADER] = self.version
+        headers.update(own)
+        return headers
+
+    async def _notify(self, body: bytes, headers: Mapping[str, str]) -> None:
+        # A notification, or the client's answer to the gateway's request: 202, no body.
+        try:
+            async with self.http.post(self.url, data=body,
+                                      headers=self._headers(headers)) as answer:
+                if answer.status >= 400:
+                    log.warning("hookgate mcp stdio: %s answered %s to a message: %s",
+                                self.url, answer.status, await _said(answer))
+        except aiohttp.ClientError as exc:
+            log.warning("hookgate mcp stdio: a message did not reach %s: %s", self.url,
+                        one_line(str(exc)) or type(exc).__name__)
+
+    async def _request(self, body: bytes, headers: Mapping[str, str], request_id: Any,
+                       method: str) -> None:
+        try:
+            async with self.http.post(self.url, data=body,
+                                      headers=self._headers(headers)) as answer:
+                if method == "initialize" and answer.status < 300:
+                    self.session_id = answer.headers.get(SESSION_HEADER) or self.session_id
+                await self._answer(answer, request_id)
+        except (aiohttp.ClientError, EventTooLarge) as exc:
+            said = one_line(str(exc)) or type(exc).__name__
+            await self._error(request_id, CONNECTION_CLOSED,
+                              f"hookgate at {self.url} did not answer: {said}")
+
+    async def _answer(self, answer: aiohttp.ClientResponse, request_id: Any) -> None:
+        kind = answer.content_type.lower()
+        if answer.status == 202:
+            await self._error(request_id, INVALID_REQUEST,
+                              "server answered a request with 202 Accepted")
+        elif 300 <= answer.status < 400:
+            await self._error(request_id, INVALID_REQUEST,
+                              f"hookgate answered {answer.status} to "
+                              f"{answer.headers.get('location', 'elsewhere')} (not followed)")
+        elif answer.status >= 400:
+            await self._refused(answer, request_id, kind)
+        elif kind == "application/json":
+            await self._down(await answer.read())
+        elif kind == "text/event-stream":
+            async for data in event_data(answer.content):
+                if await self._down(data, request_id):
+                    return
+            await self._error(request_id, CONNECTION_CLOSED,
+                              "the gateway's stream ended without an answer")
+        else:
+            await self._error(request_id, INVALID_REQUEST,
+                              f"the gateway answered with unexpected content type {kind!r}")
+
+    async def _refused(self, answer: aiohttp.ClientResponse, request_id: Any,
+                       kind: str) -> None:
+        # A JSON-RPC error in the body says it best; else the status does.
+        body = await answer.read()
+        if kind == "application/json":
+            with contextlib.suppress(ValueError):
+                said = json.loads(body)
+                if isinstance(said, dict) and isinstance(said.get("error"), dict) \
+                        and "code" in said["error"]:
+                    await self._send({"jsonrpc": "2.0", "id": request_id,
+                                      "error": said["error"]})
+                    return
+        if answer.status == 404 and self.session_id is not None:
+            await self._error(request_id, INVALID_REQUEST, "Session terminated")
+            return
+        text = one_line(body[:300].decode("utf-8", "replace"))
+        await self._error(request_id, INTERNAL_ERROR,
+                          f"hookgate answered {answer.status}: {text or answer.reason}")
+
+    async def _event_stream(self) -> None:
+        # The handshake session's stream of messages not tied to a request (tools changed).
+        failures = 0
+        while self.session_id is not None and failures < STREAM_ATTEMPTS:
+            try:
+                async with self.http.get(
+                        self.url, headers=self._headers({"accept": "text/event-stream"})
+                ) as answer:
+                    if answer.status != 200:
+                        return  # no stream offered (405) or the session is gone (404)
+                    failures = 0
+                    async for data in event_data(answer.content):
+                        await self._down(data)
+            except (aiohttp.ClientError, EventTooLarge) as exc:
+                failures += 1
+                log.debug("the session's event stream failed: %s", exc)
+                await asyncio.sleep(1.0)
+
+    # -- gateway → client ----------------------------------------------------------------------
+
+    async def _down(self, data: bytes, request_id: Any = None) -> bool:
+        """Pass one message to the client; whether it answers ``request_id``."""
+        try:
+            message = json.loads(data)
+        except ValueError:
+            log.warning("hookgate mcp stdio: the gateway sent a message that is not JSON")
+            return False
+        if not isinstance(message, dict):
+            return False
+        self.envelope.note(message)
+        answers = "method" not in message and "id" in message
+        if answers and self._initialize == id_key(message["id"]):
+            self._initialize = None
+            result = message.get("result")
+            version = result.get("protocolVersion") if isinstance(result, dict) else None
+            if isinstance(version, str):
+                self.version = version
+        # One line per message: compact JSON has none inside; anything else is re-encoded.
+        line = data.strip() if b"\n" not in data.strip() else json.dumps(message).encode()
+        await self.out.write(line + b"\n")
+        return answers and request_id is not None and \
+            id_key(message["id"]) == id_key(request_id)
+
+    async def _error(self, request_id: Any, code: int, text: str) -> None:
+        await self._send({"jsonrpc": "2.0", "id": request_id,
+                          "error": {"code": code, "message": text}})
+
+    async def _send(self, message: Mapping[str, Any]) -> None:
+        await self.out.write(json.dumps(message).encode() + b"\n")
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def _spawn(self, work: Any) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("hookgate mcp stdio: relaying failed: %s", task.exception())
+
+    async def aclose(self) -> None:
+        """Stop relaying: requests in flight are abandoned, the session ends."""
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.session_id is not None:
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with self.http.delete(self.url, headers=self._headers({}),
+                                            timeout=aiohttp.ClientTimeout(total=5.0)):
+                    pass
+            self.session_id = None
 
 
 async def relay_stdio(base_url: str | None, agent_id: str, token: str | None) -> None:
@@ -152,19 +342,18 @@ async def relay_stdio(base_url: str | None, agent_id: str, token: str | None) ->
     if not token:
         raise StdioRefusal(f"set {TOKEN_ENV} to your hookgate API token")
     # No read timeout: a call may wait long for a person (progress keeps it moving).
-    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"},
-                              timeout=httpx2.Timeout(30.0, read=None))
+    # Connections are kept alive and reused: a call costs no connection set-up.
+    http = aiohttp.ClientSession(headers={"authorization": f"Bearer {token}"},
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0),
+                                 proxy=proxy_for(url))
     async with http:
         await check_access(http, url)
-        async with stdio_server() as (local_in, local_out), \
-                streamable_http_client(url, http_client=http) as (remote_in, remote_out), \
-                anyio.create_task_group() as tg:
-
-            envelope = Envelope()
-
-            async def upward() -> None:
-                await _pump(local_in, remote_out, envelope.upward)
-                tg.cancel_scope.cancel()  # the client closed stdin: the session ends
-
-            tg.start_soon(upward)
-            tg.start_soon(_pump, remote_in, local_out, envelope.downward)
+        lines, out = LineReader(), LineWriter()
+        await lines.open()
+        await out.open()
+        relay = Relay(http, url, out)
+        try:
+            while line := await lines.readline():
+                await relay.upward(line)
+        finally:
+            await relay.aclose()

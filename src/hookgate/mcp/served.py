@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import mcp_types as types
@@ -38,6 +39,11 @@ from hookgate.version import __version__
 log = logging.getLogger(__name__)
 
 PrincipalOf = Callable[[ServerRequestContext[Any, Any]], Principal]
+
+#: Who asks in the HTTP request being served. The SDK checks a per-request (2026-07-28)
+#: call's ``Mcp-Param-*`` headers against the tool's input schema before any handler runs,
+#: knowing only the tool's name; this says whose listing the schema comes from.
+ASKING: ContextVar[Principal | None] = ContextVar("hookgate_mcp_asking", default=None)
 
 
 def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[Any]:
@@ -104,8 +110,15 @@ def build_mcp_server(gateway: McpGateway, principal_of: PrincipalOf) -> Server[A
         with _as_protocol_errors():
             return await gateway.get_prompt(principal_of(ctx), params.name, params.arguments)
 
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        # The listing this caller was shown, as held (the SDK would otherwise run a whole
+        # tools/list through the server for every call); None skips the check, as the SDK
+        # does for a tool its listing does not show.
+        who = ASKING.get()
+        return gateway.input_schema(who, name) if who is not None else None
+
     server: Server[Any] = _GatewayServer(
-        "hookgate", version=__version__,
+        "hookgate", version=__version__, get_tool_input_schema=input_schema,
         instructions="Tools behind hookgate: some calls wait for a person's approval.",
         on_list_tools=list_tools, on_call_tool=call_tool,  # type: ignore[arg-type]
         on_list_resources=list_resources, on_read_resource=read_resource,
