@@ -26,12 +26,22 @@ def canonical_bytes(value: Any) -> bytes:
     """The RFC 8785 (UTF-8) bytes of ``value``. Tuples are arrays; a finite Decimal, a
     datetime or any other object stands as its ``str()`` (as a model's Python dump
     says it); keys that are numbers, booleans or None as JSON writes them."""
+    if _same_as_sorted_json(value):
+        # For text, safe integers, booleans and null under ASCII keys, RFC 8785 is exactly
+        # the standard library's sorted, compact JSON: its C encoder (decision 0009).
+        try:
+            return _SORTED_JSON(value).encode("utf-8")
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: rfc8785 below says so
     try:
         return rfc8785.dumps(_plain(value))
     except rfc8785.CanonicalizationError as exc:
         raise NotCanonicalJSON(f"the value has no canonical JSON form: {exc}") from None
     except RecursionError:
         raise NotCanonicalJSON("the value nests too deeply for canonical JSON") from None
+    except UnicodeEncodeError:  # rfc8785 orders keys by UTF-16 units: a lone surrogate key
+        raise NotCanonicalJSON("a key holds a lone surrogate, which JSON text cannot carry"
+                               ) from None
 
 
 def canonical_json(value: Any) -> str:
@@ -42,6 +52,35 @@ def canonical_json(value: Any) -> str:
 def canonical_sha256(value: Any) -> str:
     """The sha256 (hex) of `canonical_bytes`."""
     return hashlib.sha256(canonical_bytes(value)).hexdigest()
+
+
+#: Sorted, compact JSON with text as it is (ES6/RFC 8785 escape the same characters the same
+#: way: the two-character escapes, other controls as lowercase \u00xx).
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                                allow_nan=False).encode
+_SAFE_INT = 2**53 - 1
+#: How deep the fast path looks before leaving a value to rfc8785.
+_FAST_DEPTH = 32
+
+
+def _same_as_sorted_json(value: Any, depth: int = 0) -> bool:
+    """Whether ``value``'s RFC 8785 form is its sorted, compact JSON: built only of exact
+    str, bool, None, integers within ±(2**53 - 1), lists, tuples and dicts with ASCII keys
+    (ordered the same by code point and by UTF-16 unit). Floats, other types and anything
+    deeper than `_FAST_DEPTH` go the general way."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return bool(-_SAFE_INT <= value <= _SAFE_INT)
+    if depth >= _FAST_DEPTH:
+        return False
+    if kind is dict:
+        return all(type(k) is str and k.isascii() and _same_as_sorted_json(v, depth + 1)
+                   for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_same_as_sorted_json(v, depth + 1) for v in value)
+    return False
 
 
 def _plain(value: Any) -> Any:

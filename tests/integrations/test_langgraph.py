@@ -1,8 +1,9 @@
 """LangChain v1 agents (create_agent, a scripted fake chat model, no network) whose tool calls
 go through a real hookgate server: approved calls run once, rejected ones never run and the
 model reads why, withheld output never reaches the model, the read-only guard blocks a
-write, audit rows name the framework, a subgraph's call is gated, and a pause held by a
-PostgreSQL checkpointer survives the agent's process."""
+write, audit rows name the framework, a subgraph's call is gated, a waiting call survives a
+restart of hookgate, and a pause held by a PostgreSQL checkpointer survives the agent's
+process."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import asyncio
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -235,6 +237,41 @@ def test_an_unreachable_hookgate_runs_no_tool_and_says_why() -> None:
                          checkpointer=InMemorySaver())
     told = graph.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "u"}})
     assert RAN == [] and "unreachable" in tool_texts(told)[0]
+
+
+def test_a_transfer_waiting_while_hookgate_restarts_runs_once_after_the_decision(
+        tmp_path: Path) -> None:
+    RAN.clear()
+    deployment = Deployment(
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}",
+        orgs=[OrgSpec("acme", "ACME")],
+        users=[UserSpec("alice", "acme", admin=True, token_sha256=token_digest(ALICE)),
+               UserSpec("bot", "acme", token_sha256=token_digest(BOT))],
+        agents={"payer": agent_def("payer", "acme")},
+        model_for=lambda _a: ScriptedLLM([{"answer": "-"}]), channels=[])
+    saver = InMemorySaver()  # the agent's process holds its pause; hookgate restarts
+    config = {"configurable": {"thread_id": "through-a-restart"}}
+
+    def graph(guard: Client, *turns: AIMessage) -> Any:
+        return create_agent(model(*turns), tools=[transfer, lookup], checkpointer=saver,
+                            middleware=[HookgateMiddleware(guard, agent="payer")])
+
+    with live_server(deployment) as first, Client(first.url, BOT,
+                                                   framework="langgraph") as guard:
+        paused = graph(guard, calls("transfer", {"amount": 4, "to": "bob"})).invoke(
+            {"messages": [("user", "go")]}, config)
+    request_id = paused["__interrupt__"][0].value["hookgate"]["request_id"]
+    assert RAN == []
+    with live_server(deployment) as second, Client(second.url, BOT,
+                                                    framework="langgraph") as guard:
+        decide(second, request_id, "approve")
+        again = graph(guard)
+        resume = resume_when_decided(guard, again.get_state(config).interrupts, timeout=10)
+        assert resume is not None
+        done = again.invoke(resume, config)
+        assert again.invoke(resume, config)["messages"] == done["messages"]
+    assert RAN == [("transfer", {"amount": 4, "to": "bob"})]
+    assert "sent 4 to bob" in tool_texts(done)[0]
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
