@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Read the session transcript: note the user's prompt and how many tool calls the
-assistant has made so far (PreToolUse, every tool)."""
+assistant has made so far (PreToolUse, every tool). Claude Code appends to the transcript
+while hooks run, so its last line may be half written: that line is not read yet."""
 import json
 import os
 import sys
@@ -9,7 +10,10 @@ data = json.load(sys.stdin)
 prompt, tool_uses = None, 0
 with open(data["transcript_path"]) as f:
     for line in f:
-        entry = json.loads(line)
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:  # still being written
+            break
         message = entry.get("message") or {}
         content = message.get("content")
         if entry.get("type") == "user" and prompt is None:
