@@ -112,6 +112,22 @@ class Notifications(Subscription):
     def __init__(self, conninfo: str, *, retry_s: float = 1.0) -> None:
         super().__init__(retry_s=retry_s)
         self.conninfo = conninfo
+        self._conn: Any = None
+
+    async def add(self, channel: str, handler: Handler) -> None:
+        """`on`, once started too: the channel is listened to on the live connection at
+        once, and on every connection after it. One LISTEN connection per process, however
+        many listen: each notification costs a transaction in every listening backend."""
+        new = channel not in self._handlers
+        self.on(channel, handler)
+        if new and self._conn is not None and not self._conn.is_closed():
+            await self._conn.add_listener(channel, self._on_note)
+
+    def discard(self, channel: str, handler: Handler) -> None:
+        """Stop calling ``handler`` for ``channel`` (the channel stays listened to)."""
+        handlers = self._handlers.get(channel, [])
+        if handler in handlers:
+            handlers.remove(handler)
 
     async def _listen(self) -> AsyncIterator[None]:
         # asyncpg: a notification is handed to the callback by its compiled protocol, where
@@ -123,7 +139,10 @@ class Notifications(Subscription):
         try:
             ended = asyncio.Event()
             conn.add_termination_listener(lambda _conn: ended.set())
-            for channel in self._handlers:
+            # Live before the loop: a channel added meanwhile is listened to by `add` (asyncpg
+            # keeps one callback per channel, so the two never double a notification).
+            self._conn = conn
+            for channel in list(self._handlers):
                 await conn.add_listener(channel, self._on_note)
             yield None
             while not ended.is_set():
@@ -133,6 +152,7 @@ class Notifications(Subscription):
                     await conn.execute("SELECT 1")  # a dead link fails here, not never
             raise ConnectionError("the LISTEN connection closed")
         finally:
+            self._conn = None
             conn.terminate()
 
     def _on_note(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:

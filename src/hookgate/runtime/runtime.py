@@ -89,8 +89,12 @@ class Runtime:
         agents = self.channels.with_notify_tool(deployment.agents)
         # The approvals' port to the run layer: the run queue registers with it (PostgreSQL).
         continuations = RunContinuations()
+        #: PostgreSQL without Redis: the process's one LISTEN connection (run events, request
+        #: changes, access changes and the queue worker's job notifications).
+        self.pg_notifications = (Notifications(db.libpq_url)
+                                 if shared and self.redis_wakeups is None else None)
         #: PostgreSQL: the procrastinate app that runs and escalations queue their jobs on.
-        self.jobs = jobs = self._job_queue(db) if shared else None
+        self.jobs = jobs = (self._job_queue(db, self.pg_notifications) if shared else None)
         self.approvals = PersistentApprovals(
             db, channels=self.channels, inbox_url=self.inbox_url,
             sweep_interval=sweep_interval,
@@ -147,10 +151,10 @@ class Runtime:
     # The run queue's parts, imported only for PostgreSQL (procrastinate is not needed to
     # serve a SQLite file).
     @staticmethod
-    def _job_queue(db: Database) -> JobQueue:
+    def _job_queue(db: Database, wakeups: Notifications | None) -> JobQueue:
         from hookgate.runs.executors.queue import JobQueue
 
-        return JobQueue(db)
+        return JobQueue(db, wakeups=wakeups)
 
     @staticmethod
     def _escalation_jobs(jobs: JobQueue) -> Callable[[Escalations], EscalationJobs]:
@@ -172,7 +176,8 @@ class Runtime:
         if self.redis_wakeups is not None:
             notes = self.redis_wakeups
         else:
-            notes = Notifications(self.db.libpq_url)
+            assert self.pg_notifications is not None
+            notes = self.pg_notifications
         notes.on(RUN_EVENTS_CHANNEL, followers.wake)
         changes = RequestChanges(self.db, self.approvals, self.inbox)
         notes.on(REQUESTS_CHANNEL, changes.received)

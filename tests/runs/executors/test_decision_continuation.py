@@ -1,6 +1,7 @@
 """A decision continues its parked run on the deciding instance, its job taken in the
 decision's own transaction (no NOTIFY, no fetch); and a decision that lands while a job of
-its run still runs is woken by that job's finish, not left for the worker's next poll.
+its run still runs is woken by that job's finish, not left for the worker's next poll (heard
+on the process's one LISTEN connection, which the worker shares with the wake-ups).
 
 One server on one PostgreSQL database for the module; its worker polls once a minute, so a
 continuation that only the poll would find fails the tests' 15 s waits."""
@@ -72,7 +73,7 @@ def w(postgres_server_url: str) -> Iterator[World]:
 
     url = _fresh_pg_database(postgres_server_url)
     deployment, bank = world(url)
-    deployment.worker = WorkerSettings(heartbeat_s=60.0, stalled_after_s=600.0)
+    deployment.worker = WorkerSettings(heartbeat_s=60.0, stalled_after_s=600.0, poll_s=60.0)
     try:
         with live_server(deployment) as srv, httpx.Client(base_url=srv.url,
                                                           timeout=20) as client:
@@ -116,7 +117,10 @@ def test_a_decision_while_a_job_of_its_run_runs_goes_on_when_that_job_finishes(
                  run_id, busy) == [("todo",)]
     assert w.bank.payments[paid:] == []
     # Its finish notifies the queue: the continuation runs now, not at the next poll (a
-    # minute here, past wait_run's 15 s).
+    # minute here, past wait_run's 15 s). The worker hears it on the process's one LISTEN
+    # connection, the wake-ups' (every listening backend spends a transaction per NOTIFY).
+    shared = w.srv.runtime.pg_notifications
+    assert shared is not None and any(c.startswith("procrastinate") for c in shared._handlers)
     w.srv.call(jobs.finish_job_by_id_async(busy, Status.SUCCEEDED, delete_job=True))
     assert wait_run(w.client, run_id)["status"] == "completed"
     assert len(w.bank.payments) == paid + 1

@@ -45,9 +45,11 @@ against a real database, so an upgrade that changes any of it fails loudly there
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import procrastinate
@@ -63,6 +65,7 @@ from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.database import Database
 
 if TYPE_CHECKING:
+    from hookgate.runs.notifications import Notifications
     from hookgate.storage.transaction import Transaction
 
 log = logging.getLogger(__name__)
@@ -266,13 +269,50 @@ async def orphaned_runs(session: Transaction) -> list[str]:
 
 class DriverConnector(PsycopgConnector):
     """A PsycopgConnector whose fetch-a-job and finish-a-job statements take ``db``'s
-    driver."""
+    driver, and whose worker hears the queue's notifications on the process's one LISTEN
+    connection (``wakeups``) when it has one: every backend listening on the database
+    spends a transaction on each notification, whatever its channels."""
 
-    def __init__(self, db: Database, **kwargs: Any) -> None:
+    def __init__(self, db: Database, *, wakeups: Notifications | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(db.backend, PostgresBackend):
             raise ValueError("the run queue needs a PostgreSQL database")
         self._driver = db.backend.driver
+        self._wakeups = wakeups
+
+    async def listen_notify(self, on_notification: Any, channels: Iterable[str]) -> None:
+        if self._wakeups is None:
+            await super().listen_notify(on_notification=on_notification, channels=channels)
+            return
+        loop = asyncio.get_running_loop()
+        pending: set[asyncio.Task[None]] = set()
+        handlers: list[tuple[str, Callable[[str | None], None]]] = []
+
+        def heard_done(task: asyncio.Task[None]) -> None:
+            pending.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("the worker could not handle a queue notification: %r",
+                            task.exception())
+
+        def handler_of(channel: str) -> Callable[[str | None], None]:
+            def heard(payload: str | None) -> None:
+                if payload is None:  # the LISTEN connection came back: the worker polls
+                    return
+                task = loop.create_task(on_notification(channel=channel, payload=payload))
+                pending.add(task)
+                task.add_done_callback(heard_done)
+            return heard
+
+        try:
+            for channel in channels:
+                handler = handler_of(channel)
+                handlers.append((channel, handler))
+                await self._wakeups.add(channel, handler)
+            await asyncio.Event().wait()  # until the worker stops (cancelled)
+        finally:
+            for channel, handler in handlers:
+                self._wakeups.discard(channel, handler)
 
     async def execute_query_one_async(self, query: Any, **arguments: Any) -> dict[str, Any]:
         if query != _FETCH_JOB:

@@ -58,6 +58,7 @@ from hookgate.storage.runs import run_status
 from hookgate.storage.transaction import after_commit
 
 if TYPE_CHECKING:
+    from hookgate.runs.notifications import Notifications
     from hookgate.runs.runner import Runner
     from hookgate.storage.database import Database
     from hookgate.storage.transaction import Transaction
@@ -91,9 +92,10 @@ class JobQueue:
     """The procrastinate app of one database's run queue: the tasks of runs (the executor)
     and of escalation (its jobs) join it, and both queue their jobs through `defer`."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, wakeups: Notifications | None = None) -> None:
+        """``wakeups``: the process's LISTEN connection, which the worker then shares."""
         self.db = db
-        self.app = App(connector=DriverConnector(db, conninfo=db.libpq_url,
+        self.app = App(connector=DriverConnector(db, wakeups=wakeups, conninfo=db.libpq_url,
                                                  min_size=1, max_size=10))
 
     async def defer(self, session: Transaction, task: Task[Any, Any, Any], *, lock: str | None,
