@@ -21,6 +21,16 @@ def lint(src: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
+def lint_with(tmp_path: Path, module_path: str, line: str) -> subprocess.CompletedProcess[str]:
+    """The contracts run on a copy of the source with ``line`` added to the module at
+    ``module_path`` (under ``hookgate/``)."""
+    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
+                    ignore=shutil.ignore_patterns("__pycache__", "static"))
+    module = tmp_path / "hookgate" / module_path
+    module.write_text(module.read_text() + line)
+    return lint(tmp_path)
+
+
 def test_no_package_imports_one_above_it() -> None:
     run = lint(ROOT / "src")
     assert run.returncode == 0, run.stdout + run.stderr
@@ -29,53 +39,45 @@ def test_no_package_imports_one_above_it() -> None:
 
 def test_telemetry_importing_the_channels_masking_again_breaks_the_contract(
         tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
-                    ignore=shutil.ignore_patterns("__pycache__", "static"))
-    values = tmp_path / "hookgate" / "telemetry" / "values.py"
-    values.write_text(values.read_text() + "\nfrom hookgate.channels.masking import render_args\n")
-    run = lint(tmp_path)
+    run = lint_with(tmp_path, "telemetry/values.py",
+                    "\nfrom hookgate.channels.masking import render_args\n")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "hookgate.telemetry is not allowed to import hookgate.channels" in run.stdout
 
 
 def test_the_approvals_importing_the_catalog_again_breaks_the_contract(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
-                    ignore=shutil.ignore_patterns("__pycache__", "static"))
-    context = tmp_path / "hookgate" / "approvals" / "context.py"
-    context.write_text(context.read_text()
-                       + "\nfrom hookgate.catalog.declarative.protocol import apply_reply\n")
-    run = lint(tmp_path)
+    run = lint_with(tmp_path, "approvals/context.py",
+                    "\nfrom hookgate.catalog.declarative.protocol import apply_reply\n")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "hookgate.approvals is not allowed to import hookgate.catalog" in run.stdout
 
 
 def test_the_matching_module_importing_the_catalog_breaks_the_contract(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
-                    ignore=shutil.ignore_patterns("__pycache__", "static"))
-    matching = tmp_path / "hookgate" / "matching.py"
-    matching.write_text(matching.read_text() + "\nfrom hookgate.catalog import build\n")
-    run = lint(tmp_path)
+    run = lint_with(tmp_path, "matching.py",
+                    "\nfrom hookgate.catalog import build\n")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "hookgate.matching is not allowed to import hookgate.catalog" in run.stdout
 
 
 def test_a_module_outside_storage_importing_sqlalchemy_breaks_the_contract(
         tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
-                    ignore=shutil.ignore_patterns("__pycache__", "static"))
-    rules = tmp_path / "hookgate" / "approvals" / "rules.py"
-    rules.write_text(rules.read_text() + "\nfrom sqlalchemy import select\n")
-    run = lint(tmp_path)
+    run = lint_with(tmp_path, "approvals/rules.py",
+                    "\nfrom sqlalchemy import select\n")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "hookgate.approvals.rules -> sqlalchemy" in run.stdout
 
 
 def test_the_server_importing_the_mcp_gateway_breaks_the_independence_of_the_interfaces(
         tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "src" / "hookgate", tmp_path / "hookgate",
-                    ignore=shutil.ignore_patterns("__pycache__", "static"))
-    app = tmp_path / "hookgate" / "server" / "app.py"
-    app.write_text(app.read_text() + "\nfrom hookgate.mcp import http\n")
-    run = lint(tmp_path)
+    run = lint_with(tmp_path, "server/app.py",
+                    "\nfrom hookgate.mcp import http\n")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "hookgate.server is not allowed to import hookgate.mcp" in run.stdout
+
+
+def test_the_runs_importing_the_runtime_that_builds_them_breaks_the_contract(
+        tmp_path: Path) -> None:
+    run = lint_with(tmp_path, "runs/runner.py",
+                    "\nfrom hookgate.runtime import deployment\n")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "hookgate.runs is not allowed to import hookgate.runtime" in run.stdout
