@@ -65,3 +65,35 @@ async def test_notifications_arrive_and_a_killed_connection_reconnects_and_says_
     finally:
         await admin.close()
         await notes.stop()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_channel_added_once_listening_is_heard_now_and_after_a_reconnect(
+        database_url: str) -> None:
+    # The queue worker joins the process's one LISTEN connection after it started, many
+    # channels at once, while the keep-alive may be using the connection.
+    db = Database(database_url)
+    dsn = db.libpq_url
+    await db.dispose()
+    notes = Notifications(dsn, retry_s=0.1)
+    notes.on("first", Seen())
+    await notes.start()
+    late = [Seen() for _ in range(5)]
+    admin = await asyncpg.connect(dsn)
+    try:
+        await asyncio.gather(*(notes.add(f"late_{i}", seen) for i, seen in enumerate(late)),
+                             notes.add("late_0", late[0]))  # the same channel twice: once
+        await admin.execute("SELECT pg_notify('late_0', 'a'), pg_notify('late_4', 'b')")
+        await late[0].until(lambda items: items == ["a", "a"])  # its two handlers
+        await late[4].until(lambda items: items == ["b"])
+        await admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = $1 AND datname = current_database()", APPLICATION_NAME)
+        await late[4].until(lambda items: items[-1:] == [None])
+        async with asyncio.timeout(10):
+            await notes.ready.wait()
+        await admin.execute("SELECT pg_notify('late_4', 'c')")
+        await late[4].until(lambda items: items[-1:] == ["c"])
+    finally:
+        await admin.close()
+        await notes.stop()

@@ -113,6 +113,9 @@ class Notifications(Subscription):
         super().__init__(retry_s=retry_s)
         self.conninfo = conninfo
         self._conn: Any = None
+        #: One operation at a time on the connection (asyncpg refuses a second one): the
+        #: LISTENs, a channel added later, the keep-alive.
+        self._using = asyncio.Lock()
 
     async def add(self, channel: str, handler: Handler) -> None:
         """`on`, once started too: the channel is listened to on the live connection at
@@ -120,8 +123,17 @@ class Notifications(Subscription):
         many listen: each notification costs a transaction in every listening backend."""
         new = channel not in self._handlers
         self.on(channel, handler)
-        if new and self._conn is not None and not self._conn.is_closed():
-            await self._conn.add_listener(channel, self._on_note)
+        if not new:
+            return
+        async with self._using:
+            conn = self._conn
+            if conn is None or conn.is_closed():
+                return  # the next connection listens to it
+            try:
+                await conn.add_listener(channel, self._on_note)
+            except Exception as exc:  # the link broke: the next connection listens to it
+                log.warning("could not LISTEN on %s yet (%s); the next connection will",
+                            channel, exc)
 
     def discard(self, channel: str, handler: Handler) -> None:
         """Stop calling ``handler`` for ``channel`` (the channel stays listened to)."""
@@ -139,17 +151,19 @@ class Notifications(Subscription):
         try:
             ended = asyncio.Event()
             conn.add_termination_listener(lambda _conn: ended.set())
-            # Live before the loop: a channel added meanwhile is listened to by `add` (asyncpg
-            # keeps one callback per channel, so the two never double a notification).
-            self._conn = conn
-            for channel in list(self._handlers):
-                await conn.add_listener(channel, self._on_note)
+            # Under the lock, so a channel `add`ed meanwhile is listened to once, by one of
+            # the two.
+            async with self._using:
+                self._conn = conn
+                for channel in list(self._handlers):
+                    await conn.add_listener(channel, self._on_note)
             yield None
             while not ended.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(ended.wait(), KEEPALIVE_S)
                 if not ended.is_set():
-                    await conn.execute("SELECT 1")  # a dead link fails here, not never
+                    async with self._using:  # a dead link fails here, not never
+                        await conn.execute("SELECT 1")
             raise ConnectionError("the LISTEN connection closed")
         finally:
             self._conn = None
