@@ -39,3 +39,27 @@ def test_metadata_cannot_be_written_and_a_fact_cannot_pose_as_an_approval() -> N
     with pytest.raises(TypeError, match="read-only"):
         ctx.metadata["approved_call"] = "forged"  # type: ignore[index]
     assert dict(ctx.metadata) == FACTS
+
+
+def test_a_context_is_freed_when_dropped_and_its_view_outliving_it_refuses() -> None:
+    # The view refers back to its context weakly: the pair is no reference cycle, so a
+    # context (and the run's objects it reaches) goes as soon as the last reference does,
+    # not at the garbage collector's next pass.
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        ctx = HookContext(HookPoint.PRE_TOOL_USE, tool_name="t",
+                          metadata={"org_id": "acme", "run_id": "run_1"})
+        ctx.stop_run = "stop"
+        view = ctx.metadata
+        assert view["stop_run"] == "stop" and view["org_id"] == "acme"
+        gone = weakref.ref(ctx)
+        del ctx
+        assert gone() is None
+    finally:
+        gc.enable()
+    assert view["org_id"] == "acme"  # a fact is the view's own
+    with pytest.raises(ReferenceError, match="no longer exists"):
+        view["stop_run"]

@@ -7,6 +7,7 @@ typed fields on each read, so no component talks to another by writing a string 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -56,14 +57,25 @@ _NOT_FACTS = frozenset(COMPUTED) - {"requires_confirmation"}
 class MetadataView(Mapping[str, Any]):
     """A read-only mapping over a context's request facts and typed fields."""
 
-    __slots__ = ("_ctx", "facts")
+    __slots__ = ("_ref", "facts")
 
     def __init__(self, ctx: HookContext, facts: dict[str, Any]) -> None:
-        self._ctx = ctx
+        # A weak reference: the context holds its view, and a strong one back would make the
+        # pair a reference cycle, left for the garbage collector with everything the context
+        # reaches (the run's driver, registry and state) on every call.
+        self._ref = weakref.ref(ctx)
         if not facts.keys().isdisjoint(_NOT_FACTS):
             facts = {k: v for k, v in facts.items() if k not in _NOT_FACTS}
         #: The request facts the engine set when it made the context (never a computed key).
         self.facts = facts
+
+    @property
+    def _ctx(self) -> HookContext:
+        ctx = self._ref()
+        if ctx is None:
+            raise ReferenceError("the hook context this metadata belongs to no longer exists: "
+                                 "read HookContext.metadata while the context does")
+        return ctx
 
     def __getitem__(self, key: str) -> Any:
         compute = COMPUTED.get(key)

@@ -33,7 +33,7 @@ class HookPoint(enum.StrEnum):
     POST_TOOL_USE = "PostToolUse"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class HookContext:
     """What a hook sees.
 

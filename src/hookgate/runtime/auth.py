@@ -38,5 +38,11 @@ async def still_allowed(runtime: Runtime, token: str, caller: Caller) -> bool:
         log.warning("re-checking user %s's access failed, ending the connection: %s",
                     caller.user_id, exc)
         return False
-    return (now is not None and now.user_id == caller.user_id
-            and now.org_id == caller.org_id and (now.admin or not caller.admin))
+    return now is not None and same_access(now, caller)
+
+
+def same_access(now: Caller, caller: Caller) -> bool:
+    """Whether ``now`` (whom a token signs in as now) may still use what ``caller`` opened:
+    the same user, in the same org, with no right lost."""
+    return (now.user_id == caller.user_id and now.org_id == caller.org_id
+            and (now.admin or not caller.admin))

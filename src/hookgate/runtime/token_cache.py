@@ -35,6 +35,11 @@ def _retrieve(task: asyncio.Task[object]) -> None:
         task.exception()
 
 
+def token_key(token: str) -> str:
+    """The key a token is remembered under: its sha256 (the token itself is never kept)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class TokenCache(Generic[T]):
     """Successful lookups of one process's server, for ``TTL_S`` seconds each."""
 
@@ -49,7 +54,7 @@ class TokenCache(Generic[T]):
 
     async def lookup(self, token: str, load: Callable[[str], Awaitable[T | None]]) -> T | None:
         """The remembered answer for ``token`` while fresh, else ``load(token)``'s."""
-        key = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        key = token_key(token)
         now = time.monotonic()
         hit = self._entries.get(key)
         if hit is not None:
@@ -63,6 +68,12 @@ class TokenCache(Generic[T]):
             self._flights[key] = flight
         # Shielded: a request cancelled while waiting leaves the lookup to the others.
         return await asyncio.shield(flight)
+
+    def fresh(self, key: str) -> T | None:
+        """The remembered answer under ``key`` (`token_key`) while fresh, else None; never
+        loads (for a caller that asks often, such as a stream before each event)."""
+        hit = self._entries.get(key)
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
 
     async def _load(self, key: str, token: str, load: Callable[[str], Awaitable[T | None]],
                     generation: int, started: float) -> T | None:

@@ -12,13 +12,14 @@ see it", for every route and connection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from hookgate.runtime.auth import caller_for_token, still_allowed
+from hookgate.runtime.auth import caller_for_token, same_access, still_allowed
 from hookgate.runtime.runtime import Caller, Runtime
+from hookgate.runtime.token_cache import token_key
 
 STREAM_TOKEN_PARAM = "access_token"
 
@@ -105,8 +106,18 @@ class LastingAccess:
     caller: Caller
     rt: Runtime
     token: str
+    #: The token's key in the runtime's token cache.
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", token_key(self.token))
 
     async def still_allowed(self) -> bool:
+        # A stream asks before each event: while the cache holds the token's answer, that
+        # answer is read here directly (the same one `still_allowed` would read).
+        now = self.rt.token_cache.fresh(self.key)
+        if now is not None:
+            return same_access(now, self.caller)
         return await still_allowed(self.rt, self.token, self.caller)
 
 

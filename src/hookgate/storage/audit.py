@@ -126,6 +126,9 @@ _DELEGATION = ("parent_session", "depth")
 #: The fields each version's form leaves out.
 _LEFT_OUT: dict[int, tuple[str, ...]] = {1: (*_DECISION, *_DELEGATION),
                                          2: (*_DECISION, *_DELEGATION), 3: _DELEGATION, 4: ()}
+#: The fields each version's form covers, in record order.
+_COVERED: dict[int, tuple[str, ...]] = {
+    v: tuple(n for n in _CONTENT if n not in left_out) for v, left_out in _LEFT_OUT.items()}
 
 
 def _v1_json(value: Any) -> str:
@@ -143,9 +146,9 @@ def canonical_form(record: AuditRecord, prev_hash: str, hash_v: int | None = Non
     NotCanonicalJSON (versions 2 to 4) for a record JSON cannot say exactly; the audit hook
     hands over none."""
     hash_v = record.hash_v if hash_v is None else hash_v
-    if hash_v not in _LEFT_OUT:
+    names = _COVERED.get(hash_v)
+    if names is None:
         raise ValueError(f"audit rows have no hash version {hash_v!r} (known: {HASH_VERSIONS})")
-    names = tuple(n for n in _CONTENT if n not in _LEFT_OUT[hash_v])
     content: dict[str, Any] = {name: getattr(record, name) for name in names}
     content["created_at"] = _timestamp(record.created_at)
     content["chain"] = record.chain

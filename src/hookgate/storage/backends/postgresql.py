@@ -19,6 +19,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, text
@@ -43,6 +44,7 @@ from hookgate.storage.backends.statements import (
     CHECKPOINT_PARAMS,
     Compiled,
     DialectName,
+    audit_row_values,
     compiled,
 )
 from hookgate.storage.fencing import Fence
@@ -65,6 +67,7 @@ MIGRATION_LOCK_KEY = STARTUP_LOCK_KEY + 1
 POOL_SIZE = 30
 
 
+@cache
 def _s(name: str) -> Compiled:
     return compiled(name, "postgresql")
 
@@ -412,7 +415,7 @@ async def _append_chain(conn: Any, chain: str, records: Sequence[Any], link: Aud
     last_seq, prev = await conn.fetchrow(reserve.sql,
                                          *reserve.args((chain, len(records), GENESIS)))
     rows, out = link(chain, records, last_seq, prev)
-    await conn.executemany(insert.sql, [insert.args(tuple(row[c] for c in AUDIT_COLUMNS))
+    await conn.executemany(insert.sql, [insert.args(audit_row_values(row))
                                         for row in rows])
     await conn.execute(set_head.sql, *set_head.args((out[-1].row_hash, chain)))
     return out

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy import event
@@ -34,7 +35,12 @@ from hookgate.storage.backends.base import (
     RunSummaryRow,
 )
 from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timestamp
-from hookgate.storage.backends.statements import AUDIT_COLUMNS, Compiled, DialectName, compiled
+from hookgate.storage.backends.statements import (
+    Compiled,
+    DialectName,
+    audit_row_values,
+    compiled,
+)
 from hookgate.storage.fencing import Fence
 from hookgate.storage.run_writes import (
     RUN_EVENTS_CHANNEL,
@@ -51,6 +57,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+@cache
 def _s(name: str) -> Compiled:
     return compiled(name, "sqlite")
 
@@ -283,7 +290,7 @@ def _append_audit(conn: DriverConnection, groups: AuditGroups, link: AuditLink) 
 
 def _audit_values(row: dict[str, Any]) -> tuple[Any, ...]:
     row["created_at"] = sqlite_timestamp(row["created_at"])
-    return tuple(row[c] for c in AUDIT_COLUMNS)
+    return audit_row_values(row)
 
 
 

@@ -11,8 +11,9 @@ the first use instead of writing a value into the wrong column.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
+from operator import itemgetter
 from typing import Any, Literal, cast
 
 from sqlalchemy import Table, bindparam, case, literal_column, select, update
@@ -49,6 +50,8 @@ _AUDIT_CONTENT = tuple(c.name for c in cast(Table, ConnectorCallLog.__table__).c
                                          "hash_v"))
 #: An audit row's columns, in the order of the insert's parameters.
 AUDIT_COLUMNS = ("chain", "seq", *_AUDIT_CONTENT, "prev_hash", "row_hash", "hash_v")
+#: An audit row's values (a dict by column) as a tuple in `AUDIT_COLUMNS` order.
+audit_row_values: Callable[[dict[str, Any]], tuple[Any, ...]] = itemgetter(*AUDIT_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +61,22 @@ class Compiled:
 
     sql: str
     order: tuple[int, ...] | None
+    #: ``order`` as one C-level reorder (`operator.itemgetter`); None when ``order`` is.
+    _pick: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        order = self.order
+        pick: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None
+        if order is not None:
+            # itemgetter of one index gives the item itself, of several a tuple.
+            pick = itemgetter(*order) if len(order) > 1 else (lambda v: (v[order[0]],))
+        object.__setattr__(self, "_pick", pick)
 
     def args(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """The statement's parameters from ``values`` (in its callers' order)."""
-        if self.order is None:
-            return values
-        return tuple(values[i] for i in self.order)
+        pick = self._pick
+        return values if pick is None else pick(values)
 
 
 def insert_for(dialect: str | Dialect) -> Callable[[Table], Any]:
