@@ -53,7 +53,8 @@ def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
         kwargs["max_body"] = max_body
     app = create_app(runtime, **kwargs)
     port = free_port()
-    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, graceful_s=2))
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, graceful_s=2,
+                                           websockets=bool(deployment.mcp_servers)))
     holder: dict[str, asyncio.AbstractEventLoop] = {}
 
     def run() -> None:

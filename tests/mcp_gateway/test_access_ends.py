@@ -1,7 +1,8 @@
 """An MCP caller who loses access — token revoked, removed from the configuration, moved to
 another org — loses their session and their calls waiting for approval within the re-check
 interval: the wait ends, its request is cancelled so no later approval runs it, and the next
-request is refused. Over streamable HTTP and stdio, with the official ``mcp`` client."""
+request is refused. Over streamable HTTP, stdio in process, and the stdio relay's socket to
+the server, with the official ``mcp`` client."""
 
 from __future__ import annotations
 
@@ -19,7 +20,14 @@ from hookgate.runtime.deployment import UserSpec
 from hookgate.storage.users import revoke_token, sync_declared_users
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer
-from tests.mcp_gateway.world import McpWorld, auth, http_client, one_pending, stdio_params
+from tests.mcp_gateway.world import (
+    McpWorld,
+    auth,
+    http_client,
+    one_pending,
+    relay_params,
+    stdio_params,
+)
 
 #: Far beyond the re-check interval (2 s) and the token cache (2 s), for a busy machine.
 ENDS_WITHIN_S = 30.0
@@ -48,6 +56,8 @@ def client_for(transport: str, server: LiveServer, world: McpWorld
                ) -> AbstractAsyncContextManager[Client]:
     if transport == "http":
         return http_client(f"{server.url}/mcp/coder", "alice")
+    if transport == "relay":
+        return Client(relay_params(server.url, "coder", "alice"))
     return Client(stdio_params(world, "coder", "alice"))
 
 
@@ -57,7 +67,7 @@ async def request_status(api: httpx.AsyncClient, request_id: str) -> str:
     return str(r.json()["status"])
 
 
-@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("transport", ["http", "stdio", "relay"])
 @pytest.mark.parametrize("how", HOWS)
 async def test_a_call_waiting_for_approval_ends_with_its_callers_access(
         transport: str, how: str, server: LiveServer, api: httpx.AsyncClient,

@@ -161,6 +161,20 @@ def stdio_params(world: McpWorld, agent: str, user: str) -> StdioServerParameter
     )
 
 
+def relay_params(url: str, agent: str, user: str, connection: str = "socket"
+                 ) -> StdioServerParameters:
+    """``hookgate mcp stdio`` as a desktop client starts it: a relay to the server at ``url``
+    with nothing but the URL and the user's token."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent,
+              "--connection", connection],
+        env={"HOOKGATE_TOKEN": TOKENS[user], "HOOKGATE_URL": url,
+             "PYTHONPATH": os.pathsep.join(
+                 p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)},
+    )
+
+
 def outcome(result: types.CallToolResult) -> dict[str, Any]:
     """How hookgate decided the call (the gateway's ``_meta`` on every result)."""
     assert result.meta is not None, result

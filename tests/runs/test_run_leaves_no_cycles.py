@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from pathlib import Path
 
 import pytest
 
@@ -36,8 +35,9 @@ async def runs_to_the_end(srv: LiveServer, n: int) -> None:
             raise AssertionError(f"run {state.run_id} did not end")
 
 
-def test_runs_leave_no_cyclic_garbage(tmp_path: Path) -> None:
-    dep, ran = one_call_deployment(f"sqlite+aiosqlite:///{tmp_path / 'h.db'}")
+@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
+def test_runs_leave_no_cyclic_garbage(database_url: str) -> None:
+    dep, ran = one_call_deployment(database_url)
     with live_server(dep, sweep_interval=3600) as srv:
         srv.call(runs_to_the_end(srv, 2), timeout=60)  # warm up
         gc.collect()

@@ -30,6 +30,7 @@ def build_server(deployment: Deployment, host: str, port: int,
     """A uvicorn server for ``deployment`` (not started) and its runtime; ``worker``
     False serves the API only (PostgreSQL)."""
     runtime = Runtime(deployment, worker=worker)
+    gateway = McpGatewayMount(runtime).absent_because() is None
     config = uvicorn_config(create_app(runtime, tune_gc=True), host, port,
-                            log_level=log_level)
+                            log_level=log_level, websockets=gateway)
     return uvicorn.Server(config), runtime

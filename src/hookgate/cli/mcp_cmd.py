@@ -35,13 +35,19 @@ def stdio(
     in_process: Annotated[bool, typer.Option(
         "--in-process", help="Run the gateway in this process with the server's database and "
         "secrets key (only on a machine trusted with both); needs --config.")] = False,
+    connection: Annotated[str, typer.Option(
+        "--connection", help="How the relay reaches the server: 'socket' (one WebSocket for "
+        "the whole session; an HTTP request per message when the server offers none) or "
+        "'http' (an HTTP request per message, e.g. behind a proxy that breaks "
+        "WebSockets).")] = "socket",
     config: ConfigOption = None,
     example: ExampleOption = None,
 ) -> None:
     """Serve the gateway over stdin/stdout; the user is the token in HOOKGATE_TOKEN.
 
-    By default a thin client of a running server: every message goes to its HTTP gateway
-    (HOOKGATE_URL/mcp/AGENT) with the token; no database or secrets key is needed here.
+    By default a thin client of a running server: every message goes to its gateway
+    (HOOKGATE_URL/mcp/AGENT, over one WebSocket unless --connection http) with the token; no
+    database or secrets key is needed here.
     --in-process opens the server's database and secrets key (HOOKGATE_SECRETS_KEY when
     channels are configured) on this machine: use it only where this machine is trusted with
     them.
@@ -51,6 +57,8 @@ def stdio(
     # stdout carries the protocol: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING)
     token = os.environ.get(TOKEN_ENV)
+    if connection not in ("socket", "http"):
+        fail(f"--connection must be 'socket' or 'http', not {connection!r}", 2)
     try:
         if in_process:
             from hookgate.mcp.stdio import serve_stdio
@@ -63,7 +71,7 @@ def stdio(
                      "stdio forwards to the server at HOOKGATE_URL", 2)
             from hookgate.mcp.relay import relay_stdio
 
-            asyncio.run(relay_stdio(url, agent, token))
+            asyncio.run(relay_stdio(url, agent, token, socket=connection == "socket"))
     except StdioRefusal as exc:
         fail(one_line(str(exc)), 2)
     except KeyboardInterrupt:

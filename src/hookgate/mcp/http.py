@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
@@ -32,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 from hookgate.mcp.gateway import McpGateway, Principal
 from hookgate.mcp.oauth import METADATA_PREFIX, OAuthResource, TokenRefused, grant_still_allowed
 from hookgate.mcp.served import ASKING, build_mcp_server
+from hookgate.mcp.session_socket import refuse_socket, serve_socket
 from hookgate.mcp.wiring import gateway_for, principal_for
 from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.runtime.auth import caller_for_token
@@ -73,13 +75,13 @@ class McpHttpEndpoint:
             self._manager = self.gateway = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             return
         root = scope.get("root_path", "")
         path = scope["path"][len(root):] if scope["path"].startswith(root) else scope["path"]
         agent_id = path.strip("/")
         if not agent_id or "/" in agent_id:
-            await _error(send, 404, "use /mcp/<agent id>")
+            await _deny(scope, send, 404, "use /mcp/<agent id>")
             return
         token = _bearer(scope)
         if token is None:
@@ -100,14 +102,19 @@ class McpHttpEndpoint:
             await self._refuse(scope, send, agent_id,
                                TokenRefused("the bearer token is not valid"))
             return
-        session_id = _header(scope, b"mcp-session-id")
+        socket = scope["type"] == "websocket"
+        session_id = f"socket-{uuid.uuid4().hex}" if socket else _header(scope,
+                                                                         b"mcp-session-id")
         who = principal_for(self.runtime, agent_id, caller, token, session_id, allowed)
         if who is None:
-            await _error(send, 404, f"no MCP gateway for agent '{agent_id}' in org "
-                                    f"'{caller.org_id}'")
+            await _deny(scope, send, 404, f"no MCP gateway for agent '{agent_id}' in org "
+                                          f"'{caller.org_id}'")
             return
-        if self._manager is None:
-            await _error(send, 503, "the MCP gateway is not running")
+        if self._manager is None or self.gateway is None:
+            await _deny(scope, send, 503, "the MCP gateway is not running")
+            return
+        if socket:
+            await self._socket(who, receive, send)
             return
         scope = dict(scope)
         scope[_PRINCIPAL] = who
@@ -115,7 +122,6 @@ class McpHttpEndpoint:
         scope["user"] = AuthenticatedUser(AccessToken(
             token=token_digest(token), client_id=caller.user_id, scopes=[], subject=agent_id))
         manager, gateway = self._manager, self.gateway
-        assert gateway is not None
 
         async def lost() -> None:
             log.warning("user %s lost access: MCP session %s ends", caller.user_id, session_id)
@@ -141,6 +147,19 @@ class McpHttpEndpoint:
             ASKING.reset(asking)
 
 
+    async def _socket(self, who: Principal, receive: Receive, send: Send) -> None:
+        """The relay's one connection: the session over a WebSocket (mcp/session_socket.py)."""
+        gateway = self.gateway
+        assert gateway is not None
+        gateway.warm(who.access.server_ids())
+
+        async def lost() -> None:
+            log.warning("user %s lost access: their MCP socket closes", who.user_id)
+            await gateway.cancel_waits_of(who.user_id)
+
+        await serve_socket(gateway, who, receive, send, recheck_s=self.access_recheck_s,
+                           on_lost=lost)
+
     # -- OAuth: refusals that name the resource metadata, and the metadata itself ----------
 
     def _base(self, scope: Scope) -> str:
@@ -161,7 +180,7 @@ class McpHttpEndpoint:
         if self.oauth is not None:
             url = f"{self._base(scope)}{METADATA_PREFIX}/mcp/{agent_id}"
             challenge = self.oauth.challenge(url, refused)
-        await _error(send, refused.status, str(refused), challenge=challenge)
+        await _deny(scope, send, refused.status, str(refused), challenge=challenge)
 
     async def metadata(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``/.well-known/oauth-protected-resource[/mcp[/<agent>]]`` (RFC 9728): 404 when
@@ -219,6 +238,15 @@ def _bearer(scope: Scope) -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
+
+
+async def _deny(scope: Scope, send: Send, status: int, message: str, *,
+                challenge: str = "Bearer") -> None:
+    """An HTTP request's error answer, or a WebSocket handshake's refusal."""
+    if scope["type"] == "websocket":
+        await refuse_socket(send, status, message, challenge)
+    else:
+        await _error(send, status, message, challenge=challenge)
 
 
 async def _error(send: Send, status: int, message: str, *,

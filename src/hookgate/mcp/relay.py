@@ -1,9 +1,13 @@
 """``hookgate mcp stdio``: a local MCP client's messages relayed to a running hookgate server.
 
-The process is a thin client of the server's HTTP gateway (``/mcp/{agent}``): every JSON-RPC
+The process is a thin client of the server's gateway (``/mcp/{agent}``): every JSON-RPC
 message the client writes on stdin goes to the gateway with the user's token, and everything
 the gateway sends (results, progress, elicitations, ``tools/list_changed``) comes back on
 stdout. It opens no database and holds no secrets key: the server decides everything.
+By default the whole session goes over one WebSocket (hookgate.mcp.relay_socket; the server
+serves the session there as it would over stdio). Against a server that offers no socket,
+after the socket closed, or with ``--connection http``, each message is an HTTP request to
+the streamable-HTTP gateway instead, as follows.
 Messages pass through as the bytes they are (read as JSON only for their id, method and
 envelope, never re-encoded), over kept-alive connections of one HTTP client. A request of the
 2026-07-28 protocol carries its version in ``_meta``; the relay repeats it in the HTTP
@@ -35,6 +39,7 @@ from hookgate.mcp.envelope import Envelope, id_key
 from hookgate.mcp.event_stream import EventTooLarge, event_data
 from hookgate.mcp.pipes import LineReader, LineWriter
 from hookgate.mcp.refusal import TOKEN_ENV, StdioRefusal, one_line
+from hookgate.mcp.relay_socket import SocketRelay, open_socket
 
 #: Where ``hookgate mcp stdio`` reads the server's base URL.
 URL_ENV = "HOOKGATE_URL"
@@ -114,8 +119,12 @@ class _Post:
 class Relay:
     """One client's messages to the gateway at ``url`` and the gateway's back to ``write``."""
 
-    def __init__(self, http: aiohttp.ClientSession, url: str, out: LineWriter) -> None:
+    def __init__(self, http: aiohttp.ClientSession, url: str, out: LineWriter,
+                 socket: SocketRelay | None = None) -> None:
         self.http, self.url, self.out = http, url, out
+        #: The server's socket while it is open (hookgate.mcp.relay_socket): every message
+        #: goes through it; once it closed, each is posted as below.
+        self.socket = socket
         self.envelope = Envelope()
         #: The handshake session, once ``initialize`` opened one.
         self.session_id: str | None = None
@@ -141,6 +150,12 @@ class Relay:
         if not isinstance(message, dict):
             log.warning("hookgate mcp stdio: not a JSON-RPC message (a batch?): not relayed")
             return
+        if self.socket is not None:
+            if await self.socket.upward(body, message):
+                return
+            log.warning("hookgate mcp stdio: the connection to %s closed; relaying over "
+                        "HTTP from now on", self.url)
+            self.socket = None
         method = message.get("method")
         if method == "notifications/cancelled" and self._cancelled_here(message):
             return
@@ -323,6 +338,8 @@ class Relay:
 
     async def aclose(self) -> None:
         """Stop relaying: requests in flight are abandoned, the session ends."""
+        if self.socket is not None:
+            await self.socket.aclose()
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
@@ -336,8 +353,11 @@ class Relay:
             self.session_id = None
 
 
-async def relay_stdio(base_url: str | None, agent_id: str, token: str | None) -> None:
-    """Relay the client on stdin/stdout to ``agent_id``'s gateway until stdin closes."""
+async def relay_stdio(base_url: str | None, agent_id: str, token: str | None, *,
+                      socket: bool = True) -> None:
+    """Relay the client on stdin/stdout to ``agent_id``'s gateway until stdin closes: over
+    one WebSocket when ``socket`` and the server offers one, else an HTTP request per
+    message."""
     url = gateway_url(base_url, agent_id)
     if not token:
         raise StdioRefusal(f"set {TOKEN_ENV} to your hookgate API token")
@@ -351,7 +371,8 @@ async def relay_stdio(base_url: str | None, agent_id: str, token: str | None) ->
         lines, out = LineReader(), LineWriter()
         await lines.open()
         await out.open()
-        relay = Relay(http, url, out)
+        opened = await open_socket(http, url) if socket else None
+        relay = Relay(http, url, out, None if opened is None else SocketRelay(opened, url, out))
         try:
             while line := await lines.readline():
                 await relay.upward(line)

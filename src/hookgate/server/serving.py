@@ -14,16 +14,21 @@ from typing import Any
 import uvicorn
 
 from hookgate.server.http_protocol import BoundedHttpToolsProtocol
+from hookgate.server.limits import DEFAULT_MAX_BODY
 
 
 def uvicorn_config(app: Any, host: str, port: int, *, log_level: str = "warning",
-                   graceful_s: int = 5) -> uvicorn.Config:
-    """How hookgate's app is served (``hookgate serve`` and the tests' servers alike)."""
-    # ws="none": hookgate serves no WebSocket, and uvicorn's default would import a
-    # WebSocket implementation at start-up (~15 ms) for nothing. HTTP is parsed by
-    # httptools, with h11's bound on a request's head kept (server/http_protocol.py).
+                   graceful_s: int = 5, websockets: bool = False) -> uvicorn.Config:
+    """How hookgate's app is served (``hookgate serve`` and the tests' servers alike).
+
+    ``websockets``: serve WebSocket connections (the MCP gateway's, for ``hookgate mcp
+    stdio``: mcp/session_socket.py), one message at most ``DEFAULT_MAX_BODY`` bytes as a
+    request body is. Without it uvicorn imports no WebSocket implementation (~15 ms of
+    start-up) and answers an upgrade as a plain request. HTTP is parsed by httptools, with
+    h11's bound on a request's head kept (server/http_protocol.py)."""
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
-                          ws="none", http=BoundedHttpToolsProtocol,
+                          ws="websockets-sansio" if websockets else "none",
+                          ws_max_size=DEFAULT_MAX_BODY, http=BoundedHttpToolsProtocol,
                           timeout_graceful_shutdown=graceful_s)
 
 

@@ -1,0 +1,113 @@
+"""One MCP session over one WebSocket: how ``hookgate mcp stdio`` reaches the server.
+
+The relay (hookgate.mcp.relay) opens ``ws(s)://…/mcp/{agent_id}`` with the user's bearer
+token and passes its client's JSON-RPC messages through it, one message per WebSocket text
+message, both ways. On the server the socket is a transport like stdin/stdout: the same MCP
+server the stdio gateway runs serves the session (handshake or per-request protocol,
+progress, elicitation, ``tools/list_changed``), with the principal signed in when the socket
+opened and asked again every ``access_recheck_s`` seconds (once the token no longer signs in
+as the same user of the same org, the socket closes and the user's waiting calls are
+cancelled). One long-lived connection instead of an HTTP request per message: the hop costs
+a WebSocket frame each way (docs/decisions/0010-relay-over-one-websocket.md).
+
+Everything the HTTP gateway refuses is refused here the same way, before the socket is
+accepted (the handshake answers 401/403/404 with the same one-line message); a message that
+is not JSON-RPC is answered as the stdio transport answers it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+import mcp_types as types
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
+from starlette.types import Receive, Send
+
+from hookgate.mcp.gateway import McpGateway, Principal
+from hookgate.mcp.served import build_mcp_server
+from hookgate.runtime.access_watch import AccessEnded, while_allowed
+
+log = logging.getLogger(__name__)
+
+#: The close code when the caller's access ended (RFC 6455 §7.4.1: policy violation).
+ACCESS_ENDED_CLOSE = 1008
+
+
+async def refuse_socket(send: Send, status: int, message: str, challenge: str) -> None:
+    """Refuse a WebSocket handshake with an HTTP answer (ASGI's ``websocket.http.response``
+    extension, which uvicorn serves), else a plain close."""
+    body = json.dumps({"error": message}).encode()
+    headers = [(b"content-type", b"application/json")]
+    if status in (401, 403):
+        headers.append((b"www-authenticate", challenge.encode("latin-1", "replace")))
+    try:
+        await send({"type": "websocket.http.response.start", "status": status,
+                    "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
+    except Exception:  # a server without the extension: the handshake fails without a body
+        await send({"type": "websocket.close", "code": ACCESS_ENDED_CLOSE,
+                    "reason": message[:120]})
+
+
+async def serve_socket(gateway: McpGateway, who: Principal, receive: Receive, send: Send, *,
+                       recheck_s: float, on_lost: Callable[[], Awaitable[None]]) -> None:
+    """Serve the MCP session of an accepted-to-be socket until either side closes it."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    server = build_mcp_server(gateway, lambda _ctx: who)
+    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+    write_stream, write_reader = create_context_streams[SessionMessage](0)
+    closed_by_client = False
+
+    async def inbound() -> None:
+        nonlocal closed_by_client
+        async with read_writer:
+            while True:
+                got = await receive()
+                kind = got["type"]
+                if kind == "websocket.disconnect":
+                    closed_by_client = True
+                    return
+                if kind != "websocket.receive":
+                    continue
+                data = got.get("text")
+                if data is None:
+                    data = got.get("bytes") or b""
+                try:
+                    parsed = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+                except Exception as exc:  # answered as the stdio transport answers it
+                    await read_writer.send(exc)
+                    continue
+                await read_writer.send(SessionMessage(parsed))
+
+    async def outbound() -> None:
+        async with write_reader:
+            async for item in write_reader:
+                text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await send({"type": "websocket.send", "text": text})
+
+    async def session() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(inbound)
+            tg.start_soon(outbound)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+    ended = False
+    try:
+        await while_allowed(session(), who.still_allowed, recheck_s, on_lost=on_lost)
+    except AccessEnded as exc:
+        ended = True
+        log.warning("user %s: %s; the MCP socket closes", who.user_id, exc)
+    if not closed_by_client:
+        with contextlib.suppress(Exception):  # the client may be gone already
+            await send({"type": "websocket.close",
+                        "code": ACCESS_ENDED_CLOSE if ended else 1000,
+                        "reason": "access ended" if ended else ""})
