@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI
 
 from hookgate.app.mcp_gateway import McpGatewayMount
 from hookgate.runtime.deployment import Deployment
 from hookgate.runtime.runtime import Runtime
 from hookgate.server import app as api
-from hookgate.server.serving import uvicorn_config
+from hookgate.server.serving import Server, uvicorn_config
 
 __all__ = ["build_server", "create_app"]
 
@@ -26,11 +25,11 @@ def create_app(runtime: Runtime, **options: Any) -> FastAPI:
 
 def build_server(deployment: Deployment, host: str, port: int,
                  log_level: str = "warning", *, worker: bool = True
-                 ) -> tuple[uvicorn.Server, Runtime]:
+                 ) -> tuple[Server, Runtime]:
     """A uvicorn server for ``deployment`` (not started) and its runtime; ``worker``
     False serves the API only (PostgreSQL)."""
     runtime = Runtime(deployment, worker=worker)
     gateway = McpGatewayMount(runtime).absent_because() is None
     config = uvicorn_config(create_app(runtime, tune_gc=True), host, port,
                             log_level=log_level, websockets=gateway)
-    return uvicorn.Server(config), runtime
+    return Server(config), runtime

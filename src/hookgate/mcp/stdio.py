@@ -34,6 +34,7 @@ from hookgate.runtime.channel_records import (
     SecretsKeyError,
 )
 from hookgate.runtime.deployment import deployment_from_config
+from hookgate.runtime.event_loop import asyncio_named
 from hookgate.runtime.runtime import Runtime
 from hookgate.storage.database import DatabaseError
 from hookgate.storage.database_check import DatabaseUnusable, check_database
@@ -66,6 +67,11 @@ async def refusing_on_failure(cfg: HookgateConfig) -> AsyncIterator[None]:
 
 async def serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> None:
     """Serve ``agent_id``'s gateway to the client on stdin/stdout until it closes them."""
+    with asyncio_named():
+        await _serve_stdio(cfg, agent_id, token)
+
+
+async def _serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> None:
     if not token:
         raise StdioRefusal(f"set {TOKEN_ENV} to your hookgate API token")
     async with refusing_on_failure(cfg):

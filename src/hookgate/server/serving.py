@@ -13,6 +13,7 @@ from typing import Any
 
 import uvicorn
 
+from hookgate.runtime.event_loop import asyncio_named
 from hookgate.server.http_protocol import BoundedHttpToolsProtocol
 from hookgate.server.limits import DEFAULT_MAX_BODY
 
@@ -30,6 +31,15 @@ def uvicorn_config(app: Any, host: str, port: int, *, log_level: str = "warning"
                           ws="websockets-sansio" if websockets else "none",
                           ws_max_size=DEFAULT_MAX_BODY, http=BoundedHttpToolsProtocol,
                           timeout_graceful_shutdown=graceful_s)
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, whose loop is asyncio's for its whole life and says so to sniffio
+    (see hookgate.runtime.event_loop)."""
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        with asyncio_named():
+            await super().serve(sockets)
 
 
 class PortUnavailable(Exception):
