@@ -44,7 +44,7 @@ def test_hookgate_serves_its_app_with_the_loop_named() -> None:
     async def serve_then_stop() -> None:
         sock = listen("127.0.0.1", 0)
         task = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:
+        while not server.started:  # noqa: ASYNC110 - uvicorn sets a flag, not an event
             await asyncio.sleep(0.01)
         port = sock.getsockname()[1]
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
