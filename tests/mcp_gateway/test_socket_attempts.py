@@ -1,0 +1,121 @@
+"""Hostile input on the MCP socket (hookgate.mcp.session_socket): text that is not JSON, JSON
+nested past any parser's depth, bytes that are not UTF-8 in a text frame, a message past the
+size limit, a request id used twice at once. Each is refused or answered as an error; none
+stops the server or another user's socket, and the socket that sent it either goes on
+answering or is closed with the WebSocket code that names why."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+
+from hookgate.mcp.relay_socket import MAX_MESSAGE
+from tests.adversarial_tally import TALLY
+from tests.live_server import LiveServer
+from tests.mcp_gateway.world import TOKENS
+
+INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "attacker", "version": "1"}}}
+
+
+#: Far beyond what an answer takes, for a busy machine.
+ANSWER_WITHIN_S = 20
+
+
+class Session:
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+
+    async def send(self, message: Any) -> None:
+        await self.ws.send_str(json.dumps(message))
+
+    async def answer(self, request_id: Any) -> dict[str, Any]:
+        """The server's answer to ``request_id`` (notifications in between are skipped)."""
+        async with asyncio.timeout(ANSWER_WITHIN_S):
+            while True:
+                frame = await self.ws.receive()
+                if frame.type != aiohttp.WSMsgType.TEXT:
+                    raise AssertionError(f"the socket ended: {frame.type} {frame.data}")
+                message = json.loads(frame.data)
+                if message.get("id") == request_id and "method" not in message:
+                    return dict(message)
+
+    async def alive(self, n: int) -> bool:
+        await self.send({"jsonrpc": "2.0", "id": f"ping-{n}", "method": "ping"})
+        return "result" in await self.answer(f"ping-{n}")
+
+
+async def opened(http: aiohttp.ClientSession, server: LiveServer) -> Session:
+    ws = await http.ws_connect(f"ws://127.0.0.1:{server.url.rsplit(':', 1)[1]}/mcp/coder",
+                               headers={"authorization": f"Bearer {TOKENS['alice']}"},
+                               max_msg_size=0)
+    session = Session(ws)
+    await session.send(INITIALIZE)
+    assert "result" in await session.answer("init")
+    await session.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return session
+
+
+async def test_malformed_messages_are_answered_and_the_session_goes_on(
+        server: LiveServer) -> None:
+    async with aiohttp.ClientSession() as http:
+        session = await opened(http, server)
+        await session.ws.send_str("this is not JSON")
+        await session.ws.send_str("[" * 100_000 + "]" * 100_000)  # deeper than any parser
+        await session.ws.send_str('{"jsonrpc": "2.0", "id": 5, "method": 7}')
+        await session.ws.send_bytes(json.dumps(
+            {"jsonrpc": "2.0", "id": "b", "method": "ping"}).encode())  # binary: read too
+        assert "result" in await session.answer("b")
+        survived = await session.alive(1)
+        await session.ws.close()
+    TALLY.record("malformed messages on the MCP socket stop its session", not survived)
+    assert survived
+
+
+@pytest.mark.parametrize(("frame", "code"), [
+    (b"\xed\xa0\x80", 1007),  # a lone surrogate's bytes: not UTF-8, not text
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + b"x" * MAX_MESSAGE + b'"}',
+     1009),  # past the limit on one message
+], ids=["not-utf8", "too-large"])
+async def test_a_frame_the_socket_cannot_take_closes_it_and_nothing_else(
+        server: LiveServer, frame: bytes, code: int) -> None:
+    async with aiohttp.ClientSession() as http:
+        bystander = await opened(http, server)
+        session = await opened(http, server)
+        await session.ws.send_frame(frame, aiohttp.WSMsgType.TEXT)
+        async with asyncio.timeout(20):
+            ended = await session.ws.receive()
+        while ended.type == aiohttp.WSMsgType.TEXT:  # a message sent before it read ours
+            ended = await session.ws.receive()
+        assert ended.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+        assert session.ws.close_code == code
+        bystander_ok = await bystander.alive(1)
+        fresh = await opened(http, server)
+        fresh_ok = await fresh.alive(2)
+        for ws in (bystander.ws, fresh.ws):
+            await ws.close()
+    TALLY.record(f"a frame closing the MCP socket ({code}) reaches other sessions",
+                 not (bystander_ok and fresh_ok))
+    assert bystander_ok and fresh_ok
+
+
+async def test_a_request_id_used_twice_at_once_gets_answers_for_both_and_runs_nothing_twice(
+        server: LiveServer) -> None:
+    async with aiohttp.ClientSession() as http:
+        session = await opened(http, server)
+        call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+            "name": "mcp__time__get_current_time", "arguments": {"timezone": "UTC"}}}
+        await session.send(call)
+        await session.send(call)
+        first = await session.answer(9)
+        second = await session.answer(9)
+        alive = await session.alive(3)
+        await session.ws.close()
+    assert {"result", "error"} & set(first) and {"result", "error"} & set(second)
+    TALLY.record("a re-used request id on the MCP socket stops its session", not alive)
+    assert alive
