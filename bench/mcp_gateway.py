@@ -6,8 +6,9 @@ official ``mcp`` client
   - through the gateway in this process (``in_process_*``: the SDK's in-memory client; the
     gateway's own work — guarded path, hooks, result mapping — plus the same downstream hop),
   - through ``hookgate mcp stdio`` as a subprocess (``stdio_*``: the thin client a desktop
-    client starts, relaying to ``hookgate serve``; ``stdio_in_process_bare``: the same with
-    ``--in-process``),
+    client starts, relaying to ``hookgate serve`` over its one WebSocket;
+    ``stdio_http_bare``: the same relay with ``--connection http``, an HTTP request per
+    message; ``stdio_in_process_bare``: the gateway itself in that process, ``--in-process``),
   - over streamable HTTP to a ``hookgate serve`` subprocess (``http_*``),
   - through FastMCP's proxy of the same server over streamable HTTP and stdio
     (``fastmcp_proxy_*``), when FastMCP is installed (``pip install fastmcp``, in this
@@ -246,6 +247,12 @@ async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
                     env={"HOOKGATE_TOKEN": TOKEN, "HOOKGATE_URL": serve_url,
                          "PYTHONPATH": env["PYTHONPATH"]}, cwd=str(root))))
                 await add(f"http_{agent}", http_client(f"{serve_url}/mcp/{agent}", TOKEN))
+            await add("stdio_http_bare", Client(StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", "bare",
+                      "--connection", "http"],
+                env={"HOOKGATE_TOKEN": TOKEN, "HOOKGATE_URL": serve_url,
+                     "PYTHONPATH": env["PYTHONPATH"]}, cwd=str(root))))
             await add("stdio_in_process_bare", Client(StdioServerParameters(
                 command=sys.executable,
                 args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", "bare",
