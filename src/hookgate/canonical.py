@@ -77,24 +77,23 @@ def _same_as_sorted_json(value: Any, depth: int = 0) -> bool:
     if depth >= _FAST_DEPTH:
         return False
     if kind is dict:
-        for k, v in value.items():
+        for k in value:
             if type(k) is not str or not k.isascii():
                 return False
-            kind = type(v)
-            if kind is str or kind is bool or v is None:
-                continue
-            if not _same_as_sorted_json(v, depth + 1):
-                return False
-        return True
+        return _members_plain(value.values(), depth)
     if kind is list or kind is tuple:
-        for v in value:
-            kind = type(v)
-            if kind is str or kind is bool or v is None:
-                continue
-            if not _same_as_sorted_json(v, depth + 1):
-                return False
-        return True
+        return _members_plain(value, depth)
     return False
+
+
+def _members_plain(members: Any, depth: int) -> bool:
+    for v in members:
+        kind = type(v)
+        if kind is str or kind is bool or v is None:
+            continue
+        if not _same_as_sorted_json(v, depth + 1):
+            return False
+    return True
 
 
 def _plain(value: Any) -> Any:
