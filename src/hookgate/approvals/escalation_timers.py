@@ -11,6 +11,7 @@ import logging
 from datetime import datetime
 
 from hookgate.approvals.escalation import Escalations
+from hookgate.background import BackgroundTask
 from hookgate.storage.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -23,23 +24,18 @@ class EscalationTimers:
         self.escalations = escalations
         self._due: list[tuple[datetime, str]] = []
         self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask("hookgate-escalations")
 
     async def schedule(self, request_id: str, at: datetime) -> None:
         heapq.heappush(self._due, (at, request_id))
         self._changed.set()
 
     async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="hookgate-escalations")
+        self._task.start(self._loop)
         await self.escalations.reschedule_all()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._task.stop()
 
     async def _loop(self) -> None:
         while True:

@@ -18,6 +18,7 @@ from typing import Any
 
 from tenacity import retry_if_exception_type, retry_if_result, wait_fixed
 
+from hookgate.background import BackgroundTask
 from hookgate.retries import RetryCallState, retrying
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class Subscription:
     def __init__(self, *, retry_s: float = 1.0) -> None:
         self.retry_s = retry_s
         self._handlers: dict[str, list[Handler]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask("hookgate-wakeups")
         self.ready = asyncio.Event()
         self._warned_at = float("-inf")
 
@@ -48,17 +49,12 @@ class Subscription:
         self._handlers.setdefault(channel, []).append(handler)
 
     async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="hookgate-wakeups")
+        if self._task.start(self._run):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.ready.wait(), 10)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._task.stop()
 
     async def _run(self) -> None:
         first = True
