@@ -85,7 +85,7 @@ def check_approval(out: dict[str, Any]) -> None:
 
 def check_mcp_gateway(out: dict[str, Any]) -> None:
     paths = {"direct", "in_process_bare", "stdio_bare", "http_bare", "in_process_guarded",
-             "stdio_guarded", "http_guarded", "stdio_in_process_bare"}
+             "stdio_guarded", "http_guarded", "stdio_in_process_bare", "stdio_http_bare"}
     if not out["skipped"]:  # FastMCP's proxy, side by side, where FastMCP is installed
         paths |= {"fastmcp_proxy_http", "fastmcp_proxy_stdio"}
         assert _number(out["http_bare_minus_fastmcp_http_p50_ms"])
