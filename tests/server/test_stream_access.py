@@ -18,7 +18,7 @@ from hookgate.runtime.deployment import Deployment, UserSpec
 from hookgate.storage.users import sync_declared_users
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer, live_server
-from tests.server.demo_world import auth, world
+from tests.server.demo_world import TOKENS, auth, world
 from tests.server.test_sse import wait_until
 
 pytestmark = pytest.mark.both_databases
@@ -211,3 +211,35 @@ def test_how_often_streams_ask_again_is_the_server_sections_access_recheck_s(
     for bad in ("0", "-1", ".nan", "3600"):
         error = load_error(tmp_path, MINIMAL + f"server: {{access_recheck_s: {bad}}}\n")
         assert "access_recheck_s" in str(error)
+
+
+def test_a_live_runs_stream_is_its_orgs_alone_even_served_from_memory(
+        database_url: str) -> None:
+    # A run waiting for a person advances in this process: on SQLite its stream is served
+    # from the run's feed in memory, without reading its row. Another org's user still gets
+    # 404 for it, as for a run that is not live; its own org's user gets its events.
+    deployment, vendor, _bank = paying(database_url)
+    name = f"live-{uuid.uuid4().hex}"
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+        run_id = start_run(c, vendor, name)
+        pending_for(c, name)
+        live = run_id in srv.runtime.runs.bus.feeds
+        if srv.runtime.runs.bus.followers is None:
+            assert live, "the waiting run's feed is in memory: the path under attack"
+        # The stream takes its token in the query too; the run's page only in the header.
+        for path, hows in ((f"/api/runs/{run_id}/events", ("header", "query")),
+                           (f"/api/runs/{run_id}", ("header",))):
+            for how in hows:
+                sent = {"headers": auth("mallory")} if how == "header" else {
+                    "params": {"access_token": TOKENS["mallory"]}}
+                with c.stream("GET", path, **sent) as got:  # a stream it opened stays open
+                    text = got.read().decode() if got.status_code != 200 else ""
+                leaked = got.status_code != 404 or name in text
+                TALLY.record(f"another org reads a live run ({path.rsplit('/', 1)[-1]}, "
+                             f"{how})", leaked)
+                assert not leaked, (path, how, got.status_code)
+        stream = OpenStream(f"{srv.url}/api/runs/{run_id}/events", auth("olivia"))
+        try:
+            wait_until(lambda: "confirmation_pending" in stream.text, timeout=30)
+        finally:
+            stream.close()
