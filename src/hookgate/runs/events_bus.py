@@ -44,11 +44,8 @@ WRITE_RETRY_S = (0.1, 0.5, 2.0, 5.0)
 
 
 class RunFeed:
-    def __init__(self, run_id: str, history: list[RunEvent], fence: Fence | None,
-                 org_id: str | None = None) -> None:
+    def __init__(self, run_id: str, history: list[RunEvent], fence: Fence | None) -> None:
         self.run_id = run_id
-        #: The run's org (a run never changes org): who may read this feed's events.
-        self.org_id = org_id
         self.events: list[RunEvent] = list(history)
         self.subscribers: set[asyncio.Queue[RunEvent | None]] = set()
         self.pending: list[RunEvent] = []
@@ -75,9 +72,9 @@ class EventBus:
         #: Given on PostgreSQL: subscriptions follow the log (see the module docstring).
         self.followers: Wakers | None = followers
 
-    def open(self, run_id: str, history: list[RunEvent], fence: Fence | None = None, *,
-             org_id: str | None = None) -> RunFeed:
-        feed = RunFeed(run_id, history, fence, org_id)
+    def open(self, run_id: str, history: list[RunEvent], fence: Fence | None = None
+             ) -> RunFeed:
+        feed = RunFeed(run_id, history, fence)
         self.feeds[run_id] = feed
         return feed
 

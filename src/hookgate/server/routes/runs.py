@@ -11,7 +11,6 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from hookgate.approvals.records import ConfirmationRequest
-from hookgate.engines.events import RunEvent
 from hookgate.engines.outcome import any_call_stopped, run_outcome
 from hookgate.engines.state import RunState
 from hookgate.runs.runner import UnknownAgent, UnknownEngine
@@ -79,29 +78,9 @@ async def _visible(run_id: str, caller: Caller, rt: Runtime, *,
                    with_log: bool = False, after: int = 0) -> RunSummary:
     """The run's summary, if the caller's org may see the run (else 404)."""
     row = await rt.runs.store.summary(run_id, with_log=with_log, after=after)
-    if row is None or not _may_see(caller, row.org_id):
-        raise _no_run(run_id)
+    if row is None or row.org_id != caller.org_id:
+        raise HTTPException(404, f"no run '{run_id}'")
     return row
-
-
-def _visible_live(run_id: str, caller: Caller, rt: Runtime) -> bool:
-    """Whether the run advances in this process (its org then known without a read), for a
-    caller who may see it; 404 for one who may not, False when the run is not live here."""
-    feed = rt.runs.bus.feeds.get(run_id)
-    if feed is None or feed.org_id is None:
-        return False
-    if not _may_see(caller, feed.org_id):
-        raise _no_run(run_id)
-    return True
-
-
-def _may_see(caller: Caller, org_id: str | None) -> bool:
-    """The one rule for reading a run: the caller's org is the run's."""
-    return org_id is not None and org_id == caller.org_id
-
-
-def _no_run(run_id: str) -> HTTPException:
-    return HTTPException(404, f"no run '{run_id}'")
 
 
 @router.get("/runs/{run_id}", response_model=RunDetail)
@@ -151,31 +130,22 @@ async def run_events(run_id: str, request: Request,
     except ValueError:
         after = None  # refused after the visibility check: an unknown run is a 404 first
     bus = rt.runs.bus
-    status: str | None = None
-    logged: list[RunEvent] | None = None
-    follower = None
-    # A run advancing in this process streams from its feed in memory (without followers,
-    # i.e. on SQLite): its org is known without reading its row, and the feed replays what
-    # it sent so far.
-    if not (bus.followers is None and _visible_live(run_id, caller, rt)):
-        # A stream that follows the log registers for the run's wake-ups first; the
-        # visibility check then reads the run's first events with its row (one statement
-        # on PostgreSQL).
-        follower = bus.follow(run_id) if after is not None else None
-        try:
-            seen = await _visible(run_id, caller, rt, with_log=follower is not None,
-                                  after=after or 0)  # its state is not needed: no parse
-        except BaseException:
-            bus.unfollow(run_id, follower)
-            raise
-        status, logged = seen.status, seen.logged
+    # A stream that follows the log registers for the run's wake-ups first; the visibility
+    # check then reads the run's first events with its row (one statement on PostgreSQL).
+    follower = bus.follow(run_id) if after is not None else None
+    try:
+        seen = await _visible(run_id, caller, rt, with_log=follower is not None,
+                              after=after or 0)  # its state is not needed: no parse
+    except BaseException:
+        bus.unfollow(run_id, follower)
+        raise
     if after is None:
         raise HTTPException(422, "Last-Event-ID must be an event number")
     start = after
 
     async def stream() -> AsyncIterator[Event]:
-        async for event in bus.subscribe(run_id, start, status_before=status,
-                                         follower=follower, logged=logged):
+        async for event in bus.subscribe(run_id, start, status_before=seen.status,
+                                         follower=follower, logged=seen.logged):
             yield Event(json.dumps(for_caller(event.to_dict(), caller.admin),
                                    ensure_ascii=False, default=str),
                         event=event.type, id=str(event.seq))
