@@ -215,9 +215,9 @@ def test_how_often_streams_ask_again_is_the_server_sections_access_recheck_s(
 
 def test_a_live_runs_stream_is_its_orgs_alone_even_served_from_memory(
         database_url: str) -> None:
-    # A run waiting for a person advances in this process: on SQLite its stream is served
-    # from the run's feed in memory, without reading its row. Another org's user still gets
-    # 404 for it, as for a run that is not live; its own org's user gets its events.
+    # A run waiting for a person is live in this process (on SQLite its stream replays the
+    # run's feed in memory). Another org's user gets 404 for it, as for a run that has
+    # ended; its own org's user gets its events.
     deployment, vendor, _bank = paying(database_url)
     name = f"live-{uuid.uuid4().hex}"
     with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
@@ -225,7 +225,7 @@ def test_a_live_runs_stream_is_its_orgs_alone_even_served_from_memory(
         pending_for(c, name)
         live = run_id in srv.runtime.runs.bus.feeds
         if srv.runtime.runs.bus.followers is None:
-            assert live, "the waiting run's feed is in memory: the path under attack"
+            assert live, "the waiting run's feed is in memory"
         # The stream takes its token in the query too; the run's page only in the header.
         for path, hows in ((f"/api/runs/{run_id}/events", ("header", "query")),
                            (f"/api/runs/{run_id}", ("header",))):
