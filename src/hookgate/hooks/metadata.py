@@ -64,7 +64,7 @@ class MetadataView(Mapping[str, Any]):
         # pair a reference cycle, left for the garbage collector with everything the context
         # reaches (the run's driver, registry and state) on every call.
         self._ref = weakref.ref(ctx)
-        if not facts.keys().isdisjoint(_NOT_FACTS):
+        if not _NOT_FACTS.isdisjoint(facts):
             facts = {k: v for k, v in facts.items() if k not in _NOT_FACTS}
         #: The request facts the engine set when it made the context (never a computed key).
         self.facts = facts

@@ -68,22 +68,30 @@ class HookContext:
 
     def __post_init__(self) -> None:
         given = self.metadata
-        if isinstance(given, MetadataView):
-            given = given.facts
-        elif type(given) is not dict:
-            given = dict(given)
-        self.metadata = MetadataView(self, given)
+        facts: dict[str, Any]
+        if type(given) is dict:  # the usual case first: an ABC's isinstance costs more
+            facts = given
+        elif isinstance(given, MetadataView):
+            facts = given.facts
+        else:
+            facts = dict(given)
+        self.metadata = MetadataView(self, facts)
 
     @property
     def facts(self) -> dict[str, Any]:
         """The request facts the engine set (``org_id``, ``run_id`` …), without the views."""
         view = self.metadata
-        return view.facts if isinstance(view, MetadataView) else dict(view)
+        return view.facts if type(view) is MetadataView or isinstance(view, MetadataView) \
+            else dict(view)
 
     @property
     def requires_confirmation(self) -> bool:
         """The call needs a person's approval: the engine said so or a hook asked for it."""
-        return bool(self.asked_by) or bool(self.facts.get("requires_confirmation"))
+        if self.asked_by:
+            return True
+        view = self.metadata
+        facts = view.facts if type(view) is MetadataView else self.facts
+        return bool(facts.get("requires_confirmation"))
 
     def ask_for_confirmation(self, hook: str, reason: str | None) -> None:
         """Have the approval gate take this call to a person (a hook answered "ask")."""
