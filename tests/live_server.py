@@ -46,7 +46,8 @@ class LiveServer:
 @contextmanager
 def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
                 sweep_interval: float = 0.2, max_body: int | None = None,
-                access_recheck_s: float | None = None) -> Iterator[LiveServer]:
+                access_recheck_s: float | None = None,
+                websockets: bool | None = None) -> Iterator[LiveServer]:
     runtime = Runtime(deployment, sweep_interval=sweep_interval)
     kwargs: dict[str, Any] = {"keepalive_s": keepalive_s, "access_recheck_s": access_recheck_s}
     if max_body is not None:
@@ -54,7 +55,8 @@ def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
     app = create_app(runtime, **kwargs)
     port = free_port()
     server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, graceful_s=2,
-                                           websockets=bool(deployment.mcp_servers)))
+                                           websockets=bool(deployment.mcp_servers)
+                                           if websockets is None else websockets))
     holder: dict[str, asyncio.AbstractEventLoop] = {}
 
     def run() -> None:

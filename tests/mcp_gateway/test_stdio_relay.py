@@ -33,7 +33,7 @@ from hookgate.mcp.relay import Envelope, Relay, proxy_for, relay_stdio
 from hookgate.mcp.relay_socket import SocketRelay, open_socket
 from tests.adversarial_tally import TALLY
 from tests.instances import Instance
-from tests.live_server import free_port
+from tests.live_server import free_port, live_server
 from tests.mcp_gateway.world import (
     REPO_ROOT,
     TOKENS,
@@ -232,6 +232,25 @@ async def test_the_relay_takes_the_servers_socket_and_the_server_keeps_the_sessi
     answers = {m["id"]: m for m in map(json.loads, out.getvalue().splitlines())}
     assert answers[1]["result"]["serverInfo"]
     assert "mcp__time__get_current_time" in {t["name"] for t in answers[2]["result"]["tools"]}
+
+
+async def test_against_a_server_without_sockets_the_relay_posts_each_message(
+        tmp_path: Path) -> None:
+    # A server that serves no WebSocket (an older hookgate, or one without the websockets
+    # package) answers the upgrade as a plain request: the relay goes on over HTTP.
+    world = make_world(tmp_path, f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}")
+    out = io.BytesIO()
+    with live_server(world.deployment(), websockets=False) as srv:
+        url = f"{srv.url}/mcp/coder"
+        async with aiohttp.ClientSession(
+                headers={"authorization": f"Bearer {TOKENS['alice']}"}) as http:
+            assert await open_socket(http, url) is None
+            relay = Relay(http, url, LineWriter(out))
+            await relay.upward(initialize() + b"\n")
+            await eventually(lambda: out.getvalue(), "the answer")
+            assert relay.session_id is not None  # the HTTP gateway's session
+            await relay.aclose()
+    assert json.loads(out.getvalue().splitlines()[0])["result"]["serverInfo"]
 
 
 @pytest.mark.parametrize(("token", "agent", "status", "said"), [

@@ -4,6 +4,7 @@ serve``, the demo and the tests' servers build their app here."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from fastapi import FastAPI
@@ -29,7 +30,10 @@ def build_server(deployment: Deployment, host: str, port: int,
     """A uvicorn server for ``deployment`` (not started) and its runtime; ``worker``
     False serves the API only (PostgreSQL)."""
     runtime = Runtime(deployment, worker=worker)
-    gateway = McpGatewayMount(runtime).absent_because() is None
+    # The MCP gateway's socket (for `hookgate mcp stdio`) needs the websockets package of
+    # the mcp extra; without it the relay posts each message instead.
+    sockets = McpGatewayMount(runtime).absent_because() is None and \
+        importlib.util.find_spec("websockets") is not None
     config = uvicorn_config(create_app(runtime, tune_gc=True), host, port,
-                            log_level=log_level, websockets=gateway)
+                            log_level=log_level, websockets=sockets)
     return Server(config), runtime
