@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -296,3 +297,50 @@ def test_an_unreachable_server_fails_closed_and_says_why() -> None:
     with pytest.raises(GuardUnavailable, match="unreachable"):
         client.before_call(agent="payer", session_id="s", call_id="c", tool="search",
                            arguments={})
+
+
+def test_the_same_call_asked_while_its_approval_is_being_claimed_finds_it_its_own(
+        server: LiveServer, guard: Client, attempt: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The approval's use is claimed, then its owner (the call id) is written. Asked again in
+    # between (a retry racing the first ask, on this or another instance), the call finds
+    # the claim before it names anyone: it waits for the owner, finds itself, and its start
+    # claim answers already_ran. Before, it was refused as "already used by one execution".
+    from hookgate.storage.ledger import DatabaseLedger
+
+    owner_written = threading.Event()
+    slow_finish = DatabaseLedger.finish
+
+    async def finish(self: DatabaseLedger, run_id: str, tool_call_id: str,
+                     observation: str, ok: bool) -> None:
+        if tool_call_id.startswith("approval:"):
+            await asyncio.sleep(0.5)  # the window a racing ask falls into
+            owner_written.set()
+        await slow_finish(self, run_id, tool_call_id, observation, ok)
+
+    monkeypatch.setattr(DatabaseLedger, "finish", finish)
+    args = {"amount": 70, "to": "carol"}
+    asked = guard.before_call(agent="payer", session_id="s-race", call_id="r1",
+                              tool="transfer", arguments=args)
+    assert isinstance(asked, Pending)
+    decide(server, asked.request_id, "approve")
+    verdicts: list[Any] = []
+
+    def ask() -> None:
+        with Client(server.url, BOT, framework="langgraph") as other:
+            verdicts.append(other.before_call(agent="payer", session_id="s-race",
+                                              call_id="r1", tool="transfer",
+                                              arguments=args))
+
+    first = threading.Thread(target=ask)
+    first.start()
+    second = threading.Thread(target=ask)
+    time.sleep(0.2)  # the first has claimed the use and waits to write its owner
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert owner_written.is_set()
+    started = [v for v in verdicts if isinstance(v, Allowed)]
+    attempt.record("v1 API: a call raced with itself started twice", len(started) != 1)
+    assert len(verdicts) == 2 and len(started) == 1, verdicts
+    assert [type(v) for v in verdicts if v not in started] == [AlreadyRan], verdicts

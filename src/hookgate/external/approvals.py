@@ -8,18 +8,32 @@ another. An approval is used by exactly one execution: its use is claimed in the
 ledger (``approval:<request id>``), and a second claim finds it taken. The binding (agent,
 session, ``tool_use_id``, tool, argument digest) is checked before the claim, so a
 mismatched call never uses up an approval.
+
+For the guarded-call API the claim names the call id that owns the use, written right after
+the claim: the same call asked again (on any instance, at the same moment) finds the use its
+own, and its own start claim then keeps it to one execution. A claim found before its owner
+is written is read again until it says whose it is (`OWNER_SETTLES_S`); one that never does
+(its claimer died between the two writes) is nobody's, and the use is refused.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from hookgate.approvals.persistent import PersistentApprovals, StillPending
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.storage.ledger import DatabaseLedger
+from hookgate.tools.ledger import PriorExecution
 
-__all__ = ["ExternalApprovals"]
+__all__ = ["OWNER_SETTLES_S", "ExternalApprovals"]
+
+#: How long a claim of an approval's use may go without naming its owner before it is taken
+#: for nobody's (its claimer writes the owner right after claiming).
+OWNER_SETTLES_S = 2.0
+#: How often such a claim is read again meanwhile.
+_REREAD_S = 0.01
 
 
 class ExternalApprovals:
@@ -65,6 +79,8 @@ class ExternalApprovals:
         key = f"approval:{decision.request_id}"
         claimed = await self.ledger.claim(ask.run_id, key, ask.tool_name, ask.args_sha256)
         mine = None if self.owner is None else f"call:{self.owner}"
+        if claimed is not None and mine is not None and claimed.observation is None:
+            claimed = await self._settled(ask.run_id, key)
         if claimed is not None and (mine is None or claimed.observation != mine):
             return replace(decision, status="cancelled",
                            reason="this approval was already used by one execution")
@@ -75,6 +91,17 @@ class ExternalApprovals:
         else:
             self.used = await self.approvals.store.get(decision.request_id)
         return decision
+
+    async def _settled(self, run_id: str, key: str) -> PriorExecution | None:
+        """The use's claim once its claimer has named the owner, or as it stands after
+        `OWNER_SETTLES_S` (still naming nobody: refused)."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + OWNER_SETTLES_S
+        while True:
+            claimed = await self.ledger.recorded(run_id, key)
+            if claimed is None or claimed.observation is not None or loop.time() >= give_up:
+                return claimed
+            await asyncio.sleep(_REREAD_S)
 
     async def _same_call(self, ask: ApprovalAsk) -> ConfirmationRequest | None:
         # The oldest pending or approved-and-unused request of this session for the same
