@@ -295,6 +295,7 @@ def test_another_command_under_an_approved_tool_use_id_leaves_the_approval_for_t
     replay, why = decision(hook(srv, pre("Bash", PUSH, "toolu_bound")))
     TALLY.record("claude-code replay of a used approval", got_through=replay != "deny")
     assert replay == "deny" and "already used by one execution" in why
+    assert " by " not in why.split("already used")[0], why  # nobody decided this refusal
 
 
 @pytest.mark.both_databases

@@ -82,7 +82,8 @@ class ExternalApprovals:
         if claimed is not None and mine is not None and claimed.observation is None:
             claimed = await self._settled(ask.run_id, key)
         if claimed is not None and (mine is None or claimed.observation != mine):
-            return replace(decision, status="cancelled",
+            # Nobody decided this refusal: the approval's decider is not named for it.
+            return replace(decision, status="cancelled", decided_by=None, message=None,
                            reason="this approval was already used by one execution")
         if claimed is None and mine is not None:
             await self.ledger.finish(ask.run_id, key, mine, ok=True)
