@@ -81,17 +81,12 @@ class HookContext:
     def facts(self) -> dict[str, Any]:
         """The request facts the engine set (``org_id``, ``run_id`` …), without the views."""
         view = self.metadata
-        return view.facts if type(view) is MetadataView or isinstance(view, MetadataView) \
-            else dict(view)
+        return view.facts if isinstance(view, MetadataView) else dict(view)
 
     @property
     def requires_confirmation(self) -> bool:
         """The call needs a person's approval: the engine said so or a hook asked for it."""
-        if self.asked_by:
-            return True
-        view = self.metadata
-        facts = view.facts if type(view) is MetadataView else self.facts
-        return bool(facts.get("requires_confirmation"))
+        return bool(self.asked_by) or bool(self.facts.get("requires_confirmation"))
 
     def ask_for_confirmation(self, hook: str, reason: str | None) -> None:
         """Have the approval gate take this call to a person (a hook answered "ask")."""

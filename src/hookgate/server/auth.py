@@ -17,7 +17,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from hookgate.runtime.auth import caller_for_token, same_access, still_allowed
+from hookgate.runtime.auth import caller_for_token, still_allowed
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.runtime.token_cache import token_key
 
@@ -113,12 +113,8 @@ class LastingAccess:
         object.__setattr__(self, "key", token_key(self.token))
 
     async def still_allowed(self) -> bool:
-        # A stream asks before each event: while the cache holds the token's answer, that
-        # answer is read here directly (the same one `still_allowed` would read).
-        now = self.rt.token_cache.fresh(self.key)
-        if now is not None:
-            return same_access(now, self.caller)
-        return await still_allowed(self.rt, self.token, self.caller)
+        # A stream asks before each event: the token's key is computed once.
+        return await still_allowed(self.rt, self.token, self.caller, key=self.key)
 
 
 async def require_stream_access(request: Request) -> LastingAccess:
