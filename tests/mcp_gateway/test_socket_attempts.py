@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from hookgate.mcp.relay_socket import MAX_MESSAGE
+from hookgate.server.limits import DEFAULT_MAX_BODY
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer
 from tests.mcp_gateway.world import TOKENS
@@ -79,7 +79,7 @@ async def test_malformed_messages_are_answered_and_the_session_goes_on(
 
 @pytest.mark.parametrize(("frame", "code"), [
     (b"\xed\xa0\x80", 1007),  # a lone surrogate's bytes: not UTF-8, not text
-    (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + b"x" * MAX_MESSAGE + b'"}',
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + b"x" * DEFAULT_MAX_BODY + b'"}',
      1009),  # past the limit on one message
 ], ids=["not-utf8", "too-large"])
 async def test_a_frame_the_socket_cannot_take_closes_it_and_nothing_else(

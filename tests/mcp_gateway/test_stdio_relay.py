@@ -359,3 +359,23 @@ async def test_a_servers_message_with_line_breaks_is_still_one_line_on_stdin() -
     smuggled = len(lines) != len(sent)
     TALLY.record("a socket message split into several stdin lines", smuggled)
     assert not smuggled
+
+
+async def test_a_large_result_from_the_server_reaches_the_client_over_the_socket() -> None:
+    # A tool's result may be far larger than a request body (the HTTP relay takes events up
+    # to 256 MB): over the socket it comes through as one line, the socket stays open.
+    big = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+        "content": [{"type": "text", "text": "x" * (3 * 1024 * 1024)}]}})
+    out = io.BytesIO()
+    async with ScriptedSocketServer(lambda message: [big]) as url, \
+            aiohttp.ClientSession() as http:
+        socket = await open_socket(http, url)
+        assert socket is not None
+        relay = SocketRelay(socket, url, LineWriter(out))
+        await relay.upward(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}',
+                           {"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+        await eventually(lambda: out.getvalue().endswith(b"\n"), "the answer")
+        still_open = relay.open
+        await relay.aclose()
+    [line] = out.getvalue().splitlines()
+    assert json.loads(line) == json.loads(big) and still_open

@@ -22,14 +22,11 @@ import aiohttp
 from mcp_types import CONNECTION_CLOSED
 
 from hookgate.mcp.envelope import id_key
+from hookgate.mcp.event_stream import MAX_EVENT_BYTES
 from hookgate.mcp.pipes import LineWriter
 from hookgate.mcp.refusal import one_line
 
 log = logging.getLogger(__name__)
-
-#: The largest message either way: the server's limit on a request body.
-MAX_MESSAGE = 256 * 1024
-
 
 def socket_url(url: str) -> str:
     """``ws://host/mcp/agent`` for ``http://host/mcp/agent`` (``wss`` for ``https``)."""
@@ -44,7 +41,9 @@ async def open_socket(http: aiohttp.ClientSession, url: str) -> Socket | None:
     """The server's socket for this gateway, or None when it offers none (an older server,
     or one started without the MCP gateway's sockets): the relay then posts each message."""
     try:
-        return await http.ws_connect(socket_url(url), max_msg_size=MAX_MESSAGE,
+        # A message from the server may be as large as an event the HTTP relay takes (a
+        # tool's result); the server bounds what the client sends, as it bounds a body.
+        return await http.ws_connect(socket_url(url), max_msg_size=MAX_EVENT_BYTES,
                                      decode_text=False, heartbeat=30.0, autoping=True)
     except aiohttp.WSServerHandshakeError as exc:
         log.info("hookgate at %s offers no MCP socket (%s): relaying over HTTP", url,

@@ -23,8 +23,8 @@ def uvicorn_config(app: Any, host: str, port: int, *, log_level: str = "warning"
     """How hookgate's app is served (``hookgate serve`` and the tests' servers alike).
 
     ``websockets``: serve WebSocket connections (the MCP gateway's, for ``hookgate mcp
-    stdio``: mcp/session_socket.py), one message at most ``DEFAULT_MAX_BODY`` bytes as a
-    request body is. Without it uvicorn imports no WebSocket implementation (~15 ms of
+    stdio``: mcp/session_socket.py), a client's message at most ``DEFAULT_MAX_BODY`` bytes
+    as a request body is. Without it uvicorn imports no WebSocket implementation (~15 ms of
     start-up) and answers an upgrade as a plain request. HTTP is parsed by httptools, with
     h11's bound on a request's head kept (server/http_protocol.py)."""
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on",
