@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
 
 from hookgate.server.limits import DEFAULT_MAX_BODY
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer
-from tests.mcp_gateway.world import TOKENS
+from tests.mcp_gateway.world import TOKENS, McpWorld, decide, one_pending
 
 INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
@@ -104,7 +106,7 @@ async def test_a_frame_the_socket_cannot_take_closes_it_and_nothing_else(
     assert bystander_ok and fresh_ok
 
 
-async def test_a_request_id_used_twice_at_once_gets_answers_for_both_and_runs_nothing_twice(
+async def test_a_request_id_used_twice_at_once_gets_answers_for_both(
         server: LiveServer) -> None:
     async with aiohttp.ClientSession() as http:
         session = await opened(http, server)
@@ -119,3 +121,27 @@ async def test_a_request_id_used_twice_at_once_gets_answers_for_both_and_runs_no
     assert {"result", "error"} & set(first) and {"result", "error"} & set(second)
     TALLY.record("a re-used request id on the MCP socket stops its session", not alive)
     assert alive
+
+
+async def test_a_gated_call_sent_twice_at_once_under_one_id_runs_once(
+        server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
+    # A hostile client sends the same gated call twice at once under one request id on the
+    # socket: one request reaches the inbox, and once approved the branch is created once
+    # (a second creation would fail with "already exists" in its answer).
+    branch = f"twice-{uuid.uuid4().hex[:8]}"
+    call = {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
+        "name": "mcp__git__git_create_branch",
+        "arguments": {"repo_path": str(world.repo), "branch_name": branch}}}
+    async with aiohttp.ClientSession() as http:
+        session = await opened(http, server)
+        await session.send(call)
+        await session.send(call)
+        request = await one_pending(api)
+        await decide(api, request["id"], "approve")
+        answers = [await session.answer(11), await session.answer(11)]
+        await session.ws.close()
+    shown = json.dumps(answers)
+    ran_twice = "already exists" in shown or world.branches().count(branch) != 1
+    TALLY.record("a gated call sent twice under one id on the MCP socket ran twice", ran_twice)
+    assert not ran_twice, shown
+    assert any("result" in a and not a["result"].get("isError") for a in answers), shown
