@@ -86,3 +86,64 @@ def test_a_one_call_run_commits_at_most_five_times(
     # window: a few of them stay under the half (before the folds: 7 per run).
     assert transactions <= MOST_PER_RUN + 0.5, f"{transactions:.2f} commits per run"
     assert statements <= MOST_PER_RUN + 0.5, f"{statements:.2f} statements per run"
+
+
+#: A run that parks at a gated call, as the server counts it: the run accepted with its job;
+#: the turn's checkpoint; the request looked up (its call's, a rejection like it, a standing
+#: rule), the database's clock, the request made with its announcement, the approvers read;
+#: the parked checkpoint; the job finished. The expiry tick's job is queued by the first run
+#: of a tick only.
+MOST_TO_PARK = 10
+
+
+async def runs_to_the_gate(srv: LiveServer, n: int) -> list[str]:
+    """``n`` runs of the gated agent one after another, each awaited until it parked."""
+    runtime = srv.runtime
+    ids: list[str] = []
+    for _ in range(n):
+        state = await runtime.runs.start("gated", "stamp it", user_id="alice", org_id="acme")
+        running = set(runtime.queue.taken._running)
+        assert running, "the run was not taken by this instance"
+        await asyncio.wait(running)
+        ids.append(state.run_id)
+    return ids
+
+
+@pytest.mark.perf  # a count of commits: a performance internal
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_run_parks_at_its_gate_in_few_transactions(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    count = StatementCount(str(tmp_path / "count.json"))
+    monkeypatch.setattr(count, "start", lambda: None)
+    monkeypatch.setattr(database, "COUNT", count)
+    monkeypatch.setattr(pg_driver, "COUNT", count)
+    ran: list[str] = []
+
+    @tool(writes=True, requires_confirmation=True)
+    async def oa__stamp(ref: str) -> str:
+        """Stamp a document."""
+        ran.append(ref)
+        return "stamped"
+
+    agent = Agent(id="gated", name="Gated", instructions="You stamp.", tools=[oa__stamp],
+                  org_id="acme", owner_user_id="alice", confirmation_mode="inline_only")
+    turns = [{"tool_calls": [{"name": "oa__stamp", "args": {"ref": "r"}}]}, {"answer": "ok"}]
+    dep = Deployment(
+        database_url=database_url, orgs=[OrgSpec("acme", "ACME")],
+        users=[UserSpec("alice", "acme", admin=True)], agents={"gated": agent},
+        model_for=lambda _a: ScriptedLLM(turns))
+    with live_server(dep, sweep_interval=3600) as srv:
+        srv.call(runs_to_the_gate(srv, WARM_UP), timeout=60)
+        before = count.transactions
+        ids = srv.call(runs_to_the_gate(srv, COUNTED), timeout=120)
+        after = count.transactions
+    assert ran == []  # nobody decided: no call ran
+    url = make_url(database_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False)) as conn:
+        parked = conn.execute(
+            "SELECT count(*) FROM runs r JOIN confirmation_requests c ON c.run_id = r.id "
+            "WHERE r.id = ANY(%s) AND r.status = 'awaiting_approval' "
+            "AND c.status = 'pending'", (ids,)).fetchone()
+    assert parked == (COUNTED,)
+    per_run = (after - before) / COUNTED
+    assert per_run <= MOST_TO_PARK + 0.5, f"{per_run:.2f} transactions per parked run"

@@ -24,6 +24,9 @@ class EscalationStore:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.columns = FollowupColumns(db)
+        #: Once the users table is seen in use it stays so (users are disabled, never
+        #: deleted): not asked again for every new request.
+        self._users_in_use = False
 
     async def claim_reminder(self, request_id: str, sent: int, due: int, now: datetime
                              ) -> ConfirmationRequest | None:
@@ -60,4 +63,6 @@ class EscalationStore:
 
     async def any_users(self) -> bool:
         """Whether the users table is in use (a server); the library runs without it."""
-        return await people.any_users(self.db)
+        if not self._users_in_use:
+            self._users_in_use = await people.any_users(self.db)
+        return self._users_in_use

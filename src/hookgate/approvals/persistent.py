@@ -116,6 +116,8 @@ class PersistentApprovals:
         self.agent_of: AgentOf = agent_of or (
             lambda request: self._agents_seen.get(request.agent_id))
         self._listeners: list[Listener] = []
+        #: Announcers to other instances: (in the change's transaction, after it alone).
+        self._announcers: list[tuple[AfterTransition, Listener]] = []
         self._shutting_down = False
         self._background: set[asyncio.Task[Any]] = set()
         self._expiry_task: asyncio.Task[None] | None = None
@@ -169,12 +171,36 @@ class PersistentApprovals:
         """Call ``listener`` with every request this process creates or decides."""
         self._listeners.append(listener)
 
+    def announce_with(self, within: AfterTransition, alone: Listener) -> None:
+        """Announce this process's changes to other instances: ``within`` runs inside the
+        transaction of a creation or a status change (the announcement commits with the
+        change, with no transaction of its own); ``alone`` announces a change that was not
+        (a flag or a delivery recorded by itself, a published request)."""
+        self._announcers.append((within, alone))
+
     def publish(self, request: ConfirmationRequest) -> None:
         """Tell the listeners (inbox, other instances) that ``request`` changed."""
         self._changed(request)
 
-    def _changed(self, request: ConfirmationRequest) -> None:
-        for listener in self._listeners:
+    def _announcing(self, then: AfterTransition | None
+                    ) -> tuple[AfterTransition | None, _Announced]:
+        """``then`` followed, in the same transaction, by the announcement of the change."""
+        note = _Announced()
+        if not self._announcers:
+            return then, note
+
+        async def announce(tx: Transaction, after: ConfirmationRequest) -> None:
+            for within, _alone in self._announcers:
+                await within(tx, after)
+            note.done = True
+
+        return _both(then, announce), note
+
+    def _changed(self, request: ConfirmationRequest, announced: _Announced | None = None
+                 ) -> None:
+        listeners = self._listeners if announced is not None and announced.done else [
+            *self._listeners, *(alone for _within, alone in self._announcers)]
+        for listener in listeners:
             try:
                 listener(request)
             except Exception:
@@ -216,8 +242,8 @@ class PersistentApprovals:
             # died before the card went out) is taken over.
             await self._deliver_unless_claimed(request, ask, resumed=resumed)
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
-            request = await timed_wait(self._wait(request, ask, wait_s), request,
-                                       resumed=resumed)
+            request = await timed_wait(self._wait(request, ask, wait_s, made=not resumed),
+                                       request, resumed=resumed)
         decision = _decision(request)
         _emit(ask, "confirmation_resolved", {
             "request_id": request.id, "tool_call_id": request.tool_call_id,
@@ -235,7 +261,9 @@ class PersistentApprovals:
         context["reasons"] += [{"kind": "quorum", "text": t} for t in need.reasons]
         now = await self.db.now()
         root = ask.metadata.get("root_run_id")
+        then, announced = self._announcing(None)
         request, created = await self.store.create(
+            then=then,
             run_id=ask.run_id,
             root_run_id=root if isinstance(root, str) and root != ask.run_id else None,
             tool_call_id=ask.tool_call_id,
@@ -257,7 +285,7 @@ class PersistentApprovals:
             allow_self_approval=need.allow_self_approval,
         )
         if created:
-            self._changed(request)
+            self._changed(request, announced)
             if self.escalations is not None:
                 try:
                     await self.escalations.created(request)
@@ -306,7 +334,12 @@ class PersistentApprovals:
             self._update_card_later(after)
 
     async def _wait(self, request: ConfirmationRequest, ask: ApprovalAsk,
-                    wait_s: float | None = None) -> ConfirmationRequest:
+                    wait_s: float | None = None, *, made: bool = False) -> ConfirmationRequest:
+        """``made``: ``request`` was just created by this call."""
+        if made and request.seconds_left() > 0 and self.continuations.parks(ask):
+            # Parked without reading back the request just made: a decision that lands
+            # meanwhile continues the run all the same (the run queue queues its advance).
+            raise RunParked(request.id, expires_at=request.expires_at, made=True)
         loop = asyncio.get_running_loop()
         give_up = None if wait_s is None else loop.time() + wait_s
         while True:
@@ -319,7 +352,7 @@ class PersistentApprovals:
                     return current
                 left = current.seconds_left()
                 if left > 0 and self.continuations.parks(ask):
-                    raise RunParked(current.id)
+                    raise RunParked(current.id, expires_at=current.expires_at)
                 if give_up is not None and left > 0:
                     if loop.time() >= give_up:
                         raise StillPending(current)
@@ -399,7 +432,7 @@ class PersistentApprovals:
                 raise EditNeedsMore(why_not)
         # Whether it expired is judged by the database's clock, in the compare-and-set.
         status = "approved" if decision == "approve" else "rejected"
-        then = _both(self._after_transition(), with_decision)
+        then, announced = self._announcing(_both(self._after_transition(), with_decision))
         if status == "approved" and request.approvals_required > 1:
             # Towards a quorum: the request stays pending until enough distinct people
             # approved (one reject, below, rejects at once).
@@ -427,10 +460,10 @@ class PersistentApprovals:
                 assert latest is not None
             raise AlreadyDecided(latest)
         if after.pending:  # one more approval towards the quorum; the call still waits
-            self._changed(after)
+            self._changed(after, announced)
             return after
         self.hub.wake(request_id, after)
-        self._changed(after)
+        self._changed(after, announced)
         self._update_card_later(after)
         return after
 
@@ -465,12 +498,13 @@ class PersistentApprovals:
 
     async def _finish(self, request_id: str, status: str, *, reason: str,
                       via: str | None = None) -> bool:
+        then, announced = self._announcing(self._after_transition())
         after = await self.store.transition(request_id, status, reason=reason, via=via,
-                                            then=self._after_transition())
+                                            then=then)
         self.hub.wake(request_id, after)
         if after is None:
             return False
-        self._changed(after)
+        self._changed(after, announced)
         self._update_card_later(after)
         return True
 
@@ -562,6 +596,15 @@ def _pending_event(request: ConfirmationRequest, resumed: bool) -> dict[str, Any
         "expires_at": request.expires_at.isoformat(),
         "resumed": resumed,
     }
+
+
+class _Announced:
+    """Whether a change was announced inside its own transaction."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = False
 
 
 def _both(first: AfterTransition | None, second: AfterTransition | None

@@ -31,12 +31,19 @@ class ConfirmationStore:
         self.db = db
         self.table = ConfirmationTable(db)
 
-    async def create(self, **fields: Any) -> tuple[ConfirmationRequest, bool]:
+    async def create(self, *, then: AfterTransition | None = None,
+                     **fields: Any) -> tuple[ConfirmationRequest, bool]:
         """Insert a pending request; if one exists for (run, tool call), return it instead.
 
-        Returns (request, created).
+        Returns (request, created). ``then`` runs in the insert's transaction, with the new
+        request, once the row is written.
         """
-        record, created = await self.table.create(**fields)
+        async def as_request(tx: Transaction, record: ConfirmationRecord) -> None:
+            assert then is not None
+            await then(tx, ConfirmationRequest.from_record(record))
+
+        record, created = await self.table.create(
+            then=as_request if then is not None else None, **fields)
         return ConfirmationRequest.from_record(record), created
 
     async def get(self, request_id: str) -> ConfirmationRequest | None:

@@ -121,7 +121,8 @@ class RunDriver:
         self.interrupted = interrupted_calls(state)
         self.transcript_path: str | None = None
         self._save_lock = asyncio.Lock()
-        self._pending_saves: set[asyncio.Task[None]] = set()
+        #: Status saves in flight, each with whether it has begun (see `_checkpoint_soon`).
+        self._pending_saves: dict[asyncio.Task[None], list[bool]] = {}
         #: With a store that carries the ledger: the calls' results not yet written (the
         #: next checkpoint writes them), and whether the state holds a model turn whose
         #: checkpoint the turn's first claim writes (see `checkpoint_turn`).
@@ -150,9 +151,15 @@ class RunDriver:
         # readers of the stored run see "awaiting_approval" while a person is asked.
         if self.store is None:
             return
-        task = asyncio.get_running_loop().create_task(self.checkpoint())
-        self._pending_saves.add(task)
-        task.add_done_callback(self._pending_saves.discard)
+        began = [False]
+
+        async def save() -> None:
+            began[0] = True
+            await self.checkpoint()
+
+        task = asyncio.get_running_loop().create_task(save())
+        self._pending_saves[task] = began
+        task.add_done_callback(self._pending_saves.pop)
 
     async def checkpoint(self) -> None:
         if self.store is None:
@@ -234,6 +241,11 @@ class RunDriver:
         except RunParked:
             # The executor saves the parked run next (with its parked children's states):
             # a status save still in flight must land before that one, not after it.
+            # One that has not begun is dropped: the parked run's save writes that status
+            # (a call that parks as it asks saves the run once, not twice).
+            for task, began in list(self._pending_saves.items()):
+                if not began[0]:
+                    task.cancel()
             if self._pending_saves:
                 await asyncio.gather(*self._pending_saves, return_exceptions=True)
             await self._write_finished()  # a call of the turn that finished as it parked

@@ -4,6 +4,8 @@ or another executor took it over. Both are BaseExceptions so that no hook, tool 
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class RunInterrupt(BaseException):
     """The advance of a run stops here; its checkpoint says where to continue."""
@@ -13,9 +15,14 @@ class RunParked(RunInterrupt):
     """A call of the run waits for a person: the run is checkpointed as awaiting approval and
     holds no task while it waits; the decision (or the expiry) continues it."""
 
-    def __init__(self, request_id: str) -> None:
+    def __init__(self, request_id: str, *, expires_at: datetime | None = None,
+                 made: bool = False) -> None:
+        """``expires_at``: when the request expires; ``made``: the call that parks created
+        the request just now (no decision can have come before the run parks)."""
         super().__init__(f"the run waits for request {request_id}")
         self.request_id = request_id
+        self.expires_at = expires_at
+        self.made = made
 
 
 class Fenced(RunInterrupt):

@@ -16,11 +16,16 @@ from typing import Any
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.storage.database import Database
+from hookgate.storage.transaction import Transaction
 
 log = logging.getLogger(__name__)
 
 #: NOTIFY channel for request changes; the payload is {"id": request id, "org": org id}.
 REQUESTS_CHANNEL = "hookgate_requests"
+
+
+def _payload(request: ConfirmationRequest) -> str:
+    return json.dumps({"id": request.id, "org": request.org_id})
 
 
 class InboxFeed:
@@ -53,9 +58,13 @@ class RequestChanges:
         self.inbox = inbox
         self._tasks: set[asyncio.Task[None]] = set()
 
+    async def announce_within(self, tx: Transaction, request: ConfirmationRequest) -> None:
+        """Announce ``request``'s change when ``tx``, the transaction making it, commits."""
+        await self.db.notify(tx, REQUESTS_CHANNEL, _payload(request))
+
     def announce(self, request: ConfirmationRequest) -> None:
-        payload = json.dumps({"id": request.id, "org": request.org_id})
-        self._spawn(self._notify(payload))
+        """Announce a change made without `announce_within`, in a transaction of its own."""
+        self._spawn(self._notify(_payload(request)))
 
     async def _notify(self, payload: str) -> None:
         try:

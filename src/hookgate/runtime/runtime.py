@@ -184,7 +184,7 @@ class Runtime:
         # Before any later notification is handled (PostgreSQL delivers them in commit
         # order): a request made after a revocation finds the revoked token forgotten here.
         notes.on(ACCESS_CHANNEL, lambda _change: self.token_cache.clear())
-        self.approvals.on_change(changes.announce)
+        self.approvals.announce_with(changes.announce_within, changes.announce)
         return notes
 
     def _agent_name(self, agent_id: str) -> str:

@@ -116,13 +116,18 @@ class ConfirmationTable:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def create(self, **columns: Any) -> tuple[ConfirmationRecord, bool]:
+    async def create(self, *, then: InTransaction | None = None,
+                     **columns: Any) -> tuple[ConfirmationRecord, bool]:
         """Insert a pending request; if one exists for (run, tool call), return it instead.
-        Returns (request, created)."""
+        Returns (request, created). ``then`` runs in the insert's transaction once the row
+        is written (a request that already existed runs nothing)."""
         row = _Row(id=new_request_id(), status="pending", **columns)
         try:
             async with self.db.transaction() as s:
                 s.add(row)
+                if then is not None:
+                    await s.flush()
+                    await then(s, record_of(row))
         except IntegrityError:
             existing = await self.for_call(columns["run_id"], columns["tool_call_id"])
             if existing is None:

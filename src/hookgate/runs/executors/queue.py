@@ -22,7 +22,7 @@ import contextlib
 import logging
 import math
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from procrastinate import App
@@ -78,6 +78,9 @@ EXPIRE_TASK = "hookgate.expire_requests"
 #: advances rank above the expiry jobs, one scheduled per waiting request, so a decision's
 #: advance is found at the head of that index instead of after every future expiry.
 ADVANCE_PRIORITY = 10
+#: A tick queued here counts as queued until this long before it is due (the database's
+#: clock, which runs the job, may be ahead of this host's).
+TICK_MARGIN = timedelta(seconds=5)
 
 
 def expiry_tick(expires_at: datetime, tick_s: float) -> datetime:
@@ -153,6 +156,8 @@ class QueueExecutor:
         self.taken = LocalDispatch(self.app, self.settings)
         self._worker: asyncio.Task[None] | None = None
         self._reaper: asyncio.Task[None] | None = None
+        #: The expiry ticks whose job this process has queued (see `_expire_at`).
+        self._ticks_queued: set[datetime] = set()
         continuations.register(self)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -383,18 +388,34 @@ class QueueExecutor:
         except Fenced as exc:
             log.warning("%s", exc)
             return
-        request = await m.approvals.store.get(parked.request_id)
-        async with m.db.transaction() as s:
-            if request is not None and request.pending:
-                due = expiry_tick(request.expires_at, self.settings.expiry_tick_s)
-                await self._defer(s, self.expire_task, lock=None,
-                                  queueing_lock=f"expire:{due.isoformat()}",
-                                  schedule_at=due, due=due.isoformat())
+        expires_at = parked.expires_at
+        if not parked.made or expires_at is None:
             # A decision that landed while the run was parking found the job still holding
             # the run, and queued its continuation already; this covers the narrow case
-            # where it landed before the job took the run.
-            if request is not None and not request.pending:
-                await self._defer_advance(s, state.run_id)
+            # where it landed before the job took the run. A request the parking call made
+            # itself cannot have been decided before.
+            request = await m.approvals.store.get(parked.request_id)
+            if request is None:
+                return
+            if not request.pending:
+                await self.continue_run(state.run_id)
+                return
+            expires_at = request.expires_at
+        await self._expire_at(expires_at)
+
+    async def _expire_at(self, expires_at: datetime) -> None:
+        """Have the expiry job of ``expires_at``'s tick queued: one per tick, so a tick this
+        process queued already (and not yet due) needs no statement at all."""
+        due = expiry_tick(expires_at, self.settings.expiry_tick_s)
+        if due in self._ticks_queued and due > datetime.now(UTC) + TICK_MARGIN:
+            return
+        async with self.runner.db.transaction() as s:
+            await self._defer(s, self.expire_task, lock=None,
+                              queueing_lock=f"expire:{due.isoformat()}",
+                              schedule_at=due, due=due.isoformat())
+        now = datetime.now(UTC)
+        self._ticks_queued = {t for t in self._ticks_queued if t > now}
+        self._ticks_queued.add(due)
 
     async def _expire_job(self, due: str = "", request_id: str = "") -> None:
         # One job per tick ends every request due by then (request_id: jobs queued by
