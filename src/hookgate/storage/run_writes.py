@@ -35,6 +35,9 @@ def events_note(run_id: str, events: Sequence[RunEvent]) -> str:
     return f"{run_id} {max(e.seq for e in events)}"
 
 
+_STATE_JSON = CHECKPOINT_COLUMNS.index("state_json")
+
+
 @dataclass(slots=True, frozen=True)
 class Checkpoint:
     """A run's row as a checkpoint writes it (the stored state is ``state_json``)."""
@@ -44,6 +47,10 @@ class Checkpoint:
     @property
     def run_id(self) -> str:
         return str(self.values[0])
+
+    @property
+    def state_json(self) -> str:
+        return str(self.values[_STATE_JSON])
 
     def as_dict(self) -> dict[str, Any]:
         return dict(zip(CHECKPOINT_COLUMNS, self.values, strict=True))

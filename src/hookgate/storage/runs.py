@@ -26,6 +26,7 @@ from hookgate.engines.events import RunEvent, event_of
 from hookgate.engines.state import RunState
 from hookgate.storage.backends.base import ClaimRow, LedgerFinish
 from hookgate.storage.database import Database
+from hookgate.storage.ended_runs import EndedRuns
 from hookgate.storage.fencing import Fence
 from hookgate.storage.ledger import prior_execution
 from hookgate.storage.run_events import RunEventLog
@@ -58,6 +59,9 @@ class DatabaseRunStore:
     def __init__(self, db: Database, *, trace_in_log: bool = False) -> None:
         self.db = db
         self.trace_in_log = trace_in_log
+        #: The runs whose end this store committed, read back from memory for a while
+        #: (storage/ended_runs.py); the server's store only, whose trace is complete.
+        self.ended: EndedRuns | None = EndedRuns() if trace_in_log else None
 
     async def save(self, state: RunState, *, fence: Fence | None = None,
                    session: AsyncSession | None = None,
@@ -72,6 +76,7 @@ class DatabaseRunStore:
             return
         await write_run(self.db, state.run_id, checkpoint=checkpoint, events=events,
                         fence=fence)
+        self._committed(state, checkpoint)
 
     async def save_carrying(self, state: RunState, *, finishes: Sequence[LedgerFinish],
                             claim: ClaimRow | None, fence: Fence | None = None,
@@ -80,9 +85,20 @@ class DatabaseRunStore:
         ``carries_ledger`` only; the caller fences the claim as its ledger would):
         ``finishes`` whatever the fence says, ``claim`` only with the fenced checkpoint.
         The earlier claim's record if the call was claimed before (as `DatabaseLedger`)."""
-        row = await write_run(self.db, state.run_id, checkpoint=self.checkpoint(state),
+        checkpoint = self.checkpoint(state)
+        row = await write_run(self.db, state.run_id, checkpoint=checkpoint,
                               events=events, fence=fence, finishes=finishes, claim=claim)
+        self._committed(state, checkpoint)
         return prior_execution(row)
+
+    def _committed(self, state: RunState, checkpoint: Checkpoint) -> None:
+        """``checkpoint`` of ``state`` is committed: an end is kept in memory for a while
+        (only with its whole trace, which ends with its ``done``)."""
+        trace = state.trace
+        if self.ended is not None and state.finished and trace \
+                and trace[-1].get("type") == "done":
+            self.ended.ended(state.run_id, state.org_id, state.status,
+                             checkpoint.state_json, state.trace)
 
     def checkpoint(self, state: RunState) -> Checkpoint:
         """The row a checkpoint of ``state`` writes."""
@@ -161,6 +177,10 @@ class DatabaseRunStore:
         """The run's org, status and stored state: one statement on the backend's fast
         path (the API reads this on every request about a run). ``with_log``: its logged
         events with seq > ``after`` too (``logged``), on PostgreSQL in the same statement."""
+        ended = self.ended.get(run_id) if self.ended is not None else None
+        if ended is not None:  # final: as this process committed it
+            return RunSummary(ended.org_id, ended.status, ended.state_json,
+                              ended.events_after(after) if with_log else None)
         found = await self.db.backend.run_summary(run_id, with_log=with_log, after=after)
         if found is None:
             return None
