@@ -256,7 +256,7 @@ class EventBus:
             return
         feed = self.feeds.get(run_id)
         if feed is None:
-            for event in await self.log.after(run_id, after):
+            for event in logged if logged is not None else await self.log.after(run_id, after):
                 yield event
             return
         queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()

@@ -134,7 +134,10 @@ async def run_events(run_id: str, request: Request,
     # check then reads the run's first events with its row (one statement on PostgreSQL).
     follower = bus.follow(run_id) if after is not None else None
     try:
-        seen = await _visible(run_id, caller, rt, with_log=follower is not None,
+        # A run advancing here streams from memory; any other's first events come with
+        # its row (from memory too, for a run that just ended here).
+        seen = await _visible(run_id, caller, rt,
+                              with_log=follower is not None or run_id not in bus.feeds,
                               after=after or 0)  # its state is not needed: no parse
     except BaseException:
         bus.unfollow(run_id, follower)
