@@ -16,6 +16,7 @@ from hookgate import Agent, ScriptedLLM, tool
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec
 from hookgate.storage import database
 from hookgate.storage.backends import pg_driver
+from hookgate.storage.run_writes import RUN_EVENTS_CHANNEL
 from hookgate.storage.statement_count import StatementCount
 from tests.live_server import LiveServer, live_server
 
@@ -86,6 +87,26 @@ def test_a_one_call_run_commits_at_most_five_times(
     # window: a few of them stay under the half (before the folds: 7 per run).
     assert transactions <= MOST_PER_RUN + 0.5, f"{transactions:.2f} commits per run"
     assert statements <= MOST_PER_RUN + 0.5, f"{statements:.2f} statements per run"
+
+
+@pytest.mark.perf  # NOTIFYs: each costs every listening backend a transaction
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_run_its_instance_took_and_nobody_else_follows_notifies_nobody(
+        database_url: str) -> None:
+    url = make_url(database_url).set(drivername="postgresql")
+    dep, _ran = one_call_deployment(database_url)
+    with live_server(dep, sweep_interval=3600) as srv, psycopg.connect(
+            url.render_as_string(hide_password=False), autocommit=True) as listener:
+        listener.execute(f"LISTEN {RUN_EVENTS_CHANNEL}")
+        ids = srv.call(runs_to_the_end(srv, COUNTED), timeout=120)
+        # The listener hears what is sent on the channel (so the silence below is the
+        # runs'): a note sent after them arrives.
+        with psycopg.connect(url.render_as_string(hide_password=False),
+                             autocommit=True) as other:
+            other.execute("SELECT pg_notify(%s, %s)", (RUN_EVENTS_CHANNEL, "probe 1"))
+        heard = [n.payload for n in listener.notifies(timeout=1.0, stop_after=50)]
+    assert "probe 1" in heard
+    assert not [p for p in heard if p.partition(" ")[0] in ids], heard
 
 
 #: A run that parks at a gated call, as the server counts it: the run accepted with its job;

@@ -24,6 +24,7 @@ import psycopg
 import pytest
 from alembic.script import ScriptDirectory
 
+from hookgate.runs.events_bus import FOLLOW_RECHECK_S
 from hookgate.storage.database import alembic_config
 from tests.instances import LIBFAKETIME, Instance, MessageModel
 from tests.server.test_restart import wait_for
@@ -233,6 +234,45 @@ def test_a_client_on_one_instance_follows_a_run_executing_elsewhere_live_to_done
     t_inbox.join(10)
     assert [x["status"] for x in inbox] == ["pending", "approved"]
     assert [ln[:2] for ln in cluster.lines()].count(["pay", r_]) == 1
+
+
+def test_a_run_its_instance_took_wakes_a_stream_elsewhere_once_that_stream_follows_it(
+        cluster: Cluster, a: Instance, c: Instance) -> None:
+    # A takes the run it starts, and its first advance notifies nobody until a stream in
+    # another process marks the run followed (runs/events_bus.py): C's stream does, and then
+    # sees the slow tool's end at once, not at its periodic re-read.
+    r_ = ref()
+    run_id = start(a, f"slowtool:{r_}")
+    events: list[tuple[float, str]] = []
+
+    def follow_run() -> None:
+        with httpx.stream("GET", f"{c.url}/api/runs/{run_id}/events", headers=H,
+                          timeout=60) as r:
+            for e in read_events(r):
+                if not e.comment:
+                    events.append((time.monotonic(), e.event))
+
+    t_run = threading.Thread(target=follow_run, daemon=True)
+    t_run.start()
+    wait_for(lambda: ["start", r_] in [ln[:2] for ln in cluster.lines()], "the slow tool")
+    wait_for(lambda: cluster.query("SELECT followed FROM runs WHERE id = %s", run_id)
+             == [(True,)], "C's stream marking the run followed")
+    released_at = time.monotonic()
+    cluster.release(r_)
+    t_run.join(30)
+    assert not t_run.is_alive(), "C's stream did not end at done"
+    kinds = [k for _, k in events]
+    assert kinds[-1] == "done" and kinds.count("done") == 1 and "tool_result" in kinds
+    # Without a notification C would only re-read every FOLLOW_RECHECK_S: done came sooner.
+    assert events[-1][0] - released_at < FOLLOW_RECHECK_S / 2
+    assert [ln[:2] for ln in cluster.lines()].count(["end", r_]) == 1
+
+    # A run A took and only A streamed stays unmarked: its writes woke no other process.
+    quiet = start(a, f"note:{ref()}")
+    with httpx.stream("GET", f"{a.url}/api/runs/{quiet}/events", headers=H,
+                      timeout=30) as r:
+        assert [e.event for e in read_events(r) if not e.comment][-1] == "done"
+    assert cluster.query("SELECT followed FROM runs WHERE id = %s", quiet) == [(False,)]
 
 
 def test_a_decider_whose_clock_is_behind_still_wakes_the_run_at_once(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
@@ -71,6 +72,23 @@ class EventBus:
         self.feeds: dict[str, RunFeed] = {}
         #: Given on PostgreSQL: subscriptions follow the log (see the module docstring).
         self.followers: Wakers | None = followers
+        #: Runs whose advance this process has taken and not yet ended (their feed may not
+        #: be open yet): a stream here takes their events from this process.
+        self._taken: Counter[str] = Counter()
+
+    def taken(self, run_id: str) -> None:
+        """The run's advance was taken by this process (`released` when it ends)."""
+        self._taken[run_id] += 1
+
+    def released(self, run_id: str) -> None:
+        left = self._taken[run_id] - 1
+        if left > 0:
+            self._taken[run_id] = left
+        else:
+            del self._taken[run_id]
+
+    def advancing_here(self, run_id: str) -> bool:
+        return run_id in self.feeds or run_id in self._taken
 
     def open(self, run_id: str, history: list[RunEvent], fence: Fence | None = None
              ) -> RunFeed:
@@ -286,9 +304,18 @@ class EventBus:
             me = followers.add(run_id)
             first = None
         try:
+            # The first advance of a run, where the process that started it took it, wakes
+            # nobody else until a stream elsewhere marks the run followed (every later
+            # advance is a takeover, which marks it): mark it, then read past the caller's
+            # read, which came before the mark.
+            marked = (not self.advancing_here(run_id)
+                      and (status_before is None or status_before in RESUMABLE)
+                      and not (first and first[-1].type == "done"))
+            if marked:
+                await DatabaseRunStore(self.log.db).mark_followed(run_id)
             last = after
             unprompted = True  # the first read, or a re-check no wake-up led to
-            read = first is None
+            read = first is None or marked
             if first is not None:
                 # The caller's read, made after `me` was registered, is the first read:
                 # what came since (handed, or announced past it) is taken up below.

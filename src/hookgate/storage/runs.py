@@ -189,6 +189,11 @@ class DatabaseRunStore:
             logged = await RunEventLog(self.db).after(run_id, after)
         return RunSummary(found.org_id, found.status, found.state_json, logged)
 
+    async def mark_followed(self, run_id: str) -> None:
+        """A stream in this process follows the run while it advances elsewhere: the run's
+        writes must wake this process from now on."""
+        await self.db.backend.mark_followed(run_id)
+
     async def row(self, run_id: str) -> RunRow | None:
         async with self.db.session() as s:
             return await s.get(RunRow, run_id)

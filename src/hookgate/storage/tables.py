@@ -225,6 +225,9 @@ class RunRow(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     #: Raised by every executor that takes the run over (see storage.fencing).
     fence: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: Whether the run's writes wake other processes (PostgreSQL NOTIFY): set by a stream
+    #: in another process and by every takeover, never cleared (see runs/events_bus.py).
+    followed: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class RunEventRow(Base):

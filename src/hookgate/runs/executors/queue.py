@@ -258,7 +258,8 @@ class QueueExecutor:
             return
         # The run advances from the state as stored (not the caller's object, which the
         # caller may still read), under the fence the statement gave it.
-        stored = str(checkpoint.as_dict()["state_json"])
+        stored = checkpoint.state_json
+        m.bus.taken(state.run_id)
         self.taken.run(int(row[0]), self._advance(
             state.run_id, Fence(state.run_id, FIRST_FENCE), stored))
 
@@ -340,10 +341,18 @@ class QueueExecutor:
     async def _advance_job(self, run_id: str) -> None:
         taken = await take_over_reading(self.runner.db, run_id)
         if taken is not None:
+            self.runner.bus.taken(run_id)
             await self._advance(run_id, *taken)
 
     async def _advance(self, run_id: str, fence: Fence, stored: str) -> None:
-        """Advance the run from its ``stored`` state, as the executor holding ``fence``."""
+        """Advance the run from its ``stored`` state, as the executor holding ``fence``
+        (taken by this process: `EventBus.taken`, released here)."""
+        try:
+            await self._advance_taken(run_id, fence, stored)
+        finally:
+            self.runner.bus.released(run_id)
+
+    async def _advance_taken(self, run_id: str, fence: Fence, stored: str) -> None:
         m = self.runner
         try:
             # A state that no longer loads is failed here, as on the in-process path.

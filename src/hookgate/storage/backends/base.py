@@ -167,6 +167,11 @@ class Backend(Protocol):
     async def org_read_only(self, org_id: str) -> bool | None:
         ...
 
+    async def mark_followed(self, run_id: str) -> None:
+        """From now on the run's writes wake other processes (a stream there follows it);
+        a backend that wakes no other process does nothing."""
+        ...
+
     async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
         """Count one call in ``key``'s window from ``start``, if under ``limit``."""
         ...

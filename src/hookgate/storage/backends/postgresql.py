@@ -87,10 +87,12 @@ _ROW = ", ".join(f"${i}::{_ROW_TYPES.get(c, 'text')}" for i, c in enumerate(
     CHECKPOINT_PARAMS, 1))
 #: $1..$13 the row, $14 the fence token (NULL: unfenced), $15..$17 the events' arrays,
 #: $18 their time, $19 the channel (NULL: notify nobody), $20 the note, $21 the run whose
-#: fence counts (the run itself, or the root a delegated child writes under).
+#: fence counts (the run itself, or the root a delegated child writes under). The run's
+#: own write notifies only while the run is followed from another process (``followed``,
+#: read under the row lock that `mark_followed` takes too); a child's always does.
 _FENCED = f"(${_NC + 1}::bigint IS NULL OR (SELECT fence FROM f) = ${_NC + 1}::bigint)"
 _WRITE = (
-    f"WITH f AS (SELECT fence FROM runs WHERE id = ${_NC + 8} FOR NO KEY UPDATE), "
+    f"WITH f AS (SELECT fence, followed FROM runs WHERE id = ${_NC + 8} FOR NO KEY UPDATE), "
     f"up AS (INSERT INTO runs ({_COLUMN_LIST}) SELECT {_ROW} WHERE {_FENCED} "
     f"ON CONFLICT (id) DO UPDATE SET {_UPDATED} RETURNING 1), "
     f"ev AS (INSERT INTO run_events (run_id, seq, type, data, created_at) "
@@ -98,7 +100,8 @@ _WRITE = (
     f"${_NC + 3}::text[], ${_NC + 4}::text[]) AS e(s, t, d) WHERE EXISTS (SELECT 1 FROM up) "
     f"ON CONFLICT (run_id, seq) DO NOTHING RETURNING 1), "
     f"n AS (SELECT pg_notify(${_NC + 6}, ${_NC + 7}) WHERE ${_NC + 6}::text IS NOT NULL "
-    f"AND cardinality(${_NC + 2}::int[]) > 0 AND EXISTS (SELECT 1 FROM up)) "
+    f"AND cardinality(${_NC + 2}::int[]) > 0 AND EXISTS (SELECT 1 FROM up) "
+    f"AND (${_NC + 8} <> $1 OR coalesce((SELECT followed FROM f), true))) "
     f"SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
     f"(SELECT count(*) FROM n)"
 )
@@ -136,13 +139,15 @@ _EVENTS_ONLY = (
     "SELECT EXISTS (SELECT 1 FROM ok), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
     "(SELECT count(*) FROM n)"
 )
+#: A stream in another process follows the run: its writes NOTIFY from now on.
+_MARK_FOLLOWED = "UPDATE runs SET followed = true WHERE id = $1 AND NOT followed"
 #: The takeover in one statement (one round trip on the way from a decision to the tool):
 #: the row locked FOR UPDATE in the CTE, which waits for every write in flight under the
 #: old token (the UPDATE alone takes the weaker no-key lock, which would not wait for their
 #: key-share locks), then the token raised and the state read.
 _TAKE_OVER = (
     "WITH held AS (SELECT id FROM runs WHERE id = $1 FOR UPDATE) "
-    "UPDATE runs SET fence = runs.fence + 1, updated_at = $2 FROM held "
+    "UPDATE runs SET fence = runs.fence + 1, followed = true, updated_at = $2 FROM held "
     "WHERE runs.id = held.id RETURNING runs.fence, runs.state_json")
 #: A fenced claim in one statement: the fence read under a key-share lock (held until the
 #: statement commits, so a takeover waits for it), the row inserted only while the token is
@@ -373,6 +378,11 @@ class PostgresBackend:
         # One statement in autocommit: no BEGIN/ROLLBACK around it.
         row = await self.driver.fetchrow(_s("org_read_only").sql, org_id)
         return None if row is None or row[0] is None else bool(row[0])
+
+    async def mark_followed(self, run_id: str) -> None:
+        # Under the row's lock, which a checkpoint takes too: a checkpoint committed before
+        # this is in the log the stream reads next; one after it sees the flag and notifies.
+        await self.driver.execute(_MARK_FOLLOWED, run_id)
 
     async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
         # One atomic statement: autocommit is its transaction.

@@ -234,6 +234,9 @@ class SqliteBackend:
         row = await self.driver.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
         return None if row is None or row[0] is None else bool(row[0])
 
+    async def mark_followed(self, run_id: str) -> None:
+        return None  # one process serves the file: its streams are woken in memory
+
     async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
         take = _s("rate_take")
         params = take.args((key, start, limit))
