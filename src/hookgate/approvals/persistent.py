@@ -214,19 +214,22 @@ class PersistentApprovals:
         raises StillPending after that long without a decision, leaving the request pending
         (a caller that cannot hold the call, such as a Claude Code hook, asks again later)."""
         self._agents_seen[ask.agent.id] = ask.agent
-        request = await self.store.for_call(ask.run_id, ask.tool_call_id)
+        if ask.agent.refuse_retry_after_rejection:
+            found = await self.store.for_call_or_rejected_like(
+                ask.run_id, ask.tool_call_id, ask.tool_name, ask.args_sha256)
+            own = found is not None and found.tool_call_id == ask.tool_call_id
+            request, earlier = (found, None) if own else (None, found)
+        else:
+            request, earlier = await self.store.for_call(ask.run_id, ask.tool_call_id), None
         resumed = request is not None
-        if request is None and ask.agent.refuse_retry_after_rejection:
-            earlier = await self.store.rejected_like(ask.run_id, ask.tool_name,
-                                                     ask.args_sha256)
-            if earlier is not None:
-                # A person said no to this exact call in this run: asking again would let
-                # a model wear the approver down by retrying.
-                return ApprovalDecision(
-                    request_id=earlier.id, status="rejected", args_sha256=earlier.args_sha256,
-                    decided_by=earlier.responded_by, reason=earlier.reason,
-                    responded_at=earlier.responded_at.isoformat() if earlier.responded_at
-                    else None, repeat_of=earlier.id)
+        if earlier is not None:
+            # A person said no to this exact call in this run: asking again would let a
+            # model wear the approver down by retrying.
+            return ApprovalDecision(
+                request_id=earlier.id, status="rejected", args_sha256=earlier.args_sha256,
+                decided_by=earlier.responded_by, reason=earlier.reason,
+                responded_at=earlier.responded_at.isoformat() if earlier.responded_at
+                else None, repeat_of=earlier.id)
         if request is None:
             rule = await self.rules.match(ask)
             if rule is not None:

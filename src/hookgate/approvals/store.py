@@ -127,11 +127,14 @@ class ConfirmationStore:
         return [ConfirmationRequest.from_record(r)
                 for r in await self.table.pending_for_run(run_id)]
 
-    async def rejected_like(self, run_id: str, tool_name: str, args_sha256: str
-                            ) -> ConfirmationRequest | None:
-        """The latest request of ``run_id`` a person rejected for this tool and exactly these
-        arguments (by digest), if any."""
-        return _maybe(await self.table.rejected_like(run_id, tool_name, args_sha256))
+    async def for_call_or_rejected_like(self, run_id: str, tool_call_id: str,
+                                        tool_name: str, args_sha256: str
+                                        ) -> ConfirmationRequest | None:
+        """The call's own request if it has one, else the latest request of ``run_id`` a
+        person rejected for this tool and exactly these arguments (by digest), if any: one
+        read (the call's own is the one whose ``tool_call_id`` is ``tool_call_id``)."""
+        return _maybe(await self.table.for_call_or_rejected_like(
+            run_id, tool_call_id, tool_name, args_sha256))
 
     async def declined_by_run(self, run_ids: list[str]) -> dict[str, list[ConfirmationRequest]]:
         """The requests of ``run_ids`` that ended without approval (rejected, expired,

@@ -224,13 +224,18 @@ class ConfirmationTable:
                 _Row.status == "pending"))).scalars().all()
         return [record_of(r) for r in rows]
 
-    async def rejected_like(self, run_id: str, tool_name: str, args_sha256: str
-                            ) -> ConfirmationRecord | None:
+    async def for_call_or_rejected_like(self, run_id: str, tool_call_id: str,
+                                        tool_name: str, args_sha256: str
+                                        ) -> ConfirmationRecord | None:
+        """`for_call`, else the latest rejected request of the run for this tool and these
+        arguments, in one read: the call's own request first."""
+        own = _Row.tool_call_id == tool_call_id
         async with self.db.session() as s:
             return _maybe((await s.execute(select(_Row).where(
-                _Row.run_id == run_id, _Row.tool_name == tool_name,
-                _Row.args_sha256 == args_sha256, _Row.status == "rejected",
-            ).order_by(_Row.responded_at.desc()).limit(1))).scalar_one_or_none())
+                _Row.run_id == run_id,
+                own | ((_Row.tool_name == tool_name) & (_Row.args_sha256 == args_sha256)
+                       & (_Row.status == "rejected")),
+            ).order_by(own.desc(), _Row.responded_at.desc()).limit(1))).scalar_one_or_none())
 
     async def declined_of(self, run_ids: list[str]) -> list[ConfirmationRecord]:
         async with self.db.session() as s:
