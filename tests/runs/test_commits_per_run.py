@@ -110,11 +110,11 @@ def test_a_run_its_instance_took_and_nobody_else_follows_notifies_nobody(
 
 
 #: A run that parks at a gated call, as the server counts it: the run accepted with its job;
-#: the turn's checkpoint; the request looked up (its call's, a rejection like it, a standing
-#: rule), the database's clock, the request made with its announcement, the approvers read;
+#: the turn's checkpoint; the call's request or a rejection like it (one read), a standing
+#: rule, the database's clock, the request made with its announcement, the approvers read;
 #: the parked checkpoint; the job finished. The expiry tick's job is queued by the first run
 #: of a tick only.
-MOST_TO_PARK = 10
+MOST_TO_PARK = 9
 
 
 async def runs_to_the_gate(srv: LiveServer, n: int) -> list[str]:

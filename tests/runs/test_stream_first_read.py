@@ -19,7 +19,7 @@ from hookgate.runs.events_bus import EventBus
 from hookgate.runs.notifications import Wakers
 from hookgate.storage.database import Database
 from hookgate.storage.run_events import RunEventLog
-from tests.channels.world import auth, finished_run, start_run, world
+from tests.channels.world import auth, eventually, finished_run, start_run, world
 from tests.live_server import live_server
 from tests.server.counting_log import CountingLog
 
@@ -176,3 +176,51 @@ async def test_a_failed_write_of_this_process_sends_its_streams_to_the_log(
     assert await waiting == [1]
     assert log.reads == 2
     await stream.aclose()
+
+
+async def test_a_run_advancing_here_is_read_from_its_feed_as_committed(db: Database) -> None:
+    bus, log = following_bus(db)
+    assert bus.live("run_l", 0) is None  # not advancing here: the caller reads the log
+    feed = bus.open("run_l", [RunEvent("session_start", {}, 1)], org_id="acme")
+    bus.publish("run_l", RunEvent("model_turn", {}, 2), feed)
+    await bus.checkpoint("run_l", lambda batch: log.append("run_l", batch))
+    bus.publish("run_l", RunEvent("tool_call", {}, 3), feed)  # emitted, not yet committed
+    live = bus.live("run_l", 0)
+    assert live is not None and live.org_id == "acme"
+    assert [e.seq for e in live.logged] == [1, 2]  # what the log holds, nothing more
+    assert [e.seq for e in (bus.live("run_l", 1) or live).logged] == [2]
+    await bus.close("run_l", feed)
+    assert bus.live("run_l", 0) is None
+    assert log.reads == 0
+
+
+@pytest.mark.both_databases
+async def test_a_run_in_flight_here_is_streamed_to_its_org_only(database_url: str) -> None:
+    # SQLite holds the waiting call in this process (the run's feed is open: its first
+    # read comes from the feed); PostgreSQL parks the run (its row is read). Either way a
+    # caller of another org is told there is no such run.
+    deployment, _ = world(database_url, [])
+    with live_server(deployment) as srv:
+        async with httpx.AsyncClient(base_url=srv.url, timeout=20) as client:
+            run_id = await start_run(client)
+
+            async def asked() -> bool:
+                r = await client.get("/api/confirmations?status=pending",
+                                     headers=auth("alice"))
+                return any(x["run_id"] == run_id for x in r.json())
+
+            await eventually(asked, "the run's request")
+            live = srv.runtime.runs.bus.feeds.get(run_id) is not None
+            assert live == database_url.startswith("sqlite")
+            url = f"/api/runs/{run_id}/events"
+            refused = await client.get(url, headers=auth("mallory"))
+            assert refused.status_code == 404 and run_id in refused.text
+            kinds: list[str] = []
+            async with client.stream("GET", url, headers=auth("alice")) as r:
+                assert r.status_code == 200
+                async for line in r.aiter_lines():
+                    if line.startswith("event: "):
+                        kinds.append(line[7:])
+                        if kinds[-1] == "confirmation_pending":
+                            break
+            assert kinds[0] == "session_start" and kinds[-1] == "confirmation_pending"

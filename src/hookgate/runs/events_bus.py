@@ -19,6 +19,7 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
@@ -45,8 +46,13 @@ WRITE_RETRY_S = (0.1, 0.5, 2.0, 5.0)
 
 
 class RunFeed:
-    def __init__(self, run_id: str, history: list[RunEvent], fence: Fence | None) -> None:
+    def __init__(self, run_id: str, history: list[RunEvent], fence: Fence | None,
+                 org_id: str | None = None) -> None:
         self.run_id = run_id
+        #: The run's org: who may read the feed (see `EventBus.live`).
+        self.org_id = org_id
+        #: The highest seq committed to the log (the history is the log's).
+        self.committed = history[-1].seq if history else 0
         self.events: list[RunEvent] = list(history)
         self.subscribers: set[asyncio.Queue[RunEvent | None]] = set()
         self.pending: list[RunEvent] = []
@@ -62,6 +68,14 @@ class RunFeed:
         #: The highest seq this feed has sent to the log: a notification up to it is of this
         #: process's own write, whose events it hands its streams when the write returns.
         self.sent = 0
+
+
+@dataclass(slots=True, frozen=True)
+class LiveRun:
+    """What `EventBus.live` knows of a run advancing here."""
+
+    org_id: str | None
+    logged: list[RunEvent]
 
 
 class EventBus:
@@ -90,9 +104,9 @@ class EventBus:
     def advancing_here(self, run_id: str) -> bool:
         return run_id in self.feeds or run_id in self._taken
 
-    def open(self, run_id: str, history: list[RunEvent], fence: Fence | None = None
-             ) -> RunFeed:
-        feed = RunFeed(run_id, history, fence)
+    def open(self, run_id: str, history: list[RunEvent], fence: Fence | None = None,
+             org_id: str | None = None) -> RunFeed:
+        feed = RunFeed(run_id, history, fence, org_id)
         self.feeds[run_id] = feed
         return feed
 
@@ -168,7 +182,7 @@ class EventBus:
             log.exception("writing %d events of run %s failed; they stay pending "
                           "for the run's next checkpoint", len(batch), feed.run_id)
             return False
-        self._committed(feed.run_id, batch)
+        self._committed(feed, batch)
         return True
 
     async def checkpoint(self, run_id: str,
@@ -201,7 +215,7 @@ class EventBus:
                     # takes them (the flush retries a database away for a moment).
                     self._arm(feed)
                 raise
-            self._committed(run_id, batch)
+            self._committed(feed, batch)
         finally:
             feed.writing.release()
 
@@ -221,10 +235,22 @@ class EventBus:
                 self.followers.wake(feed.run_id)
             raise
 
-    def _committed(self, run_id: str, batch: Sequence[RunEvent]) -> None:
+    def _committed(self, feed: RunFeed, batch: Sequence[RunEvent]) -> None:
         # This process's streams of the run take the batch as it is: no read of the log.
-        if self.followers is not None and batch:
-            self.followers.hand(run_id, batch)
+        if batch:
+            feed.committed = max(feed.committed, batch[-1].seq)
+            if self.followers is not None:
+                self.followers.hand(feed.run_id, batch)
+
+    def live(self, run_id: str, after: int) -> LiveRun | None:
+        """A run advancing in this process, as the log holds it now: its org and its
+        committed events with seq > ``after`` (None: not advancing here). A stream's first
+        read, without a query; what is committed next is handed to the stream."""
+        feed = self.feeds.get(run_id)
+        if feed is None or feed.closed:
+            return None
+        upto = feed.committed
+        return LiveRun(feed.org_id, [e for e in feed.events if after < e.seq <= upto])
 
     async def close(self, run_id: str, feed: RunFeed | None = None) -> None:
         """The run stopped advancing in this process (or ``feed``'s executor stopped): flush,

@@ -125,7 +125,7 @@ class InProcessExecutor:
 
     def _spawn(self, state: RunState, advance: Advance) -> None:
         bus = self.runner.bus
-        bus.open(state.run_id, self.runner.history(state))
+        bus.open(state.run_id, self.runner.history(state), org_id=state.org_id)
 
         async def go() -> None:
             try:

@@ -365,7 +365,7 @@ class QueueExecutor:
         if advance is None:
             return
         self.advancing[run_id] += 1
-        feed = m.bus.open(run_id, m.history(state), fence=fence)
+        feed = m.bus.open(run_id, m.history(state), fence=fence, org_id=state.org_id)
         try:
             await advance(lambda e: m.bus.publish(run_id, e, feed))
         except RunParked as parked:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from hookgate.approvals.records import ConfirmationRequest
+from hookgate.engines.events import RunEvent
 from hookgate.engines.outcome import any_call_stopped, run_outcome
 from hookgate.engines.state import RunState
 from hookgate.runs.runner import UnknownAgent, UnknownEngine
@@ -134,11 +135,19 @@ async def run_events(run_id: str, request: Request,
     # check then reads the run's first events with its row (one statement on PostgreSQL).
     follower = bus.follow(run_id) if after is not None else None
     try:
-        # A run advancing here streams from memory; any other's first events come with
-        # its row (from memory too, for a run that just ended here).
-        seen = await _visible(run_id, caller, rt,
-                              with_log=follower is not None or run_id not in bus.feeds,
-                              after=after or 0)  # its state is not needed: no parse
+        # A run advancing here is read from its feed: its org and the events committed so
+        # far. Any other's first events come with its row (from memory too, for a run that
+        # just ended here).
+        live = bus.live(run_id, after or 0)
+        logged: list[RunEvent] | None
+        if live is not None:
+            if live.org_id != caller.org_id:
+                raise HTTPException(404, f"no run '{run_id}'")
+            status, logged = "running", live.logged
+        else:
+            seen = await _visible(run_id, caller, rt, with_log=True,
+                                  after=after or 0)  # its state is not needed: no parse
+            status, logged = seen.status, seen.logged
     except BaseException:
         bus.unfollow(run_id, follower)
         raise
@@ -147,8 +156,8 @@ async def run_events(run_id: str, request: Request,
     start = after
 
     async def stream() -> AsyncIterator[Event]:
-        async for event in bus.subscribe(run_id, start, status_before=seen.status,
-                                         follower=follower, logged=seen.logged):
+        async for event in bus.subscribe(run_id, start, status_before=status,
+                                         follower=follower, logged=logged):
             yield Event(json.dumps(for_caller(event.to_dict(), caller.admin),
                                    ensure_ascii=False, default=str),
                         event=event.type, id=str(event.seq))
