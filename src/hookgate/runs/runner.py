@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
@@ -26,6 +26,7 @@ from hookgate.llm.base import ChatModel
 from hookgate.runs.events_bus import EventBus
 from hookgate.runs.executors.base import RunExecutor
 from hookgate.runs.notifications import Wakers
+from hookgate.storage.backends.base import AlongWrite
 from hookgate.storage.database import Database
 from hookgate.storage.fencing import Fence
 from hookgate.storage.ledger import DatabaseLedger
@@ -172,9 +173,11 @@ class Runner:
 
     # -- advancing runs (called by executors) ----------------------------------------------
 
-    async def prepare(self, state: RunState, fence: Fence | None = None) -> Advance | None:
+    async def prepare(self, state: RunState, fence: Fence | None = None,
+                      end: RunEndWork | None = None) -> Advance | None:
         """Make a stored run ready to continue; None if it must not (it is finished, or
-        what it runs no longer exists: then it is ended here as ``failed``)."""
+        what it runs no longer exists: then it is ended here as ``failed``). ``end``: work
+        to commit with the run's end, if it ends in this advance."""
         # The trace is in the event log (stored states leave it out; one stored by an
         # earlier version has it, and the log may hold events emitted after it). A run's
         # first executor has none to read: every event write is fenced, and the fence
@@ -230,13 +233,16 @@ class Runner:
             await self.store.save(state, fence=fence)
             return None
         return self.advance(agent, state, fence=fence,
-                            ledger=None if fence is None else self.ledger.fenced(fence))
+                            ledger=None if fence is None else self.ledger.fenced(fence),
+                            end=end)
 
     def advance(self, agent: Agent, state: RunState, *, fence: Fence | None = None,
-                ledger: ExecutionLedger | None = None) -> Advance:
+                ledger: ExecutionLedger | None = None,
+                end: RunEndWork | None = None) -> Advance:
         """The coroutine factory that advances ``state`` until it ends or must wait; its
-        checkpoints carry the events emitted since (under ``fence``, if given)."""
-        store = _ExecutorStore(self.store, self.bus, fence)
+        checkpoints carry the events emitted since (under ``fence``, if given), and the
+        run's end carries ``end``'s work."""
+        store = _ExecutorStore(self.store, self.bus, fence, end)
         if state.engine == WORKFLOW_ENGINE:
             runner = self.workflow_runner(store=store, ledger=ledger)
             return lambda sink: runner.execute(state, sink=sink)
@@ -300,18 +306,35 @@ def _unresolved(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+class RunEndWork(Protocol):
+    """Work that commits in the statement storing a run's end (a backend that
+    ``carries_ledger``): the run queue's job taken for the run, ended with it."""
+
+    run_id: str
+
+    def along(self) -> AlongWrite: ...
+
+
 class _ExecutorStore:
     """The run store as one executor of a run sees it: each checkpoint writes the events
     pending on the bus in its transaction, and only under the executor's fence (if any)."""
 
-    def __init__(self, store: DatabaseRunStore, bus: EventBus, fence: Fence | None) -> None:
+    def __init__(self, store: DatabaseRunStore, bus: EventBus, fence: Fence | None,
+                 end: RunEndWork | None = None) -> None:
         self.store = store
         self.bus = bus
         self.fence = fence
+        self.end = end
+
+    def _along(self, state: RunState) -> AlongWrite | None:
+        end = self.end
+        return (end.along() if end is not None and state.finished
+                and state.run_id == end.run_id else None)
 
     async def save(self, state: RunState) -> None:
+        along = self._along(state)
         await self.bus.checkpoint(state.run_id, lambda events: self.store.save(
-            state, fence=self.fence, events=events), fence=self.fence)
+            state, fence=self.fence, events=events, along=along), fence=self.fence)
 
     @property
     def carries_ledger(self) -> bool:
@@ -325,9 +348,12 @@ class _ExecutorStore:
         """`save`, the ledger's records in its transaction (see DatabaseRunStore)."""
         prior: list[PriorExecution | None] = [None]
 
+        along = self._along(state)
+
         async def save(events: Sequence[RunEvent]) -> None:
             prior[0] = await self.store.save_carrying(
-                state, fence=self.fence, events=events, finishes=finishes, claim=claim)
+                state, fence=self.fence, events=events, finishes=finishes, claim=claim,
+                along=along)
 
         await self.bus.checkpoint(state.run_id, save, fence=self.fence)
         return prior[0]

@@ -18,7 +18,7 @@ from hookgate.storage.backends.statements import CHECKPOINT_COLUMNS
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-    from hookgate.storage.backends.base import ClaimRow, LedgerFinish, PriorRow
+    from hookgate.storage.backends.base import AlongWrite, ClaimRow, LedgerFinish, PriorRow
     from hookgate.storage.database import Database
     from hookgate.storage.fencing import Fence
 
@@ -71,17 +71,18 @@ def checkpoint_row(checkpoint: Checkpoint, at: datetime | str, *,
 
 async def write_run(db: Database, run_id: str, *, checkpoint: Checkpoint | None,
                     events: Sequence[RunEvent], fence: Fence | None,
-                    finishes: Sequence[LedgerFinish] = (), claim: ClaimRow | None = None
-                    ) -> PriorRow | None:
+                    finishes: Sequence[LedgerFinish] = (), claim: ClaimRow | None = None,
+                    along: AlongWrite | None = None) -> PriorRow | None:
     """Store ``checkpoint`` and ``events`` (a seq already stored is kept as it was) in one
     transaction, only while ``fence`` (if any) is current (else Fenced, nothing stored).
     The commit wakes the run's followers in other instances when there are events.
-    ``finishes`` and ``claim`` ride in the same transaction (a backend that
+    ``finishes``, ``claim`` and ``along`` ride in the same transaction (a backend that
     ``carries_ledger`` only): the earlier claim's record if the call was claimed before."""
     if checkpoint is None and not events:
         return None
     return await db.backend.write_run(run_id, checkpoint=checkpoint, events=events,
-                                      fence=fence, finishes=finishes, claim=claim)
+                                      fence=fence, finishes=finishes, claim=claim,
+                                      along=along)
 
 
 async def write_in_session(db: Database, s: AsyncSession, run_id: str, *,

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hookgate.engines.events import RunEvent, event_of
 from hookgate.engines.state import RunState
-from hookgate.storage.backends.base import ClaimRow, LedgerFinish
+from hookgate.storage.backends.base import AlongWrite, ClaimRow, LedgerFinish
 from hookgate.storage.database import Database
 from hookgate.storage.ended_runs import EndedRuns
 from hookgate.storage.fencing import Fence
@@ -65,29 +65,33 @@ class DatabaseRunStore:
 
     async def save(self, state: RunState, *, fence: Fence | None = None,
                    session: AsyncSession | None = None,
-                   events: Sequence[RunEvent] = ()) -> None:
+                   events: Sequence[RunEvent] = (), along: AlongWrite | None = None) -> None:
         """Upsert the checkpoint, with ``events`` (the run's events not yet logged) in the
         same transaction; with ``fence``, only while that token is current; with
         ``session``, inside the caller's transaction (e.g. with the job that runs it)."""
         checkpoint = self.checkpoint(state)
         if session is not None:
+            if along is not None:
+                raise ValueError("work along a checkpoint needs the backend's own write")
             await write_in_session(self.db, session, state.run_id, checkpoint=checkpoint,
                                    events=events, fence=fence)
             return
         await write_run(self.db, state.run_id, checkpoint=checkpoint, events=events,
-                        fence=fence)
+                        fence=fence, along=along)
         self._committed(state, checkpoint)
 
     async def save_carrying(self, state: RunState, *, finishes: Sequence[LedgerFinish],
                             claim: ClaimRow | None, fence: Fence | None = None,
-                            events: Sequence[RunEvent] = ()) -> PriorExecution | None:
+                            events: Sequence[RunEvent] = (),
+                            along: AlongWrite | None = None) -> PriorExecution | None:
         """`save` with the ledger's records in its transaction (a backend that
         ``carries_ledger`` only; the caller fences the claim as its ledger would):
         ``finishes`` whatever the fence says, ``claim`` only with the fenced checkpoint.
         The earlier claim's record if the call was claimed before (as `DatabaseLedger`)."""
         checkpoint = self.checkpoint(state)
         row = await write_run(self.db, state.run_id, checkpoint=checkpoint,
-                              events=events, fence=fence, finishes=finishes, claim=claim)
+                              events=events, fence=fence, finishes=finishes, claim=claim,
+                              along=along)
         self._committed(state, checkpoint)
         return prior_execution(row)
 

@@ -25,12 +25,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from procrastinate import App
 from procrastinate.jobs import Status
 
 from hookgate.runs.executors.settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from hookgate.runs.executors.procrastinate_private import TakenJobEnd
 
 log = logging.getLogger(__name__)
 
@@ -85,15 +88,18 @@ class LocalDispatch:
                             self._settings.heartbeat_s)
             await asyncio.sleep(self._settings.heartbeat_s)
 
-    def run(self, job_id: int, body: Coroutine[Any, Any, None]) -> None:
+    def run(self, job_id: int, body: Coroutine[Any, Any, None],
+            end: TakenJobEnd | None = None) -> None:
         """Run ``body`` (the job's work) in a task of its own, then finish job ``job_id`` as
         procrastinate's worker would: deleted when it succeeded, kept ``failed`` or
-        ``aborted`` (the process stopping) otherwise."""
-        task = asyncio.get_running_loop().create_task(self._run(job_id, body))
+        ``aborted`` (the process stopping) otherwise; unless ``end`` says the run's end
+        deleted it already."""
+        task = asyncio.get_running_loop().create_task(self._run(job_id, body, end))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
-    async def _run(self, job_id: int, body: Coroutine[Any, Any, None]) -> None:
+    async def _run(self, job_id: int, body: Coroutine[Any, Any, None],
+                   end: TakenJobEnd | None) -> None:
         status = Status.FAILED
         try:
             await body
@@ -106,10 +112,12 @@ class LocalDispatch:
         finally:
             # Shielded: a stop that cancels the job still finishes it. A finish that fails
             # (tried again for a while on the driver) leaves the job "doing" under a worker
-            # that unregisters when the process stops: a stalled job, retried then.
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._jobs.finish_job_by_id_async(
-                    job_id, status, delete_job=status is Status.SUCCEEDED))
+            # that unregisters when the process stops: a stalled job, retried then. A job
+            # the statement storing its run's end deleted is finished already.
+            if end is None or not end.done:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._jobs.finish_job_by_id_async(
+                        job_id, status, delete_job=status is Status.SUCCEEDED))
 
     async def _beat(self) -> None:
         while True:

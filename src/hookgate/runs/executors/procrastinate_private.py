@@ -32,6 +32,12 @@ Why the public API does not suffice, operation by operation:
   is fetched by no worker when its NOTIFY arrives, and procrastinate fetches it only at the
   next poll (seconds later). The statement that finishes a job also sends procrastinate's
   own ``job_inserted`` notification for a job waiting on its lock, in the same commit.
+- **A taken job ended by its run's end** (``TakenJobEnd``): the job this process took for a
+  run is deleted (what procrastinate's finish does with a succeeded job) in the statement
+  that stores the run's end, instead of by a finish of its own after it: one commit fewer
+  per run. The job's outcome is the run's end: whatever runs after it (settling the run's
+  requests, end notices) cannot change a finished run, which a retried job would only find
+  finished.
 - **Orphaned runs and a queued job held until a commit** (``ORPHANS``, ``HOLD_QUEUED``):
   reads of ``procrastinate_jobs`` by lock and queueing lock that the job manager does not
   offer inside a caller's transaction.
@@ -61,6 +67,7 @@ from procrastinate.types import JobToDefer
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from hookgate.retries import first_then_retrying, pauses, retrying, warn_before_retry
+from hookgate.storage.backends.base import AlongWrite
 from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.database import Database
 
@@ -124,6 +131,43 @@ woken AS (
     FROM (SELECT queue_name, json_build_object('type', 'job_inserted', 'job_id', id)::text
                  AS payload FROM waiting) AS w)
 {_FINISH_PG.strip().rstrip(';')}, (SELECT count(*) FROM woken)"""
+
+
+#: A taken job ended with its run (``TakenJobEnd``): deleted, as procrastinate's finish of a
+#: succeeded job deletes it (``status IN ('todo', 'doing')``, the same triggers), in the
+#: statement that stores the run's end, only if that stored it (``up``, the fenced row);
+#: and the job its lock held back woken, as ``FINISH_WAKING`` does. $P1 the job, $P2 the
+#: run (the lock and queueing lock of its advance jobs).
+_END_CTES = (
+    "waiting AS (SELECT t.id, t.queue_name FROM procrastinate_jobs t "
+    "WHERE t.queueing_lock = $P2::text AND t.lock = $P2::text AND t.status = 'todo' "
+    "LIMIT 1), "
+    "ended AS (DELETE FROM procrastinate_jobs WHERE id = $P1::bigint AND status = 'doing' "
+    "AND EXISTS (SELECT 1 FROM up) RETURNING id), "
+    f"woken AS (SELECT pg_notify('{_NOTIFY.group(1)}' || queue_name, payload), "
+    f"pg_notify('{_NOTIFY.group(2)}', payload) FROM (SELECT queue_name, "
+    "json_build_object('type', 'job_inserted', 'job_id', id)::text AS payload "
+    "FROM waiting WHERE EXISTS (SELECT 1 FROM ended)) AS w)")
+#: 10 per job ended, plus the jobs woken (evaluated, so the notification is sent).
+_END_RESULT = "(SELECT count(*) FROM ended) * 10 + (SELECT count(*) FROM woken)"
+
+
+class TakenJobEnd:
+    """The job this process took for a run, ended by the statement that stores the run's
+    end (one commit fewer than finishing it after): ``done`` once that deleted it."""
+
+    __slots__ = ("done", "job_id", "run_id")
+
+    def __init__(self, job_id: int, run_id: str) -> None:
+        self.job_id = job_id
+        self.run_id = run_id
+        self.done = False
+
+    def along(self) -> AlongWrite:
+        return AlongWrite(_END_CTES, _END_RESULT, (self.job_id, self.run_id), self._seen)
+
+    def _seen(self, value: Any) -> None:
+        self.done = int(value or 0) >= 10
 
 
 #: The function and row type procrastinate's own defer query calls (versioned names, read

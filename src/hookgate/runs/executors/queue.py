@@ -43,6 +43,7 @@ from hookgate.runs.executors.procrastinate_private import (
     SUBMIT,
     SUBMIT_TAKEN,
     DriverConnector,
+    TakenJobEnd,
     check_schema,
     defer_values,
     hold_queued,
@@ -260,8 +261,9 @@ class QueueExecutor:
         # caller may still read), under the fence the statement gave it.
         stored = checkpoint.state_json
         m.bus.taken(state.run_id)
-        self.taken.run(int(row[0]), self._advance(
-            state.run_id, Fence(state.run_id, FIRST_FENCE), stored))
+        end = TakenJobEnd(int(row[0]), state.run_id)
+        self.taken.run(end.job_id, self._advance(
+            state.run_id, Fence(state.run_id, FIRST_FENCE), stored, end), end)
 
     async def continue_run(self, run_id: str, session: Transaction | None = None) -> None:
         """Queue the run's next advance (at most one is queued; one already queued will
@@ -310,9 +312,11 @@ class QueueExecutor:
             return False
         loop = asyncio.get_running_loop()
 
+        end = TakenJobEnd(job_id, run_id)
+
         def committed() -> None:
             # Runs in the commit's greenlet: start the job on the loop, after the commit.
-            loop.call_soon(self.taken.run, job_id, self._advance_job(run_id))
+            loop.call_soon(self.taken.run, job_id, self._advance_job(run_id, end), end)
 
         after_commit(session, committed)
         return True
@@ -338,28 +342,32 @@ class QueueExecutor:
 
     # -- the jobs --------------------------------------------------------------------------
 
-    async def _advance_job(self, run_id: str) -> None:
+    async def _advance_job(self, run_id: str, end: TakenJobEnd | None = None) -> None:
+        """``end``: the job was taken by this process (local_dispatch.py), and the run's end
+        ends it too."""
         taken = await take_over_reading(self.runner.db, run_id)
         if taken is not None:
             self.runner.bus.taken(run_id)
-            await self._advance(run_id, *taken)
+            await self._advance(run_id, *taken, end)
 
-    async def _advance(self, run_id: str, fence: Fence, stored: str) -> None:
+    async def _advance(self, run_id: str, fence: Fence, stored: str,
+                       end: TakenJobEnd | None = None) -> None:
         """Advance the run from its ``stored`` state, as the executor holding ``fence``
         (taken by this process: `EventBus.taken`, released here)."""
         try:
-            await self._advance_taken(run_id, fence, stored)
+            await self._advance_taken(run_id, fence, stored, end)
         finally:
             self.runner.bus.released(run_id)
 
-    async def _advance_taken(self, run_id: str, fence: Fence, stored: str) -> None:
+    async def _advance_taken(self, run_id: str, fence: Fence, stored: str,
+                             end: TakenJobEnd | None) -> None:
         m = self.runner
         try:
             # A state that no longer loads is failed here, as on the in-process path.
             state = await m.store.parse_to_resume(run_id, stored, fence)
             if state is None:
                 return
-            advance = await m.prepare(state, fence)
+            advance = await m.prepare(state, fence, end)
         except Fenced:
             return
         if advance is None:

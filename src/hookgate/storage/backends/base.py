@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -38,6 +39,19 @@ class RunSummaryRow(NamedTuple):
     status: str
     state_json: str
     logged: list[RunEvent] | None
+
+
+@dataclass(frozen=True, slots=True)
+class AlongWrite:
+    """More work in a checkpoint's own statement (a backend that ``carries_ledger``): CTEs
+    that may read ``up`` (the run's row, written only while the fence holds), their
+    parameters written ``$P1``, ``$P2``…, and ``result``, an SQL expression whose value the
+    statement returns to ``seen``."""
+
+    ctes: str
+    result: str
+    args: tuple[Any, ...]
+    seen: Callable[[Any], None]
 
 
 class PriorRow(NamedTuple):
@@ -122,11 +136,12 @@ class Backend(Protocol):
     async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
                         events: Sequence[RunEvent], fence: Fence | None,
                         finishes: Sequence[LedgerFinish] = (),
-                        claim: ClaimRow | None = None) -> PriorRow | None:
+                        claim: ClaimRow | None = None,
+                        along: AlongWrite | None = None) -> PriorRow | None:
         """The checkpoint and the events in one transaction, only while ``fence`` holds.
         Where the backend ``carries_ledger``, with a checkpoint: ``finishes`` (whatever the
         fence says) and ``claim`` (only with the fenced checkpoint) in the same one; the
-        earlier claim's record then, if the call was claimed before."""
+        earlier claim's record then, if the call was claimed before; and ``along``."""
         ...
 
     async def write_in_session(self, session: AsyncSession, run_id: str, *,

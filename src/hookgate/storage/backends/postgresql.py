@@ -16,6 +16,7 @@ chain head this process wrote last (the head updated only if still the remembere
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from hookgate.engines.events import RunEvent, event_of
 from hookgate.storage.backends.base import (
     GENESIS,
     NOT_NOW,
+    AlongWrite,
     AuditGroups,
     AuditLink,
     ClaimRow,
@@ -223,6 +225,7 @@ class PostgresBackend:
         self._audit_heads: dict[str, tuple[int, str]] = {}
         #: SQL of a new run's row followed by another statement (`insert_run_with`).
         self._with_run: dict[str, str] = {}
+        self._with_along: dict[tuple[str, str, str], str] = {}
 
     def now_expression(self) -> Any:
         return func.now()
@@ -261,7 +264,8 @@ class PostgresBackend:
     async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
                         events: Sequence[RunEvent], fence: Fence | None,
                         finishes: Sequence[LedgerFinish] = (),
-                        claim: ClaimRow | None = None) -> PriorRow | None:
+                        claim: ClaimRow | None = None,
+                        along: AlongWrite | None = None) -> PriorRow | None:
         now = utcnow()
         arrays = ([e.seq for e in events], [e.type for e in events],
                   [event_data_text(e) for e in events], now)
@@ -269,16 +273,19 @@ class PostgresBackend:
         note = events_note(run_id, events) if events else ""
         token, fenced_run = (fence.token, fence.run_id) if fence is not None else (None, run_id)
         prior: PriorRow | None = None
-        if checkpoint is not None and (finishes or claim is not None):
+        if checkpoint is not None and (finishes or claim is not None or along is not None):
             row = await self.driver.fetchrow(
-                _WRITE_CARRYING, *checkpoint_row(checkpoint, now), token, *arrays, channel,
-                note, fenced_run, [f.run_id for f in finishes],
+                self._along(_WRITE_CARRYING, along), *checkpoint_row(checkpoint, now), token,
+                *arrays, channel, note, fenced_run, [f.run_id for f in finishes],
                 [f.tool_call_id for f in finishes], [f.observation for f in finishes],
-                [f.ok for f in finishes], *(claim or (None, None, None, None)))
+                [f.ok for f in finishes], *(claim or (None, None, None, None)),
+                *(along.args if along is not None else ()))
+            if along is not None:
+                along.seen(row[-1])
             if claim is not None and row[0] and not row[5]:
                 # Claimed before; or by another claim that committed after this
                 # statement's snapshot: read it now.
-                prior = (_prior(tuple(row)[6:]) if row[8] is not None
+                prior = (_prior(tuple(row)[6:10]) if row[8] is not None
                          else await self.recorded(claim[0], claim[1]))
         elif checkpoint is not None:
             row = await self.driver.fetchrow(_WRITE, *checkpoint_row(checkpoint, now), token,
@@ -293,6 +300,24 @@ class PostgresBackend:
         if events and self.db.publisher is not None:  # committed: wake the followers
             await self.db.publisher.publish([(RUN_EVENTS_CHANNEL, events_note(run_id, events))])
         return prior
+
+    def _along(self, sql: str, along: AlongWrite | None) -> str:
+        """``sql`` (the carrying checkpoint) with ``along``'s CTEs and result (its last
+        column), its parameters numbered after the checkpoint's."""
+        if along is None:
+            return sql
+        key = (sql, along.ctes, along.result)
+        found = self._with_along.get(key)
+        if found is None:
+            base = max(int(n) for n in re.findall(r"\$(\d+)", sql))
+            ctes, result = (re.sub(r"\$P(\d+)", lambda m: f"${base + int(m.group(1))}", x)
+                            for x in (along.ctes, along.result))
+            head, _, select = sql.rpartition(" SELECT EXISTS (SELECT 1 FROM up), ")
+            columns, _, source = select.partition(" FROM (SELECT 1) AS one ")
+            found = self._with_along[key] = (
+                f"{head}, {ctes} SELECT EXISTS (SELECT 1 FROM up), {columns}, ({result}) "
+                f"FROM (SELECT 1) AS one {source}")
+        return found
 
     async def write_in_session(self, session: AsyncSession, run_id: str, *,
                                checkpoint: Checkpoint | None, events: Sequence[RunEvent],

@@ -26,6 +26,7 @@ from hookgate.engines.events import RunEvent, event_of
 from hookgate.storage.backends.base import (
     GENESIS,
     NOT_NOW,
+    AlongWrite,
     AuditGroups,
     AuditLink,
     ClaimRow,
@@ -168,9 +169,12 @@ class SqliteBackend:
     async def write_run(self, run_id: str, *, checkpoint: Checkpoint | None,
                         events: Sequence[RunEvent], fence: Fence | None,
                         finishes: Sequence[LedgerFinish] = (),
-                        claim: ClaimRow | None = None) -> PriorRow | None:
+                        claim: ClaimRow | None = None,
+                        along: AlongWrite | None = None) -> PriorRow | None:
         # Not carries_ledger: its group commit already shares commits between writes.
         assert not finishes and claim is None, "the SQLite backend does not carry the ledger"
+        if along is not None:
+            raise ValueError("the SQLite backend takes no work along a checkpoint")
         at = sqlite_timestamp(utcnow())
         rows = [(run_id, e.seq, e.type, event_data_text(e), at) for e in events]
         values = None if checkpoint is None else checkpoint_row(checkpoint, at)
