@@ -81,7 +81,10 @@ class HookContext:
     def facts(self) -> dict[str, Any]:
         """The request facts the engine set (``org_id``, ``run_id`` …), without the views."""
         view = self.metadata
-        return view.facts if isinstance(view, MetadataView) else dict(view)
+        # type() first: isinstance against a Mapping subclass goes through ABCMeta.
+        if type(view) is MetadataView or isinstance(view, MetadataView):
+            return view.facts
+        return dict(view)
 
     @property
     def requires_confirmation(self) -> bool:

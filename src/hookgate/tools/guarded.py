@@ -184,13 +184,14 @@ async def decide_call(
     in Claude Code, which reports back through `observe_result`.
     """
     needs = identity.require_confirmation_for_all or tool.needs_confirmation(args)
+    facts = build_metadata(identity, call, tool, needs)
     ctx = HookContext(
         hook_point=HookPoint.PRE_TOOL_USE,
         tool_name=tool.name,
         tool_args=args,
         agent_id=identity.agent_id,
         user_id=identity.user_id,
-        metadata={**(metadata or {}), **build_metadata(identity, call, tool, needs)},
+        metadata=({**metadata, **facts} if metadata else facts),
         emit=identity.emit,
         call_started=time.perf_counter(),
     )
