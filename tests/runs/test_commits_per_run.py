@@ -46,12 +46,13 @@ def one_call_deployment(database_url: str) -> tuple[Deployment, list[str]]:
         model_for=lambda _a: ScriptedLLM(turns)), ran
 
 
-async def runs_to_the_end(srv: LiveServer, n: int) -> list[str]:
-    """``n`` runs one after another, each awaited until its job is finished; their ids."""
+async def runs_to_the_end(srv: LiveServer, n: int, agent: str = "clerk") -> list[str]:
+    """``n`` runs of ``agent`` one after another, each awaited until its job is finished
+    (the run ended, or parked); their ids."""
     runtime = srv.runtime
     ids: list[str] = []
     for _ in range(n):
-        state = await runtime.runs.start("clerk", "note it", user_id="alice", org_id="acme")
+        state = await runtime.runs.start(agent, "go", user_id="alice", org_id="acme")
         running = set(runtime.queue.taken._running)
         assert running, "the run was not taken by this instance"
         await asyncio.wait(running)
@@ -59,16 +60,21 @@ async def runs_to_the_end(srv: LiveServer, n: int) -> list[str]:
     return ids
 
 
-@pytest.mark.perf  # a count of commits: a performance internal
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-def test_a_one_call_run_commits_at_most_four_times(
-        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The server's own count of its transactions (bench/throughput.py's), in this process:
-    # a statement outside a transaction is one, a transaction with its statements is one.
+def server_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StatementCount:
+    """The server's own count of its transactions (bench/throughput.py's), in this process:
+    a statement outside a transaction is one, a transaction with its statements is one."""
     count = StatementCount(str(tmp_path / "count.json"))
     monkeypatch.setattr(count, "start", lambda: None)  # no file to write
     monkeypatch.setattr(database, "COUNT", count)
     monkeypatch.setattr(pg_driver, "COUNT", count)
+    return count
+
+
+@pytest.mark.perf  # a count of commits: a performance internal
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_one_call_run_commits_at_most_four_times(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    count = server_count(tmp_path, monkeypatch)
     dep, ran = one_call_deployment(database_url)
     # No expiry sweeps (each one a read) in between: only the runs' own work.
     with live_server(dep, sweep_interval=3600) as srv:
@@ -117,27 +123,11 @@ def test_a_run_its_instance_took_and_nobody_else_follows_notifies_nobody(
 MOST_TO_PARK = 9
 
 
-async def runs_to_the_gate(srv: LiveServer, n: int) -> list[str]:
-    """``n`` runs of the gated agent one after another, each awaited until it parked."""
-    runtime = srv.runtime
-    ids: list[str] = []
-    for _ in range(n):
-        state = await runtime.runs.start("gated", "stamp it", user_id="alice", org_id="acme")
-        running = set(runtime.queue.taken._running)
-        assert running, "the run was not taken by this instance"
-        await asyncio.wait(running)
-        ids.append(state.run_id)
-    return ids
-
-
 @pytest.mark.perf  # a count of commits: a performance internal
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_run_parks_at_its_gate_in_few_transactions(
         database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    count = StatementCount(str(tmp_path / "count.json"))
-    monkeypatch.setattr(count, "start", lambda: None)
-    monkeypatch.setattr(database, "COUNT", count)
-    monkeypatch.setattr(pg_driver, "COUNT", count)
+    count = server_count(tmp_path, monkeypatch)
     ran: list[str] = []
 
     @tool(writes=True, requires_confirmation=True)
@@ -154,9 +144,9 @@ def test_a_run_parks_at_its_gate_in_few_transactions(
         users=[UserSpec("alice", "acme", admin=True)], agents={"gated": agent},
         model_for=lambda _a: ScriptedLLM(turns))
     with live_server(dep, sweep_interval=3600) as srv:
-        srv.call(runs_to_the_gate(srv, WARM_UP), timeout=60)
+        srv.call(runs_to_the_end(srv, WARM_UP, "gated"), timeout=60)
         before = count.transactions
-        ids = srv.call(runs_to_the_gate(srv, COUNTED), timeout=120)
+        ids = srv.call(runs_to_the_end(srv, COUNTED, "gated"), timeout=120)
         after = count.transactions
     assert ran == []  # nobody decided: no call ran
     url = make_url(database_url).set(drivername="postgresql")

@@ -47,6 +47,18 @@ def as_read(summary: RunSummary | None) -> tuple[Any, ...]:
     return summary.org_id, summary.status, summary.state_json, logged
 
 
+def counted_reads(store: DatabaseRunStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The runs whose summary the store reads from the database from now on."""
+    reads: list[str] = []
+    summary_of = store.db.backend.run_summary
+
+    async def counted(run_id: str, **kw: Any) -> Any:
+        reads.append(run_id)
+        return await summary_of(run_id, **kw)
+    monkeypatch.setattr(store.db.backend, "run_summary", counted)
+    return reads
+
+
 def no_reads(store: DatabaseRunStore, monkeypatch: pytest.MonkeyPatch) -> None:
     async def refused(*_a: Any, **_k: Any) -> None:
         raise AssertionError("the database was read")
@@ -94,13 +106,7 @@ async def test_an_end_without_its_done_in_the_trace_is_read_from_the_database(
     # The end goes to the log only (as record_failure writes it): the trace lacks it.
     done = event_of("done", {"status": "failed", "answer": None}, 1)
     await store.save(state, events=[done])
-    reads: list[str] = []
-    summary_of = store.db.backend.run_summary
-
-    async def counted(run_id: str, **kw: Any) -> Any:
-        reads.append(run_id)
-        return await summary_of(run_id, **kw)
-    monkeypatch.setattr(store.db.backend, "run_summary", counted)
+    reads = counted_reads(store, monkeypatch)
     summary = await store.summary("run_e3", with_log=True)
     assert reads == ["run_e3"]
     assert summary is not None and [e.type for e in summary.logged or []] == ["done"]
@@ -111,13 +117,7 @@ async def test_an_end_kept_past_its_time_is_read_again(
     monkeypatch.setattr(ended_runs, "KEPT_S", -1.0)  # already past its time when kept
     store = DatabaseRunStore(db, trace_in_log=True)
     await ended_run(store, "run_e4")
-    reads: list[str] = []
-    summary_of = store.db.backend.run_summary
-
-    async def counted(run_id: str, **kw: Any) -> Any:
-        reads.append(run_id)
-        return await summary_of(run_id, **kw)
-    monkeypatch.setattr(store.db.backend, "run_summary", counted)
+    reads = counted_reads(store, monkeypatch)
     summary = await store.summary("run_e4", with_log=True)
     assert reads == ["run_e4"] and summary is not None and summary.status == "completed"
 

@@ -37,19 +37,21 @@ def job(db: Database, run_id: str, status: str) -> int:
     return int(job_id)  # type: ignore[call-overload]
 
 
-async def ended_state(store: DatabaseRunStore, run_id: str) -> RunState:
+async def ended_state(db: Database, run_id: str) -> tuple[DatabaseRunStore, RunState]:
+    """The run's store (procrastinate's schema installed) and the run, stored running,
+    about to end."""
+    await install_schema(db)
+    store = DatabaseRunStore(db, trace_in_log=True)
     state = RunState(run_id=run_id, agent_id="clerk", org_id="acme")
     await store.save(state)
     state.status = "completed"
     state.trace.append(event_of("done", {"status": "completed", "answer": None}, 1).to_dict())
-    return state
+    return store, state
 
 
 async def test_the_runs_end_deletes_its_taken_job_and_wakes_the_one_held_back(
         db: Database) -> None:
-    await install_schema(db)
-    store = DatabaseRunStore(db, trace_in_log=True)
-    state = await ended_state(store, "run_j1")
+    store, state = await ended_state(db, "run_j1")
     fence = await take_over(db, "run_j1")
     taken = job(db, "run_j1", "doing")
     held_back = job(db, "run_j1", "todo")  # a continuation queued behind the taken job
@@ -68,9 +70,7 @@ async def test_the_runs_end_deletes_its_taken_job_and_wakes_the_one_held_back(
 
 async def test_an_end_refused_by_the_fence_leaves_the_job_to_be_finished(
         db: Database) -> None:
-    await install_schema(db)
-    store = DatabaseRunStore(db, trace_in_log=True)
-    state = await ended_state(store, "run_j2")
+    store, state = await ended_state(db, "run_j2")
     stale = await take_over(db, "run_j2")
     assert await take_over(db, "run_j2") is not None  # another executor took the run
     taken = job(db, "run_j2", "doing")
