@@ -115,22 +115,29 @@ _NOTIFY = re.search(r"json_build_object\('type', 'job_inserted', 'job_id', NEW\.
 if _NOTIFY is None or _FINISH_NAMES[:1] != ("job_id",):  # pragma: no cover
     raise ImportError("procrastinate's job notification or finish query is not the one "
                       "hookgate knows")
+#: The channels of that notification: the queue's (its name appended) and any queue's.
+_QUEUE_CHANNEL, _ANY_QUEUE_CHANNEL = _NOTIFY.group(1), _NOTIFY.group(2)
+
+
+def _woken(waiting_if: str = "") -> str:
+    """The CTE ``woken``: procrastinate's own ``job_inserted`` notification (as its trigger
+    sends it) for the job in the CTE ``waiting``, if any (and if ``waiting_if`` holds)."""
+    where = f" WHERE {waiting_if}" if waiting_if else ""
+    return (f"woken AS (SELECT pg_notify('{_QUEUE_CHANNEL}' || queue_name, payload), "
+            f"pg_notify('{_ANY_QUEUE_CHANNEL}', payload) FROM (SELECT queue_name, "
+            "json_build_object('type', 'job_inserted', 'job_id', id)::text AS payload "
+            f"FROM waiting{where}) AS w)")
+
+
 #: The finish, and in the same statement (the same commit) procrastinate's notification for
 #: the job queued under the finished job's lock, if one waits: its advance jobs' queueing
 #: lock is their lock (the index procrastinate keeps on a queued job's queueing lock). The
 #: statement's snapshot still holds the finished job's row.
-FINISH_WAKING = f"""
-WITH waiting AS (
-  SELECT t.id, t.queue_name FROM procrastinate_jobs d
-    JOIN procrastinate_jobs t ON t.queueing_lock = d.lock AND t.lock = d.lock
-                              AND t.status = 'todo'
-   WHERE d.id = $1 LIMIT 1),
-woken AS (
-  SELECT pg_notify('{_NOTIFY.group(1)}' || queue_name, payload),
-         pg_notify('{_NOTIFY.group(2)}', payload)
-    FROM (SELECT queue_name, json_build_object('type', 'job_inserted', 'job_id', id)::text
-                 AS payload FROM waiting) AS w)
-{_FINISH_PG.strip().rstrip(';')}, (SELECT count(*) FROM woken)"""
+FINISH_WAKING = (
+    "WITH waiting AS (SELECT t.id, t.queue_name FROM procrastinate_jobs d "
+    "JOIN procrastinate_jobs t ON t.queueing_lock = d.lock AND t.lock = d.lock "
+    "AND t.status = 'todo' WHERE d.id = $1 LIMIT 1), "
+    f"{_woken()} {_FINISH_PG.strip().rstrip(';')}, (SELECT count(*) FROM woken)")
 
 
 #: A taken job ended with its run (``TakenJobEnd``): deleted, as procrastinate's finish of a
@@ -144,10 +151,7 @@ _END_CTES = (
     "LIMIT 1), "
     "ended AS (DELETE FROM procrastinate_jobs WHERE id = $P1::bigint AND status = 'doing' "
     "AND EXISTS (SELECT 1 FROM up) RETURNING id), "
-    f"woken AS (SELECT pg_notify('{_NOTIFY.group(1)}' || queue_name, payload), "
-    f"pg_notify('{_NOTIFY.group(2)}', payload) FROM (SELECT queue_name, "
-    "json_build_object('type', 'job_inserted', 'job_id', id)::text AS payload "
-    "FROM waiting WHERE EXISTS (SELECT 1 FROM ended)) AS w)")
+    + _woken("EXISTS (SELECT 1 FROM ended)"))
 #: 10 per job ended, plus the jobs woken (evaluated, so the notification is sent).
 _END_RESULT = "(SELECT count(*) FROM ended) * 10 + (SELECT count(*) FROM woken)"
 
