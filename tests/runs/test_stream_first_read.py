@@ -224,3 +224,22 @@ async def test_a_run_in_flight_here_is_streamed_to_its_org_only(database_url: st
                         if kinds[-1] == "confirmation_pending":
                             break
             assert kinds[0] == "session_start" and kinds[-1] == "confirmation_pending"
+
+
+@pytest.mark.both_databases
+async def test_a_run_that_just_ended_here_is_read_by_its_org_only(database_url: str) -> None:
+    # The run's end is kept in this process's memory (storage/ended_runs.py): reading it
+    # from there must answer another org as the database would, with nothing.
+    deployment, _ = world(database_url, [], turns=[{"answer": "Nothing to pay."}])
+    with live_server(deployment) as srv:
+        async with httpx.AsyncClient(base_url=srv.url, timeout=20) as client:
+            run_id = await start_run(client)
+            await finished_run(client, run_id)
+            assert srv.runtime.runs.store.ended is not None
+            assert srv.runtime.runs.store.ended.get(run_id) is not None  # from memory
+            for url in (f"/api/runs/{run_id}", f"/api/runs/{run_id}/events"):
+                refused = await client.get(url, headers=auth("mallory"))
+                assert refused.status_code == 404 and "Nothing to pay" not in refused.text
+            same_org = await client.get(f"/api/runs/{run_id}", headers=auth("bob"))
+            assert same_org.status_code == 200
+            assert same_org.json()["answer"] == "Nothing to pay."

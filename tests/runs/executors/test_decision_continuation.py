@@ -8,6 +8,7 @@ continuation that only the poll would find fails the tests' 15 s waits."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +18,8 @@ import psycopg
 import pytest
 from procrastinate.jobs import Status
 
+from hookgate.approvals.eligibility import Approver
+from hookgate.approvals.records import ConfirmationRequest
 from hookgate.runs.executors.settings import WorkerSettings
 from tests.live_server import LiveServer, live_server
 from tests.server.demo_world import Ledger, auth, world
@@ -124,3 +127,39 @@ def test_a_decision_while_a_job_of_its_run_runs_goes_on_when_that_job_finishes(
     w.srv.call(jobs.finish_job_by_id_async(busy, Status.SUCCEEDED, delete_job=True))
     assert wait_run(w.client, run_id)["status"] == "completed"
     assert len(w.bank.payments) == paid + 1
+
+
+def test_a_decision_landing_as_its_run_parks_continues_it_once(w: World) -> None:
+    # A decider as fast as can be: every request is approved the instant it exists (a
+    # listener of the approvals, on the server's loop), while its run is still parking. The
+    # parking call does not read back the request it has just made, so the decision lands
+    # between the request and the parked checkpoint; the continuation it queued behind the
+    # run's own job must still run, once: no run left waiting, no call paid twice.
+    approvals = w.srv.runtime.approvals
+    decisions: list[asyncio.Task[Any]] = []
+    active = [True]
+
+    def approve_at_once(request: ConfirmationRequest) -> None:
+        if active[0] and request.pending:
+            decisions.append(asyncio.get_running_loop().create_task(
+                approvals.decide(request.id, "approve", Approver("alice", "acme"))))
+
+    approvals.on_change(approve_at_once)
+    paid = len(w.bank.payments)
+    try:
+        run_ids = []
+        for _ in range(5):
+            r = w.client.post("/api/runs", json={"agent_id": "buyer", "message": "pay ACME"},
+                              headers=auth("alice"))
+            assert r.status_code == 200, r.text
+            run_ids.append(r.json()["run_id"])
+        assert [wait_run(w.client, run_id)["status"] for run_id in run_ids] == [
+            "completed"] * 5
+    finally:
+        active[0] = False
+    assert len(decisions) == 5  # each request was decided by the listener, as it appeared
+    assert len(w.bank.payments) == paid + 5
+    for run_id in run_ids:
+        assert w.sql("SELECT count(*) FROM tool_executions WHERE run_id = %s", run_id) == [(1,)]
+        assert w.sql("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s",
+                     run_id) == [(0,)]
