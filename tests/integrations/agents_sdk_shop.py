@@ -30,12 +30,14 @@ set_tracing_disabled(True)
 class Shop:
     """The tools, and what really ran."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, own_approval: bool = False) -> None:
         self.paid: list[int] = []
         self.notes: list[str] = []
+        #: Whether ``pay`` asks the SDK's own approval too (``needs_approval=True``).
+        self.own_approval = own_approval
 
     def tools(self) -> list[FunctionTool]:
-        @function_tool
+        @function_tool(needs_approval=self.own_approval)
         def pay(amount: int, to: str) -> str:
             """Pay ``amount`` to ``to``."""
             self.paid.append(amount)

@@ -252,3 +252,69 @@ async def test_served_a_state_stored_by_an_exited_process_resumes_and_runs_once(
         assert "paid 500" in await resume(client, shop, session, stored)
         assert "paid 500" in await resume(client, shop, session, stored)
     assert shop.paid == [500]
+
+
+# -- the tool's own needs_approval composes with hookgate's gate -----------------------------
+
+
+async def test_a_tools_own_approval_still_asks_when_hookgate_allows_the_call(
+        local_guard: AsyncLocalGuard) -> None:
+    shop = Shop(own_approval=True)
+    agent, gate = buyer(local_guard, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
+
+    result = await Runner.run(agent, "pay 5")
+
+    TALLY.record("openai-agents: a tool's own needs_approval after wrapping",
+                 got_through=bool(shop.paid))
+    assert shop.paid == [] and [i.name for i in result.interruptions] == ["pay"]
+    assert gate.pending(result) == []  # nothing waits for hookgate: the SDK's user decides
+    state = result.to_state()
+    assert await gate.apply_decisions(state) == []
+    said = (await Runner.run(agent, state)).final_output  # not approved in the SDK: asks again
+    assert shop.paid == []
+    state = (await Runner.run(agent, state)).to_state()
+    [item] = state.get_interruptions()
+    state.approve(item)
+    assert await gate.apply_decisions(state) == []
+    said = (await Runner.run(agent, state)).final_output
+    assert shop.paid == [5] and "paid 5" in said
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+async def test_a_tool_with_its_own_approval_and_a_hookgate_gate_runs_only_when_both_approve(
+        local_guard: AsyncLocalGuard, inbox: Inbox, decision: str) -> None:
+    shop = Shop(own_approval=True)
+    agent, gate = buyer(local_guard, shop, uuid4().hex, PAY_500)
+    result = await Runner.run(agent, "pay 500")
+    [item] = result.interruptions
+    state = result.to_state()
+    state.approve(item)  # the SDK's own approval: hookgate is asked now
+    [waiting] = await gate.apply_decisions(state)
+    assert waiting.item.name == "pay" and shop.paid == []
+    # Resumed before hookgate decides, the call does not run.
+    early = result.to_state()
+    early.approve(item)
+    await gate.apply_decisions(early)
+    assert "has not decided" in (await Runner.run(agent, early)).final_output
+    assert shop.paid == []
+
+    await inbox.decide(waiting.request_id, decision, reason="not this month")
+    state = result.to_state()
+    state.approve(item)
+    assert await gate.apply_decisions(state) == []
+    said = (await Runner.run(agent, state)).final_output
+    assert shop.paid == ([500] if decision == "approve" else [])
+    assert ("paid 500" if decision == "approve" else "not this month") in said
+
+
+async def test_a_rejection_in_the_sdk_stands_when_hookgate_would_allow(
+        local_guard: AsyncLocalGuard) -> None:
+    shop = Shop(own_approval=True)
+    agent, gate = buyer(local_guard, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
+    result = await Runner.run(agent, "pay 5")
+    state = result.to_state()
+    [item] = state.get_interruptions()
+    state.reject(item, rejection_message="the user said no")
+    assert await gate.apply_decisions(state) == []
+    said = (await Runner.run(agent, state)).final_output
+    assert shop.paid == [] and "the user said no" in said

@@ -29,6 +29,7 @@ from agents import (
 from agents.agent_tool_state import get_agent_tool_state_scope, peek_agent_tool_run_result
 from agents.exceptions import AgentsException
 from agents.tool_context import ToolContext
+from agents.util._approvals import evaluate_needs_approval_setting
 
 from hookgate.client import (
     Allowed,
@@ -107,6 +108,8 @@ class HookgateGate:
     parent_session: str | None = None
     fail_open: bool = False
     _shared: _Shared = field(default_factory=_Shared, repr=False)
+    #: The tools as the application declared them (their own ``needs_approval``), by name.
+    _originals: dict[str, FunctionTool] = field(default_factory=dict, repr=False)
 
     def guard_agent(self, agent: Agent[Any]) -> Agent[Any]:
         """A copy of ``agent`` whose function tools (agents used as tools included) and
@@ -129,8 +132,14 @@ class HookgateGate:
     def guard_tool(self, tool: FunctionTool) -> FunctionTool:
         """``tool`` asking hookgate before it runs and reporting to it after."""
 
+        self._originals[tool.name] = tool
+
         async def needs_approval(ctx: RunContextWrapper[Any], arguments: dict[str, Any],
                                  call_id: str) -> bool:
+            if await _own_approval(tool, ctx, arguments, call_id):
+                # The SDK's own approval comes first; hookgate is asked once it is given
+                # (asked now, an allowed call would count as started before anyone approved).
+                return True
             verdict = await self._ask(call_id, tool.name, arguments, *_declared(tool))
             return isinstance(verdict, Pending)
 
@@ -222,11 +231,20 @@ class HookgateGate:
             if call_id is None or gate is None:
                 continue  # not an interruption of a hookgate-guarded tool
             key = gate._key(call_id)
+            arguments = _parse(item.arguments)
+            original = gate._originals.get(item.name or "")
+            if original is not None and state._context is not None and await _own_approval(
+                    original, state._context, arguments, call_id):
+                # The tool's own approval asks too: hookgate is asked only once the SDK's
+                # user approved; a user's rejection stands (nothing is asked).
+                if state._context.get_approval_status(
+                        item.name or "", call_id, existing_pending=item) is not True:
+                    continue
             # Asked in another process (a restored state): ask again, it is the same call.
             tool = next((t for t in item.agent.tools
                          if isinstance(t, FunctionTool) and t.name == item.name), None)
             verdict = self._shared.decided.get(key) or await gate._ask(
-                call_id, item.name or "", _parse(item.arguments),
+                call_id, item.name or "", arguments,
                 *(_declared(tool) if tool is not None else (None, None)))
             if verdict is None:
                 raise HookgateUnavailable("hookgate is unreachable, so no decision on "
@@ -310,6 +328,13 @@ class HookgateGate:
         if allowed.note:
             return f"{allowed.note}\n\n{observation.text}"
         return observation.text
+
+
+async def _own_approval(tool: FunctionTool, ctx: RunContextWrapper[Any],
+                        arguments: dict[str, Any], call_id: str) -> bool:
+    """Whether the tool's own ``needs_approval`` (as the application declared it) asks the
+    SDK's user about this call."""
+    return await evaluate_needs_approval_setting(tool.needs_approval, ctx, arguments, call_id)
 
 
 def _sub_agent_paused(tool: FunctionTool, ctx: ToolContext[Any]) -> bool:
