@@ -14,7 +14,7 @@ from uuid import uuid4
 import pytest
 from agents import Agent, Runner, RunState, function_tool
 
-from hookgate.client import AsyncClient, GuardUnavailable
+from hookgate.client import AsyncClient, Denied, GuardUnavailable
 from hookgate.client.local import AsyncLocalGuard
 from hookgate.integrations.openai_agents import HookgateGate, HookgateRefused
 from tests.adversarial_tally import TALLY
@@ -73,6 +73,23 @@ async def test_a_rejected_payment_never_runs_and_the_model_hears_why(
     said = await resume(local_guard, shop, session, stored)
 
     assert shop.paid == [] and "over this month's budget" in said
+
+
+async def test_a_rejection_tells_the_model_hookgates_whole_message_not_only_the_reason(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop = Shop()
+    agent, gate = buyer(local_guard, shop, uuid4().hex, PAY_500)
+    result = await Runner.run(agent, "pay acme")
+    [waiting] = gate.pending(result)
+    await inbox.decide(waiting.request_id, "reject", reason="over budget")
+    state = result.to_state()
+    assert await gate.apply_decisions(state) == []
+
+    said = (await Runner.run(agent, state)).final_output
+
+    told = await local_guard.wait(waiting.call, timeout=0)  # what hookgate tells the model
+    assert isinstance(told, Denied) and told.reason != "over budget"
+    assert shop.paid == [] and told.reason in said
 
 
 async def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(

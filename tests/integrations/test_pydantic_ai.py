@@ -22,7 +22,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved
 
-from hookgate.client import AsyncClient, AsyncGuard, GuardRefused, GuardUnavailable
+from hookgate.client import AsyncClient, AsyncGuard, Denied, GuardRefused, GuardUnavailable
 from hookgate.client.local import AsyncLocalGuard
 from hookgate.config import load_config
 from hookgate.integrations.pydantic_ai import HOOKGATE_CALL, HookgateToolset
@@ -140,6 +140,20 @@ async def test_a_rejected_payment_never_runs_and_the_model_hears_why(
     said = await resume(local_guard, shop, session, messages, requests)
 
     assert shop.paid == [] and "over this month's budget" in said
+
+
+async def test_a_rejection_tells_the_model_hookgates_whole_message_not_only_the_reason(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop = Shop()
+    session, messages, requests, request_id = await waiting_payment(local_guard, shop)
+    await inbox.decide(request_id, "reject", reason="over budget")
+    [call] = [m[HOOKGATE_CALL] for m in REQUESTS.validate_json(requests).metadata.values()]
+
+    said = await resume(local_guard, shop, session, messages, requests)
+
+    told = await local_guard.wait(call, timeout=0)  # what hookgate tells the model
+    assert isinstance(told, Denied) and told.reason != "over budget"
+    assert shop.paid == [] and told.reason in said
 
 
 async def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(

@@ -262,12 +262,23 @@ class HookgateGate:
                     continue
                 self._shared.decided.pop(key, None)
                 if isinstance(decision, Decided) and not decision.approved:
-                    verdict = Denied(decision.call, decision.reason or "rejected in hookgate")
+                    verdict = await self._rejection(decision)
             if isinstance(verdict, Denied):
                 state.reject(item, rejection_message=verdict.reason)
             else:
                 state.approve(item)
         return still
+
+    async def _rejection(self, decision: Decided) -> Denied:
+        """What hookgate tells the model of a rejection (who rejected it, the request, the
+        reason): the rejected call's own verdict, which starts nothing."""
+        try:
+            told = await self.guard.wait(decision.call, timeout=0)
+        except GuardUnavailable as error:
+            raise HookgateUnavailable(str(error)) from error
+        if isinstance(told, Denied):
+            return told
+        return Denied(decision.call, decision.reason or "rejected in hookgate")
 
     def _key(self, call_id: str) -> tuple[str, str, str]:
         return (self.agent, self.session_id, call_id)

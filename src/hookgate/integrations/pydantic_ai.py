@@ -144,7 +144,7 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
             results.metadata[part.tool_call_id] = dict(held)
             if isinstance(decision, Decided) and not decision.approved:
                 results.approvals[part.tool_call_id] = ToolDenied(
-                    decision.reason or "rejected in hookgate")
+                    await self._rejection(decision))
             elif (isinstance(decision, Decided) and decision.arguments is not None
                   and decision.arguments != part.args_as_dict()):
                 # The approver's edit, as Pydantic AI says it; the resumed call still asks
@@ -154,6 +154,14 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
             else:
                 results.approvals[part.tool_call_id] = ToolApproved()
         return results
+
+    async def _rejection(self, decision: Decided) -> str:
+        """What hookgate tells the model of a rejection (who rejected it, the request, the
+        reason): the rejected call's own verdict, which starts nothing."""
+        told = await self.guard.wait(decision.call, timeout=0)
+        if isinstance(told, Denied):
+            return told.reason
+        return decision.reason or "rejected in hookgate"
 
     async def _start(self) -> None:
         if not self._state.started:
