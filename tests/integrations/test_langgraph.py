@@ -12,14 +12,14 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
 import httpx
 import pytest
-from langchain.agents import create_agent
+from langchain.agents import AgentState, create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command
@@ -28,7 +28,7 @@ from hookgate import Agent, ScriptedLLM
 from hookgate.client import Client, GuardUnavailable
 from hookgate.integrations.langgraph import HookgateMiddleware, resume_when_decided
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
-from tests.integrations.world import LINEAGE
+from tests.integrations.world import LINEAGE, MASK
 from tests.live_server import LiveServer, free_port, live_server
 
 BOT, ALICE, RO = "tok-bot", "tok-alice", "tok-ro"
@@ -52,6 +52,24 @@ def lookup(name: str) -> str:
     return f"{name}: card 4111 1111 1111 1111"
 
 
+@tool
+def profile(name: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """A customer's profile, straight into the conversation (a LangGraph Command)."""
+    RAN.append(("profile", {"name": name}))
+    return Command(update={"messages": [ToolMessage(f"{name}: card 4111 1111 1111 1111",
+                                                    tool_call_id=tool_call_id)],
+                           "profiled": name})
+
+
+@tool
+def profile_message(name: str, tool_call_id: Annotated[str, InjectedToolCallId]
+                    ) -> ToolMessage:
+    """A customer's profile as the tool's own ToolMessage."""
+    RAN.append(("profile_message", {"name": name}))
+    return ToolMessage(f"{name}: card 4111 1111 1111 1111", tool_call_id=tool_call_id,
+                       artifact={"card": "4111 1111 1111 1111"})
+
+
 class ScriptedModel(GenericFakeChatModel):
     def bind_tools(self, tools: Any, **_: Any) -> ScriptedModel:  # type: ignore[override]
         return self
@@ -73,13 +91,18 @@ def agent_def(agent_id: str, org: str) -> Agent:
                      "hooks": {"class_hooks": ["audit_log", "readonly_guard"],
                                "command_hooks": [WITHHOLD_CARDS, HOUSE_RULES],
                                "python_hooks": [{"event": "PreToolUse", "function":
-                                                 "tests.integrations.world:note_lineage"}]},
+                                                 "tests.integrations.world:note_lineage"},
+                                                {"event": "PostToolUse",
+                                                 "matcher": "profile, profile_message",
+                                                 "function": "tests.integrations.world:"
+                                                             "scrub_card_numbers"}]},
                      "guarded_calls": {"rules": [
                          {"matcher": "transfer", "requires_confirmation": True},
                          # A sub-agent's look-ups need a person; the agent's own do not.
                          {"matcher": "lookup", "when": "metadata.depth > 0",
                           "requires_confirmation": True},
-                         {"matcher": "lookup", "writes": False}]}})
+                         {"matcher": "lookup, profile, profile_message",
+                          "writes": False}]}})
 
 
 @pytest.fixture(scope="module")
@@ -297,3 +320,30 @@ async def test_a_pause_held_by_the_postgresql_checkpointer_survives_the_agents_p
         again = await graph.ainvoke(resume, config)  # a second resume runs nothing more
     assert langgraph_agent.RAN == [3]
     assert "sent 3 to b" in tool_texts(done)[0] and again["messages"] == done["messages"]
+
+
+class ProfiledState(AgentState[Any]):
+    profiled: NotRequired[str]
+
+
+@pytest.mark.parametrize("returns", ["profile", "profile_message"])
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_a_framework_native_result_passes_through_post_tool_use(
+        guard: Client, returns: str, run: str, attempt: Any) -> None:
+    graph = create_agent(model(calls(returns, {"name": "ann"})),
+                         tools=[profile, profile_message], state_schema=ProfiledState,
+                         middleware=[HookgateMiddleware(guard, agent="payer")],
+                         checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
+    start = {"messages": [("user", "go")]}
+    done = (graph.invoke(start, config) if run == "invoke"
+            else asyncio.run(graph.ainvoke(start, config)))
+    seen = [m for m in done["messages"] if isinstance(m, ToolMessage)]
+    attempt.record(f"LangGraph: a card in a {returns} result skips PostToolUse ({run})",
+                   any("4111" in str(m.content) or "4111" in str(m.artifact) for m in seen))
+    assert [(returns, {"name": "ann"})] == RAN
+    # What PostToolUse saw was the tool's own text, and what it rewrote is what the model reads.
+    assert [m.content for m in seen] == [f"ann: card {MASK}"]
+    assert all("4111" not in str(m.artifact) for m in seen)
+    if returns == "profile":
+        assert done["profiled"] == "ann"  # the Command's other updates still apply

@@ -88,12 +88,50 @@ def _message(request: ToolCallRequest, text: str, *, error: bool = False) -> Too
                        status="error" if error else "success")
 
 
-def _ran(result: ToolMessage | Command[Any]) -> tuple[Any, str | None]:
-    if isinstance(result, ToolMessage):
-        if result.status == "error":
-            return None, str(result.content)
-        return result.content, None
-    return str(result), None
+def _ran(request: ToolCallRequest, result: ToolMessage | Command[Any]
+         ) -> tuple[Any, str | None]:
+    """What the tool said, for PostToolUse: a ToolMessage's content, or the messages a
+    ``Command`` adds (its message for this call alone: that message's content)."""
+    if isinstance(result, Command):
+        messages = _command_messages(result)
+        if messages is None:
+            return str(result), None
+        own = [m for m in messages if isinstance(m, ToolMessage)
+               and m.tool_call_id == str(request.tool_call.get("id"))]
+        if len(messages) != 1 or len(own) != 1:
+            return [getattr(m, "content", str(m)) for m in messages], None
+        result = own[0]
+    if result.status == "error":
+        return None, str(result.content)
+    return result.content, None
+
+
+def _command_messages(command: Command[Any]) -> list[Any] | None:
+    """The messages a ``Command`` adds to the conversation (None: it adds none)."""
+    update = command.update
+    if isinstance(update, Mapping):
+        found = update.get("messages")
+    elif isinstance(update, list | tuple):
+        found = [v for k, v in update if k == "messages"] or None
+        if found is not None and len(found) == 1:
+            found = found[0]
+    else:
+        return None
+    if found is None:
+        return None
+    return list(found) if isinstance(found, list | tuple) else [found]
+
+
+def _with_messages(command: Command[Any], message: ToolMessage) -> Command[Any]:
+    """``command`` adding ``message`` (hookgate's observation) instead of the tool's own."""
+    update = command.update
+    if isinstance(update, Mapping):
+        changed: Any = {**update, "messages": [message]}
+    else:
+        changed = [(k, v) for k, v in (update or ()) if k != "messages"] + [
+            ("messages", [message])]
+    return Command(graph=command.graph, update=changed, resume=command.resume,
+                   goto=command.goto)
 
 
 class HookgateMiddleware(AgentMiddleware):
@@ -203,7 +241,7 @@ class HookgateMiddleware(AgentMiddleware):
         if not isinstance(verdict, Allowed):
             return self._settled(request, verdict)
         result = handler(request.override(tool_call={**call, "args": verdict.arguments}))
-        output, error = _ran(result)
+        output, error = _ran(request, result)
         try:
             seen = guard.report(verdict.call, output=output, error=error)
         except GuardUnavailable as exc:
@@ -230,7 +268,7 @@ class HookgateMiddleware(AgentMiddleware):
         if not isinstance(verdict, Allowed):
             return self._settled(request, verdict)
         result = await handler(request.override(tool_call={**call, "args": verdict.arguments}))
-        output, error = _ran(result)
+        output, error = _ran(request, result)
         allowed = verdict
         try:
             seen = await self._ask("report", allowed.call, output=output, error=error)
@@ -257,11 +295,17 @@ class HookgateMiddleware(AgentMiddleware):
     @staticmethod
     def _observed(request: ToolCallRequest, verdict: Allowed, result: ToolMessage | Command[Any],
                   text: str, withheld: bool) -> ToolMessage | Command[Any]:
-        if isinstance(result, Command) and not withheld:
-            return result
         if verdict.note:
             text = f"{text}\n\n[hookgate: {verdict.note}]"
-        return _message(request, text, error=withheld)
+        message = _message(request, text, error=withheld)
+        if isinstance(result, Command) and not withheld and \
+                _command_messages(result) is not None:
+            # The Command's other updates apply; the model reads hookgate's observation in
+            # place of the messages the tool added (withheld: nothing of the Command applies).
+            return _with_messages(result, message)
+        if isinstance(result, Command) and not withheld:
+            return result  # it adds no message: the model reads nothing of it
+        return message
 
 
 def _unreviewed(exc: GuardUnavailable) -> GuardUnavailable:

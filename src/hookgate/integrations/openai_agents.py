@@ -233,13 +233,13 @@ class HookgateGate:
             key = gate._key(call_id)
             arguments = _parse(item.arguments)
             original = gate._originals.get(item.name or "")
+            # The tool's own approval asks too: hookgate is asked only once the SDK's user
+            # approved; a user's rejection stands (nothing is asked).
             if original is not None and state._context is not None and await _own_approval(
-                    original, state._context, arguments, call_id):
-                # The tool's own approval asks too: hookgate is asked only once the SDK's
-                # user approved; a user's rejection stands (nothing is asked).
-                if state._context.get_approval_status(
+                    original, state._context, arguments, call_id) and \
+                    state._context.get_approval_status(
                         item.name or "", call_id, existing_pending=item) is not True:
-                    continue
+                continue
             # Asked in another process (a restored state): ask again, it is the same call.
             tool = next((t for t in item.agent.tools
                          if isinstance(t, FunctionTool) and t.name == item.name), None)
