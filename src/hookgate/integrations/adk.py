@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -99,6 +100,12 @@ class HookgatePlugin(BasePlugin):
         confirmation = tool_context.tool_confirmation
         if confirmation is not None and not confirmation.confirmed:
             return _refusal("the call was rejected in the tool confirmation; it did not run")
+        if confirmation is None and await tool.check_require_confirmation(tool_args,
+                                                                          tool_context):
+            # The tool's own confirmation (require_confirmation) asks first: the tool asks it
+            # and does not run; once the user confirms, hookgate is asked (and may pause the
+            # call again for a person), so both must approve.
+            return None
         call_id = tool_context.function_call_id or f"adk-{uuid.uuid4().hex}"
         try:
             session = await self._session(tool_context)
@@ -163,6 +170,32 @@ class HookgatePlugin(BasePlugin):
                                                                  f"{error}")
         return {"error": observation.text}
 
+    async def on_event_callback(self, *, invocation_context: InvocationContext,
+                                event: Event) -> Event | None:
+        """A confirmed call that hookgate has not decided yet pauses again: ADK re-runs a
+        confirmed call without turning a new confirmation request into a pause, so its
+        "pending" response is replaced by the confirmation request hookgate asks for."""
+        asked = event.actions.requested_tool_confirmations or {}
+        responses = event.get_function_responses()
+        ours = {call_id: confirmation for call_id, confirmation in asked.items()
+                if "hookgate_request_id" in (confirmation.payload or {})}
+        if not ours or not responses or any(r.id not in ours for r in responses):
+            return None
+        resumed = _resumed_calls(invocation_context)
+        if not set(ours) <= set(resumed):
+            return None  # a first pause: ADK turns it into a confirmation request itself
+        asks = [types.FunctionCall(
+            name=CONFIRMATION_CALL, id=f"adk-{uuid.uuid4()}", args={
+                "originalFunctionCall": resumed[call_id].model_dump(exclude_none=True,
+                                                                    by_alias=True),
+                "toolConfirmation": confirmation.model_dump(by_alias=True, exclude_none=True)})
+            for call_id, confirmation in ours.items()]
+        return Event(invocation_id=event.invocation_id, author=event.author,
+                     branch=event.branch,
+                     content=types.Content(role="model", parts=[
+                         types.Part(function_call=ask) for ask in asks]),
+                     long_running_tool_ids={str(ask.id) for ask in asks})
+
     def _agent_id(self, context: CallbackContext) -> str:
         return self._agents.get(context.agent_name, self._agent)
 
@@ -186,6 +219,22 @@ class HookgatePlugin(BasePlugin):
                 parent_session=parent)
             self._started[session] = started
         return started
+
+
+def _resumed_calls(context: InvocationContext) -> dict[str, types.FunctionCall]:
+    """The original function calls (by id) whose confirmations the user's latest message
+    answers (ADK re-runs them)."""
+    latest = next((e for e in reversed(context.session.events) if e.author == "user"), None)
+    replies = {r.id for r in latest.get_function_responses()
+               if r.name == CONFIRMATION_CALL} if latest is not None else set()
+    found: dict[str, types.FunctionCall] = {}
+    for event in context.session.events:
+        for call in event.get_function_calls():
+            original = (call.args or {}).get("originalFunctionCall")
+            if call.name == CONFIRMATION_CALL and call.id in replies and \
+                    isinstance(original, dict) and original.get("id"):
+                found[str(original["id"])] = types.FunctionCall(**original)
+    return found
 
 
 def _parameters(tool: BaseTool) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from google.adk.events import Event
 from google.adk.runners import InMemoryRunner, Runner
 from google.adk.sessions import DatabaseSessionService
 from google.adk.tools.agent_tool import AgentTool
+from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 
 from hookgate.client import AsyncClient, AsyncGuard
@@ -82,6 +83,8 @@ class Shop:
     sessions: str | None = None  # a database for ADK's sessions (default: in memory)
     session_id: str | None = None
     ran: list[tuple[Any, ...]] = field(default_factory=list)
+    #: ``pay`` and ``tip`` ask ADK's own tool confirmation too (require_confirmation=True).
+    own_confirmation: bool = False
 
     def __post_init__(self) -> None:
         ran = self.ran
@@ -121,6 +124,9 @@ class Shop:
         refunder = LlmAgent(name="refunder", model=self.sub_model, tools=[refund],
                             description="Refunds customers.")
         tools: list[Any] = [pay, lookup_card, write_note, tip, charge]
+        if self.own_confirmation:
+            tools[0] = FunctionTool(pay, require_confirmation=True)
+            tools[3] = FunctionTool(tip, require_confirmation=True)
         if not self.transfer:
             tools.append(AgentTool(refunder, include_plugins=self.include_plugins))
         agent = LlmAgent(name="shop", model=self.model, tools=tools,
@@ -145,6 +151,17 @@ class Shop:
 
     def resume(self, pending: list[PendingCall]) -> list[Event]:
         return self.srv.call(self._send(confirmation_replies(pending)))
+
+    def confirm_own(self, events: list[Event], confirmed: bool = True) -> list[Event]:
+        """The user answers the tools' own confirmations (not hookgate's) in ``events``."""
+        asked = [call for event in events for call in event.get_function_calls()
+                 if call.name == "adk_request_confirmation" and "hookgate_request_id" not in
+                 str((call.args or {}).get("toolConfirmation"))]
+        assert asked, "no confirmation of the tool's own was asked"
+        return self.srv.call(self._send(types.Content(role="user", parts=[
+            types.Part(function_response=types.FunctionResponse(
+                name="adk_request_confirmation", id=call.id,
+                response={"confirmed": confirmed})) for call in asked])))
 
 
 PAY = ("pay", {"amount": 500, "to": "ACME"})
@@ -341,3 +358,51 @@ def test_a_payment_with_a_nan_amount_is_refused_and_does_not_run(srv, guard, att
     attempt.record("adk NaN amount", got_through=bool(shop.ran))
     assert shop.ran == []
     assert "cannot be pinned" in why or "not JSON compliant" in why
+
+
+# -- ADK's own tool confirmation composes with hookgate's gate -------------------------------
+
+
+def test_a_tools_own_confirmation_still_asks_and_the_call_runs_once_confirmed(
+        srv, guard, attempt):
+    shop = Shop(srv, guard, [[("tip", {"amount": 3})], "tipped", "again"],
+                own_confirmation=True)
+    asked = shop.say()
+    attempt.record("adk require_confirmation skipped", got_through=bool(shop.ran))
+    assert shop.ran == [] and pending_calls(asked) == []  # the user, not hookgate, decides
+    shop.confirm_own(asked)
+    attempt.record("adk require_confirmation never runs once confirmed",
+                   got_through=shop.ran == [])
+    assert shop.ran == [("tip", 3)]
+    [result] = shop.model.results()
+    assert '"tipped": 3' in result["result"]  # hookgate's observation of the run
+
+
+def test_a_rejection_in_the_tools_own_confirmation_stands(srv, guard):
+    shop = Shop(srv, guard, [[("tip", {"amount": 3})], "ok"], own_confirmation=True)
+    shop.confirm_own(shop.say(), confirmed=False)
+    assert shop.ran == [] and "rejected" in str(shop.model.results())
+
+
+def test_a_tools_own_confirmation_and_hookgates_gate_must_both_approve(srv, guard, attempt):
+    shop = Shop(srv, guard, [[PAY], "paid"], own_confirmation=True)
+    asked = shop.say()
+    assert shop.ran == [] and pending_calls(asked) == []
+    [paused] = pending_calls(shop.confirm_own(asked))  # the user said yes: hookgate asks
+    attempt.record("adk require_confirmation confirmed, hookgate pending",
+                   got_through=bool(shop.ran))
+    assert shop.ran == [] and paused.tool == "pay"
+    decide(srv, paused.request_id, "approve")
+    shop.resume([paused])
+    assert shop.ran == [("pay", 500, "ACME")]
+
+
+def test_a_confirmation_sent_before_hookgate_decided_pauses_again(srv, guard, attempt):
+    shop = Shop(srv, guard, [[PAY], "paid"])
+    [paused] = pending_calls(shop.say())
+    [again] = pending_calls(shop.resume([paused]))  # early: nobody decided yet
+    attempt.record("adk early confirmation", got_through=bool(shop.ran))
+    assert shop.ran == [] and again.request_id == paused.request_id
+    decide(srv, paused.request_id, "approve")
+    shop.resume([again])
+    assert shop.ran == [("pay", 500, "ACME")]
