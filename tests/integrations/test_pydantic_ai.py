@@ -40,9 +40,11 @@ REQUESTS = TypeAdapter(DeferredToolRequests)
 class Shop:
     """The tools, and what really ran."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, own_approval: bool = False) -> None:
         self.paid: list[int] = []
         self.notes: list[str] = []
+        #: Whether ``pay`` asks Pydantic AI's own approval too (``requires_approval=True``).
+        self.own_approval = own_approval
 
     def toolset(self) -> FunctionToolset[Any]:
         def pay(amount: int, to: str) -> str:
@@ -59,7 +61,9 @@ class Shop:
             self.notes.append(text)
             return "filed"
 
-        return FunctionToolset([pay, card_on_file, write_note])
+        tools = FunctionToolset([card_on_file, write_note])
+        tools.add_function(pay, requires_approval=self.own_approval)
+        return tools
 
 
 def calls(*planned: tuple[str, dict[str, Any]]) -> FunctionModel:
@@ -351,3 +355,43 @@ async def test_a_payment_waiting_while_hookgate_restarts_runs_once_after_the_dec
             assert "paid 500" in await resume(client, shop, session, messages, requests)
             await resume(client, shop, session, messages, requests)
     assert shop.paid == [500]
+
+
+# -- the tool's own requires_approval composes with hookgate's gate --------------------------
+
+
+async def test_a_tool_with_its_own_approval_and_a_hookgate_gate_runs_only_when_both_approve(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    shop, session = Shop(own_approval=True), uuid4().hex
+    agent, toolset = buyer(local_guard, shop, session, PAY_500)
+    first = await agent.run("pay acme")
+    assert isinstance(first.output, DeferredToolRequests) and shop.paid == []
+    [part] = first.output.approvals
+    assert HOOKGATE_CALL not in first.output.metadata.get(part.tool_call_id, {})
+    # The user approves in Pydantic AI: hookgate is asked now, and its gate pauses again.
+    second = await agent.run(message_history=first.all_messages(),
+                             deferred_tool_results=DeferredToolResults(
+                                 approvals={part.tool_call_id: True}))
+    TALLY.record("pydantic-ai: requires_approval given, hookgate pending",
+                 got_through=bool(shop.paid))
+    assert isinstance(second.output, DeferredToolRequests) and shop.paid == []
+    request_id = second.output.metadata[part.tool_call_id]["hookgate_request"]
+    await inbox.decide(request_id, "approve")
+    results = await toolset.results(second.output)
+    done = await agent.run(message_history=second.all_messages(),
+                           deferred_tool_results=results)
+    assert shop.paid == [500] and "paid 500" in done.output
+
+
+async def test_a_tools_own_approval_still_asks_when_hookgate_allows_the_call(
+        local_guard: AsyncLocalGuard) -> None:
+    shop = Shop(own_approval=True)
+    agent, toolset = buyer(local_guard, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
+    first = await agent.run("pay 5")
+    assert isinstance(first.output, DeferredToolRequests) and shop.paid == []
+    assert await toolset.results(first.output) == DeferredToolResults()  # the user decides
+    [part] = first.output.approvals
+    done = await agent.run(message_history=first.all_messages(),
+                           deferred_tool_results=DeferredToolResults(
+                               approvals={part.tool_call_id: True}))
+    assert shop.paid == [5] and "paid 5" in done.output
