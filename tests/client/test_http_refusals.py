@@ -27,11 +27,18 @@ def deep(levels: int) -> dict[str, Any]:
 BAD_ARGUMENTS: dict[str, tuple[dict[str, Any], str]] = {
     "NaN": ({"amount": float("nan")}, "NaN"),
     "Infinity": ({"amount": float("inf")}, "infinit"),
-    "-Infinity": ({"amount": float("-inf")}, "infinit"),
+    "-Infinity": ({"amount": float("-inf")}, "-?infinit"),
     "lone surrogate": ({"to": "bob\ud83d"}, "lone surrogate"),
     "100-deep": ({"to": deep(100)}, "nest deeper"),
     "100000-deep": ({"to": deep(100_000)}, "nest deeper"),
-    "not JSON": ({"when": object()}, "not JSON serializable"),
+    "not JSON": ({"when": object()}, "arguments.when is a object"),
+    "a number as a key": ({1: "one"}, "key 1 .*not a string"),  # type: ignore[dict-item]
+    "a bool as a key": ({True: "yes"}, "key True .*not a string"),  # type: ignore[dict-item]
+    "a nested number key": ({"to": {"bob": {2: "x"}}}, r"arguments.to.bob .*key 2"),
+    "a set": ({"tags": {"a", "b"}}, "arguments.tags is a set"),
+    "bytes": ({"blob": b"\x00"}, "arguments.blob is a bytes"),
+    "NaN in a list": ({"amounts": [1, float("nan")]}, r"arguments.amounts\[1\] is NaN"),
+    "a lone surrogate in a key": ({"to\udc00": "bob"}, "lone surrogate"),
 }
 
 
@@ -70,3 +77,17 @@ async def test_bad_waits_results_and_call_ids_are_refused_before_anything_is_sen
             await aguard.decision("gc_1", timeout=float("inf"))
         with pytest.raises(GuardRefused, match="lone surrogate"):
             await aguard.start_session(agent="payer", session_id="s\ud800")
+
+
+@pytest.mark.parametrize("arguments", [[("amount", 5)], "amount=5", None, 5])
+async def test_arguments_that_are_not_a_json_object_are_refused_before_anything_is_sent(
+        nowhere: str, arguments: Any, attempt: Tally) -> None:
+    ask = {"agent": "payer", "session_id": "s", "call_id": "c", "tool": "transfer",
+           "arguments": arguments}
+    with Client(nowhere, "tok", framework="langgraph", timeout=2) as guard, \
+            pytest.raises(GuardRefused, match="not a JSON object") as refused:
+        guard.before_call(**ask)
+    async with AsyncClient(nowhere, "tok", framework="adk", timeout=2) as aguard:
+        with pytest.raises(GuardRefused, match="not a JSON object"):
+            await aguard.before_call(**ask)
+    attempt.record(f"client: arguments {type(arguments).__name__}", refused.value is None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,13 @@ async def test_an_unknown_agent_is_refused_and_a_bad_configuration_fails_closed(
     with pytest.raises(GuardUnavailable, match="configuration"):
         await AsyncLocalGuard(broken, framework="adk").before_call(
             agent="payer", session_id="s", call_id="c", tool="t", arguments={})
+
+
+@pytest.mark.parametrize("arguments", [{1: "one"}, {"tags": {"a"}}, {"x": float("nan")},
+                                       [("amount", 5)]])
+async def test_the_in_process_guard_refuses_arguments_that_are_not_a_json_object(
+        runtime: Runtime, arguments: Any) -> None:
+    guard = AsyncLocalGuard(runtime, framework="crewai", user="bot")
+    with pytest.raises(GuardRefused, match="arguments"):
+        await guard.before_call(agent="payer", session_id="s", call_id="c9", tool="search",
+                                arguments=arguments)

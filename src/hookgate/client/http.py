@@ -1,8 +1,9 @@
 """The HTTP clients of the guarded-call API (``/api/v1``): ``Client`` (sync) and ``AsyncClient``
-(async), over httpx. Fail closed: hookgate unreachable, failing (5xx) or answering something
-that is not a verdict is GuardUnavailable with the reason; a 4xx, or input JSON cannot carry
-(NaN, infinities, lone surrogates, nesting too deep, objects that are not JSON), is
-GuardRefused and nothing is sent. ``wait`` is one long-poll request (``GET
+(async), over httpx. Fail closed: hookgate unreachable or failing (5xx) is GuardUnavailable
+with the reason; a redirect (never followed) or an answer of the wrong shape is
+GuardAnswerInvalid naming what was wrong; a 4xx, or input JSON cannot carry (arguments that
+are not an object with text keys, NaN, infinities, lone surrogates, nesting too deep, objects
+that are not JSON), is GuardRefused and nothing is sent. ``wait`` is one long-poll request (``GET
 /api/v1/calls/{id}?wait=S``), never a sleep loop.
 """
 
@@ -17,7 +18,13 @@ from urllib.parse import quote
 import httpx
 
 from hookgate.client import wire
-from hookgate.client.errors import GuardRefused, GuardUnavailable
+from hookgate.client.arguments import ArgumentsNotJSON, checked_arguments
+from hookgate.client.errors import (
+    GuardAnswerInvalid,
+    GuardRedirected,
+    GuardRefused,
+    GuardUnavailable,
+)
 from hookgate.client.types import Decision, Observation, SessionStarted, Verdict
 
 __all__ = ["AsyncClient", "Client"]
@@ -29,20 +36,40 @@ MAX_NESTING = 64
 
 
 def _answer(response: httpx.Response) -> Mapping[str, Any]:
-    if response.status_code >= 500:
-        raise GuardUnavailable(f"hookgate failed (HTTP {response.status_code}: "
-                               f"{_detail(response)}), so the call does not run")
-    if response.status_code >= 400:
-        raise GuardRefused(f"hookgate refused the request (HTTP {response.status_code}): "
-                           f"{_detail(response)}", response.status_code)
+    """The JSON object of a documented answer (HTTP 200); anything else is an error: a 5xx
+    GuardUnavailable, a 4xx GuardRefused, a redirect GuardRedirected (never followed), any
+    other status or a body that is not a JSON object GuardAnswerInvalid."""
+    status = response.status_code
+    if status >= 500:
+        raise GuardUnavailable(f"hookgate failed (HTTP {status}: {_detail(response)}), so "
+                               "the call does not run")
+    if status >= 400:
+        raise GuardRefused(f"hookgate refused the request (HTTP {status}): "
+                           f"{_detail(response)}", status)
+    if 300 <= status < 400:
+        location = response.headers.get("Location")
+        raise GuardRedirected(
+            f"hookgate answered HTTP {status}, a redirect to {location or '(no Location)'}; "
+            "the client does not follow redirects, so the call does not run (give the "
+            "client hookgate's own URL)", location)
+    if status != 200:
+        raise GuardAnswerInvalid(f"hookgate answered HTTP {status}, not 200, so the call "
+                                 "does not run")
     try:
-        body = response.json()
+        body = jsonlib.loads(response.content, parse_constant=_not_json)
     except ValueError:
-        body = None
+        kind = response.headers.get("Content-Type") or "no content type"
+        raise GuardAnswerInvalid(f"hookgate's answer is not JSON ({kind}: "
+                                 f"{response.text[:100]!r}), so the call does not run"
+                                 ) from None
     if not isinstance(body, dict):
-        raise GuardUnavailable("hookgate's answer is not a JSON object, so the call does "
-                               "not run")
+        raise GuardAnswerInvalid(f"hookgate's answer is {wire.json_kind(body)}, not an object, "
+                                 "so the call does not run")
     return body
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _detail(response: httpx.Response) -> str:
@@ -122,8 +149,12 @@ def _call_body(agent: str, session_id: str, call_id: str, tool: str,
                arguments: Mapping[str, Any], description: str | None,
                parameters: Mapping[str, Any] | None,
                parent_session: str | None) -> dict[str, Any]:
+    try:
+        checked = checked_arguments(arguments)
+    except ArgumentsNotJSON as exc:
+        raise GuardRefused(f"hookgate refused the request before sending it: {exc}") from None
     return {"agent": agent, "session_id": session_id, "call_id": call_id, "tool": tool,
-            "arguments": dict(arguments), "description": description,
+            "arguments": checked, "description": description,
             "parameters": dict(parameters) if parameters is not None else None,
             "parent_session": parent_session}
 
@@ -154,6 +185,7 @@ class AsyncClient(_Base):
             response = await self._http.request(
                 method, self.base_url + path, content=content, params=params,
                 headers=self.headers if content is None else self._json_headers,
+                follow_redirects=False,
                 timeout=seconds if seconds is not None else self.timeout)
         except httpx.HTTPError as exc:
             raise _unreachable(self.base_url, exc) from exc
@@ -214,6 +246,7 @@ class Client(_Base):
             response = self._http.request(
                 method, self.base_url + path, content=content, params=params,
                 headers=self.headers if content is None else self._json_headers,
+                follow_redirects=False,
                 timeout=timeout if timeout is not None else self.timeout)
         except httpx.HTTPError as exc:
             raise _unreachable(self.base_url, exc) from exc

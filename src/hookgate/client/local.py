@@ -12,6 +12,7 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
+from hookgate.client.arguments import ArgumentsNotJSON, checked_arguments
 from hookgate.client.errors import GuardRefused, GuardUnavailable
 from hookgate.client.types import (
     Allowed,
@@ -123,6 +124,10 @@ class AsyncLocalGuard:
                           arguments: Mapping[str, Any], description: str | None = None,
                           parameters: Mapping[str, Any] | None = None,
                           parent_session: str | None = None) -> Verdict:
+        try:
+            arguments = checked_arguments(arguments)
+        except ArgumentsNotJSON as exc:
+            raise GuardRefused(f"hookgate refused the call: {exc}") from None
         rt, asker, found = await self._asker(agent)
         return _verdict(await self._guarded(rt.guarded.ask(
             found, asker, session_id=session_id, call_id=call_id, tool=tool,
