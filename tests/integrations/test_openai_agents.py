@@ -226,8 +226,8 @@ async def test_a_nan_amount_is_refused_before_the_tool_runs(
     # The SDK itself holds a call whose arguments it cannot validate for approval...
     result = await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), "tip")
     assert tipped == [] and result.interruptions
-    # ...and hookgate, asked to decide it, refuses arguments it cannot pin.
-    with pytest.raises(HookgateRefused, match="pinned"):
+    # ...and hookgate, asked to decide it, refuses arguments JSON cannot carry.
+    with pytest.raises(HookgateRefused, match="amount is NaN"):
         await gate.apply_decisions(result.to_state())
     assert tipped == []
     TALLY.record("openai-agents: NaN in the arguments", got_through=bool(tipped))

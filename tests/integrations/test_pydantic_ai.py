@@ -320,7 +320,7 @@ async def test_a_nan_amount_is_refused_before_the_tool_runs(
     toolset = HookgateToolset(FunctionToolset([tip]), guard=local_guard, agent="buyer",
                               session_id=uuid4().hex)
     agent = Agent(calls(("tip", {"amount": float("nan")})), toolsets=[toolset])
-    with pytest.raises(GuardRefused, match="pinned"):
+    with pytest.raises(GuardRefused, match="amount is NaN"):
         await agent.run("tip")
     assert tipped == []
     TALLY.record("pydantic-ai: NaN in the arguments", got_through=bool(tipped))

@@ -127,7 +127,7 @@ class AsyncLocalGuard:
         try:
             arguments = checked_arguments(arguments)
         except ArgumentsNotJSON as exc:
-            raise GuardRefused(f"hookgate refused the call: {exc}") from None
+            raise GuardRefused(f"hookgate cannot take these arguments: {exc}") from None
         rt, asker, found = await self._asker(agent)
         return _verdict(await self._guarded(rt.guarded.ask(
             found, asker, session_id=session_id, call_id=call_id, tool=tool,

@@ -357,7 +357,7 @@ def test_a_payment_with_a_nan_amount_is_refused_and_does_not_run(srv, guard, att
         why = str(stopped)
     attempt.record("adk NaN amount", got_through=bool(shop.ran))
     assert shop.ran == []
-    assert "cannot be pinned" in why or "not JSON compliant" in why
+    assert "amount is NaN, which JSON cannot carry" in why
 
 
 # -- ADK's own tool confirmation composes with hookgate's gate -------------------------------
