@@ -7,6 +7,7 @@ to the `RunState` to resume with. Handoffs go through the gate too."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import logging
 from dataclasses import dataclass, field
@@ -29,7 +30,6 @@ from agents import (
 from agents.agent_tool_state import get_agent_tool_state_scope, peek_agent_tool_run_result
 from agents.exceptions import AgentsException
 from agents.tool_context import ToolContext
-from agents.util._approvals import evaluate_needs_approval_setting
 
 from hookgate.client import (
     Allowed,
@@ -345,7 +345,11 @@ async def _own_approval(tool: FunctionTool, ctx: RunContextWrapper[Any],
                         arguments: dict[str, Any], call_id: str) -> bool:
     """Whether the tool's own ``needs_approval`` (as the application declared it) asks the
     SDK's user about this call."""
-    return await evaluate_needs_approval_setting(tool.needs_approval, ctx, arguments, call_id)
+    own = tool.needs_approval
+    if isinstance(own, bool):
+        return own
+    answer: Any = own(ctx, arguments, call_id)
+    return bool(await answer if inspect.isawaitable(answer) else answer)
 
 
 def _sub_agent_paused(tool: FunctionTool, ctx: ToolContext[Any]) -> bool:
