@@ -406,3 +406,19 @@ def test_a_confirmation_sent_before_hookgate_decided_pauses_again(srv, guard, at
     decide(srv, paused.request_id, "approve")
     shop.resume([again])
     assert shop.ran == [("pay", 500, "ACME")]
+
+
+def test_an_early_confirmation_pauses_again_in_a_stored_session_another_process_resumes(
+        srv, make_guard, tmp_path):
+    guard = make_guard("remote")
+    stored = f"sqlite+aiosqlite:///{tmp_path / 'adk-sessions.db'}"
+    first = Shop(srv, guard, [[PAY]], sessions=stored)
+    [paused] = pending_calls(first.say())
+    [again] = pending_calls(first.resume([paused]))  # early: it pauses again, stored
+    decide(srv, paused.request_id, "approve")
+    # Another process: a new model, plugin and runner over the same stored ADK session.
+    second = Shop(srv, guard, ["paid"], sessions=stored, session_id=first.session_id)
+    second.resume([again])
+    for shop in (first, second):
+        srv.call(shop.runner.session_service.close())  # type: ignore[attr-defined]
+    assert first.ran == [] and second.ran == [("pay", 500, "ACME")]
