@@ -17,6 +17,7 @@ from typing import Annotated, Any, NotRequired
 import httpx
 import pytest
 from langchain.agents import AgentState, create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
@@ -347,3 +348,24 @@ def test_a_framework_native_result_passes_through_post_tool_use(
     assert all("4111" not in str(m.artifact) for m in seen)
     if returns == "profile":
         assert done["profiled"] == "ann"  # the Command's other updates still apply
+
+
+def test_langchains_own_human_in_the_loop_and_hookgates_gate_must_both_approve(
+        server: LiveServer, guard: Client) -> None:
+    own = HumanInTheLoopMiddleware(interrupt_on={"transfer": True})
+    graph = create_agent(model(calls("transfer", {"amount": 7, "to": "bob"})),
+                         tools=[transfer, lookup],
+                         middleware=[own, HookgateMiddleware(guard, agent="payer")],
+                         checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
+    paused = graph.invoke({"messages": [("user", "go")]}, config)
+    # The framework's own review comes first: hookgate is not asked yet.
+    assert RAN == [] and "hookgate" not in paused["__interrupt__"][0].value
+    with pytest.raises(ValueError, match="none of these interrupts waits for hookgate"):
+        resume_when_decided(guard, paused["__interrupt__"], timeout=0)
+    held = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    [waiting] = held["__interrupt__"]  # then hookgate's gate pauses it for a person
+    assert RAN == [] and waiting.value["hookgate"]["request_id"]
+    decide(server, waiting.value["hookgate"]["request_id"], "approve")
+    graph.invoke(resume_when_decided(guard, held["__interrupt__"], timeout=10), config)
+    assert RAN == [("transfer", {"amount": 7, "to": "bob"})]

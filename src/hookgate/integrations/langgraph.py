@@ -330,11 +330,17 @@ def _started(started: SessionStarted) -> dict[str, Any] | None:
 
 
 def _pending_calls(interrupts: Any) -> list[str]:
+    """The hookgate calls the interrupts wait on; ValueError if none of them is hookgate's
+    (another middleware's interrupt, such as LangChain's human-in-the-loop review, is
+    answered as that middleware documents)."""
     found = []
     for item in interrupts or ():
         value = getattr(item, "value", item)
         if isinstance(value, Mapping) and isinstance(value.get(INTERRUPT_KEY), Mapping):
             found.append(str(value[INTERRUPT_KEY]["call"]))
+    if not found:
+        raise ValueError("none of these interrupts waits for hookgate; answer them as the "
+                         "middleware that raised them documents")
     return found
 
 
