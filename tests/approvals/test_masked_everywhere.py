@@ -303,8 +303,9 @@ def test_a_planted_secret_reaches_no_member_surface_after_edit_reject_rule_and_v
     [resolved] = [e for e in admin["trace"] if e["type"] == "confirmation_resolved"]
     assert {c["path"]: (c["before"], c["after"]) for c in resolved["changes"]} == {
         "amount": (60000.0, 40000.0), "api_token": (OLD, NEW)}
-    assert not leaks([e for e in admin["trace"] if e["type"] == "tool_result"]
-                     [0]["observation"])
+    # What the model read is the same for admins: masked.
+    [ran] = [e for e in admin["trace"] if e["type"] == "tool_result"]
+    assert leaks(ran["observation"]) == [] and MASK in ran["observation"]
 
 
 @pytest.mark.both_databases
