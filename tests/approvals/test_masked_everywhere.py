@@ -22,11 +22,15 @@ import httpx
 import pytest
 
 from hookgate import Agent, ScriptedLLM, tool
+from hookgate.approvals.card_text import card_edits
 from hookgate.approvals.edits import changes, edit_summary, model_note
 from hookgate.approvals.quorum import QuorumRule
+from hookgate.channels.base import CardOutcome
+from hookgate.channels.card_text import decision_lines
 from hookgate.client import Client, Pending
-from hookgate.hooks.withheld import MASK
+from hookgate.hooks.withheld import MASK, shown_changes
 from hookgate.runtime.deployment import ChannelSpec, Deployment, OrgSpec, UserSpec, token_digest
+from hookgate.server.trace_view import for_caller
 from hookgate.telemetry.switch import SWITCH
 from hookgate.tools.tool import Tool
 from tests.channels.conftest import secrets_key, slack
@@ -72,6 +76,32 @@ def test_a_secret_keyed_change_reads_masked_in_the_model_note_and_the_summary() 
     nested = edit_summary({"auth": {"password": OLD}, "n": 1}, {"auth": {"password": NEW}})
     assert leaks(nested) == [] and "n: removed" in nested
     assert edit_summary(PAY, PAY) is None
+
+
+#: An edit that changes a nested secret, adds a secret-keyed key, and adds a mapping and a list
+#: that hold secrets under plain keys.
+NESTED_BEFORE = {"auth": {"password": OLD}, "amount": 1}
+NESTED_AFTER = {"auth": {"password": NEW}, "amount": 2, "api_key": NEW,
+                "extra": {"token": NEW}, "items": [{"cookie": NEW}]}
+
+
+def test_every_shape_of_a_secret_edit_is_masked_for_members_cards_and_the_model() -> None:
+    found = changes(NESTED_BEFORE, NESTED_AFTER)
+    resolved = {"type": "confirmation_resolved", "request_id": "r", "changes": found}
+    # A delegate's decision event, nested in its parent's trace.
+    event = {"type": "delegate_end", "trace": [resolved]}
+    member = for_caller([resolved, event], admin=False)
+    assert leaks(member) == [] and leaks(for_caller([resolved], admin=True)) == list(MARKERS)
+    [amount] = [c for c in member[0]["changes"] if c["path"] == "amount"]
+    assert (amount["before"], amount["after"]) == (1, 2)
+    assert leaks(model_note("r", "olivia", found, None)) == []
+    assert leaks(edit_summary(NESTED_BEFORE, NESTED_AFTER)) == []
+    edits = card_edits(found)
+    outcome = CardOutcome("r", "approved", edits=edits, changes=shown_changes(found))
+    assert leaks([e.text for e in edits]) == [] and leaks(decision_lines(
+        outcome, text_chars=2000)) == []
+    # A channel's own pattern masks the whole line of a path it names.
+    assert decision_lines(outcome, text_chars=2000, patterns=("amount",))[0].count(MASK) >= 2
 
 
 # -- end to end -----------------------------------------------------------------------------

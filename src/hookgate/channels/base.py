@@ -122,7 +122,8 @@ class CardOutcome:
     reason: str | None = None
     #: Through what the decision came (inbox, api, cli, feishu, slack, wecom).
     via: str | None = None
-    #: What the approver changed before approving (hookgate.approvals.edits.changes).
+    #: What the approver changed before approving (hookgate.approvals.edits.changes), as
+    #: anyone may see it: values under secret-looking keys masked (hooks.withheld).
     changes: list[dict[str, Any]] = field(default_factory=list)
     #: The approver's words to the model.
     message: str | None = None
