@@ -12,6 +12,7 @@ arguments in a run's trace, as documented (docs/deployment/security.md).
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -123,8 +124,7 @@ class Model:
         self.read: list[dict[str, Any]] = []
 
     def turn(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        # The model wrote the asked arguments itself; what it is told must not hold them.
-        self.read += [m for m in messages if m.get("role") != "assistant"]
+        self.read += messages
         if any(m.get("role") == "tool" for m in messages):
             return {"answer": "done"}
         return {"tool_calls": [{"name": "wire_transfer", "args": PAY}]}
@@ -267,7 +267,10 @@ def captured(otel: Otel) -> Iterator[Otel]:
 
 @pytest.mark.both_databases
 def test_a_planted_secret_reaches_no_member_surface_after_edit_reject_rule_and_vote(
-        database_url: str, slack: FakeSlack, secrets_key: str, captured: Otel) -> None:
+        database_url: str, slack: FakeSlack, secrets_key: str, captured: Otel,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    logs = caplog
     model = Model()
     with live_server(deployment(database_url, slack, model)) as srv, httpx.Client(
             base_url=srv.url, timeout=30) as c:
@@ -314,7 +317,15 @@ def test_a_planted_secret_reaches_no_member_surface_after_edit_reject_rule_and_v
     sinks: dict[str, Any] = {
         **{f"carol: {k}": v for k, v in carol.items()},
         **{f"bob: {k}": v for k, v in bob.items()},
-        "what the model read": model.read,
+        # The model wrote the asked secret itself; it must not be told it back, and must not
+        # learn the approver's, not even through a rewritten call of its own.
+        "what the model was told": [m for m in model.read if m.get("role") != "assistant"],
+        "the model's own turns, as the run replays them": [
+            m for m in model.read if m.get("role") == "assistant" and NEW in json.dumps(m)],
+        # hookgate's own lines at every level, any library's from INFO up (a database
+        # driver's DEBUG lines quote the statements' parameters, as they are meant to).
+        "server log lines": [r.getMessage() for r in logs.records
+                             if r.name.startswith("hookgate") or r.levelno >= logging.INFO],
         "spans": span_texts(captured),
         "chat cards and their updates": [r.body.decode() for r in slack.received],
     }
