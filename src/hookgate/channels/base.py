@@ -71,8 +71,9 @@ class CardEdit:
 
 @dataclass(slots=True)
 class ApprovalCard:
-    """What an approval card shows. ``args`` are the exact arguments that will run;
-    the channel masks secrets and cuts long values when it renders them."""
+    """What an approval card shows. ``args`` are the arguments that will run as anyone may
+    see them (values under secret-looking keys already masked, hookgate.hooks.withheld); the
+    channel masks its own ``mask_patterns`` and cuts long values when it renders them."""
 
     request_id: str
     tool_name: str
