@@ -11,12 +11,19 @@ from typing import Any
 from hookgate.approvals.context import readable_numbers
 from hookgate.approvals.wording import changes_text, numbers_text, reason_texts
 from hookgate.channels.base import CardEdit
-from hookgate.hooks.withheld import MASK
+from hookgate.hooks.withheld import MASK, shown_args, shown_changes
 
 
 def card_reasons(context: Mapping[str, Any] | None) -> tuple[str, ...]:
     """Why a person is asked, one line per rule that fired (from the request's context)."""
     return tuple(reason_texts(context))
+
+
+def card_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments a card carries: as anyone may see them (a card is read by everyone in
+    the chat), so a channel never holds a raw secret-keyed value; it masks its own
+    ``mask_patterns`` on top."""
+    return dict(shown_args(args))
 
 
 def card_numbers(args: Mapping[str, Any]) -> str | None:
@@ -25,9 +32,11 @@ def card_numbers(args: Mapping[str, Any]) -> str | None:
 
 
 def card_edits(changes: list[dict[str, Any]]) -> tuple[CardEdit, ...]:
-    """Each change the approver made as a card line, plain and with both values masked."""
+    """Each change the approver made as a card line: as anyone may see it (secret-keyed
+    values masked, at any depth), and with both values masked (for a channel's own
+    ``mask_patterns``). A card never carries a raw value under a secret-looking key."""
     return tuple(
-        CardEdit(path=str(change["path"]), text=changes_text([change]),
+        CardEdit(path=str(change["path"]), text=changes_text(shown_changes([change])),
                  masked=changes_text([{**change, "before": MASK, "after": MASK}]))
         for change in changes
     )

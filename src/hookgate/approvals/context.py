@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hookgate.approvals.service import ApprovalAsk
-from hookgate.hooks.withheld import mask_secrets
+from hookgate.hooks.withheld import shown_args
 from hookgate.tools.tool import Tool
 
 #: Numbers from this size on get a grouped rendering next to the exact value.
@@ -82,7 +82,7 @@ def readable_numbers(args: Mapping[str, Any]) -> list[dict[str, str]]:
     that reads better grouped; the exact arguments are shown unchanged beside them. A number
     under a secret-looking key is not one: where the arguments are shown masked (a card),
     its grouped copy would show it beside the mask."""
-    return [{"path": path, "text": text} for path, text in _numbers(mask_secrets(args), "")]
+    return [{"path": path, "text": text} for path, text in _numbers(shown_args(args), "")]
 
 
 def _numbers(value: Any, path: str) -> Iterator[tuple[str, str]]:

@@ -1,5 +1,6 @@
 """Approve with edits: the arguments an approver changed, checked like a model's own (the
-arguments boundary, then the tool's schema), what changed, and the words the model reads.
+arguments boundary, then the tool's schema), what changed, and the words the model reads
+(always with secret-keyed values masked: `hookgate.hooks.withheld.shown_changes`).
 
 The edited arguments' digest is what an approval then authorises (``approved_binding``).
 """
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from hookgate.approvals.errors import InvalidEdit
 from hookgate.approvals.wording import changes_text
 from hookgate.canonical import canonical_bytes
+from hookgate.hooks.withheld import shown_changes
 from hookgate.tools.arguments import ArgumentsRefused, check_arguments
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.tool import Tool, args_digest
@@ -73,15 +75,23 @@ def changes(before: Mapping[str, Any], after: Mapping[str, Any],
 
 def model_note(request_id: str, decided_by: str | None, found: list[dict[str, Any]],
                message: str | None) -> str:
-    """What the model reads next to the tool's result of an edited (or commented) call."""
+    """What the model reads next to the tool's result of an edited (or commented) call: the
+    changes as the model may see them (a value under a secret-looking key is masked; the
+    model is told it changed, never what it is)."""
     who = decided_by or "the approver"
     lines = []
     if found:
         lines.append(f"Note: {who} changed the arguments before approving (request "
                      f"{request_id}), and the call ran with the changed ones: "
-                     f"{changes_text(found)}.")
+                     f"{changes_text(shown_changes(found))}.")
     if message:
         lines.append(f"Message from {who}: {message}")
     return "\n".join(lines)
 
 
+def edit_summary(asked: Mapping[str, Any], final: Mapping[str, Any]) -> str | None:
+    """What changed from ``asked`` to ``final`` as the model may read it (``amount: 60000 →
+    40000; api_token: "••••" → "••••"``), or None when nothing did: for the guarded-call
+    API's note, the same words and masking as `model_note`."""
+    found = changes(asked, final)
+    return changes_text(shown_changes(found)) if found else None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from hookgate.approvals.card_text import card_numbers, card_reasons
+from hookgate.approvals.card_text import card_args, card_numbers, card_reasons
 from hookgate.approvals.escalation_store import EscalationStore
 from hookgate.approvals.reachability import (
     DELIVERY_FAILED,
@@ -189,7 +189,8 @@ class Escalations:
             if channel is None:
                 raise LookupError(f"channel '{channel_id}' is not available")
             delivered = await channel.send_card(ApprovalCard(
-                request_id=request.id, tool_name=request.tool_name, args=request.args,
+                request_id=request.id, tool_name=request.tool_name,
+                args=card_args(request.args),
                 agent_id=request.agent_id, agent_name=self.agent_name(request.agent_id),
                 requester=request.requested_by, expires_at=request.expires_at,
                 inbox_url=self.approvals.inbox_url(request.id), org_id=request.org_id,

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals import authority, delivery_claims
-from hookgate.approvals.card_text import card_numbers, card_reasons
+from hookgate.approvals.card_text import card_args, card_numbers, card_reasons
 from hookgate.approvals.context import approval_context
 from hookgate.approvals.continuations import RunContinuations
 from hookgate.approvals.delivery_claims import is_delivery_claim
@@ -312,7 +312,8 @@ class PersistentApprovals:
             if channel is None:
                 raise DeliveryError(f"channel '{request.channel_id}' is not available")
             delivered = await channel.send_card(ApprovalCard(
-                request_id=request.id, tool_name=request.tool_name, args=request.args,
+                request_id=request.id, tool_name=request.tool_name,
+                args=card_args(request.args),
                 agent_id=ask.agent.id, agent_name=ask.agent.name, requester=request.requested_by,
                 expires_at=request.expires_at, inbox_url=self.inbox_url(request.id),
                 org_id=request.org_id, context=request.context,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from hookgate.approvals.context import readable_numbers
 from hookgate.approvals.edits import changes
+from hookgate.hooks.withheld import shown_changes
 from hookgate.storage.confirmations import RECORD_FIELDS, ConfirmationRecord
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallBinding
@@ -64,10 +65,11 @@ class ConfirmationRequest(ConfirmationRecord):
         from hookgate.channels.base import CardOutcome
 
         changes = self.changes
+        # A card is read by everyone in the chat: its changes as anyone may see them.
         return CardOutcome(self.id, self.status,  # type: ignore[arg-type]
                            self.responded_by, self.responded_at, self.reason,
-                           via=self.decided_via, changes=changes, message=self.message,
-                           edits=card_edits(changes))
+                           via=self.decided_via, changes=shown_changes(changes),
+                           message=self.message, edits=card_edits(changes))
 
     @property
     def pending(self) -> bool:

@@ -71,8 +71,9 @@ class CardEdit:
 
 @dataclass(slots=True)
 class ApprovalCard:
-    """What an approval card shows. ``args`` are the exact arguments that will run;
-    the channel masks secrets and cuts long values when it renders them."""
+    """What an approval card shows. ``args`` are the arguments that will run as anyone may
+    see them (values under secret-looking keys already masked, hookgate.hooks.withheld); the
+    channel masks its own ``mask_patterns`` and cuts long values when it renders them."""
 
     request_id: str
     tool_name: str
@@ -122,7 +123,8 @@ class CardOutcome:
     reason: str | None = None
     #: Through what the decision came (inbox, api, cli, feishu, slack, wecom).
     via: str | None = None
-    #: What the approver changed before approving (hookgate.approvals.edits.changes).
+    #: What the approver changed before approving (hookgate.approvals.edits.changes), as
+    #: anyone may see it: values under secret-looking keys masked (hooks.withheld).
     changes: list[dict[str, Any]] = field(default_factory=list)
     #: The approver's words to the model.
     message: str | None = None

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from hookgate.channels.base import ApprovalCard, CardOutcome
-from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, is_secret_key
+from hookgate.channels.masking import DEFAULT_SECRET_PATTERNS, is_secret_path
 
 #: The words of a card's link to the request in the inbox, where the arguments can be
 #: edited before approving (no platform card has a form that could hold them safely).
@@ -166,8 +166,8 @@ def decision_lines(outcome: CardOutcome, *, text_chars: int,
     lines = []
     if outcome.edits:
         pats = tuple(patterns)
-        shown = [edit.masked if any(is_secret_key(part, pats) for part in edit.path.split("."))
-                 else edit.text for edit in outcome.edits]
+        shown = [edit.masked if is_secret_path(edit.path, pats) else edit.text
+                 for edit in outcome.edits]
         lines.append("Approved with edits: " + clip("; ".join(shown), text_chars))
     if outcome.message:
         lines.append("Message to the agent: " + clip(outcome.message, text_chars))

@@ -17,13 +17,15 @@ from hookgate.hooks.withheld import (
     DEFAULT_SECRET_PATTERNS,
     MASK,
     is_secret_key,
+    is_secret_path,
     mask_secrets,
     mask_text,
     secret_patterns,
+    shown_args,
 )
 
 __all__ = ["DEFAULT_SECRET_PATTERNS", "MASK", "ArgsLimits", "cut_marker", "is_secret_key",
-           "mask_secrets", "mask_text", "render_args", "secret_patterns"]
+           "is_secret_path", "mask_secrets", "mask_text", "render_args", "secret_patterns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +53,8 @@ def render_args(
     inbox_url: str | None = None,
 ) -> str:
     """The arguments as JSON text for a card: masked, each long value cut, within budget."""
-    shown = _cut_long_values(mask_secrets(args, patterns), limits.value_chars, inbox_url)
+    shown = _cut_long_values(shown_args(args, patterns=patterns), limits.value_chars,
+                             inbox_url)
     separators = (",", ": ") if limits.indent is not None else (", ", ": ")
     # allow_nan=False: a card never shows "NaN" or "Infinity" (the arguments' boundary
     # refuses them; should one get here, delivery fails and the request is cancelled).

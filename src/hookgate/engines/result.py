@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookgate.engines.state import RunState, RunStatus
-from hookgate.hooks.withheld import mask_secrets
+from hookgate.hooks.withheld import shown_args
 
 
 @dataclass(slots=True, frozen=True)
@@ -38,7 +38,7 @@ class PendingApproval:
             value = event.get(key)
             return None if value is None else str(value)
         return cls(request_id=str(event["request_id"]), tool_call_id=text("tool_call_id"),
-                   tool_name=text("tool_name"), args=mask_secrets(event.get("args")),
+                   tool_name=text("tool_name"), args=shown_args(event.get("args")),
                    approver_scope=text("approver_scope"), expires_at=text("expires_at"),
                    run_id=text("child_run_id"))
 

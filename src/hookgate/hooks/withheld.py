@@ -1,5 +1,6 @@
-"""`Withheld`: text that may quote what a tool returned or raised (a failed hook's output, a
-tool's error), carried as one value whose every printed form is the masked or fixed text.
+"""What may be shown of sensitive values: `Withheld` text that may quote what a tool returned
+or raised, and a call's argument values as a given viewer may see them (`shown_args`,
+`shown_changes`: the one owner every surface calls; secret-keyed values masked).
 
 The raw text is reachable only through `Withheld.admin_text`, which the org admins' trace
 view uses; spans, metrics, logs, events, audit rows and API responses get ``str()``.
@@ -71,6 +72,46 @@ def mask_secrets(value: Any, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) 
     if isinstance(value, list | tuple):
         return [mask_secrets(item, pats) for item in value]
     return value
+
+
+def is_secret_path(path: str, patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> bool:
+    """Whether a value's path (``auth.password``, ``items[0].api_key``) passes a
+    secret-looking key."""
+    pats = tuple(patterns)
+    return any(is_secret_key(part, pats)
+               for part in path.replace("[", ".").replace("]", "").split(".") if part)
+
+
+def shown_args(args: Any, *, raw: bool = False,
+               patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> Any:
+    """A call's arguments as a viewer may see them: exact for one who may read them raw
+    (``raw``), else with every value under a secret-looking key (at any depth) ``MASK``.
+
+    The one rule for argument values: edit diffs, decision events, the model's notes,
+    cards, spans, audit rows, the CLI and the API all show arguments through here (or
+    `shown_changes`); who may read them raw is the caller's to say (server/trace_view.py).
+    """
+    return args if raw else mask_secrets(args, patterns)
+
+
+def shown_changes(found: Iterable[Mapping[str, Any]], *, raw: bool = False,
+                  patterns: Iterable[str] = DEFAULT_SECRET_PATTERNS) -> list[dict[str, Any]]:
+    """An approver's changes (``path``, ``before``, ``after``; approvals/edits.py) as a viewer
+    may see them: for one who may not read them raw, both values of a change under a
+    secret-looking key are ``MASK`` (a side that is absent stays ``None``), and any other
+    value is masked like the arguments (a nested ``{"password": …}``)."""
+    pats = tuple(patterns)
+    out = []
+    for change in found:
+        if raw:
+            out.append(dict(change))
+        elif is_secret_path(str(change.get("path", "")), pats):
+            out.append({**change, **{side: MASK for side in ("before", "after")
+                                     if change.get(side) is not None}})
+        else:
+            out.append({**change, "before": mask_secrets(change.get("before"), pats),
+                        "after": mask_secrets(change.get("after"), pats)})
+    return out
 
 
 @dataclass(frozen=True, slots=True)

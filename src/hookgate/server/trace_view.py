@@ -18,7 +18,7 @@ from hookgate.approvals import authority
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.hooks.trace import ADMIN_KEYS
-from hookgate.hooks.withheld import MASK, is_secret_key, mask_secrets
+from hookgate.hooks.withheld import shown_args, shown_changes
 
 
 def for_caller(value: Any, admin: bool) -> Any:
@@ -30,16 +30,25 @@ def for_caller(value: Any, admin: bool) -> Any:
 
 #: The keys of a trace event that hold a tool call's arguments (as asked, or rewritten).
 ARGUMENT_KEYS = frozenset({"args", "modified_args", "edited_args"})
+#: The key of a decision event (``confirmation_resolved``) that holds an approver's edit.
+CHANGES_KEY = "changes"
 
 
 def _without_output(value: Any) -> Any:
     # Events nest traces (a delegate's or an agent node's), so look at every depth.
     if isinstance(value, dict):
-        return {k: mask_secrets(v) if k in ARGUMENT_KEYS else _without_output(v)
-                for k, v in value.items() if k not in ADMIN_KEYS}
+        return {k: _member_value(k, v) for k, v in value.items() if k not in ADMIN_KEYS}
     if isinstance(value, list):
         return [_without_output(v) for v in value]
     return value
+
+
+def _member_value(key: str, value: Any) -> Any:
+    if key in ARGUMENT_KEYS:
+        return shown_args(value)
+    if key == CHANGES_KEY and isinstance(value, list):
+        return shown_changes(c for c in value if isinstance(c, dict))
+    return _without_output(value)
 
 
 def request_for_caller(out: dict[str, Any], request: ConfirmationRequest, user_id: str,
@@ -48,18 +57,13 @@ def request_for_caller(out: dict[str, Any], request: ConfirmationRequest, user_i
     admins, the requester and whoever may decide it; for any other member, every value under
     a secret-looking key (``api_key``, ``token`` …) masked in the arguments and the
     approver's edits, as on the approval cards."""
-    if admin or user_id == request.requested_by or authority.may_decide(
-            request, Approver(user_id, org_id), "reject"):
+    raw = admin or user_id == request.requested_by or authority.may_decide(
+        request, Approver(user_id, org_id), "reject")
+    if raw:
         return out
     payload = dict(out["payload"])
-    payload["args"] = mask_secrets(payload["args"])
+    payload["args"] = shown_args(payload["args"])
     if payload.get("edited_args") is not None:
-        payload["edited_args"] = mask_secrets(payload["edited_args"])
-    changes = [{**c, "before": MASK, "after": MASK} if _secret_path(str(c["path"])) else c
-               for c in out["changes"]]
+        payload["edited_args"] = shown_args(payload["edited_args"])
     # The readable numbers never hold a secret-keyed value (approvals/context.py).
-    return {**out, "payload": payload, "changes": changes}
-
-
-def _secret_path(path: str) -> bool:
-    return any(is_secret_key(part) for part in path.replace("[", ".").split("."))
+    return {**out, "payload": payload, "changes": shown_changes(out["changes"])}

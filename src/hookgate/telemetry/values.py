@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hookgate.hooks.withheld import mask_secrets, secret_patterns
+from hookgate.hooks.withheld import secret_patterns, shown_args
 from hookgate.telemetry.switch import SWITCH
 
 #: Longest name-like value (tool, hook, call id) put on a span.
@@ -36,7 +36,7 @@ def name(value: object) -> str:
 def masked_arguments(args: Any) -> str:
     """Tool arguments as JSON with every secret-looking key masked, bounded."""
     try:
-        shown = mask_secrets(args, secret_patterns(SWITCH.mask_patterns))
+        shown = shown_args(args, patterns=secret_patterns(SWITCH.mask_patterns))
         rendered = json.dumps(shown, ensure_ascii=False, default=str)
     except RecursionError:
         # Never fall back to the unmasked value: say what was left out instead.

@@ -18,7 +18,7 @@ from hookgate.canonical import NotCanonicalJSON, canonical_json
 from hookgate.catalog.builtin.params import reject_unknown_params, require_database
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook
-from hookgate.hooks.withheld import mask_secrets, secret_patterns
+from hookgate.hooks.withheld import secret_patterns, shown_args
 from hookgate.storage.audit import AuditLogStore, AuditRecord
 from hookgate.storage.types import utcnow
 from hookgate.tools.arguments import REFUSED_KEY
@@ -115,7 +115,7 @@ class AuditLog(PostToolUseHook):
             run_id=meta.get("run_id"),
             tool_call_id=meta.get("tool_call_id"),
             execution_path=meta.get("execution_path"),
-            args_json=_args_text(mask_secrets(args, self.patterns)),
+            args_json=_args_text(shown_args(args, patterns=self.patterns)),
             args_sha256=_args_sha256(args),
             outcome=outcome,
             blocked_by=blocked_by,
