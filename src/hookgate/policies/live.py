@@ -87,7 +87,7 @@ class LivePolicySet:
         if previous is not None and version not in (previous.loaded.version, stamped):
             # Opened again for more tools while a change is incomplete: the set in force
             # stays, validated for them too; the files are looked at on the next decision.
-            files, self._seen = list(previous.files), ""
+            files, self._seen, self._looked = list(previous.files), "", float("-inf")
         elif stamped is not None and stamped != version:
             raise PolicyLoadError([
                 f"{path}: the files hold {version}, not {stamped}, the set the last `hookgate "

@@ -18,6 +18,7 @@ import cedarpy
 
 from hookgate.policies.errors import PolicyLoadError
 from hookgate.policies.schema import CALL_TOOL, action_entry
+from hookgate.policies.shape import shape_problems
 from hookgate.policies.source import PolicyFile, read_policy_files, version_of
 from hookgate.tools.tool import Tool
 
@@ -42,6 +43,8 @@ class PolicyInfo:
         return f"{self.file}:{self.line}"
 
 
+#: The deepest policy (in its JSON form) the Cedar engine takes back from JSON.
+MAX_DEPTH = 120
 #: The tools a policy's action scope names; None: every tool (``action``, ``action in
 #: Action::"call_tool"``).
 Scope = frozenset[str] | None
@@ -176,11 +179,21 @@ def _one_line(exc: Exception) -> str:
 
 
 def _parse(file: PolicyFile, problems: list[str]) -> dict[str, Any] | None:
+    before = len(problems)
+    unsafe = shape_problems(file.name, file.text)
+    if unsafe:
+        problems.extend(unsafe)
+        return None
     try:
         parsed = json.loads(cedarpy.policies_to_json_str(file.text))
     except ValueError as exc:
         problems.append(f"{file.name}:{_failing_line(file)}: cannot be parsed: "
                         f"{_one_line(exc)}")
+        return None
+    except RecursionError:
+        problems.append(f"{file.name}:{_too_deep_line(file)}: the policy starting here nests "
+                        f"more than {MAX_DEPTH} levels deep, more than the Cedar engine can "
+                        "take; split it into simpler policies")
         return None
     if parsed.get("templates"):
         problems.append(f"{file.name}: templates (?principal, ?resource) are not supported; "
@@ -188,7 +201,43 @@ def _parse(file: PolicyFile, problems: list[str]) -> dict[str, Any] | None:
         return None
     policies: dict[str, Any] = parsed.get("staticPolicies", {})
     # Cedar numbers policies by position (policy0, policy1, …); keep that order.
-    return dict(sorted(policies.items(), key=lambda kv: int(kv[0].removeprefix("policy"))))
+    ordered = dict(sorted(policies.items(), key=lambda kv: int(kv[0].removeprefix("policy"))))
+    lines = file.policy_lines()
+    for index, est in enumerate(ordered.values()):
+        if _depth(est) > MAX_DEPTH:
+            line = lines[index] if index < len(lines) else 1
+            problems.append(f"{file.name}:{line}: the policy starting here nests more than "
+                            f"{MAX_DEPTH} levels deep (about {MAX_DEPTH // 2} chained "
+                            "operators), more than the Cedar engine can take; split it into "
+                            "simpler policies")
+    return None if len(problems) > before else ordered
+
+
+def _too_deep_line(file: PolicyFile) -> int:
+    """The line of the first policy whose JSON form is too deep for Python to read."""
+    lines = file.text.splitlines(keepends=True)
+    starts = file.policy_lines()
+    for index, start in enumerate(starts):
+        end = starts[index + 1] - 1 if index + 1 < len(starts) else len(lines)
+        try:
+            json.loads(cedarpy.policies_to_json_str("".join(lines[start - 1:end])))
+        except RecursionError:
+            return start
+        except ValueError:
+            continue
+    return 1
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` (a policy's JSON form) nests, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        children = (item.values() if isinstance(item, dict)
+                    else item if isinstance(item, list) else ())
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _failing_line(file: PolicyFile) -> int:
