@@ -29,7 +29,7 @@ from hookgate.policies.decision import PolicyDecision, decide
 from hookgate.policies.errors import PolicyLoadError
 from hookgate.policies.facts import CallFacts
 from hookgate.policies.policy_set import Default, LoadedPolicies, policies_of
-from hookgate.policies.schema import cedar_schema
+from hookgate.policies.schema import cedar_schema, context_type
 from hookgate.policies.source import PolicyFile, fingerprint, read_policy_files, version_of
 from hookgate.policies.stamp import read_stamp, stamp_path
 from hookgate.tools.tool import Tool
@@ -184,7 +184,8 @@ class LivePolicySet:
         loaded = self.current()
         if tool is None or self.tools.get(tool.name) is not None:
             return loaded
-        digest = hashlib.sha256(json.dumps(tool.parameters, sort_keys=True, default=str)
+        # Keyed by the Cedar type the schema gives (bounded and plain, whatever was sent).
+        digest = hashlib.sha256(json.dumps(context_type(tool), sort_keys=True)
                                 .encode()).hexdigest()
         key = (loaded.version, tool.name, digest)
         with self._lock:
