@@ -14,9 +14,11 @@ from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
 
 if TYPE_CHECKING:
+    from hookgate.agent import Agent
     from hookgate.config import HookgateConfig
     from hookgate.policies import PolicyDecision
     from hookgate.policies.cases import PolicyCase
+    from hookgate.tools.tool import Tool
 
 policy_app = typer.Typer(help="Policy as code in Cedar: schema and tests.", no_args_is_help=True)
 app.add_typer(policy_app, name="policy")
@@ -73,11 +75,15 @@ def test_command(
 
 
 def _decide(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
+    import asyncio
+
+    return asyncio.run(decide_case(cfg, case))
+
+
+async def decide_case(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
     """The case's decision by the hook a server runs (`CedarPolicy.decision`), on the
     request facts the guarded path gives it (`build_metadata`); the caller's facts come
     from the configuration instead of the database."""
-    import asyncio
-
     from hookgate.catalog.builtin.cedar_policy import (
         TOOL_SCHEMA_KEY,
         CedarPolicy,
@@ -114,6 +120,8 @@ def _decide(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
         extras = {TOOL_SCHEMA_KEY: case.parameters}
     own = next((t for t in agent.tools if t.name == case.tool), None)
     tool = own if own is not None else declared_tool(case.tool, extras)
+    if own is None and tool is not None:
+        tool = _external_tool(agent, user.id, case, extras)
     path = case.execution_path or ("external" if case.parameters is not None else "react")
     identity = CallIdentity(agent_id=agent.id, user_id=user.id,
                             org_id=agent.org_id or user.org, run_id="policy-test",
@@ -130,7 +138,21 @@ def _decide(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
                       tool_args=dict(case.args), agent_id=agent.id, user_id=user.id,
                       metadata=metadata)
     when = datetime.fromisoformat(case.now) if case.now else datetime.now(UTC)
-    return asyncio.run(hook.decision(ctx, now=when))
+    return await hook.decision(ctx, now=when)
+
+
+def _external_tool(agent: Agent, user_id: str, case: PolicyCase, extras: dict[str, Any]
+                   ) -> Tool:
+    """A declared tool as the guarded-call API makes it (external/calls.py): it writes and
+    its connector is the framework (``api``) unless the agent's ``guarded_calls.rules`` say
+    otherwise, and those rules may ask for a person."""
+    from hookgate.external.calls import SECTION
+    from hookgate.external.policy import CallRules, probe_context
+
+    rules = CallRules.read(agent, SECTION, default_wait_s=0.0)
+    probe = probe_context(case.tool, dict(case.args), agent, user_id,
+                          {**extras, "framework": "api"})
+    return rules.tool(case.tool, probe, writes=True, connector="api", schema=case.parameters)
 
 
 @policy_app.command("reload")

@@ -31,6 +31,7 @@ from hookgate.policies import (
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only
 from hookgate.storage.users import user_admin
+from hookgate.tools.arguments import check_arguments
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.tool import Tool
 
@@ -166,9 +167,12 @@ class CedarPolicy(PreToolUseHook):
                               "and its call declares no parameters: an undeclared tool is "
                               "denied")
         try:
+            # As every path admits a call's arguments (tools/arguments.py), then converts.
+            check_arguments(ctx.tool_args)
             args = tool.validate(ctx.tool_args)
         except ToolArgumentsError as exc:
-            return self._deny(str(exc))
+            return self._deny(f"invalid arguments for '{name}': "
+                              f"{str(exc).removeprefix(f'invalid arguments for {name!r}: ')}")
         depth = meta.get("depth")
         facts = CallFacts(
             tool_name=name, args=args, user_id=user, org_id=str(org),
