@@ -164,14 +164,15 @@ def _validate(policies: list[tuple[str, Any]], schema: cedarpy.Schema) -> list[t
         return []
     text = cedarpy.policies_from_json_str(json.dumps(
         {"staticPolicies": dict(policies), "templates": {}, "templateLinks": []}))
-    out = []
+    out: list[tuple[int, str, str]] = []
     for error in cedarpy.validate_policies(text, schema).errors:
         position = error.policy_id.removeprefix("policy")
-        policy_id = (policies[int(position)][0] if position.isdigit()
-                     and int(position) < len(policies) else policies[0][0])
+        index = int(position) if position.isdigit() and int(position) < len(policies) else 0
         said = error.error.removeprefix(f"for policy `{error.policy_id}`, ")
-        out.append((policy_id, said.replace(f"`{error.policy_id}`", "it")))
-    return out
+        out.append((index, policies[index][0], said.replace(f"`{error.policy_id}`", "it")))
+    # The engine reports in no fixed order: by policy, then by text, so that every process
+    # says the same.
+    return [(policy_id, said) for _, policy_id, said in sorted(out)]
 
 
 def _one_line(exc: Exception) -> str:
