@@ -106,7 +106,7 @@ async def test_an_external_agents_calls_get_the_decision_policy_test_gives(
 
 
 async def test_the_denials_say_why(served: tuple[Instance, Path]) -> None:
-    server, config = served
+    _, config = served
     cfg = load_config(config)
     undeclared = await decide_case(cfg, PolicyCase(
         name="undeclared", user="bob", tool="web__search", expect="deny",
