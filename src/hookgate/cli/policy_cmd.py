@@ -191,12 +191,14 @@ def reload_command(config: ConfigOption = None, example: ExampleOption = None) -
 @policy_app.command("status")
 def status_command(config: ConfigOption = None, example: ExampleOption = None) -> None:
     """Which policy set is in force for each path the configuration uses (its version),
-    and the last load error: what a server serving these files has live. Exits 1 when a
-    set's files do not load or are not the stamped set."""
+    and why the files are not, if they are not: what a server serving these files takes.
+    A running server's own view is ``GET /api/policies/status``. Exits 1 when a set's
+    files do not load or are not the stamped set."""
     from hookgate.config.policies import policy_sets_in_use, policy_sets_left_unloaded
     from hookgate.policies import PolicyLoadError
     from hookgate.policies.live import LivePolicySet
     from hookgate.policies.reload import checked_version
+    from hookgate.policies.source import read_policy_files, version_of
     from hookgate.policies.stamp import read_stamp
 
     with policy_sets_left_unloaded():
@@ -215,17 +217,29 @@ def status_command(config: ConfigOption = None, example: ExampleOption = None) -
             live = LivePolicySet(path, use.default, use.tools,  # type: ignore[arg-type]
                                  declared_tools=use.declared_tools)
             shown = live.status()
+            bad += shown.state != "in force"
+            note = shown.error or ("no stamp: a server runs the files it started with; "
+                                   "`hookgate policy reload` stamps them" if stamped is None
+                                   else "-")
             row = [shown.version, shown.state, shown.files_version or "-",
-                   shown.stamped_version or "-", shown.error or "-"]
+                   shown.stamped_version or "-", note]
         except PolicyLoadError as exc:
             bad += 1
+            problems = list(exc.problems)
             try:
-                files: str = checked_version(path, use.default,  # type: ignore[arg-type]
-                                             use.tools, declared_tools=use.declared_tools)
-                state = "not reloaded"
+                files = version_of(read_policy_files(path))
             except PolicyLoadError:
-                files, state = "-", "reload failed"
-            row = [stamped or "-", state, files, stamped or "-", " | ".join(exc.problems)]
+                files = "-"
+            try:
+                checked_version(path, use.default, use.tools,  # type: ignore[arg-type]
+                                declared_tools=use.declared_tools)
+            except PolicyLoadError as invalid:
+                problems += [p for p in invalid.problems if p not in problems]
+            state = "not reloaded" if stamped is not None and files != stamped \
+                else "reload failed"
+            # What a running server has live is its own last good set; this process has none.
+            row = ["each server's last good set", state, files, stamped or "-",
+                   " | ".join(problems)]
         table.add_row(use.path, *row)
     console.print(table)
     if bad:
