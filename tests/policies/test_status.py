@@ -6,11 +6,10 @@ the set left serving an older version until a good change is reloaded."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from hookgate.cli.main import app
 from hookgate.policies import CallFacts
 from hookgate.policies.live import LivePolicySet
 from hookgate.policies.metrics import M_FAILING, M_LOADS, OUTCOME
@@ -22,6 +21,7 @@ from tests.telemetry.conftest import Otel, otel
 
 __all__ = ["otel"]
 
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """\
 database: sqlite+aiosqlite:///{db}
 orgs: [{{id: acme, read_only: false}}]
@@ -44,9 +44,13 @@ def _write(path: Path, text: str) -> None:
 
 
 def policy(*args: str, cwd: Path) -> tuple[int, str]:
-    done = CliRunner().invoke(app, ["policy", *args, "--config", str(cwd / "hookgate.yaml")],
-                              env={"COLUMNS": "400", "NO_COLOR": "1"})
-    return done.exit_code, done.output
+    """The real command (a console of its own, 400 columns wide)."""
+    done = subprocess.run([sys.executable, "-m", "hookgate.cli.main", "policy", *args,
+                           "--config", str(cwd / "hookgate.yaml")], cwd=cwd,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}",
+                               "COLUMNS": "400", "NO_COLOR": "1"})
+    return done.returncode, done.stdout + done.stderr
 
 
 def test_status_and_reload_show_and_refuse_a_change_that_does_not_load(
