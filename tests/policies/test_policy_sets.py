@@ -16,6 +16,9 @@ from hookgate.cli.main import app
 from hookgate.config import ConfigError, load_config
 from hookgate.policies import CallFacts, PolicyLoadError, cedar_schema, load_policies
 from hookgate.policies.live import LivePolicySet
+from hookgate.policies.reload import reload_policies
+from hookgate.policies.source import read_policy_files, version_of
+from hookgate.policies.stamp import write_stamp
 from tests.policies.world import INVARIANTS, PAYMENTS_ONLY, TOOLS, write_policies
 
 SCHEMA = cedar_schema(TOOLS)
@@ -81,11 +84,15 @@ def test_a_change_is_picked_up_and_a_broken_one_leaves_the_previous_set_in_force
 
     write_policies(folder, INVARIANTS)
     _touch_later(policy_file)
+    assert live.decide(facts(amount=60000)).version == first.version  # not reloaded yet
+    assert live.status().state == "not reloaded"
+    reload_policies(folder, "deny", TOOLS)
     asked = live.decide(facts(amount=60000))
     assert asked.effect == "ask" and asked.version != first.version
 
     policy_file.write_text(TYPO, encoding="utf-8")
     _touch_later(policy_file)
+    write_stamp(folder, version_of(read_policy_files(folder)))  # stamped, but it fails
     with caplog.at_level(logging.ERROR, logger="hookgate.policies"):
         kept = live.decide(facts(amount=60000))
     assert kept.effect == "ask" and kept.version == asked.version

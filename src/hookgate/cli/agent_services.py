@@ -1,5 +1,6 @@
 """What every CLI command that runs agents gives them, as the server does: the
-configuration's database (migrated, its orgs written) behind the hooks that keep records.
+configuration's database (migrated, its orgs, users and agents written as `serve` writes
+them) behind the hooks that keep records.
 
 `hookgate run`, `eval` and `workflow run` all take their services from here, so an agent
 that builds under one command builds under the others.
@@ -26,14 +27,17 @@ async def agent_services(cfg: HookgateConfig) -> AsyncIterator[HookServices]:
     """
     # Imported here so that a command's --help does not load the storage layer.
     from hookgate.hooks.services import HookServices
+    from hookgate.runtime.declarations import write_declarations
+    from hookgate.runtime.deployment import deployment_from_config
     from hookgate.storage.database import Database
-    from hookgate.storage.orgs import sync_orgs
 
     show_database(cfg.database)
     db = Database(cfg.database)
     try:
         await db.upgrade()
-        await sync_orgs(db, [(o.id, o.name or o.id, o.read_only) for o in cfg.orgs])
+        # The declared orgs, users and agents, as `serve` writes them: the hooks that read
+        # the callers' facts (cedar_policy) find the same principals on a new database.
+        await write_declarations(db, deployment_from_config(cfg))
         yield HookServices(database=db)
     finally:
         await db.dispose()

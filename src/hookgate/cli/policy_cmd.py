@@ -14,9 +14,11 @@ from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
 
 if TYPE_CHECKING:
+    from hookgate.agent import Agent
     from hookgate.config import HookgateConfig
     from hookgate.policies import PolicyDecision
     from hookgate.policies.cases import PolicyCase
+    from hookgate.tools.tool import Tool
 
 policy_app = typer.Typer(help="Policy as code in Cedar: schema and tests.", no_args_is_help=True)
 app.add_typer(policy_app, name="policy")
@@ -73,8 +75,26 @@ def test_command(
 
 
 def _decide(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
-    from hookgate.catalog.builtin.cedar_policy import audits_every_call
-    from hookgate.policies import CallFacts, open_policy_set
+    import asyncio
+
+    return asyncio.run(decide_case(cfg, case))
+
+
+async def decide_case(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
+    """The case's decision by the hook a server runs (`CedarPolicy.decision`), on the
+    request facts the guarded path gives it (`build_metadata`); the caller's facts come
+    from the configuration instead of the database."""
+    from hookgate.catalog.builtin.cedar_policy import (
+        TOOL_SCHEMA_KEY,
+        CedarPolicy,
+        Principal,
+        declared_tool,
+        policy_params,
+    )
+    from hookgate.hooks.model import HookContext, HookPoint
+    from hookgate.tools.calls import CallIdentity, ToolCall
+    from hookgate.tools.errors import ToolArgumentsError
+    from hookgate.tools.guarded import build_metadata
 
     user = cfg.user(case.user)
     if user is None:
@@ -83,31 +103,144 @@ def _decide(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
     if agent_id is None:
         raise LookupError(f"no agent has the tool '{case.tool}' (give 'agent')")
     agent = cfg.build_agent(agent_id)
-    params = _policy_params(agent.model_config_json)
+    params = policy_params(agent)
     if params is None:
         raise LookupError(f"agent '{agent_id}' has no cedar_policy hook and its org no "
                           "policies: entry")
-    live = open_policy_set(Path(params["policies"]), params["default"], agent.tools)
-    tool = cfg.tool_objects.get(case.tool)
     org = cfg.org(user.org)
     read_only = case.org_read_only if case.org_read_only is not None else bool(
         org and org.read_only)
+
+    async def principal(user_id: str, org_id: str) -> Principal:
+        return Principal(user.admin, read_only)
+
+    hook = CedarPolicy.opened(params, agent, principal)
+    extras: dict[str, Any] = {}
+    if case.parameters is not None:
+        extras = {TOOL_SCHEMA_KEY: case.parameters}
+    own = next((t for t in agent.tools if t.name == case.tool), None)
+    tool = own if own is not None else declared_tool(case.tool, extras)
+    if own is None and tool is not None:
+        tool = _external_tool(agent, user.id, case, extras)
+    path = case.execution_path or ("external" if case.parameters is not None else "react")
+    identity = CallIdentity(agent_id=agent.id, user_id=user.id,
+                            org_id=agent.org_id or user.org, run_id="policy-test",
+                            execution_path=path,  # type: ignore[arg-type]
+                            require_confirmation_for_all=agent.require_confirmation_for_all)
+    try:
+        needs = identity.require_confirmation_for_all or bool(
+            tool and tool.needs_confirmation(tool.validate(case.args)))
+    except ToolArgumentsError:
+        needs = True  # the hook denies these arguments, saying why
+    metadata = {**extras, **build_metadata(identity, ToolCall("case", case.tool, case.args),
+                                           tool, needs)}
+    ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=case.tool,
+                      tool_args=dict(case.args), agent_id=agent.id, user_id=user.id,
+                      metadata=metadata)
     when = datetime.fromisoformat(case.now) if case.now else datetime.now(UTC)
-    facts = CallFacts(
-        tool_name=case.tool, args=case.args, user_id=user.id, org_id=user.org,
-        agent_id=agent.id, admin=user.admin, org_read_only=read_only,
-        agent_org_id=agent.org_id, agent_owner=agent.owner_user_id,
-        agent_audited=audits_every_call(agent),
-        connector=tool.connector if tool else None, writes=bool(tool and tool.writes),
-        requires_confirmation=bool(tool and tool.needs_confirmation(case.args)),
-        now=when)
-    return live.decide(facts)
+    return await hook.decision(ctx, now=when)
 
 
-def _policy_params(model_config_json: dict[str, Any]) -> dict[str, Any] | None:
-    hooks = model_config_json.get("hooks") or {}
-    for entry in hooks.get("class_hooks") or ():
-        if isinstance(entry, dict) and entry.get("name") == "cedar_policy":
-            params: dict[str, Any] = entry.get("params") or {}
-            return params
-    return None
+def _external_tool(agent: Agent, user_id: str, case: PolicyCase, extras: dict[str, Any]
+                   ) -> Tool:
+    """A declared tool as the guarded-call API makes it (external/calls.py): it writes and
+    its connector is the framework (``api``) unless the agent's ``guarded_calls.rules`` say
+    otherwise, and those rules may ask for a person."""
+    from hookgate.external.calls import SECTION
+    from hookgate.external.policy import CallRules, probe_context
+
+    rules = CallRules.read(agent, SECTION, default_wait_s=0.0)
+    probe = probe_context(case.tool, dict(case.args), agent, user_id,
+                          {**extras, "framework": "api"})
+    return rules.tool(case.tool, probe, writes=True, connector="api", schema=case.parameters)
+
+
+@policy_app.command("reload")
+def reload_command(config: ConfigOption = None, example: ExampleOption = None) -> None:
+    """Declare the policy files complete: validate every set the configuration uses and
+    stamp its version beside it (``PATH.version``). Every running server takes a stamped set
+    within about a second; files changed and not stamped (a write under way) never load."""
+    from hookgate.config.policies import policy_sets_in_use, policy_sets_left_unloaded
+    from hookgate.policies import PolicyLoadError
+    from hookgate.policies.reload import checked_version
+    from hookgate.policies.stamp import write_stamp
+
+    with policy_sets_left_unloaded():
+        cfg = load_from_options(config, example, code=2)
+    problems, sets = policy_sets_in_use(cfg)
+    if problems:
+        fail("; ".join(f"{key}: {why}" for key, why in problems), 2)
+    if not sets:
+        fail(f"{cfg.source} uses no policy sets", 2)
+    checked = []
+    for use in sets:
+        try:
+            checked.append((use, checked_version(Path(use.path), use.default,  # type: ignore[arg-type]
+                                                 use.tools,
+                                                 declared_tools=use.declared_tools)))
+        except PolicyLoadError as exc:
+            fail(f"{use.key}: {use.path}: nothing stamped: " + " | ".join(exc.problems), 1)
+    for use, version in checked:  # stamped only once every set validates
+        try:
+            write_stamp(Path(use.path), version)
+        except PolicyLoadError as exc:
+            fail(str(exc), 1)
+        console.print(f"{use.path}: {version} stamped", highlight=False)
+
+
+@policy_app.command("status")
+def status_command(config: ConfigOption = None, example: ExampleOption = None) -> None:
+    """Which policy set is in force for each path the configuration uses (its version),
+    and why the files are not, if they are not: what a server serving these files takes.
+    A running server's own view is ``GET /api/policies/status``. Exits 1 when a set's
+    files do not load or are not the stamped set."""
+    from hookgate.config.policies import policy_sets_in_use, policy_sets_left_unloaded
+    from hookgate.policies import PolicyLoadError
+    from hookgate.policies.live import LivePolicySet
+    from hookgate.policies.reload import checked_version
+    from hookgate.policies.source import read_policy_files, version_of
+    from hookgate.policies.stamp import read_stamp
+
+    with policy_sets_left_unloaded():
+        cfg = load_from_options(config, example, code=2)
+    _, sets = policy_sets_in_use(cfg)
+    if not sets:
+        fail(f"{cfg.source} uses no policy sets", 2)
+    table = Table(title="policy sets", title_justify="left")
+    for column in ("path", "in force", "state", "files", "stamped", "error"):
+        table.add_column(column, overflow="fold")
+    bad = 0
+    for use in sets:
+        path = Path(use.path)
+        stamped = read_stamp(path)
+        try:
+            live = LivePolicySet(path, use.default, use.tools,  # type: ignore[arg-type]
+                                 declared_tools=use.declared_tools)
+            shown = live.status()
+            bad += shown.state != "in force"
+            note = shown.error or ("no stamp: a server runs the files it started with; "
+                                   "`hookgate policy reload` stamps them" if stamped is None
+                                   else "-")
+            row = [shown.version, shown.state, shown.files_version or "-",
+                   shown.stamped_version or "-", note]
+        except PolicyLoadError as exc:
+            bad += 1
+            problems = list(exc.problems)
+            try:
+                files = version_of(read_policy_files(path))
+            except PolicyLoadError:
+                files = "-"
+            try:
+                checked_version(path, use.default, use.tools,  # type: ignore[arg-type]
+                                declared_tools=use.declared_tools)
+            except PolicyLoadError as invalid:
+                problems += [p for p in invalid.problems if p not in problems]
+            state = "not reloaded" if stamped is not None and files != stamped \
+                else "reload failed"
+            # What a running server has live is its own last good set; this process has none.
+            row = ["each server's last good set", state, files, stamped or "-",
+                   " | ".join(problems)]
+        table.add_row(use.path, *row)
+    console.print(table)
+    if bad:
+        raise typer.Exit(1)

@@ -5,14 +5,30 @@ every policy set in use is loaded and validated when the file loads (file, line,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from hookgate.tools.tool import Tool
 
 if TYPE_CHECKING:
     from hookgate.config.schema import HookgateConfig
 
 HOOK = "cedar_policy"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySetUse:
+    """One policy set the configuration uses (see policy_sets_in_use)."""
+
+    key: str
+    path: str
+    default: str
+    tools: list[Tool]
+    declared_tools: bool
 
 
 class _OrgPolicies(Protocol):
@@ -57,9 +73,11 @@ def anchor_policy_paths(config: HookgateConfig, directory: Path) -> None:
             params["policies"] = str(directory / Path(params["policies"]).expanduser())
 
 
-def check_policies(config: HookgateConfig) -> list[tuple[str, str]]:
-    """Load every policy set the file uses, validated for the tools of every agent that
-    uses it; the problems as (key, problem)."""
+def policy_sets_in_use(config: HookgateConfig
+                       ) -> tuple[list[tuple[str, str]], list[PolicySetUse]]:
+    """The problems of the ``policies:`` entries, and every policy set the file uses: its
+    key, path, default, the tools of the agents using it, and whether one of them has no
+    tools of its own (an external agent, whose runtime declares its tools with each call)."""
     problems: list[tuple[str, str]] = []
     uses: dict[tuple[str, str], tuple[str, set[str]]] = {}
     seen_orgs: dict[str, int] = {}
@@ -81,20 +99,49 @@ def check_policies(config: HookgateConfig) -> list[tuple[str, str]]:
         path, default = params.get("policies"), params.get("default")
         if isinstance(path, str) and isinstance(default, str):
             uses.setdefault((path, default), (key, set()))[1].add(str(agent_id))
-    if not uses:
+    tools = config.tool_objects
+    sets = []
+    for (path, default), (key, agent_ids) in uses.items():
+        using = [a for a in config.agents if a.id in agent_ids]
+        wanted = {name for a in using for name in a.tools}
+        sets.append(PolicySetUse(key, path, default, [tools[n] for n in sorted(wanted)
+                                                      if n in tools],
+                                 any(not a.tools for a in using)))
+    return problems, sets
+
+
+#: False while a command that reports on the policy files itself (``hookgate policy
+#: reload|status``) loads the configuration: the files are not loaded with it.
+_LOAD_SETS: ContextVar[bool] = ContextVar("load_policy_sets", default=True)
+
+
+@contextmanager
+def policy_sets_left_unloaded() -> Iterator[None]:
+    """Load a configuration without loading its policy sets (their problems are the
+    caller's to report)."""
+    token = _LOAD_SETS.set(False)
+    try:
+        yield
+    finally:
+        _LOAD_SETS.reset(token)
+
+
+def check_policies(config: HookgateConfig) -> list[tuple[str, str]]:
+    """Load every policy set the file uses, validated for the tools of every agent that
+    uses it; the problems as (key, problem)."""
+    problems, sets = policy_sets_in_use(config)
+    if not sets or not _LOAD_SETS.get():
         return problems
     try:
         from hookgate.policies import PolicyLoadError, open_policy_set
     except ImportError as exc:
-        return [*problems, *((key, str(exc)) for key, _ in uses.values())]
+        return [*problems, *((use.key, str(exc)) for use in sets)]
 
-    tools = config.tool_objects
-    for (path, default), (key, agent_ids) in uses.items():
-        wanted = {name for a in config.agents if a.id in agent_ids for name in a.tools}
+    for use in sets:
         try:
-            open_policy_set(Path(path), default,  # type: ignore[arg-type]
-                            [tools[n] for n in sorted(wanted) if n in tools])
+            open_policy_set(Path(use.path), use.default,  # type: ignore[arg-type]
+                            use.tools, declared_tools=use.declared_tools)
         except PolicyLoadError as exc:
-            problems.append((key, "the policies do not load:\n  " +
+            problems.append((use.key, "the policies do not load:\n  " +
                              "\n  ".join(exc.problems)))
     return problems

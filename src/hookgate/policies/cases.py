@@ -14,7 +14,8 @@ from hookgate.policies.decision import PolicyDecision
 from hookgate.policies.errors import PolicyLoadError
 
 EFFECTS = ("allow", "deny", "ask")
-_KEYS = {"name", "user", "agent", "tool", "args", "expect", "org_read_only", "now"}
+_KEYS = {"name", "user", "agent", "tool", "args", "expect", "org_read_only", "now",
+         "parameters", "execution_path"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,11 @@ class PolicyCase:
     org_read_only: bool | None = None
     #: An ISO 8601 time for the call (default: now).
     now: str | None = None
+    #: The JSON schema of a tool the agent's runtime declares with the call (an external
+    #: agent's tool), as ``parameters`` of ``POST /api/v1/calls``.
+    parameters: dict[str, Any] | None = None
+    #: The path the call comes by (default: ``external`` with ``parameters``, else ``react``).
+    execution_path: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +78,20 @@ def read_cases(path: Path) -> list[PolicyCase]:
         if not isinstance(args, Mapping):
             problems.append(f"{at}: args must be a mapping")
             continue
+        parameters = row.get("parameters")
+        if parameters is not None and not (isinstance(parameters, Mapping)
+                                           and parameters.get("type") == "object"):
+            problems.append(f"{at}: parameters must be a JSON schema of type object")
+            continue
         cases.append(PolicyCase(
             name=str(row.get("name") or f"case {i}"), user=str(row["user"]),
             tool=str(row["tool"]), expect=str(row["expect"]), args=dict(args),
             agent=None if row.get("agent") is None else str(row["agent"]),
             org_read_only=row.get("org_read_only"),
-            now=None if row.get("now") is None else str(row["now"])))
+            now=None if row.get("now") is None else str(row["now"]),
+            parameters=None if parameters is None else dict(parameters),
+            execution_path=None if row.get("execution_path") is None
+            else str(row["execution_path"])))
     if problems:
         raise PolicyLoadError(problems)
     return cases

@@ -3,7 +3,8 @@ the generic ``call_tool`` group), and each tool's arguments typed from its signa
 
 Argument types map from the tool's JSON schema: string → String, integer → Long, number →
 decimal, boolean → Bool, array → Set, object → Record, ``X | None`` → optional X. An
-argument whose type Cedar cannot say is left out of the schema and of the context.
+argument whose type Cedar cannot say (a type that refers to itself, one nested too deep) is
+left out of the schema and of the context.
 """
 
 from __future__ import annotations
@@ -55,47 +56,66 @@ _ENTITIES: dict[str, Any] = {
 }
 
 
-def argument_type(schema: Mapping[str, Any], root: Mapping[str, Any]) -> CedarType | None:
-    """The Cedar type of one JSON-schema value, or None when Cedar cannot say it."""
+#: How deep argument types nest before Cedar is told nothing more (a deeper value is left
+#: out, like any type Cedar cannot say).
+MAX_TYPE_DEPTH = 16
+
+
+def argument_type(schema: Mapping[str, Any], root: Mapping[str, Any],
+                  _seen: frozenset[str] = frozenset(), _depth: int = 0) -> CedarType | None:
+    """The Cedar type of one JSON-schema value, or None when Cedar cannot say it: a type
+    that refers to itself (``$ref`` recursion), nests deeper than MAX_TYPE_DEPTH, or is
+    not well formed."""
+    if _depth > MAX_TYPE_DEPTH:
+        return None
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = (root.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
-        return argument_type(target, root) if isinstance(target, Mapping) else None
+    if isinstance(ref, str):
+        defs = root.get("$defs")
+        name = ref.removeprefix("#/$defs/")
+        if (not ref.startswith("#/$defs/") or ref in _seen or not isinstance(defs, Mapping)
+                or not isinstance(defs.get(name), Mapping)):
+            return None
+        return argument_type(defs[name], root, _seen | {ref}, _depth + 1)
     options = schema.get("anyOf")
     if isinstance(options, list):
         kept = [o for o in options if isinstance(o, Mapping) and o.get("type") != "null"]
         if len(kept) != 1:
             return None
-        found = argument_type(kept[0], root)
+        found = argument_type(kept[0], root, _seen, _depth + 1)
         return None if found is None else {**found, "required": False}
     kind = schema.get("type")
-    if kind in _SCALARS:
+    if isinstance(kind, str) and kind in _SCALARS:
         return dict(_SCALARS[kind])
     if kind == "array":
         items = schema.get("items")
-        element = argument_type(items, root) if isinstance(items, Mapping) else None
+        element = (argument_type(items, root, _seen, _depth + 1)
+                   if isinstance(items, Mapping) else None)
         if element is None:
             return None
         element.pop("required", None)
         return {"type": "Set", "element": element}
     if kind == "object":
-        return arguments_record(schema, root)
+        return arguments_record(schema, root, _seen, _depth + 1)
     return None
 
 
-def arguments_record(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None
-                     ) -> CedarType:
-    """A JSON-schema object as a Cedar record: required keys as declared, the rest optional."""
+def arguments_record(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None,
+                     _seen: frozenset[str] = frozenset(), _depth: int = 0) -> CedarType:
+    """A JSON-schema object as a Cedar record: required keys as declared, the rest optional.
+    A malformed schema (an agent's runtime declares it) gives the keys it can read."""
     root = root if root is not None else schema
-    required = set(schema.get("required") or ())
+    listed = schema.get("required")
+    required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
+    props = schema.get("properties")
     attributes: dict[str, CedarType] = {}
-    for key, prop in (schema.get("properties") or {}).items():
-        found = argument_type(prop, root) if isinstance(prop, Mapping) else None
+    for key, prop in (props.items() if isinstance(props, Mapping) else ()):
+        found = (argument_type(prop, root, _seen, _depth)
+                 if isinstance(prop, Mapping) and isinstance(key, str) else None)
         if found is None:
             continue
         if key not in required:
             found["required"] = False
-        attributes[str(key)] = found
+        attributes[key] = found
     return _record(attributes)
 
 
@@ -104,15 +124,18 @@ def context_type(tool: Tool) -> CedarType:
     return _record({**CONTEXT_FACTS, "args": arguments_record(tool.parameters)})
 
 
+def action_entry(tool: Tool) -> dict[str, Any]:
+    """The schema's action for calls of ``tool``, in the ``call_tool`` group."""
+    return {"memberOf": [{"id": CALL_TOOL}],
+            "appliesTo": {"principalTypes": [USER], "resourceTypes": [AGENT],
+                          "context": context_type(tool)}}
+
+
 def cedar_schema(tools: Iterable[Tool]) -> dict[str, Any]:
     """The Cedar schema (JSON form) for calls of ``tools``."""
     actions: dict[str, Any] = {CALL_TOOL: {}}
     for tool in sorted(tools, key=lambda t: t.name):
-        actions[tool.name] = {
-            "memberOf": [{"id": CALL_TOOL}],
-            "appliesTo": {"principalTypes": [USER], "resourceTypes": [AGENT],
-                          "context": context_type(tool)},
-        }
+        actions[tool.name] = action_entry(tool)
     return {"": {"entityTypes": _ENTITIES, "actions": actions}}
 
 

@@ -1,5 +1,9 @@
 """Where policies come from: one ``.cedar`` file or a folder of them, read as text, with a
-cheap fingerprint (names, sizes, modification times) that says when they changed."""
+cheap fingerprint (names, sizes, modification times) that says when they changed.
+
+A file that is too large, not UTF-8, or one of too many is refused with an error naming it
+(and the line of the first byte that is not UTF-8).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,10 @@ from pathlib import Path
 from hookgate.policies.errors import PolicyLoadError
 
 SUFFIX = ".cedar"
+#: The largest policy file read, in bytes: a policy set is code a person reviews.
+MAX_FILE_BYTES = 1 << 20
+#: The most policy files one set may hold.
+MAX_FILES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +65,21 @@ def policy_files(path: Path) -> list[Path]:
     return [path]
 
 
-def fingerprint(path: Path) -> str:
-    """Changes whenever a policy file is added, removed, renamed or written."""
+def fingerprint(path: Path, *also: Path) -> str:
+    """Changes whenever a policy file (or one of ``also``) is added, removed, renamed or
+    written."""
     parts: list[str] = []
+    for extra in also:
+        try:
+            st = extra.stat()
+            parts.append(f"{extra}\0{st.st_size}\0{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{extra}\0absent")
     try:
         if not path.is_dir():
             st = path.stat()
-            return f"{st.st_size}\0{st.st_mtime_ns}"
+            parts.append(f"{st.st_size}\0{st.st_mtime_ns}")
+            return "\n".join(parts)
         for folder, dirs, names in os.walk(path):
             dirs.sort()
             for name in sorted(names):
@@ -82,15 +98,28 @@ def read_policy_files(path: Path) -> list[PolicyFile]:
     files = policy_files(path)
     if not files:
         raise PolicyLoadError([f"{path}: the folder holds no {SUFFIX} files"])
-    out = []
+    if len(files) > MAX_FILES:
+        raise PolicyLoadError([f"{path}: holds {len(files)} {SUFFIX} files, more than the "
+                               f"{MAX_FILES} one policy set may have; split it"])
     base = path.parent
-    for file in files:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PolicyLoadError([f"{file}: cannot be read: {exc}"]) from exc
-        out.append(PolicyFile(os.path.relpath(file, base), text))
-    return out
+    return [PolicyFile(os.path.relpath(file, base), _read_text(file)) for file in files]
+
+
+def _read_text(file: Path) -> str:
+    try:
+        with file.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise PolicyLoadError([f"{file}: cannot be read: {exc.strerror or exc}"]) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise PolicyLoadError([f"{file}: is larger than {MAX_FILE_BYTES} bytes, the most a "
+                               "policy file may hold; split it into several files"])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise PolicyLoadError([f"{file}:{line}: is not UTF-8 text (byte 0x{data[exc.start]:02x} "
+                               f"at offset {exc.start}); save the file as UTF-8"]) from None
 
 
 def version_of(files: list[PolicyFile]) -> str:

@@ -27,16 +27,15 @@ from hookgate.runs.executors.in_process import InProcessExecutor
 from hookgate.runs.notifications import Notifications, Subscription, Wakers
 from hookgate.runs.runner import Runner
 from hookgate.runtime.channel_directory import CompletionNotices, ConfiguredChannels
+from hookgate.runtime.declarations import write_declarations
 from hookgate.runtime.deployment import Deployment
 from hookgate.runtime.inbox import REQUESTS_CHANNEL, InboxFeed, RequestChanges
 from hookgate.runtime.token_cache import TokenCache
-from hookgate.storage.agents import DeclaredAgent, sync_agents
 from hookgate.storage.database import Database
 from hookgate.storage.instances import url_shared_by_instances
-from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.run_events import RUN_EVENTS_CHANNEL
 from hookgate.storage.runs import DatabaseRunStore
-from hookgate.storage.users import ACCESS_CHANNEL, sync_declared_users, user_for_token
+from hookgate.storage.users import ACCESS_CHANNEL, user_for_token
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -243,25 +242,9 @@ class Runtime:
         self.started = False
 
     async def sync(self) -> None:
-        """Write the declared orgs, users and agents into the database, as upserts (any
-        number of instances may sync at once).
-
-        An org's ``read_only`` is taken from the declaration only when the org is new: after
-        that it is operational state, changed through the API or CLI. Declared users follow
-        the declaration, and those it no longer lists are disabled (storage/users.py).
-        """
-        d = self.deployment
-        await sync_orgs(self.db, [(o.id, o.name, o.read_only) for o in d.orgs])
-        await sync_declared_users(self.db, d.users)
-        await sync_agents(self.db, [DeclaredAgent(
-            agent.id, agent.org_id, agent.name, agent.owner_user_id, {
-                "instructions": agent.instructions,
-                "tools": [t.name for t in agent.tools],
-                "confirmation_mode": agent.confirmation_mode,
-                "confirmation_approver_scope": agent.confirmation_approver_scope,
-                "require_confirmation_for_all": agent.require_confirmation_for_all,
-                "model_config_json": agent.model_config_json,
-            }) for agent in d.agents.values()])
+        """Write the declared orgs, users and agents (runtime/declarations.py) and the
+        channels into the database, as upserts (any number of instances may sync at once)."""
+        await write_declarations(self.db, self.deployment)
         await self.channels.sync(self.db)
 
     async def authenticate(self, token: str) -> Caller | None:

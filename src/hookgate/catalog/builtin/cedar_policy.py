@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,17 @@ from hookgate.policies import (
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only
 from hookgate.storage.users import user_admin
+from hookgate.tools.arguments import check_arguments
+from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.tool import Tool
 
 NAME = "cedar_policy"
 #: Early, beside readonly_guard: a call the policies refuse need not wait for anything else.
 CEDAR_PRIORITY = 20
 _PARAMS = ("policies", "default")
+#: Where a call's declared JSON schema travels in the hook metadata (hookgate.external
+#: puts it there: external/policy.py TOOL_SCHEMA_KEY, a layer above this one).
+TOOL_SCHEMA_KEY = "tool_schema"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +78,30 @@ def audits_every_call(agent: Agent) -> bool:
     return "audit_log" in names
 
 
+def policy_params(agent: Agent) -> dict[str, Any] | None:
+    """The ``cedar_policy`` entry's params among the agent's hooks (its org's ``policies:``
+    entry becomes one), None without one."""
+    for entry in hook_declaration(agent).get("class_hooks") or ():
+        if isinstance(entry, Mapping) and entry.get("name") == NAME:
+            params = entry.get("params")
+            return dict(params) if isinstance(params, Mapping) else {}
+    return None
+
+
+def _declared_only(**_: Any) -> None:
+    raise RuntimeError("a tool declared with a call runs in the agent that declared it")
+
+
+def declared_tool(name: str, metadata: Mapping[str, Any]) -> Tool | None:
+    """The tool a call's runtime declared (its JSON schema in the hook metadata, where
+    hookgate.external puts it: external/policy.py TOOL_SCHEMA_KEY); None without one."""
+    schema = metadata.get(TOOL_SCHEMA_KEY)
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return None
+    return Tool(name=name, description=str(metadata.get("tool_description") or ""),
+                parameters=dict(schema), _fn=_declared_only)
+
+
 class CedarPolicy(PreToolUseHook):
     """Asks the live policy set about every call; blocks, asks or allows as it says."""
 
@@ -87,44 +118,76 @@ class CedarPolicy(PreToolUseHook):
         self.principal = principal
         self.agent = agent
         self.audited = audits_every_call(agent)
+        self.tools = {t.name: t for t in agent.tools}
 
     @classmethod
     def from_declaration(cls, params: dict[str, Any], env: Any) -> CedarPolicy:
-        reject_unknown_params(NAME, params, _PARAMS)
+        db = require_database(NAME, env, "the callers' admin flags and orgs' read-only flags")
+        return cls.opened(params, env.agent, partial(read_principal, db))
+
+    @classmethod
+    def opened(cls, params: Mapping[str, Any], agent: Agent, principal: PrincipalReader
+               ) -> CedarPolicy:
+        """The hook for ``agent`` with the declared params (HookBuildError when they are
+        wrong or the policies do not load); ``principal`` reads the caller's facts."""
+        reject_unknown_params(NAME, dict(params), _PARAMS)
         path, default = params.get("policies"), params.get("default")
         if not isinstance(path, str) or not path:
             raise HookBuildError("'policies' must be the path of a .cedar file or a folder")
         if default not in DEFAULTS:
             raise HookBuildError(f"'default' must be 'deny' or 'allow' (what happens to a "
                                  f"call no policy permits), got {default!r}")
-        db = require_database(NAME, env, "the callers' admin flags and orgs' read-only flags")
-        agent: Agent = env.agent
         try:
-            live = open_policy_set(Path(path), default, agent.tools)
+            # An agent without tools of its own takes calls of tools its runtime declares.
+            live = open_policy_set(Path(path), default, agent.tools,
+                                   declared_tools=not agent.tools)
         except PolicyLoadError as exc:
             raise HookBuildError(f"policies {path}: {exc}") from exc
-        return cls(live, partial(read_principal, db), agent)
+        return cls(live, principal, agent)
 
-    async def execute(self, ctx: HookContext) -> HookResult:
+    async def decision(self, ctx: HookContext, now: datetime | None = None) -> PolicyDecision:
+        """What the policies say about the call in ``ctx``: the one place a call's facts
+        are built (``hookgate policy test`` asks here too). The arguments are validated and
+        converted by the tool's declared parameter types (an agent's own tool, else the one
+        the call declares); a call that cannot be judged is denied, saying why."""
         meta = ctx.metadata
         user, org = ctx.user_id, meta.get("org_id")
         if not user or not org:
-            return self._block(ctx, f"the call has no {'user' if not user else 'org'}, and the "
-                                    "policies decide about users in orgs")
+            return self._deny(f"the call has no {'user' if not user else 'org'}, and the "
+                              "policies decide about users in orgs")
         try:
             principal = await self.principal(user, str(org))
         except LookupError as exc:
-            return self._block(ctx, str(exc))
+            return self._deny(str(exc.args[0] if exc.args else exc))
+        name = str(ctx.tool_name)
+        own = self.tools.get(name)
+        tool = own if own is not None else declared_tool(name, meta)
+        if tool is None:
+            return self._deny(f"tool '{name}' is not one of agent '{self.agent.id}''s tools "
+                              "and its call declares no parameters: an undeclared tool is "
+                              "denied")
+        try:
+            # As every path admits a call's arguments (tools/arguments.py), then converts.
+            check_arguments(ctx.tool_args)
+            args = tool.validate(ctx.tool_args)
+        except ToolArgumentsError as exc:
+            return self._deny(f"invalid arguments for '{name}': "
+                              f"{str(exc).removeprefix(f'invalid arguments for {name!r}: ')}")
+        depth = meta.get("depth")
         facts = CallFacts(
-            tool_name=str(ctx.tool_name), args=ctx.tool_args, user_id=user, org_id=str(org),
+            tool_name=name, args=args, user_id=user, org_id=str(org),
             agent_id=str(ctx.agent_id or self.agent.id), admin=principal.admin,
             org_read_only=principal.org_read_only, agent_org_id=self.agent.org_id,
             agent_owner=self.agent.owner_user_id, agent_audited=self.audited,
-            connector=meta.get("connector"), writes=bool(meta.get("writes")),
+            connector=meta.get("connector") or None, writes=bool(meta.get("writes")),
             requires_confirmation=bool(meta.get("requires_confirmation")),
             execution_path=str(meta.get("execution_path") or "react"),
-            depth=int(meta.get("depth") or 0))
-        decision = self.policies.decide(facts)
+            depth=depth if isinstance(depth, int) and not isinstance(depth, bool) else 0,
+            **({"now": now} if now is not None else {}))
+        return self.policies.decide(facts, None if own is not None else tool)
+
+    async def execute(self, ctx: HookContext) -> HookResult:
+        decision = await self.decision(ctx)
         explained = f"policy {decision.explanation()}"
         ctx.policy_decision = explained
         if decision.effect == "deny":
@@ -135,11 +198,8 @@ class CedarPolicy(PreToolUseHook):
             ctx.ask_for_confirmation(NAME, _ask(decision))
         return HookResult(side_effects=[explained])
 
-    def _block(self, ctx: HookContext, why: str) -> HookResult:
-        version = self.policies.loaded.version
-        text = f"policy deny ({why}) [policy set {version}]"
-        ctx.policy_decision = text
-        return HookResult(allow=False, error=f"Blocked by policy: {text}", side_effects=[text])
+    def _deny(self, why: str) -> PolicyDecision:
+        return PolicyDecision("deny", (), (why,), self.policies.loaded.version)
 
 
 def _ask(decision: PolicyDecision) -> str:
