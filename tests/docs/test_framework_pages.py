@@ -1,0 +1,91 @@
+"""The framework integration pages, end to end as a reader follows them: the page's files
+written into an empty folder, `hookgate serve` started as the page says, the agent run with
+the page's command until hookgate holds its call, the request decided with the page's
+`hookgate approvals` command, the run resumed with the page's command, and the audit row
+read with the page's `hookgate audit list`."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.docs.samples import DOCS, REPO, Block, blocks
+from tests.instances import Instance
+
+TOKEN = "dev-token-alice"
+SERVE = "export ALICE_TOKEN=dev-token-alice\nhookgate serve --config hookgate.yaml --port 8000"
+
+
+def shell(block: Block, cwd: Path, env: dict[str, str], url: str, **swap: str) -> str:
+    """Run a shell block with bash, `hookgate` and `python` being this interpreter's."""
+    script = block.code.replace("http://127.0.0.1:8000", url)
+    for old, new in swap.items():
+        script = script.replace(old, new)
+    prelude = (f'hookgate() {{ "{sys.executable}" -m hookgate.cli.main "$@"; }}\n'
+               f'python() {{ "{sys.executable}" "$@"; }}\nset -e\n')
+    done = subprocess.run(["bash", "-c", prelude + script], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, f"{block.where}: {done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def one(page: list[Block], text: str) -> Block:
+    found = [b for b in page if b.sample == "shell" and text in b.code]
+    assert len(found) == 1, f"{len(found)} shell blocks contain {text!r}"
+    return found[0]
+
+
+#: page → (the framework's module, what the resumed run's answer quotes, the audited tool)
+PAGES = {
+    "pydantic-ai.md": ("pydantic_ai", ("approved by alice", "invoice checked",
+                                        "paid 500 to acme"), "pay"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_a_framework_page_runs_as_written(name: str, tmp_path: Path) -> None:
+    module, answer, tool = PAGES[name]
+    pytest.importorskip(module)
+    page = blocks(DOCS / "integrations" / name)
+    for block in page:
+        if block.file:
+            (tmp_path / block.file).write_text(block.code, encoding="utf-8")
+    install = one(page, "pip install")
+    assert install.code.startswith("pip install -e '.["), install.code  # for a clone
+    serve = one(page, "hookgate serve")
+    assert serve.code.strip() == SERVE
+    env = {**os.environ, "ALICE_TOKEN": TOKEN, "COLUMNS": "120", "NO_COLOR": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("HOOKGATE_URL", None)
+    env.pop("HOOKGATE_TOKEN", None)
+    server = Instance("serve", tmp_path / "hookgate.yaml", tmp_path, env={"ALICE_TOKEN": TOKEN})
+    server.spawn()
+    try:
+        server.wait_up()
+        # The agent runs until hookgate holds its call; the page's export stays set for the
+        # rest of the second terminal.
+        run = one(page, "export HOOKGATE_URL")
+        said = shell(run, tmp_path, env, server.url)
+        waiting = re.search(r"waiting for (\S+)", said)
+        assert waiting, said
+        request_id = waiting.group(1)
+        env.update(HOOKGATE_URL=server.url, HOOKGATE_TOKEN=TOKEN)
+
+        decided = shell(one(page, "hookgate approvals approve"), tmp_path, env, server.url,
+                        REQUEST_ID=request_id)
+        assert request_id in decided, decided
+        resumed = [b for b in page if b.sample == "shell" and "resume" in b.code]
+        assert len(resumed) == 1
+        said = shell(resumed[0], tmp_path, env, server.url)
+        assert all(part in said for part in answer), said
+
+        audit = shell(one(page, "hookgate audit list"), tmp_path, env, server.url)
+        row = next(line for line in audit.splitlines() if request_id[:8] in line)
+        assert tool in audit and "ok" in row and "alice" in row, audit
+    finally:
+        server.stop()
