@@ -49,6 +49,8 @@ def one(page: list[Block], text: str) -> Block:
 PAGES = {
     "pydantic-ai.md": ("pydantic_ai", ("approved by alice", "invoice checked",
                                         "paid 500 to acme"), "pay"),
+    "openai-agents.md": ("agents", ("approved by alice", "invoice checked",
+                                     "paid 500 to acme"), "pay"),
     "langgraph.md": ("langgraph", ("approved by alice", "bob is owed 5", "sent 5 to bob"),
                      "transfer"),
 }
