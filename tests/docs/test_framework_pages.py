@@ -51,6 +51,8 @@ PAGES = {
                                         "paid 500 to acme"), "pay"),
     "openai-agents.md": ("agents", ("approved by alice", "invoice checked",
                                      "paid 500 to acme"), "pay"),
+    "adk.md": ("google.adk", ("approved by alice", "invoice checked",
+                              '{"paid": 500, "to": "acme"}'), "pay"),
     "langgraph.md": ("langgraph", ("approved by alice", "bob is owed 5", "sent 5 to bob"),
                      "transfer"),
 }
