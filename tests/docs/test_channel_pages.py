@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 
 from tests.docs.samples import DOCS, REPO, blocks
@@ -62,6 +63,7 @@ def hookgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.timeout(600)  # several real processes on a shared machine
 def test_the_slack_page_runs_against_the_fake_slack(tmp_path: Path) -> None:
     page = blocks(PAGE)
     text = PAGE.read_text(encoding="utf-8")

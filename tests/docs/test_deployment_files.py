@@ -52,10 +52,12 @@ def variables_of_config() -> set[str]:
 
 
 def test_the_guide_names_only_deployment_files_that_exist() -> None:
-    named = set(re.findall(r"deploy/[\w./-]+[\w]", GUIDE.read_text(encoding="utf-8")))
+    text = GUIDE.read_text(encoding="utf-8")
+    named = set(re.findall(r"deploy/[\w./-]+[\w]", text))
     assert {"deploy/hookgate.yaml", "deploy/Containerfile", "deploy/compose.yaml",
-            "deploy/systemd/hookgate.service",
-            "deploy/systemd/hookgate-worker.service"} <= named
+            "deploy/systemd"} <= named
+    for unit in (DEPLOY / "systemd").glob("*.service"):
+        assert f"`{unit.name}`" in text, f"{GUIDE.name} does not name {unit.name}"
     for path in named:
         assert (REPO / path).exists(), f"{GUIDE.name} names {path}, which does not exist"
 

@@ -58,6 +58,7 @@ PAGES = {
 }
 
 
+@pytest.mark.timeout(600)  # several real processes on a shared machine
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_a_framework_page_runs_as_written(name: str, tmp_path: Path) -> None:
     module, answer, tool = PAGES[name]

@@ -21,6 +21,7 @@ from tests.instances import Instance
 PAGE = DOCS / "guides" / "mcp-gateway.md"
 
 
+@pytest.mark.timeout(600)  # several real processes on a shared machine
 def test_the_mcp_gateway_guide_runs_as_written(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     pytest.importorskip("mcp_server_time")

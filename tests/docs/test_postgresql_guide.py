@@ -59,6 +59,7 @@ def wait_for(read: object, what: str, timeout: float = 60) -> object:
     raise AssertionError(f"never saw {what}")
 
 
+@pytest.mark.timeout(600)  # several real processes on a shared machine
 def test_the_postgresql_guide_runs_as_written(tmp_path: Path,
                                               postgres_server_url: str) -> None:
     page = blocks(PAGE)
