@@ -1,7 +1,8 @@
 """The "Your first agent" tutorial, end to end, as a reader follows it: its files written
 into an empty folder, `hookgate check`, `hookgate serve` on 127.0.0.1, a run started with the
 page's curl command and another with its Python sample, both approved with the page's
-`hookgate approvals` commands, and the audit log read with its curl and Python samples."""
+`hookgate approvals` commands, the audit log read with its curl and Python samples and its
+chain checked with `hookgate audit verify` in a terminal of its own."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def test_the_first_agent_tutorial_runs_as_written(tmp_path: Path,
     for block in files:
         (tmp_path / str(block.file)).write_text(block.code, encoding="utf-8")
     commands = [b for b in page if b.sample == "shell"]
-    check, serve, start, listing, approve, audit_list, audit = commands
+    check, serve, start, listing, approve, audit_list, audit, verify = commands
     samples = [b for b in page if b.sample == "tutorial"]
     start_in_python, audit_in_python = samples
 
@@ -111,6 +112,10 @@ def test_the_first_agent_tutorial_runs_as_written(tmp_path: Path,
         printed_rows = run_python(audit_in_python).splitlines()
         assert printed_rows == [
             "shop__refund ok approved by alice {'amount': 2500, 'order_id': 'A-1001'}"] * 2
+        # audit verify runs in a terminal of its own, where only the page's export is set.
+        verify_env = {k: v for k, v in env.items() if k != "ALICE_TOKEN"}
+        verified = shell(verify, tmp_path, verify_env, server.url)
+        assert "ok: 2 row(s) in 1 chain(s) verified" in verified, verified
         client.close()
     finally:
         server.stop()
