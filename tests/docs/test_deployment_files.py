@@ -122,7 +122,7 @@ def test_the_containerfile_copies_what_exists_and_runs_a_real_command() -> None:
     exposed = dict(steps)["EXPOSE"]
     assert command[command.index("--port") + 1] == exposed
     health = dict(steps)["HEALTHCHECK"]
-    assert f"http://127.0.0.1:{exposed}/openapi.json" in health
+    assert f"http://127.0.0.1:{exposed}/readyz" in health
     installed = next(rest for instruction, rest in steps
                      if instruction == "RUN" and "pip install" in rest)
     extras = re.search(r"\.\[([\w,-]+)\]", installed)

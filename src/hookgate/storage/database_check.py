@@ -121,3 +121,19 @@ async def _revisions(db: Database) -> frozenset[str]:
         except SQLAlchemyError:  # no table yet: a new database
             return frozenset()
     return frozenset(str(r[0]) for r in rows)
+
+
+async def readiness(db: Database) -> str | None:
+    """Why a running server's database cannot serve now (unreachable, or its schema is not
+    this hookgate's head), in words that name no URL or credential; None when it can."""
+    try:
+        found = await asyncio.wait_for(_revisions(db), CONNECT_TIMEOUT_S)
+    except TimeoutError:
+        return f"the database did not answer in {CONNECT_TIMEOUT_S:g}s"
+    except (SQLAlchemyError, OSError) as exc:
+        return f"the database cannot be reached ({type(exc).__name__})"
+    heads = bundled_heads(MIGRATIONS / "versions")
+    if heads is not None and found != heads:
+        return (f"the database's schema ({', '.join(sorted(found)) or 'none'}) is not this "
+                f"hookgate's ({', '.join(sorted(heads))}): run `hookgate db upgrade`")
+    return None

@@ -8,13 +8,35 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel
 
 from hookgate.server.auth import CallerDep, RuntimeDep
 
 router = APIRouter(prefix="/api", tags=["policies"])
 
 
-@router.get("/policies/status")
+class PolicySetStatus(BaseModel):
+    """One policy set as this server holds it."""
+
+    path: str
+    default: str
+    #: The live set's version (None: the files were never loaded here).
+    version: str | None
+    loaded_at: str | None
+    #: ``in force``, ``not reloaded``, ``reload failed`` or ``unreadable``.
+    state: str
+    files_version: str | None
+    stamped_version: str | None
+    #: Why the files are not in force (None when they are).
+    error: str | None
+    agents: list[str]
+
+
+class PolicyStatusAnswer(BaseModel):
+    sets: list[PolicySetStatus]
+
+
+@router.get("/policies/status", response_model=PolicyStatusAnswer)
 def policies_status(caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """``{"sets": [{path, default, version, loaded_at, state, files_version,
     stamped_version, error, agents}]}``; ``error`` says why the files are not in force.

@@ -9,7 +9,8 @@ from fastapi import APIRouter
 #: Modules under hookgate.server.routes that expose ``router``.
 EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows", "channel_callbacks", "audit", "orgs",
                                          "users", "claude_code", "batch_decisions",
-                                         "approval_rules", "guarded_calls", "policies")
+                                         "approval_rules", "guarded_calls", "policies",
+                                         "health")
 
 
 def routers() -> list[APIRouter]:
