@@ -264,3 +264,30 @@ async def test_the_gate_refuses_a_decision_joined_under_no_exception(
     result = await ApprovalGate(agent, Lender()).execute(ctx)
     assert not result.allow and "call id" in str(result.error)
     assert ctx.approval is not None and ctx.approval.binding is None
+
+
+# -- standing rules: a rule decides whether it applies, and approves exactly this call -----
+
+async def test_a_standing_rule_approves_no_call_of_another_org_or_a_look_alike_tool(
+        db: Database) -> None:
+    from hookgate.approvals.eligibility import Approver
+    from hookgate.approvals.rules import RuleBook, RuleDraft
+    from tests.approvals.test_quorum_and_rules_storage import _agent, _ask, _raw_tool
+
+    book = RuleBook(db)
+    agent = _agent(_raw_tool())
+    await book.create(RuleDraft("buyer", "oa__purchase_pay", "org"), agent,
+                      Approver("bob", "acme"))
+    ask = _ask(agent, {"amount": 1})
+    assert await book.match(ask) is not None
+    assert await book.match(dataclasses.replace(ask, org_id="globex")) is None
+    for name in ("OA__purchase_pay", "oa__purchase_pay ", "oa__purchase_pаy",
+                 "oa__purchase_pay\u200b"):
+        assert await book.match(dataclasses.replace(ask, tool_name=name)) is None, name
+    # What a rule approves is this call, compared as every approval is.
+    approvals = PersistentApprovals(db)
+    decision = await approvals.request_and_wait(ask)
+    assert decision.rule_id is not None
+    assert coverage(decision.binding, ask.binding).covered
+    assert not coverage(decision.binding,
+                        dataclasses.replace(ask.binding, tool_call_id="c2")).covered
