@@ -291,3 +291,24 @@ async def test_a_standing_rule_approves_no_call_of_another_org_or_a_look_alike_t
     assert coverage(decision.binding, ask.binding).covered
     assert not coverage(decision.binding,
                         dataclasses.replace(ask.binding, tool_call_id="c2")).covered
+
+
+async def test_an_approved_call_asked_again_from_another_org_is_refused_and_stays_unused(
+        db: Database, approvals: PersistentApprovals) -> None:
+    agent = make_agent(Bank())
+    first = await _gave_up(approvals, db, _ask(agent, "c1"))
+    await approvals.decide(first, "approve", ALICE)
+    # The run and call id are the approved call's; the org is not.
+    ctx = HookContext(HookPoint.PRE_TOOL_USE, tool_name="transfer",
+                      tool_args={"amount": 500, "to": "bob"}, agent_id=agent.id,
+                      user_id="alice", metadata={
+                          "run_id": "ext-session-1", "tool_call_id": "c1",
+                          "org_id": "globex", "requires_confirmation": True})
+    service = _external(approvals, db, 0.0)
+    result = await ApprovalGate(agent, service).execute(ctx)
+    assert not result.allow and service.used is None
+    assert ctx.approval is not None and ctx.approval.binding is None
+    # The approval is still there, once, for the call a person approved.
+    own = _external(approvals, db, 0.0)
+    decision = await own.request_and_wait(_ask(agent, "c1"))
+    assert decision.status == "approved" and own.used is not None
