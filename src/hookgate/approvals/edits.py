@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 def checked_edit(tool: Tool | None, tool_name: str, original: Mapping[str, Any],
                  edited: Any) -> tuple[dict[str, Any], str] | None:
-    """The edited arguments in the tool's canonical form and their digest, or None when
-    they are the arguments asked for (no edit). Raises InvalidEdit saying why not."""
+    """The edited arguments validated and converted by the tool's declared parameter types
+    (the tool's own validation, the one the engines run on a model's arguments: ``"60000"``
+    for a number becomes 60000.0), and their digest; None when they are the arguments
+    asked for (no edit). Raises InvalidEdit (HTTP 422) saying what is wrong."""
     if tool is None:
         # Without the tool's own schema (Claude Code's tools, whose class comes from rules
         # over the asked arguments; tools an engine adds) an edit could not be checked.
@@ -43,16 +45,54 @@ def checked_edit(tool: Tool | None, tool_name: str, original: Mapping[str, Any],
         valid = tool.validate(edited)
     except (ArgumentsRefused, ToolArgumentsError) as exc:
         raise InvalidEdit(f"edited arguments refused: {exc}") from None
+    wrong = _not_declared_type(tool.parameters, valid)
+    if wrong is not None:
+        # The tool's validation left a value of another type than it declares (a schema
+        # it does not convert by): what would run is not what the tool takes.
+        raise InvalidEdit(f"edited arguments refused: {wrong}")
     digest = args_digest(valid)
     if digest == args_digest(original):
         return None
     return valid, digest
 
 
+#: The Python values each JSON schema type admits (a bool is no number here).
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "number": (int, float), "integer": (int,), "boolean": (bool,),
+    "object": (dict,), "array": (list,), "null": (type(None),)}
+
+
+def _not_declared_type(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
+    """What in ``args`` is not of the type the schema declares for it (top-level
+    parameters with a plain ``type``), or None."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return None
+    for name, value in args.items():
+        prop = props.get(name)
+        declared = prop.get("type") if isinstance(prop, Mapping) else None
+        names = [declared] if isinstance(declared, str) else declared
+        if not isinstance(names, list) or not names:
+            continue
+        admitted = [t for n in names if isinstance(n, str) for t in _JSON_TYPES.get(n, ())]
+        if len(admitted) < len(names):
+            continue  # a type this check does not know: the tool's validation decided
+        is_bool = isinstance(value, bool)
+        if not any(isinstance(value, t) and (t is bool or not is_bool) for t in admitted):
+            return (f"'{name}' must be {' or '.join(map(str, names))} (the tool declares it "
+                    f"so), not {value!r}"[:300])
+    return None
+
+
 def agent_tool(agents: Mapping[str, Agent], request: ConfirmationRequest) -> Tool | None:
-    """The declared tool a request is for (by exact name on its agent), or None."""
+    """The declared tool a request is for: by exact name on its agent, and only while the
+    agent is in the request's org (an agent id configured elsewhere since is not its
+    agent); None otherwise."""
     agent = agents.get(request.agent_id)
-    return agent.toolbox().get(request.tool_name) if agent is not None else None
+    if agent is None or (agent.org_id is not None and request.org_id is not None
+                         and agent.org_id != request.org_id):
+        return None
+    return agent.toolbox().get(request.tool_name)
 
 
 def changes(before: Mapping[str, Any], after: Mapping[str, Any],

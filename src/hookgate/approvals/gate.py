@@ -1,10 +1,10 @@
 """The approval gate: the PreToolUse hook that makes a call wait for a person's decision.
 
 It runs after every argument-rewriting hook (highest priority number), asks the approval
-service for a decision on one exact call (run, tool call id, tool, agent, argument digest),
-and records the decision as the context's typed ``approval`` (an `ApprovalOutcome`, whose
-binding is the approved call); the guarded path compares it with the
-call about to run once more before the tool runs.
+service for a decision on one exact call (org, agent, run, tool call id, tool, argument
+digest), and records the decision as the context's typed ``approval`` (an `ApprovalOutcome`,
+whose binding is the approved call); the guarded path compares it with the call about to
+run once more before the tool runs. Both comparisons are hookgate.hooks.coverage's.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.approvals.edits import changes, model_note
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
-from hookgate.hooks.approval import ApprovalOutcome, CallBinding, CallDecision
+from hookgate.hooks.approval import ApprovalOutcome, CallDecision
+from hookgate.hooks.coverage import Coverage, coverage
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
 from hookgate.tools.tool import args_digest, legacy_args_digest
 
@@ -74,8 +75,11 @@ class ApprovalGate(PreToolUseHook):
             asked_by=list(ctx.asked_by),
         )
         decision = await self.service.request_and_wait(ask)
-        # Only a decision about this very call is recorded as its decision.
-        ours = decision.repeat_of is not None or decision.binding == ask.binding
+        # Only a decision about this very call is recorded as its decision: the one
+        # comparison (hookgate.hooks.coverage), with the retry exception only when the
+        # service joined an identical call's request under it.
+        cover = coverage(decision.binding, ask.binding, retry=decision.retry)
+        ours = decision.repeat_of is not None or cover.covered
         ctx.approval = outcome = ApprovalOutcome(
             status=decision.status, request_id=decision.request_id,
             decision=call_decision(decision) if ours else None, reason=decision.reason,
@@ -95,15 +99,16 @@ class ApprovalGate(PreToolUseHook):
                 side_effects=[f"repeat of rejected request {decision.repeat_of}: refused "
                               "without asking"],
             )
-        if _pinned_before_upgrade(ask, decision):
-            return HookResult(allow=False, error=(
-                f"Blocked: request {decision.request_id} for '{ctx.tool_name}' was made before "
-                "this hookgate changed how it pins approved arguments (RFC 8785), so its "
-                "decision cannot be matched to this call and does not authorise it. The call "
-                "did not run; call the tool again to ask for a new approval."))
-        if decision.binding != ask.binding:
-            return HookResult(allow=False, error=_not_this_call(ask, decision))
-        if decision.status == "approved" and decision.args_sha256 == digest:
+        if not cover.covered:
+            if _pinned_before_upgrade(ask, decision, cover.differ):
+                return HookResult(allow=False, error=(
+                    f"Blocked: request {decision.request_id} for '{ctx.tool_name}' was made "
+                    "before this hookgate changed how it pins approved arguments (RFC 8785), "
+                    "so its decision cannot be matched to this call and does not authorise "
+                    "it. The call did not run; call the tool again to ask for a new "
+                    "approval."))
+            return HookResult(allow=False, error=_not_this_call(ask, decision, cover))
+        if decision.status == "approved":
             if decision.edited_args is not None:
                 return _approved_with_edits(ctx, outcome, ask, decision, who)
             rule = str(decision.reason) if decision.rule_id is not None else None
@@ -115,14 +120,6 @@ class ApprovalGate(PreToolUseHook):
                                             decision.message))
             return HookResult(
                 side_effects=[f"request {decision.request_id} approved{who}"],
-            )
-        if decision.status == "approved":
-            return HookResult(
-                allow=False,
-                error=(
-                    f"Blocked: request {decision.request_id} approved different arguments "
-                    "than the ones that would run."
-                ),
             )
         reason = f": {decision.reason}" if decision.reason else ""
         said = (f" Message from {decision.decided_by or 'the approver'}: {decision.message}"
@@ -167,7 +164,7 @@ def _approved_with_edits(ctx: HookContext, outcome: ApprovalOutcome, ask: Approv
         return HookResult(allow=False, error=(
             f"Blocked: the edited arguments of request {decision.request_id} are not the ones "
             "the approver approved (their digest differs); the call did not run."))
-    binding = CallBinding(ask.run_id, ask.tool_call_id, ask.tool_name, ask.agent.id, digest)
+    binding = replace(ask.binding, args_sha256=digest)
     ctx.approval = replace(outcome, binding=binding, edited_args=edited)
     found = changes(ask.args, edited)
     _tell_model(ctx, model_note(decision.request_id, decision.decided_by, found,
@@ -183,22 +180,25 @@ def _tell_model(ctx: HookContext, note: str) -> None:
     ctx.added_context.append(note)
 
 
-def _pinned_before_upgrade(ask: ApprovalAsk, decision: ApprovalDecision) -> bool:
-    """The decision is about this very call, but its request pinned the arguments with the
-    digest hookgate used before RFC 8785: it fails closed, and says so."""
+def _pinned_before_upgrade(ask: ApprovalAsk, decision: ApprovalDecision,
+                           differ: tuple[str, ...]) -> bool:
+    """The decision is about this very call but for its argument digest, which its request
+    pinned the way hookgate did before RFC 8785: it fails closed, and says so."""
     other = decision.binding
-    return (other is not None and other.differences(ask.binding) == ["args_sha256"]
-            and other.args_sha256 == legacy_args_digest(ask.args)
-            and other.args_sha256 != ask.args_sha256)
+    return (other is not None and differ == ("args_sha256",)
+            and other.args_sha256 == legacy_args_digest(ask.args))
 
 
-def _not_this_call(ask: ApprovalAsk, decision: ApprovalDecision) -> str:
+def _not_this_call(ask: ApprovalAsk, decision: ApprovalDecision, cover: Coverage) -> str:
     # A call id the model re-used for another call finds the first call's request; that
     # decision is not this call's, and nobody was asked about this one.
     other = decision.binding
     if other is None:
         return (f"Blocked: the decision on request {decision.request_id} does not say which "
                 f"call it is for, so it cannot authorise this '{ask.tool_name}' call.")
+    if "tool_call_id" in cover.differ:
+        return (f"Blocked: {cover.reason}; request {decision.request_id} does not authorise "
+                f"this '{ask.tool_name}' call, which did not run.")
     was = f" for '{other.tool_name}' (agent '{other.agent_id}')"
     return (
         f"Blocked: tool call id {ask.tool_call_id!r} was already used in this run{was}; "

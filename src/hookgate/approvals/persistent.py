@@ -48,6 +48,7 @@ from hookgate.channels.base import (
 )
 from hookgate.engines.interrupts import RunParked
 from hookgate.escalation_policy import EscalationPolicy
+from hookgate.hooks.coverage import RetryReuse, coverage
 from hookgate.storage.database import Database
 from hookgate.storage.transaction import Transaction
 from hookgate.telemetry.approvals import timed_wait
@@ -208,11 +209,14 @@ class PersistentApprovals:
 
     # -- the gate's side ---------------------------------------------------------------------
 
-    async def request_and_wait(self, ask: ApprovalAsk, *,
-                               wait_s: float | None = None) -> ApprovalDecision:
+    async def request_and_wait(self, ask: ApprovalAsk, *, wait_s: float | None = None,
+                               retry: RetryReuse | None = None) -> ApprovalDecision:
         """The decision on ``ask``'s request (created and delivered if new). With ``wait_s``,
         raises StillPending after that long without a decision, leaving the request pending
-        (a caller that cannot hold the call, such as a Claude Code hook, asks again later)."""
+        (a caller that cannot hold the call, such as a Claude Code hook, asks again later).
+        ``retry`` (only from a path whose clients retry under a new call id): a call with no
+        request of its own joins the request of an identical call that gave up waiting
+        (hookgate.hooks.coverage), instead of asking again."""
         self._agents_seen[ask.agent.id] = ask.agent
         if ask.agent.refuse_retry_after_rejection:
             found = await self.store.for_call_or_rejected_like(
@@ -221,6 +225,10 @@ class PersistentApprovals:
             request, earlier = (found, None) if own else (None, found)
         else:
             request, earlier = await self.store.for_call(ask.run_id, ask.tool_call_id), None
+        joined = None
+        if request is None and earlier is None and retry is not None:
+            request = await self._given_up_like(ask, retry)
+            joined = retry if request is not None else None
         resumed = request is not None
         if earlier is not None:
             # A person said no to this exact call in this run: asking again would let a
@@ -235,7 +243,7 @@ class PersistentApprovals:
             if rule is not None:
                 return _by_rule(ask, rule)
             request = await self._create(ask)
-        if request.binding != ask.binding:
+        if not coverage(request.binding, ask.binding, retry=joined).covered:
             # The call id was used before in this run for another call: that request (and
             # its decision) belongs to that call; the gate refuses this one without asking.
             return _decision(request)
@@ -247,7 +255,7 @@ class PersistentApprovals:
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
             request = await timed_wait(self._wait(request, ask, wait_s, made=not resumed),
                                        request, resumed=resumed)
-        decision = _decision(request)
+        decision = _decision(request, retry=joined)
         _emit(ask, "confirmation_resolved", {
             "request_id": request.id, "tool_call_id": request.tool_call_id,
             "tool_name": request.tool_name, "status": request.status,
@@ -255,6 +263,15 @@ class PersistentApprovals:
             "changes": request.changes, "message": request.message,
         })
         return decision
+
+    async def _given_up_like(self, ask: ApprovalAsk, retry: RetryReuse
+                             ) -> ConfirmationRequest | None:
+        """The oldest request of ``ask``'s run whose call gave up waiting, not yet used, that
+        ``ask`` is the identical retry of (hookgate.hooks.coverage decides)."""
+        for request in await self.store.given_up_unused(ask.run_id):
+            if coverage(request.binding, ask.binding, retry=retry).retried:
+                return request
+        return None
 
     async def _create(self, ask: ApprovalAsk) -> ConfirmationRequest:
         agent = ask.agent
@@ -572,7 +589,8 @@ def _by_rule(ask: ApprovalAsk, rule: StandingRule) -> ApprovalDecision:
         rule_id=rule.id)
 
 
-def _decision(request: ConfirmationRequest) -> ApprovalDecision:
+def _decision(request: ConfirmationRequest, *, retry: RetryReuse | None = None
+              ) -> ApprovalDecision:
     return ApprovalDecision(
         request_id=request.id,
         status=request.status,  # type: ignore[arg-type]
@@ -585,6 +603,7 @@ def _decision(request: ConfirmationRequest) -> ApprovalDecision:
         edited_args=request.edited_args,
         edited_args_sha256=request.edited_args_sha256,
         message=request.message,
+        retry=retry,
     )
 
 

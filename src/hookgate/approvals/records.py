@@ -42,16 +42,17 @@ class ConfirmationRequest(ConfirmationRecord):
 
     @property
     def binding(self) -> CallBinding:
-        """The one call this request is about: run, call id, tool, agent, argument digest."""
+        """The one call this request is about: run, call id, tool, agent, argument digest,
+        org."""
         return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent_id,
-                           self.args_sha256)
+                           self.args_sha256, self.org_id)
 
     @property
     def approved_binding(self) -> CallBinding:
         """The call an approval lets run: the asked call, with the edited arguments' digest
         when the approver changed them."""
         return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent_id,
-                           self.edited_args_sha256 or self.args_sha256)
+                           self.edited_args_sha256 or self.args_sha256, self.org_id)
 
     @property
     def changes(self) -> list[dict[str, Any]]:

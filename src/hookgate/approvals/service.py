@@ -7,6 +7,7 @@ from typing import Any, Literal, Protocol
 
 from hookgate.agent import Agent
 from hookgate.hooks.approval import AskedBy, CallBinding
+from hookgate.hooks.coverage import RetryReuse
 from hookgate.hooks.model import EventEmitter, HookContext, HookPoint
 
 DecisionStatus = Literal["approved", "rejected", "expired", "cancelled"]
@@ -32,9 +33,11 @@ class ApprovalAsk:
 
     @property
     def binding(self) -> CallBinding:
-        """The one call this ask is about."""
+        """The one call this ask is about (its org: the asked one, else the agent's, as
+        the request stores it)."""
         return CallBinding(self.run_id, self.tool_call_id, self.tool_name, self.agent.id,
-                           self.args_sha256)
+                           self.args_sha256,
+                           self.org_id if self.org_id is not None else self.agent.org_id)
 
     def condition_context(self) -> HookContext:
         """The call as a ``when`` condition reads it (quorum entries, standing rules)."""
@@ -72,6 +75,9 @@ class ApprovalDecision:
     rule_id: str | None = None
     #: When the request was created (ISO-8601): with ``responded_at``, how long it waited.
     requested_at: str | None = None
+    #: Set when the request is an earlier call's that gave up, joined by its identical
+    #: retry under that named exception (hookgate.hooks.coverage); None: the call's own.
+    retry: RetryReuse | None = None
 
 
 class ApprovalService(Protocol):

@@ -146,9 +146,9 @@ class ConfirmationStore:
             out.setdefault(record.run_id, []).append(ConfirmationRequest.from_record(record))
         return out
 
-    async def unused_same_call(self, run_id: str, agent_id: str, tool_name: str,
-                               args_sha256: str) -> ConfirmationRequest | None:
-        """The oldest pending, or approved and not yet executed, request of ``run_id`` for
-        this tool and exactly these arguments: an identical retry waits on it."""
-        return _maybe(await self.table.unused_same_call(run_id, agent_id, tool_name,
-                                                        args_sha256))
+    async def given_up_unused(self, run_id: str) -> list[ConfirmationRequest]:
+        """The pending, or approved and unused, requests of ``run_id`` whose call gave up
+        waiting, oldest first: what an identical retry may join (hookgate.hooks.coverage
+        decides whether a call is one)."""
+        return [ConfirmationRequest.from_record(r)
+                for r in await self.table.given_up_unused(run_id)]

@@ -25,6 +25,7 @@ from hookgate.claude_code.policy import ExternalPolicy, probe_context
 from hookgate.external import decisions, sessions
 from hookgate.external.approvals import ExternalApprovals
 from hookgate.hooks.approval import ApprovalOutcome
+from hookgate.hooks.coverage import RetryReuse
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
@@ -183,7 +184,11 @@ class _Call:
             args = tool.validate(raw_args)
         except ToolArgumentsError as exc:
             return self._answer_pre("deny", f"hookgate: {exc}")
-        approvals = ExternalApprovals(backend.approvals, backend.ledger, policy.wait_s)
+        # Interactive mode has no `defer`: it is told to make the identical call again, and
+        # does so under a new tool_use_id (the one exception, hookgate.hooks.coverage).
+        approvals = ExternalApprovals(
+            backend.approvals, backend.ledger, policy.wait_s,
+            retry=None if self.caller.headless else RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP)
         try:
             registry = self._registry(replace(backend.services, approvals=approvals))
         except HookBuildError as exc:

@@ -1,13 +1,18 @@
 """Approvals for calls that run outside hookgate: bounded waits, one execution per approval.
 
 A Claude Code hook (or a guarded-call API request) cannot hold a call for hours, so the gate
-waits ``wait_s`` and then leaves the request pending (StillPending). The same call asked
-again — the same ``tool_use_id`` after ``claude -p --resume``, or an identical retry in the
-same session (same tool, same argument digest) — finds that request instead of making
-another. An approval is used by exactly one execution: its use is claimed in the execution
-ledger (``approval:<request id>``), and a second claim finds it taken. The binding (agent,
-session, ``tool_use_id``, tool, argument digest) is checked before the claim, so a
-mismatched call never uses up an approval.
+waits ``wait_s`` and then leaves the request pending (StillPending). An approval covers its
+own call id only (hookgate.hooks.coverage): the same call asked again under the same id —
+the same ``tool_use_id`` after ``claude -p --resume``, the same ``call_id`` of the guarded-call
+API — finds its request; another call id with the same tool and arguments is another call
+and gets a request of its own. The one exception is the path built with
+``retry=RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`` (Claude Code in interactive mode, which is
+told to "make the identical call again" and does so under a new ``tool_use_id``): when this
+call's wait runs out its request is marked given up (`gave_up_key`), and an identical call
+of the same session with no request of its own joins that request. An approval is used by
+exactly one execution: its use is claimed in the execution ledger (`use_key`), and a second
+claim finds it taken (a retry that loses the claim asks again under its own id). The binding
+is compared before the claim, so a mismatched call never uses up an approval.
 
 For the guarded-call API the claim names the call id that owns the use, written right after
 the claim: the same call asked again (on any instance, at the same moment) finds the use its
@@ -24,6 +29,8 @@ from dataclasses import replace
 from hookgate.approvals.persistent import PersistentApprovals, StillPending
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
+from hookgate.hooks.coverage import RetryReuse, coverage
+from hookgate.storage.confirmations import gave_up_key, use_key
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.ledger import PriorExecution
 
@@ -40,7 +47,8 @@ class ExternalApprovals:
     """An ApprovalService for one call asked from outside (a Claude Code hook, the v1 API)."""
 
     def __init__(self, approvals: PersistentApprovals, ledger: DatabaseLedger,
-                 wait_s: float, *, owner: str | None = None) -> None:
+                 wait_s: float, *, owner: str | None = None,
+                 retry: RetryReuse | None = None) -> None:
         self.approvals = approvals
         self.ledger = ledger
         self.wait_s = wait_s
@@ -48,6 +56,10 @@ class ExternalApprovals:
         #: API, whose own start claim keeps the call to one execution): the same call asked
         #: again finds its claim its own. None (Claude Code): a second claim is refused.
         self.owner = owner
+        #: None: an approval covers this call id only. `RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`
+        #: (only for a client told to make the identical call again under a new id): a call
+        #: may join an identical call's request that gave up waiting.
+        self.retry = retry
         #: The request left pending by this call, if the wait ran out.
         self.pending: ConfirmationRequest | None = None
         #: The approved request this call used.
@@ -56,42 +68,61 @@ class ExternalApprovals:
         self.by_rule: str | None = None
 
     async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
-        this_call = ask.binding
-        earlier = await self._same_call(ask)
-        if earlier is not None:
-            ask = replace(ask, tool_call_id=earlier.tool_call_id)
-        try:
-            decision = await self.approvals.request_and_wait(ask, wait_s=self.wait_s)
-        except StillPending as waiting:
-            self.pending = waiting.request
-            raise
-        if earlier is not None and decision.binding == ask.binding:
-            # The request was made for an earlier tool_use_id of this same call: same run
-            # (session), agent, tool and argument digest (what _same_call matched), so its
-            # decision is this call's. Anything else keeps its own binding, and the gate
-            # refuses it.
-            decision = replace(decision, binding=this_call)
-        if decision.status != "approved" or decision.binding != this_call:
+        decision = await self._decision(ask, self.retry)
+        if decision.status != "approved" or not coverage(
+                decision.binding, ask.binding, retry=decision.retry).covered:
             # Checked before the claim: a decision that is not this exact call's (another
             # input sent under an approved tool_use_id) is refused by the gate, and the
             # approval stays unused for the call a person approved.
             return decision
-        key = f"approval:{decision.request_id}"
-        claimed = await self.ledger.claim(ask.run_id, key, ask.tool_name, ask.args_sha256)
-        mine = None if self.owner is None else f"call:{self.owner}"
-        if claimed is not None and mine is not None and claimed.observation is None:
-            claimed = await self._settled(ask.run_id, key)
-        if claimed is not None and (mine is None or claimed.observation != mine):
+        claimed = await self._claim_use(ask, decision)
+        if claimed is not None and decision.retry is not None:
+            # Joined as a retry, but another identical call used the approval first: this
+            # call is not that one, and asks under its own id.
+            decision = await self._decision(ask, None)
+            if decision.status != "approved" or not coverage(
+                    decision.binding, ask.binding).covered:
+                return decision
+            claimed = await self._claim_use(ask, decision)
+        if claimed is not None:
             # Nobody decided this refusal: the approval's decider is not named for it.
             return replace(decision, status="cancelled", decided_by=None, message=None,
                            reason="this approval was already used by one execution")
-        if claimed is None and mine is not None:
-            await self.ledger.finish(ask.run_id, key, mine, ok=True)
         if decision.rule_id is not None:
             self.by_rule = decision.reason  # no request: a standing rule approved it
         else:
             self.used = await self.approvals.store.get(decision.request_id)
         return decision
+
+    async def _decision(self, ask: ApprovalAsk, retry: RetryReuse | None
+                        ) -> ApprovalDecision:
+        try:
+            return await self.approvals.request_and_wait(ask, wait_s=self.wait_s, retry=retry)
+        except StillPending as waiting:
+            self.pending = waiting.request
+            if self.retry is not None:
+                # This call's client is told to make the identical call again (under a new
+                # id): that retry may join the request (see RetryReuse).
+                key = gave_up_key(waiting.request.id)
+                if await self.ledger.claim(ask.run_id, key, ask.tool_name,
+                                           ask.args_sha256) is None:
+                    await self.ledger.finish(ask.run_id, key, ask.tool_call_id, ok=True)
+            raise
+
+    async def _claim_use(self, ask: ApprovalAsk, decision: ApprovalDecision
+                         ) -> PriorExecution | None:
+        """None when this call claimed the approval's use (or it was already its own);
+        the claim of the call that used it otherwise."""
+        key = use_key(decision.request_id)
+        claimed = await self.ledger.claim(ask.run_id, key, ask.tool_name, ask.args_sha256)
+        mine = None if self.owner is None else f"call:{self.owner}"
+        if claimed is not None and mine is not None and claimed.observation is None:
+            claimed = await self._settled(ask.run_id, key)
+        if claimed is not None and (mine is None or claimed.observation != mine):
+            return claimed
+        if claimed is None and mine is not None:
+            await self.ledger.finish(ask.run_id, key, mine, ok=True)
+        return None
 
     async def _settled(self, run_id: str, key: str) -> PriorExecution | None:
         """The use's claim once its claimer has named the owner, or as it stands after
@@ -103,9 +134,3 @@ class ExternalApprovals:
             if claimed is None or claimed.observation is not None or loop.time() >= give_up:
                 return claimed
             await asyncio.sleep(_REREAD_S)
-
-    async def _same_call(self, ask: ApprovalAsk) -> ConfirmationRequest | None:
-        # The oldest pending or approved-and-unused request of this session for the same
-        # tool and arguments: an identical retry waits on it rather than asking again.
-        return await self.approvals.store.unused_same_call(
-            ask.run_id, ask.agent.id, ask.tool_name, ask.args_sha256)

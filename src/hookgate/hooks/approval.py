@@ -13,21 +13,17 @@ from typing import Any
 
 @dataclass(slots=True, frozen=True)
 class CallBinding:
-    """What one approval authorises: this run, this call id, this tool, this agent, and
-    these exact arguments (their digest). An approval holds for a call only if all match."""
+    """One call as an approval names it: this run (an external agent's session), this call
+    id, this tool, this agent, these exact arguments (their digest) and this org. Whether an
+    approval covers a call is decided by `hookgate.hooks.coverage.coverage` alone."""
 
     run_id: str
     tool_call_id: str
     tool_name: str
     agent_id: str
     args_sha256: str
-
-    def differences(self, other: CallBinding) -> list[str]:
-        """The fields (by name) in which ``other`` is not this call."""
-        return [name for name in _BINDING_FIELDS if getattr(self, name) != getattr(other, name)]
-
-
-_BINDING_FIELDS = ("run_id", "tool_call_id", "tool_name", "agent_id", "args_sha256")
+    #: The org the call is made in (None: a library run without one).
+    org_id: str | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -245,15 +245,33 @@ class ConfirmationTable:
             ))).scalars().all()
         return [record_of(r) for r in rows]
 
-    async def unused_same_call(self, run_id: str, agent_id: str, tool_name: str,
-                               args_sha256: str) -> ConfirmationRecord | None:
-        """The oldest pending, or approved and not yet executed, request of ``run_id`` for
-        this tool and exactly these arguments (an identical retry waits on it)."""
-        used = select(ToolExecutionRow.tool_call_id).where(ToolExecutionRow.run_id == run_id)
+    async def given_up_unused(self, run_id: str) -> list[ConfirmationRecord]:
+        """The requests of ``run_id`` whose call gave up waiting (`gave_up_key` claimed) that
+        are pending, or approved and not yet used (`use_key` unclaimed), oldest first: what
+        an identical retry may join (whether it is one: hookgate.hooks.coverage)."""
+        keys = select(ToolExecutionRow.tool_call_id).where(ToolExecutionRow.run_id == run_id)
         t = _Row
         async with self.db.session() as s:
-            return _maybe((await s.execute(select(t).where(
-                t.run_id == run_id, t.agent_id == agent_id, t.tool_name == tool_name,
-                t.args_sha256 == args_sha256, t.status.in_(("pending", "approved")),
-                ("approval:" + t.id).not_in(used),
-            ).order_by(t.created_at).limit(1))).scalar_one_or_none())
+            rows = (await s.execute(select(t).where(
+                t.run_id == run_id, t.status.in_(("pending", "approved")),
+                (GAVE_UP_PREFIX + t.id).in_(keys), (USE_PREFIX + t.id).not_in(keys),
+            ).order_by(t.created_at).limit(_GIVEN_UP_READ))).scalars().all()
+        return [record_of(r) for r in rows]
+
+
+#: The execution ledger's key (under the request's run) claimed by the one execution that
+#: uses an approval, and the one that says the request's call gave up waiting for it.
+USE_PREFIX = "approval:"
+GAVE_UP_PREFIX = "gave-up:"
+#: The most given-up requests of one run a retry looks at.
+_GIVEN_UP_READ = 50
+
+
+def use_key(request_id: str) -> str:
+    """The ledger key of the one use of request ``request_id``'s approval."""
+    return USE_PREFIX + request_id
+
+
+def gave_up_key(request_id: str) -> str:
+    """The ledger key that says request ``request_id``'s call gave up waiting for it."""
+    return GAVE_UP_PREFIX + request_id

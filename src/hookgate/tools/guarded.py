@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, Protocol
 
+from hookgate.hooks.coverage import coverage
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.trace import ChainResult, HookEvent
@@ -343,26 +344,18 @@ def _approval_refusal(
                 "recorded for this call."
             )
         return None
-    if not isinstance(approved, CallBinding):
-        return f"Blocked: the approval recorded for '{tool.name}' is not one hookgate made."
     actual = CallBinding(identity.run_id, call.id, tool.name, identity.agent_id,
-                         args_digest(final_args))
-    differ = approved.differences(actual)
-    if differ == ["args_sha256"]:
+                         args_digest(final_args), identity.org_id)
+    # Strict: the retry exception is taken (or not) by the gate; what may run is this call.
+    cover = coverage(approved, actual)
+    if cover.covered:
+        return None
+    if cover.differ == ("args_sha256",):
         return (
             f"Blocked: the arguments of '{tool.name}' changed after they were approved; "
             "the approved call is not the one that would run."
         )
-    if differ:
-        return (
-            f"Blocked: the approval was given for a different call (its "
-            f"{', '.join(_FIELD_WORDS[f] for f in differ)} differ); '{tool.name}' did not run."
-        )
-    return None
-
-
-_FIELD_WORDS = {"run_id": "run", "tool_call_id": "tool call id", "tool_name": "tool",
-                "agent_id": "agent", "args_sha256": "arguments"}
+    return f"Blocked: {cover.reason}; '{tool.name}' did not run."
 
 
 async def _run_tool(
