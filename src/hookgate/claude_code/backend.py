@@ -76,6 +76,13 @@ class ClaudeCodeBackend:
         if event == "SessionStart":
             return await call.session_start()
         if event in ("PreToolUse", "PermissionRequest", "UserPromptSubmit"):
+            # Claude Code sends SessionStart to command hooks only (the forward command):
+            # a session hookgate never saw start runs its SessionStart chain first, once.
+            try:
+                await self.core.session_before_call(agent, call.session_identity(),
+                                                    call.extras)
+            except ReportInProgress as exc:
+                raise BadHookInput(str(exc)) from None
             stopped = await self.core.stopped(run_id)
             if stopped is not None:
                 return call.refuse_stopped(stopped)
@@ -284,12 +291,15 @@ class _Call:
             answer.update({"continue": False, "stopReason": str(ctx.stop_run)})
         return answer
 
-    async def session_start(self) -> Answer:
-        identity = CallIdentity(
+    def session_identity(self) -> CallIdentity:
+        return CallIdentity(
             agent_id=self.agent.id, user_id=self.caller.user_id,
             org_id=self.identity.org_id, run_id=self.run_id, conversation_id=self.run_id,
             execution_path="external")
-        verdict = await self.core.start_session(self.agent, identity, self.extras)
+
+    async def session_start(self) -> Answer:
+        verdict = await self.core.start_session(self.agent, self.session_identity(),
+                                                self.extras)
         if verdict.stopped is not None:
             return {"continue": False, "stopReason": verdict.stopped}
         if verdict.context:

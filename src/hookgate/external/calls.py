@@ -37,6 +37,7 @@ from hookgate.external.core import (
     Denied,
     ExternalCore,
     ReportInProgress,
+    SessionVerdict,
     now,
     observation_text,
 )
@@ -206,29 +207,8 @@ class GuardedCalls:
                       lineage.parent_session, depth=lineage.depth,
                       parent_agent_id=lineage.parent_agent_id, org_id=asker.org_id)
 
-    async def _session_start(self, agent: Agent, facts: _Facts) -> Any:
-        verdict = await self.core.start_session(agent, facts.identity(agent), facts.extras())
-        await self.core.record_once(facts.run_id, Entry(EntryKind.SESSION, ("started",)),
-                                    "SessionStart", "started", ok=True)
-        return verdict
-
-    async def _session_started(self, agent: Agent, facts: _Facts) -> str | None:
-        """A session never started runs its SessionStart chain first, once (the other asks
-        of it wait for that one); the context it adds, or None."""
-        entry = Entry(EntryKind.SESSION, ("started",))
-        if await self.core.recorded(facts.run_id, entry) is not None:
-            return None
-        first = Entry(EntryKind.SESSION, ("implicit-start",))
-
-        async def run() -> str:
-            verdict = await self._session_start(agent, facts)
-            return json.dumps({"context": verdict.context})
-        try:
-            text = await self.core.once_entry(facts.run_id, first, run)
-        except ReportInProgress:
-            raise CallRefused(f"session '{facts.session_id}' is starting; ask again") from None
-        context = _loads(text).get("context")
-        return context if isinstance(context, str) else None
+    async def _session_start(self, agent: Agent, facts: _Facts) -> SessionVerdict:
+        return await self.core.start_session(agent, facts.identity(agent), facts.extras())
 
     # -- before the call -------------------------------------------------------------------
 
@@ -269,7 +249,12 @@ class GuardedCalls:
                 "one is not run")
         if prior is None or prior.observation is None:
             await self.core.finish(INDEX_RUN, index, _facts_text(facts), ok=True)
-        context = await self._session_started(agent, facts)
+        try:
+            session = await self.core.session_before_call(agent, facts.identity(agent),
+                                                          facts.extras())
+        except ReportInProgress:
+            raise CallRefused(f"session '{session_id}' is starting; ask again") from None
+        context = session.context
         counted = prior is not None and await self.approvals.store.for_call(
             facts.run_id, call_id) is not None
         answer = await self._decide(agent, asker, key, facts, wait_s=0.0, counted=counted)

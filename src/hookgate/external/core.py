@@ -9,6 +9,7 @@ claude_code/backend.py) only turn their wire format into these calls and verdict
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -44,6 +45,10 @@ from hookgate.tools.tool import args_digest
 __all__ = ["Allowed", "Denied", "ExternalCore", "Observed", "SessionVerdict", "Verdict",
            "Waiting"]
 
+#: A session whose SessionStart chain ran (explicitly, or before its first call).
+_STARTED_SESSION = Entry(EntryKind.SESSION, ("started",))
+#: The claim of the SessionStart run before a never-started session's first call.
+_IMPLICIT_START = Entry(EntryKind.SESSION, ("implicit-start",))
 #: How long a second report of a call waits for the first one's observation.
 REPORT_SETTLES_S = 30.0
 _REREAD_S = 0.02
@@ -111,7 +116,8 @@ class ExternalCore:
 
     async def start_session(self, agent: Agent, identity: CallIdentity,
                             metadata: Mapping[str, Any]) -> SessionVerdict:
-        """The SessionStart chain; a stop is recorded, so the session's calls are refused."""
+        """The SessionStart chain; a stop is recorded, so the session's calls are refused,
+        and the session counts as started."""
         facts = {"conversation_id": identity.conversation_id, **metadata,
                  "org_id": identity.org_id, "run_id": identity.run_id,
                  "execution_path": "external", "parent_agent_id": identity.parent_agent_id,
@@ -119,12 +125,30 @@ class ExternalCore:
         ctx = HookContext(hook_point=HookPoint.SESSION_START, agent_id=agent.id,
                           user_id=identity.user_id, metadata=facts)
         result = await self.registry(agent).run_session_start(ctx)
+        stopped = None
         if not result.allow:
-            reason = f"hookgate stopped the session at SessionStart: {result.error or 'a hook'}"
+            stopped = f"hookgate stopped the session at SessionStart: {result.error or 'a hook'}"
             await self.record_once(identity.run_id, Entry(EntryKind.STOPPED), "SessionStart",
-                                   reason, ok=False)
-            return SessionVerdict(reason, None)
-        return SessionVerdict(None, result.additional_context or None)
+                                   stopped, ok=False)
+        await self.record_once(identity.run_id, _STARTED_SESSION, "SessionStart", "started",
+                               ok=True)
+        return SessionVerdict(stopped, None if stopped else result.additional_context or None)
+
+    async def session_before_call(self, agent: Agent, identity: CallIdentity,
+                                  metadata: Mapping[str, Any]) -> SessionVerdict:
+        """The session rule: a call (or prompt) of a session that was never started runs
+        the session's SessionStart chain first, once (concurrent first calls wait for that
+        one); a started session's calls run none. The verdict of that run (or an empty one)."""
+        if await self.recorded(identity.run_id, _STARTED_SESSION) is not None:
+            return SessionVerdict(None, None)
+
+        async def run() -> str:
+            verdict = await self.start_session(agent, identity, metadata)
+            return json.dumps({"stopped": verdict.stopped, "context": verdict.context})
+        held = json.loads(await self.once_entry(identity.run_id, _IMPLICIT_START, run))
+        stopped, context = held.get("stopped"), held.get("context")
+        return SessionVerdict(stopped if isinstance(stopped, str) else None,
+                              context if isinstance(context, str) else None)
 
     async def stopped(self, run_id: str) -> str | None:
         """Why the session's SessionStart stopped it, or None."""

@@ -28,6 +28,7 @@ from hookgate.external.calls import (
     CallRefused,
 )
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
+from hookgate.runtime.auth import same_access
 from hookgate.server.auth import LastingAccess, LastingAccessDep, StreamAccessDep, recheck_s
 from hookgate.server.responses import event_stream
 from hookgate.server.sse import Event, EventStreamResponse
@@ -123,10 +124,14 @@ def _agent(access: LastingAccess, agent_id: str) -> Any:
 
 
 def _asker(access: LastingAccess, framework: str) -> Asker:
-    # The token is resolved for this request; `still_allowed` asks again at each moment of
-    # use (a wait that wakes, a call about to start, a report).
-    return Asker(access.caller.user_id, access.caller.org_id, framework,
-                 still_allowed=access.still_allowed)
+    # The token is resolved for this request (through the token cache); at each moment of
+    # use (a wait that wakes, a call about to start, a report) it is read again from the
+    # database: the same user, in the same org, with no right lost.
+    async def fresh() -> bool:
+        now = await access.rt.authenticate(access.token)
+        return now is not None and same_access(now, access.caller)
+
+    return Asker(access.caller.user_id, access.caller.org_id, framework, still_allowed=fresh)
 
 
 @router.post("/sessions", response_model=SessionOut)
@@ -156,6 +161,8 @@ async def ask(body: CallIn, access: LastingAccessDep,
             call_id=body.call_id, tool=body.tool, arguments=body.arguments,
             parent_session=body.parent_session, description=body.description,
             parameters=body.parameters)
+    except CallNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
     except CallIdReused as exc:
         raise HTTPException(409, str(exc)) from None
     except CallRefused as exc:
