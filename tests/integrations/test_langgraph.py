@@ -139,7 +139,7 @@ def test_an_approved_call_waits_as_an_interrupt_and_runs_once(
     rows = httpx.get(f"{server.url}/api/audit", params={"limit": 50},
                      headers={"Authorization": f"Bearer {ALICE}"}).json()["items"]
     ran = [r for r in rows if r["tool_name"] == "transfer" and r["outcome"] == "ok"]
-    assert [(r["connector"], r["approver"]) for r in ran] == [("langgraph", "alice")]
+    assert [(r["connector"], r["approver"]) for r in ran] == [("guarded_calls", "alice")]
 
 
 def test_a_rejected_call_never_runs_and_the_model_reads_why(

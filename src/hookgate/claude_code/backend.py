@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
@@ -31,10 +31,12 @@ from hookgate.external.keys import session_run_id as _session_run_id
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext
 from hookgate.hooks.services import HookServices
-from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.calls import CallIdentity
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.tool import args_digest
+
+if TYPE_CHECKING:
+    from hookgate.storage.ledger import DatabaseLedger
 
 EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
           "SessionStart", "UserPromptSubmit", "Stop")

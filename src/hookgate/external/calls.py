@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
@@ -53,10 +53,12 @@ from hookgate.external.policy import CallRules
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext
 from hookgate.hooks.services import HookServices
-from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.calls import CallIdentity
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.tool import args_digest
+
+if TYPE_CHECKING:
+    from hookgate.storage.ledger import DatabaseLedger
 
 #: The agent's section of rules for guarded calls (model_config_json.guarded_calls).
 SECTION = "guarded_calls"

@@ -261,7 +261,8 @@ def test_audit_rows_name_adk_as_the_framework(srv, make_guard):
     shop = Shop(srv, make_guard("remote"), [[("lookup_card", {"customer": "cy"})], "ok"])
     shop.say()
     rows = [r for r in audit_rows(srv) if r.get("tool_name") == "lookup_card"]
-    assert rows and {r["connector"] for r in rows} == {"adk"}
+    # The framework header decides nothing: an undeclared tool's connector is fixed.
+    assert rows and {r["connector"] for r in rows} == {"guarded_calls"}
 
 
 def test_an_unreachable_hookgate_stops_the_run_and_the_payment_does_not_happen(srv, make_guard):

@@ -205,7 +205,8 @@ def test_audit_rows_name_crewai_as_the_framework(srv, remote):
     shop = Shop([act("lookup_card", {"customer": "cy"}), answer()])
     shop.kickoff(HookgateToolHooks(remote, agent="buyer"))
     rows = [r for r in audit_rows(srv) if r.get("tool_name") == "lookup_card"]
-    assert rows and {r["connector"] for r in rows} == {"crewai"}
+    # The framework header decides nothing: an undeclared tool's connector is fixed.
+    assert rows and {r["connector"] for r in rows} == {"guarded_calls"}
 
 
 def test_an_unreachable_hookgate_blocks_the_payment_and_says_why(attempt):
