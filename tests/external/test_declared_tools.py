@@ -188,3 +188,21 @@ def test_the_connector_comes_from_the_declaration_not_the_header(server: LiveSer
     mine = [row for row in rows if row["tool_call_id"] == json.loads(r.request.content)[
         "call_id"]]
     assert [row["connector"] for row in mine] == ["purchasing"]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}},
+    {"type": "object", "properties": {"a": {"$ref": "#"}}},
+    {"type": "object", "$ref": "#"},
+    {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/s.json"}}},
+    {"type": "object", "properties": {"a": {"type": "bogus"}}},
+])
+def test_a_hostile_caller_schema_is_a_clear_deny(server: LiveServer, attempt: Any,
+                                                 schema: dict[str, Any]) -> None:
+    r = ask(server, {"a": {"a": {"a": "x"}}}, tool_name="shaped", parameters=schema)
+    passed = r.status_code == 200 and r.json()["decision"] in ("allow", "pending")
+    attempt.record(f"external: a hostile caller schema {schema!r}", passed)
+    assert r.status_code in (200, 400, 422), r.text
+    if r.status_code == 200:
+        assert r.json()["decision"] == "deny"
+        assert "could not decide" not in r.json()["reason"], r.json()["reason"]

@@ -91,9 +91,9 @@ class CallNotFound(LookupError):
 @dataclass(frozen=True, slots=True)
 class Asker:
     """Who asks: the user, their org (as the server resolved their token for this
-    request) and the framework the agent runs on (it names the audit rows, it decides
-    nothing). An empty user: the in-process guard, for waits and reports of any of its
-    calls."""
+    request; a server's caller always has one) and the framework the agent runs on (hook
+    metadata; it decides nothing). An empty user: the in-process guard, for waits and
+    reports of any of its calls; no org: the in-process guard, which has none of its own."""
 
     user_id: str
     org_id: str | None
@@ -466,8 +466,8 @@ class GuardedCalls:
             raise CallNotFound(f"no call '{call}'")
         record = await self.core.recorded(INDEX_RUN, Entry(EntryKind.INDEX, (call,)))
         held = _loads(record.observation if record is not None else None)
-        if not held or (asker.user_id and (held.get("user_id") != asker.user_id
-                                           or held.get("org_id") != asker.org_id)):
+        if not held or (asker.user_id and held.get("user_id") != asker.user_id) or (
+                asker.org_id is not None and held.get("org_id") != asker.org_id):
             # Another user's call, or one of an org the asker no longer belongs to, is not
             # theirs to see: the same answer as none at all. (An empty user is the
             # in-process guard, which sees every call of its runtime.)
@@ -484,7 +484,7 @@ def _agent_of(agents: Mapping[str, Agent], facts: _Facts, asker: Asker, call: st
     if agent is None:
         raise CallNotFound(f"call '{call}' belongs to agent '{facts.agent_id}', which "
                            "this server no longer has")
-    if asker.user_id and agent.org_id is not None and agent.org_id != asker.org_id:
+    if asker.org_id is not None and agent.org_id is not None and agent.org_id != asker.org_id:
         raise CallNotFound(f"no call '{call}'")
     return agent
 

@@ -38,7 +38,7 @@ class SchemaTool(Tool):
                 _validator(json.dumps(self.parameters, sort_keys=True)).iter_errors(converted))
         except jsonschema.exceptions.SchemaError as exc:
             problem = f"the tool's schema is invalid: {exc.message}"
-        except (RecursionError, ValueError, TypeError) as exc:
+        except Exception as exc:  # a bad pattern, an unresolvable or endless $ref, ...
             problem = f"the tool's schema cannot be applied ({type(exc).__name__})"
         else:
             if error is not None:
