@@ -206,3 +206,25 @@ def test_a_hostile_caller_schema_is_a_clear_deny(server: LiveServer, attempt: An
     if r.status_code == 200:
         assert r.json()["decision"] == "deny"
         assert "could not decide" not in r.json()["reason"], r.json()["reason"]
+
+
+def _respond(server: LiveServer, request_id: str, **body: Any) -> httpx.Response:
+    return httpx.post(f"{server.url}/api/confirmations/{request_id}/respond", timeout=30,
+                      json={"decision": "approve", **body},
+                      headers={"Authorization": f"Bearer {ALICE}"})
+
+
+def test_an_approvers_edit_is_checked_and_converted_by_the_declared_types(
+        server: LiveServer, attempt: Any) -> None:
+    asked = ask(server, {"amount": 60_000, "vendor": "v"}, tool_name="oa__purchase_pay").json()
+    assert asked["decision"] == "pending"
+    bad = _respond(server, asked["request_id"], arguments={"amount": "lots", "vendor": "v"})
+    attempt.record("external: an approver's edit of the wrong type is accepted",
+                   bad.status_code == 200)
+    assert bad.status_code in (400, 409, 422), bad.text
+    good = _respond(server, asked["request_id"], arguments={"amount": "55000", "vendor": "v"})
+    assert good.status_code == 200, good.text
+    verdict = httpx.get(f"{server.url}/api/v1/calls/{asked['call']}", params={"wait": 5},
+                        headers={"Authorization": f"Bearer {BOT}"}, timeout=30).json()
+    assert verdict["decision"] == "allow", verdict
+    assert verdict["arguments"] == {"amount": 55000.0, "vendor": "v"}
