@@ -96,7 +96,8 @@ class Observed:
 
 
 class ReportInProgress(RuntimeError):
-    """Another report of the call claimed its PostToolUse and has not finished it."""
+    """Another request claimed work that runs once (a call's PostToolUse, a session's first
+    SessionStart) and has not finished it within `REPORT_SETTLES_S`."""
 
 
 class ExternalCore:
