@@ -92,7 +92,7 @@ def decide(server: LiveServer, request_id: str, decision: str, **extra: Any) -> 
     assert r.status_code == 200, r.text
 
 
-def test_an_ungated_call_is_allowed_reported_and_audited_under_its_framework(
+def test_an_ungated_call_is_allowed_reported_and_audited_under_the_fixed_connector(
         server: LiveServer, guard: Client) -> None:
     started = guard.start_session(agent="payer", session_id="s-plain")
     assert started.stopped is None
@@ -102,8 +102,10 @@ def test_an_ungated_call_is_allowed_reported_and_audited_under_its_framework(
     seen = guard.report(verdict.call, output={"hits": 3})
     assert seen.text == '{"hits": 3}' and not seen.withheld
     rows = [r for r in audit(server) if r["tool_call_id"] == "c1"]
+    # The client's X-Hookgate-Framework header decides nothing: an undeclared tool no rule
+    # names a connector for has the fixed one.
     assert [(r["outcome"], r["connector"], r["execution_path"]) for r in rows] == [
-        ("ok", "langgraph", "external")]
+        ("ok", "guarded_calls", "external")]
 
 
 def test_a_gated_call_waits_for_a_person_and_runs_once(

@@ -350,8 +350,6 @@ def test_a_planted_secret_reaches_no_member_surface_after_edit_reject_rule_and_v
 
 
 @pytest.mark.both_databases
-@pytest.mark.xfail(strict=True, reason="external/calls.py's _note still lists edited values "
-                   "raw; the merge replaces that part with approvals.edits.edit_summary")
 def test_the_guarded_call_note_masks_an_edited_secret(database_url: str, slack: FakeSlack,
                                                       secrets_key: str) -> None:
     schema = {"type": "object", "properties": {"amount": {"type": "integer"},

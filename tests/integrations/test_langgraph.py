@@ -163,7 +163,7 @@ def test_an_approved_call_waits_as_an_interrupt_and_runs_once(
     rows = httpx.get(f"{server.url}/api/audit", params={"limit": 50},
                      headers={"Authorization": f"Bearer {ALICE}"}).json()["items"]
     ran = [r for r in rows if r["tool_name"] == "transfer" and r["outcome"] == "ok"]
-    assert [(r["connector"], r["approver"]) for r in ran] == [("langgraph", "alice")]
+    assert [(r["connector"], r["approver"]) for r in ran] == [("guarded_calls", "alice")]
 
 
 def test_a_rejected_call_never_runs_and_the_model_reads_why(
@@ -199,7 +199,7 @@ def test_an_edited_call_runs_with_the_edit_and_the_model_is_told(
                         config)
     assert RAN == [("transfer", {"amount": 50, "to": "bob"})]
     told = tool_texts(done)[0]
-    assert "sent 50 to bob" in told and "amount 500 -> 50" in told
+    assert "sent 50 to bob" in told and "amount: 500 → 50" in told
 
 
 def test_withheld_output_never_reaches_the_model_and_session_context_does(

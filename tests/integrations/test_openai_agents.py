@@ -61,7 +61,7 @@ async def test_an_approved_payment_runs_once_even_when_the_stored_state_is_resum
     TALLY.record("openai-agents: resume the approved state again",
                  got_through=len(shop.paid) > 1)
     [row] = [r for r in await inbox.audit() if r["request_id"] == request_id]
-    assert row["connector"] == FRAMEWORK and row["outcome"] == "ok"
+    assert row["connector"] == "guarded_calls" and row["outcome"] == "ok"
 
 
 async def test_a_rejected_payment_never_runs_and_the_model_hears_why(
@@ -163,7 +163,7 @@ async def test_after_a_handoff_the_next_agents_gated_call_still_waits(
     [waiting] = gate.pending(result)
     assert waiting.item.name == "pay" and shop.paid == []
     handoffs = [r for r in await inbox.audit() if r["tool_name"] == "transfer_to_clerk"]
-    assert [r["connector"] for r in handoffs] == [FRAMEWORK]  # the handoff was asked too
+    assert [r["connector"] for r in handoffs] == ["guarded_calls"]  # the handoff was asked too
     TALLY.record("openai-agents: a small payment after a handoff", got_through=bool(shop.paid))
 
 

@@ -132,7 +132,7 @@ async def test_an_approved_payment_runs_once_even_when_the_stored_run_is_resumed
     assert "paid 500 to acme" in replay  # the recorded observation, not a second payment
     TALLY.record("pydantic-ai: resume the approved run again", got_through=len(shop.paid) > 1)
     [row] = [r for r in await inbox.audit() if r["request_id"] == request_id]
-    assert row["connector"] == FRAMEWORK and row["outcome"] == "ok"
+    assert row["connector"] == "guarded_calls" and row["outcome"] == "ok"
 
 
 async def test_a_rejected_payment_never_runs_and_the_model_hears_why(

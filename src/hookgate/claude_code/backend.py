@@ -13,36 +13,36 @@ headless run, so hookgate itself refuses the session's prompts and tool calls fr
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
-from hookgate.catalog.build import build_registry
-from hookgate.claude_code.policy import ExternalPolicy, probe_context
-from hookgate.external import decisions, sessions
-from hookgate.external.approvals import ExternalApprovals
-from hookgate.hooks.approval import ApprovalOutcome
+from hookgate.canonical import NotCanonicalJSON, canonical_sha256
+from hookgate.claude_code.policy import WRITING_TOOLS as _WRITING
+from hookgate.claude_code.policy import ExternalPolicy, connector_of
+from hookgate.external.call import ExternalCall, build_call
+from hookgate.external.core import Allowed, Denied, ExternalCore, ReportInProgress
+from hookgate.external.keys import BadId, checked_id
+from hookgate.external.keys import session_run_id as _session_run_id
 from hookgate.hooks.coverage import RetryReuse
 from hookgate.hooks.errors import HookBuildError
-from hookgate.hooks.model import HookContext, HookPoint
-from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.model import HookContext
 from hookgate.hooks.services import HookServices
-from hookgate.hooks.withheld import Withheld
-from hookgate.storage.ledger import DatabaseLedger
-from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
+from hookgate.tools.calls import CallIdentity
 from hookgate.tools.errors import ToolArgumentsError
-from hookgate.tools.guarded import build_metadata, decide_call, observe_result
 from hookgate.tools.tool import args_digest
+
+if TYPE_CHECKING:
+    from hookgate.storage.ledger import DatabaseLedger
 
 EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
           "SessionStart", "UserPromptSubmit", "Stop")
 #: What Claude Code sets CLAUDE_CODE_ENTRYPOINT to in headless (-p / SDK) runs.
 HEADLESS_ENTRYPOINTS = ("sdk-cli", "sdk-ts", "sdk-py")
-#: The ledger entry of a session its SessionStart chain stopped (the reason is its record).
-SESSION_STOPPED = "claude-code-session-stopped"
 
 Answer = dict[str, Any]
 
@@ -61,13 +61,11 @@ class HookCaller:
 
 
 class ClaudeCodeBackend:
-    """Answers hook calls for the agents of one server."""
+    """Answers hook calls for the agents of one server (a codec over the external core)."""
 
     def __init__(self, approvals: PersistentApprovals, services: HookServices,
                  ledger: DatabaseLedger) -> None:
-        self.approvals = approvals
-        self.services = services
-        self.ledger = ledger
+        self.core = ExternalCore(approvals, services, ledger)
 
     async def answer(self, agent: Agent, caller: HookCaller, body: Mapping[str, Any]
                      ) -> Answer:
@@ -75,15 +73,22 @@ class ClaudeCodeBackend:
         if event not in EVENTS:
             raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
                                f"{event!r}")
-        session = _text(body, "session_id")
+        session = _id(body, "session_id", 4096)
         run_id = session_run_id(agent.id, caller.user_id, session)
         call = _Call(self, agent, caller, body, event, run_id)
         if event == "SessionStart":
             return await call.session_start()
         if event in ("PreToolUse", "PermissionRequest", "UserPromptSubmit"):
-            stopped = await self.ledger.recorded(run_id, SESSION_STOPPED)
+            # Claude Code sends SessionStart to command hooks only (the forward command):
+            # a session hookgate never saw start runs its SessionStart chain first, once.
+            try:
+                await self.core.session_before_call(agent, call.session_identity(),
+                                                    call.extras)
+            except ReportInProgress as exc:
+                raise BadHookInput(str(exc)) from None
+            stopped = await self.core.stopped(run_id)
             if stopped is not None:
-                return call.refuse_stopped(stopped.observation or "stopped by hookgate")
+                return call.refuse_stopped(stopped)
         if event in ("PreToolUse", "PermissionRequest"):
             return await call.decide()
         if event in ("PostToolUse", "PostToolUseFailure"):
@@ -93,7 +98,7 @@ class ClaudeCodeBackend:
 
 def session_run_id(agent_id: str, user_id: str, session: str) -> str:
     """The run id of a Claude Code session of ``user_id`` under ``agent_id``."""
-    return sessions.session_run_id("cc-", agent_id, user_id, session)
+    return _session_run_id("cc-", agent_id, user_id, session)
 
 
 class _Call:
@@ -101,25 +106,37 @@ class _Call:
 
     def __init__(self, backend: ClaudeCodeBackend, agent: Agent, caller: HookCaller,
                  body: Mapping[str, Any], event: str, run_id: str) -> None:
-        self.backend = backend
+        self.core = backend.core
         self.agent = agent
         self.caller = caller
         self.body = body
         self.event = event
+        self.run_id = run_id
+        self.session_id = _id(body, "session_id", 4096)
+        self.transcript_path = _text(body, "transcript_path", required=False)
         self.identity = CallIdentity(
             agent_id=agent.id, user_id=caller.user_id, org_id=agent.org_id or caller.org_id,
-            run_id=run_id, conversation_id=_text(body, "session_id"),
-            execution_path="external",
+            run_id=run_id, conversation_id=self.session_id, execution_path="external",
             require_confirmation_for_all=agent.require_confirmation_for_all,
-            transcript_path=_text(body, "transcript_path", required=False),
+            transcript_path=self.transcript_path,
         )
         self.extras: dict[str, Any] = {
             "claude_code_event": event,
             "cwd": _text(body, "cwd", required=False),
             "permission_mode": _text(body, "permission_mode", required=False),
             "prompt_id": _text(body, "prompt_id", required=False),
-            "transcript_path": _text(body, "transcript_path", required=False),
+            "transcript_path": self.transcript_path,
         }
+
+    def _typed(self, policy: ExternalPolicy, name: str, args: dict[str, Any], call_id: str, *,
+               checked: bool) -> ExternalCall:
+        """The typed call (ToolArgumentsError: the arguments do not fit the declaration)."""
+        return build_call(self.agent, policy, user_id=self.caller.user_id,
+                          org_id=self.caller.org_id, session_id=self.session_id,
+                          call_id=call_id, run_id=self.run_id, tool_name=name, arguments=args,
+                          writes=name in _WRITING, connector=connector_of(name),
+                          metadata=self.extras, transcript_path=self.transcript_path,
+                          checked=checked)
 
     # -- PreToolUse / PermissionRequest ------------------------------------------------------
 
@@ -132,12 +149,10 @@ class _Call:
         if call_id is None:
             # PermissionRequest carries no tool_use_id: the call is its tool and arguments.
             call_id = f"perm-{args_digest({'tool': name, 'args': args})[:32]}"
-        if not isinstance(call_id, str) or not call_id or len(call_id) > 100:
-            raise BadHookInput("tool_use_id must be a string of at most 100 characters")
-        return name, args, call_id
-
-    def _registry(self, services: HookServices) -> HookRegistry:
-        return build_registry(self.agent, services)
+        try:
+            return name, args, checked_id("tool_use_id", call_id, 100)
+        except BadId as exc:
+            raise BadHookInput(str(exc)) from None
 
     def _answer_pre(self, decision: str | None, reason: str | None,
                     ctx: HookContext | None = None,
@@ -171,45 +186,27 @@ class _Call:
         return answer
 
     async def decide(self) -> Answer:
-        backend = self.backend
         name, raw_args, call_id = self._tool_call()
         try:
             policy = ExternalPolicy.of(self.agent)
+            call = self._typed(policy, name, raw_args, call_id, checked=True)
         except HookBuildError as exc:
             return self._answer_pre("deny", f"hookgate cannot apply its rules, so nothing "
                                             f"runs: {exc}")
-        probe = probe_context(name, raw_args, self.agent, self.caller.user_id, dict(self.extras))
-        tool = policy.tool_for(name, probe)
-        try:
-            args = tool.validate(raw_args)
         except ToolArgumentsError as exc:
             return self._answer_pre("deny", f"hookgate: {exc}")
         # Interactive mode has no `defer`: it is told to make the identical call again, and
         # does so under a new tool_use_id (the one exception, hookgate.hooks.coverage).
-        approvals = ExternalApprovals(
-            backend.approvals, backend.ledger, policy.wait_s,
+        verdict = await self.core.decide(
+            call, wait_s=policy.wait_s,
             retry=None if self.caller.headless else RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP)
-        try:
-            registry = self._registry(replace(backend.services, approvals=approvals))
-        except HookBuildError as exc:
-            return self._answer_pre("deny", f"hookgate cannot build agent '{self.agent.id}''s "
-                                            f"hooks, so nothing runs: {exc}")
-        decided = await decide_call(ToolCall(call_id, name, args), tool, args,
-                                    registry=registry, identity=self.identity,
-                                    metadata=self.extras)
-        if isinstance(decided, ToolOutcome):
-            # The gate's StillPending is a hook failure to the registry (the call is
-            # blocked, observers record the attempt); the answer says what it waits for.
-            if approvals.pending is not None:
-                return self._answer_pending(approvals.pending.id, name)
-            return self._answer_pre("deny", decided.observation)
-        ctx, final_args, pre = decided
-        updated = final_args if pre.modified_args is not None else None
-        decision = None if ctx.approval is None else ctx.approval.decision
-        if decision is not None:
-            # For the audit row written when Claude Code reports the call at PostToolUse.
-            await decisions.keep(backend.ledger, self.identity.run_id, call_id, name,
-                                 args_digest(final_args), decision)
+        if isinstance(verdict, Denied):
+            return self._answer_pre("deny", verdict.reason)
+        if not isinstance(verdict, Allowed):
+            return self._answer_pending(verdict.request_id, name)
+        final_args = verdict.arguments
+        updated = final_args if verdict.rewritten or final_args != raw_args else None
+        approvals, ctx = verdict.approvals, verdict.ctx
         if approvals.by_rule is not None:
             return self._answer_pre("allow", f"{approvals.by_rule} in hookgate", ctx, updated)
         if approvals.used is not None:
@@ -239,40 +236,49 @@ class _Call:
                     "run once without asking again.")
 
     async def observe(self) -> Answer:
-        backend = self.backend
         name = _text(self.body, "tool_name")
         args = self.body.get("tool_input")
         if not isinstance(args, dict):
             raise BadHookInput("tool_input must be a JSON object")
-        call_id = _text(self.body, "tool_use_id")
-        policy = ExternalPolicy.of(self.agent)
-        probe = probe_context(name, args, self.agent, self.caller.user_id, dict(self.extras))
-        tool = policy.tool_for(name, probe)
-        registry = self._registry(backend.services)
-        call = ToolCall(call_id, name, args)
-        ctx = HookContext(
-            hook_point=HookPoint.POST_TOOL_USE, tool_name=name, tool_args=args,
-            agent_id=self.agent.id, user_id=self.caller.user_id,
-            metadata={**self.extras, **build_metadata(self.identity, call, tool, False)},
-        )
+        call_id = _id(self.body, "tool_use_id", 100)
+        try:
+            policy = ExternalPolicy.of(self.agent)
+        except HookBuildError:
+            policy = ExternalPolicy()
+        call = self._typed(policy, name, args, call_id, checked=False)
         duration = self.body.get("duration_ms")
         seconds = duration / 1000 if isinstance(duration, int | float) and duration >= 0 else 0
-        ctx.call_started = time.perf_counter() - seconds
         try:
-            digest = args_digest(args)
+            digest: str | None = args_digest(args)
         except ToolArgumentsError:
             digest = None
-        kept = None if digest is None else await decisions.kept(
-            backend.ledger, self.identity.run_id, call_id, name, digest)
-        if kept is not None:
-            ctx.approval = ApprovalOutcome("approved", kept.request_id, decision=kept)
         failed = self.event == "PostToolUseFailure"
         result = self.body.get("error") if failed else self.body.get("tool_response")
-        # What Claude Code reported the tool said: hooks read it (``tool_result``); every
-        # other place (audit rows, logs) gets the fixed words.
-        error = Withheld.of(str(self.body.get("error") or "the tool failed"),
-                            shown=f"Error: tool '{name}' failed.") if failed else None
-        post = await observe_result(ctx, registry, result, error)
+        error = str(self.body.get("error") or "the tool failed") if failed else None
+
+        async def post_tool_use() -> str:
+            # What Claude Code reported the tool said: hooks read it (``tool_result``);
+            # every other place (audit rows, logs) gets the fixed words.
+            observed = await self.core.observe(call, result=result, error=error,
+                                               started_at=time.perf_counter() - seconds,
+                                               digest=digest)
+            return json.dumps(self._answer_post(observed.ctx, observed.post))
+
+        try:
+            report = canonical_sha256([self.event, args, result])
+        except NotCanonicalJSON:
+            report = None  # no exact form to recognise it by: its PostToolUse runs
+        if report is None:
+            return json.loads(await post_tool_use())  # type: ignore[no-any-return]
+        try:
+            # Once per report: the same PostToolUse delivered twice (a retry, two
+            # instances) answers the first one's answer; another output is another report.
+            answer = json.loads(await self.core.once(call, post_tool_use, report=report))
+        except ReportInProgress as exc:
+            raise BadHookInput(str(exc)) from None
+        return answer if isinstance(answer, dict) else {}
+
+    def _answer_post(self, ctx: HookContext, post: Any) -> Answer:
         specific: dict[str, Any] = {"hookEventName": self.event}
         answer: Answer = {}
         if post.withheld:
@@ -292,28 +298,28 @@ class _Call:
             answer.update({"continue": False, "stopReason": str(ctx.stop_run)})
         return answer
 
+    def session_identity(self) -> CallIdentity:
+        return CallIdentity(
+            agent_id=self.agent.id, user_id=self.caller.user_id,
+            org_id=self.identity.org_id, run_id=self.run_id, conversation_id=self.run_id,
+            execution_path="external")
+
     async def session_start(self) -> Answer:
-        backend = self.backend
-        registry = self._registry(backend.services)
-        ctx = HookContext(
-            hook_point=HookPoint.SESSION_START, agent_id=self.agent.id,
-            user_id=self.caller.user_id,
-            metadata={**self.extras, "org_id": self.identity.org_id,
-                      "run_id": self.identity.run_id, "conversation_id": self.identity.run_id,
-                      "execution_path": "external", "parent_agent_id": None, "depth": 0},
-        )
-        result = await registry.run_session_start(ctx)
-        if not result.allow:
-            reason = f"hookgate stopped the session at SessionStart: {result.error or 'a hook'}"
-            ledger = self.backend.ledger
-            if await ledger.claim(self.identity.run_id, SESSION_STOPPED, "SessionStart",
-                                  "") is None:
-                await ledger.finish(self.identity.run_id, SESSION_STOPPED, reason, ok=False)
-            return {"continue": False, "stopReason": reason}
-        if result.additional_context:
+        verdict = await self.core.start_session(self.agent, self.session_identity(),
+                                                self.extras)
+        if verdict.stopped is not None:
+            return {"continue": False, "stopReason": verdict.stopped}
+        if verdict.context:
             return {"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                           "additionalContext": result.additional_context}}
+                                           "additionalContext": verdict.context}}
         return {}
+
+
+def _id(body: Mapping[str, Any], key: str, limit: int) -> str:
+    try:
+        return checked_id(key, body.get(key), limit)
+    except BadId as exc:
+        raise BadHookInput(str(exc)) from None
 
 
 def _text(body: Mapping[str, Any], key: str, *, required: bool = True) -> Any:

@@ -37,7 +37,7 @@ from hookgate.hooks.model import HookContext
 from hookgate.tools.tool import Tool
 
 __all__ = ["CONNECTOR", "DEFAULT_WAIT_S", "WRITING_TOOLS", "ExternalPolicy", "ExternalToolRan",
-           "ToolRule", "probe_context"]
+           "ToolRule", "connector_of", "probe_context"]
 
 #: Claude Code's tools that change the machine; everything else reads.
 WRITING_TOOLS = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit",
@@ -84,10 +84,11 @@ class ExternalPolicy(CallRules):
 
     def tool_for(self, name: str, probe: HookContext) -> Tool:
         """The external Tool for a call (``probe`` carries its arguments and metadata)."""
-        return self.tool(name, probe, writes=name in WRITING_TOOLS, connector=_connector(name))
+        return self.tool(name, probe, writes=name in WRITING_TOOLS, connector=connector_of(name))
 
 
-def _connector(name: str) -> str:
+def connector_of(name: str) -> str:
+    """A Claude Code tool's connector: ``mcp__<server>`` for an MCP tool, else claude_code."""
     if name.startswith("mcp__"):
         server = name[len("mcp__"):].split("__", 1)[0]
         return f"mcp__{server}"

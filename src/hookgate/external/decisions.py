@@ -1,23 +1,23 @@
 """Who decided an external call, kept from its PreToolUse for its PostToolUse: the tool runs
 outside hookgate (Claude Code, a framework) between the two, so the audit row written at
-PostToolUse reads the gate's decision from the execution ledger (``decision:<call id>``).
+PostToolUse reads the gate's decision from the execution ledger (a `EntryKind.DECISION`
+entry of the call id).
 """
 
 from __future__ import annotations
 
 import json
 
+from hookgate.external.keys import Entry, EntryKind
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.calls import CallDecision
-
-_PREFIX = "decision:"
 
 
 async def keep(ledger: DatabaseLedger, run_id: str, call_id: str, tool_name: str,
                args_sha256: str, decision: CallDecision) -> None:
     """Record ``decision`` for this call; the first record of a call id stays (a re-used
     tool_use_id does not rewrite who decided the earlier call)."""
-    key = _PREFIX + call_id
+    key = Entry(EntryKind.DECISION, (call_id,)).key
     if await ledger.claim(run_id, key, tool_name, args_sha256) is None:
         text = json.dumps({"approver": decision.approver, "request_id": decision.request_id,
                            "wait_us": decision.wait_us})
@@ -27,7 +27,7 @@ async def keep(ledger: DatabaseLedger, run_id: str, call_id: str, tool_name: str
 async def kept(ledger: DatabaseLedger, run_id: str, call_id: str, tool_name: str,
                args_sha256: str) -> CallDecision | None:
     """The decision kept for this exact call (same tool and arguments), or None."""
-    prior = await ledger.recorded(run_id, _PREFIX + call_id)
+    prior = await ledger.recorded(run_id, Entry(EntryKind.DECISION, (call_id,)).key)
     if prior is None or prior.observation is None or (
             prior.tool_name, prior.args_sha256) != (tool_name, args_sha256):
         return None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookgate.agent import Agent
+from hookgate.external.schema_tool import SchemaTool
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import Condition, ToolMatcher, selects
@@ -91,13 +92,9 @@ class CallRules:
                                f"{section}.rules[{i}] of agent '{agent.id}'")
                          for i, r in enumerate(rules)), float(wait))
 
-    def tool(self, name: str, probe: HookContext, *, writes: bool, connector: str,
-             schema: Mapping[str, Any] | None = None,
-             description: str | None = None) -> Tool:
-        """The external Tool for a call (``probe`` carries its arguments and metadata);
-        ``writes`` and ``connector`` are the defaults the rules may change; ``schema`` the
-        tool's JSON schema as the agent's runtime declares it (arguments are checked
-        against it, and an approver's edit too)."""
+    def flags(self, probe: HookContext, *, writes: bool, connector: str) -> RuleFlags:
+        """What the rules that apply to the call (``probe`` carries its arguments and
+        metadata) say; ``writes`` and ``connector`` are the defaults they may change."""
         needs = False
         asked: list[str] = []
         for rule in self.rules:
@@ -110,22 +107,47 @@ class CallRules:
                 writes = rule.writes
             if rule.connector is not None:
                 connector = rule.connector
+        return RuleFlags(needs, "; ".join(asked) or None, writes, connector)
+
+    def tool(self, name: str, probe: HookContext, *, writes: bool, connector: str,
+             schema: Mapping[str, Any] | None = None,
+             description: str | None = None) -> Tool:
+        """The stand-in Tool for a call of a tool the agent does not declare (``probe``
+        carries its arguments and metadata); ``writes`` and ``connector`` are the defaults
+        the rules may change; ``schema`` the tool's JSON schema as the agent's runtime
+        declares it (arguments are checked and converted by it, and an approver's edit
+        too)."""
+        flags = self.flags(probe, writes=writes, connector=connector)
         # A runtime that sends no description of the tool gets none made up.
-        return Tool(name=name, description=description or "",
-                    parameters=dict(schema) if schema else {"type": "object"}, _fn=_never_run,
-                    requires_confirmation=needs, connector=connector, writes=writes,
-                    confirmation_reason="; ".join(asked) or None)
+        return SchemaTool(name=name, description=description or "",
+                          parameters=dict(schema) if schema else {"type": "object"},
+                          _fn=_never_run, requires_confirmation=flags.requires_confirmation,
+                          connector=flags.connector, writes=flags.writes,
+                          confirmation_reason=flags.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFlags:
+    """What an agent's rules say about one call."""
+
+    requires_confirmation: bool
+    #: The rules that asked for a person, as the approver reads them.
+    reason: str | None
+    writes: bool
+    connector: str
 
 
 def declared_tool(tool_name: str, context: Mapping[str, Any] | None) -> Tool | None:
     """The tool an external request was asked for, from the JSON schema its agent's runtime
-    declared (kept in the request's context as ``tool_schema``); None without one, so an
+    declared, or its hookgate declaration's (kept in the request's context as
+    ``tool_schema``): an edit is checked and converted by its types; None without one, so an
     edit is refused (approvals/edits.py)."""
     schema = (context or {}).get(TOOL_SCHEMA_KEY)
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         return None
-    return Tool(name=tool_name, description=str((context or {}).get("tool_description") or ""),
-                parameters=dict(schema), _fn=_never_run)
+    return SchemaTool(name=tool_name,
+                      description=str((context or {}).get("tool_description") or ""),
+                      parameters=dict(schema), _fn=_never_run)
 
 
 def probe_context(name: str, args: dict[str, Any], agent: Agent, user_id: str,

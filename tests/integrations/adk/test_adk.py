@@ -225,7 +225,7 @@ def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(srv
     shop.resume([paused])
     assert shop.ran == [("pay", 50, "ACME")]
     [result] = shop.model.results()
-    assert "amount 500 -> 50" in result["note"]
+    assert "amount: 500 → 50" in result["note"]
 
 
 def test_arguments_hookgate_rewrote_are_the_ones_that_run_and_the_model_is_told(srv, guard):
@@ -233,7 +233,7 @@ def test_arguments_hookgate_rewrote_are_the_ones_that_run_and_the_model_is_told(
     shop.say()
     assert shop.ran == [("tip", 5)]
     [result] = shop.model.results()
-    assert "amount 50 -> 5" in result["note"]
+    assert "amount: 50 → 5" in result["note"]
 
 
 def test_a_waiting_payment_long_polls_and_runs_when_a_person_approves(srv, make_guard):
@@ -278,7 +278,8 @@ def test_audit_rows_name_adk_as_the_framework(srv, make_guard):
     shop = Shop(srv, make_guard("remote"), [[("lookup_card", {"customer": "cy"})], "ok"])
     shop.say()
     rows = [r for r in audit_rows(srv) if r.get("tool_name") == "lookup_card"]
-    assert rows and {r["connector"] for r in rows} == {"adk"}
+    # The framework header decides nothing: an undeclared tool's connector is fixed.
+    assert rows and {r["connector"] for r in rows} == {"guarded_calls"}
 
 
 def test_an_unreachable_hookgate_stops_the_run_and_the_payment_does_not_happen(srv, make_guard):

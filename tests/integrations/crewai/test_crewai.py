@@ -152,7 +152,7 @@ def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_told(srv
         decide(srv, pending_request(srv, "pay")["id"], "approve",
                arguments={"amount": 50, "to": "ACME"})
     assert shop.ran == [("pay", 50, "ACME")]
-    assert shop.llm.saw("amount 500 -> 50")
+    assert shop.llm.saw("amount: 500 → 50")
 
 
 def test_an_undecided_payment_fails_closed_and_the_model_gets_the_request_id(guard):
@@ -173,7 +173,7 @@ def test_arguments_hookgate_rewrote_are_the_ones_that_run_and_the_model_is_told(
     shop = Shop([act("tip", {"amount": 50}), answer()])
     shop.kickoff(HookgateToolHooks(guard, agent="buyer"))
     assert shop.ran == [("tip", 5)]
-    assert shop.llm.saw("amount 50 -> 5")
+    assert shop.llm.saw("amount: 50 → 5")
 
 
 def test_a_redacted_card_reaches_the_model_and_the_raw_number_does_not(guard):
@@ -205,7 +205,8 @@ def test_audit_rows_name_crewai_as_the_framework(srv, remote):
     shop = Shop([act("lookup_card", {"customer": "cy"}), answer()])
     shop.kickoff(HookgateToolHooks(remote, agent="buyer"))
     rows = [r for r in audit_rows(srv) if r.get("tool_name") == "lookup_card"]
-    assert rows and {r["connector"] for r in rows} == {"crewai"}
+    # The framework header decides nothing: an undeclared tool's connector is fixed.
+    assert rows and {r["connector"] for r in rows} == {"guarded_calls"}
 
 
 def test_an_unreachable_hookgate_blocks_the_payment_and_says_why(attempt):

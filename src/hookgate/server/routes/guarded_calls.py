@@ -2,7 +2,9 @@
 ``POST /api/v1/calls``, ``GET /api/v1/calls/{id}?wait=S`` (long-poll) and
 ``POST /api/v1/calls/{id}/result``, and ``GET /api/v1/calls/{id}/events`` (the SSE form of
 waiting: it says when a person decided). The bearer token is the agent user's hookgate token; the
-framework is named by the ``X-Hookgate-Framework`` header (it names the audit rows).
+framework is named by the ``X-Hookgate-Framework`` header (hook metadata only: it decides
+nothing). This module is a codec: it turns HTTP into the guarded-call API's calls
+(external/calls.py) and back, and never reaches past the external core.
 
 Fail closed: a call hookgate cannot decide is answered ``deny`` with the reason, never with
 a status a client could read as "go on"; bad input is a 4xx that names the problem.
@@ -26,6 +28,7 @@ from hookgate.external.calls import (
     CallRefused,
 )
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
+from hookgate.runtime.auth import same_access
 from hookgate.server.auth import LastingAccess, LastingAccessDep, StreamAccessDep, recheck_s
 from hookgate.server.responses import event_stream
 from hookgate.server.sse import Event, EventStreamResponse
@@ -37,7 +40,8 @@ MAX_WAIT_S = 300.0
 FrameworkHeader = Annotated[str, Header(
     alias="X-Hookgate-Framework", max_length=FRAMEWORKS_MAX,
     description="The agent framework asking (langgraph, openai-agents, pydantic-ai, adk, "
-                "crewai, ...); recorded in the audit rows as the tool's default connector.")]
+                "crewai, ...); given to the hooks as metadata.framework. It decides nothing: "
+                "a tool's connector comes from its declaration or the agent's rules.")]
 
 
 class SessionIn(BaseModel):
@@ -120,7 +124,14 @@ def _agent(access: LastingAccess, agent_id: str) -> Any:
 
 
 def _asker(access: LastingAccess, framework: str) -> Asker:
-    return Asker(access.caller.user_id, access.caller.org_id, framework)
+    # The token is resolved for this request (through the token cache); at each moment of
+    # use (a wait that wakes, a call about to start, a report) it is read again from the
+    # database: the same user, in the same org, with no right lost.
+    async def fresh() -> bool:
+        now = await access.rt.authenticate(access.token)
+        return now is not None and same_access(now, access.caller)
+
+    return Asker(access.caller.user_id, access.caller.org_id, framework, still_allowed=fresh)
 
 
 @router.post("/sessions", response_model=SessionOut)
@@ -150,6 +161,8 @@ async def ask(body: CallIn, access: LastingAccessDep,
             call_id=body.call_id, tool=body.tool, arguments=body.arguments,
             parent_session=body.parent_session, description=body.description,
             parameters=body.parameters)
+    except CallNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
     except CallIdReused as exc:
         raise HTTPException(409, str(exc)) from None
     except CallRefused as exc:
@@ -181,8 +194,9 @@ async def call_state(
         async def listening() -> bool:
             return not await request.is_disconnected()
 
-        work = access.rt.guarded.peek(asker, call, wait) if peek else access.rt.guarded.wait(
-            access.rt.runs.agents, asker, call, wait, listening)
+        agents = access.rt.runs.agents
+        work = access.rt.guarded.peek(asker, call, wait, agents) if peek else \
+            access.rt.guarded.wait(agents, asker, call, wait, listening)
         answer = await while_allowed(work,
             access.still_allowed, recheck_s(request))
     except CallNotFound as exc:
@@ -206,7 +220,7 @@ async def call_events(call: str, request: Request, access: StreamAccessDep,
     /api/v1/calls`` or ``GET /api/v1/calls/{call}``) for the verdict that runs it."""
     asker = _asker(access, framework)
     try:
-        first = await access.rt.guarded.peek(asker, call, 0.0)
+        first = await access.rt.guarded.peek(asker, call, 0.0, access.rt.runs.agents)
     except CallNotFound as exc:
         raise HTTPException(404, str(exc)) from None
     except CallRefused as exc:
@@ -216,7 +230,8 @@ async def call_events(call: str, request: Request, access: StreamAccessDep,
         answer = first
         yield Event(_out(answer).model_dump_json(), event=answer.decision)
         while answer.decision == "pending":
-            answer = await access.rt.guarded.peek(asker, call, MAX_WAIT_S)
+            answer = await access.rt.guarded.peek(asker, call, MAX_WAIT_S,
+                                                  access.rt.runs.agents)
             if answer.decision != "pending":
                 yield Event(_out(answer).model_dump_json(), event=answer.decision)
 

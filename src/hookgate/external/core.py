@@ -1,0 +1,308 @@
+"""The external core: the one flow of a call that runs outside hookgate, whoever asks (the
+guarded-call API, a Claude Code hook). SessionStart; PreToolUse, the read-only guard, rate
+limits and the gate through `decide_call` (tools/guarded.py) for the typed `ExternalCall`;
+the decision kept for the audit row; the start claimed once; PostToolUse through
+`observe_result`, run once per call by a claim. The codecs (external/calls.py,
+claude_code/backend.py) only turn their wire format into these calls and verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from hookgate.agent import Agent
+from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.catalog.build import build_registry
+from hookgate.catalog.builtin.rate_limit import COUNTED_KEY
+from hookgate.external import decisions
+from hookgate.external.approvals import ExternalApprovals
+from hookgate.external.call import ExternalCall, tool_call
+from hookgate.external.keys import Entry, EntryKind
+from hookgate.hooks.approval import ApprovalOutcome
+from hookgate.hooks.coverage import RetryReuse
+from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.model import HookContext, HookPoint
+from hookgate.hooks.registry import HookRegistry
+from hookgate.hooks.services import HookServices
+from hookgate.hooks.trace import ChainResult
+from hookgate.hooks.withheld import Withheld
+from hookgate.storage.ledger import DatabaseLedger
+from hookgate.tools.calls import CallIdentity, ToolOutcome
+from hookgate.tools.guarded import (
+    build_metadata,
+    decide_call,
+    observe_result,
+    render_observation,
+    with_hook_context,
+)
+from hookgate.tools.ledger import PriorExecution
+from hookgate.tools.tool import args_digest
+
+__all__ = ["Allowed", "Denied", "ExternalCore", "Observed", "SessionVerdict", "Verdict",
+           "Waiting"]
+
+#: A session whose SessionStart chain ran (explicitly, or before its first call).
+_STARTED_SESSION = Entry(EntryKind.SESSION, ("started",))
+#: The claim of the SessionStart run before a never-started session's first call.
+_IMPLICIT_START = Entry(EntryKind.SESSION, ("implicit-start",))
+#: How long a second report of a call waits for the first one's observation.
+REPORT_SETTLES_S = 30.0
+_REREAD_S = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    """The call may run with ``arguments`` (rewritten by a hook or edited by a person)."""
+
+    ctx: HookContext
+    arguments: dict[str, Any]
+    #: A hook or a person changed the arguments.
+    rewritten: bool
+    approvals: ExternalApprovals
+
+
+@dataclass(frozen=True, slots=True)
+class Denied:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A person decides request ``request_id`` first."""
+
+    request_id: str
+
+
+Verdict = Allowed | Denied | Waiting
+
+
+@dataclass(frozen=True, slots=True)
+class SessionVerdict:
+    #: Why the SessionStart chain stopped the session (None: it goes on).
+    stopped: str | None
+    context: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """PostToolUse's result over what a call returned."""
+
+    ctx: HookContext
+    post: ChainResult
+
+
+class ReportInProgress(RuntimeError):
+    """Another request claimed work that runs once (a call's PostToolUse, a session's first
+    SessionStart) and has not finished it within `REPORT_SETTLES_S`."""
+
+
+class ExternalCore:
+    """The external flow over one process's approvals, hook services and ledger."""
+
+    def __init__(self, approvals: PersistentApprovals, services: HookServices,
+                 ledger: DatabaseLedger) -> None:
+        self.approvals = approvals
+        self.services = services
+        self.ledger = ledger
+
+    def registry(self, agent: Agent, services: HookServices | None = None) -> HookRegistry:
+        """The agent's hooks (HookBuildError says what is wrong with them)."""
+        return build_registry(agent, services or self.services)
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    async def start_session(self, agent: Agent, identity: CallIdentity,
+                            metadata: Mapping[str, Any]) -> SessionVerdict:
+        """The SessionStart chain; a stop is recorded, so the session's calls are refused,
+        and the session counts as started."""
+        facts = {"conversation_id": identity.conversation_id, **metadata,
+                 "org_id": identity.org_id, "run_id": identity.run_id,
+                 "execution_path": "external", "parent_agent_id": identity.parent_agent_id,
+                 "depth": identity.depth}
+        ctx = HookContext(hook_point=HookPoint.SESSION_START, agent_id=agent.id,
+                          user_id=identity.user_id, metadata=facts)
+        result = await self.registry(agent).run_session_start(ctx)
+        stopped = None
+        if not result.allow:
+            stopped = f"hookgate stopped the session at SessionStart: {result.error or 'a hook'}"
+            await self.record_once(identity.run_id, Entry(EntryKind.STOPPED), "SessionStart",
+                                   stopped, ok=False)
+        await self.record_once(identity.run_id, _STARTED_SESSION, "SessionStart", "started",
+                               ok=True)
+        return SessionVerdict(stopped, None if stopped else result.additional_context or None)
+
+    async def session_before_call(self, agent: Agent, identity: CallIdentity,
+                                  metadata: Mapping[str, Any]) -> SessionVerdict:
+        """The session rule: a call (or prompt) of a session that was never started runs
+        the session's SessionStart chain first, once (concurrent first calls wait for that
+        one); a started session's calls run none. The verdict of that run (or an empty one)."""
+        if await self.recorded(identity.run_id, _STARTED_SESSION) is not None:
+            return SessionVerdict(None, None)
+
+        async def run() -> str:
+            verdict = await self.start_session(agent, identity, metadata)
+            return json.dumps({"stopped": verdict.stopped, "context": verdict.context})
+        held = json.loads(await self.once_entry(identity.run_id, _IMPLICIT_START, run))
+        stopped, context = held.get("stopped"), held.get("context")
+        return SessionVerdict(stopped if isinstance(stopped, str) else None,
+                              context if isinstance(context, str) else None)
+
+    async def stopped(self, run_id: str) -> str | None:
+        """Why the session's SessionStart stopped it, or None."""
+        record = await self.ledger.recorded(run_id, Entry(EntryKind.STOPPED).key)
+        if record is None:
+            return None
+        return record.observation or "stopped by hookgate"
+
+    # -- before the call --------------------------------------------------------------------
+
+    async def decide(self, call: ExternalCall, *, wait_s: float, owner: str | None = None,
+                     counted: bool = False, retry: RetryReuse | None = None) -> Verdict:
+        """PreToolUse, the read-only guard, rate limits and the gate for ``call``.
+        ``owner``: the call id that owns an approval's use (see ExternalApprovals);
+        ``counted``: the call took its rate-limit slots when it was first asked;
+        ``retry``: the one exception to "an approval covers its own call id", for a codec
+        whose client re-sends a call it gave up waiting for (hookgate.hooks.coverage)."""
+        stopped = await self.stopped(call.run_id)
+        if stopped is not None:
+            return Denied(stopped)
+        approvals = ExternalApprovals(self.approvals, self.ledger, wait_s, owner=owner,
+                                      retry=retry)
+        try:
+            registry = self.registry(call.agent, replace(self.services, approvals=approvals))
+        except HookBuildError as exc:
+            return Denied(f"hookgate cannot build agent '{call.agent.id}''s hooks, so nothing "
+                          f"runs: {exc}")
+        metadata = dict(call.metadata)
+        if counted:
+            metadata[COUNTED_KEY] = True
+        decided = await decide_call(call.tool_call, call.tool, call.arguments,
+                                    registry=registry, identity=call.identity,
+                                    metadata=metadata)
+        if isinstance(decided, ToolOutcome):
+            # The gate's StillPending is a hook failure to the registry (the call is
+            # blocked, observers record the attempt); the verdict says what it waits for.
+            if approvals.pending is not None:
+                return Waiting(approvals.pending.id)
+            return Denied(decided.observation)
+        ctx, final_args, pre = decided
+        decision = None if ctx.approval is None else ctx.approval.decision
+        if decision is not None:
+            # For the audit row written when the call's result is reported at PostToolUse.
+            await decisions.keep(self.ledger, call.run_id, call.call_id, call.tool.name,
+                                 args_digest(final_args), decision)
+        rewritten = pre.modified_args is not None or final_args != call.arguments
+        return Allowed(ctx, final_args, rewritten, approvals)
+
+    async def claim_start(self, call: ExternalCall, arguments: dict[str, Any],
+                          started: Callable[[], str]) -> PriorExecution | None:
+        """Claim the call's one start (None: this ask has it, and ``started()`` is
+        recorded); else the earlier start's record."""
+        entry = Entry(EntryKind.STARTED, (call.call_id,))
+        prior = await self.ledger.claim(call.run_id, entry.key, call.tool.name,
+                                        args_digest(arguments))
+        if prior is None:
+            await self.ledger.finish(call.run_id, entry.key, started(), ok=False)
+        return prior
+
+    async def started(self, run_id: str, call_id: str) -> PriorExecution | None:
+        """The call's start record (its arguments, then its observation), or None."""
+        return await self.ledger.recorded(run_id, Entry(EntryKind.STARTED, (call_id,)).key)
+
+    async def finish_started(self, run_id: str, call_id: str, text: str, ok: bool) -> None:
+        await self.ledger.finish(run_id, Entry(EntryKind.STARTED, (call_id,)).key, text, ok)
+
+    # -- after the call ---------------------------------------------------------------------
+
+    async def observe(self, call: ExternalCall, *, result: Any, error: str | None,
+                      started_at: float, digest: str | None) -> Observed:
+        """PostToolUse over what the tool returned (``error``: it failed), with the
+        decision kept for this exact call (``digest``: its final arguments')."""
+        args = call.arguments
+        ctx = HookContext(
+            hook_point=HookPoint.POST_TOOL_USE, tool_name=call.tool.name, tool_args=args,
+            agent_id=call.agent.id, user_id=call.user_id,
+            metadata={**call.metadata, **build_metadata(call.identity, tool_call(call, args),
+                                                        call.tool, False)},
+        )
+        ctx.call_started = started_at
+        kept = None if digest is None else await decisions.kept(
+            self.ledger, call.run_id, call.call_id, call.tool.name, digest)
+        if kept is not None:
+            ctx.approval = ApprovalOutcome("approved", kept.request_id, decision=kept)
+        failed = Withheld.of(str(error), shown=f"Error: tool '{call.tool.name}' failed.") \
+            if error is not None else None
+        post = await observe_result(ctx, self.registry(call.agent),
+                                    error if error is not None else result, failed)
+        return Observed(ctx, post)
+
+    async def once(self, call: ExternalCall, work: Callable[[], Awaitable[str]], *,
+                   report: str = "") -> str:
+        """``work``'s text, run once per call however many reports arrive on however many
+        instances: the first claims the call's report and records the text; every other
+        answers the recorded text (ReportInProgress: it never came). ``report``: what
+        names one report of the call where a caller may send several different ones (a
+        Claude Code PostToolUse carries the output, and another output is another report
+        whose PostToolUse must run)."""
+        return await self.once_entry(
+            call.run_id, Entry(EntryKind.REPORT, (call.call_id, report)), work)
+
+    async def once_entry(self, run_id: str, entry: Entry,
+                         work: Callable[[], Awaitable[str]]) -> str:
+        """``work``'s text, run by the first to claim ``entry``; the others read it."""
+        prior = await self.ledger.claim(run_id, entry.key, entry.kind.value, "")
+        if prior is None:
+            text = await work()
+            await self.ledger.finish(run_id, entry.key, text, ok=True)
+            return text
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + REPORT_SETTLES_S
+        while prior is not None and prior.observation is None and loop.time() < give_up:
+            await asyncio.sleep(_REREAD_S)
+            prior = await self.ledger.recorded(run_id, entry.key)
+        if prior is None or prior.observation is None:
+            raise ReportInProgress(f"another request is running the {entry.kind.value} "
+                                   "hooks of this call and has not finished; ask again")
+        return prior.observation
+
+    # -- shared -----------------------------------------------------------------------------
+
+    async def record_once(self, run_id: str, entry: Entry, what: str, text: str, *,
+                          ok: bool) -> bool:
+        """Record ``text`` under ``entry`` unless it was recorded before (True: now)."""
+        if await self.ledger.claim(run_id, entry.key, what, "") is None:
+            await self.ledger.finish(run_id, entry.key, text, ok=ok)
+            return True
+        return False
+
+    async def recorded(self, run_id: str, entry: Entry) -> PriorExecution | None:
+        return await self.ledger.recorded(run_id, entry.key)
+
+    async def claim(self, run_id: str, entry: Entry, what: str,
+                    digest: str) -> PriorExecution | None:
+        return await self.ledger.claim(run_id, entry.key, what, digest)
+
+    async def finish(self, run_id: str, entry: Entry, text: str, *, ok: bool) -> None:
+        await self.ledger.finish(run_id, entry.key, text, ok=ok)
+
+
+def observation_text(observed: Observed, output: Any, error: str | None) -> tuple[str, bool]:
+    """The text the model may see of a reported result, and whether it is withheld."""
+    ctx, post = observed.ctx, observed.post
+    if post.withheld:
+        return render_observation(ctx.tool_result), True
+    shown = post.modified_result if post.modified_result is not None else (
+        f"Error: {error}" if error is not None else output)
+    notes = ctx.added_context
+    text = render_observation(shown)
+    return (with_hook_context(text, list(notes)) if notes else text), False
+
+
+def now() -> float:
+    """The clock a call's duration is measured on (``HookContext.call_started``)."""
+    return time.perf_counter()
