@@ -45,7 +45,7 @@ from hookgate.client import (
 )
 
 __all__ = ["HandoffBlocked", "HookgateGate", "HookgateRefused", "HookgateUnavailable",
-           "PendingCall"]
+           "HookgateUndecided", "PendingCall"]
 
 _log = logging.getLogger(__name__)
 
@@ -62,6 +62,22 @@ class HookgateRefused(AgentsException, GuardRefused):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+class HookgateUndecided(AgentsException):
+    """A resumed run reached a call hookgate has not decided yet (the SDK's approval alone,
+    or hookgate first asked when the call was about to run): the call did not run and the run
+    stops, so nothing is lost. Decide ``request_id``, call `HookgateGate.apply_decisions` on
+    the stored `RunState` and resume it when that returns no pending calls."""
+
+    def __init__(self, tool: str, call: str, request_id: str) -> None:
+        super().__init__(
+            f"hookgate has not decided the call of {tool!r} yet (request {request_id}); it "
+            "did not run. Call apply_decisions on the stored RunState and resume it once "
+            "apply_decisions returns no pending calls")
+        self.tool = tool
+        self.call = call
+        self.request_id = request_id
 
 
 class HandoffBlocked(AgentsException):
@@ -151,7 +167,10 @@ class HookgateGate:
                 self._shared.decided.pop(self._key(ctx.tool_call_id), None)
                 return ToolGuardrailFunctionOutput.reject_content(verdict.reason)
             if isinstance(verdict, Pending):
-                return ToolGuardrailFunctionOutput.reject_content(_undecided(verdict))
+                # The SDK approved a call hookgate has not decided (resumed without
+                # apply_decisions, or hookgate asked only now): the SDK cannot pause a run
+                # from here, so the run stops and the stored state stays resumable.
+                raise HookgateUndecided(tool.name, verdict.call, verdict.request_id)
             return ToolGuardrailFunctionOutput.allow()
 
         async def invoke(ctx: ToolContext[Any], arguments_json: str) -> Any:
@@ -169,7 +188,7 @@ class HookgateGate:
             if isinstance(verdict, Denied):
                 return verdict.reason
             if isinstance(verdict, Pending):
-                return _undecided(verdict)
+                raise HookgateUndecided(tool.name, verdict.call, verdict.request_id)
             return await self._run(tool, ctx, arguments_json, verdict)
 
         guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
@@ -223,7 +242,17 @@ class HookgateGate:
         approves the call (it then runs with the arguments hookgate allows, edited ones
         included, and the model is told), a rejection rejects it with hookgate's reason as the
         message the model sees. Waits up to ``wait`` seconds for each undecided call; returns
-        the calls still undecided (resume only when it is empty, or they interrupt again)."""
+        the calls still undecided (resume only when it is empty, or they interrupt again).
+
+        It starts no call: a call starts when the resumed run asks hookgate right before the
+        tool runs. A call of a tool with its own ``needs_approval`` that the SDK's user
+        approved is asked of hookgate only then; if hookgate's gate holds it for a person, the
+        run stops with `HookgateUndecided` before the tool runs (call this again, then
+        resume)."""
+        # The RunState's context (its approvals, and the context the tool's own
+        # needs_approval is evaluated with): openai-agents 0.24 has no public accessor on
+        # RunState (only approve/reject), so its private ``_context`` is read here.
+        context = state._context
         still: list[PendingCall] = []
         for item in state.get_interruptions():
             call_id = item.call_id
@@ -233,17 +262,28 @@ class HookgateGate:
             key = gate._key(call_id)
             arguments = _parse(item.arguments)
             original = gate._originals.get(item.name or "")
+            held = self._shared.decided.get(key)
             # The tool's own approval asks too: hookgate is asked only once the SDK's user
             # approved; a user's rejection stands (nothing is asked).
-            if original is not None and state._context is not None and await _own_approval(
-                    original, state._context, arguments, call_id) and \
-                    state._context.get_approval_status(
-                        item.name or "", call_id, existing_pending=item) is not True:
-                continue
+            if original is not None and context is not None and await _own_approval(
+                    original, context, arguments, call_id):
+                if context.get_approval_status(item.name or "", call_id,
+                                               existing_pending=item) is not True:
+                    continue
+                if held is None:
+                    # Never asked: hookgate is asked when the call runs. Asked here, an
+                    # allow would count as started, and a process exiting before the run
+                    # would lose the call ("already started, no result").
+                    continue
             # Asked in another process (a restored state): ask again, it is the same call.
+            # Its request exists (hookgate held it), so this answers pending or rejected
+            # without starting anything; only a request approved before this ask makes it
+            # an allow that starts the call here (the guarded-call API has no ask that does
+            # not start, and hookgate's id of the call, which a peek needs, is not in the
+            # stored RunState), held for the run that follows in this process.
             tool = next((t for t in item.agent.tools
                          if isinstance(t, FunctionTool) and t.name == item.name), None)
-            verdict = self._shared.decided.get(key) or await gate._ask(
+            verdict = held or await gate._ask(
                 call_id, item.name or "", arguments,
                 *(_declared(tool) if tool is not None else (None, None)))
             if verdict is None:
@@ -365,11 +405,6 @@ def _declared(tool: FunctionTool) -> tuple[str | None, dict[str, Any]]:
     """What hookgate is told of a tool: its description and its JSON schema (an approver's
     edit is checked against it)."""
     return tool.description, tool.params_json_schema
-
-
-def _undecided(verdict: Pending) -> str:
-    return (f"hookgate has not decided this call yet (request {verdict.request_id}); an "
-            "approval given elsewhere does not let it run")
 
 
 def _arguments(ctx: ToolContext[Any]) -> dict[str, Any]:
