@@ -235,9 +235,12 @@ async def test_a_nan_amount_is_refused_before_the_tool_runs(
     # The SDK itself holds a call whose arguments it cannot validate for approval...
     result = await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), "tip")
     assert tipped == [] and result.interruptions
-    # ...and hookgate, asked to decide it, refuses arguments JSON cannot carry.
+    # ...and hookgate, asked about it when the resumed run reaches it, refuses arguments
+    # JSON cannot carry.
+    state = result.to_state()
+    assert await gate.apply_decisions(state) == []
     with pytest.raises(HookgateRefused, match="amount is NaN"):
-        await gate.apply_decisions(result.to_state())
+        await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), state)
     assert tipped == []
     TALLY.record("openai-agents: NaN in the arguments", got_through=bool(tipped))
 
@@ -271,7 +274,14 @@ async def test_served_a_state_stored_by_an_exited_process_resumes_and_runs_once(
     stored = state_file.read_text(encoding="utf-8")
     async with served.client(FRAMEWORK) as client:
         agent, gate = buyer(client, Shop(), session, PAY_500)
-        [waiting] = await gate.apply_decisions(await RunState.from_string(agent, stored))
+        state = await RunState.from_string(agent, stored)
+        # This process never asked about the call: the resumed run asks, and stops.
+        assert await gate.apply_decisions(state) == []
+        with pytest.raises(HookgateUndecided) as stopped:
+            await Runner.run(agent, state)
+        state = await RunState.from_string(agent, stored)
+        [waiting] = await gate.apply_decisions(state)  # now known here
+        assert waiting.request_id == stopped.value.request_id
         served.decide(waiting.request_id, "approve")
 
         shop = Shop()
@@ -401,3 +411,17 @@ async def test_served_an_allowed_call_is_not_started_by_apply_decisions(served: 
         assert await gate.apply_decisions(state) == []
         assert "paid 5" in (await Runner.run(agent, state)).final_output
     assert shop.paid == [5]
+
+
+async def test_a_decision_applied_by_a_process_that_then_exits_is_not_lost(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    session, stored, request_id = await waiting_payment(local_guard, Shop())
+    await inbox.decide(request_id, "approve")
+    # A process applies the decision to the stored state and exits before it resumes.
+    agent, gate = buyer(local_guard, Shop(), session, PAY_500)
+    assert await gate.apply_decisions(await RunState.from_string(agent, stored)) == []
+    shop = Shop()
+    assert "paid 500" in await resume(local_guard, shop, session, stored)
+    TALLY.record("openai-agents: a decision applied by a process that then exits",
+                 got_through=shop.paid != [500])
+    assert shop.paid == [500]

@@ -225,7 +225,7 @@ class HookgateGate:
 
     def pending(self, result: RunResult | RunState[Any, Any]) -> list[PendingCall]:
         """The run's interruptions that wait for hookgate, with their approval requests (known
-        in the process that made them; after a restart :meth:`apply_decisions` asks again)."""
+        in the process that asked hookgate about them)."""
         items = result.interruptions if isinstance(result, RunResult) else \
             result.get_interruptions()
         found = []
@@ -245,10 +245,11 @@ class HookgateGate:
         the calls still undecided (resume only when it is empty, or they interrupt again).
 
         It starts no call: a call starts when the resumed run asks hookgate right before the
-        tool runs. A call of a tool with its own ``needs_approval`` that the SDK's user
-        approved is asked of hookgate only then; if hookgate's gate holds it for a person, the
-        run stops with `HookgateUndecided` before the tool runs (call this again, then
-        resume)."""
+        tool runs. A call hookgate was not asked about in this process (a tool's own
+        ``needs_approval`` the SDK's user approved, or a state another process stored) is
+        approved for the run, which asks hookgate then; if hookgate has not decided it, the
+        run stops with `HookgateUndecided` before the tool runs, and from then on this
+        returns it as still waiting (decide it, call this again, then resume)."""
         # The RunState's context (its approvals, and the context the tool's own
         # needs_approval is evaluated with): openai-agents 0.24 has no public accessor on
         # RunState (only approve/reject), so its private ``_context`` is read here.
@@ -266,29 +267,19 @@ class HookgateGate:
             # The tool's own approval asks too: hookgate is asked only once the SDK's user
             # approved; a user's rejection stands (nothing is asked).
             if original is not None and context is not None and await _own_approval(
-                    original, context, arguments, call_id):
-                if context.get_approval_status(item.name or "", call_id,
-                                               existing_pending=item) is not True:
-                    continue
-                if held is None:
-                    # Never asked: hookgate is asked when the call runs. Asked here, an
-                    # allow would count as started, and a process exiting before the run
-                    # would lose the call ("already started, no result").
-                    continue
-            # Asked in another process (a restored state): ask again, it is the same call.
-            # Its request exists (hookgate held it), so this answers pending or rejected
-            # without starting anything; only a request approved before this ask makes it
-            # an allow that starts the call here (the guarded-call API has no ask that does
-            # not start, and hookgate's id of the call, which a peek needs, is not in the
-            # stored RunState), held for the run that follows in this process.
-            tool = next((t for t in item.agent.tools
-                         if isinstance(t, FunctionTool) and t.name == item.name), None)
-            verdict = held or await gate._ask(
-                call_id, item.name or "", arguments,
-                *(_declared(tool) if tool is not None else (None, None)))
-            if verdict is None:
-                raise HookgateUnavailable("hookgate is unreachable, so no decision on "
-                                          f"{item.name!r} can be applied")
+                    original, context, arguments, call_id) and context.get_approval_status(
+                        item.name or "", call_id, existing_pending=item) is not True:
+                continue
+            if held is None:
+                # hookgate was not asked about this call in this process (a tool's own
+                # approval, or a state stored by another process): its id of the call is not
+                # in the RunState, and asking for it now would start an allowed (or already
+                # approved) call here, lost if this process exits before the run. The run
+                # asks right before the tool runs, and the call starts then: allowed it runs,
+                # denied the model reads why, undecided the run stops (HookgateUndecided).
+                state.approve(item)
+                continue
+            verdict = held
             if isinstance(verdict, Pending):
                 try:
                     # Learning the decision starts nothing: the resumed run asks again, and
