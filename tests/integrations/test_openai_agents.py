@@ -425,3 +425,19 @@ async def test_a_decision_applied_by_a_process_that_then_exits_is_not_lost(
     TALLY.record("openai-agents: a decision applied by a process that then exits",
                  got_through=shop.paid != [500])
     assert shop.paid == [500]
+
+
+async def test_a_call_waiting_for_a_person_never_runs_unguarded_even_when_the_gate_fails_open(
+        local_guard: AsyncLocalGuard) -> None:
+    session, stored, _ = await waiting_payment(local_guard, Shop())
+    shop = Shop()
+    async with AsyncClient(f"http://127.0.0.1:{free_port()}", ALICE_TOKEN,
+                           framework=FRAMEWORK) as down:
+        agent, gate = buyer(down, shop, session, PAY_500, fail_open=True)
+        state = await RunState.from_string(agent, stored)
+        await gate.apply_decisions(state)
+        with pytest.raises(GuardUnavailable, match="unreachable"):
+            await Runner.run(agent, state)
+    TALLY.record("openai-agents: a waiting call resumed with hookgate down, fail_open",
+                 got_through=bool(shop.paid))
+    assert shop.paid == []

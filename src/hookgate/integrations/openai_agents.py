@@ -106,6 +106,9 @@ class _Shared:
     # Which gate guards the tools of each SDK agent (by name), to ask again after a restart.
     gates: dict[str, HookgateGate] = field(default_factory=dict)
     started: set[tuple[str, str]] = field(default_factory=set)
+    # Calls apply_decisions approved for the run without hookgate's verdict: they were
+    # interrupted to be decided, so they never run unguarded (fail_open does not apply).
+    interrupted: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 @dataclass
@@ -277,6 +280,7 @@ class HookgateGate:
                 # approved) call here, lost if this process exits before the run. The run
                 # asks right before the tool runs, and the call starts then: allowed it runs,
                 # denied the model reads why, undecided the run stops (HookgateUndecided).
+                self._shared.interrupted.add(key)
                 state.approve(item)
                 continue
             verdict = held
@@ -335,7 +339,7 @@ class HookgateGate:
                 agent=self.agent, session_id=self.session_id, call_id=call_id, tool=tool,
                 arguments=arguments, description=description, parameters=parameters)
         except GuardUnavailable as error:
-            if self.fail_open:
+            if self.fail_open and self._key(call_id) not in self._shared.interrupted:
                 _log.warning("hookgate unreachable; %r runs unguarded (fail_open=True): %s",
                              tool, error)
                 return None
