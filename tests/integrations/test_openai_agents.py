@@ -16,7 +16,11 @@ from agents import Agent, Runner, RunState, function_tool
 
 from hookgate.client import AsyncClient, Denied, GuardUnavailable
 from hookgate.client.local import AsyncLocalGuard
-from hookgate.integrations.openai_agents import HookgateGate, HookgateRefused
+from hookgate.integrations.openai_agents import (
+    HookgateGate,
+    HookgateRefused,
+    HookgateUndecided,
+)
 from tests.adversarial_tally import TALLY
 from tests.integrations.agents_sdk_shop import (
     FRAMEWORK,
@@ -198,16 +202,21 @@ async def test_a_call_id_reused_for_other_arguments_is_refused(
 
 
 async def test_an_approval_given_in_the_sdk_alone_does_not_run_the_call(
-        local_guard: AsyncLocalGuard) -> None:
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
     shop = Shop()
-    session, stored, _ = await waiting_payment(local_guard, shop)
+    session, stored, request_id = await waiting_payment(local_guard, shop)
     agent, _ = buyer(local_guard, shop, session, PAY_500)
     state = await RunState.from_string(agent, stored)
     for item in state.get_interruptions():
         state.approve(item)  # the SDK's own approval, hookgate not asked
-    said = (await Runner.run(agent, state)).final_output
-    assert shop.paid == [] and "has not decided" in said
+    with pytest.raises(HookgateUndecided, match="apply_decisions") as stopped:
+        await Runner.run(agent, state)  # the run stops: nothing runs, nothing is lost
+    assert shop.paid == [] and stopped.value.request_id == request_id
     TALLY.record("openai-agents: approve in the SDK only", got_through=bool(shop.paid))
+    # The stored state resumes once hookgate decided and its decisions are applied.
+    await inbox.decide(request_id, "approve")
+    assert "paid 500" in await resume(local_guard, shop, session, stored)
+    assert shop.paid == [500]
 
 
 async def test_a_nan_amount_is_refused_before_the_tool_runs(
@@ -226,9 +235,12 @@ async def test_a_nan_amount_is_refused_before_the_tool_runs(
     # The SDK itself holds a call whose arguments it cannot validate for approval...
     result = await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), "tip")
     assert tipped == [] and result.interruptions
-    # ...and hookgate, asked to decide it, refuses arguments JSON cannot carry.
+    # ...and hookgate, asked about it when the resumed run reaches it, refuses arguments
+    # JSON cannot carry.
+    state = result.to_state()
+    assert await gate.apply_decisions(state) == []
     with pytest.raises(HookgateRefused, match="amount is NaN"):
-        await gate.apply_decisions(result.to_state())
+        await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), state)
     assert tipped == []
     TALLY.record("openai-agents: NaN in the arguments", got_through=bool(tipped))
 
@@ -262,7 +274,14 @@ async def test_served_a_state_stored_by_an_exited_process_resumes_and_runs_once(
     stored = state_file.read_text(encoding="utf-8")
     async with served.client(FRAMEWORK) as client:
         agent, gate = buyer(client, Shop(), session, PAY_500)
-        [waiting] = await gate.apply_decisions(await RunState.from_string(agent, stored))
+        state = await RunState.from_string(agent, stored)
+        # This process never asked about the call: the resumed run asks, and stops.
+        assert await gate.apply_decisions(state) == []
+        with pytest.raises(HookgateUndecided) as stopped:
+            await Runner.run(agent, state)
+        state = await RunState.from_string(agent, stored)
+        [waiting] = await gate.apply_decisions(state)  # now known here
+        assert waiting.request_id == stopped.value.request_id
         served.decide(waiting.request_id, "approve")
 
         shop = Shop()
@@ -305,14 +324,21 @@ async def test_a_tool_with_its_own_approval_and_a_hookgate_gate_runs_only_when_b
     result = await Runner.run(agent, "pay 500")
     [item] = result.interruptions
     state = result.to_state()
-    state.approve(item)  # the SDK's own approval: hookgate is asked now
+    state.approve(item)  # the SDK's own approval: hookgate is asked when the call runs
+    assert await gate.apply_decisions(state) == []
+    with pytest.raises(HookgateUndecided) as stopped:  # hookgate's gate holds it
+        await Runner.run(agent, state)
+    assert shop.paid == []
+    state = result.to_state()
+    state.approve(item)
     [waiting] = await gate.apply_decisions(state)
-    assert waiting.item.name == "pay" and shop.paid == []
-    # Resumed before hookgate decides, the call does not run.
+    assert waiting.item.name == "pay" and waiting.request_id == stopped.value.request_id
+    # Resumed again before hookgate decides, the call does not run.
     early = result.to_state()
     early.approve(item)
-    await gate.apply_decisions(early)
-    assert "has not decided" in (await Runner.run(agent, early)).final_output
+    assert len(await gate.apply_decisions(early)) == 1
+    with pytest.raises(HookgateUndecided):
+        await Runner.run(agent, early)
     assert shop.paid == []
 
     await inbox.decide(waiting.request_id, decision, reason="not this month")
@@ -335,3 +361,83 @@ async def test_a_rejection_in_the_sdk_stands_when_hookgate_would_allow(
     assert await gate.apply_decisions(state) == []
     said = (await Runner.run(agent, state)).final_output
     assert shop.paid == [] and "the user said no" in said
+
+
+# -- apply_decisions never starts a call; a resumed call starts when its tool runs -----------
+
+PAY_5 = ("pay", {"amount": 5, "to": "acme"})
+
+
+async def _approved_in_the_sdk(guard: Any, session: str) -> str:
+    """A tool with its own approval, hookgate allowing it: the SDK's user approves, the app
+    applies hookgate's decisions, and the state is stored (the process then exits)."""
+    agent, gate = buyer(guard, Shop(own_approval=True), session, PAY_5)
+    result = await Runner.run(agent, "pay 5")
+    state = result.to_state()
+    [item] = state.get_interruptions()
+    state.approve(item)
+    assert await gate.apply_decisions(state) == []
+    return state.to_string()
+
+
+async def test_an_allowed_call_is_not_started_by_apply_decisions_so_another_process_runs_it(
+        local_guard: AsyncLocalGuard) -> None:
+    session = uuid4().hex
+    stored = await _approved_in_the_sdk(local_guard, session)
+    # Another process resumes the stored state.
+    shop = Shop(own_approval=True)
+    agent, gate = buyer(local_guard, shop, session, PAY_5)
+    state = await RunState.from_string(agent, stored)
+    assert await gate.apply_decisions(state) == []
+    said = (await Runner.run(agent, state)).final_output
+    TALLY.record("openai-agents: an allowed call lost after apply_decisions and an exit",
+                 got_through=shop.paid != [5])
+    assert shop.paid == [5] and "paid 5" in said
+    # Resumed again: hookgate answers with what it recorded, the tool does not run again.
+    again = await RunState.from_string(agent, stored)
+    await gate.apply_decisions(again)
+    assert "paid 5" in (await Runner.run(agent, again)).final_output
+    assert shop.paid == [5]
+
+
+async def test_served_an_allowed_call_is_not_started_by_apply_decisions(served: Served) -> None:
+    session = uuid4().hex
+    async with served.client(FRAMEWORK) as client:
+        stored = await _approved_in_the_sdk(client, session)
+    shop = Shop(own_approval=True)
+    async with served.client(FRAMEWORK) as client:
+        agent, gate = buyer(client, shop, session, PAY_5)
+        state = await RunState.from_string(agent, stored)
+        assert await gate.apply_decisions(state) == []
+        assert "paid 5" in (await Runner.run(agent, state)).final_output
+    assert shop.paid == [5]
+
+
+async def test_a_decision_applied_by_a_process_that_then_exits_is_not_lost(
+        local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    session, stored, request_id = await waiting_payment(local_guard, Shop())
+    await inbox.decide(request_id, "approve")
+    # A process applies the decision to the stored state and exits before it resumes.
+    agent, gate = buyer(local_guard, Shop(), session, PAY_500)
+    assert await gate.apply_decisions(await RunState.from_string(agent, stored)) == []
+    shop = Shop()
+    assert "paid 500" in await resume(local_guard, shop, session, stored)
+    TALLY.record("openai-agents: a decision applied by a process that then exits",
+                 got_through=shop.paid != [500])
+    assert shop.paid == [500]
+
+
+async def test_a_call_waiting_for_a_person_never_runs_unguarded_even_when_the_gate_fails_open(
+        local_guard: AsyncLocalGuard) -> None:
+    session, stored, _ = await waiting_payment(local_guard, Shop())
+    shop = Shop()
+    async with AsyncClient(f"http://127.0.0.1:{free_port()}", ALICE_TOKEN,
+                           framework=FRAMEWORK) as down:
+        agent, gate = buyer(down, shop, session, PAY_500, fail_open=True)
+        state = await RunState.from_string(agent, stored)
+        await gate.apply_decisions(state)
+        with pytest.raises(GuardUnavailable, match="unreachable"):
+            await Runner.run(agent, state)
+    TALLY.record("openai-agents: a waiting call resumed with hookgate down, fail_open",
+                 got_through=bool(shop.paid))
+    assert shop.paid == []

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from agents import Runner as AgentsRunner
 from agents import RunState
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
@@ -92,8 +93,10 @@ async def test_an_agents_sdk_payment_waiting_while_hookgate_restarts_runs_once_a
     async with AsyncClient(hookgate_serve.url, ALICE_TOKEN, framework=FRAMEWORK,
                            timeout=3) as client:
         agent, gate = buyer(client, shop, session, PAY_500)
+        state = await RunState.from_string(agent, stored)
+        assert await gate.apply_decisions(state) == []  # asks nothing: the run asks
         with pytest.raises(GuardUnavailable, match="unreachable"):
-            await gate.apply_decisions(await RunState.from_string(agent, stored))
+            await AgentsRunner.run(agent, state)
     assert shop.paid == []  # hookgate down: nothing ran
 
     hookgate_serve.spawn()

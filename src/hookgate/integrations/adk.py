@@ -172,24 +172,37 @@ class HookgatePlugin(BasePlugin):
 
     async def on_event_callback(self, *, invocation_context: InvocationContext,
                                 event: Event) -> Event | None:
-        """A confirmed call that hookgate has not decided yet pauses again: ADK re-runs a
-        confirmed call without turning a new confirmation request into a pause, so its
-        "pending" response is replaced by the confirmation request hookgate asks for."""
+        """A confirmed call that hookgate has not decided yet pauses again.
+
+        ADK re-runs confirmed calls without turning a new confirmation request into a pause,
+        so the "pending" responses of re-run calls are replaced by the confirmation requests
+        hookgate asks for. In a batch where only some calls are still undecided, the decided
+        ones' responses (a result or hookgate's refusal) are stored first as their own event,
+        as ADK does when a first run pauses only some calls of a turn.
+        """
         asked = event.actions.requested_tool_confirmations or {}
         responses = event.get_function_responses()
-        ours = {call_id: confirmation for call_id, confirmation in asked.items()
-                if "hookgate_request_id" in (confirmation.payload or {})}
-        if not ours or not responses or any(r.id not in ours for r in responses):
+        if not responses or not any("hookgate_request_id" in (confirmation.payload or {})
+                                    for confirmation in asked.values()):
             return None
         resumed = _resumed_calls(invocation_context)
-        if not set(ours) <= set(resumed):
+        if not set(asked) <= set(resumed):
             return None  # a first pause: ADK turns it into a confirmation request itself
+        settled = [r for r in responses if r.id not in asked]
+        if settled:  # stored in the session (not yielded to the caller), before the pause
+            role = event.content.role if event.content is not None else "user"
+            await invocation_context.session_service.append_event(
+                session=invocation_context.session,
+                event=Event(invocation_id=event.invocation_id, author=event.author,
+                            branch=event.branch, content=types.Content(
+                                role=role, parts=[types.Part(function_response=r)
+                                                  for r in settled])))
         asks = [types.FunctionCall(
             name=CONFIRMATION_CALL, id=f"adk-{uuid.uuid4()}", args={
                 "originalFunctionCall": resumed[call_id].model_dump(exclude_none=True,
                                                                     by_alias=True),
                 "toolConfirmation": confirmation.model_dump(by_alias=True, exclude_none=True)})
-            for call_id, confirmation in ours.items()]
+            for call_id, confirmation in asked.items()]
         return Event(invocation_id=event.invocation_id, author=event.author,
                      branch=event.branch,
                      content=types.Content(role="model", parts=[

@@ -45,7 +45,7 @@ from hookgate.client import (
 )
 
 __all__ = ["HandoffBlocked", "HookgateGate", "HookgateRefused", "HookgateUnavailable",
-           "PendingCall"]
+           "HookgateUndecided", "PendingCall"]
 
 _log = logging.getLogger(__name__)
 
@@ -62,6 +62,22 @@ class HookgateRefused(AgentsException, GuardRefused):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+class HookgateUndecided(AgentsException):
+    """A resumed run reached a call hookgate has not decided yet (the SDK's approval alone,
+    or hookgate first asked when the call was about to run): the call did not run and the run
+    stops, so nothing is lost. Decide ``request_id``, call `HookgateGate.apply_decisions` on
+    the stored `RunState` and resume it when that returns no pending calls."""
+
+    def __init__(self, tool: str, call: str, request_id: str) -> None:
+        super().__init__(
+            f"hookgate has not decided the call of {tool!r} yet (request {request_id}); it "
+            "did not run. Call apply_decisions on the stored RunState and resume it once "
+            "apply_decisions returns no pending calls")
+        self.tool = tool
+        self.call = call
+        self.request_id = request_id
 
 
 class HandoffBlocked(AgentsException):
@@ -90,6 +106,9 @@ class _Shared:
     # Which gate guards the tools of each SDK agent (by name), to ask again after a restart.
     gates: dict[str, HookgateGate] = field(default_factory=dict)
     started: set[tuple[str, str]] = field(default_factory=set)
+    # Calls apply_decisions approved for the run without hookgate's verdict: they were
+    # interrupted to be decided, so they never run unguarded (fail_open does not apply).
+    interrupted: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 @dataclass
@@ -151,7 +170,10 @@ class HookgateGate:
                 self._shared.decided.pop(self._key(ctx.tool_call_id), None)
                 return ToolGuardrailFunctionOutput.reject_content(verdict.reason)
             if isinstance(verdict, Pending):
-                return ToolGuardrailFunctionOutput.reject_content(_undecided(verdict))
+                # The SDK approved a call hookgate has not decided (resumed without
+                # apply_decisions, or hookgate asked only now): the SDK cannot pause a run
+                # from here, so the run stops and the stored state stays resumable.
+                raise HookgateUndecided(tool.name, verdict.call, verdict.request_id)
             return ToolGuardrailFunctionOutput.allow()
 
         async def invoke(ctx: ToolContext[Any], arguments_json: str) -> Any:
@@ -169,7 +191,7 @@ class HookgateGate:
             if isinstance(verdict, Denied):
                 return verdict.reason
             if isinstance(verdict, Pending):
-                return _undecided(verdict)
+                raise HookgateUndecided(tool.name, verdict.call, verdict.request_id)
             return await self._run(tool, ctx, arguments_json, verdict)
 
         guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
@@ -206,7 +228,7 @@ class HookgateGate:
 
     def pending(self, result: RunResult | RunState[Any, Any]) -> list[PendingCall]:
         """The run's interruptions that wait for hookgate, with their approval requests (known
-        in the process that made them; after a restart :meth:`apply_decisions` asks again)."""
+        in the process that asked hookgate about them)."""
         items = result.interruptions if isinstance(result, RunResult) else \
             result.get_interruptions()
         found = []
@@ -223,7 +245,18 @@ class HookgateGate:
         approves the call (it then runs with the arguments hookgate allows, edited ones
         included, and the model is told), a rejection rejects it with hookgate's reason as the
         message the model sees. Waits up to ``wait`` seconds for each undecided call; returns
-        the calls still undecided (resume only when it is empty, or they interrupt again)."""
+        the calls still undecided (resume only when it is empty, or they interrupt again).
+
+        It starts no call: a call starts when the resumed run asks hookgate right before the
+        tool runs. A call hookgate was not asked about in this process (a tool's own
+        ``needs_approval`` the SDK's user approved, or a state another process stored) is
+        approved for the run, which asks hookgate then; if hookgate has not decided it, the
+        run stops with `HookgateUndecided` before the tool runs, and from then on this
+        returns it as still waiting (decide it, call this again, then resume)."""
+        # The RunState's context (its approvals, and the context the tool's own
+        # needs_approval is evaluated with): openai-agents 0.24 has no public accessor on
+        # RunState (only approve/reject), so its private ``_context`` is read here.
+        context = state._context
         still: list[PendingCall] = []
         for item in state.get_interruptions():
             call_id = item.call_id
@@ -233,22 +266,24 @@ class HookgateGate:
             key = gate._key(call_id)
             arguments = _parse(item.arguments)
             original = gate._originals.get(item.name or "")
+            held = self._shared.decided.get(key)
             # The tool's own approval asks too: hookgate is asked only once the SDK's user
             # approved; a user's rejection stands (nothing is asked).
-            if original is not None and state._context is not None and await _own_approval(
-                    original, state._context, arguments, call_id) and \
-                    state._context.get_approval_status(
+            if original is not None and context is not None and await _own_approval(
+                    original, context, arguments, call_id) and context.get_approval_status(
                         item.name or "", call_id, existing_pending=item) is not True:
                 continue
-            # Asked in another process (a restored state): ask again, it is the same call.
-            tool = next((t for t in item.agent.tools
-                         if isinstance(t, FunctionTool) and t.name == item.name), None)
-            verdict = self._shared.decided.get(key) or await gate._ask(
-                call_id, item.name or "", arguments,
-                *(_declared(tool) if tool is not None else (None, None)))
-            if verdict is None:
-                raise HookgateUnavailable("hookgate is unreachable, so no decision on "
-                                          f"{item.name!r} can be applied")
+            if held is None:
+                # hookgate was not asked about this call in this process (a tool's own
+                # approval, or a state stored by another process): its id of the call is not
+                # in the RunState, and asking for it now would start an allowed (or already
+                # approved) call here, lost if this process exits before the run. The run
+                # asks right before the tool runs, and the call starts then: allowed it runs,
+                # denied the model reads why, undecided the run stops (HookgateUndecided).
+                self._shared.interrupted.add(key)
+                state.approve(item)
+                continue
+            verdict = held
             if isinstance(verdict, Pending):
                 try:
                     # Learning the decision starts nothing: the resumed run asks again, and
@@ -304,7 +339,7 @@ class HookgateGate:
                 agent=self.agent, session_id=self.session_id, call_id=call_id, tool=tool,
                 arguments=arguments, description=description, parameters=parameters)
         except GuardUnavailable as error:
-            if self.fail_open:
+            if self.fail_open and self._key(call_id) not in self._shared.interrupted:
                 _log.warning("hookgate unreachable; %r runs unguarded (fail_open=True): %s",
                              tool, error)
                 return None
@@ -365,11 +400,6 @@ def _declared(tool: FunctionTool) -> tuple[str | None, dict[str, Any]]:
     """What hookgate is told of a tool: its description and its JSON schema (an approver's
     edit is checked against it)."""
     return tool.description, tool.params_json_schema
-
-
-def _undecided(verdict: Pending) -> str:
-    return (f"hookgate has not decided this call yet (request {verdict.request_id}); an "
-            "approval given elsewhere does not let it run")
 
 
 def _arguments(ctx: ToolContext[Any]) -> dict[str, Any]:

@@ -107,10 +107,9 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
             _log.warning("hookgate unreachable; tool %r runs unguarded (fail_open=True)", name)
             return await super().call_tool(name, tool_args, ctx, tool)
         if isinstance(verdict, Pending):
-            if ctx.tool_call_approved and not _own_approval_given(ctx, tool):
-                return ToolDenied(f"hookgate has not decided this call yet (request "
-                                  f"{verdict.request_id}); an approval given elsewhere does "
-                                  "not let it run")
+            # Undecided, the call pauses (again) on hookgate's request, also when it was
+            # approved elsewhere (a result hookgate did not give): it does not run, and it is
+            # not lost to the model as a refusal.
             raise ApprovalRequired(metadata={HOOKGATE_CALL: verdict.call,
                                              "hookgate_request": verdict.request_id,
                                              "hookgate_reason": verdict.reason})
@@ -202,15 +201,6 @@ class HookgateToolset(WrapperToolset[AgentDepsT]):
         if allowed.note:
             return f"{allowed.note}\n\n{observation.text}"
         return observation.text
-
-
-def _own_approval_given(ctx: RunContext[Any], tool: ToolsetTool[Any]) -> bool:
-    """Whether the approval this call resumes with is the tool's own (``requires_approval``,
-    given by the application's user), not an answer to a pause of hookgate's: hookgate's
-    gate then pauses the call again for its own decision."""
-    held = ctx.tool_call_metadata
-    return tool.tool_def.kind == "unapproved" and not (
-        isinstance(held, dict) and HOOKGATE_CALL in held)
 
 
 def _as_asked(ctx: RunContext[Any], call_id: str, tool_args: dict[str, Any]) -> dict[str, Any]:

@@ -423,3 +423,60 @@ def test_an_early_confirmation_pauses_again_in_a_stored_session_another_process_
     for shop in (first, second):
         srv.call(shop.runner.session_service.close())  # type: ignore[attr-defined]
     assert first.ran == [] and second.ran == [("pay", 500, "ACME")]
+
+
+# -- a batch of confirmations of which only some are decided ---------------------------------
+
+
+def _three_payments() -> list[tuple[Any, ...]]:
+    return [("pay", {"amount": 500, "to": "ACME"}, "pay-1"),
+            ("pay", {"amount": 40, "to": "ACME"}, "pay-2"),
+            ("pay", {"amount": 70, "to": "ACME"}, "pay-3")]
+
+
+def test_a_mixed_batch_runs_the_decided_calls_and_pauses_the_undecided_one_again(
+        srv, guard, attempt):
+    shop = Shop(srv, guard, [_three_payments(), "all done", "again"])
+    approved, rejected, undecided = pending_calls(shop.say())
+    decide(srv, approved.request_id, "approve")
+    decide(srv, rejected.request_id, "reject", reason="not this vendor")
+    [again] = pending_calls(shop.resume([approved, rejected, undecided]))
+    attempt.record("adk mixed batch: undecided call stuck or run",
+                   got_through=("pay", 70, "ACME") in shop.ran)
+    assert shop.ran == [("pay", 500, "ACME")]  # the approved one ran, once
+    assert again.request_id == undecided.request_id and again.arguments["amount"] == 70
+
+    decide(srv, undecided.request_id, "approve")
+    shop.resume([again])
+    assert shop.ran == [("pay", 500, "ACME"), ("pay", 70, "ACME")]
+    paid, refused, paid_later = shop.model.results()
+    assert '"paid": 500' in paid["result"] and '"paid": 70' in paid_later["result"]
+    assert "not this vendor" in refused["error"]
+
+    # Every confirmation sent again: nothing runs a second time.
+    shop.resume([approved, rejected, undecided, again])
+    attempt.record("adk mixed batch replayed", got_through=len(shop.ran) > 2)
+    assert shop.ran == [("pay", 500, "ACME"), ("pay", 70, "ACME")]
+
+
+def test_a_mixed_batch_in_a_stored_session_pauses_again_and_a_third_process_resumes_it(
+        srv, make_guard, tmp_path):
+    guard = make_guard("remote")
+    stored = f"sqlite+aiosqlite:///{tmp_path / 'adk-sessions.db'}"
+    first = Shop(srv, guard, [_three_payments()[:2]], sessions=stored)
+    approved, undecided = pending_calls(first.say())
+    decide(srv, approved.request_id, "approve")
+    # Another process sends both confirmations: one is decided, one is not yet.
+    second = Shop(srv, guard, [], sessions=stored, session_id=first.session_id)
+    [again] = pending_calls(second.resume([approved, undecided]))
+    assert again.request_id == undecided.request_id
+    decide(srv, undecided.request_id, "approve")
+    # A third process resumes the call that paused again.
+    third = Shop(srv, guard, ["paid"], sessions=stored, session_id=first.session_id)
+    third.resume([again])
+    for shop in (first, second, third):
+        srv.call(shop.runner.session_service.close())  # type: ignore[attr-defined]
+    assert first.ran == [] and second.ran == [("pay", 500, "ACME")]
+    assert third.ran == [("pay", 40, "ACME")]
+    paid, paid_later = third.model.results()
+    assert '"paid": 500' in paid["result"] and '"paid": 40' in paid_later["result"]
