@@ -127,7 +127,7 @@ async def caller_of_user(runtime: Runtime, user_id: str) -> Caller | None:
         user = await s.get(User, user_id)
     if user is None or user.disabled:
         return None
-    return Caller(user.id, user.org_id, user.admin, user.name)
+    return Caller(user.id, user.org_id, user.admin, user.name, bool(user.service))
 
 
 async def grant_still_allowed(runtime: Runtime, grant: OAuthGrant) -> bool:

@@ -30,10 +30,13 @@ class PersonRecord:
     org_id: str
     admin: bool
     disabled: bool
+    #: A service (agent) identity: acts for people, never decides.
+    service: bool = False
 
 
 def _record(user: User) -> PersonRecord:
-    return PersonRecord(user.id, user.org_id, bool(user.admin), bool(user.disabled))
+    return PersonRecord(user.id, user.org_id, bool(user.admin), bool(user.disabled),
+                        bool(user.service))
 
 
 async def read_people(tx: Transaction, user_ids: Iterable[str]) -> dict[str, PersonRecord]:

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 
 from hookgate.approvals import authority
+from hookgate.approvals.eligibility import Approver
 from hookgate.server.auth import CallerDep, RuntimeDep
 from hookgate.server.decisions import decide_for
 from hookgate.server.responses import BatchDecided
@@ -23,6 +24,11 @@ async def respond_batch(body: RespondBatch, caller: CallerDep,
                         rt: RuntimeDep) -> dict[str, Any]:
     if len(set(body.ids)) != len(body.ids):
         raise HTTPException(422, "ids must be distinct: each request is decided once")
+    why_not = await authority.never_decides(rt.db, Approver(
+        caller.user_id, caller.org_id, caller.admin, service=caller.service))
+    if why_not is not None:
+        # Each request would refuse it alike (approvals.decide asks the same owner).
+        raise HTTPException(403, f"not allowed: {why_not}")
     results = []
     for request_id in body.ids:
         done = await decide_for(rt, caller, request_id, body.decision, via=body.via,

@@ -35,7 +35,7 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
                              caller.admin)
     agent = rt.deployment.agents.get(request.agent_id)
     out["agent_name"] = agent.name if agent else request.agent_id
-    who = Approver(caller.user_id, caller.org_id)
+    who = Approver(caller.user_id, caller.org_id, service=caller.service)
     voted = any(a.get("user_id") == caller.user_id
                 for a in (*request.approvals, *request.discounted))
     out["can_decide"] = request.pending and not voted and authority.may_decide(
