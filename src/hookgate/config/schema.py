@@ -294,6 +294,15 @@ class ServerSpec(_Section):
     #: OAuth 2.1 access tokens for the MCP gateway (hookgate.mcp.oauth); None: API tokens only.
     mcp_oauth: McpOAuthSpec | None = None
 
+    @model_validator(mode="after")
+    def _oauth_audience(self) -> ServerSpec:
+        # The tokens' audience is the configuration's; a request's Host never names it.
+        if self.mcp_oauth is not None and not self.mcp_oauth.audience and not self.public_url:
+            raise ValueError("mcp_oauth needs public_url (or mcp_oauth.audience): the MCP "
+                             "access tokens' audience comes from the configuration, never "
+                             "from the request's Host header")
+        return self
+
 
 class TelemetrySpec(_Section):
     """``telemetry:``: OpenTelemetry export; the OTEL_* variables configure the rest.

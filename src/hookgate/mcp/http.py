@@ -56,7 +56,9 @@ class McpHttpEndpoint:
         self.gateway: McpGateway | None = None
         self._manager: StreamableHTTPSessionManager | None = None
         spec = runtime.deployment.mcp_oauth
-        self.oauth = OAuthResource(spec) if spec is not None else None
+        # NoAudience (mcp_oauth without public_url or audience): the server does not start.
+        self.oauth = (OAuthResource(spec, runtime.deployment.public_url)
+                      if spec is not None else None)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -92,8 +94,7 @@ class McpHttpEndpoint:
         caller = await caller_for_token(self.runtime, token)
         if caller is None and self.oauth is not None:
             try:
-                grant = await self.oauth.grant(self.runtime, token,
-                                               self._resources(scope, agent_id))
+                grant = await self.oauth.grant(self.runtime, token, agent_id)
             except TokenRefused as refused:
                 await self._refuse(scope, send, agent_id, refused)
                 return
@@ -163,16 +164,14 @@ class McpHttpEndpoint:
     # -- OAuth: refusals that name the resource metadata, and the metadata itself ----------
 
     def _base(self, scope: Scope) -> str:
-        # server.public_url, else the URL this request came in on.
+        # Where the metadata document is served, for a client to find it: server.public_url,
+        # else the URL this request came in on. Only a pointer: what a token must be issued
+        # for is the configuration's alone (OAuthResource.audiences).
         public = self.runtime.deployment.public_url
         if public:
             return public.rstrip("/")
         host = _header(scope, b"host") or "localhost"
         return f"{scope.get('scheme', 'http')}://{host}"
-
-    def _resources(self, scope: Scope, agent_id: str) -> list[str]:
-        base = self._base(scope)
-        return [f"{base}/mcp/{agent_id}", f"{base}/mcp"]
 
     async def _refuse(self, scope: Scope, send: Send, agent_id: str,
                       refused: TokenRefused) -> None:
@@ -194,7 +193,7 @@ class McpHttpEndpoint:
             await _error(send, 404, "no OAuth-protected resource here (server.mcp_oauth is "
                                     "not configured)")
             return
-        body = self.oauth.metadata(f"{self._base(scope)}{path or '/mcp'}")
+        body = self.oauth.metadata(self.oauth.resource(path or "/mcp"))
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"cache-control", b"max-age=300")]})
