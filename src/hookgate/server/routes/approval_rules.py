@@ -20,7 +20,7 @@ from hookgate.approvals.rules import (
     StandingRule,
 )
 from hookgate.runtime.runtime import Caller, Runtime
-from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.auth import CurrentCallerDep, RuntimeDep
 from hookgate.server.responses import StandingRule as StandingRuleBody
 from hookgate.server.schemas import CreateRule, Remember
 
@@ -74,7 +74,7 @@ async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: R
 
 @router.get("/approval-rules", response_model=list[StandingRuleBody])
 async def list_rules(
-    caller: CallerDep, rt: RuntimeDep,
+    caller: CurrentCallerDep, rt: RuntimeDep,
     active: Annotated[bool, Query(description="only rules that can still match")] = False,
 ) -> list[dict[str, Any]]:
     rules = await rt.approvals.rules.list_for_org(caller.org_id, active_only=active)
@@ -82,7 +82,7 @@ async def list_rules(
 
 
 @router.post("/approval-rules", status_code=201, response_model=StandingRuleBody)
-async def create_rule(body: CreateRule, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def create_rule(body: CreateRule, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     await _may_create(rt, _approver(caller))
     agent = rt.deployment.agents.get(body.agent_id)
     if agent is None or agent.org_id != caller.org_id:
@@ -98,7 +98,7 @@ async def create_rule(body: CreateRule, caller: CallerDep, rt: RuntimeDep) -> di
 
 
 @router.get("/approval-rules/{rule_id}", response_model=StandingRuleBody)
-async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def get_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     try:
         return (await rt.approvals.rules.get(rule_id, caller.org_id)).to_dict()
     except RuleNotFound as exc:
@@ -106,7 +106,7 @@ async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str,
 
 
 @router.post("/approval-rules/{rule_id}/enable", response_model=StandingRuleBody)
-async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def enable_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Lift a suspension (admins): a rule suspended when its creator's token was revoked
     matches again; its creator is still checked at every use."""
     await _may_create(rt, _approver(caller))
@@ -117,7 +117,7 @@ async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[s
 
 
 @router.delete("/approval-rules/{rule_id}", response_model=StandingRuleBody)
-async def revoke_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def revoke_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Revoke: from now on the rule matches nothing (its record and uses stay)."""
     try:
         rule = await rt.approvals.rules.get(rule_id, caller.org_id)

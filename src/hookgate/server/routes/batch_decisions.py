@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException
 
 from hookgate.approvals import authority
 from hookgate.approvals.eligibility import Approver
-from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.auth import CurrentCallerDep, RuntimeDep
 from hookgate.server.decisions import decide_for
 from hookgate.server.responses import BatchDecided
 from hookgate.server.routes.confirmations import view
@@ -20,7 +20,7 @@ router = APIRouter(prefix="/api", tags=["confirmations"])
 
 
 @router.post("/confirmations/batch", response_model=BatchDecided)
-async def respond_batch(body: RespondBatch, caller: CallerDep,
+async def respond_batch(body: RespondBatch, caller: CurrentCallerDep,
                         rt: RuntimeDep) -> dict[str, Any]:
     if len(set(body.ids)) != len(body.ids):
         raise HTTPException(422, "ids must be distinct: each request is decided once")
