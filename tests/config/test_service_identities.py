@@ -50,7 +50,8 @@ def test_the_kind_reaches_the_user_record(tmp_path: Path, database_url: str) -> 
      "cannot be an admin"),
     (WITH_BOT.replace("owner: alice", "owner: buyer-bot"), "agents[0].owner",
      "service identity"),
-    (WITH_BOT.replace("owner: alice", "owner: alice\n    escalate_after: 10m\n    escalate_to: [buyer-bot]"),
+    (WITH_BOT.replace("owner: alice", "owner: alice\n    escalate_after: 10m\n"
+                                       "    escalate_to: [buyer-bot]"),
      "agents[0].escalate_to[0]", "never decides"),
 ])
 def test_a_service_where_a_person_must_decide_is_refused(tmp_path: Path, text: str, key: str,

@@ -56,8 +56,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServ
     world = make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}")
     config = world.config_path.read_text().replace(
         "server: {public_url: http://127.0.0.1:9}",
-        "server:\n  public_url: " + PUBLIC + "\n  mcp_oauth: {issuer: " + ISSUER + ", jwks_url: " + issuer.server.url
-        + "/jwks.json, scopes: [mcp:tools]}")
+        "server:\n  public_url: " + PUBLIC + "\n  mcp_oauth: {issuer: " + ISSUER
+        + ", jwks_url: " + issuer.server.url + "/jwks.json, scopes: [mcp:tools]}")
     assert "mcp_oauth" in config
     world.config_path.write_text(config)
     with live_server(world.deployment()) as srv:

@@ -9,11 +9,15 @@ streamable-HTTP session manager, serving both the handshake and the per-request 
 With ``server: mcp_oauth`` the gateway is also an OAuth protected resource (hookgate.mcp.oauth):
 its metadata is served under ``/.well-known/oauth-protected-resource``, a 401 names it in
 ``WWW-Authenticate``, and the issuer's access tokens are accepted with their scopes.
+A service identity's token names the person its calls act for in the ``Hookgate-Acts-For``
+header (approvals/authority.py's `acting_for` checks it on every request); that person is
+the calls' initiator, and the service itself never decides.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import uuid
@@ -30,6 +34,7 @@ from mcp.shared.inbound import MCP_METHOD_HEADER, MCP_NAME_HEADER, decode_header
 from mcp_types import INVALID_REQUEST
 from starlette.types import Receive, Scope, Send
 
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.mcp.gateway import McpGateway, Principal
 from hookgate.mcp.oauth import METADATA_PREFIX, OAuthResource, TokenRefused, grant_still_allowed
 from hookgate.mcp.served import ASKING, build_mcp_server
@@ -41,6 +46,8 @@ from hookgate.runtime.deployment import ACCESS_RECHECK_S, token_digest
 from hookgate.runtime.runtime import Runtime
 
 _PRINCIPAL = "hookgate.mcp.principal"
+#: The header a service identity names the person its calls act for in (HTTP and socket).
+ACTS_FOR_HEADER = b"hookgate-acts-for"
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +110,12 @@ class McpHttpEndpoint:
             await self._refuse(scope, send, agent_id,
                                TokenRefused("the bearer token is not valid"))
             return
+        try:
+            acting = await acting_for(self.runtime.db, caller.user_id, caller.org_id,
+                                      caller.service, _header(scope, ACTS_FOR_HEADER))
+        except NotActingFor as exc:
+            await _deny(scope, send, 403, str(exc))
+            return
         socket = scope["type"] == "websocket"
         session_id = f"socket-{uuid.uuid4().hex}" if socket else _header(scope,
                                                                          b"mcp-session-id")
@@ -111,6 +124,10 @@ class McpHttpEndpoint:
             await _deny(scope, send, 404, f"no MCP gateway for agent '{agent_id}' in org "
                                           f"'{caller.org_id}'")
             return
+        if acting is not None and acting != who.user_id:
+            # The calls' initiator is the person acted for; the token's own access is still
+            # what is re-checked while they wait (``still_allowed``).
+            who = dataclasses.replace(who, user_id=acting)
         if self._manager is None or self.gateway is None:
             await _deny(scope, send, 503, "the MCP gateway is not running")
             return
@@ -126,7 +143,7 @@ class McpHttpEndpoint:
 
         async def lost() -> None:
             log.warning("user %s lost access: MCP session %s ends", caller.user_id, session_id)
-            await gateway.cancel_waits_of(caller.user_id)
+            await gateway.cancel_waits_of(who.user_id)
             await _end_session(manager, session_id)
 
         called = _called_tool(scope)
