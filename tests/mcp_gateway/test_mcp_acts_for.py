@@ -109,6 +109,7 @@ async def test_acts_for_names_a_person_of_the_org_on_http_and_socket(
                  "only a service identity"),
                 ({**BOT, "Hookgate-Acts-For": "bob"}, 200, ""),
                 (auth("alice"), 200, "")):
-            r = httpx.post(url, json=body, headers={**accept, **headers})
+            async with httpx.AsyncClient(timeout=30) as http:
+                r = await http.post(url, json=body, headers={**accept, **headers})
             assert r.status_code == status and said in r.text, r.text
             assert await _handshake(socket, headers) == (101 if status == 200 else status)
