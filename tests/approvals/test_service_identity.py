@@ -107,3 +107,11 @@ async def test_acting_for_names_a_person_of_the_org_or_nobody(db: Database) -> N
                         ("bot", "service identity")):
         with pytest.raises(NotActingFor, match=said):
             await acting_for(db, "bot", "acme", True, named)
+
+
+async def test_the_people_an_escalation_reaches_are_no_services(db: Database) -> None:
+    from hookgate.storage import people
+
+    await _people(db)
+    assert await people.enabled_users(db, "acme") == ["alice", "olivia"]
+    assert await people.enabled_users(db, "acme", admins_only=True) == ["alice"]

@@ -170,3 +170,19 @@ def test_a_chat_click_by_a_service_identity_is_refused(
 
         asyncio.run(scene())
     assert len(bank.transfers) == 1
+
+
+@pytest.mark.both_databases
+def test_a_service_token_neither_revokes_nor_enables_a_persons_rule(
+        database_url: str) -> None:
+    deployment, _bank = world(database_url, scope="org_members")
+    with live_server(_with_bot(deployment)) as srv, \
+            httpx.Client(base_url=srv.url, timeout=20) as c:
+        made = c.post("/api/approval-rules", headers=auth("olivia"), json={
+            "agent_id": "buyer", "tool_name": "oa__purchase_pay", "scope": "org"})
+        assert made.status_code == 201, made.text
+        rule = made.json()["id"]
+        _refused(c.delete(f"/api/approval-rules/{rule}", headers=BOT))
+        _refused(c.post(f"/api/approval-rules/{rule}/enable", headers=BOT))
+        shown = c.get(f"/api/approval-rules/{rule}", headers=auth("alice")).json()
+        assert shown["revoked_at"] is None

@@ -281,9 +281,9 @@ async def grant_refusal(db: Database, creator: str, seat: Seat,
 
 
 async def never_decides(db: Database, who: Approver) -> str | None:
-    """Why ``who`` may make no decision at all, nor create or enable a standing rule (None
-    when they may be considered further): a service identity, by the token's sign-in or
-    its record now."""
+    """Why ``who`` may make no decision at all, nor create, enable or revoke a standing rule
+    (None when they may be considered further): a service identity, by the token's sign-in
+    or its record now."""
     if who.service:
         return service_refusal(who.user_id)
     record = (await user_records.people(db, [who.user_id])).get(who.user_id)

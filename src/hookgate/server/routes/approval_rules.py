@@ -32,8 +32,8 @@ def _approver(caller: Caller, via: str = "api") -> Approver:
                     service=caller.service)
 
 
-async def _may_create(rt: Runtime, who: Approver) -> None:
-    """403 for a caller who may create or enable no standing rule at all (a service
+async def _may_govern(rt: Runtime, who: Approver) -> None:
+    """403 for a caller who may create, enable or revoke no standing rule at all (a service
     identity), before anything else is read; the rest is the rule book's check."""
     why_not = await authority.never_decides(rt.db, who)
     if why_not is not None:
@@ -52,7 +52,7 @@ async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: R
                           caller: Caller, decision: str) -> StandingRule:
     """The rule a decision asks to remember, checked before the decision is made (so a
     rule that may not be made leaves the request undecided); stored once it approved."""
-    await _may_create(rt, _approver(caller))
+    await _may_govern(rt, _approver(caller))
     if decision != "approve":
         raise HTTPException(422, "'remember' goes with an approval, not a rejection")
     if request.approvals_required > 1:
@@ -83,7 +83,7 @@ async def list_rules(
 
 @router.post("/approval-rules", status_code=201, response_model=StandingRuleBody)
 async def create_rule(body: CreateRule, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
-    await _may_create(rt, _approver(caller))
+    await _may_govern(rt, _approver(caller))
     agent = rt.deployment.agents.get(body.agent_id)
     if agent is None or agent.org_id != caller.org_id:
         raise HTTPException(404, f"no agent '{body.agent_id}' in your org")
@@ -109,7 +109,7 @@ async def get_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> di
 async def enable_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Lift a suspension (admins): a rule suspended when its creator's token was revoked
     matches again; its creator is still checked at every use."""
-    await _may_create(rt, _approver(caller))
+    await _may_govern(rt, _approver(caller))
     try:
         return (await rt.approvals.rules.enable(rule_id, _approver(caller))).to_dict()
     except ApprovalError as exc:
@@ -119,6 +119,7 @@ async def enable_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) ->
 @router.delete("/approval-rules/{rule_id}", response_model=StandingRuleBody)
 async def revoke_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Revoke: from now on the rule matches nothing (its record and uses stay)."""
+    await _may_govern(rt, _approver(caller))
     try:
         rule = await rt.approvals.rules.get(rule_id, caller.org_id)
         revoked = await rt.approvals.rules.revoke(
