@@ -27,6 +27,9 @@ from tests.live_server import LiveServer, live_server
 from tests.mcp_gateway.world import auth, make_world
 
 ISSUER = "http://127.0.0.1/issuer"  # the tokens' iss (the keys are fetched from jwks_url)
+#: The gateway's configured URL: the tokens' audience is taken from it, never from a request.
+PUBLIC = "https://gate.example"
+RESOURCE = f"{PUBLIC}/mcp/coder"
 
 
 class Issuer:
@@ -53,8 +56,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServ
     world = make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}")
     config = world.config_path.read_text().replace(
         "server: {public_url: http://127.0.0.1:9}",
-        "server:\n  mcp_oauth: {issuer: " + ISSUER + ", jwks_url: " + issuer.server.url
-        + "/jwks.json, scopes: [mcp:tools]}")
+        "server:\n  public_url: " + PUBLIC + "\n  mcp_oauth: {issuer: " + ISSUER
+        + ", jwks_url: " + issuer.server.url + "/jwks.json, scopes: [mcp:tools]}")
     assert "mcp_oauth" in config
     world.config_path.write_text(config)
     with live_server(world.deployment()) as srv:
@@ -75,11 +78,11 @@ def test_a_401_names_the_resource_metadata_which_names_the_issuer_and_scopes(
     refused = httpx.post(f"{server.url}/mcp/coder", json={})
     assert refused.status_code == 401
     challenge = refused.headers["www-authenticate"]
-    metadata_url = f"{server.url}/.well-known/oauth-protected-resource/mcp/coder"
-    assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
+    path = "/.well-known/oauth-protected-resource/mcp/coder"
+    assert challenge.startswith("Bearer ") and f'resource_metadata="{PUBLIC}{path}"' in challenge
     assert 'scope="mcp:tools"' in challenge
-    metadata = httpx.get(metadata_url).json()
-    assert metadata["resource"] == f"{server.url}/mcp/coder"
+    metadata = httpx.get(f"{server.url}{path}").json()
+    assert metadata["resource"] == RESOURCE
     assert metadata["authorization_servers"] == [ISSUER]
     assert metadata["scopes_supported"] == ["mcp:tools"]
 
@@ -88,7 +91,7 @@ async def test_an_access_token_with_the_scope_lists_the_agents_tools(
         gateway: tuple[LiveServer, Issuer]) -> None:
     server, issuer = gateway
     url = f"{server.url}/mcp/coder"
-    async with client_with(url, issuer.token(url, "openid mcp:tools")) as client:
+    async with client_with(url, issuer.token(RESOURCE, "openid mcp:tools")) as client:
         names = {t.name for t in (await client.list_tools()).tools}
     assert "mcp__git__git_status" in names
 
@@ -106,16 +109,16 @@ def test_a_token_without_the_scope_or_for_another_resource_is_refused(
         return httpx.post(url, json=body, headers={**headers,
                                                    "Authorization": f"Bearer {token}"})
 
-    lacking = post(issuer.token(url, "openid profile"))
+    lacking = post(issuer.token(RESOURCE, "openid profile"))
     assert lacking.status_code == 403
     assert 'error="insufficient_scope"' in lacking.headers["www-authenticate"]
     assert "mcp:tools" in lacking.json()["error"]
     elsewhere = post(issuer.token("https://other.example/mcp", "mcp:tools"))
     assert elsewhere.status_code == 401
     assert 'error="invalid_token"' in elsewhere.headers["www-authenticate"]
-    expired = post(issuer.token(url, "mcp:tools", exp=int(time.time()) - 3600))
+    expired = post(issuer.token(RESOURCE, "mcp:tools", exp=int(time.time()) - 3600))
     assert expired.status_code == 401
-    stranger = post(issuer.token(url, "mcp:tools", user="nobody"))
+    stranger = post(issuer.token(RESOURCE, "mcp:tools", user="nobody"))
     assert stranger.status_code == 401 and "nobody" in stranger.json()["error"]
     # hookgate's own API token stays a simple option.
     own = httpx.post(url, json=body, headers={**headers, **auth("alice")})

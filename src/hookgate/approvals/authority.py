@@ -1,7 +1,8 @@
 """Who may decide what, in one place: the requirement of the call that will run (quorum, four
-eyes), whether a person may decide a request now, and whether a stored grant (a standing
-rule, a quorum vote, an escalation) still counts now. Every path asks here at the moment of
-use, and people are read from the current user records, never from what a grant stored.
+eyes), whether a person may decide a request now, whether a stored grant (a standing rule, a
+quorum vote, an escalation) still counts now, and whom a call acts for. Every path asks here
+at the moment of use, and people are read from the current user records, never from what a
+grant stored. A service (agent) identity acts for people and never decides, under any scope.
 """
 
 from __future__ import annotations
@@ -133,11 +134,21 @@ class Person:
     org_id: str | None
     disabled: bool = False
     known: bool = False
+    #: A service (agent) identity: never decides, votes or creates a standing rule.
+    service: bool = False
+
+
+def service_refusal(user_id: str) -> str:
+    """Why a service identity may not decide (the one wording, for every path)."""
+    return (f"'{user_id}' is a service (agent) identity: it acts for people and never "
+            "approves, rejects, votes or creates a standing rule; a person's token decides")
 
 
 def refusal(seat: Seat, person: Person, decision: str = "approve") -> str | None:
     """THE eligibility check: why ``person`` may not make ``decision`` on a call of ``seat``
     (None when they may). Live decisions, votes, rules and escalations all come here."""
+    if person.service:
+        return service_refusal(person.user_id)
     if person.org_id != seat.org_id:
         return f"user '{person.user_id}' is not a member of org '{seat.org_id}'"
     if person.disabled:
@@ -170,7 +181,7 @@ def person(user_id: str, records: Mapping[str, PersonRecord], fallback_org: str 
     record = records.get(user_id)
     if record is None:
         return Person(user_id, fallback_org)
-    return Person(user_id, record.org_id, bool(record.disabled), True)
+    return Person(user_id, record.org_id, bool(record.disabled), True, bool(record.service))
 
 
 async def current(db: Database, who: Approver) -> Approver:
@@ -179,12 +190,15 @@ async def current(db: Database, who: Approver) -> Approver:
     record = records.get(who.user_id)
     if record is None:
         return who
-    return replace(who, org_id=record.org_id, admin=bool(record.admin))
+    return replace(who, org_id=record.org_id, admin=bool(record.admin),
+                   service=who.service or bool(record.service))
 
 
 async def decider_refusal(db: Database, request: ConfirmationRequest, who: Approver,
                           decision: str) -> str | None:
     """Why ``who`` may not make ``decision`` on ``request`` now, by their current record."""
+    if who.service:
+        return service_refusal(who.user_id)
     records = await user_records.people(db, [who.user_id])
     return refusal(Seat.of_request(request), person(who.user_id, records, who.org_id),
                    decision)
@@ -193,7 +207,8 @@ async def decider_refusal(db: Database, request: ConfirmationRequest, who: Appro
 def may_decide(request: ConfirmationRequest, who: Approver, decision: str) -> bool:
     """For showing (``can_decide``, ``can_approve``): ``who`` as the caller's signed-in
     record gives them; the decision itself is checked again by `decider_refusal`."""
-    return refusal(Seat.of_request(request), Person(who.user_id, who.org_id), decision) is None
+    return refusal(Seat.of_request(request), Person(who.user_id, who.org_id,
+                                                    service=who.service), decision) is None
 
 
 # -- (c) whether a stored grant still counts now ------------------------------------------------
@@ -263,3 +278,49 @@ async def grant_refusal(db: Database, creator: str, seat: Seat,
         return f"the rule is suspended: {suspended}"
     records = await user_records.people(db, [creator])
     return refusal(seat, person(creator, records, seat.org_id), "approve")
+
+
+async def never_decides(db: Database, who: Approver) -> str | None:
+    """Why ``who`` may make no decision at all, nor create, enable or revoke a standing rule
+    (None when they may be considered further): a service identity, by the token's sign-in
+    or its record now."""
+    if who.service:
+        return service_refusal(who.user_id)
+    record = (await user_records.people(db, [who.user_id])).get(who.user_id)
+    if record is not None and record.service:
+        return service_refusal(who.user_id)
+    return None
+
+
+# -- (d) whom a call acts for -------------------------------------------------------------------
+
+
+class NotActingFor(ValueError):
+    """A call's ``acts_for`` names no person the caller may act for."""
+
+
+async def acting_for(db: Database, caller_id: str, caller_org: str, caller_service: bool,
+                     acts_for: str | None) -> str | None:
+    """The person a call of the signed-in ``caller_id`` acts for: its initiator, whom
+    ``approver_scope: initiator`` lets decide. A person acts for themself (``acts_for``
+    absent or their own id). A service identity acts for the enabled person of its org that
+    ``acts_for`` names, or for nobody (None: then no one is the initiator, and an initiator
+    scoped request is decided only by those an escalation adds); never for itself.
+    NotActingFor says why ``acts_for`` is refused."""
+    if not caller_service:
+        if acts_for is None or acts_for == caller_id:
+            return caller_id
+        raise NotActingFor(f"acts_for '{acts_for}': only a service identity (kind: service) "
+                           f"acts for someone else; '{caller_id}' is a person and acts for "
+                           "themself")
+    if acts_for is None:
+        return None
+    record = (await user_records.people(db, [acts_for])).get(acts_for)
+    if record is None or record.org_id != caller_org:
+        raise NotActingFor(f"acts_for '{acts_for}' is not a user of org '{caller_org}'")
+    if record.disabled:
+        raise NotActingFor(f"acts_for '{acts_for}' is disabled")
+    if record.service:
+        raise NotActingFor(f"acts_for '{acts_for}' is a service identity: a call acts for "
+                           "a person")
+    return acts_for

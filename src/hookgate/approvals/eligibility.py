@@ -19,3 +19,5 @@ class Approver:
     channel_identity: str | None = None
     #: Through what the decision comes (DECISION_CHANNELS), kept on the request.
     via: str = "api"
+    #: The token signing in is a service (agent) identity's: it never decides.
+    service: bool = False

@@ -396,6 +396,10 @@ class _Resolver:
                 elif org_ok and owner.org != agent.org:
                     self.fail(f"{at}.owner", f"user '{owner.id}' belongs to org '{owner.org}', "
                                              f"not the agent's org '{agent.org}'")
+                elif owner.kind == "service":
+                    self.fail(f"{at}.owner", f"user '{owner.id}' is a service identity: an "
+                                             "agent's owner decides its calls, so it must be "
+                                             "a person")
             if agent.model not in c.models:
                 self.fail(f"{at}.model", f"unknown model '{agent.model}' "
                                          f"(models: {_listing(c.models)})")
@@ -425,6 +429,9 @@ class _Resolver:
                 self.fail(f"{at}.escalate_to[{j}]", f"user '{name}' belongs to org "
                                                     f"'{user.org}', not the agent's org "
                                                     f"'{agent.org}'")
+            elif user.kind == "service":
+                self.fail(f"{at}.escalate_to[{j}]", f"user '{name}' is a service identity "
+                                                    "and never decides: escalate to a person")
         if agent.escalation_channel_id is not None:
             self._agent_channel(f"{at}.escalation_channel_id", agent.escalation_channel_id,
                                 agent.org)

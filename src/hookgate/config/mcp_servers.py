@@ -125,8 +125,8 @@ class McpOAuthSpec(_Strict):
     #: The claim naming the hookgate user the token acts for.
     user_claim: Annotated[str, Field(min_length=1)] = "sub"
     #: The ``aud`` tokens are issued for; default: the gateway's URL (``/mcp`` or
-    #: ``/mcp/<agent>`` on ``server.public_url``).
-    audience: str | None = None
+    #: ``/mcp/<agent>`` on ``server.public_url``). One of the two must be configured.
+    audience: Annotated[str, Field(min_length=1)] | None = None
 
     @field_validator("issuer", "jwks_url")
     @classmethod

@@ -83,10 +83,17 @@ class ChatIdentities(_Section):
     wecom_userid: str | None = None
 
 
+#: What a user entry is: a person (decides) or a service identity (an agent's token: acts for
+#: the people its calls name, never decides, votes or creates a standing rule).
+USER_KINDS = ("person", "service")
+
+
 class UserSpec(_Section):
     id: NonEmpty
     org: NonEmpty
     admin: bool = False
+    #: ``person`` (the default) or ``service`` (see USER_KINDS).
+    kind: Literal["person", "service"] = "person"
     name: str | None = None
     token: str | None = Field(default=None, repr=False)
     token_sha256: str | None = None
@@ -106,6 +113,9 @@ class UserSpec(_Section):
 
     @model_validator(mode="after")
     def _one_token_form(self) -> UserSpec:
+        if self.kind == "service" and self.admin:
+            raise ValueError("a service identity (kind: service) cannot be an admin: it "
+                             "acts for people and never decides")
         if self.token is not None and self.token_sha256 is not None:
             raise ValueError("give 'token' or 'token_sha256', not both")
         if self.token is not None and not self.token:
@@ -283,6 +293,15 @@ class ServerSpec(_Section):
     access_recheck_s: float = Field(2.0, gt=0, le=300)
     #: OAuth 2.1 access tokens for the MCP gateway (hookgate.mcp.oauth); None: API tokens only.
     mcp_oauth: McpOAuthSpec | None = None
+
+    @model_validator(mode="after")
+    def _oauth_audience(self) -> ServerSpec:
+        # The tokens' audience is the configuration's; a request's Host never names it.
+        if self.mcp_oauth is not None and not self.mcp_oauth.audience and not self.public_url:
+            raise ValueError("mcp_oauth needs public_url (or mcp_oauth.audience): the MCP "
+                             "access tokens' audience comes from the configuration, never "
+                             "from the request's Host header")
+        return self
 
 
 class TelemetrySpec(_Section):

@@ -9,11 +9,15 @@ streamable-HTTP session manager, serving both the handshake and the per-request 
 With ``server: mcp_oauth`` the gateway is also an OAuth protected resource (hookgate.mcp.oauth):
 its metadata is served under ``/.well-known/oauth-protected-resource``, a 401 names it in
 ``WWW-Authenticate``, and the issuer's access tokens are accepted with their scopes.
+A service identity's token names the person its calls act for in the ``Hookgate-Acts-For``
+header (approvals/authority.py's `acting_for` checks it on every request); that person is
+the calls' initiator, and the service itself never decides.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import uuid
@@ -30,6 +34,7 @@ from mcp.shared.inbound import MCP_METHOD_HEADER, MCP_NAME_HEADER, decode_header
 from mcp_types import INVALID_REQUEST
 from starlette.types import Receive, Scope, Send
 
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.mcp.gateway import McpGateway, Principal
 from hookgate.mcp.oauth import METADATA_PREFIX, OAuthResource, TokenRefused, grant_still_allowed
 from hookgate.mcp.served import ASKING, build_mcp_server
@@ -41,6 +46,8 @@ from hookgate.runtime.deployment import ACCESS_RECHECK_S, token_digest
 from hookgate.runtime.runtime import Runtime
 
 _PRINCIPAL = "hookgate.mcp.principal"
+#: The header a service identity names the person its calls act for in (HTTP and socket).
+ACTS_FOR_HEADER = b"hookgate-acts-for"
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +63,9 @@ class McpHttpEndpoint:
         self.gateway: McpGateway | None = None
         self._manager: StreamableHTTPSessionManager | None = None
         spec = runtime.deployment.mcp_oauth
-        self.oauth = OAuthResource(spec) if spec is not None else None
+        # NoAudience (mcp_oauth without public_url or audience): the server does not start.
+        self.oauth = (OAuthResource(spec, runtime.deployment.public_url)
+                      if spec is not None else None)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -92,8 +101,7 @@ class McpHttpEndpoint:
         caller = await caller_for_token(self.runtime, token)
         if caller is None and self.oauth is not None:
             try:
-                grant = await self.oauth.grant(self.runtime, token,
-                                               self._resources(scope, agent_id))
+                grant = await self.oauth.grant(self.runtime, token, agent_id)
             except TokenRefused as refused:
                 await self._refuse(scope, send, agent_id, refused)
                 return
@@ -101,6 +109,12 @@ class McpHttpEndpoint:
         if caller is None:
             await self._refuse(scope, send, agent_id,
                                TokenRefused("the bearer token is not valid"))
+            return
+        try:
+            acting = await acting_for(self.runtime.db, caller.user_id, caller.org_id,
+                                      caller.service, _header(scope, ACTS_FOR_HEADER))
+        except NotActingFor as exc:
+            await _deny(scope, send, 403, str(exc))
             return
         socket = scope["type"] == "websocket"
         session_id = f"socket-{uuid.uuid4().hex}" if socket else _header(scope,
@@ -110,6 +124,10 @@ class McpHttpEndpoint:
             await _deny(scope, send, 404, f"no MCP gateway for agent '{agent_id}' in org "
                                           f"'{caller.org_id}'")
             return
+        if acting is not None and acting != who.user_id:
+            # The calls' initiator is the person acted for; the token's own access is still
+            # what is re-checked while they wait (``still_allowed``).
+            who = dataclasses.replace(who, user_id=acting)
         if self._manager is None or self.gateway is None:
             await _deny(scope, send, 503, "the MCP gateway is not running")
             return
@@ -125,7 +143,7 @@ class McpHttpEndpoint:
 
         async def lost() -> None:
             log.warning("user %s lost access: MCP session %s ends", caller.user_id, session_id)
-            await gateway.cancel_waits_of(caller.user_id)
+            await gateway.cancel_waits_of(who.user_id)
             await _end_session(manager, session_id)
 
         called = _called_tool(scope)
@@ -163,16 +181,14 @@ class McpHttpEndpoint:
     # -- OAuth: refusals that name the resource metadata, and the metadata itself ----------
 
     def _base(self, scope: Scope) -> str:
-        # server.public_url, else the URL this request came in on.
+        # Where the metadata document is served, for a client to find it: server.public_url,
+        # else the URL this request came in on. Only a pointer: what a token must be issued
+        # for is the configuration's alone (OAuthResource.audiences).
         public = self.runtime.deployment.public_url
         if public:
             return public.rstrip("/")
         host = _header(scope, b"host") or "localhost"
         return f"{scope.get('scheme', 'http')}://{host}"
-
-    def _resources(self, scope: Scope, agent_id: str) -> list[str]:
-        base = self._base(scope)
-        return [f"{base}/mcp/{agent_id}", f"{base}/mcp"]
 
     async def _refuse(self, scope: Scope, send: Send, agent_id: str,
                       refused: TokenRefused) -> None:
@@ -194,7 +210,7 @@ class McpHttpEndpoint:
             await _error(send, 404, "no OAuth-protected resource here (server.mcp_oauth is "
                                     "not configured)")
             return
-        body = self.oauth.metadata(f"{self._base(scope)}{path or '/mcp'}")
+        body = self.oauth.metadata(self.oauth.resource(path or "/mcp"))
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"cache-control", b"max-age=300")]})

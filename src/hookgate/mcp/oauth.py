@@ -3,10 +3,13 @@ server: protected-resource metadata (RFC 9728), ``WWW-Authenticate`` naming it o
 access tokens from the configured authorization server validated with their scopes.
 
 An access token is a JWT signed by a key of the issuer's JWKS, issued by ``issuer`` for this
-gateway (``aud``: the server's ``/mcp`` or ``/mcp/<agent>`` URL, or the configured
-``audience``), unexpired, carrying every scope of ``scopes``; its ``user_claim`` names the
-hookgate user it acts for, who must exist and be enabled. A token lacking a scope is refused
-with 403 ``insufficient_scope``. hookgate's own API tokens keep working beside it.
+gateway (``aud``: the configured ``audience``, else ``/mcp`` or ``/mcp/<agent>`` on
+``server.public_url``; taken from the configuration only, never from the request, so a
+gateway without either refuses to start), unexpired, carrying every scope of ``scopes``; its
+``user_claim`` names the hookgate user it acts for, who must exist and be enabled. A token
+lacking a scope is refused with 403 ``insufficient_scope``. hookgate's own API tokens keep
+working beside it. `OAuthResource.grant` is the one verification, for the HTTP requests and
+the relay's socket alike.
 """
 
 from __future__ import annotations
@@ -27,6 +30,16 @@ from hookgate.storage.tables import User
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 #: Signing algorithms accepted (asymmetric only: a shared secret is not a JWKS key).
 ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
+
+
+#: The one-line refusal of a gateway whose tokens' audience the configuration does not give.
+NO_AUDIENCE = ("server.mcp_oauth needs server.public_url or server.mcp_oauth.audience: the "
+               "access tokens' audience comes from the configuration, never from the "
+               "request's Host header")
+
+
+class NoAudience(ValueError):
+    """``mcp_oauth`` without ``public_url`` or ``audience``: no audience to check against."""
 
 
 class TokenRefused(Exception):
@@ -52,9 +65,30 @@ class OAuthGrant:
 class OAuthResource:
     """The gateway as an OAuth protected resource."""
 
-    def __init__(self, spec: McpOAuthSpec) -> None:
+    def __init__(self, spec: McpOAuthSpec, public_url: str | None) -> None:
+        if not spec.audience and not public_url:
+            raise NoAudience(NO_AUDIENCE)
         self.spec = spec
+        #: The configured server URL (no trailing slash), or None with ``audience`` only.
+        self.public_url = public_url.rstrip("/") if public_url else None
         self._keys = jwt.PyJWKClient(spec.jwks_url, cache_keys=True, lifespan=300)
+
+    def audiences(self, agent_id: str) -> list[str]:
+        """The ``aud`` values a token for agent ``agent_id``'s gateway may carry, from the
+        configuration alone: ``audience``, else ``/mcp/<agent>`` and ``/mcp`` on
+        ``public_url``."""
+        if self.spec.audience:
+            return [self.spec.audience]
+        assert self.public_url is not None  # __init__ refused a resource without either
+        return [f"{self.public_url}/mcp/{agent_id}", f"{self.public_url}/mcp"]
+
+    def resource(self, path: str) -> str:
+        """The resource a metadata document at ``path`` (``/mcp`` or ``/mcp/<agent>``)
+        describes: ``path`` on ``public_url``, else the configured ``audience``."""
+        if self.public_url is not None:
+            return f"{self.public_url}{path}"
+        assert self.spec.audience is not None
+        return self.spec.audience
 
     def metadata(self, resource: str) -> dict[str, Any]:
         """The protected-resource metadata document of ``resource`` (RFC 9728)."""
@@ -76,10 +110,10 @@ class OAuthResource:
             parts += [f'error="{refused.error}"', f'error_description="{said}"']
         return "Bearer " + ", ".join(parts)
 
-    async def grant(self, runtime: Runtime, token: str, resources: Sequence[str]
-                    ) -> OAuthGrant:
-        """The grant of ``token`` for one of ``resources``; TokenRefused says why not."""
-        claims = await self._claims(token, resources)
+    async def grant(self, runtime: Runtime, token: str, agent_id: str) -> OAuthGrant:
+        """The grant of ``token`` for agent ``agent_id``'s gateway (HTTP and the relay's
+        socket alike); TokenRefused says why not."""
+        claims = await self._claims(token, self.audiences(agent_id))
         scopes = _scopes(claims)
         missing = [s for s in self.spec.scopes if s not in scopes]
         if missing:
@@ -99,7 +133,7 @@ class OAuthResource:
             key = await asyncio.to_thread(self._keys.get_signing_key_from_jwt, token)
             return dict(jwt.decode(
                 token, key.key, algorithms=ALGORITHMS, issuer=self.spec.issuer,
-                audience=[self.spec.audience] if self.spec.audience else list(resources),
+                audience=list(resources),
                 options={"require": ["exp", "iss", "aud"]}, leeway=30))
         except jwt.PyJWKClientConnectionError as exc:
             raise TokenRefused(f"the issuer's keys could not be fetched: {exc}") from exc
@@ -127,7 +161,7 @@ async def caller_of_user(runtime: Runtime, user_id: str) -> Caller | None:
         user = await s.get(User, user_id)
     if user is None or user.disabled:
         return None
-    return Caller(user.id, user.org_id, user.admin, user.name)
+    return Caller(user.id, user.org_id, user.admin, user.name, bool(user.service))
 
 
 async def grant_still_allowed(runtime: Runtime, grant: OAuthGrant) -> bool:

@@ -55,6 +55,8 @@ class Caller:
     org_id: str
     admin: bool
     name: str = ""
+    #: A service (agent) identity: acts for the people its calls name, never decides.
+    service: bool = False
 
 
 class Runtime:
@@ -252,4 +254,4 @@ class Runtime:
         user = await user_for_token(self.db, token)
         if user is None:
             return None
-        return Caller(user.id, user.org_id, user.admin, user.name)
+        return Caller(user.id, user.org_id, user.admin, user.name, bool(user.service))

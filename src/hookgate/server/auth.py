@@ -7,7 +7,9 @@ synced by a starting instance) clears that memory in its own process and, on Pos
 every instance that hears its notification; otherwise it holds within the two seconds.
 Connections that outlive one request (the event streams, MCP sessions, an MCP call waiting for
 approval) ask `still_allowed` again while they last: the one answer to "may this caller still
-see it", for every route and connection.
+see it", for every route and connection. The routes that show or decide approval requests and
+standing rules take `CurrentCallerDep`: the caller as the user records say at that moment,
+never the remembered lookup (a person moved or removed a moment ago decides and reads nothing).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from hookgate.runtime.auth import caller_for_token, still_allowed
+from hookgate.runtime.auth import caller_for_token, same_access, still_allowed
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.runtime.token_cache import token_key
 
@@ -74,7 +76,22 @@ async def require_stream_caller(request: Request) -> Caller:
         f"'?{STREAM_TOKEN_PARAM}=<token>'")
 
 
+async def require_current_caller(request: Request) -> Caller:
+    """The caller as the user records say now (the token cache is not asked): for the routes
+    that show or decide approval requests and standing rules."""
+    token = _bearer_token(request)
+    if token is None:
+        raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer <token>'",
+                            headers={"WWW-Authenticate": "Bearer"})
+    caller = await runtime_of(request).authenticate(token)
+    if caller is None:
+        raise HTTPException(401, "the bearer token is not valid",
+                            headers={"WWW-Authenticate": "Bearer"})
+    return caller
+
+
 CallerDep = Annotated[Caller, Depends(require_caller)]
+CurrentCallerDep = Annotated[Caller, Depends(require_current_caller)]
 StreamCallerDep = Annotated[Caller, Depends(require_stream_caller)]
 async def _runtime_dependency(request: Request) -> Runtime:
     # A coroutine, not a plain function: FastAPI runs a plain dependency in a worker thread,
@@ -115,6 +132,15 @@ class LastingAccess:
     async def still_allowed(self) -> bool:
         # A stream asks before each event: the token's key is computed once.
         return await still_allowed(self.rt, self.token, self.caller, key=self.key)
+
+    async def still_current(self) -> bool:
+        """`still_allowed`, read from the user records now (not the token cache): for a
+        stream whose events are approval requests, asked before each one."""
+        try:
+            now = await self.rt.authenticate(self.token)
+        except Exception:  # fail closed: the stream ends, its client reconnects
+            return False
+        return now is not None and same_access(now, self.caller)
 
 
 async def require_stream_access(request: Request) -> LastingAccess:

@@ -130,7 +130,7 @@ class ChannelCallbacks:
         user = users[0]
         return Approver(user.id, user.org_id, user.admin,
                         channel_identity=f"{channel.type}:{platform_user_id}",
-                        via=channel.type)
+                        via=channel.type, service=user.service)
 
     async def _request_of(self, channel: Channel, request_id: str) -> ConfirmationRequest:
         request = await self.approvals.store.get(request_id)

@@ -3,7 +3,7 @@ as the JSON types they are: ``"yes"`` or ``1`` is not a boolean, ``"5"`` not a n
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -17,6 +17,17 @@ class ApiBody(BaseModel):
     """The base of every JSON body the API reads: strict types, no unknown fields."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+#: ``acts_for`` on a guarded call or session (``/api/v1/calls``, ``/api/v1/sessions``): the
+#: person a service identity's call acts for, its initiator; checked by
+#: ``hookgate.approvals.authority.acting_for`` at every ask.
+ActsFor = Annotated[str | None, Field(
+    default=None, min_length=1, max_length=128,
+    description="The person this call acts for (a service identity's token only; an enabled "
+                "person of the agent's org): the call's initiator, whom approver scope "
+                "'initiator' lets decide. A person's token acts for themself. A service "
+                "never decides.")]
 
 
 class StartRun(ApiBody):

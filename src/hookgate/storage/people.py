@@ -30,10 +30,13 @@ class PersonRecord:
     org_id: str
     admin: bool
     disabled: bool
+    #: A service (agent) identity: acts for people, never decides.
+    service: bool = False
 
 
 def _record(user: User) -> PersonRecord:
-    return PersonRecord(user.id, user.org_id, bool(user.admin), bool(user.disabled))
+    return PersonRecord(user.id, user.org_id, bool(user.admin), bool(user.disabled),
+                        bool(user.service))
 
 
 async def read_people(tx: Transaction, user_ids: Iterable[str]) -> dict[str, PersonRecord]:
@@ -56,8 +59,10 @@ async def people(db: Database, user_ids: Iterable[str]) -> dict[str, PersonRecor
 
 async def enabled_users(db: Database, org_id: str | None, *, admins_only: bool = False
                         ) -> list[str]:
-    """The ids of ``org_id``'s enabled users (only its admins with ``admins_only``)."""
-    q = select(User.id).where(User.org_id == org_id, User.disabled.is_(False))
+    """The ids of ``org_id``'s enabled people (only its admins with ``admins_only``): no
+    service identity, which never decides."""
+    q = select(User.id).where(User.org_id == org_id, User.disabled.is_(False),
+                              User.service.is_(False))
     if admins_only:
         q = q.where(User.admin.is_(True))
     async with db.session() as s:

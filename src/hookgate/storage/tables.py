@@ -56,6 +56,9 @@ class User(Base):
     #: Declared by the configuration file, which is then the source of truth for the user.
     declared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     token_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: A service (agent) identity: signs in to act for people, never decides, votes or
+    #: creates a standing rule (approvals/authority.py).
+    service: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class RevokedToken(Base):

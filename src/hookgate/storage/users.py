@@ -47,6 +47,8 @@ class DeclaredUser:
     slack_user_id: str | None = None
     wecom_userid: str | None = None
     token_expires_at: datetime | None = None
+    #: A service (agent) identity (``kind: service``): acts for people, never decides.
+    service: bool = False
 
 
 @dataclass(slots=True, frozen=True)
@@ -87,7 +89,7 @@ async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> No
                 "declared": True, "disabled": False, "token_sha256": token,
                 "token_expires_at": u.token_expires_at, "feishu_open_id": u.feishu_open_id,
                 "slack_user_id": u.slack_user_id, "wecom_userid": u.wecom_userid,
-                "created_at": utcnow()})
+                "service": u.service, "created_at": utcnow()})
         await upsert(s, cast(Table, User.__table__), rows, key=["id"],
                      update=[k for k in rows[0] if k not in ("id", "created_at")]
                      if rows else [])

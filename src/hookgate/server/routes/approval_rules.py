@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
+from hookgate.approvals import authority
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.records import ConfirmationRequest
@@ -19,7 +20,7 @@ from hookgate.approvals.rules import (
     StandingRule,
 )
 from hookgate.runtime.runtime import Caller, Runtime
-from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.server.auth import CurrentCallerDep, RuntimeDep
 from hookgate.server.responses import StandingRule as StandingRuleBody
 from hookgate.server.schemas import CreateRule, Remember
 
@@ -27,7 +28,16 @@ router = APIRouter(prefix="/api", tags=["approval rules"])
 
 
 def _approver(caller: Caller, via: str = "api") -> Approver:
-    return Approver(caller.user_id, caller.org_id, caller.admin, via=via)
+    return Approver(caller.user_id, caller.org_id, caller.admin, via=via,
+                    service=caller.service)
+
+
+async def _may_govern(rt: Runtime, who: Approver) -> None:
+    """403 for a caller who may create, enable or revoke no standing rule at all (a service
+    identity), before anything else is read; the rest is the rule book's check."""
+    why_not = await authority.never_decides(rt.db, who)
+    if why_not is not None:
+        raise HTTPException(403, f"not allowed: {why_not}")
 
 
 def _http(exc: ApprovalError) -> HTTPException:
@@ -42,6 +52,7 @@ async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: R
                           caller: Caller, decision: str) -> StandingRule:
     """The rule a decision asks to remember, checked before the decision is made (so a
     rule that may not be made leaves the request undecided); stored once it approved."""
+    await _may_govern(rt, _approver(caller))
     if decision != "approve":
         raise HTTPException(422, "'remember' goes with an approval, not a rejection")
     if request.approvals_required > 1:
@@ -63,7 +74,7 @@ async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: R
 
 @router.get("/approval-rules", response_model=list[StandingRuleBody])
 async def list_rules(
-    caller: CallerDep, rt: RuntimeDep,
+    caller: CurrentCallerDep, rt: RuntimeDep,
     active: Annotated[bool, Query(description="only rules that can still match")] = False,
 ) -> list[dict[str, Any]]:
     rules = await rt.approvals.rules.list_for_org(caller.org_id, active_only=active)
@@ -71,7 +82,8 @@ async def list_rules(
 
 
 @router.post("/approval-rules", status_code=201, response_model=StandingRuleBody)
-async def create_rule(body: CreateRule, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def create_rule(body: CreateRule, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
+    await _may_govern(rt, _approver(caller))
     agent = rt.deployment.agents.get(body.agent_id)
     if agent is None or agent.org_id != caller.org_id:
         raise HTTPException(404, f"no agent '{body.agent_id}' in your org")
@@ -86,7 +98,7 @@ async def create_rule(body: CreateRule, caller: CallerDep, rt: RuntimeDep) -> di
 
 
 @router.get("/approval-rules/{rule_id}", response_model=StandingRuleBody)
-async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def get_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     try:
         return (await rt.approvals.rules.get(rule_id, caller.org_id)).to_dict()
     except RuleNotFound as exc:
@@ -94,9 +106,10 @@ async def get_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str,
 
 
 @router.post("/approval-rules/{rule_id}/enable", response_model=StandingRuleBody)
-async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def enable_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Lift a suspension (admins): a rule suspended when its creator's token was revoked
     matches again; its creator is still checked at every use."""
+    await _may_govern(rt, _approver(caller))
     try:
         return (await rt.approvals.rules.enable(rule_id, _approver(caller))).to_dict()
     except ApprovalError as exc:
@@ -104,8 +117,9 @@ async def enable_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[s
 
 
 @router.delete("/approval-rules/{rule_id}", response_model=StandingRuleBody)
-async def revoke_rule(rule_id: str, caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
+async def revoke_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """Revoke: from now on the rule matches nothing (its record and uses stay)."""
+    await _may_govern(rt, _approver(caller))
     try:
         rule = await rt.approvals.rules.get(rule_id, caller.org_id)
         revoked = await rt.approvals.rules.revoke(

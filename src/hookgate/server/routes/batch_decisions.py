@@ -9,7 +9,8 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 
 from hookgate.approvals import authority
-from hookgate.server.auth import CallerDep, RuntimeDep
+from hookgate.approvals.eligibility import Approver
+from hookgate.server.auth import CurrentCallerDep, RuntimeDep
 from hookgate.server.decisions import decide_for
 from hookgate.server.responses import BatchDecided
 from hookgate.server.routes.confirmations import view
@@ -19,10 +20,15 @@ router = APIRouter(prefix="/api", tags=["confirmations"])
 
 
 @router.post("/confirmations/batch", response_model=BatchDecided)
-async def respond_batch(body: RespondBatch, caller: CallerDep,
+async def respond_batch(body: RespondBatch, caller: CurrentCallerDep,
                         rt: RuntimeDep) -> dict[str, Any]:
     if len(set(body.ids)) != len(body.ids):
         raise HTTPException(422, "ids must be distinct: each request is decided once")
+    why_not = await authority.never_decides(rt.db, Approver(
+        caller.user_id, caller.org_id, caller.admin, service=caller.service))
+    if why_not is not None:
+        # Each request would refuse it alike (approvals.decide asks the same owner).
+        raise HTTPException(403, f"not allowed: {why_not}")
     results = []
     for request_id in body.ids:
         done = await decide_for(rt, caller, request_id, body.decision, via=body.via,

@@ -15,7 +15,7 @@ from hookgate.approvals.records import STATUSES, ConfirmationRequest
 from hookgate.approvals.rules import RuleBook, StandingRule
 from hookgate.approvals.store import AfterTransition
 from hookgate.runtime.runtime import Caller, Runtime
-from hookgate.server.auth import CallerDep, RuntimeDep, StreamAccessDep, recheck_s
+from hookgate.server.auth import CurrentCallerDep, RuntimeDep, StreamAccessDep, recheck_s
 from hookgate.server.decisions import decide_for
 from hookgate.server.responses import ConfirmationDetail, ConfirmationView, Decided, event_stream
 from hookgate.server.routes.approval_rules import remembered_rule
@@ -35,7 +35,7 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
                              caller.admin)
     agent = rt.deployment.agents.get(request.agent_id)
     out["agent_name"] = agent.name if agent else request.agent_id
-    who = Approver(caller.user_id, caller.org_id)
+    who = Approver(caller.user_id, caller.org_id, service=caller.service)
     voted = any(a.get("user_id") == caller.user_id
                 for a in (*request.approvals, *request.discounted))
     out["can_decide"] = request.pending and not voted and authority.may_decide(
@@ -49,7 +49,7 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
 
 @router.get("/confirmations", response_model=list[ConfirmationView])
 async def list_confirmations(
-    caller: CallerDep,
+    caller: CurrentCallerDep,
     rt: RuntimeDep,
     status: Annotated[str | None, Query(
         description="pending, approved, rejected, expired, cancelled, or all (the "
@@ -80,7 +80,12 @@ async def confirmation_events(request: Request,
     async def stream() -> AsyncIterator[Event]:
         try:
             while True:
-                item = await authority.counted_now(rt.db, await queue.get())
+                item = await queue.get()
+                # Read at the moment of use: a person moved or removed a moment ago is
+                # shown not one more request of the org.
+                if not await access.still_current():
+                    return
+                item = await authority.counted_now(rt.db, item)
                 yield Event(json.dumps(view(item, caller, rt), default=str),
                             event="confirmation")
         except asyncio.CancelledError:
@@ -104,7 +109,7 @@ async def _visible(request_id: str, caller: Caller, rt: Runtime) -> Confirmation
 
 
 @router.get("/confirmations/{request_id}", response_model=ConfirmationDetail)
-async def get_confirmation(request_id: str, caller: CallerDep,
+async def get_confirmation(request_id: str, caller: CurrentCallerDep,
                            rt: RuntimeDep) -> dict[str, Any]:
     request = await authority.counted_now(rt.db, await _visible(request_id, caller, rt))
     out = view(request, caller, rt)
@@ -115,7 +120,7 @@ async def get_confirmation(request_id: str, caller: CallerDep,
 
 
 @router.post("/confirmations/{request_id}/respond", response_model=Decided)
-async def respond(request_id: str, body: Respond, caller: CallerDep,
+async def respond(request_id: str, body: Respond, caller: CurrentCallerDep,
                   rt: RuntimeDep) -> dict[str, Any]:
     request = await _visible(request_id, caller, rt)
     rule = (await remembered_rule(rt, request, body.remember, caller, body.decision)
