@@ -95,7 +95,7 @@ def test_a_look_alike_tool_under_an_approved_call_id_is_refused(
     assert isinstance(first, Pending)
     decide(server, first.request_id, "approve")
     # Refused as a re-used call id, or (an invisible character) as no printable tool name.
-    with pytest.raises(GuardRefused, match="already used|printable"):
+    with pytest.raises(GuardRefused, match=r"already used|printable"):
         ask(guard, session, "l1", tool=tool)
     attempt.record(f"v1 API: look-alike tool {tool!a} under an approved call id", False)
     assert isinstance(guard.wait(first.call, timeout=10), Allowed)
