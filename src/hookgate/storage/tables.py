@@ -135,7 +135,7 @@ class ConfirmationRequestRow(Base):
     #: Through what the decision came: inbox, api, cli, feishu, slack or wecom.
     decided_via: Mapped[str | None] = mapped_column(String(16), nullable=True)
     #: The agent's reminder / escalation / timeout policy, as it was when the request was
-    #: made (hookgate.approvals.escalation_policy; migration 0012).
+    #: made (hookgate.escalation_policy; migration 0012).
     followup: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: Reminders sent: raised by compare-and-set, so one instance sends each reminder.
     reminders_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
