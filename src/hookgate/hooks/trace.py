@@ -63,6 +63,8 @@ class ChainResult(HookResult):
     blocked_by: str | None = None
     withheld: bool = False
     failed_closed: bool = False
+    #: The request the call waits on (a person's decision): it does not run yet.
+    waiting: str | None = None
 
     @property
     def trace(self) -> list[dict[str, Any]]:
