@@ -153,8 +153,8 @@ def canonical_form(record: AuditRecord, prev_hash: str, hash_v: int | None = Non
     ``created_at`` as ISO-8601 UTC to the microsecond), plus ``chain`` and ``prev_hash``,
     in the canonical form of version ``hash_v`` (the record's own unless told; versions
     1 and 2 leave out the decision, delegation and session fields, 3 the delegation and
-    session ones, 4 the session). Raises NotCanonicalJSON (versions 2 to 5) for a record JSON cannot say exactly; the audit hook
-    hands over none."""
+    session ones, 4 the session). Raises NotCanonicalJSON (versions 2 to 5) for a record
+    JSON cannot say exactly; the audit hook hands over none."""
     hash_v = record.hash_v if hash_v is None else hash_v
     names = _COVERED.get(hash_v)
     if names is None:
