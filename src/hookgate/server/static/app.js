@@ -1028,6 +1028,8 @@
       h("div", { class: "field" }, h("label", { for: "audit-agent" }, "Agent"), agentSelect),
       h("div", { class: "field" }, h("label", { for: "audit-tool" }, "Tool"),
         h("input", { id: "audit-tool", name: "tool", maxlength: "256", placeholder: "exact tool name" })),
+      h("div", { class: "field" }, h("label", { for: "audit-session" }, "Session"),
+        h("input", { id: "audit-session", name: "session", maxlength: "256", placeholder: "as the agent names it" })),
       h("div", { class: "field" }, h("label", { for: "audit-outcome" }, "Outcome"),
         h("select", { id: "audit-outcome", name: "outcome" },
           ...["", "ok", "error", "blocked", "withheld"].map((o) => h("option", { value: o }, o || "Any outcome")))),
@@ -1040,11 +1042,11 @@
     const status = h("div");
     const body = h("tbody");
     const table = h("table", { class: "audit", id: "audit" },
-      h("thead", {}, h("tr", {}, ...["Time", "Agent", "Tool", "Outcome", "Approver", "Request", "Wait", "Tool time", "Delegated"]
+      h("thead", {}, h("tr", {}, ...["Time", "Agent", "Session", "Tool", "Outcome", "Decided by", "Request", "Wait", "Tool time", "Delegated"]
         .map((c) => h("th", { scope: "col" }, c)))),
       body);
     show("Audit log",
-      h("p", { class: "lede" }, "Every tool call of your organisation, newest first: who decided it, how long the decision took, and how long the tool itself ran."),
+      h("p", { class: "lede" }, "Every tool call of your organisation, newest first: its session, who decided it and what, how long the decision took, and how long the tool itself ran."),
       form, status, h("div", { class: "table-scroll" }, table));
     const micros = (us) => (us === null || us === undefined ? "–"
       : us < 1e6 ? `${(us / 1000).toFixed(1)} ms` : us < 6e7 ? `${(us / 1e6).toFixed(1)} s` : duration(us / 1e6));
@@ -1053,13 +1055,20 @@
     const line = (row) => h("tr", { dataset: { callId: row.tool_call_id || "" } },
       h("td", {}, h("time", { datetime: row.created_at }, when(row.created_at))),
       h("td", {}, visible(row.agent_id || "–")),
+      h("td", { class: "session" }, row.session_id ? visible(row.session_id) : "–"),
       h("td", {}, h("code", { class: "tool" }, visible(row.tool_name))),
       h("td", {}, visible(row.outcome + (row.blocked_by ? ` by ${row.blocked_by}` : ""))),
-      h("td", { class: "approver" }, row.approver ? toRequest(row, row.approver) : "–"),
+      h("td", { class: "decided-by" }, decidedBy(row)),
       h("td", { class: "request" }, row.request_id ? toRequest(row, row.request_id) : "–"),
       h("td", { class: "wait" }, micros(row.wait_us)),
       h("td", { class: "latency" }, micros(row.latency_us)),
       h("td", { class: "delegation" }, delegated(row)));
+    // Who decided the call and what: "alice (rejected)"; a rule only approves.
+    const decidedBy = (row) => {
+      const who = row.decided_by || row.approver;
+      if (!who) return "–";
+      return toRequest(row, row.decision ? `${who} (${row.decision})` : who);
+    };
     // A sub-agent's call: its depth and the session that delegated to it.
     const delegated = (row) => (row.depth === null && row.parent_session === null ? "–"
       : visible([row.depth === null ? null : `depth ${row.depth}`,
@@ -1069,6 +1078,7 @@
       const query = new URLSearchParams({ limit: f.limit.value || "50" });
       if (f.agent_id.value) query.set("agent_id", f.agent_id.value);
       if (f.tool.value.trim()) query.set("tool", f.tool.value.trim());
+      if (f.session.value.trim()) query.set("session", f.session.value.trim());
       if (f.outcome.value) query.set("outcome", f.outcome.value);
       if (SINCE[f.since.value]) query.set("since", new Date(Date.now() - SINCE[f.since.value] * 1000).toISOString());
       status.replaceChildren();
