@@ -610,9 +610,8 @@
     const read = (input) => {
       const type = input.dataset.type;
       if (type === "boolean") return input.checked;
-      if (input.value === "") return undefined;
-      if (type === "number" || type === "integer") return Number(input.value);
-      return input.value;
+      if (type !== "number" && type !== "integer") return input.value; // "" is a value
+      return input.value === "" ? undefined : Number(input.value); // cleared: not given
     };
     for (const input of inputs) {
       input.addEventListener(input.type === "checkbox" || input.tagName === "SELECT" ? "change" : "input", () => {
