@@ -93,7 +93,7 @@ def _make_unchanged() -> ChainResult:
     defaults: dict[str, Any] = {
         "allow": True, "error": None, "modified_args": None, "modified_result": None,
         "side_effects": (), "additional_context": None, "events": None, "blocked_by": None,
-        "withheld": False, "failed_closed": False,
+        "withheld": False, "failed_closed": False, "waiting": None,
     }
     for name, value in defaults.items():
         object.__setattr__(result, name, value)
