@@ -125,8 +125,12 @@ def test_audit_list_fits_80_columns_and_keeps_request_ids_whole(server: LiveServ
     assert "session-with-a-long-name-0" in wide.stdout
 
 
-def test_a_changed_or_added_session_is_named_by_audit_verify(
-        server: LiveServer, database_url: str) -> None:
+@pytest.mark.parametrize("forgery", [
+    "session_id = 's-other'",  # another session named
+    "session_id = NULL, hash_v = 4",  # the session stripped, the row passed off as older
+])
+def test_a_changed_or_stripped_session_is_named_by_audit_verify(
+        server: LiveServer, database_url: str, forgery: str) -> None:
     with Client(server.url, BOT, framework="langgraph") as guard:
         named = guard.before_call(agent="payer", session_id="s-named", call_id="n1",
                                   tool="search", arguments={"q": "a"})
@@ -139,7 +143,7 @@ def test_a_changed_or_added_session_is_named_by_audit_verify(
     async def forge() -> None:
         from sqlalchemy import text
         async with server.runtime.db.engine.begin() as conn:
-            await conn.execute(text("UPDATE connector_call_logs SET session_id = 's-other' "
+            await conn.execute(text(f"UPDATE connector_call_logs SET {forgery} "
                                     "WHERE id = :id"), {"id": rows["n1"]["id"]})
     server.call(forge())
     bad = hookgate("audit", "verify", "--database", database_url)
