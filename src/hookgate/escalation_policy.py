@@ -1,10 +1,9 @@
 """What happens to a request nobody decides: reminders, escalation, the timeout fallback.
 
-A value an `Agent` carries, so it lives below the agent and the approvals that act on it
-(hookgate.approvals.escalation_policy re-exports it). An agent's `EscalationPolicy` is copied
-onto each request it makes (``followup`` column), so every instance follows up the same way
-whatever its own configuration says, and so does a request made before a configuration
-change. Durations are read from ``15m``-style text.
+A value an `Agent` carries, so it lives below the agent and the approvals that act on it.
+An agent's `EscalationPolicy` is copied onto each request it makes (``followup`` column), so
+every instance follows up the same way whatever its own configuration says, and so does a
+request made before a configuration change. Durations are read from ``15m``-style text.
 """
 
 from __future__ import annotations

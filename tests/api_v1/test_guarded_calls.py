@@ -201,8 +201,9 @@ def test_a_sub_agents_session_keeps_its_parent_however_it_is_asked_later(
         guard.report(call, output="found")
     rows = {r["tool_call_id"]: r for r in audit(server) if r["outcome"] == "ok"
             and r["tool_call_id"] in ("d1", "d2")}
+    # Version 5: the row names its session, and so covers every field.
     assert (rows["d1"]["parent_session"], rows["d1"]["depth"], rows["d1"]["hash_v"]) == (
-        "s-top", 1, 4)
+        "s-top", 1, 5)
     assert (rows["d2"]["parent_session"], rows["d2"]["depth"]) == (None, None)
 
 

@@ -248,7 +248,7 @@ def test_run_exits_1_when_every_write_was_blocked(project: Path, elsewhere: Path
             "write blocked.") in out
     assert "done      run completed; 1 tool call(s) stopped by a hook" in out
     help_text = prose(hookgate("run", "--help", cwd=elsewhere, columns=80).stdout)
-    assert "1 when it did not complete (failed, blocked at build, …) or a hook blocked a " \
+    assert "1 when it did not complete (failed, blocked at build, …), a hook blocked a " \
            "call or withheld its result" in help_text
 
 

@@ -8,6 +8,7 @@ import concurrent.futures
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -157,18 +158,61 @@ def test_demo_walkthrough_approves_a_lowered_amount_and_the_answer_says_so(
     assert "run finished: completed" in flat
 
 
-def test_demo_rejected_says_the_payment_did_not_happen(tmp_path: Path) -> None:
+def _printed_reject(demo: subprocess.Popen[str], lines: list[str]) -> list[str]:
+    """The `hookgate approvals reject …` command the demo printed, split as a shell would."""
+    assert demo.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = demo.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.strip().startswith("hookgate approvals reject"):
+            return shlex.split(line)
+    raise AssertionError("".join(lines))
+
+
+def test_demo_rejected_with_the_printed_command_says_the_payment_did_not_happen(
+        tmp_path: Path) -> None:
     demo, url, token, lines = _start_demo(tmp_path)
+    command = _printed_reject(demo, lines)
     request = _pending(url, token)
-    reject = _cli("reject", request["id"], "--url", url, "--token", token,
-                  "--reason", "not budgeted")
+    assert command[:4] == ["hookgate", "approvals", "reject", request["id"]]
+    assert command[-4:] == ["--url", url, "--token", token]
+    reject = _cli(*command[2:], "--reason", "not budgeted")
     assert reject.returncode == 0, reject.stderr
     out = _rest(demo, timeout=60)
     flat = " ".join(("".join(lines) + out).split())
     assert demo.returncode == 0, flat
     assert "Paid ACME 12,000. Did not pay ACME 60,000: Not approved" in flat
     assert "not budgeted" in flat and "once approved" not in flat
+    assert "Not this quarter; ask finance first" in flat  # the printed --message
     assert "run finished: completed, but a payment was not approved" in flat
+
+
+def test_ctrl_c_on_a_waiting_demo_says_it_stopped_and_nothing_after(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    demo = subprocess.Popen(  # no --exit-after-run: the demo would keep serving
+        [*HOOKGATE, "demo", "--port", str(port), "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+    lines: list[str] = []
+    command = _printed_approve(demo, lines)
+    _printed_approve(demo, lines)  # the last command printed ("and remember")
+    token = command[command.index("--token") + 1]
+    request = _pending(url, token)
+    demo.send_signal(signal.SIGINT)
+    out = _rest(demo, timeout=60)
+    assert demo.returncode == 130, out
+    said = [line.strip() for line in out.splitlines() if line.strip()]
+    # The last words say the demo stopped with the request undecided; no "run finished"
+    # (it did not), no "press Ctrl-C to stop" (it was pressed).
+    assert said, out
+    flat = " ".join(said)
+    assert flat.startswith("demo stopped before its run finished; request "
+                           f"{request['id']} was not decided."), out
+    assert "run finished" not in flat.replace("before its run finished", "")
+    assert "Ctrl-C" not in flat
 
 
 @pytest.mark.parametrize(("message", "calls"), [

@@ -150,7 +150,8 @@ async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
     rows = await inbox.audit()
     [paid] = [r for r in rows if r["tool_name"] == "pay" and r["outcome"] == "ok"
               and r["parent_session"] == gate.session_id]
-    assert (paid["agent_id"], paid["depth"], paid["hash_v"]) == ("clerk", 1, 4)
+    # Version 5: an external session's row names its session and covers every field.
+    assert (paid["agent_id"], paid["depth"], paid["hash_v"]) == ("clerk", 1, 5)
     asked = [r for r in rows if r["tool_name"] == "ask_clerk"]
     assert asked and all((r["depth"], r["parent_session"]) == (None, None) for r in asked)
 

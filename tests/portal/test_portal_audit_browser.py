@@ -24,17 +24,25 @@ def test_the_audit_page_shows_who_decided_each_call_and_filters(database_url: st
         assert set(rows) == {"asked", "ruled", "small", "refused"}
 
         asked = rows["asked"]
-        approver = asked.find_element(page.by.CSS_SELECTOR, ".approver a")
-        assert approver.text == "alice"
+        approver = asked.find_element(page.by.CSS_SELECTOR, ".decided-by a")
+        assert approver.text == "alice (approved)"
         assert approver.get_attribute("href").endswith(f"#/confirmations/{ids['asked']}")
         assert asked.find_element(page.by.CSS_SELECTOR, ".request a").text == ids["asked"]
         assert asked.find_element(page.by.CSS_SELECTOR, ".wait").text.endswith(" s")
         assert "ok" in asked.text and "oa__purchase_pay" in asked.text
         ruled = rows["ruled"]
-        assert ruled.find_element(page.by.CSS_SELECTOR, ".approver").text == (
-            f"rule {ids['rule']} (created by alice)")
+        assert ruled.find_element(page.by.CSS_SELECTOR, ".decided-by").text == (
+            f"rule {ids['rule']} (created by alice) (approved)")
         assert ruled.find_elements(page.by.CSS_SELECTOR, ".request a") == []
-        assert rows["small"].find_element(page.by.CSS_SELECTOR, ".approver").text == "–"
+        assert rows["small"].find_element(page.by.CSS_SELECTOR, ".decided-by").text == "–"
+        # Who rejected a call is named for what they did, not as its "approver".
+        assert rows["refused"].find_element(page.by.CSS_SELECTOR, ".decided-by").text == (
+            "alice (rejected)")
+        headers = [th.text for th in page.find_all("#audit thead th")]
+        assert "Decided by" in headers and "Approver" not in headers and "Session" in headers
+        # Runs started without a conversation id name no session.
+        assert {r.find_element(page.by.CSS_SELECTOR, ".session").text
+                for r in rows.values()} == {"–"}
         # No sub-agent made these calls: no delegation to show.
         assert {r.find_element(page.by.CSS_SELECTOR, ".delegation").text
                 for r in rows.values()} == {"–"}
@@ -48,6 +56,10 @@ def test_the_audit_page_shows_who_decided_each_call_and_filters(database_url: st
             r.get_attribute("data-call-id") for r in page.find_all("#audit tbody tr")
         ] == ["refused"])
         page.find("#audit-tool").send_keys("oa__purchase_pay\u200b")  # a look-alike name
+        page.find("form.filters button[type=submit]").click()
+        page.sees("main", "No audit rows match.")
+        page.find("#audit-tool").clear()
+        page.find("#audit-session").send_keys("no-such-session")
         page.find("form.filters button[type=submit]").click()
         page.sees("main", "No audit rows match.")
 

@@ -185,7 +185,7 @@ def test_pages_fit_a_phone_screen_without_sideways_scrolling(
         page.open(f"#/runs/{run_id}")
         page.sees(".timeline", "Waiting for approval")
         assert page.overflow() == 0, "the run page scrolls sideways at 375px"
-        page.find(".step.wait button.approve").click()
+        page.find("#run-waiting button.approve").click()
         page.sees(".step.answer", "Paid ")
         assert page.overflow() == 0
 

@@ -29,6 +29,8 @@ def test_an_approver_edits_the_amount_in_the_inbox_and_the_edited_call_runs(
         run_id = start_run(c, "Pay ACME 60000")
         card = page.expand(page.sees("#waiting .request", "oa__purchase_pay"))
         card.find_element(page.by.CSS_SELECTOR, "details.edit summary").click()
+        # The JSON, kept for nested values, under the form per argument.
+        card.find_element(page.by.CSS_SELECTOR, "details.raw summary").click()
         field = card.find_element(page.by.CSS_SELECTOR, "textarea[name=arguments]")
         assert '"amount": 60000' in field.get_attribute("value")
 

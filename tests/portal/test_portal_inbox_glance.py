@@ -178,6 +178,8 @@ def test_a_rule_approved_call_reads_as_the_rule_and_an_edit_error_shows_in_view(
         # in view, and the request stays pending.
         _expand(page, card)
         card.find_element(page.by.CSS_SELECTOR, "details.edit summary").click()
+        # The JSON, kept for nested values, under the form per argument.
+        card.find_element(page.by.CSS_SELECTOR, "details.raw summary").click()
         field = card.find_element(page.by.NAME, "arguments")
         field.clear()
         field.send_keys('{"amount": "lots", "vendor": "ACME"}')

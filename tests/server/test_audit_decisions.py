@@ -159,7 +159,7 @@ def test_hookgate_audit_list_filters_and_prints_a_table_or_json(database_url: st
         table = hookgate("audit", "list", *base)
         assert table.returncode == 0, table.stderr
         lines = table.stdout.splitlines()
-        assert "approver" in lines[0] and "wait" in lines[0] and "tool time" in lines[0]
+        assert "decided by" in lines[0] and "wait" in lines[0] and "tool time" in lines[0]
         asked = next(line for line in lines if ids["asked"] in line and " ok " in line)
         assert "alice" in asked and "buyer" in asked
         assert any(f"rule {ids['rule']} (created by alice)" in line for line in lines)
@@ -168,6 +168,9 @@ def test_hookgate_audit_list_filters_and_prints_a_table_or_json(database_url: st
         assert blocked.returncode == 0, blocked.stderr
         assert [(r["tool_call_id"], r["approver"]) for r in json.loads(blocked.stdout)] == [
             ("refused", "alice")]
+        # The person who rejected is named for what they did.
+        assert [(r["decided_by"], r["decision"]) for r in json.loads(blocked.stdout)] == [
+            ("alice", "rejected")]
 
         recent = json.loads(hookgate("audit", "list", *base, "--since", "1h", "--agent",
                                      "buyer", "--tool", "oa__purchase_pay", "--json").stdout)

@@ -36,10 +36,16 @@ def _call(method: str, url: str, path: str, token: str | None,
           body: dict[str, Any] | None = None) -> Any:
     import httpx  # not at the top: --help should not pay for the HTTP client
 
+    from hookgate.cli.server_url import NotAServerUrl, server_base
+
     if not token:
         fail("give --token or set HOOKGATE_TOKEN", 2)
     try:
-        r = httpx.request(method, url.rstrip("/") + path, json=body, timeout=30,
+        url = server_base(url)
+    except NotAServerUrl as exc:
+        fail(str(exc), 2)
+    try:
+        r = httpx.request(method, url + path, json=body, timeout=30,
                           headers={"Authorization": f"Bearer {token}"})
     except httpx.HTTPError as exc:
         fail(f"cannot reach the server at {url}: {exc} (is `hookgate serve` running there? "
@@ -140,9 +146,10 @@ def show(request_id: str, url: UrlOption = "http://127.0.0.1:8000",
     rows = [("request", it["id"]), ("status", it["status"]),
             ("agent", f"{it.get('agent_name') or it['agent_id']} ({it['agent_id']})"),
             ("requested by", it.get("requested_by") or ""),
-            ("user asked", context.get("user_message") or ""),
+            # A guarded call from an external agent may carry no message: no empty line.
+            *[("user asked", said) for said in [context.get("user_message")] if said],
             ("tool", it["payload"]["tool_name"]),
-            ("what it does", context.get("tool_description") or ""),
+            *[("what it does", said) for said in [context.get("tool_description")] if said],
             *[("why approval", reason) for reason in reason_texts(it.get("context"))],
             ("arguments", _arguments(it)), ("sha256", it["payload"]["args_sha256"])]
     edited = it["payload"].get("edited_args")

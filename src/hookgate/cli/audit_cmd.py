@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -34,6 +35,9 @@ def list_command(
                                               show_default=False)] = None,
     tool: Annotated[str | None, typer.Option(help="Only calls of this exact tool name.",
                                              show_default=False)] = None,
+    session: Annotated[str | None, typer.Option(
+        help="Only calls of this session, as the agent named it (an external agent's "
+             "session id, a run's conversation id).", show_default=False)] = None,
     outcome: Annotated[str | None, typer.Option(help=f"Only this outcome: {OUTCOME_WORDS}.",
                                                 show_default=False)] = None,
     since: Annotated[str | None, typer.Option(
@@ -45,13 +49,17 @@ def list_command(
 ) -> None:
     """List your org's audit rows on a running server, newest first.
 
-    One row per tool call: when, agent, tool, outcome (and what blocked it), who decided it
-    (a person's user id, or the standing rule and its creator), the confirmation request it
-    waited on, how long the request waited for that decision, the tool's own time, and for
-    a sub-agent's call its delegation depth and the session that delegated to it.
+    One row per tool call: when, tool, outcome (and what blocked it), who decided it and
+    what (a person's user id, or the standing rule and its creator; approved, rejected,
+    expired), the confirmation request it waited on, then as the terminal's width allows:
+    the agent, how long the request waited for that decision, the session, the tool's own
+    time, and for a sub-agent's call its delegation depth and the session that delegated
+    to it. A column that does not fit is left out and named below the table (--json has
+    every field).
     """
     query: dict[str, Any] = {"limit": limit}
-    for key, value in (("agent_id", agent), ("tool", tool), ("outcome", outcome)):
+    for key, value in (("agent_id", agent), ("tool", tool), ("outcome", outcome),
+                       ("session", session)):
         if value is not None:
             query[key] = value
     if since is not None:
@@ -63,7 +71,11 @@ def list_command(
     if not rows:
         console.print("no audit rows match")
         return
-    console.print(audit_table(rows), soft_wrap=True, highlight=False)
+    table, left_out = fitting_table(rows, console.width)
+    console.print(table, highlight=False)
+    if left_out:
+        console.print(Text(f"(left out at this width: {', '.join(left_out)}; widen the "
+                           "terminal or use --json)", style="dim"), highlight=False)
 
 
 def since_time(value: str) -> datetime:
@@ -80,25 +92,85 @@ def since_time(value: str) -> datetime:
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at
 
 
-def audit_table(rows: list[dict[str, Any]]) -> Table:
-    """The rows as a table; every cell is plain text (a tool name such as "[red]" shows as
-    written)."""
+#: The columns every table has, and those added in this order as the width allows.
+_ALWAYS = ("time (UTC)", "tool", "outcome", "decided by", "request")
+_OPTIONAL = ("agent", "wait", "session", "tool time", "delegated")
+_ORDER = ("time (UTC)", "agent", "tool", "outcome", "decided by", "request", "wait",
+          "session", "tool time", "delegated")
+
+
+#: How narrow a column of text may get before columns are left out instead.
+_READABLE = {"time (UTC)": 10, "tool": 14, "outcome": 13, "decided by": 10, "agent": 10,
+             "session": 12, "delegated": 10}
+#: Columns whose text never folds (a request id is what `hookgate approvals show` takes).
+_WHOLE = ("request", "wait", "tool time")
+_GAP = 2
+
+
+def fitting_table(rows: list[dict[str, Any]], width: int) -> tuple[Table, list[str]]:
+    """The table of ``rows`` in ``width`` terminal columns, and the columns left out to make
+    it fit: every column at its natural width when they all fit, else text folds inside
+    its cells (never below a readable width; a request id never) and the optional columns
+    are left out, last first, until the rest fits."""
+    natural = {c: max([len(c), *(len(_CELLS[c](row)) for row in rows)]) for c in _ORDER}
+    if sum(natural.values()) + _GAP * (len(_ORDER) - 1) <= width:
+        return audit_table(rows), []
+    widths = {c: natural[c] if c in _WHOLE else min(natural[c], _READABLE[c]) for c in _ORDER}
+    shown = list(_OPTIONAL)
+    while shown:
+        columns = [c for c in _ORDER if c in _ALWAYS or c in shown]
+        if sum(widths[c] for c in columns) + _GAP * (len(columns) - 1) <= width:
+            break
+        shown.pop()
+    columns = [c for c in _ORDER if c in _ALWAYS or c in shown]
+    # What is left goes to the text columns that then fold least, the nearest whole first.
+    spare = width - sum(widths[c] for c in columns) - _GAP * (len(columns) - 1)
+    for c in sorted(columns, key=lambda c: natural[c] - widths[c]):
+        grow = min(spare, natural[c] - widths[c])
+        widths[c] += grow
+        spare -= grow
+    return (audit_table(rows, tuple(columns), {c: widths[c] for c in columns}),
+            [c for c in _OPTIONAL if c not in shown])
+
+
+def decided_text(row: dict[str, Any]) -> str:
+    """``alice (rejected)``: who decided the call and what; ``-`` when no one was asked."""
+    who = row.get("decided_by") or row.get("approver")
+    if not who:
+        return "-"
+    return f"{who} ({row['decision']})" if row.get("decision") else str(who)
+
+
+_CELLS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "time (UTC)": lambda r: str(r["created_at"])[:19].replace("T", " "),
+    "agent": lambda r: r.get("agent_id") or "-",
+    "tool": lambda r: str(r["tool_name"]),
+    "outcome": lambda r: r["outcome"] + (f" by {r['blocked_by']}" if r.get("blocked_by")
+                                         else ""),
+    "decided by": decided_text,
+    "request": lambda r: r.get("request_id") or "-",
+    "wait": lambda r: micros_text(r.get("wait_us")),
+    "session": lambda r: r.get("session_id") or "-",
+    "tool time": lambda r: micros_text(r.get("latency_us")),
+    "delegated": lambda r: delegation_text(r),
+}
+
+
+def audit_table(rows: list[dict[str, Any]], columns: tuple[str, ...] = _ORDER,
+                widths: dict[str, int] | None = None) -> Table:
+    """The rows as a table of ``columns`` (``widths``: fixed widths, text folding within
+    them); every cell is plain text (a tool name such as "[red]" shows as written)."""
     table = Table(box=None, pad_edge=False, show_edge=False)
-    for column in ("time (UTC)", "agent", "tool", "outcome", "approver"):
-        table.add_column(column, overflow="fold")
-    # A request id is never cut or folded: it is what `hookgate approvals show` takes.
-    ids = [len(row.get("request_id") or "-") for row in rows]
-    table.add_column("request", no_wrap=True, min_width=max(ids, default=1))
-    for column in ("wait", "tool time"):
-        table.add_column(column, no_wrap=True, justify="right")
-    table.add_column("delegated", overflow="fold")
+    chosen = [c for c in _ORDER if c in columns]
+    for column in chosen:
+        fixed = (widths or {}).get(column)
+        if column in _WHOLE:
+            table.add_column(column, no_wrap=True, width=fixed,
+                             justify="left" if column == "request" else "right")
+        else:
+            table.add_column(column, overflow="fold", width=fixed)
     for row in rows:
-        outcome = row["outcome"] + (f" by {row['blocked_by']}" if row.get("blocked_by") else "")
-        table.add_row(*(Text(cell) for cell in (
-            str(row["created_at"])[:19].replace("T", " "), row.get("agent_id") or "-",
-            row["tool_name"], outcome, row.get("approver") or "-",
-            row.get("request_id") or "-", micros_text(row.get("wait_us")),
-            micros_text(row.get("latency_us")), delegation_text(row))))
+        table.add_row(*(Text(_CELLS[c](row)) for c in chosen))
     return table
 
 

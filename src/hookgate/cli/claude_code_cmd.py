@@ -56,7 +56,13 @@ def install_command(
         except (ConfigError, HookBuildError) as exc:
             fail(str(exc))
         server = server or cfg.server.public_url
-    block = settings_block(server or "http://127.0.0.1:8000", agent, token_env=token_env,
+    from hookgate.cli.server_url import NotAServerUrl, server_base
+
+    try:
+        server = server_base(server or "http://127.0.0.1:8000")
+    except NotAServerUrl as exc:
+        fail(str(exc), 2)
+    block = settings_block(server, agent, token_env=token_env,
                            wait_s=wait_s)
     if print_only:
         typer.echo(json.dumps(block, indent=2))

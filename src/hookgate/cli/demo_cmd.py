@@ -47,6 +47,8 @@ def demo(
         raise typer.Exit(130) from None
     except PortUnavailable as exc:
         fail(str(exc))
+    if status == "stopped":  # Ctrl-C before the run finished
+        raise typer.Exit(130)
     raise typer.Exit(0 if status == "completed" else 1)
 
 

@@ -69,8 +69,13 @@ def stdio(
             if config is not None or example is not None:
                 fail("--config and --example go with --in-process; without it, hookgate mcp "
                      "stdio forwards to the server at HOOKGATE_URL", 2)
+            from hookgate.cli.server_url import NotAServerUrl, server_base
             from hookgate.mcp.relay import relay_stdio
 
+            try:
+                url = server_base(url) if url else url
+            except NotAServerUrl as exc:
+                fail(str(exc), 2)
             asyncio.run(relay_stdio(url, agent, token, socket=connection == "socket"))
     except StdioRefusal as exc:
         fail(one_line(str(exc)), 2)

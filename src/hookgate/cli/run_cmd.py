@@ -86,11 +86,12 @@ def run_command(
     result rewrites, side effects and hook failures; then the answer.
 
     Exit code 0 when the run completed and every tool call it made ran; 1 when it did not
-    complete (failed, blocked at build, …) or a hook blocked a call or withheld its result;
-    2 when the configuration, agent, user or engine is wrong. There is no approval service
-    here: a call that needs a person's approval is blocked, and the output says so. The
-    configuration's database (shown on stderr) is used and migrated for the hooks that
-    keep records.
+    complete (failed, blocked at build, …), a hook blocked a call or withheld its result,
+    or a call did not run because the model named a tool the agent does not have or gave
+    arguments its schema refuses; 2 when the configuration, agent, user or engine is wrong.
+    There is no approval service here: a call that needs a person's approval is blocked,
+    and the output says so. The configuration's database (shown on stderr) is used and
+    migrated for the hooks that keep records.
 
     Example: hookgate run --example purchasing --agent buyer "buy"
     """

@@ -109,8 +109,13 @@ def serve(
     """Serve the API and the web inbox; runs waiting for approval resume on start.
 
     Before listening, checks what `hookgate check` checks: the database (reachable, and
-    migrated or migratable) and every agent. Exit code 1 when one of them cannot be served,
-    naming each broken agent and entry (unless --allow-broken-agents); 2 for a usage error.
+    migrated or migratable) and every agent.
+
+    Exit code 1 when the database or an agent cannot be served (naming each broken agent
+    and entry, unless --allow-broken-agents) or the port cannot be listened on; 2 when the
+    command or its configuration cannot be used: a usage error, a configuration file that
+    is missing or invalid, channels without HOOKGATE_SECRETS_KEY, telemetry that cannot
+    start, --no-worker with SQLite, or a SQLite file another instance already serves.
     """
     from hookgate.app import build_server
     from hookgate.runtime.deployment import deployment_from_config

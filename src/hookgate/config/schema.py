@@ -231,7 +231,7 @@ class AgentSpec(_Section):
     approval_channel_id: str | None = None
     notify_on_completion: bool = False
     refuse_retry_after_rejection: bool = True
-    #: Escalation of requests nobody decides (hookgate.approvals.escalation_policy):
+    #: Escalation of requests nobody decides (hookgate.escalation_policy):
     #: durations are seconds or text such as 15m, 90s, 2h.
     remind_after: float | str | None = None
     max_reminders: int = 1

@@ -38,6 +38,9 @@ class EventView:
         self.status: str | None = None
         #: Calls a hook blocked or whose output it withheld, in order.
         self.stopped_calls: list[str] = []
+        #: Calls that did not run because the model asked for them wrongly (a tool the
+        #: agent does not have, arguments its schema refuses), in order.
+        self.refused_calls: list[str] = []
         #: A gated call of the run was rejected, expired or cancelled.
         self.not_approved = False
         #: Standing rules that approved a call of the run (no person was asked).
@@ -131,6 +134,7 @@ class EventView:
             self._line("BLOCKED", "bold red", f"{name} by {who}: {reason}")
             return
         if status in ("invalid", "unknown_tool"):
+            self.refused_calls.append(str(name))
             self._line("REJECTED", "bold red", f"{name} did not run: {data.get('error')}")
             return
         self._hook_lines(hooks, data.get("args"))
@@ -180,8 +184,11 @@ class EventView:
 
     def _done(self, data: dict[str, Any]) -> None:
         self.status = str(data.get("status"))
-        stopped = len(self.stopped_calls)
+        stopped, refused = len(self.stopped_calls), len(self.refused_calls)
         note = f"; {stopped} tool call(s) stopped by a hook" if stopped else ""
+        if refused:
+            note += (f"; {refused} tool call(s) did not run (unknown tool or invalid "
+                     "arguments)")
         style = "bold green" if self.exit_code == 0 else "bold red"
         said = ("completed, but a call was not approved" if self.outcome == "not_approved"
                 else self.status)
@@ -189,8 +196,10 @@ class EventView:
 
     @property
     def exit_code(self) -> int:
-        """0 when the run completed and no hook stopped a call, else 1 (the CLI's rule)."""
-        return 0 if self.status == "completed" and not self.stopped_calls else 1
+        """0 when the run completed and every call it made ran (no hook stopped one, none
+        was refused as an unknown tool or for its arguments), else 1 (the CLI's rule)."""
+        ran = not self.stopped_calls and not self.refused_calls
+        return 0 if self.status == "completed" and ran else 1
 
     @property
     def outcome(self) -> str | None:

@@ -23,6 +23,8 @@ from hookgate.server.serving import listen
 #: The walkthrough's approve-with-edits: the large payment lowered, with a word for the model.
 EDITED_AMOUNT = 40000
 EDIT_MESSAGE = "40,000 now; the rest once the hardware is delivered"
+#: The walkthrough's rejection: the words the model reads with it.
+REJECT_MESSAGE = "Not this quarter; ask finance first"
 #: The decision the demo offers to remember: ACME payments up to 100,000, for a day.
 REMEMBER = ("--remember agent_user --when 'args.vendor == \"ACME\" and args.amount <= "
             "100000' --expires-in 86400")
@@ -74,6 +76,11 @@ async def run_demo(console: Console, *, host: str, port: int, data: DemoData,
                       f"hookgate approvals show {rid} --url {url} --token {token}")
             _copyable(console, "  ",
                       f"hookgate approvals approve {rid} --url {url} --token {token}")
+            console.print("  or reject it (the payment is not made; the agent reads your "
+                          "message):", highlight=False)
+            _copyable(console, "  ",
+                      f"hookgate approvals reject {rid} --message "
+                      f"{shlex.quote(REJECT_MESSAGE)} --url {url} --token {token}")
             console.print("  [dim]or approve a lowered amount (the agent is told what you "
                           "changed):[/]")
             _copyable(console, "  ",
@@ -86,6 +93,13 @@ async def run_demo(console: Console, *, host: str, port: int, data: DemoData,
             asked.append(rid)
         if event.type == "done":
             status = str(event.data.get("status"))
+    if view.status is None and server.should_exit:
+        # Ctrl-C while the run waited: the server stopped first, so the run did not finish;
+        # say so (and nothing that asks for a Ctrl-C again), then let the server end.
+        _stopped(console, asked, data)
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        return "stopped"
     if view.approved_by_rule and not asked:
         console.print(
             f"[bold]No one was asked:[/] standing rule {', '.join(view.approved_by_rule)} from "
@@ -129,6 +143,14 @@ async def _with_standing_rule(console: Console, runtime: Runtime, asked: list[st
             status = str(event.data.get("status"))
     console.print(f"[bold]second run finished: {status}[/]")
     return status
+
+
+def _stopped(console: Console, asked: list[str], data: DemoData) -> None:
+    """The last lines after a Ctrl-C that came before the run finished."""
+    waiting = f"; request {', '.join(asked)} was not decided" if asked else ""
+    console.print(f"[bold]demo stopped before its run finished{escape(waiting)}.[/] The "
+                  f"server has stopped; its data is in {escape(str(data.file))}.",
+                  highlight=False, soft_wrap=True)
 
 
 def _copyable(console: Console, label: str, text: str) -> None:

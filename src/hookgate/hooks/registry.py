@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
-from hookgate.hooks.errors import DuplicateHookError
+from hookgate.hooks.errors import DuplicateHookError, waiting_request
 from hookgate.hooks.model import (
     Hook,
     HookContext,
@@ -331,12 +331,18 @@ class HookRegistry:
                     )
             except Exception as exc:
                 msg, closed = _failure(name, exc, opts)
-                _log_failure(name, _PRE, ctx, _failure_kind(exc, opts), closed)
+                waiting = waiting_request(exc)
+                if waiting is not None:
+                    # The normal path of a call a person must decide: said as such.
+                    log.info("tool %s (run %s) waits for a person's decision on request %s",
+                             ctx.tool_name, ctx.metadata.get("run_id"), waiting)
+                else:
+                    _log_failure(name, _PRE, ctx, _failure_kind(exc, opts), closed)
                 trace = _Trace.add(trace, name, _PRE, "failed", msg, closed)
-                if closed:
+                if closed or waiting is not None:
                     return trace.result(
                         allow=False, error=f"Blocked: {msg}", blocked_by=name,
-                        failed_closed=True,
+                        failed_closed=True, waiting=waiting,
                         modified_args=ctx.tool_args if rewritten else None,
                     )
                 continue

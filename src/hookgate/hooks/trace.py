@@ -63,6 +63,8 @@ class ChainResult(HookResult):
     blocked_by: str | None = None
     withheld: bool = False
     failed_closed: bool = False
+    #: The request the call waits on (a person's decision): it does not run yet.
+    waiting: str | None = None
 
     @property
     def trace(self) -> list[dict[str, Any]]:
@@ -91,7 +93,7 @@ def _make_unchanged() -> ChainResult:
     defaults: dict[str, Any] = {
         "allow": True, "error": None, "modified_args": None, "modified_result": None,
         "side_effects": (), "additional_context": None, "events": None, "blocked_by": None,
-        "withheld": False, "failed_closed": False,
+        "withheld": False, "failed_closed": False, "waiting": None,
     }
     for name, value in defaults.items():
         object.__setattr__(result, name, value)

@@ -85,6 +85,8 @@ class ConfirmationView(ApiResponse):
     can_decide: bool
     can_approve: bool
     can_edit: bool
+    parameters: dict[str, Any] | None = Field(
+        None, description="the tool's JSON schema, to edit the arguments by (when can_edit)")
 
 
 class ConfirmationDetail(ConfirmationView):

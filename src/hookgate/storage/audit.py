@@ -6,10 +6,12 @@ an org), so an org's log can be checked and exported on its own and, on PostgreS
 orgs' appends never wait for its lock. Each row stores ``prev_hash``, the ``row_hash`` of
 the row before it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the
 sha256 of ``"hookgate-audit-v<hash_v>\\n"`` followed by the row's canonical form (see
-``canonical_form``). ``hash_v`` says which canonical form: 4 is RFC 8785
-(``hookgate.canonical``) over every field, where a sub-agent's call sits in its delegation
-tree included (``parent_session``, ``depth``): every row that records a delegation is written
-with it; 3 is the same form without those two fields, the decision on the call included
+``canonical_form``). ``hash_v`` says which canonical form: 5 is RFC 8785
+(``hookgate.canonical``) over every field, the session the call belongs to (``session_id``)
+included: every row that names its session is written with it; 4 is the same form without
+the session, where a sub-agent's call sits in its delegation tree included
+(``parent_session``, ``depth``): every other row that records a delegation is written with
+it; 3 is the same form without those two fields, the decision on the call included
 (``approver``, ``request_id``, ``wait_us``): every other row that records a decision is
 written with it; 2 is the form without the decision either, for rows that record neither
 (their form is exactly what it was before version 3); 1, rows written before RFC 8785, is
@@ -55,14 +57,15 @@ from hookgate.storage.backends.base import NotNow
 from hookgate.storage.database import Database
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
-#: The canonical form a sub-agent's rows are written with (see the module docstring);
-#: other rows that record a decision are written with ``HASH_V``, rows that record neither
-#: with ``HASH_V_WITHOUT_DECISION``.
+#: The canonical form rows that name their session are written with, then a sub-agent's
+#: rows (see the module docstring); other rows that record a decision are written with
+#: ``HASH_V``, rows that record neither with ``HASH_V_WITHOUT_DECISION``.
+HASH_V_SESSION = 5
 HASH_V_DELEGATED = 4
 HASH_V = 3
 HASH_V_WITHOUT_DECISION = 2
 #: The versions a row may say it was hashed with.
-HASH_VERSIONS = (1, 2, 3, 4)
+HASH_VERSIONS = (1, 2, 3, 4, 5)
 Outcome = Literal["ok", "error", "blocked", "withheld"]
 OUTCOMES: tuple[str, ...] = ("ok", "error", "blocked", "withheld")
 
@@ -104,6 +107,8 @@ class AuditRecord:
     parent_session: str | None = None
     #: A sub-agent's call: how many delegations down it is (1: a direct sub-agent).
     depth: int | None = None
+    #: The session (or conversation) the call belongs to, as the agent named it.
+    session_id: str | None = None
 
     @property
     def chain(self) -> str:
@@ -112,6 +117,8 @@ class AuditRecord:
     @property
     def hash_v(self) -> int:
         """The canonical form this record is written with (see the module docstring)."""
+        if self.session_id is not None:
+            return HASH_V_SESSION
         if (self.parent_session, self.depth) != (None, None):
             return HASH_V_DELEGATED
         decided = (self.approver, self.request_id, self.wait_us) != (None, None, None)
@@ -123,9 +130,12 @@ _CONTENT = tuple(f.name for f in fields(AuditRecord))
 _DECISION = ("approver", "request_id", "wait_us")
 #: The fields about a sub-agent's place in its delegation tree: hashed from version 4 on.
 _DELEGATION = ("parent_session", "depth")
+#: The field naming the call's session: hashed from version 5 on.
+_SESSION = ("session_id",)
 #: The fields each version's form leaves out.
-_LEFT_OUT: dict[int, tuple[str, ...]] = {1: (*_DECISION, *_DELEGATION),
-                                         2: (*_DECISION, *_DELEGATION), 3: _DELEGATION, 4: ()}
+_LEFT_OUT: dict[int, tuple[str, ...]] = {1: (*_DECISION, *_DELEGATION, *_SESSION),
+                                         2: (*_DECISION, *_DELEGATION, *_SESSION),
+                                         3: (*_DELEGATION, *_SESSION), 4: _SESSION, 5: ()}
 #: The fields each version's form covers, in record order.
 _COVERED: dict[int, tuple[str, ...]] = {
     v: tuple(n for n in _CONTENT if n not in left_out) for v, left_out in _LEFT_OUT.items()}
@@ -142,9 +152,9 @@ def canonical_form(record: AuditRecord, prev_hash: str, hash_v: int | None = Non
     """The bytes a row's hash covers: the JSON object of every field of ``record`` (with
     ``created_at`` as ISO-8601 UTC to the microsecond), plus ``chain`` and ``prev_hash``,
     in the canonical form of version ``hash_v`` (the record's own unless told; versions
-    1 and 2 leave out the decision and delegation fields, 3 the delegation ones). Raises
-    NotCanonicalJSON (versions 2 to 4) for a record JSON cannot say exactly; the audit hook
-    hands over none."""
+    1 and 2 leave out the decision, delegation and session fields, 3 the delegation and
+    session ones, 4 the session). Raises NotCanonicalJSON (versions 2 to 5) for a record
+    JSON cannot say exactly; the audit hook hands over none."""
     hash_v = record.hash_v if hash_v is None else hash_v
     names = _COVERED.get(hash_v)
     if names is None:
@@ -264,12 +274,13 @@ class AuditLogStore:
                    agent_id: str | None = None, user_id: str | None = None,
                    tool_name: str | None = None, outcome: str | None = None,
                    since: datetime | None = None, until: datetime | None = None,
-                   ) -> list[dict[str, Any]]:
+                   session_id: str | None = None) -> list[dict[str, Any]]:
         """The org's rows, newest first, ``limit`` of them, older than row ``before_id``."""
         t = ConnectorCallLog
         q = select(_LOG).where(t.org_id == org_id)
         for column, value in ((t.agent_id, agent_id), (t.user_id, user_id),
-                              (t.tool_name, tool_name), (t.outcome, outcome)):
+                              (t.tool_name, tool_name), (t.outcome, outcome),
+                              (t.session_id, session_id)):
             if value is not None:
                 q = q.where(column == value)
         if since is not None:

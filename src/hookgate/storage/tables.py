@@ -138,7 +138,7 @@ class ConfirmationRequestRow(Base):
     #: Through what the decision came: inbox, api, cli, feishu, slack or wecom.
     decided_via: Mapped[str | None] = mapped_column(String(16), nullable=True)
     #: The agent's reminder / escalation / timeout policy, as it was when the request was
-    #: made (hookgate.approvals.escalation_policy; migration 0012).
+    #: made (hookgate.escalation_policy; migration 0012).
     followup: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: Reminders sent: raised by compare-and-set, so one instance sends each reminder.
     reminders_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -286,6 +286,7 @@ class ConnectorCallLog(Base):
         Index("ix_call_log_org_tool", "org_id", "tool_name"),
         Index("ix_call_log_org_agent", "org_id", "agent_id"),
         Index("ix_call_log_org_user", "org_id", "user_id"),
+        Index("ix_call_log_org_session", "org_id", "session_id"),
     )
 
     id: Mapped[int] = mapped_column(
@@ -319,12 +320,15 @@ class ConnectorCallLog(Base):
     #: call. Hashed in version 4 rows.
     parent_session: Mapped[str | None] = mapped_column(Text, nullable=True)
     depth: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)
+    #: The session (or conversation) the call belongs to, as the agent named it (an
+    #: external agent's session id; a run's conversation id); hashed in version 5 rows.
+    session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     prev_hash: Mapped[str] = mapped_column(String(64))
     row_hash: Mapped[str] = mapped_column(String(64))
     #: Which canonical form ``row_hash`` covers (storage/audit.py): 1 for rows written
     #: before RFC 8785 (the migration that added it marked them), 2 since, 3 for rows that
     #: record a decision (approver, request id, wait), 4 for a sub-agent's rows (parent
-    #: session, depth; the decision too).
+    #: session, depth; the decision too), 5 for rows that name their session (all of it).
     hash_v: Mapped[int] = mapped_column(SmallInteger, server_default=text("2"))
 
 

@@ -210,7 +210,7 @@ async def decide_call(
         return await _blocked(registry, ctx, identity, ToolOutcome(
             call.id, tool.name, final_args, False, "blocked", error, error,
             side_effects=list(pre.side_effects), hooks=hooks, blocked_by=pre.blocked_by,
-        ))
+        ), waiting=pre.waiting)
 
     if pre.modified_args is not None or final_args is not args or final_args != seen_args:
         try:
@@ -287,17 +287,19 @@ def _attempt_context(call: ToolCall, identity: CallIdentity, tool: Tool | None) 
 
 
 async def _blocked(registry: HookRegistry, ctx: HookContext, identity: CallIdentity,
-                   outcome: ToolOutcome) -> ToolOutcome:
+                   outcome: ToolOutcome, *, waiting: str | None = None) -> ToolOutcome:
     """Tell the hooks that observe blocked calls (see BlockedCallObserver) about this one
     (after the run's ``settle``: they may write), and say in the server log (one line,
-    masked) that it was blocked."""
+    masked) that it was blocked; ``waiting``: the request a person is to decide, so the
+    call is not run yet (the registry logged that in words of its own)."""
     outcome.stop_reason = ctx.stop_run
     if identity.settle is not None and any(
             getattr(hook, "on_blocked", None) is not None for hook in registry.hooks()):
         await identity.settle()
-    log.info("blocked %s call %s of run %s (%s, by %s): %s", outcome.tool_name,
-             outcome.tool_call_id, ctx.metadata.get("run_id"), outcome.status,
-             outcome.blocked_by or outcome.status, mask_text(str(outcome.error)))
+    if waiting is None:
+        log.info("blocked %s call %s of run %s (%s, by %s): %s", outcome.tool_name,
+                 outcome.tool_call_id, ctx.metadata.get("run_id"), outcome.status,
+                 outcome.blocked_by or outcome.status, mask_text(str(outcome.error)))
     for hook in registry.hooks():
         observe = getattr(hook, "on_blocked", None)
         if observe is None:

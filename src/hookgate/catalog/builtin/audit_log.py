@@ -127,6 +127,7 @@ class AuditLog(PostToolUseHook):
             request_id=_storable(decided.request_id),
             wait_us=decided.wait_us,
             **_delegation(meta),
+            session_id=_storable(meta.get("conversation_id")),
         )
 
 

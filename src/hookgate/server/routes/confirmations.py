@@ -44,6 +44,9 @@ def view(request: ConfirmationRequest, caller: Caller, rt: Runtime) -> dict[str,
     out["can_approve"] = out["can_decide"] and authority.may_decide(request, who, "approve")
     # Arguments can be edited only against the tool's own schema (approvals/edits.py).
     out["can_edit"] = out["can_approve"] and rt.approvals.can_edit(request)
+    # The tool's JSON schema, for the inbox's form per argument (null when not editable).
+    tool = rt.approvals.tool_of(request) if out["can_edit"] else None
+    out["parameters"] = tool.parameters if tool is not None else None
     return out
 
 

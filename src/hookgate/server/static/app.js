@@ -229,21 +229,23 @@
     return out;
   }
 
-  /** What the approver reads besides the arguments: the user's words, the tool, why. */
+  /** What the approver reads besides the arguments: why a person is asked, the user's
+      words, the tool. */
   function contextView(req) {
     const c = req.context || {};
     const rows = [];
-    if (c.user_message) rows.push(h("dt", {}, "User asked"), h("dd", { class: "user-message" }, visible(c.user_message)));
-    if (c.tool_description) rows.push(h("dt", {}, "What the tool does"), h("dd", {}, visible(c.tool_description)));
+    // Each fact a row of its own (a div in the list): side by side on a wide screen, the
+    // label run into its text on a narrow one, so the buttons stay near.
+    const row = (label, cls, ...value) => rows.push(h("div", { class: "fact" }, h("dt", {}, label), h("dd", { class: cls }, ...value)));
     const reasons = (c.reasons || []).filter((r) => r && r.text);
-    if (reasons.length) {
-      rows.push(h("dt", {}, "Why approval is needed"),
-        h("dd", {}, h("ul", { class: "reasons" }, reasons.map((r) => h("li", {}, visible(r.text))))));
+    if (reasons.length === 1) row("Why approval is needed", "why", visible(reasons[0].text));
+    else if (reasons.length) {
+      row("Why approval is needed", "why", h("ul", { class: "reasons" }, reasons.map((r) => h("li", {}, visible(r.text)))));
     }
+    if (c.user_message) row("User asked", "user-message", visible(c.user_message));
+    if (c.tool_description) row("What the tool does", "tool-description", visible(c.tool_description));
     const nested = (c.numbers || []).filter((n) => /[.[]/.test(n.path));
-    if (nested.length) {
-      rows.push(h("dt", {}, "Numbers"), h("dd", {}, nested.map((n) => `${visible(n.path)} = ${n.text}`).join("; ")));
-    }
+    if (nested.length) row("Numbers", "numbers", nested.map((n) => `${visible(n.path)} = ${n.text}`).join("; "));
     return rows.length ? h("dl", { class: "context" }, rows) : null;
   }
 
@@ -304,11 +306,14 @@
         req.unreachable ? h("span", { class: "badge bad unreachable" }, "Nobody reachable") : null),
       ...followupView(req),
       meta,
+      // Why a person is asked, what the user asked for and what the tool does: read
+      // before the decision, never folded away.
+      contextView(req),
       argsView(payload.args, numbers),
       historyView(req));
     if (notice) card.append(h("p", { class: "alert", role: "alert" }, notice));
     if (progress) card.append(h("p", { class: "quorum" }, progress));
-    const details = [contextView(req), exact];
+    const details = [exact];
     const voted = ((req.approvals || {}).approved_by || []).some((v) => session.me && v.user_id === session.me.user_id);
     if (req.can_decide) {
       card.append(decisionForm(req, details));
@@ -316,7 +321,7 @@
       card.append(h("p", { class: "note" }, voted
         ? "You approved this request; it waits for the other approvals it needs."
         : `You cannot decide this request: ${SCOPE_TEXT[req.approver_scope] || req.approver_scope} may.`),
-      h("details", { class: "more" }, h("summary", {}, "Details"), details));
+      h("details", { class: "more" }, h("summary", {}, "Exact arguments and digest"), details));
     }
     card.append(h("p", { class: "links" }, links));
     return card;
@@ -426,8 +431,8 @@
   const payloadOf = (req) => req.payload || {};
 
   /** Approve / Reject first; reason, message, edit and "approve and remember" (and
-      ``details``: the request's context) under "Details". An error shows beside the
-      control that caused it, scrolled into view. */
+      ``details``: the exact arguments and their digest) on demand. An error shows beside
+      the control that caused it, scrolled into view. */
   function decisionForm(req, details = []) {
     const reasonId = nextId("reason");
     const messageId = nextId("message");
@@ -444,7 +449,7 @@
         h("button", { type: "submit", name: "decision", value: "reject", class: "button reject" }, "Reject")),
       error,
       h("details", { class: "more" },
-        h("summary", {}, canApprove ? "Details, reason, message, edit, remember" : "Details, reason, message"),
+        h("summary", {}, canApprove ? "Reason, message, edit, remember" : "Reason, message"),
         details,
         h("label", { for: reasonId }, "Reason ", h("span", { class: "optional" }, "(optional, for the record)")),
         h("textarea", { id: reasonId, name: "reason", rows: "2", maxlength: "2000" }),
@@ -452,8 +457,12 @@
         h("textarea", { id: messageId, name: "message", rows: "2", maxlength: "2000" }),
         !canApprove || req.can_edit === false || quorumText(req) ? null : h("details", { class: "edit" },
           h("summary", {}, "Edit the arguments before approving"),
-          h("label", { for: argsId }, "Arguments (JSON), checked against the tool's schema; the agent is told what you changed"),
-          h("textarea", { id: argsId, name: "arguments", rows: "6", spellcheck: "false", class: "code" }),
+          h("p", { class: "sub" }, "Checked against the tool's schema; the agent is told what you changed."),
+          editFields(req),
+          h("details", { class: "raw" },
+            h("summary", {}, "Edit as JSON (for nested values)"),
+            h("label", { for: argsId }, "Arguments (JSON)"),
+            h("textarea", { id: argsId, name: "arguments", rows: "6", spellcheck: "false", class: "code" })),
           h("div", { class: "actions" },
             h("button", { type: "submit", name: "decision", value: "approve-edited", class: "button approve-edited" }, "Approve with these arguments")),
           editError),
@@ -461,7 +470,10 @@
         remember ? h("div", { class: "actions" },
           h("button", { type: "submit", name: "decision", value: "approve", class: "button approve-remember" }, "Approve (and remember)")) : null));
     // A value, not markup: the arguments show exactly as they are.
-    if (form.elements.arguments) form.elements.arguments.value = asked;
+    if (form.elements.arguments) {
+      form.elements.arguments.value = asked;
+      syncEdits(form, editError);
+    }
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const pressed = event.submitter && event.submitter.value;
@@ -518,6 +530,121 @@
       }
     });
     return form;
+  }
+
+  /** The JSON-schema type of one parameter ("number", "integer", "boolean", "string"), or
+      null when it is not one plain value (objects, arrays, unions: edited as JSON). An
+      optional parameter (``anyOf`` with null) has the type of its other branch. */
+  function plainType(schema) {
+    if (!isRecord(schema)) return null;
+    let type = schema.type;
+    if (type === undefined && Array.isArray(schema.anyOf)) {
+      const branches = schema.anyOf.filter((b) => !(isRecord(b) && b.type === "null"));
+      if (branches.length === 1 && isRecord(branches[0])) return plainType(branches[0]);
+      return null;
+    }
+    if (Array.isArray(type)) {
+      const others = type.filter((t) => t !== "null");
+      type = others.length === 1 ? others[0] : null;
+    }
+    return ["number", "integer", "boolean", "string"].includes(type) ? type : null;
+  }
+
+  /** One input per argument, typed from the tool's parameters (``req.parameters``): a
+      number input for numbers, a checkbox for booleans, a text field (or a list of the
+      allowed values) for strings. Other values (nested ones) are edited as JSON. */
+  function editFields(req) {
+    const props = (isRecord(req.parameters) && isRecord(req.parameters.properties)) ? req.parameters.properties : {};
+    const args = isRecord(req.payload.args) ? req.payload.args : {};
+    const names = [...new Set([...Object.keys(props), ...Object.keys(args)])];
+    const rows = [];
+    const nested = [];
+    for (const name of names) {
+      const schema = props[name] || {};
+      const type = plainType(schema);
+      const value = args[name];
+      if (type === null || (value !== undefined && value !== null && typeof value !== (type === "integer" ? "number" : type))) {
+        nested.push(name);
+        continue;
+      }
+      const id = nextId("arg");
+      const data = { arg: name, type };
+      const label = h("label", { for: id }, h("code", {}, visible(name)),
+        schema.description ? h("span", { class: "optional" }, ` ${visible(schema.description)}`) : null);
+      let input;
+      if (type === "boolean") {
+        input = h("input", { id, type: "checkbox", class: "arg", dataset: data });
+        input.checked = value === true;
+        rows.push(h("div", { class: "field check" }, input, label));
+        continue;
+      }
+      if (type === "string" && Array.isArray(schema.enum) && schema.enum.every((v) => typeof v === "string")) {
+        input = h("select", { id, class: "arg", dataset: data },
+          value === undefined ? h("option", { value: "" }, "(not set)") : null,
+          schema.enum.map((v) => h("option", { value: v }, visible(v))));
+      } else if (type === "string") {
+        input = h("input", { id, type: "text", class: "arg", autocomplete: "off", spellcheck: "false", dataset: data });
+      } else {
+        input = h("input", {
+          id, type: "number", class: "arg", step: type === "integer" ? "1" : "any", dataset: data,
+          min: typeof schema.minimum === "number" ? schema.minimum : null,
+          max: typeof schema.maximum === "number" ? schema.maximum : null,
+        });
+      }
+      // A value, not markup.
+      input.value = value === undefined || value === null ? "" : String(value);
+      rows.push(h("div", { class: "field" }, label, input));
+    }
+    return h("fieldset", { class: "arg-fields" },
+      h("legend", {}, "Arguments"),
+      rows,
+      nested.length ? h("p", { class: "sub nested" },
+        `Edit ${nested.map(visible).join(", ")} as JSON below.`) : null);
+  }
+
+  /** The per-argument inputs and the JSON text say the same: a change in either is written
+      into the other, so what is approved is what both show (the JSON is what is sent). */
+  function syncEdits(form, editError) {
+    const raw = form.elements.arguments;
+    const inputs = [...form.querySelectorAll(".arg-fields .arg")];
+    const read = (input) => {
+      const type = input.dataset.type;
+      if (type === "boolean") return input.checked;
+      if (type !== "number" && type !== "integer") return input.value; // "" is a value
+      return input.value === "" ? undefined : Number(input.value); // cleared: not given
+    };
+    for (const input of inputs) {
+      input.addEventListener(input.type === "checkbox" || input.tagName === "SELECT" ? "change" : "input", () => {
+        let args;
+        try {
+          args = JSON.parse(raw.value);
+        } catch (err) {
+          say(editError, `The edited arguments are not valid JSON: ${err.message}; correct the JSON first`);
+          return;
+        }
+        if (!isRecord(args)) return;
+        const value = read(input);
+        if (value === undefined || Number.isNaN(value)) delete args[input.dataset.arg];
+        else args[input.dataset.arg] = value;
+        raw.value = JSON.stringify(args, null, 2);
+        editError.hidden = true;
+      });
+    }
+    raw.addEventListener("input", () => {
+      let args;
+      try {
+        args = JSON.parse(raw.value);
+      } catch {
+        return; // checked on submit
+      }
+      if (!isRecord(args)) return;
+      for (const input of inputs) {
+        const value = args[input.dataset.arg];
+        if (input.dataset.type === "boolean") input.checked = value === true;
+        else if (value === undefined || value === null || typeof value === "object") input.value = "";
+        else input.value = String(value);
+      }
+    });
   }
 
   /** Show ``text`` in the alert ``node`` and bring it into view. */
@@ -900,6 +1027,8 @@
       h("div", { class: "field" }, h("label", { for: "audit-agent" }, "Agent"), agentSelect),
       h("div", { class: "field" }, h("label", { for: "audit-tool" }, "Tool"),
         h("input", { id: "audit-tool", name: "tool", maxlength: "256", placeholder: "exact tool name" })),
+      h("div", { class: "field" }, h("label", { for: "audit-session" }, "Session"),
+        h("input", { id: "audit-session", name: "session", maxlength: "256", placeholder: "as the agent names it" })),
       h("div", { class: "field" }, h("label", { for: "audit-outcome" }, "Outcome"),
         h("select", { id: "audit-outcome", name: "outcome" },
           ...["", "ok", "error", "blocked", "withheld"].map((o) => h("option", { value: o }, o || "Any outcome")))),
@@ -912,11 +1041,11 @@
     const status = h("div");
     const body = h("tbody");
     const table = h("table", { class: "audit", id: "audit" },
-      h("thead", {}, h("tr", {}, ...["Time", "Agent", "Tool", "Outcome", "Approver", "Request", "Wait", "Tool time", "Delegated"]
+      h("thead", {}, h("tr", {}, ...["Time", "Agent", "Session", "Tool", "Outcome", "Decided by", "Request", "Wait", "Tool time", "Delegated"]
         .map((c) => h("th", { scope: "col" }, c)))),
       body);
     show("Audit log",
-      h("p", { class: "lede" }, "Every tool call of your organisation, newest first: who decided it, how long the decision took, and how long the tool itself ran."),
+      h("p", { class: "lede" }, "Every tool call of your organisation, newest first: its session, who decided it and what, how long the decision took, and how long the tool itself ran."),
       form, status, h("div", { class: "table-scroll" }, table));
     const micros = (us) => (us === null || us === undefined ? "–"
       : us < 1e6 ? `${(us / 1000).toFixed(1)} ms` : us < 6e7 ? `${(us / 1e6).toFixed(1)} s` : duration(us / 1e6));
@@ -925,13 +1054,20 @@
     const line = (row) => h("tr", { dataset: { callId: row.tool_call_id || "" } },
       h("td", {}, h("time", { datetime: row.created_at }, when(row.created_at))),
       h("td", {}, visible(row.agent_id || "–")),
+      h("td", { class: "session" }, row.session_id ? visible(row.session_id) : "–"),
       h("td", {}, h("code", { class: "tool" }, visible(row.tool_name))),
       h("td", {}, visible(row.outcome + (row.blocked_by ? ` by ${row.blocked_by}` : ""))),
-      h("td", { class: "approver" }, row.approver ? toRequest(row, row.approver) : "–"),
+      h("td", { class: "decided-by" }, decidedBy(row)),
       h("td", { class: "request" }, row.request_id ? toRequest(row, row.request_id) : "–"),
       h("td", { class: "wait" }, micros(row.wait_us)),
       h("td", { class: "latency" }, micros(row.latency_us)),
       h("td", { class: "delegation" }, delegated(row)));
+    // Who decided the call and what: "alice (rejected)"; a rule only approves.
+    const decidedBy = (row) => {
+      const who = row.decided_by || row.approver;
+      if (!who) return "–";
+      return toRequest(row, row.decision ? `${who} (${row.decision})` : who);
+    };
     // A sub-agent's call: its depth and the session that delegated to it.
     const delegated = (row) => (row.depth === null && row.parent_session === null ? "–"
       : visible([row.depth === null ? null : `depth ${row.depth}`,
@@ -941,6 +1077,7 @@
       const query = new URLSearchParams({ limit: f.limit.value || "50" });
       if (f.agent_id.value) query.set("agent_id", f.agent_id.value);
       if (f.tool.value.trim()) query.set("tool", f.tool.value.trim());
+      if (f.session.value.trim()) query.set("session", f.session.value.trim());
       if (f.outcome.value) query.set("outcome", f.outcome.value);
       if (SINCE[f.since.value]) query.set("since", new Date(Date.now() - SINCE[f.since.value] * 1000).toISOString());
       status.replaceChildren();
@@ -1153,9 +1290,11 @@
     const facts = h("dl", { class: "facts" });
     const timeline = h("ol", { class: "timeline", "aria-label": "What the run did" });
     const note = h("div");
+    // A call waiting for approval is the first thing on the page: its card, decidable here.
+    const waiting = h("section", { class: "cards run-waiting", id: "run-waiting", "aria-label": "Waiting for your decision" });
     const heading = show("Run");
     heading.append(" ", statusBadge);
-    main.append(h("p", {}, h("a", { href: "#/runs" }, "← All runs")), facts, note, timeline);
+    main.append(waiting, h("p", {}, h("a", { href: "#/runs" }, "← All runs")), facts, note, timeline);
 
     const setStatus = (status) => statusBadge.replaceChildren(badge(status));
     const waits = new Map(); // request id → its waiting step
@@ -1170,7 +1309,7 @@
       waitStep(event) {
         if (waits.has(event.request_id)) return null; // the same wait, after a restart
         const body = h("div", { class: "wait-body" },
-          h("p", {}, h("code", {}, visible(event.tool_name)), " runs only once a person approves it. ",
+          h("p", {}, h("code", {}, visible(event.tool_name)), " runs only once a person approves it (the request is at the top of this page). ",
             h("a", { href: `#/confirmations/${encodeURIComponent(event.request_id)}` }, "Open the request in the inbox"), "."));
         const item = step("wait", "Waiting for approval", body);
         waits.set(event.request_id, item);
@@ -1180,7 +1319,7 @@
           if (!item.isConnected || item.classList.contains("settled") || req.status !== "pending") return;
           const card = requestCard(req, { showRun: false });
           card.dataset.showRun = "no";
-          body.append(card);
+          waiting.append(card);
         }, (err) => body.append(failure(err)));
         return item;
       },
@@ -1189,8 +1328,10 @@
         if (!item) return;
         item.classList.add("settled");
         item.querySelector(".step-title").textContent = "Asked a person for approval";
-        const hadFocus = item.contains(document.activeElement);
-        for (const card of item.querySelectorAll(".request")) card.remove();
+        const cards = waiting.querySelectorAll(`[data-request-id="${CSS.escape(event.request_id)}"]`);
+        const hadFocus = item.contains(document.activeElement)
+          || [...cards].some((card) => card.contains(document.activeElement));
+        for (const card of cards) card.remove();
         if (hadFocus) {
           item.tabIndex = -1;
           item.focus();
