@@ -96,18 +96,20 @@ def test_a_rejected_call_never_runs(
 
 def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
-    approved = threading.Event()
+    pending_read, approved = threading.Event(), threading.Event()
     call = shell("echo once >> late.log")
 
     def script(body: dict[str, Any]) -> Any:
         n = len(outputs(body))
         if n == 1:
             # The model read "approval ... pending": it repeats the call once approved.
+            pending_read.set()
             assert approved.wait(60), "the test never approved"
         return [call, call, call][n] if n < 3 else Say("done")
 
     with codex_scene(tmp_path, database_url, slack, script, wait_s=0.5) as s:
         finished = s.in_background(s.exec)
+        assert pending_read.wait(60), "the first call was never answered"
         s.click("approve")
         approved.set()
         result = finished()

@@ -43,8 +43,8 @@ class Caller:
 
 def pending_reason(request_id: str, tool_name: str) -> str:
     """What the agent (and its model) read while a person has not decided yet."""
-    return (f"approval {request_id} pending: '{tool_name}' needs a person's approval in "
-            "hookgate; repeat the identical call after approval (it then runs once)")
+    return (f"approval {request_id} pending: repeat the identical call after approval "
+            f"('{tool_name}' needs a person's approval in hookgate; it then runs once)")
 
 
 class CodingAgentHooks:

@@ -5,7 +5,7 @@ own into a deny. Shared by every coding agent whose hooks are commands.
 These agents run a tool when a hook times out, prints something malformed or (Codex,
 Gemini) exits 1; exit 2 denies in all of them. So ``curl`` gives up ``MARGIN_S`` before the
 agent's hook timeout; no answer, a non-200 status (5xx, a bad or revoked token, hookgate's
-own refusal) and a 200 body of the wrong shape all end in ``exit 2`` with one line on
+own refusal, status 403, whose reason is printed as is) and a 200 body of the wrong shape all end in ``exit 2`` with one line on
 stderr; and stdout carries only a body hookgate rendered for that agent.
 """
 
@@ -62,6 +62,7 @@ def command(url: str, *, token_env: str, wait_s: float, accept: Accept) -> str:
         f"{where}) || {{ echo \"hookgate: no answer within {limit} s (curl exit $?), so the "
         f"call is blocked; server:\" {where} >&2; {deny}; "
         "c=${b#\"${b%???}\"}; b=${b%???}; "
-        "[ \"$c\" = 200 ] || { printf 'hookgate (HTTP %s): %s\\n' \"$c\" \"$b\" >&2; "
+        "[ \"$c\" = 200 ] || { if [ \"$c\" = 403 ]; then printf 'hookgate: %s\\n' \"$b\"; "
+        "else printf 'hookgate (HTTP %s): %s\\n' \"$c\" \"$b\"; fi >&2; "
         f"{deny}; {shape}"
     )
