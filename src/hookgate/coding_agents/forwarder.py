@@ -5,8 +5,8 @@ own into a deny. Shared by every coding agent whose hooks are commands.
 These agents run a tool when a hook times out, prints something malformed or (Codex,
 Gemini) exits 1; exit 2 denies in all of them. So ``curl`` gives up ``MARGIN_S`` before the
 agent's hook timeout; no answer, a non-200 status (5xx, a bad or revoked token, hookgate's
-own refusal, status 403, whose reason is printed as is) and a 200 body of the wrong shape all end in ``exit 2`` with one line on
-stderr; and stdout carries only a body hookgate rendered for that agent.
+own refusal: 403, whose reason is printed as is) and a 200 body of the wrong shape all end
+in ``exit 2`` with one line on stderr; stdout carries only a body rendered for that agent.
 """
 
 from __future__ import annotations

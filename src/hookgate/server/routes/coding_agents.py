@@ -20,15 +20,23 @@ from hookgate.coding_agents.flow import Caller, CodingAgentHooks
 from hookgate.external.core import ExternalCore
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.server.auth import LastingAccessDep, recheck_s
+from hookgate.server.responses import ApiResponse
 
 router = APIRouter(tags=["coding-agents"])
 log = logging.getLogger(__name__)
 _MAX_BODY = 1_000_000
+
+
+class CodingAgentAnswer(ApiResponse):
+    """The agent's own hook output, exactly as it reads it (Codex: ``{}`` allows; at
+    SessionStart ``hookSpecificOutput.additionalContext``); see docs/guides/codex.md."""
+
+
 _REPLIES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "exactly the body the agent reads (Codex: {} allows)",
-          "content": {"application/json": {}}},
+    200: {"model": CodingAgentAnswer,
+          "description": "exactly the body the agent reads (Codex: {} allows)"},
     403: {"description": "refused: a one-line reason the hook prints before exit 2",
-          "content": {"text/plain": {}}},
+          "content": {"text/plain": {"schema": {"type": "string"}}}},
 }
 
 
