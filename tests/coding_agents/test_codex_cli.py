@@ -94,6 +94,7 @@ def test_a_rejected_call_never_runs(
         assert "rejected" in told, told
 
 
+@pytest.mark.both_databases
 def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
     pending_read, approved = threading.Event(), threading.Event()
@@ -171,3 +172,16 @@ def test_a_bad_token_blocks_the_call(tmp_path: Path, database_url: str, slack: F
         assert not (s.codex.project / "ran.txt").exists()
         [told] = seen(s.model)
         assert "blocked by PreToolUse hook: hookgate (HTTP 401)" in told, told
+
+
+def test_withheld_output_never_reaches_codexs_model(
+        tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    # The scene's PostToolUse command hook fails closed on a card number in a Bash output.
+    with codex_scene(tmp_path, database_url, slack,
+                     sequence(shell("printf '4111-1111-%s' 1111-1111"), Say("done"))) as s:
+        result = s.exec()
+        assert result.returncode == 0, result.stderr
+        [told] = seen(s.model)
+        assert "hookgate withheld this output" in told, told
+        assert "4111-1111-1111" not in json.dumps(s.model.requests)
+        assert [(r["tool_name"], r["outcome"]) for r in s.audit()] == [("Bash", "withheld")]

@@ -46,10 +46,13 @@ class HookInput:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """hookgate's answer in the agent's neutral words: go on (with context for the model),
-    or refuse with a reason (a deny before the call; feedback after it)."""
+    refuse with a reason (a deny before the call; after it, the reason replaces the output
+    the model reads), or, after the call, replace the output the model reads."""
 
     refused: str | None = None
     context: str | None = None
+    #: PostToolUse: what the model reads instead of the tool's output (a hook rewrote it).
+    replaced: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,9 @@ stdin (``session_id``, ``cwd``, ``tool_name`` — ``Bash`` for the shell, ``mcp_
 —, ``tool_input``, ``tool_use_id``, ``tool_response``). Its answers: an allow is exactly
 ``{}`` (``"permissionDecision": "allow"`` counts as a failed hook and the tool RUNS), a
 deny is exit 2 with the reason on stderr, which the model reads as "Command blocked by
-PreToolUse hook: <reason>". SessionStart may add context for the model.
+PreToolUse hook: <reason>". After a call, exit 2 or ``{"decision": "block", "reason": R}``
+replaces the output the model reads with R (a withheld or rewritten result). SessionStart
+may add context for the model.
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ class CodexCodec:
     def render(self, hook: Event, outcome: Outcome) -> Reply:
         if outcome.refused is not None:
             return refusal(outcome.refused)
+        if hook is Event.POST_TOOL_USE and outcome.replaced is not None:
+            # Codex's model then reads the reason instead of the tool's output.
+            return Reply(200, json.dumps({"decision": "block", "reason": outcome.replaced}))
         if hook is Event.SESSION_START and outcome.context:
             return Reply(200, json.dumps({"hookSpecificOutput": {
                 "hookEventName": "SessionStart", "additionalContext": outcome.context}}))

@@ -1,6 +1,7 @@
 """One coding agent's hook call through the external core: SessionStart, PreToolUse (the
 agent's rules, hooks, Cedar, the gate; the session's SessionStart first if it never ran)
-and PostToolUse (audit, telemetry), for any agent's `HookInput`.
+and PostToolUse (audit, telemetry; output withheld or rewritten by a hook replaced for the
+model), for any agent's `HookInput`.
 
 The rules are the agent's coding-agent rules (its ``claude_code`` section, matched on
 hookgate's tool names), so one rule holds for every coding agent. None of these agents can
@@ -22,7 +23,13 @@ from hookgate.claude_code.policy import ExternalPolicy
 from hookgate.coding_agents.codec import BadHookInput, Event, HookInput, Outcome
 from hookgate.coding_agents.tools import connector_of, writes
 from hookgate.external.call import ExternalCall, build_call
-from hookgate.external.core import Allowed, Denied, ExternalCore, ReportInProgress
+from hookgate.external.core import (
+    Allowed,
+    Denied,
+    ExternalCore,
+    ReportInProgress,
+    observation_text,
+)
 from hookgate.external.keys import BadId, checked_id, session_run_id
 from hookgate.hooks.coverage import RetryReuse
 from hookgate.hooks.errors import HookBuildError
@@ -148,8 +155,10 @@ class _Session:
             if post.withheld:
                 return json.dumps({"refused": f"hookgate withheld this output: "
                                               f"{ctx.stop_run or ctx.tool_result}"})
-            notes = ctx.added_context
-            return json.dumps({"context": "\n\n".join(map(str, notes)) if notes else None})
+            if post.modified_result is None and not ctx.added_context:
+                return json.dumps({})
+            text, _ = observation_text(observed, result, None)
+            return json.dumps({"replaced": text})
 
         try:
             report = canonical_sha256([self.hook.event.value, args, result])
@@ -160,6 +169,6 @@ class _Session:
                               else await self.core.once(call, post_tool_use, report=report))
         except ReportInProgress as exc:
             raise BadHookInput(str(exc)) from None
-        refused, context = held.get("refused"), held.get("context")
+        refused, replaced = held.get("refused"), held.get("replaced")
         return Outcome(refused=refused if isinstance(refused, str) else None,
-                       context=context if isinstance(context, str) else None)
+                       replaced=replaced if isinstance(replaced, str) else None)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from hookgate.coding_agents.codec import BadHookInput, Codec, Event, Outcome, Reply, refusal
+from hookgate.coding_agents.codec import BadHookInput, Codec, Outcome, Reply, refusal
 from hookgate.coding_agents.codex import CodexCodec
 from hookgate.coding_agents.flow import Caller, CodingAgentHooks
 from hookgate.external.core import ExternalCore
@@ -84,8 +84,7 @@ async def _answer(codec: Codec, request: Request, access: LastingAccessDep,
         # The type only: an error's text can carry storage details nobody should see.
         outcome = Outcome(refused=f"hookgate could not decide this call "
                                   f"({type(exc).__name__}), so it does not run")
-    return codec.render(hook.event if outcome.refused is None else Event.PRE_TOOL_USE,
-                        outcome)
+    return codec.render(hook.event, outcome)
 
 
 @router.post("/api/codex/hooks", responses=_REPLIES, response_class=Response)
