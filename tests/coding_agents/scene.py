@@ -46,10 +46,11 @@ class CodexScene(Scene):
 
 @contextmanager
 def codex_scene(tmp_path: Path, database_url: str, slack: FakeSlack, script: Script, *,
-                wait_s: float = 15.0, read_only: bool = False) -> Iterator[CodexScene]:
+                wait_s: float = 15.0, read_only: bool = False,
+                extra_hooks: list[dict[str, Any]] | None = None) -> Iterator[CodexScene]:
     from hookgate.runtime.deployment import ChannelSpec
 
-    deployment = coder(wait_s, read_only=read_only)
+    deployment = coder(wait_s, read_only=read_only, extra_hooks=extra_hooks)
     deployment.database_url = database_url
     deployment.channels = [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
     with live_server(deployment) as srv, FakeResponses(script) as model:
