@@ -62,7 +62,7 @@ class CodingAgentHooks:
         self.kind = kind
 
     async def answer(self, agent: Agent, caller: Caller, hook: HookInput) -> Outcome:
-        call = _Session(self, agent, caller, hook)
+        call = _HookCall(self, agent, caller, hook)
         if hook.event is Event.SESSION_START:
             verdict = await self.core.start_session(agent, call.identity(), call.facts)
             return Outcome(refused=verdict.stopped, context=verdict.context)
@@ -78,7 +78,7 @@ class CodingAgentHooks:
         return await call.observe()
 
 
-class _Session:
+class _HookCall:
     """One hook call: its agent, caller, input and the run it belongs to."""
 
     def __init__(self, hooks: CodingAgentHooks, agent: Agent, caller: Caller,
