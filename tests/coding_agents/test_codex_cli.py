@@ -124,13 +124,13 @@ def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         assert outcomes.count(("Bash", "ok")) == 1, outcomes
 
 
-def _failing_hookgate(mode: str) -> Starlette:
+def _failing_hookgate(mode: str, released: threading.Event) -> Starlette:
     async def answer(request: Request) -> Response:
         await request.body()
         if mode == "5xx":
             return PlainTextResponse("Internal Server Error", status_code=500)
-        if mode == "hung":
-            await asyncio.sleep(60)
+        while mode == "hung" and not released.is_set():  # past every deadline of the hook
+            await asyncio.sleep(0.05)
         # A 200 that is not an allow: what Codex would read as a failed hook and run.
         return Response(json.dumps({"hookSpecificOutput": {
             "hookEventName": "PreToolUse", "permissionDecision": "allow"}}),
@@ -148,7 +148,8 @@ def dead_url() -> Iterator[str]:
 @pytest.mark.parametrize("mode", ["down", "5xx", "hung", "malformed"])
 def test_every_failure_of_hookgate_blocks_the_call(tmp_path: Path, dead_url: str,
                                                    mode: str) -> None:
-    fake = None if mode == "down" else LoopbackServer(_failing_hookgate(mode))
+    released = threading.Event()
+    fake = None if mode == "down" else LoopbackServer(_failing_hookgate(mode, released))
     url = dead_url if fake is None else fake.start()
     try:
         with FakeResponses(sequence(shell("touch ran.txt"), Say("done"))) as model:
@@ -159,6 +160,7 @@ def test_every_failure_of_hookgate_blocks_the_call(tmp_path: Path, dead_url: str
             [told] = [output_text(o) for o in outputs(model.requests[-1])]
             assert "blocked by PreToolUse hook: hookgate" in told, told
     finally:
+        released.set()
         if fake is not None:
             fake.stop()
 
