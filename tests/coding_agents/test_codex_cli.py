@@ -129,8 +129,8 @@ def _failing_hookgate(mode: str, released: threading.Event) -> Starlette:
         await request.body()
         if mode == "5xx":
             return PlainTextResponse("Internal Server Error", status_code=500)
-        while mode == "hung" and not released.is_set():  # past every deadline of the hook
-            await asyncio.sleep(0.05)
+        if mode == "hung":  # past every deadline of the hook, until the test ends
+            await asyncio.to_thread(released.wait, 60)
         # A 200 that is not an allow: what Codex would read as a failed hook and run.
         return Response(json.dumps({"hookSpecificOutput": {
             "hookEventName": "PreToolUse", "permissionDecision": "allow"}}),
