@@ -122,6 +122,15 @@ def check_guarded_calls(out: dict[str, Any]) -> None:
     assert out["calls_per_path"] > 0
 
 
+def check_coding_agent_hooks(out: dict[str, Any]) -> None:
+    for path in ("noop_command_hook", "python_command_hook", "hookgate_pre_tool_use",
+                 "hookgate_post_tool_use"):
+        figure = out[path]
+        assert 0 < figure["p50_ms"] <= figure["p99_ms"], (path, figure)
+    assert _number(out["added_pre_tool_use_p50_ms"]) and out["calls_per_path"] > 0
+    assert set(out["targets"]) == {"pre_tool_use_within_15_ms", "below_python_hook"}
+
+
 def check_durable_path(out: dict[str, Any]) -> None:
     pg = out["postgresql"]
     for level in pg["levels"]:
@@ -149,6 +158,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "mcp_gateway.py": (["--quick"], check_mcp_gateway),
     "policy_eval.py": (["--quick"], check_policy_eval),
     "guarded_calls.py": (["--quick"], check_guarded_calls),
+    "coding_agent_hooks.py": (["--quick"], check_coding_agent_hooks),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
     # One file's perf tests (a second or two), not all of them.
     "perf_internals.py": (["tests/runs/test_event_deferral.py"], check_perf_internals),

@@ -9,6 +9,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     audit_cmd,
     check_cmd,
     claude_code_cmd,
+    codex_cmd,
     db_cmd,
     demo_cmd,
     eval_cmd,

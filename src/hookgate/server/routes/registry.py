@@ -10,6 +10,7 @@ from fastapi import APIRouter
 EXTRA_ROUTE_MODULES: tuple[str, ...] = ("workflows", "channel_callbacks", "audit", "orgs",
                                          "users", "claude_code", "batch_decisions",
                                          "approval_rules", "guarded_calls", "policies",
+                                         "coding_agents",
                                          "health")
 
 

@@ -1,0 +1,149 @@
+"""Benchmark: the latency hookgate's Codex hook adds to an ungated tool call, against a no-op
+command hook and a Python command hook, measured side by side in the same run.
+
+Each hook is run as Codex runs a command hook: ``sh -c COMMAND`` with the hook input on
+stdin. The hookgate hook is the ``curl`` line ``hookgate codex install`` writes, posting to a
+real ``hookgate serve`` (SQLite; the audit log and the read-only guard; nothing needs
+approval): per call its PreToolUse and its PostToolUse. Paths alternate in rounds so machine
+load hits all of them alike; figures are medians over the rounds' medians. Prints one JSON
+object; the goal is a PreToolUse p50 at most 15 ms over the no-op hook, never more than the
+Python hook.
+Usage: python bench/coding_agent_hooks.py [--calls 100] [--rounds 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from guarded_calls import _serve
+
+from hookgate.coding_agents.codex_config import hooks_block
+
+TOKEN = "bench-token"
+CONFIG = """\
+database: sqlite+aiosqlite:///{db}
+orgs: [{{id: acme}}]
+users: [{{id: ann, org: acme, token: {token}}}]
+models: {{idle: {{type: scripted, turns: [{{answer: idle}}]}}}}
+agents:
+  - id: coder
+    org: acme
+    owner: ann
+    model: idle
+    model_config_json:
+      hooks: {{class_hooks: [audit_log, readonly_guard]}}
+      claude_code: {{rules: []}}
+"""
+NOOP = "cat >/dev/null"
+PYTHON = (f"{sys.executable} -c 'import json,sys; json.load(sys.stdin); print(\"{{}}\")'")
+
+
+def _hook(command: str, env: dict[str, str]) -> Callable[[str], None]:
+    def run(stdin: str) -> None:
+        done = subprocess.run(["sh", "-c", command], input=stdin, text=True,
+                              capture_output=True, env=env, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"the hook failed ({done.returncode}): {done.stderr}")
+    return run
+
+
+def _input(event: str, session: str, i: int) -> str:
+    body: dict[str, Any] = {"hook_event_name": event, "session_id": session, "cwd": "/tmp",
+                            "turn_id": "t", "model": "gpt-5-codex", "transcript_path": None,
+                            "permission_mode": "bypassPermissions", "tool_name": "Bash",
+                            "tool_input": {"command": f"ls {i}"}, "tool_use_id": f"call_{i}"}
+    if event == "PostToolUse":
+        body["tool_response"] = f"{i}\n"
+    return json.dumps(body)
+
+
+def _ms(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return {"p50_ms": round(statistics.median(ordered) * 1e3, 2),
+            "p99_ms": round(p99 * 1e3, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=100, help="calls per path per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="a few calls (for the tests)")
+    opts = parser.parse_args()
+    calls, rounds = (10, 2) if opts.quick else (opts.calls, opts.rounds)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOOKGATE_TOKEN": TOKEN}
+    with tempfile.TemporaryDirectory(prefix="hookgate-bench-") as tmp:
+        work = Path(tmp)
+        config = work / "served.yaml"
+        config.write_text(CONFIG.format(db=work / "served.db", token=TOKEN))
+        proc, url = _serve(config, work / "serve.log")
+        block = hooks_block(url, "coder", token_env="HOOKGATE_TOKEN", wait_s=20)["hooks"]
+        pre = _hook(block["PreToolUse"][0]["hooks"][0]["command"], env)
+        post = _hook(block["PostToolUse"][0]["hooks"][0]["command"], env)
+        noop, python = _hook(NOOP, env), _hook(PYTHON, env)
+        session = f"s-{uuid.uuid4().hex}"
+        paths: dict[str, Callable[[int], None]] = {
+            "noop_command_hook": lambda i: noop(_input("PreToolUse", session, i)),
+            "python_command_hook": lambda i: python(_input("PreToolUse", session, i)),
+            "hookgate_pre_tool_use": lambda i: pre(_input("PreToolUse", session, i)),
+            "hookgate_post_tool_use": lambda i: post(_input("PostToolUse", session, i)),
+        }
+        medians: dict[str, list[float]] = {name: [] for name in paths}
+        every: dict[str, list[float]] = {name: [] for name in paths}
+        try:
+            for i in range(3):  # warm-up: the session's SessionStart, connections
+                for run in paths.values():
+                    run(-1 - i)
+            n = 0
+            for _ in range(rounds):
+                for name, run in paths.items():
+                    samples = []
+                    for _ in range(calls):
+                        n += 1
+                        started = time.perf_counter()
+                        run(n)
+                        samples.append(time.perf_counter() - started)
+                    medians[name].append(statistics.median(samples))
+                    every[name].extend(samples)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    figures = {name: {**_ms(every[name]),
+                      "median_of_round_p50s_ms": round(statistics.median(m) * 1e3, 2)}
+               for name, m in medians.items()}
+    base = figures["noop_command_hook"]["median_of_round_p50s_ms"]
+    added = round(figures["hookgate_pre_tool_use"]["median_of_round_p50s_ms"] - base, 2)
+    print(json.dumps({
+        "benchmark": "coding_agent_hooks",
+        "agent": "codex",
+        "calls_per_path": calls * rounds,
+        "rounds": rounds,
+        **figures,
+        "added_pre_tool_use_p50_ms": added,
+        "added_per_call_p50_ms": round(
+            added + figures["hookgate_post_tool_use"]["median_of_round_p50s_ms"] - base, 2),
+        "targets": {"pre_tool_use_within_15_ms": added <= 15,
+                    "below_python_hook": (figures["hookgate_pre_tool_use"]["p50_ms"]
+                                          <= figures["python_command_hook"]["p50_ms"])},
+        "database": "sqlite",
+        "hooks": ["audit_log", "readonly_guard"],
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""The codec protocol every coding agent implements: its hook's stdin becomes a `HookInput`
+(event, session, tool call in hookgate's names), and hookgate's `Outcome` becomes the
+`Reply` the forwarder turns into exactly what that agent accepts (a 2xx body printed as is,
+or a non-2xx one-line reason that becomes exit 2: a deny).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply"]
+
+
+class BadHookInput(ValueError):
+    """The body is not a hook input of this agent that hookgate can act on."""
+
+
+class Event(enum.Enum):
+    """The hook events hookgate answers, in its own words."""
+
+    SESSION_START = "SessionStart"
+    PRE_TOOL_USE = "PreToolUse"
+    POST_TOOL_USE = "PostToolUse"
+
+
+@dataclass(frozen=True, slots=True)
+class HookInput:
+    """One hook call, typed: the tool call already in hookgate's names (coding_agents.tools)."""
+
+    event: Event
+    session_id: str
+    cwd: str | None = None
+    tool_name: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    #: The agent's id of this tool call (Codex: ``tool_use_id``).
+    call_id: str | None = None
+    #: What the tool returned (PostToolUse).
+    result: Any = None
+    transcript_path: str | None = None
+    #: Request facts for hooks, audit rows and approval cards (the agent, its folder, ...).
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """hookgate's answer in the agent's neutral words: go on (with context for the model),
+    refuse with a reason (a deny before the call; after it, the reason replaces the output
+    the model reads), or, after the call, replace the output the model reads."""
+
+    refused: str | None = None
+    context: str | None = None
+    #: PostToolUse: what the model reads instead of the tool's output (a hook rewrote it).
+    replaced: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the route sends: ``status`` 200 and the exact body the agent reads, or a non-2xx
+    status and a one-line reason the forwarder prints to stderr before ``exit 2``."""
+
+    status: int
+    body: str
+    media_type: str = "application/json"
+
+
+class Codec(Protocol):
+    """One coding agent's wire format."""
+
+    #: The agent's name in routes, run ids, audit facts and connectors (``codex``).
+    kind: str
+
+    def parse(self, body: dict[str, Any]) -> HookInput:
+        """The typed hook input (BadHookInput says what is wrong)."""
+        ...
+
+    def render(self, hook: Event, outcome: Outcome) -> Reply:
+        """The answer this agent accepts for ``outcome`` at ``hook``."""
+        ...
+
+
+#: The status of a refusal: the forwarder prints the reason and exits 2 (a deny).
+REFUSED = 403
+_REASON_LIMIT = 1000
+
+
+def refusal(reason: str) -> Reply:
+    """The one-line reason of a refusal, as every agent's forwarder expects it."""
+    line = " ".join(reason.split())
+    if len(line) > _REASON_LIMIT:
+        line = line[:_REASON_LIMIT - 1] + "…"
+    return Reply(REFUSED, line, "text/plain; charset=utf-8")

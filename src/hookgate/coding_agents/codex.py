@@ -1,0 +1,92 @@
+"""Codex's hooks (``codex exec`` and the TUI) in hookgate's words and back.
+
+Codex sends SessionStart, PreToolUse and PostToolUse to command hooks with a JSON object on
+stdin (``session_id``, ``cwd``, ``tool_name`` — ``Bash`` for the shell, ``mcp__<server>__<tool>``
+—, ``tool_input``, ``tool_use_id``, ``tool_response``). Its answers: an allow is exactly
+``{}`` (``"permissionDecision": "allow"`` counts as a failed hook and the tool RUNS), a
+deny is exit 2 with the reason on stderr, which the model reads as "Command blocked by
+PreToolUse hook: <reason>". After a call, exit 2 or ``{"decision": "block", "reason": R}``
+replaces the output the model reads with R (a withheld or rewritten result). SessionStart
+may add context for the model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hookgate.coding_agents.codec import (
+    BadHookInput,
+    Event,
+    HookInput,
+    Outcome,
+    Reply,
+    refusal,
+)
+from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
+from hookgate.external.keys import BadId, checked_id
+
+__all__ = ["EVENTS", "CodexCodec"]
+
+#: Codex's event names of the hooks hookgate answers.
+EVENTS = {"SessionStart": Event.SESSION_START, "PreToolUse": Event.PRE_TOOL_USE,
+          "PostToolUse": Event.POST_TOOL_USE}
+#: Facts of Codex's input kept for hooks, audit rows and approval cards.
+_FACTS = ("turn_id", "model", "permission_mode", "source")
+
+
+class CodexCodec:
+    kind = "codex"
+
+    def parse(self, body: dict[str, Any]) -> HookInput:
+        name = body.get("hook_event_name")
+        event = EVENTS.get(name) if isinstance(name, str) else None
+        if event is None:
+            raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
+                               f"{name!r}")
+        try:
+            session = checked_id("session_id", body.get("session_id"), 4096)
+        except BadId as exc:
+            raise BadHookInput(str(exc)) from None
+        facts = {f"codex_{key}": body[key] for key in _FACTS
+                 if isinstance(body.get(key), str)}
+        facts["codex_event"] = name
+        common: dict[str, Any] = {"session_id": session, "cwd": _text(body, "cwd"),
+                                  "transcript_path": _text(body, "transcript_path"),
+                                  "facts": facts}
+        if event is Event.SESSION_START:
+            return HookInput(event, **common)
+        tool = _text(body, "tool_name")
+        args = body.get("tool_input")
+        if tool is None or not isinstance(args, dict):
+            raise BadHookInput("tool_name must be a string and tool_input a JSON object")
+        try:
+            tool, args = hookgate_call(tool, args)
+        except UnmappableCall as exc:
+            raise BadHookInput(str(exc)) from None
+        call_id = body.get("tool_use_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise BadHookInput("tool_use_id must be a non-empty string")
+        return HookInput(event, tool_name=tool, arguments=args, call_id=call_id,
+                         result=body.get("tool_response"), **common)
+
+    def render(self, hook: Event, outcome: Outcome) -> Reply:
+        if outcome.refused is not None:
+            return refusal(outcome.refused)
+        if hook is Event.POST_TOOL_USE and outcome.replaced is not None:
+            # Codex's model then reads the reason instead of the tool's output.
+            return Reply(200, json.dumps({"decision": "block", "reason": outcome.replaced}))
+        if hook is Event.SESSION_START and outcome.context:
+            return Reply(200, json.dumps({"hookSpecificOutput": {
+                "hookEventName": "SessionStart", "additionalContext": outcome.context}}))
+        # An allow is exactly {} (anything else at PreToolUse is a failed hook: it runs).
+        return Reply(200, "{}")
+
+
+def _text(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 4096:
+        raise BadHookInput(f"'{key}' must be a string of at most 4096 characters")
+    return value

@@ -1,0 +1,68 @@
+"""The hook command a coding agent runs per call: one POSIX ``sh`` line around ``curl`` (no
+Python start-up), which posts the hook's stdin to hookgate and turns every failure of its
+own into a deny. Shared by every coding agent whose hooks are commands.
+
+These agents run a tool when a hook times out, prints something malformed or (Codex,
+Gemini) exits 1; exit 2 denies in all of them. So ``curl`` gives up ``MARGIN_S`` before the
+agent's hook timeout; no answer, a non-200 status (5xx, a bad or revoked token, hookgate's
+own refusal: 403, whose reason is printed as is) and a 200 body of the wrong shape all end
+in ``exit 2`` with one line on stderr; stdout carries only a body rendered for that agent.
+"""
+
+from __future__ import annotations
+
+import enum
+import shlex
+
+__all__ = ["MARGIN_S", "Accept", "command", "hook_timeout_s"]
+
+#: Seconds between curl's deadline and the agent's hook timeout.
+MARGIN_S = 5
+#: Seconds curl waits beyond hookgate's own wait for a person.
+ANSWER_MARGIN_S = 5
+
+
+class Accept(enum.Enum):
+    """Which 200 bodies the command passes on to the agent."""
+
+    #: Only ``{}``, passed on as no output (Codex's one allow at PreToolUse).
+    EMPTY = "empty"
+    #: ``{}`` or another JSON object (context at SessionStart or PostToolUse).
+    OBJECT = "object"
+
+
+def curl_max_time_s(wait_s: float) -> int:
+    """How long curl waits for hookgate, which answers within its wait for a person."""
+    return int(wait_s) + 1 + ANSWER_MARGIN_S
+
+
+def hook_timeout_s(wait_s: float) -> int:
+    """The hook timeout to configure in the agent: curl's deadline plus `MARGIN_S`."""
+    return curl_max_time_s(wait_s) + MARGIN_S
+
+
+def command(url: str, *, token_env: str, wait_s: float, accept: Accept) -> str:
+    """The hook command posting stdin to ``url`` with the token from ``$token_env``."""
+    if not token_env.isidentifier():
+        raise ValueError(f"{token_env!r} is not an environment variable name")
+    limit = curl_max_time_s(wait_s)
+    where = shlex.quote(url)
+    deny = "exit 2; }"
+    if accept is Accept.EMPTY:
+        shape = ("[ \"$b\" = '{}' ] || { echo 'hookgate: its answer is not one this hook "
+                 f"accepts, so the call is blocked' >&2; {deny}")
+    else:
+        shape = ("case $b in '{'*'}') [ \"$b\" = '{}' ] || printf '%s\\n' \"$b\";; *) echo "
+                 "'hookgate: its answer is not a JSON object, so the call is blocked' >&2; "
+                 "exit 2;; esac")
+    return (
+        f"b=$(curl -s --max-time {limit} -w '%{{http_code}}' -X POST "
+        f"-H \"Authorization: Bearer ${{{token_env}-}}\" "
+        "-H 'Content-Type: application/json' --data-binary @- "
+        f"{where}) || {{ echo \"hookgate: no answer within {limit} s (curl exit $?), so the "
+        f"call is blocked; server:\" {where} >&2; {deny}; "
+        "c=${b#\"${b%???}\"}; b=${b%???}; "
+        "[ \"$c\" = 200 ] || { if [ \"$c\" = 403 ]; then printf 'hookgate: %s\\n' \"$b\"; "
+        "else printf 'hookgate (HTTP %s): %s\\n' \"$c\" \"$b\"; fi >&2; "
+        f"{deny}; {shape}"
+    )

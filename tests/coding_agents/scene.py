@@ -1,0 +1,61 @@
+"""A hookgate server whose agent ``coder`` is the approval backend of a real Codex CLI, with
+hooks written and trusted by ``hookgate codex install``.
+
+Shell commands that write ``*.log`` files need a person's approval (a rule on ``Bash``, the
+name every agent's shell call gets); approvals go to the fake Slack; attempts are audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from hookgate.cli.main import app
+from tests.claude_code.scene import TOKEN, Scene, coder
+from tests.coding_agents.codex_cli import CodexRun, Result, codex_binary
+from tests.fakes.responses import FakeResponses, Script
+from tests.fakes.slack import FakeSlack
+from tests.live_server import live_server
+
+__all__ = ["TOKEN", "CodexScene", "codex_scene", "install"]
+
+
+def install(cli: CodexRun, url: str, *, wait_s: float, agent: str = "coder") -> str:
+    """``hookgate codex install`` for ``cli``'s project (hooks trusted in its CODEX_HOME)."""
+    done = CliRunner().invoke(app, ["codex", "install", "--agent", agent, "--url", url,
+                                    "--project", str(cli.project), "--codex", codex_binary(),
+                                    "--wait", str(wait_s)],
+                              env={"CODEX_HOME": str(cli.codex_home), "HOME": str(cli.home)})
+    assert done.exit_code == 0, done.output
+    return done.output
+
+
+@dataclass
+class CodexScene(Scene):
+    codex: CodexRun = None  # type: ignore[assignment]
+    model: FakeResponses = None  # type: ignore[assignment]
+
+    def exec(self, token: str = TOKEN) -> Result:
+        return self.codex.run("go", env={"HOOKGATE_TOKEN": token})
+
+
+@contextmanager
+def codex_scene(tmp_path: Path, database_url: str, slack: FakeSlack, script: Script, *,
+                wait_s: float = 15.0, read_only: bool = False,
+                extra_hooks: list[dict[str, Any]] | None = None) -> Iterator[CodexScene]:
+    from hookgate.runtime.deployment import ChannelSpec
+
+    deployment = coder(wait_s, read_only=read_only, extra_hooks=extra_hooks)
+    deployment.database_url = database_url
+    deployment.channels = [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
+    with live_server(deployment) as srv, FakeResponses(script) as model:
+        cli = CodexRun(tmp_path / "project", tmp_path / "home", model.base_url)
+        install(cli, srv.url, wait_s=wait_s)
+        scene: Any = CodexScene(srv, slack, None, None, codex=cli,  # type: ignore[arg-type]
+                                model=model)
+        yield scene
