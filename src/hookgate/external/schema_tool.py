@@ -6,15 +6,13 @@ converted the way the engines convert a declared tool's (pydantic's lax mode), s
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-import jsonschema  # type: ignore[import-untyped]
 from pydantic import AllowInfNan, TypeAdapter, ValidationError
 
 from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.json_schema import schema_problem
 from hookgate.tools.tool import Tool
 
 #: The lax conversions of the scalar JSON schema types, as a declared tool's model makes them.
@@ -32,18 +30,7 @@ class SchemaTool(Tool):
     def validate(self, args: Any) -> dict[str, Any]:
         checked = super().validate(args)  # boundary: finite, no surrogates, bounded
         converted = _converted(self.parameters, checked)
-        problem: str | None = None
-        try:
-            error = jsonschema.exceptions.best_match(
-                _validator(json.dumps(self.parameters, sort_keys=True)).iter_errors(converted))
-        except jsonschema.exceptions.SchemaError as exc:
-            problem = f"the tool's schema is invalid: {exc.message}"
-        except Exception as exc:  # a bad pattern, an unresolvable or endless $ref, ...
-            problem = f"the tool's schema cannot be applied ({type(exc).__name__})"
-        else:
-            if error is not None:
-                where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
-                problem = f"{where}: {error.message[:300]}"
+        problem = schema_problem(self.parameters, converted, whose="the tool's")
         if problem is not None:
             raise ToolArgumentsError(f"invalid arguments for '{self.name}': {problem}")
         return self._admissible(converted)
@@ -67,11 +54,3 @@ def _converted(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[str, Any
         except ValidationError:
             continue
     return out
-
-
-@functools.lru_cache(maxsize=512)
-def _validator(schema_json: str) -> Any:
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
-    return cls(schema)

@@ -13,11 +13,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
 import mcp_types as types
 from pydantic import ValidationError
 
@@ -28,6 +26,7 @@ from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamToolError
 from hookgate.tools.calls import ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.json_schema import schema_problem
 from hookgate.tools.tool import ConfirmationRule, Tool
 
 #: ``_meta`` key of a gateway result: how the guarded path decided the call.
@@ -140,44 +139,10 @@ class McpTool(Tool):
 
     def validate(self, args: Any) -> dict[str, Any]:
         checked = super().validate(args)
-        problem: str | None = None
-        try:
-            error = jsonschema.exceptions.best_match(
-                _validator_of(self.parameters).iter_errors(checked))
-        except jsonschema.exceptions.SchemaError as exc:
-            problem = f"the server's input schema is invalid: {exc.message}"
-        else:
-            if error is not None:
-                where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
-                problem = f"{where}: {error.message}"
+        problem = schema_problem(self.parameters, checked, whose="the server's input")
         if problem is not None:
             raise ToolArgumentsError(f"invalid arguments for '{self.name}': {problem}")
         return checked
-
-
-#: Validators by the schema object they were built for (a tool's schemas live as long as
-#: its listing): a call does not encode its schema again to find its validator.
-_BY_SCHEMA: OrderedDict[int, tuple[Mapping[str, Any], Any]] = OrderedDict()
-_BY_SCHEMA_MAX = 512
-
-
-def _validator_of(schema: Mapping[str, Any]) -> Any:
-    hit = _BY_SCHEMA.get(id(schema))
-    if hit is not None and hit[0] is schema:  # held here, so its id is not reused meanwhile
-        return hit[1]
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    _BY_SCHEMA[id(schema)] = (schema, validator)
-    while len(_BY_SCHEMA) > _BY_SCHEMA_MAX:
-        _BY_SCHEMA.popitem(last=False)
-    return validator
-
-
-@functools.lru_cache(maxsize=512)
-def _validator(schema_json: str) -> Any:
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
-    return cls(schema)
 
 
 def gateway_tool(server: DownstreamServer, listed: types.Tool, agent_id: str,
@@ -260,14 +225,10 @@ def _contract_problem(result: types.CallToolResult | None,
         return None
     if result is None or result.structured_content is None:
         return "carries no structured content for the tool's output schema"
-    try:
-        error = jsonschema.exceptions.best_match(
-            _validator_of(output_schema).iter_errors(
-                result.structured_content))
-    except jsonschema.exceptions.SchemaError as exc:
-        return f"cannot be checked: the tool's output schema is invalid ({exc.message})"
-    if error is not None:
-        return f"does not match the tool's output schema ({error.message[:300]})"
+    problem = schema_problem(output_schema, result.structured_content,
+                             whose="the tool's output")
+    if problem is not None:
+        return f"does not match the tool's output schema ({problem})"
     return None
 
 
