@@ -9,7 +9,8 @@ sha256 of ``"hookgate-audit-v<hash_v>\\n"`` followed by the row's canonical form
 ``canonical_form``). ``hash_v`` says which canonical form: 4 is RFC 8785
 (``hookgate.canonical``) over every field, where a sub-agent's call sits in its delegation
 tree included (``parent_session``, ``depth``): every row that records a delegation is written
-with it; 3 is the same form without those two fields, the decision on the call included
+with it (5 is the same form with ``acting_service`` too, the service identity that asked a
+call acting for a person: every such row is written with it); 3 is the same form without those two fields, the decision on the call included
 (``approver``, ``request_id``, ``wait_us``): every other row that records a decision is
 written with it; 2 is the form without the decision either, for rows that record neither
 (their form is exactly what it was before version 3); 1, rows written before RFC 8785, is
@@ -61,8 +62,10 @@ from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 HASH_V_DELEGATED = 4
 HASH_V = 3
 HASH_V_WITHOUT_DECISION = 2
+#: The canonical form of a service identity's rows (``acting_service``): every field.
+HASH_V_ACTING = 5
 #: The versions a row may say it was hashed with.
-HASH_VERSIONS = (1, 2, 3, 4)
+HASH_VERSIONS = (1, 2, 3, 4, 5)
 Outcome = Literal["ok", "error", "blocked", "withheld"]
 OUTCOMES: tuple[str, ...] = ("ok", "error", "blocked", "withheld")
 
@@ -104,6 +107,9 @@ class AuditRecord:
     parent_session: str | None = None
     #: A sub-agent's call: how many delegations down it is (1: a direct sub-agent).
     depth: int | None = None
+    #: The service identity that asked a call acting for ``user_id`` (its initiator; None:
+    #: the initiator asked themself).
+    acting_service: str | None = None
 
     @property
     def chain(self) -> str:
@@ -112,6 +118,8 @@ class AuditRecord:
     @property
     def hash_v(self) -> int:
         """The canonical form this record is written with (see the module docstring)."""
+        if self.acting_service is not None:
+            return HASH_V_ACTING
         if (self.parent_session, self.depth) != (None, None):
             return HASH_V_DELEGATED
         decided = (self.approver, self.request_id, self.wait_us) != (None, None, None)
@@ -123,9 +131,12 @@ _CONTENT = tuple(f.name for f in fields(AuditRecord))
 _DECISION = ("approver", "request_id", "wait_us")
 #: The fields about a sub-agent's place in its delegation tree: hashed from version 4 on.
 _DELEGATION = ("parent_session", "depth")
+#: The field naming the service that asked for a person: hashed in version 5.
+_ACTING = ("acting_service",)
 #: The fields each version's form leaves out.
-_LEFT_OUT: dict[int, tuple[str, ...]] = {1: (*_DECISION, *_DELEGATION),
-                                         2: (*_DECISION, *_DELEGATION), 3: _DELEGATION, 4: ()}
+_LEFT_OUT: dict[int, tuple[str, ...]] = {1: (*_DECISION, *_DELEGATION, *_ACTING),
+                                         2: (*_DECISION, *_DELEGATION, *_ACTING),
+                                         3: (*_DELEGATION, *_ACTING), 4: _ACTING, 5: ()}
 #: The fields each version's form covers, in record order.
 _COVERED: dict[int, tuple[str, ...]] = {
     v: tuple(n for n in _CONTENT if n not in left_out) for v, left_out in _LEFT_OUT.items()}

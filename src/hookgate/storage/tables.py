@@ -319,12 +319,16 @@ class ConnectorCallLog(Base):
     #: call. Hashed in version 4 rows.
     parent_session: Mapped[str | None] = mapped_column(Text, nullable=True)
     depth: Mapped[int | None] = mapped_column(SmallInteger, nullable=True)
+    #: The service identity that asked a call acting for ``user_id`` (its initiator); null
+    #: when the initiator asked themself. Hashed in version 5 rows.
+    acting_service: Mapped[str | None] = mapped_column(String(128), nullable=True)
     prev_hash: Mapped[str] = mapped_column(String(64))
     row_hash: Mapped[str] = mapped_column(String(64))
     #: Which canonical form ``row_hash`` covers (storage/audit.py): 1 for rows written
     #: before RFC 8785 (the migration that added it marked them), 2 since, 3 for rows that
     #: record a decision (approver, request id, wait), 4 for a sub-agent's rows (parent
-    #: session, depth; the decision too).
+    #: session, depth; the decision too), 5 for a service's calls acting for a person
+    #: (acting_service; everything else too).
     hash_v: Mapped[int] = mapped_column(SmallInteger, server_default=text("2"))
 
 
