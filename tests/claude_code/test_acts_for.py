@@ -7,14 +7,19 @@ nobody has no initiator. Over real HTTP, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import update
+from typer.testing import CliRunner
 
-from hookgate.runtime.deployment import UserSpec, token_digest
+from hookgate.cli.main import app
+from hookgate.runtime.deployment import OrgSpec, UserSpec, token_digest
 from hookgate.storage.tables import User
 from tests.claude_code.scene import TOKEN, coder
 from tests.claude_code.test_hook_endpoint import PUSH, decision, pending, pre
@@ -36,7 +41,6 @@ def srv(database_url: str) -> Iterator[LiveServer]:
     agent.confirmation_mode = "inline_only"
     agent.approval_channel_id = None
     assert agent.confirmation_approver_scope == "initiator"
-    from hookgate.runtime.deployment import OrgSpec
     deployment.orgs.append(OrgSpec("evil", "Evil"))
     deployment.users += [
         UserSpec("bob", "acme", token_sha256=token_digest(TOKENS["bob"])),
@@ -137,3 +141,37 @@ def test_a_service_acting_for_nobody_has_no_initiator_so_no_member_decides(srv):
     for user in ("coder-bot", "alice", "bob"):
         r = respond(srv, request["id"], user)
         assert r.status_code == 403, (user, r.text)
+
+
+def test_install_writes_the_acts_for_header_literal_or_from_the_environment(
+        tmp_path: Path) -> None:
+    for given, header, env in (("alice", "alice", None),
+                               ("$DEV_USER", "$DEV_USER", "DEV_USER")):
+        done = CliRunner().invoke(app, ["claude-code", "install", "--agent", "coder",
+                                        "--print", "--acts-for", given,
+                                        "--project", str(tmp_path)])
+        assert done.exit_code == 0, done.output
+        hooks = json.loads(done.output)["hooks"]
+        handler = hooks["PreToolUse"][0]["hooks"][0]
+        assert handler["headers"]["Hookgate-Acts-For"] == header
+        assert (env in handler["allowedEnvVars"]) if env else \
+            handler["allowedEnvVars"] == ["HOOKGATE_TOKEN", "CLAUDE_CODE_ENTRYPOINT"]
+        forward = hooks["SessionStart"][0]["hooks"][0]["command"]
+        assert shlex.split(forward)[-2:] == ["--acts-for", given], forward
+    bad = CliRunner().invoke(app, ["claude-code", "install", "--agent", "coder", "--print",
+                                   "--acts-for", "$1x"])
+    assert bad.exit_code != 0 and "environment variable name" in bad.output
+
+
+def test_forward_sends_the_acts_for_header(srv: LiveServer) -> None:
+    url = f"{srv.url}/api/claude-code/hooks?agent=coder"
+    start = json.dumps({"hook_event_name": "SessionStart", "session_id": "s-fw",
+                        "source": "startup", "cwd": "/work/project"})
+    env = {"HOOKGATE_TOKEN": BOT, "WHO": "alice"}
+    ok = CliRunner().invoke(app, ["claude-code", "forward", url, "--acts-for", "$WHO"],
+                            input=start, env=env)
+    assert ok.exit_code == 0, ok.output
+    refused = CliRunner().invoke(app, ["claude-code", "forward", url, "--acts-for", "mallory"],
+                                 input=start, env=env)
+    assert refused.exit_code == 1 and "not a user of org 'acme'" in refused.output, \
+        refused.output

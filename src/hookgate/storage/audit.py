@@ -6,17 +6,18 @@ an org), so an org's log can be checked and exported on its own and, on PostgreS
 orgs' appends never wait for its lock. Each row stores ``prev_hash``, the ``row_hash`` of
 the row before it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the
 sha256 of ``"hookgate-audit-v<hash_v>\\n"`` followed by the row's canonical form (see
-``canonical_form``). ``hash_v`` says which canonical form: 4 is RFC 8785
-(``hookgate.canonical``) over every field, where a sub-agent's call sits in its delegation
-tree included (``parent_session``, ``depth``): every row that records a delegation is written
-with it (5 is the same form with ``acting_service`` too, the service identity that asked a
-call acting for a person: every such row is written with it); 3 is the same form without those two fields, the decision on the call included
-(``approver``, ``request_id``, ``wait_us``): every other row that records a decision is
-written with it; 2 is the form without the decision either, for rows that record neither
-(their form is exactly what it was before version 3); 1, rows written before RFC 8785, is
-sorted-key JSON with everything past ASCII escaped. A row's version is in its hash's prefix,
-so changing it breaks the row. The order of a chain is its hash links; ``seq`` numbers the
-rows for reading and is not hashed.
+``canonical_form``). ``hash_v`` says which canonical form: 5 is RFC 8785
+(``hookgate.canonical``) over every field, ``acting_service`` (the service identity that
+asked a call acting for a person) included: every row that names one is written with it;
+4 is the same form without ``acting_service``, where a sub-agent's call sits in its
+delegation tree included (``parent_session``, ``depth``): every other row that records a
+delegation is written with it; 3 is the same form without those fields, the decision on
+the call included (``approver``, ``request_id``, ``wait_us``): every other row that
+records a decision is written with it; 2 is the form without the decision either, for rows
+that record neither (their form is exactly what it was before version 3); 1, rows written
+before RFC 8785, is sorted-key JSON with everything past ASCII escaped. A row's version is
+in its hash's prefix, so changing it breaks the row. The order of a chain is its hash links;
+``seq`` numbers the rows for reading and is not hashed.
 ``audit_chain_heads`` keeps each chain's last seq and hash, which shows a cut-off tail.
 
 **Appending.** A batch is one transaction: an upsert on the chain head reserves the seq
