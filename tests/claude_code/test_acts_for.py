@@ -108,6 +108,21 @@ def test_the_developers_own_approval_is_not_the_services_and_the_reverse(srv):
     assert mine == "deny"
 
 
+def test_an_approval_for_alices_call_is_never_used_for_a_call_acting_for_bob(srv):
+    # Claude Code may re-send an identical call under a new tool_use_id after it gave up
+    # waiting (the documented retry): acting for another person, it is another initiator's
+    # call, in a run of its own, and asks that person.
+    decision(hook(srv, pre("Bash", PUSH, "toolu_r1")))
+    [request] = pending(srv)
+    assert respond(srv, request["id"], "alice").status_code == 200
+    answer, _ = decision(hook(srv, pre("Bash", PUSH, "toolu_r2"), acts_for="bob"))
+    assert answer == "deny"
+    [for_bob] = pending(srv)
+    assert for_bob["requested_by"] == "bob" and for_bob["id"] != request["id"]
+    # alice's approval still lets the identical retry acting for her run, once.
+    assert decision(hook(srv, pre("Bash", PUSH, "toolu_r3")))[0] == "allow"
+
+
 @pytest.mark.parametrize(("user", "acts_for", "said"), [
     ("coder-bot", "mallory", "acts_for 'mallory' is not a user of org 'acme'"),
     ("coder-bot", "carol", "acts_for 'carol' is disabled"),

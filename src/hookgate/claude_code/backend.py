@@ -77,7 +77,9 @@ class ClaudeCodeBackend:
             raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
                                f"{event!r}")
         session = _id(body, "session_id", 4096)
-        run_id = session_run_id(agent.id, caller.user_id, session)
+        run_id = session_run_id(agent.id, caller.user_id, session,
+                                None if caller.initiator == caller.user_id
+                                else (caller.initiator,))
         call = _Call(self, agent, caller, body, event, run_id)
         if event == "SessionStart":
             return await call.session_start()
@@ -99,9 +101,11 @@ class ClaudeCodeBackend:
         return {}
 
 
-def session_run_id(agent_id: str, user_id: str, session: str) -> str:
-    """The run id of a Claude Code session of ``user_id`` under ``agent_id``."""
-    return _session_run_id("cc-", agent_id, user_id, session)
+def session_run_id(agent_id: str, user_id: str, session: str,
+                   acting: tuple[str | None] | None = None) -> str:
+    """The run id of a Claude Code session of ``user_id`` under ``agent_id`` (``acting``:
+    whom a service identity's session acts for, see keys.session_run_id)."""
+    return _session_run_id("cc-", agent_id, user_id, session, acting)
 
 
 class _Call:

@@ -162,7 +162,10 @@ class _Facts:
 
     @property
     def run_id(self) -> str:
-        return session_run_id("ext-", self.agent_id, self.user_id, self.session_id)
+        # A service's session acting for someone is a run of its own for each person (a
+        # standing rule of the run, a decision, a SessionStart of one is never another's).
+        return session_run_id("ext-", self.agent_id, self.user_id, self.session_id,
+                              None if self.initiator == self.user_id else (self.initiator,))
 
     def identity(self, agent: Agent) -> CallIdentity:
         return CallIdentity(agent_id=agent.id, user_id=self.initiator,
