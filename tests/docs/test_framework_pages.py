@@ -19,7 +19,11 @@ from tests.docs.samples import DOCS, REPO, Block, blocks
 from tests.instances import Instance
 
 TOKEN = "dev-token-alice"
-SERVE = "export ALICE_TOKEN=dev-token-alice\nhookgate serve --config hookgate.yaml --port 8000"
+#: The agent's own token: a service identity's (``kind: service``), which acts for alice and
+#: never decides.
+BOT_TOKEN = "dev-token-buyer-bot"
+SERVE = ("export ALICE_TOKEN=dev-token-alice BUYER_BOT_TOKEN=dev-token-buyer-bot\n"
+         "hookgate serve --config hookgate.yaml --port 8000")
 
 
 def script(block: Block, url: str, **swap: str) -> list[str]:
@@ -75,7 +79,8 @@ def test_a_framework_page_runs_as_written(name: str, tmp_path: Path) -> None:
            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     env.pop("HOOKGATE_URL", None)
     env.pop("HOOKGATE_TOKEN", None)
-    server = Instance("serve", tmp_path / "hookgate.yaml", tmp_path, env={"ALICE_TOKEN": TOKEN})
+    server = Instance("serve", tmp_path / "hookgate.yaml", tmp_path,
+                      env={"ALICE_TOKEN": TOKEN, "BUYER_BOT_TOKEN": BOT_TOKEN})
     server.spawn()
     try:
         server.wait_up()
@@ -95,11 +100,17 @@ def test_a_framework_page_runs_as_written(name: str, tmp_path: Path) -> None:
             waiting = re.search(r"waiting for (\S+)", "".join(said))
             assert waiting, "".join(said)
             request_id = waiting.group(1)
-            env.update(HOOKGATE_URL=server.url, HOOKGATE_TOKEN=TOKEN)
+            # The agent's terminal keeps its export (BUYER_BOT_TOKEN); alice decides with
+            # her own token (the page's approve step exports it).
+            env.update(HOOKGATE_URL=server.url, BUYER_BOT_TOKEN=BOT_TOKEN)
+            assert "export HOOKGATE_TOKEN=dev-token-alice" in one(
+                page, "hookgate approvals approve").code
+            assert "HOOKGATE_TOKEN" not in run.code and BOT_TOKEN in run.code, run.code
 
             decided = shell(one(page, "hookgate approvals approve"), tmp_path, env,
                             server.url, REQUEST_ID=request_id)
             assert request_id in decided, decided
+            env.update(HOOKGATE_TOKEN=TOKEN)  # the rest of the page reads as alice
             rest, _ = agent.communicate(timeout=120)
             assert agent.returncode == 0, "".join(said) + rest
         finally:

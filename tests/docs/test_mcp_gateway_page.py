@@ -15,10 +15,14 @@ import httpx
 import pytest
 
 from tests.docs.samples import DOCS, REPO, blocks
-from tests.docs.test_framework_pages import SERVE, TOKEN, one, script, shell
+from tests.docs.test_framework_pages import TOKEN, one, script, shell
 from tests.instances import Instance
 
 PAGE = DOCS / "guides" / "mcp-gateway.md"
+#: The MCP client's own token: a service identity's, acting for alice (who decides).
+BOT_TOKEN = "dev-token-clock-bot"
+SERVE = ("export ALICE_TOKEN=dev-token-alice CLOCK_BOT_TOKEN=dev-token-clock-bot\n"
+         "hookgate serve --config hookgate.yaml --port 8000")
 
 
 @pytest.mark.timeout(600)  # several real processes on a shared machine
@@ -40,7 +44,7 @@ def test_the_mcp_gateway_guide_runs_as_written(tmp_path: Path) -> None:
     env.pop("HOOKGATE_URL", None)
     env.pop("HOOKGATE_TOKEN", None)
     server = Instance("serve", tmp_path / "hookgate.yaml", tmp_path,
-                      env={"ALICE_TOKEN": TOKEN, "PATH": path})
+                      env={"ALICE_TOKEN": TOKEN, "CLOCK_BOT_TOKEN": BOT_TOKEN, "PATH": path})
     server.spawn()
     try:
         server.wait_up()
@@ -65,10 +69,15 @@ def test_the_mcp_gateway_guide_runs_as_written(tmp_path: Path) -> None:
                                     params={"status": "pending"}, timeout=10).json()
                 time.sleep(0.1)
             [request] = pending
-            env.update(HOOKGATE_URL=server.url, HOOKGATE_TOKEN=TOKEN)
+            # The client's call acts for alice, who decides it with her own token (the
+            # page's decide step exports it).
+            assert request["requested_by"] == "alice", request
+            assert "HOOKGATE_TOKEN" not in one(page, "python client.py").code
+            env.update(HOOKGATE_URL=server.url)
             decided = shell(one(page, "hookgate approvals approve"), tmp_path, env,
                             server.url, REQUEST_ID=str(request["id"]))
             assert str(request["id"]) in decided, decided
+            env.update(HOOKGATE_TOKEN=TOKEN)
             rest, _ = client.communicate(timeout=120)
             assert client.returncode == 0, transcript + rest
         finally:

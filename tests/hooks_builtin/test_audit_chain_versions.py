@@ -26,10 +26,12 @@ BEFORE = "0014"
 def old_row_hash(rec: AuditRecord, prev: str) -> str:
     """How hookgate hashed a row before RFC 8785 (a copy of that code, on purpose; the
     record then had no decision fields, added with version 3, nor delegation fields, added
-    with version 4, nor the session, added with version 5)."""
+    with version 4, nor the session, added with version 5, nor the acting service, added
+    with version 6)."""
     content: dict[str, Any] = {k: v for k, v in asdict(rec).items()
                                if k not in ("approver", "request_id", "wait_us",
-                                            "parent_session", "depth", "session_id")}
+                                            "parent_session", "depth", "session_id",
+                                            "acting_service")}
     content["created_at"] = rec.created_at.isoformat(timespec="microseconds")
     content["chain"], content["prev_hash"] = rec.chain, prev
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True,

@@ -24,7 +24,7 @@ from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.canonical import NotCanonicalJSON, canonical_sha256
 from hookgate.claude_code.policy import WRITING_TOOLS as _WRITING
 from hookgate.claude_code.policy import ExternalPolicy, connector_of
-from hookgate.external.call import ExternalCall, build_call
+from hookgate.external.call import ACTING_SERVICE_KEY, ExternalCall, build_call
 from hookgate.external.core import Allowed, Denied, ExternalCore, ReportInProgress
 from hookgate.external.keys import BadId, checked_id
 from hookgate.external.keys import session_run_id as _session_run_id
@@ -58,6 +58,9 @@ class HookCaller:
     user_id: str
     org_id: str | None
     headless: bool
+    #: Whom the hook call acts for (``Hookgate-Acts-For``, as `authority.acting_for`
+    #: answered): the calls' initiator; None: nobody (a service acting for no person).
+    initiator: str | None = None
 
 
 class ClaudeCodeBackend:
@@ -74,7 +77,9 @@ class ClaudeCodeBackend:
             raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
                                f"{event!r}")
         session = _id(body, "session_id", 4096)
-        run_id = session_run_id(agent.id, caller.user_id, session)
+        run_id = session_run_id(agent.id, caller.user_id, session,
+                                None if caller.initiator == caller.user_id
+                                else (caller.initiator,))
         call = _Call(self, agent, caller, body, event, run_id)
         if event == "SessionStart":
             return await call.session_start()
@@ -96,9 +101,11 @@ class ClaudeCodeBackend:
         return {}
 
 
-def session_run_id(agent_id: str, user_id: str, session: str) -> str:
-    """The run id of a Claude Code session of ``user_id`` under ``agent_id``."""
-    return _session_run_id("cc-", agent_id, user_id, session)
+def session_run_id(agent_id: str, user_id: str, session: str,
+                   acting: tuple[str | None] | None = None) -> str:
+    """The run id of a Claude Code session of ``user_id`` under ``agent_id`` (``acting``:
+    whom a service identity's session acts for, see keys.session_run_id)."""
+    return _session_run_id("cc-", agent_id, user_id, session, acting)
 
 
 class _Call:
@@ -115,7 +122,7 @@ class _Call:
         self.session_id = _id(body, "session_id", 4096)
         self.transcript_path = _text(body, "transcript_path", required=False)
         self.identity = CallIdentity(
-            agent_id=agent.id, user_id=caller.user_id, org_id=agent.org_id or caller.org_id,
+            agent_id=agent.id, user_id=caller.initiator, org_id=agent.org_id or caller.org_id,
             run_id=run_id, conversation_id=self.session_id, execution_path="external",
             require_confirmation_for_all=agent.require_confirmation_for_all,
             transcript_path=self.transcript_path,
@@ -126,13 +133,16 @@ class _Call:
             "permission_mode": _text(body, "permission_mode", required=False),
             "prompt_id": _text(body, "prompt_id", required=False),
             "transcript_path": self.transcript_path,
+            ACTING_SERVICE_KEY: (caller.user_id if caller.initiator != caller.user_id
+                                 else None),
         }
 
     def _typed(self, policy: ExternalPolicy, name: str, args: dict[str, Any], call_id: str, *,
                checked: bool) -> ExternalCall:
         """The typed call (ToolArgumentsError: the arguments do not fit the declaration)."""
         return build_call(self.agent, policy, user_id=self.caller.user_id,
-                          org_id=self.caller.org_id, session_id=self.session_id,
+                          initiator=self.caller.initiator, org_id=self.caller.org_id,
+                          session_id=self.session_id,
                           call_id=call_id, run_id=self.run_id, tool_name=name, arguments=args,
                           writes=name in _WRITING, connector=connector_of(name),
                           metadata=self.extras, transcript_path=self.transcript_path,
@@ -300,7 +310,7 @@ class _Call:
 
     def session_identity(self) -> CallIdentity:
         return CallIdentity(
-            agent_id=self.agent.id, user_id=self.caller.user_id,
+            agent_id=self.agent.id, user_id=self.caller.initiator,
             org_id=self.identity.org_id, run_id=self.run_id, conversation_id=self.run_id,
             execution_path="external")
 

@@ -28,6 +28,8 @@ class Forward:
     url: str
     token_env: str
     timeout_s: float
+    #: ``Hookgate-Acts-For``: a user id, or ``$NAME`` for an environment variable's value.
+    acts_for: str | None = None
 
     def headers(self) -> dict[str, str]:
         token = os.environ.get(self.token_env)
@@ -38,6 +40,14 @@ class Forward:
         entrypoint = os.environ.get("CLAUDE_CODE_ENTRYPOINT")
         if entrypoint:
             headers["X-Claude-Code-Entrypoint"] = entrypoint
+        if self.acts_for is not None:
+            acts_for = self.acts_for
+            if acts_for.startswith("$") and acts_for[1:].isidentifier():
+                acts_for = os.environ.get(acts_for[1:], "")
+                if not acts_for:
+                    raise ForwardFailed(f"{self.acts_for} is not set: hookgate needs the "
+                                        "person this service identity acts for")
+            headers["Hookgate-Acts-For"] = acts_for
         return headers
 
     def send(self, body: bytes) -> str:

@@ -2,11 +2,12 @@
 
 Every event hookgate answers gets one ``type: http`` handler posting to
 ``/api/claude-code/hooks?agent=ID``, with the token taken from an environment variable
-(never written into the file), ``CLAUDE_CODE_ENTRYPOINT`` passed along so hookgate can tell
-a headless run (where it defers) from an interactive one, and ``onFailure: block`` so an
-unreachable hookgate blocks the call instead of letting it run. SessionStart, which Claude
-Code sends only to command hooks, gets ``hookgate claude-code forward URL`` instead: the
-same post, made by a command.
+(never written into the file), the person a service identity acts for in
+``Hookgate-Acts-For`` when one is given, ``CLAUDE_CODE_ENTRYPOINT`` passed along so
+hookgate can tell a headless run (where it defers) from an interactive one, and
+``onFailure: block`` so an unreachable hookgate blocks the call instead of letting it run.
+SessionStart, which Claude Code sends only to command hooks, gets ``hookgate claude-code
+forward URL`` instead: the same post, made by a command.
 """
 
 from __future__ import annotations
@@ -33,10 +34,19 @@ def hook_url(server_url: str, agent_id: str) -> str:
     return f"{server_url.rstrip('/')}/api/claude-code/hooks?agent={quote(agent_id, safe='')}"
 
 
+def acts_for_env(acts_for: str) -> str | None:
+    """The environment variable ``acts_for`` names (``$NAME``), or None for a user id."""
+    if acts_for.startswith("$") and acts_for[1:].isidentifier():
+        return acts_for[1:]
+    return None
+
+
 def settings_block(server_url: str, agent_id: str, *, token_env: str = DEFAULT_TOKEN_ENV,
-                   wait_s: float = 20.0) -> dict[str, Any]:
-    """The ``{"hooks": …}`` object for ``agent_id`` on the server at ``server_url``."""
-    handler = {
+                   wait_s: float = 20.0, acts_for: str | None = None) -> dict[str, Any]:
+    """The ``{"hooks": …}`` object for ``agent_id`` on the server at ``server_url``.
+    ``acts_for``: the person a service identity's token acts for, sent as the
+    ``Hookgate-Acts-For`` header: a user id, or ``$NAME`` for an environment variable."""
+    handler: dict[str, Any] = {
         "type": "http",
         "url": hook_url(server_url, agent_id),
         "headers": {"Authorization": f"Bearer ${token_env}",
@@ -45,11 +55,17 @@ def settings_block(server_url: str, agent_id: str, *, token_env: str = DEFAULT_T
         "timeout": int(wait_s) + _MARGIN_S,
         "onFailure": "block",
     }
+    forward_args = ["hookgate", "claude-code", "forward",
+                    shlex.quote(hook_url(server_url, agent_id)), "--token-env", token_env]
+    if acts_for is not None:
+        handler["headers"]["Hookgate-Acts-For"] = acts_for
+        env = acts_for_env(acts_for)
+        if env is not None:
+            handler["allowedEnvVars"].append(env)
+        forward_args += ["--acts-for", shlex.quote(acts_for)]
     forward = {
         "type": "command",
-        "command": " ".join(["hookgate", "claude-code", "forward",
-                             shlex.quote(hook_url(server_url, agent_id)),
-                             "--token-env", token_env]),
+        "command": " ".join(forward_args),
         "timeout": _MARGIN_S,
     }
     hooks: dict[str, Any] = {}

@@ -33,6 +33,11 @@ def install_command(
                                            "written.")] = Path("."),
     print_only: Annotated[bool, typer.Option(
         "--print", help="Print the block instead of writing it.")] = False,
+    acts_for: Annotated[str | None, typer.Option(
+        "--acts-for", help="With a service identity's token: the person its calls act for "
+                           "(their initiator), sent as the Hookgate-Acts-For header; a user "
+                           "id, or '$NAME' to read it from that environment variable.")
+    ] = None,
 ) -> None:
     """Write PROJECT/.claude/settings.json so Claude Code asks hookgate about every tool call.
 
@@ -47,6 +52,7 @@ def install_command(
 
     if not token_env.isidentifier():
         fail(f"--token-env {token_env!r} is not an environment variable name")
+    _check_acts_for(acts_for)
     wait_s = 20.0
     server = url
     if config is not None or example is not None:
@@ -63,7 +69,7 @@ def install_command(
     except NotAServerUrl as exc:
         fail(str(exc), 2)
     block = settings_block(server, agent, token_env=token_env,
-                           wait_s=wait_s)
+                           wait_s=wait_s, acts_for=acts_for)
     if print_only:
         typer.echo(json.dumps(block, indent=2))
         return
@@ -88,6 +94,9 @@ def forward_command(
                             "token.")] = "HOOKGATE_TOKEN",
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0.1, help="Seconds to wait for hookgate's answer.")] = 25.0,
+    acts_for: Annotated[str | None, typer.Option(
+        "--acts-for", help="The person a service identity's calls act for (a user id, or "
+                           "'$NAME' for an environment variable).")] = None,
 ) -> None:
     """Post the Claude Code hook input on stdin to hookgate and print its answer.
 
@@ -102,9 +111,21 @@ def forward_command(
 
     if not token_env.isidentifier():
         fail(f"--token-env {token_env!r} is not an environment variable name")
+    _check_acts_for(acts_for)
     try:
         # One byte past the limit is enough to refuse an input that is too long.
-        answer = Forward(url, token_env, timeout).send(sys.stdin.buffer.read(MAX_INPUT + 1))
+        answer = Forward(url, token_env, timeout, acts_for).send(
+            sys.stdin.buffer.read(MAX_INPUT + 1))
     except ForwardFailed as exc:
         fail(f"hookgate claude-code forward: {exc}")
     typer.echo(answer)
+
+
+def _check_acts_for(acts_for: str | None) -> None:
+    if acts_for is None:
+        return
+    if not acts_for or len(acts_for) > 128 or any(c.isspace() or not c.isprintable()
+                                                   for c in acts_for):
+        fail(f"--acts-for {acts_for!r} is not a user id or '$NAME'")
+    if acts_for.startswith("$") and not acts_for[1:].isidentifier():
+        fail(f"--acts-for {acts_for!r}: '$' starts an environment variable name")

@@ -148,7 +148,7 @@ def _wait_params(timeout: float, peek: bool = False) -> dict[str, Any]:
 def _call_body(agent: str, session_id: str, call_id: str, tool: str,
                arguments: Mapping[str, Any], description: str | None,
                parameters: Mapping[str, Any] | None,
-               parent_session: str | None) -> dict[str, Any]:
+               parent_session: str | None, acts_for: str | None) -> dict[str, Any]:
     try:
         checked = checked_arguments(arguments)
     except ArgumentsNotJSON as exc:
@@ -156,14 +156,27 @@ def _call_body(agent: str, session_id: str, call_id: str, tool: str,
     return {"agent": agent, "session_id": session_id, "call_id": call_id, "tool": tool,
             "arguments": checked, "description": description,
             "parameters": dict(parameters) if parameters is not None else None,
-            "parent_session": parent_session}
+            "parent_session": parent_session, **_acting(acts_for)}
+
+
+def _acting(acts_for: str | None) -> dict[str, str]:
+    """The body's ``acts_for`` (absent when the call acts for nobody named)."""
+    if acts_for is None:
+        return {}
+    if not isinstance(acts_for, str) or not acts_for:
+        raise GuardRefused(f"hookgate refused the request before sending it: acts_for "
+                           f"{acts_for!r} is not a user id")
+    return {"acts_for": acts_for}
 
 
 class _Base:
     def __init__(self, base_url: str, token: str, *, framework: str,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, acts_for: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.framework = framework
+        #: The person the token's calls act for (a service identity's), unless a session
+        #: or call names another.
+        self.acts_for = acts_for
         self.timeout = timeout
         self.headers = {"Authorization": f"Bearer {token}", "X-Hookgate-Framework": framework}
         self._json_headers = {**self.headers, "Content-Type": "application/json"}
@@ -173,8 +186,9 @@ class AsyncClient(_Base):
     """An AsyncGuard over a hookgate server."""
 
     def __init__(self, base_url: str, token: str, *, framework: str, timeout: float = 30.0,
-                 http: httpx.AsyncClient | None = None) -> None:
-        super().__init__(base_url, token, framework=framework, timeout=timeout)
+                 http: httpx.AsyncClient | None = None, acts_for: str | None = None) -> None:
+        super().__init__(base_url, token, framework=framework, timeout=timeout,
+                         acts_for=acts_for)
         self._http = http or httpx.AsyncClient(timeout=timeout)
 
     async def _request(self, method: str, path: str, *, json: Any = None,
@@ -192,17 +206,20 @@ class AsyncClient(_Base):
         return _answer(response)
 
     async def start_session(self, *, agent: str, session_id: str,
-                            parent_session: str | None = None) -> SessionStarted:
+                            parent_session: str | None = None,
+                            acts_for: str | None = None) -> SessionStarted:
         return wire.session(await self._request("POST", "/api/v1/sessions", json={
-            "agent": agent, "session_id": session_id, "parent_session": parent_session}))
+            "agent": agent, "session_id": session_id, "parent_session": parent_session,
+            **_acting(acts_for or self.acts_for)}))
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                           arguments: Mapping[str, Any], description: str | None = None,
                           parameters: Mapping[str, Any] | None = None,
-                          parent_session: str | None = None) -> Verdict:
+                          parent_session: str | None = None,
+                          acts_for: str | None = None) -> Verdict:
         return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
             agent, session_id, call_id, tool, arguments, description, parameters,
-            parent_session)))
+            parent_session, acts_for or self.acts_for)))
 
     async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
         # The long-poll's length, sent to the server (the interface's name for it).
@@ -234,8 +251,9 @@ class Client(_Base):
     """A Guard over a hookgate server (synchronous)."""
 
     def __init__(self, base_url: str, token: str, *, framework: str, timeout: float = 30.0,
-                 http: httpx.Client | None = None) -> None:
-        super().__init__(base_url, token, framework=framework, timeout=timeout)
+                 http: httpx.Client | None = None, acts_for: str | None = None) -> None:
+        super().__init__(base_url, token, framework=framework, timeout=timeout,
+                         acts_for=acts_for)
         self._http = http or httpx.Client(timeout=timeout)
 
     def _request(self, method: str, path: str, *, json: Any = None,
@@ -253,17 +271,20 @@ class Client(_Base):
         return _answer(response)
 
     def start_session(self, *, agent: str, session_id: str,
-                      parent_session: str | None = None) -> SessionStarted:
+                      parent_session: str | None = None,
+                      acts_for: str | None = None) -> SessionStarted:
         return wire.session(self._request("POST", "/api/v1/sessions", json={
-            "agent": agent, "session_id": session_id, "parent_session": parent_session}))
+            "agent": agent, "session_id": session_id, "parent_session": parent_session,
+            **_acting(acts_for or self.acts_for)}))
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,
                     parameters: Mapping[str, Any] | None = None,
-                    parent_session: str | None = None) -> Verdict:
+                    parent_session: str | None = None,
+                    acts_for: str | None = None) -> Verdict:
         return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
             agent, session_id, call_id, tool, arguments, description, parameters,
-            parent_session)))
+            parent_session, acts_for or self.acts_for)))
 
     def wait(self, call: str, *, timeout: float) -> Verdict:
         return wire.verdict(self._request("GET", _call_path(call),

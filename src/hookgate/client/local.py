@@ -10,8 +10,10 @@ import asyncio
 import os
 import threading
 from collections.abc import Coroutine, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.client.arguments import ArgumentsNotJSON, checked_arguments
 from hookgate.client.errors import GuardRefused, GuardUnavailable
 from hookgate.client.types import (
@@ -27,6 +29,7 @@ from hookgate.client.types import (
 )
 from hookgate.external.calls import Asker, CallAnswer, CallIdReused, CallNotFound, CallRefused
 from hookgate.runtime.runtime import Runtime
+from hookgate.storage.people import people
 
 T = TypeVar("T")
 __all__ = ["AsyncLocalGuard", "LocalGuard"]
@@ -47,13 +50,16 @@ class AsyncLocalGuard:
 
     ``source`` is a configuration file (loaded and started on first use, stopped by
     ``aclose``) or a Runtime (started if it is not; its owner stops it). Calls are made as
-    ``user`` (default: each agent's owner).
+    ``user`` (default: each agent's owner); a service identity's calls act for ``acts_for``
+    (the call's initiator, checked by `authority.acting_for` at every ask), unless a session
+    or call names another.
     """
 
     def __init__(self, source: str | os.PathLike[str] | Runtime, *, framework: str,
-                 user: str | None = None) -> None:
+                 user: str | None = None, acts_for: str | None = None) -> None:
         self.framework = framework
         self.user = user
+        self.acts_for = acts_for
         self._source = source
         self._runtime: Runtime | None = source if isinstance(source, Runtime) else None
         self._owned = not isinstance(source, Runtime)
@@ -100,6 +106,20 @@ class AsyncLocalGuard:
         org = agent.org_id if agent is not None else None
         return rt, Asker(user, org, self.framework), agent
 
+    async def _acting(self, agent_id: str, acts_for: str | None
+                      ) -> tuple[Runtime, Asker, Any]:
+        """The asker of an ask or a session start, with whom it acts for (its initiator;
+        GuardRefused 403 when ``acts_for`` names nobody the user may act for)."""
+        rt, asker, agent = await self._asker(agent_id)
+        record = (await people(rt.db, [asker.user_id])).get(asker.user_id)
+        try:
+            initiator = await acting_for(
+                rt.db, asker.user_id, record.org_id if record is not None else str(asker.org_id),
+                bool(record is not None and record.service), acts_for or self.acts_for)
+        except NotActingFor as exc:
+            raise GuardRefused(str(exc), 403) from None
+        return rt, replace(asker, initiator=initiator), agent
+
     async def _guarded(self, work: Coroutine[Any, Any, T]) -> T:
         try:
             return await work
@@ -114,8 +134,9 @@ class AsyncLocalGuard:
                                    "so the call does not run") from exc
 
     async def start_session(self, *, agent: str, session_id: str,
-                            parent_session: str | None = None) -> SessionStarted:
-        rt, asker, found = await self._asker(agent)
+                            parent_session: str | None = None,
+                            acts_for: str | None = None) -> SessionStarted:
+        rt, asker, found = await self._acting(agent, acts_for)
         answer = await self._guarded(rt.guarded.start_session(found, asker, session_id,
                                                                parent_session))
         return SessionStarted(answer.session_id, answer.context, answer.stopped)
@@ -123,12 +144,13 @@ class AsyncLocalGuard:
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                           arguments: Mapping[str, Any], description: str | None = None,
                           parameters: Mapping[str, Any] | None = None,
-                          parent_session: str | None = None) -> Verdict:
+                          parent_session: str | None = None,
+                          acts_for: str | None = None) -> Verdict:
         try:
             arguments = checked_arguments(arguments)
         except ArgumentsNotJSON as exc:
             raise GuardRefused(f"hookgate cannot take these arguments: {exc}") from None
-        rt, asker, found = await self._asker(agent)
+        rt, asker, found = await self._acting(agent, acts_for)
         return _verdict(await self._guarded(rt.guarded.ask(
             found, asker, session_id=session_id, call_id=call_id, tool=tool,
             arguments=arguments, description=description, parameters=parameters,
@@ -166,35 +188,38 @@ class LocalGuard:
     background thread of its own; ``close`` stops both."""
 
     def __init__(self, source: str | os.PathLike[str] | Runtime, *, framework: str,
-                 user: str | None = None) -> None:
+                 user: str | None = None, acts_for: str | None = None) -> None:
         self.framework = framework
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="hookgate-local-guard")
         self._thread.start()
-        self._inner = self._run(self._make(source, framework, user))
+        self._inner = self._run(self._make(source, framework, user, acts_for))
 
     @staticmethod
     async def _make(source: str | os.PathLike[str] | Runtime, framework: str,
-                    user: str | None) -> AsyncLocalGuard:
-        return AsyncLocalGuard(source, framework=framework, user=user)
+                    user: str | None, acts_for: str | None) -> AsyncLocalGuard:
+        return AsyncLocalGuard(source, framework=framework, user=user, acts_for=acts_for)
 
     def _run(self, work: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(work, self._loop).result()
 
     def start_session(self, *, agent: str, session_id: str,
-                      parent_session: str | None = None) -> SessionStarted:
+                      parent_session: str | None = None,
+                      acts_for: str | None = None) -> SessionStarted:
         return self._run(self._inner.start_session(agent=agent, session_id=session_id,
-                                                   parent_session=parent_session))
+                                                   parent_session=parent_session,
+                                                   acts_for=acts_for))
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,
                     parameters: Mapping[str, Any] | None = None,
-                    parent_session: str | None = None) -> Verdict:
+                    parent_session: str | None = None,
+                    acts_for: str | None = None) -> Verdict:
         return self._run(self._inner.before_call(
             agent=agent, session_id=session_id, call_id=call_id, tool=tool,
             arguments=arguments, description=description, parameters=parameters,
-            parent_session=parent_session))
+            parent_session=parent_session, acts_for=acts_for))
 
     def wait(self, call: str, *, timeout: float) -> Verdict:
         return self._run(self._inner.wait(call, timeout=timeout))

@@ -106,8 +106,10 @@ class _HookCall:
             call_id = checked_id("tool_use_id", call_id, 100)
         except BadId as exc:
             raise BadHookInput(str(exc)) from None
+        # The token's user asks for themself (no acts-for header on these agents yet).
         return build_call(self.agent, policy, user_id=self.caller.user_id,
-                          org_id=self.caller.org_id, session_id=self.hook.session_id,
+                          initiator=self.caller.user_id, org_id=self.caller.org_id,
+                          session_id=self.hook.session_id,
                           call_id=call_id, run_id=self.run_id, tool_name=name,
                           arguments=self.hook.arguments, writes=writes(name),
                           connector=connector_of(self.kind, name), metadata=self.facts,

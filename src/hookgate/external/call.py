@@ -27,8 +27,11 @@ from hookgate.external.schema_tool import SchemaTool
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.tool import Tool
 
-__all__ = ["ExternalCall", "build_call", "tool_call"]
+__all__ = ["ACTING_SERVICE_KEY", "ExternalCall", "build_call", "tool_call"]
 
+#: The hooks' metadata key naming the service identity that asked a call acting for someone
+#: else (None: the initiator asked themself); the audit row records it beside the initiator.
+ACTING_SERVICE_KEY = "acting_service"
 #: The connector of a tool no declaration and no rule names (never the client's header).
 DEFAULT_CONNECTOR = "guarded_calls"
 
@@ -39,7 +42,14 @@ class ExternalCall:
     arguments as validated and converted by the tool's parameter types."""
 
     agent: Agent
+    #: Who asks: the token's user (a person, or a service identity). The call, its session
+    #: and its approval's use are theirs; waits, peeks and reports are checked against them.
     user_id: str
+    #: Whom the call acts for: its initiator, the gate's requester (whom approver scope
+    #: ``initiator`` lets decide). A person acts for themself; a service for the person its
+    #: ``acts_for`` names (authority.acting_for), or for nobody (None: only an escalation
+    #: can then decide an initiator-scoped request).
+    initiator: str | None
     #: The org the asker belongs to when asking (the agent's org: the codecs check it).
     org_id: str | None
     session_id: str
@@ -58,7 +68,7 @@ class ExternalCall:
     @property
     def identity(self) -> CallIdentity:
         agent = self.agent
-        return CallIdentity(agent_id=agent.id, user_id=self.user_id,
+        return CallIdentity(agent_id=agent.id, user_id=self.initiator,
                             org_id=agent.org_id or self.org_id, run_id=self.run_id,
                             conversation_id=self.session_id, execution_path="external",
                             require_confirmation_for_all=agent.require_confirmation_for_all,
@@ -71,7 +81,8 @@ class ExternalCall:
         return ToolCall(self.call_id, self.tool.name, self.arguments)
 
 
-def build_call(agent: Agent, rules: CallRules, *, user_id: str, org_id: str | None,
+def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str | None,
+               org_id: str | None,
                session_id: str, call_id: str, run_id: str, tool_name: str,
                arguments: Mapping[str, Any], writes: bool, connector: str,
                schema: Mapping[str, Any] | None = None, description: str | None = None,
@@ -81,9 +92,13 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, org_id: str | No
     """The typed call. ``writes``/``connector``: a stand-in tool's defaults, which the rules
     may change. ``checked``: validate and convert ``arguments`` (ToolArgumentsError says
     what is wrong); False for arguments that were (a call's final arguments, reported).
+    ``initiator``: whom the call acts for (see `ExternalCall.initiator`); when it is not
+    ``user_id`` (a service identity asks), the hooks read the asker as
+    ``metadata.acting_service``.
     HookBuildError: the agent's rules cannot be applied."""
     declared = agent.toolbox().get(tool_name)
     facts = dict(metadata or {})
+    facts[ACTING_SERVICE_KEY] = user_id if initiator != user_id else None
     if declared is not None:
         base: Tool = declared
         facts[TOOL_SCHEMA_KEY] = declared.parameters
@@ -95,7 +110,7 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, org_id: str | No
         facts[TOOL_SCHEMA_KEY] = dict(schema) if schema is not None else None
         facts["tool_description"] = description
     args = base.validate(dict(arguments)) if checked else dict(arguments)
-    probe = probe_context(tool_name, args, agent, user_id, facts)
+    probe = probe_context(tool_name, args, agent, initiator, facts)
     if declared is not None:
         flags = rules.flags(probe, writes=declared.writes,
                             connector=declared.connector or connector)
@@ -103,7 +118,7 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, org_id: str | No
     else:
         tool = rules.tool(tool_name, probe, writes=writes, connector=connector, schema=schema,
                           description=description)
-    return ExternalCall(agent, user_id, org_id, session_id, call_id, run_id, tool, args,
+    return ExternalCall(agent, user_id, initiator, org_id, session_id, call_id, run_id, tool, args,
                         facts, depth, parent_session, parent_agent_id, transcript_path)
 
 

@@ -32,7 +32,12 @@ from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.canonical import canonical_json
 from hookgate.external.approvals import ExternalApprovals
-from hookgate.external.call import DEFAULT_CONNECTOR, ExternalCall, build_call
+from hookgate.external.call import (
+    ACTING_SERVICE_KEY,
+    DEFAULT_CONNECTOR,
+    ExternalCall,
+    build_call,
+)
 from hookgate.external.core import (
     Allowed,
     Denied,
@@ -100,6 +105,10 @@ class Asker:
     org_id: str | None
     framework: str
     still_allowed: StillAllowed | None = None
+    #: Whom an ask or a session start acts for, as `authority.acting_for` answered for
+    #: this request: the call's initiator (None: nobody, a service acting for no person).
+    #: A wait, peek or report uses the initiator recorded with the call.
+    initiator: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,13 +157,18 @@ class _Facts:
     parent_agent_id: str | None = None
     #: The org the call was asked in; only askers of that org find it.
     org_id: str | None = None
+    #: Whom the call acts for (its initiator, the gate's requester); ``user_id`` asked it.
+    initiator: str | None = None
 
     @property
     def run_id(self) -> str:
-        return session_run_id("ext-", self.agent_id, self.user_id, self.session_id)
+        # A service's session acting for someone is a run of its own for each person (a
+        # standing rule of the run, a decision, a SessionStart of one is never another's).
+        return session_run_id("ext-", self.agent_id, self.user_id, self.session_id,
+                              None if self.initiator == self.user_id else (self.initiator,))
 
     def identity(self, agent: Agent) -> CallIdentity:
-        return CallIdentity(agent_id=agent.id, user_id=self.user_id,
+        return CallIdentity(agent_id=agent.id, user_id=self.initiator,
                             org_id=agent.org_id or self.org_id, run_id=self.run_id,
                             conversation_id=self.session_id, execution_path="external",
                             require_confirmation_for_all=agent.require_confirmation_for_all,
@@ -164,12 +178,14 @@ class _Facts:
     def extras(self) -> dict[str, Any]:
         return {"framework": self.framework, "session_id": self.session_id,
                 "parent_session": self.parent_session, "depth": self.depth,
-                "parent_agent_id": self.parent_agent_id}
+                "parent_agent_id": self.parent_agent_id,
+                ACTING_SERVICE_KEY: self.user_id if self.initiator != self.user_id else None}
 
     def call(self, agent: Agent, rules: CallRules, args: dict[str, Any], *,
              checked: bool) -> ExternalCall:
         """The typed call (ToolArgumentsError: ``args`` do not fit the declared types)."""
-        return build_call(agent, rules, user_id=self.user_id, org_id=self.org_id,
+        return build_call(agent, rules, user_id=self.user_id, initiator=self.initiator,
+                          org_id=self.org_id,
                           session_id=self.session_id, call_id=self.call_id,
                           run_id=self.run_id, tool_name=self.tool_name, arguments=args,
                           writes=True, connector=DEFAULT_CONNECTOR, schema=self.parameters,
@@ -208,7 +224,8 @@ class GuardedCalls:
                        lineage: _Lineage) -> _Facts:
         return _Facts(agent.id, asker.user_id, session_id, "", "", {}, asker.framework,
                       lineage.parent_session, depth=lineage.depth,
-                      parent_agent_id=lineage.parent_agent_id, org_id=asker.org_id)
+                      parent_agent_id=lineage.parent_agent_id, org_id=asker.org_id,
+                      initiator=asker.initiator)
 
     async def _session_start(self, agent: Agent, facts: _Facts) -> SessionVerdict:
         return await self.core.start_session(agent, facts.identity(agent), facts.extras())
@@ -241,10 +258,15 @@ class GuardedCalls:
                        asker.framework, lineage.parent_session, description,
                        dict(parameters) if parameters is not None else None,
                        depth=lineage.depth, parent_agent_id=lineage.parent_agent_id,
-                       org_id=asker.org_id)
+                       org_id=asker.org_id, initiator=asker.initiator)
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         index = Entry(EntryKind.INDEX, (key,))
         prior = await self.core.claim(INDEX_RUN, index, tool, digest)
+        if prior is not None and prior.observation is not None and (
+                _loads(prior.observation).get("initiator", facts.user_id) != facts.initiator):
+            raise CallIdReused(
+                f"call id '{call_id}' was already asked in session '{session_id}' acting for "
+                "another person (acts_for); a call id names one call, so this one is not run")
         if prior is not None and (prior.tool_name, prior.args_sha256) != (tool, digest):
             raise CallIdReused(
                 f"call id '{call_id}' was already used in session '{session_id}' for another "
@@ -473,6 +495,8 @@ class GuardedCalls:
             # theirs to see: the same answer as none at all. (An empty user is the
             # in-process guard, which sees every call of its runtime.)
             raise CallNotFound(f"no call '{call}'")
+        # A call recorded before calls carried an initiator acted for its own user.
+        held.setdefault("initiator", held.get("user_id"))
         try:
             return _Facts(**{f.name: held[f.name] for f in fields(_Facts) if f.name in held})
         except TypeError:

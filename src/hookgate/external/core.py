@@ -226,7 +226,7 @@ class ExternalCore:
         args = call.arguments
         ctx = HookContext(
             hook_point=HookPoint.POST_TOOL_USE, tool_name=call.tool.name, tool_args=args,
-            agent_id=call.agent.id, user_id=call.user_id,
+            agent_id=call.agent.id, user_id=call.initiator,
             metadata={**call.metadata, **build_metadata(call.identity, tool_call(call, args),
                                                         call.tool, False)},
         )

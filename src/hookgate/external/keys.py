@@ -37,10 +37,16 @@ def typed_hash(*parts: str | int | None) -> str:
     return canonical_sha256(list(parts))[:40]
 
 
-def session_run_id(prefix: str, agent_id: str, user_id: str, session: str) -> str:
+def session_run_id(prefix: str, agent_id: str, user_id: str, session: str,
+                   acting: tuple[str | None] | None = None) -> str:
     """The run an external session is: ``prefix`` and the typed hash of (prefix, agent,
-    user, session); one per agent, user and session id."""
-    return prefix + typed_hash("session-run", prefix, agent_id, user_id, session)
+    user, session); one per agent, user and session id. ``acting``: a service identity's
+    session acting for someone (``(person,)``, or ``(None,)`` for nobody) is a run of its
+    own for each, so no decision for one initiator's call is found for another's."""
+    if acting is None:
+        return prefix + typed_hash("session-run", prefix, agent_id, user_id, session)
+    return prefix + typed_hash("session-run", prefix, agent_id, user_id, session,
+                               "acting-for", acting[0])
 
 
 class EntryKind(enum.Enum):

@@ -150,7 +150,7 @@ def declared_tool(tool_name: str, context: Mapping[str, Any] | None) -> Tool | N
                       parameters=dict(schema), _fn=_never_run)
 
 
-def probe_context(name: str, args: dict[str, Any], agent: Agent, user_id: str,
+def probe_context(name: str, args: dict[str, Any], agent: Agent, user_id: str | None,
                   metadata: dict[str, Any]) -> HookContext:
     return HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=name, tool_args=args,
                        agent_id=agent.id, user_id=user_id, metadata=metadata)

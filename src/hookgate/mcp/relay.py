@@ -16,6 +16,8 @@ protocol it keeps the session's id and version, and its event stream. Anything m
 before it relays (the URL, the token, a server that answers, access to the agent) is a
 `StdioRefusal` whose message is one line (an MCP client shows the process's stderr to its
 user); a request the gateway cannot answer gets a JSON-RPC error saying why.
+With ``HOOKGATE_ACTS_FOR`` set (a service identity's token), every request and the socket
+carry it as the ``Hookgate-Acts-For`` header: the person the session's calls act for.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -43,6 +46,10 @@ from hookgate.mcp.relay_socket import SocketRelay, open_socket
 
 #: Where ``hookgate mcp stdio`` reads the server's base URL.
 URL_ENV = "HOOKGATE_URL"
+#: Where ``hookgate mcp stdio`` reads the person a service identity's calls act for.
+ACTS_FOR_ENV = "HOOKGATE_ACTS_FOR"
+#: The header the gateway reads it from (hookgate.mcp.http).
+ACTS_FOR_HEADER = "Hookgate-Acts-For"
 #: How long the first check of the server may take before the client is told it failed.
 CHECK_TIMEOUT_S = 15.0
 
@@ -363,7 +370,11 @@ async def relay_stdio(base_url: str | None, agent_id: str, token: str | None, *,
         raise StdioRefusal(f"set {TOKEN_ENV} to your hookgate API token")
     # No read timeout: a call may wait long for a person (progress keeps it moving).
     # Connections are kept alive and reused: a call costs no connection set-up.
-    http = aiohttp.ClientSession(headers={"authorization": f"Bearer {token}"},
+    headers = {"authorization": f"Bearer {token}"}
+    acts_for = os.environ.get(ACTS_FOR_ENV)
+    if acts_for:
+        headers[ACTS_FOR_HEADER] = acts_for
+    http = aiohttp.ClientSession(headers=headers,
                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=30.0),
                                  proxy=proxy_for(url))
     async with http:

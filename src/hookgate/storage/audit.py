@@ -6,12 +6,14 @@ an org), so an org's log can be checked and exported on its own and, on PostgreS
 orgs' appends never wait for its lock. Each row stores ``prev_hash``, the ``row_hash`` of
 the row before it in its chain (``GENESIS`` for the first), and its own ``row_hash``: the
 sha256 of ``"hookgate-audit-v<hash_v>\\n"`` followed by the row's canonical form (see
-``canonical_form``). ``hash_v`` says which canonical form: 5 is RFC 8785
-(``hookgate.canonical``) over every field, the session the call belongs to (``session_id``)
-included: every row that names its session is written with it; 4 is the same form without
-the session, where a sub-agent's call sits in its delegation tree included
-(``parent_session``, ``depth``): every other row that records a delegation is written with
-it; 3 is the same form without those two fields, the decision on the call included
+``canonical_form``). ``hash_v`` says which canonical form: 6 is RFC 8785
+(``hookgate.canonical``) over every field, the service identity that asked a call
+acting for a person (``acting_service``) included: every row that names one is
+written with it; 5 is the same form without it, the session the call belongs to
+(``session_id``) included: every other row that names its session is written with it;
+4 is the same form without the session, where a sub-agent's call sits in its delegation
+tree included (``parent_session``, ``depth``): every other row that records a delegation is
+written with it; 3 is the same form without those two fields, the decision on the call included
 (``approver``, ``request_id``, ``wait_us``): every other row that records a decision is
 written with it; 2 is the form without the decision either, for rows that record neither
 (their form is exactly what it was before version 3); 1, rows written before RFC 8785, is
@@ -64,8 +66,10 @@ HASH_V_SESSION = 5
 HASH_V_DELEGATED = 4
 HASH_V = 3
 HASH_V_WITHOUT_DECISION = 2
+#: The canonical form of a service identity's rows (``acting_service``): every field.
+HASH_V_ACTING = 6
 #: The versions a row may say it was hashed with.
-HASH_VERSIONS = (1, 2, 3, 4, 5)
+HASH_VERSIONS = (1, 2, 3, 4, 5, 6)
 Outcome = Literal["ok", "error", "blocked", "withheld"]
 OUTCOMES: tuple[str, ...] = ("ok", "error", "blocked", "withheld")
 
@@ -109,6 +113,9 @@ class AuditRecord:
     depth: int | None = None
     #: The session (or conversation) the call belongs to, as the agent named it.
     session_id: str | None = None
+    #: The service identity that asked a call acting for ``user_id`` (its initiator; None:
+    #: the initiator asked themself).
+    acting_service: str | None = None
 
     @property
     def chain(self) -> str:
@@ -117,6 +124,8 @@ class AuditRecord:
     @property
     def hash_v(self) -> int:
         """The canonical form this record is written with (see the module docstring)."""
+        if self.acting_service is not None:
+            return HASH_V_ACTING
         if self.session_id is not None:
             return HASH_V_SESSION
         if (self.parent_session, self.depth) != (None, None):
@@ -132,10 +141,13 @@ _DECISION = ("approver", "request_id", "wait_us")
 _DELEGATION = ("parent_session", "depth")
 #: The field naming the call's session: hashed from version 5 on.
 _SESSION = ("session_id",)
+#: The field naming the service that asked for a person: hashed from version 6 on.
+_ACTING = ("acting_service",)
 #: The fields each version's form leaves out.
-_LEFT_OUT: dict[int, tuple[str, ...]] = {1: (*_DECISION, *_DELEGATION, *_SESSION),
-                                         2: (*_DECISION, *_DELEGATION, *_SESSION),
-                                         3: (*_DELEGATION, *_SESSION), 4: _SESSION, 5: ()}
+_LEFT_OUT: dict[int, tuple[str, ...]] = {
+    1: (*_DECISION, *_DELEGATION, *_SESSION, *_ACTING),
+    2: (*_DECISION, *_DELEGATION, *_SESSION, *_ACTING),
+    3: (*_DELEGATION, *_SESSION, *_ACTING), 4: (*_SESSION, *_ACTING), 5: _ACTING, 6: ()}
 #: The fields each version's form covers, in record order.
 _COVERED: dict[int, tuple[str, ...]] = {
     v: tuple(n for n in _CONTENT if n not in left_out) for v, left_out in _LEFT_OUT.items()}

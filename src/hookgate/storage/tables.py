@@ -323,12 +323,16 @@ class ConnectorCallLog(Base):
     #: The session (or conversation) the call belongs to, as the agent named it (an
     #: external agent's session id; a run's conversation id); hashed in version 5 rows.
     session_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: The service identity that asked a call acting for ``user_id`` (its initiator); null
+    #: when the initiator asked themself. Hashed in version 6 rows.
+    acting_service: Mapped[str | None] = mapped_column(String(128), nullable=True)
     prev_hash: Mapped[str] = mapped_column(String(64))
     row_hash: Mapped[str] = mapped_column(String(64))
     #: Which canonical form ``row_hash`` covers (storage/audit.py): 1 for rows written
     #: before RFC 8785 (the migration that added it marked them), 2 since, 3 for rows that
     #: record a decision (approver, request id, wait), 4 for a sub-agent's rows (parent
-    #: session, depth; the decision too), 5 for rows that name their session (all of it).
+    #: session, depth; the decision too), 5 for rows that name their session (all of it),
+    #: 6 for a service's calls acting for a person (acting_service; everything else too).
     hash_v: Mapped[int] = mapped_column(SmallInteger, server_default=text("2"))
 
 

@@ -128,6 +128,7 @@ class AuditLog(PostToolUseHook):
             wait_us=decided.wait_us,
             **_delegation(meta),
             session_id=_storable(meta.get("conversation_id")),
+            **_acting(meta),
         )
 
 
@@ -141,6 +142,14 @@ def _delegation(meta: Mapping[str, Any]) -> dict[str, Any]:
     if depth is None and parent is None:
         return {}
     return {"parent_session": parent, "depth": depth}
+
+
+def _acting(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The service identity that asked a call acting for a person (``acting_service``,
+    external/call.py); nothing for a call its initiator asked, whose row hashes as before."""
+    service = meta.get("acting_service")
+    return {"acting_service": _storable(service)} if isinstance(service, str) and service \
+        else {}
 
 
 def _storable(text: Any) -> str | None:

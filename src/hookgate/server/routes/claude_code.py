@@ -1,5 +1,8 @@
 """``POST /api/claude-code/hooks?agent=AGENT_ID`` (SPEC §7): Claude Code's ``type: http`` hook
-target. The bearer token is the developer's hookgate token; the answer is Claude Code's
+target. The bearer token is the developer's hookgate token, or a service identity's whose
+``Hookgate-Acts-For`` header names the person its calls act for (their initiator; one it
+may not act for is refused with the reason: a denial for PreToolUse and PermissionRequest,
+403 for the other events); the answer is Claude Code's
 hook JSON. A PreToolUse or PermissionRequest call that hookgate cannot decide is answered
 with a denial naming the failure (fail closed), never with an error status Claude Code
 would read as "go on". A call waiting for a person lasts only while the developer keeps access
@@ -15,6 +18,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.claude_code.backend import (
     HEADLESS_ENTRYPOINTS,
     BadHookInput,
@@ -28,6 +32,9 @@ router = APIRouter(prefix="/api/claude-code", tags=["claude-code"])
 log = logging.getLogger(__name__)
 #: The header the installed hooks fill from CLAUDE_CODE_ENTRYPOINT (``sdk-cli`` under -p).
 ENTRYPOINT_HEADER = "x-claude-code-entrypoint"
+#: The person a service identity's hook calls act for (``hookgate claude-code install
+#: --acts-for``); checked by `authority.acting_for` on every hook call.
+ACTS_FOR_HEADER = "hookgate-acts-for"
 _DECIDING = ("PreToolUse", "PermissionRequest")
 
 
@@ -71,8 +78,17 @@ async def claude_code_hook(
     except BadHookInput as exc:
         raise HTTPException(400, str(exc)) from None
     entry = request.headers.get(ENTRYPOINT_HEADER, "")
-    who = HookCaller(caller.user_id, caller.org_id, headless=entry in HEADLESS_ENTRYPOINTS)
     event = body.get("hook_event_name")
+    try:
+        initiator = await acting_for(rt.db, caller.user_id, caller.org_id, caller.service,
+                                     request.headers.get(ACTS_FOR_HEADER) or None)
+    except NotActingFor as exc:
+        if event in _DECIDING:
+            # Claude Code reads an error status as "go on": a refused call is a denial.
+            return _deny(event, f"hookgate refused the call's acts_for: {exc}")
+        raise HTTPException(403, str(exc)) from None
+    who = HookCaller(caller.user_id, caller.org_id, headless=entry in HEADLESS_ENTRYPOINTS,
+                     initiator=initiator)
     try:
         return await while_allowed(rt.claude_code.answer(found, who, body),
                                    access.still_allowed, recheck_s(request))

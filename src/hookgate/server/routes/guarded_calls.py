@@ -1,7 +1,10 @@
 """The guarded-call API (SPEC §8) for agents that run elsewhere: ``POST /api/v1/sessions``,
 ``POST /api/v1/calls``, ``GET /api/v1/calls/{id}?wait=S`` (long-poll) and
 ``POST /api/v1/calls/{id}/result``, and ``GET /api/v1/calls/{id}/events`` (the SSE form of
-waiting: it says when a person decided). The bearer token is the agent user's hookgate token; the
+waiting: it says when a person decided). The bearer token is the agent's hookgate token (a
+service identity's: its ``acts_for`` names the person a session or call acts for, checked by
+``authority.acting_for`` at every ask; that person is the call's initiator, while the call,
+its waits and its reports stay the token's user's); the
 framework is named by the ``X-Hookgate-Framework`` header (hook metadata only: it decides
 nothing). This module is a codec: it turns HTTP into the guarded-call API's calls
 (external/calls.py) and back, and never reaches past the external core.
@@ -19,6 +22,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.external.calls import (
     FRAMEWORKS_MAX,
     Asker,
@@ -31,6 +35,7 @@ from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.runtime.auth import same_access
 from hookgate.server.auth import LastingAccess, LastingAccessDep, StreamAccessDep, recheck_s
 from hookgate.server.responses import event_stream
+from hookgate.server.schemas import ActsFor
 from hookgate.server.sse import Event, EventStreamResponse
 
 router = APIRouter(prefix="/api/v1", tags=["guarded calls"])
@@ -51,6 +56,7 @@ class SessionIn(BaseModel):
     parent_session: str | None = Field(None, max_length=256,
                                        description="The session of the agent that delegated "
                                                    "to this one (sub-agents).")
+    acts_for: ActsFor
 
 
 class SessionOut(BaseModel):
@@ -76,6 +82,7 @@ class CallIn(BaseModel):
                           "approver's edits are checked against it; without it a person may "
                           "approve or reject the call, not edit it.")
     parent_session: str | None = Field(None, max_length=256)
+    acts_for: ActsFor
 
 
 class CallOut(BaseModel):
@@ -123,7 +130,7 @@ def _agent(access: LastingAccess, agent_id: str) -> Any:
     return found
 
 
-def _asker(access: LastingAccess, framework: str) -> Asker:
+def _asker(access: LastingAccess, framework: str, initiator: str | None = None) -> Asker:
     # The token is resolved for this request (through the token cache); at each moment of
     # use (a wait that wakes, a call about to start, a report) it is read again from the
     # database: the same user, in the same org, with no right lost.
@@ -131,7 +138,20 @@ def _asker(access: LastingAccess, framework: str) -> Asker:
         now = await access.rt.authenticate(access.token)
         return now is not None and same_access(now, access.caller)
 
-    return Asker(access.caller.user_id, access.caller.org_id, framework, still_allowed=fresh)
+    return Asker(access.caller.user_id, access.caller.org_id, framework, still_allowed=fresh,
+                 initiator=initiator)
+
+
+async def _acting(access: LastingAccess, framework: str, acts_for: str | None) -> Asker:
+    """The asker of an ask or a session start, with whom it acts for (its initiator); 403
+    with the reason when ``acts_for`` names nobody the token's user may act for."""
+    caller = access.caller
+    try:
+        initiator = await acting_for(access.rt.db, caller.user_id, caller.org_id,
+                                     caller.service, acts_for)
+    except NotActingFor as exc:
+        raise HTTPException(403, str(exc)) from None
+    return _asker(access, framework, initiator)
 
 
 @router.post("/sessions", response_model=SessionOut)
@@ -142,7 +162,8 @@ async def start_session(body: SessionIn, access: LastingAccessDep,
     agent = _agent(access, body.agent)
     try:
         answer = await access.rt.guarded.start_session(
-            agent, _asker(access, framework), body.session_id, body.parent_session)
+            agent, await _acting(access, framework, body.acts_for), body.session_id,
+            body.parent_session)
     except CallRefused as exc:
         raise HTTPException(400, str(exc)) from None
     return SessionOut(session_id=answer.session_id, context=answer.context,
@@ -155,9 +176,10 @@ async def ask(body: CallIn, access: LastingAccessDep,
     """Before a tool call: the PreToolUse hooks, the read-only guard, rate limits and the
     approval gate. A call a person must decide is answered ``pending`` at once."""
     agent = _agent(access, body.agent)
+    asker = await _acting(access, framework, body.acts_for)
     try:
         answer = await access.rt.guarded.ask(
-            agent, _asker(access, framework), session_id=body.session_id,
+            agent, asker, session_id=body.session_id,
             call_id=body.call_id, tool=body.tool, arguments=body.arguments,
             parent_session=body.parent_session, description=body.description,
             parameters=body.parameters)
