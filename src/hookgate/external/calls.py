@@ -100,6 +100,20 @@ class Asker:
     org_id: str | None
     framework: str
     still_allowed: StillAllowed | None = None
+    #: The person a service identity's calls act for (``acts_for``, as
+    #: ``approvals/authority.acting_for`` allowed it): the calls' user and initiator; the
+    #: asker (``user_id``) still owns them for wait and report. None: the asker's own calls.
+    acts_for: str | None = None
+
+    @property
+    def caller_id(self) -> str | None:
+        """The asker when it acts for another user (a call's ``caller_id``), else None."""
+        return self.user_id if self.acts_for not in (None, self.user_id) else None
+
+    @property
+    def call_user(self) -> str:
+        """The user a call of this asker is of: the person acted for, else the asker."""
+        return self.acts_for or self.user_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,10 +162,13 @@ class _Facts:
     parent_agent_id: str | None = None
     #: The org the call was asked in; only askers of that org find it.
     org_id: str | None = None
+    #: The service identity that asked for ``user_id`` (``acts_for``); it owns the call.
+    caller_id: str | None = None
 
     @property
     def run_id(self) -> str:
-        return session_run_id("ext-", self.agent_id, self.user_id, self.session_id)
+        return session_run_id("ext-", self.agent_id, self.user_id, self.session_id,
+                              self.caller_id)
 
     def identity(self, agent: Agent) -> CallIdentity:
         return CallIdentity(agent_id=agent.id, user_id=self.user_id,
@@ -178,9 +195,12 @@ class _Facts:
                           parent_agent_id=self.parent_agent_id, checked=checked)
 
 
-def call_key(agent_id: str, user_id: str, session_id: str, call_id: str) -> str:
-    """The hookgate id of a call: one per agent, user, session and call id."""
-    return "gc_" + typed_hash("call", agent_id, user_id, session_id, call_id)
+def call_key(agent_id: str, user_id: str, session_id: str, call_id: str,
+             caller_id: str | None = None) -> str:
+    """The hookgate id of a call: one per agent, user, session, call id (and the service
+    that asked for the user, if one did)."""
+    parts = ("call", agent_id, user_id, session_id, call_id)
+    return "gc_" + typed_hash(*parts, *(() if caller_id is None else (caller_id,)))
 
 
 class GuardedCalls:
@@ -198,7 +218,7 @@ class GuardedCalls:
         _check("session_id", session_id, 256)
         if parent_session is not None:
             _check("parent_session", parent_session, 256)
-        lineage = await self._lineage(agent, asker.user_id, session_id, parent_session)
+        lineage = await self._lineage(agent, asker, session_id, parent_session)
         facts = self._session_facts(agent, asker, session_id, lineage)
         verdict = await self._session_start(agent, facts)
         return SessionAnswer(session_id, verdict.context, verdict.stopped)
@@ -206,9 +226,10 @@ class GuardedCalls:
     @staticmethod
     def _session_facts(agent: Agent, asker: Asker, session_id: str,
                        lineage: _Lineage) -> _Facts:
-        return _Facts(agent.id, asker.user_id, session_id, "", "", {}, asker.framework,
+        return _Facts(agent.id, asker.call_user, session_id, "", "", {}, asker.framework,
                       lineage.parent_session, depth=lineage.depth,
-                      parent_agent_id=lineage.parent_agent_id, org_id=asker.org_id)
+                      parent_agent_id=lineage.parent_agent_id, org_id=asker.org_id,
+                      caller_id=asker.caller_id)
 
     async def _session_start(self, agent: Agent, facts: _Facts) -> SessionVerdict:
         return await self.core.start_session(agent, facts.identity(agent), facts.extras())
@@ -236,13 +257,13 @@ class GuardedCalls:
             raise CallRefused(f"the arguments cannot be pinned: {exc}") from None
         if parent_session is not None:
             _check("parent_session", parent_session, 256)
-        lineage = await self._lineage(agent, asker.user_id, session_id, parent_session)
-        facts = _Facts(agent.id, asker.user_id, session_id, call_id, tool, dict(arguments),
+        lineage = await self._lineage(agent, asker, session_id, parent_session)
+        facts = _Facts(agent.id, asker.call_user, session_id, call_id, tool, dict(arguments),
                        asker.framework, lineage.parent_session, description,
                        dict(parameters) if parameters is not None else None,
                        depth=lineage.depth, parent_agent_id=lineage.parent_agent_id,
-                       org_id=asker.org_id)
-        key = call_key(agent.id, asker.user_id, session_id, call_id)
+                       org_id=asker.org_id, caller_id=asker.caller_id)
+        key = call_key(agent.id, asker.call_user, session_id, call_id, asker.caller_id)
         index = Entry(EntryKind.INDEX, (key,))
         prior = await self.core.claim(INDEX_RUN, index, tool, digest)
         if prior is not None and (prior.tool_name, prior.args_sha256) != (tool, digest):
@@ -437,12 +458,12 @@ class GuardedCalls:
 
     # -- shared ----------------------------------------------------------------------------
 
-    async def _lineage(self, agent: Agent, user_id: str, session_id: str,
+    async def _lineage(self, agent: Agent, asker: Asker, session_id: str,
                        parent_session: str | None) -> _Lineage:
         """The session's parent and delegation depth: as recorded when the session first
         started (or was first asked about), else from ``parent_session`` and the parent's
         own record (one level below it; a parent hookgate never saw counts as top-level)."""
-        entry = Entry(EntryKind.SESSION, (user_id, session_id))
+        entry = _session_entry(asker, session_id)
         record = await self.core.recorded(SESSIONS_RUN, entry)
         if record is not None and record.observation:
             return _Lineage.of(_loads(record.observation))
@@ -450,7 +471,7 @@ class GuardedCalls:
             lineage = _Lineage(None, 0, None)
         else:
             parent = await self.core.recorded(
-                SESSIONS_RUN, Entry(EntryKind.SESSION, (user_id, parent_session)))
+                SESSIONS_RUN, _session_entry(asker, parent_session))
             above = _Lineage.of(_loads(parent.observation if parent is not None else None))
             lineage = _Lineage(parent_session, min(above.depth + 1, MAX_DEPTH),
                                above.agent_id)
@@ -467,7 +488,8 @@ class GuardedCalls:
             raise CallNotFound(f"no call '{call}'")
         record = await self.core.recorded(INDEX_RUN, Entry(EntryKind.INDEX, (call,)))
         held = _loads(record.observation if record is not None else None)
-        if not held or (asker.user_id and held.get("user_id") != asker.user_id) or (
+        owner = held.get("caller_id") or held.get("user_id")
+        if not held or (asker.user_id and owner != asker.user_id) or (
                 asker.org_id is not None and held.get("org_id") != asker.org_id):
             # Another user's call, or one of an org the asker no longer belongs to, is not
             # theirs to see: the same answer as none at all. (An empty user is the
@@ -525,6 +547,12 @@ class _Lineage:
                    depth if isinstance(depth, int) and 0 <= depth <= MAX_DEPTH else 0,
                    parent_agent if isinstance(parent_agent, str) else None,
                    agent if isinstance(agent, str) else None)
+
+
+def _session_entry(asker: Asker, session_id: str) -> Entry:
+    """Where a session's record (its parent, its depth) is kept for this asker."""
+    caller = () if asker.caller_id is None else (asker.caller_id,)
+    return Entry(EntryKind.SESSION, (asker.call_user, session_id, *caller))
 
 
 def _facts_text(facts: _Facts) -> str:

@@ -37,10 +37,13 @@ def typed_hash(*parts: str | int | None) -> str:
     return canonical_sha256(list(parts))[:40]
 
 
-def session_run_id(prefix: str, agent_id: str, user_id: str, session: str) -> str:
+def session_run_id(prefix: str, agent_id: str, user_id: str, session: str,
+                   caller: str | None = None) -> str:
     """The run an external session is: ``prefix`` and the typed hash of (prefix, agent,
-    user, session); one per agent, user and session id."""
-    return prefix + typed_hash("session-run", prefix, agent_id, user_id, session)
+    user, session); one per agent, user and session id. ``caller``: the service identity
+    that asks for ``user`` (``acts_for``), whose session is not the person's own."""
+    parts: tuple[str, ...] = ("session-run", prefix, agent_id, user_id, session)
+    return prefix + typed_hash(*parts, *(() if caller is None else (caller,)))
 
 
 class EntryKind(enum.Enum):

@@ -2,9 +2,11 @@
 target. The bearer token is the developer's hookgate token; the answer is Claude Code's
 hook JSON. A PreToolUse or PermissionRequest call that hookgate cannot decide is answered
 with a denial naming the failure (fail closed), never with an error status Claude Code
-would read as "go on". A call waiting for a person lasts only while the developer keeps access
-(runtime/access_watch.py): a revoked token, a disabled user or one moved to another org ends the
-wait with a denial, and its request is cancelled.
+would read as "go on". A service identity's token names the developer its calls act for in
+the ``Hookgate-Acts-For`` header (approvals/authority.py's `acting_for` checks it on every
+hook call): that person is the calls' user and initiator. A call waiting for a person lasts
+only while the caller keeps access (runtime/access_watch.py): a revoked token, a disabled user
+or one moved to another org ends the wait with a denial, and its request is cancelled.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.claude_code.backend import (
     HEADLESS_ENTRYPOINTS,
     BadHookInput,
@@ -28,6 +31,8 @@ router = APIRouter(prefix="/api/claude-code", tags=["claude-code"])
 log = logging.getLogger(__name__)
 #: The header the installed hooks fill from CLAUDE_CODE_ENTRYPOINT (``sdk-cli`` under -p).
 ENTRYPOINT_HEADER = "x-claude-code-entrypoint"
+#: The header naming the person a service identity's hook calls act for.
+ACTS_FOR_HEADER = "hookgate-acts-for"
 _DECIDING = ("PreToolUse", "PermissionRequest")
 
 
@@ -71,8 +76,16 @@ async def claude_code_hook(
     except BadHookInput as exc:
         raise HTTPException(400, str(exc)) from None
     entry = request.headers.get(ENTRYPOINT_HEADER, "")
-    who = HookCaller(caller.user_id, caller.org_id, headless=entry in HEADLESS_ENTRYPOINTS)
     event = body.get("hook_event_name")
+    try:
+        acting = await acting_for(rt.db, caller.user_id, caller.org_id, caller.service,
+                                  request.headers.get(ACTS_FOR_HEADER))
+    except NotActingFor as exc:
+        if event in _DECIDING:
+            return _deny(event, f"hookgate refused the caller: {exc}")
+        raise HTTPException(403, str(exc)) from None
+    who = HookCaller(acting or caller.user_id, caller.org_id,
+                     headless=entry in HEADLESS_ENTRYPOINTS)
     try:
         return await while_allowed(rt.claude_code.answer(found, who, body),
                                    access.still_allowed, recheck_s(request))

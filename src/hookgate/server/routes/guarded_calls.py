@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.external.calls import (
     FRAMEWORKS_MAX,
     Asker,
@@ -31,6 +33,7 @@ from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.runtime.auth import same_access
 from hookgate.server.auth import LastingAccess, LastingAccessDep, StreamAccessDep, recheck_s
 from hookgate.server.responses import event_stream
+from hookgate.server.schemas import ActsFor
 from hookgate.server.sse import Event, EventStreamResponse
 
 router = APIRouter(prefix="/api/v1", tags=["guarded calls"])
@@ -51,6 +54,7 @@ class SessionIn(BaseModel):
     parent_session: str | None = Field(None, max_length=256,
                                        description="The session of the agent that delegated "
                                                    "to this one (sub-agents).")
+    acts_for: ActsFor
 
 
 class SessionOut(BaseModel):
@@ -76,6 +80,7 @@ class CallIn(BaseModel):
                           "approver's edits are checked against it; without it a person may "
                           "approve or reject the call, not edit it.")
     parent_session: str | None = Field(None, max_length=256)
+    acts_for: ActsFor
 
 
 class CallOut(BaseModel):
@@ -123,6 +128,18 @@ def _agent(access: LastingAccess, agent_id: str) -> Any:
     return found
 
 
+async def _acting(access: LastingAccess, framework: str, acts_for: str | None) -> Asker:
+    """The asker of a session or call that names ``acts_for`` (403: it may not)."""
+    caller = access.caller
+    try:
+        acting = await acting_for(access.rt.db, caller.user_id, caller.org_id, caller.service,
+                                  acts_for)
+    except NotActingFor as exc:
+        raise HTTPException(403, str(exc)) from None
+    asker = _asker(access, framework)
+    return asker if acting in (None, caller.user_id) else replace(asker, acts_for=acting)
+
+
 def _asker(access: LastingAccess, framework: str) -> Asker:
     # The token is resolved for this request (through the token cache); at each moment of
     # use (a wait that wakes, a call about to start, a report) it is read again from the
@@ -140,9 +157,10 @@ async def start_session(body: SessionIn, access: LastingAccessDep,
     """An external agent's session starts: its SessionStart hooks run; the answer carries
     the context they add (or why they stopped the session)."""
     agent = _agent(access, body.agent)
+    asker = await _acting(access, framework, body.acts_for)
     try:
-        answer = await access.rt.guarded.start_session(
-            agent, _asker(access, framework), body.session_id, body.parent_session)
+        answer = await access.rt.guarded.start_session(agent, asker, body.session_id,
+                                                       body.parent_session)
     except CallRefused as exc:
         raise HTTPException(400, str(exc)) from None
     return SessionOut(session_id=answer.session_id, context=answer.context,
@@ -155,9 +173,10 @@ async def ask(body: CallIn, access: LastingAccessDep,
     """Before a tool call: the PreToolUse hooks, the read-only guard, rate limits and the
     approval gate. A call a person must decide is answered ``pending`` at once."""
     agent = _agent(access, body.agent)
+    asker = await _acting(access, framework, body.acts_for)
     try:
         answer = await access.rt.guarded.ask(
-            agent, _asker(access, framework), session_id=body.session_id,
+            agent, asker, session_id=body.session_id,
             call_id=body.call_id, tool=body.tool, arguments=body.arguments,
             parent_session=body.parent_session, description=body.description,
             parameters=body.parameters)

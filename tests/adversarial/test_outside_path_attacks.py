@@ -1,0 +1,442 @@
+"""An independent attacker's other variants of the outside-path classes (issue 39) against the
+guarded-call API, over HTTP on a real server, SQLite and PostgreSQL: ids that look alike
+after normalisation or sit at the length limit, one call id re-used across agents, JSON the
+gate and the tool could read apart (duplicate keys, out-of-range numbers, integers past
+2**53), approvers' edits that add keys, reports that come first, from another member or
+another org, and ``acts_for`` naming someone it may not. Each attempt records whether it got
+a gated call through, a call run twice, or a cross-org read or decision."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from hookgate import Agent, ScriptedLLM, tool
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from tests.adversarial.conftest import Tally
+from tests.conftest import _fresh_pg_database
+from tests.live_server import LiveServer, live_server
+
+TOKENS = {name: f"tok-{name}" for name in ("alice", "bob", "bot", "eve")}
+GATED = 60_000
+
+
+@tool(requires_confirmation=lambda a: a["amount"] > 50_000, connector="purchasing",
+      writes=True)
+def oa__purchase_pay(amount: float, vendor: str) -> str:
+    """Pay a vendor."""
+    return f"paid {amount} to {vendor}"
+
+
+def _agent(agent_id: str, scope: str) -> Agent:
+    return Agent(
+        id=agent_id, name=agent_id, instructions="", tools=[oa__purchase_pay], org_id="acme",
+        owner_user_id="alice", confirmation_approver_scope=scope,
+        model_config_json={
+            "hooks": {"class_hooks": ["audit_log"]},
+            "guarded_calls": {"rules": [
+                {"matcher": "transfer", "requires_confirmation": True},
+                {"matcher": "big_count", "when": "args.n > 9007199254740990",
+                 "requires_confirmation": True}]},
+        })
+
+
+def deployment(url: str) -> Deployment:
+    return Deployment(
+        database_url=url, orgs=[OrgSpec("acme", "ACME"), OrgSpec("other", "Other")],
+        users=[UserSpec("alice", "acme", admin=True, token_sha256=token_digest(TOKENS["alice"])),
+               UserSpec("bob", "acme", token_sha256=token_digest(TOKENS["bob"])),
+               UserSpec("bot", "acme", token_sha256=token_digest(TOKENS["bot"]),
+                        service=True),
+               UserSpec("eve", "other", admin=True, token_sha256=token_digest(TOKENS["eve"]))],
+        agents={"buyer": _agent("buyer", "agent_owner"),
+                "clerk": _agent("clerk", "agent_owner"),
+                "helper": _agent("helper", "initiator")},
+        model_for=lambda _a: ScriptedLLM([{"answer": "-"}]), channels=[])
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[LiveServer]:
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('outside') / 'hookgate.db'}"
+    else:
+        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
+    with live_server(deployment(url)) as srv:
+        yield srv
+
+
+_n = iter(range(10**6))
+
+
+def h(user: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[user]}"}
+
+
+def fresh(prefix: str) -> str:
+    return f"{prefix}-{next(_n)}"
+
+
+def ask(srv: LiveServer, *, session: str, call_id: str, arguments: Any,
+        tool_name: str = "oa__purchase_pay", agent: str = "buyer", user: str = "bot",
+        **extra: Any) -> httpx.Response:
+    return httpx.post(f"{srv.url}/api/v1/calls", headers=h(user), timeout=30, json={
+        "agent": agent, "session_id": session, "call_id": call_id, "tool": tool_name,
+        "arguments": arguments, **extra})
+
+
+def raw_ask(srv: LiveServer, body: str, user: str = "bot") -> httpx.Response:
+    return httpx.post(f"{srv.url}/api/v1/calls", content=body.encode(), timeout=30,
+                      headers={**h(user), "Content-Type": "application/json"})
+
+
+def respond(srv: LiveServer, request_id: str, user: str = "alice", **body: Any
+            ) -> httpx.Response:
+    return httpx.post(f"{srv.url}/api/confirmations/{request_id}/respond", timeout=30,
+                      json={"decision": "approve", **body}, headers=h(user))
+
+
+def state(srv: LiveServer, call: str, user: str = "bot", **params: Any) -> httpx.Response:
+    return httpx.get(f"{srv.url}/api/v1/calls/{call}", params=params, headers=h(user),
+                     timeout=30)
+
+
+def report(srv: LiveServer, call: str, user: str = "bot", **body: Any) -> httpx.Response:
+    return httpx.post(f"{srv.url}/api/v1/calls/{call}/result", json=body or {"output": "ok"},
+                      headers=h(user), timeout=30)
+
+
+def approved_call(srv: LiveServer, session: str, call_id: str, agent: str = "buyer"
+                  ) -> dict[str, Any]:
+    """A gated call of ``session`` a person approved (not yet asked again)."""
+    asked = ask(srv, session=session, call_id=call_id, agent=agent,
+                arguments={"amount": GATED, "vendor": "v"})
+    assert asked.status_code == 200 and asked.json()["decision"] == "pending", asked.text
+    assert respond(srv, asked.json()["request_id"]).status_code == 200
+    return dict(asked.json())
+
+
+# -- which call an approval covers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["NFD", "NFKC-fullwidth", "trailing-space", "case"])
+def test_a_call_id_that_normalises_to_an_approved_one_gets_no_approval(
+        server: LiveServer, attempt: Tally, form: str) -> None:
+    session = fresh("s-norm")
+    approved_id = f"caf\u00e9-{next(_n)}"  # NFC
+    approved_call(server, session, approved_id)
+    other = {"NFD": unicodedata.normalize("NFD", approved_id),
+             "NFKC-fullwidth": approved_id.replace("c", "\uff43", 1),
+             "trailing-space": approved_id + " ",
+             "case": approved_id.upper()}[form]
+    assert other != approved_id
+    r = ask(server, session=session, call_id=other, arguments={"amount": GATED, "vendor": "v"})
+    attempt.record(f"api: call id look-alike ({form}) takes an approved call's approval",
+                   r.status_code == 200 and r.json()["decision"] == "allow")
+    assert r.status_code == 200, r.text
+    assert r.json()["decision"] == "pending", r.json()
+
+
+def test_a_call_id_past_the_limit_is_refused_not_cut_to_an_approved_one(
+        server: LiveServer, attempt: Tally) -> None:
+    session = fresh("s-long")
+    approved_id = (fresh("c") + "x" * 100)[:100]
+    approved_call(server, session, approved_id)
+    r = ask(server, session=session, call_id=approved_id + "y",
+            arguments={"amount": GATED, "vendor": "v"})
+    attempt.record("api: a call id one past the limit is cut to an approved one",
+                   r.status_code == 200 and r.json().get("decision") == "allow")
+    assert r.status_code in (400, 422) and "call_id" in r.text, r.text
+    # The approved one itself, at the limit, runs once.
+    mine = ask(server, session=session, call_id=approved_id,
+               arguments={"amount": GATED, "vendor": "v"})
+    assert mine.json()["decision"] == "allow", mine.json()
+
+
+def test_one_call_id_in_one_session_is_another_call_for_another_agent(
+        server: LiveServer, attempt: Tally) -> None:
+    session, call_id = fresh("s-agents"), fresh("c")
+    approved_call(server, session, call_id, agent="buyer")
+    r = ask(server, session=session, call_id=call_id, agent="clerk",
+            arguments={"amount": GATED, "vendor": "v"})
+    attempt.record("api: another agent's call under an approved call id and session",
+                   r.json().get("decision") == "allow")
+    assert r.json()["decision"] == "pending", r.json()
+
+
+def test_another_member_under_the_same_ids_gets_no_approval_and_no_call(
+        server: LiveServer, attempt: Tally) -> None:
+    session, call_id = fresh("s-members"), fresh("c")
+    asked = approved_call(server, session, call_id)
+    r = ask(server, session=session, call_id=call_id, user="bob",
+            arguments={"amount": GATED, "vendor": "v"})
+    attempt.record("api: another member re-uses an approved session and call id",
+                   r.json().get("decision") == "allow")
+    assert r.json()["decision"] == "pending", r.json()
+    # Nor may they wait on, peek at or report the approved call by its hookgate id.
+    for answer in (state(server, asked["call"], user="bob"),
+                   state(server, asked["call"], user="bob", peek="true"),
+                   report(server, asked["call"], user="bob")):
+        attempt.record("api: another member reads or reports an approved call",
+                       answer.status_code == 200)
+        assert answer.status_code == 404, answer.text
+
+
+# -- JSON the gate and the tool could read apart ------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["gated-last", "gated-first"])
+def test_duplicate_keys_never_let_the_gate_see_another_value_than_the_tool(
+        server: LiveServer, attempt: Tally, order: str) -> None:
+    values = (1, GATED) if order == "gated-last" else (GATED, 1)
+    head = json.dumps({"agent": "buyer", "session_id": "s-dup", "call_id": fresh("c"),
+                       "tool": "oa__purchase_pay"})[:-1]
+    body = f'{head}, "arguments": {{"amount": {values[0]}, "vendor": "v", ' \
+           f'"amount": {values[1]}}}}}'
+    r = raw_ask(server, body)
+    answer = r.json() if r.status_code == 200 else {}
+    ran_with = (answer.get("arguments") or {}).get("amount")
+    # The answer says what to run ("allow: run with `arguments`"): through when it allows a
+    # payment the gate would have sent to a person, or the last reading is the gated one.
+    attempt.record(f"api: duplicate argument keys ({order})",
+                   answer.get("decision") == "allow" and (ran_with == GATED
+                                                          or values[1] == GATED))
+    assert r.status_code == 200, r.text
+    if values[1] == GATED:
+        assert answer["decision"] == "pending", answer
+    else:
+        assert answer["decision"] == "allow" and ran_with == 1.0, answer
+
+
+@pytest.mark.parametrize("literal", ["1e309", "-1e309", "NaN", "Infinity", "-Infinity"])
+def test_numbers_without_a_canonical_form_are_refused(
+        server: LiveServer, attempt: Tally, literal: str) -> None:
+    body = ('{{"agent":"buyer","session_id":"s-num","call_id":"{}","tool":"oa__purchase_pay",'
+            '"arguments":{{"amount":{},"vendor":"v"}}}}'.format(fresh("c"), literal))
+    r = raw_ask(server, body)
+    attempt.record(f"api: amount {literal}",
+                   r.status_code == 200 and r.json().get("decision") in ("allow", "pending"))
+    assert r.status_code in (200, 400, 422), r.text
+    if r.status_code == 200:
+        assert r.json()["decision"] == "deny", r.json()
+
+
+def test_integers_at_the_edge_of_2_53_are_decided_as_sent_or_refused(
+        server: LiveServer, attempt: Tally) -> None:
+    # A rule asks for a person when n > 2**53 - 2; read as floats, the integers from 2**53 on
+    # round (2**53 + 1 reads as 2**53), so they are refused, never decided on a neighbour.
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+
+    def big(n: int) -> httpx.Response:
+        return raw_ask(server, json.dumps({
+            "agent": "buyer", "session_id": "s-big", "call_id": fresh("c"),
+            "tool": "big_count", "arguments": {"n": n}, "parameters": schema}))
+
+    over = big(2**53 - 1)
+    attempt.record("api: an integer just under 2**53 slips under a rule",
+                   over.json().get("decision") == "allow")
+    assert over.json()["decision"] == "pending", over.json()
+    for n in (2**53, 2**53 + 1, -(2**53) - 1):
+        r = big(n)
+        attempt.record(f"api: the integer {n} decided on a rounded neighbour",
+                       r.status_code == 200)
+        assert r.status_code == 400 and "safe integer" in r.text, r.text
+    under = big(2**53 - 2)
+    assert under.json()["decision"] == "allow", under.json()
+    assert under.json()["arguments"] == {"n": 2**53 - 2}
+
+
+# -- approvers' edits --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tool_name", "parameters", "edit"), [
+    ("oa__purchase_pay", None, {"amount": 10, "vendor": "v", "memo": "added"}),
+    ("transfer", {"type": "object", "properties": {"to": {"type": "string"}},
+                  "additionalProperties": False}, {"to": "x", "also": "y"}),
+    ("transfer", None, {"to": "somebody-else"}),
+])
+def test_an_edit_that_adds_keys_or_edits_an_undeclared_call_is_refused(
+        server: LiveServer, attempt: Tally, tool_name: str, parameters: Any,
+        edit: dict[str, Any]) -> None:
+    args = {"amount": GATED, "vendor": "v"} if tool_name == "oa__purchase_pay" else {"to": "x"}
+    extra = {} if parameters is None else {"parameters": parameters}
+    asked = ask(server, session=fresh("s-edit"), call_id=fresh("c"), tool_name=tool_name,
+                arguments=args, **extra).json()
+    assert asked["decision"] == "pending", asked
+    r = respond(server, asked["request_id"], arguments=edit)
+    attempt.record(f"api: an approver's edit {edit!r} of {tool_name}", r.status_code == 200)
+    assert r.status_code in (400, 409, 422), r.text
+    # Refused, the request is still pending: nothing was decided by the bad edit.
+    assert state(server, asked["call"]).json()["decision"] == "pending"
+
+
+# -- reports -----------------------------------------------------------------------------------
+
+
+def test_a_report_first_or_of_a_denied_call_runs_no_post_tool_use(
+        server: LiveServer, attempt: Tally) -> None:
+    session = fresh("s-rep")
+    asked = ask(server, session=session, call_id=fresh("c"),
+                arguments={"amount": GATED, "vendor": "v"}).json()
+    early = report(server, asked["call"])
+    attempt.record("api: a report before the call was allowed", early.status_code == 200)
+    assert early.status_code == 409 and "never allowed to start" in early.text, early.text
+    assert respond(server, asked["request_id"], decision="reject").status_code == 200
+    assert state(server, asked["call"]).json()["decision"] == "deny"
+    late = report(server, asked["call"])
+    attempt.record("api: a report of a rejected call", late.status_code == 200)
+    assert late.status_code == 409, late.text
+    # A made-up hookgate id of the right shape is nobody's call.
+    made_up = report(server, "gc_" + "0" * 40)
+    attempt.record("api: a report under a made-up hookgate id", made_up.status_code == 200)
+    assert made_up.status_code == 404, made_up.text
+
+
+# -- other orgs --------------------------------------------------------------------------------
+
+
+def test_another_org_neither_reads_nor_decides_nor_reports(
+        server: LiveServer, attempt: Tally) -> None:
+    asked = ask(server, session=fresh("s-org"), call_id=fresh("c"),
+                arguments={"amount": GATED, "vendor": "v"}).json()
+    tries = {
+        "wait": state(server, asked["call"], user="eve"),
+        "peek": state(server, asked["call"], user="eve", peek="true"),
+        "events": httpx.get(f"{server.url}/api/v1/calls/{asked['call']}/events",
+                            headers=h("eve"), timeout=30),
+        "report": report(server, asked["call"], user="eve"),
+        "decide": respond(server, asked["request_id"], user="eve"),
+        "read request": httpx.get(f"{server.url}/api/confirmations/{asked['request_id']}",
+                                  headers=h("eve"), timeout=30),
+        "ask as the agent": ask(server, session=fresh("s-org"), call_id=fresh("c"),
+                                user="eve", arguments={"amount": 1, "vendor": "v"}),
+    }
+    for what, r in tries.items():
+        attempt.record(f"api: another org's admin ({what})", r.status_code < 400)
+        assert r.status_code in (403, 404), (what, r.status_code, r.text)
+    assert state(server, asked["call"]).json()["decision"] == "pending"
+
+
+# -- acts_for ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("user", "acts_for", "why"), [
+    ("bob", "alice", "is a person and acts for themself"),
+    ("bot", "eve", "not a user of org 'acme'"),
+    ("bot", "bot", "service identity"),
+    ("bot", "nobody-at-all", "not a user of org 'acme'"),
+])
+def test_acts_for_naming_someone_it_may_not_is_refused(
+        server: LiveServer, attempt: Tally, user: str, acts_for: str, why: str) -> None:
+    for path, body in (
+            ("calls", {"agent": "helper", "session_id": fresh("s-af"), "call_id": fresh("c"),
+                       "tool": "transfer", "arguments": {"to": "x"}, "acts_for": acts_for}),
+            ("sessions", {"agent": "helper", "session_id": fresh("s-af"),
+                          "acts_for": acts_for})):
+        r = httpx.post(f"{server.url}/api/v1/{path}", json=body, headers=h(user), timeout=30)
+        attempt.record(f"api: {user} acts_for {acts_for} on /{path}", r.status_code == 200)
+        assert r.status_code == 403 and why in r.text, (path, r.text)
+
+
+def test_a_service_acting_for_a_person_makes_them_the_initiator_and_never_decides(
+        server: LiveServer, attempt: Tally) -> None:
+    asked = ask(server, session=fresh("s-init"), call_id=fresh("c"), agent="helper",
+                tool_name="transfer", arguments={"to": "x"}, acts_for="bob")
+    assert asked.status_code == 200 and asked.json()["decision"] == "pending", asked.text
+    request_id = asked.json()["request_id"]
+    record = httpx.get(f"{server.url}/api/confirmations/{request_id}", headers=h("alice"),
+                       timeout=30).json()
+    assert record["requested_by"] == "bob", record
+    by_bot = respond(server, request_id, user="bot")
+    attempt.record("api: a service approves the call it acts for a person in",
+                   by_bot.status_code == 200)
+    assert by_bot.status_code == 403, by_bot.text
+    # The initiator decides (approver scope 'initiator'); the service then runs the call.
+    assert respond(server, request_id, user="bob").status_code == 200
+    after = state(server, asked.json()["call"], wait=5).json()
+    assert after["decision"] == "allow", after
+    assert report(server, asked.json()["call"]).status_code == 200
+
+
+# -- Claude Code: Hookgate-Acts-For ------------------------------------------------------------
+
+CC_SESSION = "7a1d3b9e-2222-4333-8444-a55566667777"
+PUSH = {"command": "git push origin main > push.log"}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def coding(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[LiveServer]:
+    from tests.claude_code.scene import coder
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('cc') / 'hookgate.db'}"
+    else:
+        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
+    world = coder(wait_s=0.2)
+    agent = world.agents["coder"]
+    agent.confirmation_mode = "inline_only"
+    agent.approval_channel_id = None
+    agent.confirmation_approver_scope = "initiator"
+    world = Deployment(
+        database_url=url, orgs=[OrgSpec("acme", "ACME"), OrgSpec("other", "Other")],
+        users=[UserSpec("alice", "acme", admin=True, token_sha256=token_digest(TOKENS["alice"])),
+               UserSpec("bob", "acme", token_sha256=token_digest(TOKENS["bob"])),
+               UserSpec("bot", "acme", token_sha256=token_digest(TOKENS["bot"]),
+                        service=True),
+               UserSpec("eve", "other", admin=True, token_sha256=token_digest(TOKENS["eve"]))],
+        agents=world.agents, model_for=world.model_for, channels=[])
+    with live_server(world) as srv:
+        yield srv
+
+
+def cc_hook(srv: LiveServer, body: dict[str, Any], user: str, acts_for: str | None
+            ) -> httpx.Response:
+    headers = {**h(user), "X-Claude-Code-Entrypoint": "sdk-cli"}
+    if acts_for is not None:
+        headers["Hookgate-Acts-For"] = acts_for
+    return httpx.post(f"{srv.url}/api/claude-code/hooks", params={"agent": "coder"},
+                      headers=headers, json=body, timeout=30)
+
+
+def cc_pre(call_id: str, session: str = CC_SESSION) -> dict[str, Any]:
+    return {"hook_event_name": "PreToolUse", "session_id": session, "cwd": "/work/project",
+            "permission_mode": "default", "tool_name": "Bash", "tool_input": PUSH,
+            "tool_use_id": call_id, "transcript_path": "/tmp/t.jsonl"}
+
+
+@pytest.mark.parametrize(("user", "acts_for", "why"), [
+    ("bob", "alice", "is a person and acts for themself"),
+    ("bot", "eve", "not a user of org 'acme'"),
+    ("bot", "bot", "service identity"),
+])
+def test_claude_code_acts_for_naming_someone_it_may_not_is_refused(
+        coding: LiveServer, attempt: Tally, user: str, acts_for: str, why: str) -> None:
+    r = cc_hook(coding, cc_pre(fresh("toolu")), user, acts_for)
+    specific = r.json().get("hookSpecificOutput") or {} if r.status_code == 200 else {}
+    attempt.record(f"claude code: {user} with Hookgate-Acts-For {acts_for}",
+                   r.status_code == 200 and specific.get("permissionDecision") != "deny")
+    assert r.status_code == 200 and specific.get("permissionDecision") == "deny", r.text
+    assert why in specific["permissionDecisionReason"], specific
+
+
+def test_claude_code_a_service_acting_for_a_person_makes_them_the_initiator(
+        coding: LiveServer, attempt: Tally) -> None:
+    session, call_id = f"7a1d3b9e-2222-4333-8444-{next(_n):012d}", fresh("toolu")
+    r = cc_hook(coding, cc_pre(call_id, session), "bot", "bob")
+    assert r.status_code == 200, r.text
+    [request] = [c for c in httpx.get(f"{coding.url}/api/confirmations", headers=h("alice"),
+                                      params={"status": "pending"}, timeout=30).json()
+                 if c["tool_call_id"] == call_id]
+    attempt.record("claude code: a service's call acts for the service, not the person named",
+                   request["requested_by"] != "bob")
+    assert request["requested_by"] == "bob", request
+    by_bot = respond(coding, request["id"], user="bot")
+    attempt.record("claude code: a service approves the call it acts for a person in",
+                   by_bot.status_code == 200)
+    assert by_bot.status_code == 403, by_bot.text
+    assert respond(coding, request["id"], user="bob").status_code == 200
