@@ -440,3 +440,45 @@ def test_claude_code_a_service_acting_for_a_person_makes_them_the_initiator(
                    by_bot.status_code == 200)
     assert by_bot.status_code == 403, by_bot.text
     assert respond(coding, request["id"], user="bob").status_code == 200
+
+
+# -- a service moved to another org while its event stream is open -------------------------------
+
+
+@pytest.mark.both_databases
+def test_a_service_moved_to_another_org_mid_stream_learns_no_decision(
+        database_url: str, attempt: Tally) -> None:
+    import dataclasses
+    import time
+
+    from hookgate.storage.users import sync_declared_users
+    from tests.server.test_stream_access import OpenStream
+
+    world = deployment(database_url)
+    with live_server(world, access_recheck_s=60) as srv:
+        asked = ask(srv, session="s-move", call_id="c-move",
+                    arguments={"amount": GATED, "vendor": "v"}).json()
+        assert asked["decision"] == "pending", asked
+        stream = OpenStream(f"{srv.url}/api/v1/calls/{asked['call']}/events", h("bot"))
+        deadline = time.monotonic() + 20
+        while "pending" not in stream.text and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "event: pending" in stream.text, stream.text
+        # The file moves the service to org Other (its token is fresh in the token cache).
+        assert state(srv, asked["call"]).status_code == 200
+        users = [dataclasses.replace(u, org="other") if u.id == "bot" else u
+                 for u in world.users]
+        srv.call(sync_declared_users(srv.runtime.db, users))
+        assert respond(srv, asked["request_id"], arguments={"amount": 41_234, "vendor": "v"}
+                       ).status_code == 200
+        assert stream.ended.wait(30), "the stream did not end"
+        learned = "decided" in stream.text or "41234" in stream.text
+        attempt.record("api: a service moved to another org reads the decision on its stream",
+                       learned)
+        assert not learned, stream.text
+        stream.close()
+        # Nor by asking again or long-polling, in either org's name.
+        after = state(srv, asked["call"], wait=1)
+        attempt.record("api: a moved service long-polls the old org's call",
+                       after.status_code == 200 and after.json()["decision"] == "allow")
+        assert after.status_code == 404, after.text
