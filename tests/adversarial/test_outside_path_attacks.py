@@ -315,7 +315,19 @@ def test_another_org_neither_reads_nor_decides_nor_reports(
                                   headers=h("eve"), timeout=30),
         "ask as the agent": ask(server, session=fresh("s-org"), call_id=fresh("c"),
                                 user="eve", arguments={"amount": 1, "vendor": "v"}),
+        "decide and remember": respond(server, asked["request_id"], user="eve",
+                                       remember={"scope": "org"}),
+        "rule for the agent": httpx.post(
+            f"{server.url}/api/approval-rules", headers=h("eve"), timeout=30,
+            json={"agent_id": "buyer", "tool_name": "oa__purchase_pay", "scope": "org"}),
     }
+    batch = httpx.post(f"{server.url}/api/confirmations/batch", headers=h("eve"), timeout=30,
+                       json={"ids": [asked["request_id"]], "decision": "approve"})
+    # A batch answers per request: nothing of another org is decided.
+    decided = batch.status_code == 200 and batch.json()["decided"] != 0
+    attempt.record("api: another org's admin (batch)", decided)
+    assert batch.status_code == 200, batch.text
+    assert [r["status_code"] for r in batch.json()["results"]] == [404], batch.text
     for what, r in tries.items():
         attempt.record(f"api: another org's admin ({what})", r.status_code < 400)
         assert r.status_code in (403, 404), (what, r.status_code, r.text)
