@@ -494,3 +494,47 @@ def test_a_service_moved_to_another_org_mid_stream_learns_no_decision(
         attempt.record("api: a moved service long-polls the old org's call",
                        after.status_code == 200 and after.json()["decision"] == "allow")
         assert after.status_code == 404, after.text
+
+
+# -- Claude Code: the identical retry from another working directory ---------------------------
+
+RM = {"command": "rm -rf build > rm.log"}
+
+
+@pytest.mark.both_databases
+def test_claude_code_an_identical_retry_in_another_directory_gets_no_approval(
+        database_url: str, attempt: Tally) -> None:
+    from tests.claude_code.scene import TOKEN, coder
+    world = coder(wait_s=0.3)
+    world.database_url = database_url
+    world.agents["coder"].confirmation_mode = "inline_only"
+    world.agents["coder"].approval_channel_id = None
+    alice = {"Authorization": f"Bearer {TOKEN}"}
+
+    def pre_in(cwd: str, call_id: str) -> dict[str, Any]:
+        return {"hook_event_name": "PreToolUse", "session_id": CC_SESSION, "cwd": cwd,
+                "permission_mode": "default", "tool_name": "Bash", "tool_input": RM,
+                "tool_use_id": call_id, "transcript_path": "/tmp/t.jsonl"}
+
+    def send(body: dict[str, Any]) -> str | None:
+        r = httpx.post(f"{srv.url}/api/claude-code/hooks", params={"agent": "coder"},
+                       headers=alice, json=body, timeout=30)
+        assert r.status_code == 200, r.text
+        return (r.json().get("hookSpecificOutput") or {}).get("permissionDecision")
+
+    with live_server(world) as srv:
+        # Asked in a scratch directory: the wait runs out, the call is told to retry.
+        assert send(pre_in("/work/project/scratch", "toolu_rm1")) == "deny"
+        [request] = httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
+                              headers=alice, timeout=30).json()
+        assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
+                          json={"decision": "approve"}, headers=alice,
+                          timeout=30).status_code == 200
+        # The "identical" retry comes from the project's root: `rm -rf build` there is
+        # another call than the one approved.
+        moved = send(pre_in("/work/project", "toolu_rm2"))
+        attempt.record("claude code: the identical retry from another cwd joins the approval",
+                       moved == "allow")
+        assert moved == "deny", moved
+        # From the directory it was approved in, the retry runs (once).
+        assert send(pre_in("/work/project/scratch", "toolu_rm3")) == "allow"

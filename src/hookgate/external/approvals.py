@@ -8,11 +8,14 @@ API — finds its request; another call id with the same tool and arguments is a
 and gets a request of its own. The one exception is the path built with
 ``retry=RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`` (Claude Code in interactive mode, which is
 told to "make the identical call again" and does so under a new ``tool_use_id``): when this
-call's wait runs out its request is marked given up (`gave_up_key`), and an identical call
-of the same session with no request of its own joins that request. An approval is used by
-exactly one execution: its use is claimed in the execution ledger (`use_key`), and a second
-claim finds it taken (a retry that loses the claim asks again under its own id). The binding
-is compared before the claim, so a mismatched call never uses up an approval.
+call's wait runs out its request is marked given up (`gave_up_key`, recording the working
+directory the call was asked from), and an identical call of the same session, asked from the
+same working directory, with no request of its own joins that request (``rm -rf build``
+sent again from another directory is another call, and asks under its own id). An
+approval is used by exactly one execution: its use is claimed in the execution ledger
+(`use_key`), and a second claim finds it taken (a retry that loses the claim asks again under
+its own id). The binding is compared before the claim, so a mismatched call never uses up an
+approval.
 
 For the guarded-call API the claim names the call id that owns the use, written right after
 the claim: the same call asked again (on any instance, at the same moment) finds the use its
@@ -24,7 +27,9 @@ is written is read again until it says whose it is (`OWNER_SETTLES_S`); one that
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
+from typing import Any
 
 from hookgate.approvals.persistent import PersistentApprovals, StillPending
 from hookgate.approvals.records import ConfirmationRequest
@@ -41,6 +46,9 @@ __all__ = ["OWNER_SETTLES_S", "ExternalApprovals"]
 OWNER_SETTLES_S = 2.0
 #: How often such a claim is read again meanwhile.
 _REREAD_S = 0.01
+#: The call's metadata naming where it runs (Claude Code's working directory): part of
+#: what an identical retry must match.
+PLACE_KEY = "cwd"
 
 
 class ExternalApprovals:
@@ -69,6 +77,10 @@ class ExternalApprovals:
 
     async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
         decision = await self._decision(ask, self.retry)
+        if decision.retry is not None and not await self._same_place(ask, decision.request_id):
+            # Joined as a retry, but asked from another place than the call that gave up:
+            # not the identical call; it asks under its own id.
+            decision = await self._decision(ask, None)
         if decision.status != "approved" or not coverage(
                 decision.binding, ask.binding, retry=decision.retry).covered:
             # Checked before the claim: a decision that is not this exact call's (another
@@ -106,8 +118,20 @@ class ExternalApprovals:
                 key = gave_up_key(waiting.request.id)
                 if await self.ledger.claim(ask.run_id, key, ask.tool_name,
                                            ask.args_sha256) is None:
-                    await self.ledger.finish(ask.run_id, key, ask.tool_call_id, ok=True)
+                    await self.ledger.finish(ask.run_id, key, json.dumps(
+                        {"call": ask.tool_call_id, "place": _place(ask.metadata)}), ok=True)
             raise
+
+    async def _same_place(self, ask: ApprovalAsk, request_id: str) -> bool:
+        """Whether ``ask`` is asked from where the call that gave up on ``request_id`` was
+        (a record that cannot say is another place)."""
+        record = await self.ledger.recorded(ask.run_id, gave_up_key(request_id))
+        try:
+            held = json.loads(record.observation or "") if record is not None else None
+        except ValueError:
+            return False
+        return isinstance(held, dict) and "place" in held and \
+            held["place"] == _place(ask.metadata)
 
     async def _claim_use(self, ask: ApprovalAsk, decision: ApprovalDecision
                          ) -> PriorExecution | None:
@@ -134,3 +158,8 @@ class ExternalApprovals:
             if claimed is None or claimed.observation is not None or loop.time() >= give_up:
                 return claimed
             await asyncio.sleep(_REREAD_S)
+
+
+def _place(metadata: dict[str, Any]) -> str | None:
+    place = metadata.get(PLACE_KEY)
+    return place if isinstance(place, str) else None
