@@ -538,3 +538,42 @@ def test_claude_code_an_identical_retry_in_another_directory_gets_no_approval(
         assert moved == "deny", moved
         # From the directory it was approved in, the retry runs (once).
         assert send(pre_in("/work/project/scratch", "toolu_rm3")) == "allow"
+
+
+@pytest.mark.both_databases
+def test_claude_code_the_same_call_resumed_from_another_directory_is_refused(
+        database_url: str, attempt: Tally) -> None:
+    from tests.claude_code.scene import TOKEN, coder
+    world = coder(wait_s=0.3)
+    world.database_url = database_url
+    world.agents["coder"].confirmation_mode = "inline_only"
+    world.agents["coder"].approval_channel_id = None
+    alice = {"Authorization": f"Bearer {TOKEN}", "X-Claude-Code-Entrypoint": "sdk-cli"}
+
+    def pre_in(cwd: str) -> dict[str, Any]:
+        return {"hook_event_name": "PreToolUse", "session_id": CC_SESSION, "cwd": cwd,
+                "permission_mode": "default", "tool_name": "Bash", "tool_input": RM,
+                "tool_use_id": "toolu_resumed", "transcript_path": "/tmp/t.jsonl"}
+
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        r = httpx.post(f"{srv.url}/api/claude-code/hooks", params={"agent": "coder"},
+                       headers=alice, json=body, timeout=30)
+        assert r.status_code == 200, r.text
+        return dict(r.json().get("hookSpecificOutput") or {})
+
+    with live_server(world) as srv:
+        # Headless: deferred while a person decides; `claude -p --resume` asks the same call.
+        assert send(pre_in("/work/project/scratch"))["permissionDecision"] == "defer"
+        [request] = httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
+                              headers=alice, timeout=30).json()
+        assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
+                          json={"decision": "approve"}, headers=alice,
+                          timeout=30).status_code == 200
+        # Resumed from the project's root, the same tool_use_id runs `rm -rf build` there.
+        moved = send(pre_in("/work/project"))
+        attempt.record("claude code: the approved call resumed from another cwd runs",
+                       moved.get("permissionDecision") == "allow")
+        assert moved["permissionDecision"] == "deny", moved
+        assert "/work/project/scratch" in moved["permissionDecisionReason"], moved
+        # Resumed where it was asked, it runs (once).
+        assert send(pre_in("/work/project/scratch"))["permissionDecision"] == "allow"
