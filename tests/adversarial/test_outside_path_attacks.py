@@ -577,3 +577,43 @@ def test_claude_code_the_same_call_resumed_from_another_directory_is_refused(
         assert "/work/project/scratch" in moved["permissionDecisionReason"], moved
         # Resumed where it was asked, it runs (once).
         assert send(pre_in("/work/project/scratch"))["permissionDecision"] == "allow"
+
+
+@pytest.mark.both_databases
+def test_claude_code_a_permission_request_elsewhere_is_its_own_call(
+        database_url: str, attempt: Tally) -> None:
+    from tests.claude_code.scene import TOKEN, coder
+    world = coder(wait_s=0.2)
+    world.database_url = database_url
+    world.agents["coder"].confirmation_mode = "inline_only"
+    world.agents["coder"].approval_channel_id = None
+    alice = {"Authorization": f"Bearer {TOKEN}"}
+
+    def permission(cwd: str) -> dict[str, Any]:
+        r = httpx.post(f"{srv.url}/api/claude-code/hooks", params={"agent": "coder"},
+                       headers=alice, timeout=30, json={
+                           "hook_event_name": "PermissionRequest", "session_id": CC_SESSION,
+                           "cwd": cwd, "permission_mode": "default", "tool_name": "Bash",
+                           "tool_input": RM, "transcript_path": "/tmp/t.jsonl"})
+        assert r.status_code == 200, r.text
+        return dict(r.json().get("hookSpecificOutput") or {})
+
+    def pending() -> list[dict[str, Any]]:
+        return list(httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
+                              headers=alice, timeout=30).json())
+
+    with live_server(world) as srv:
+        permission("/work/project/scratch")
+        [first] = pending()
+        assert httpx.post(f"{srv.url}/api/confirmations/{first['id']}/respond",
+                          json={"decision": "approve"}, headers=alice,
+                          timeout=30).status_code == 200
+        # The same command from another directory is asked about on its own.
+        elsewhere = permission("/work/project")
+        attempt.record("claude code: a permission approved in one cwd allows it in another",
+                       (elsewhere.get("decision") or {}).get("behavior") == "allow")
+        assert (elsewhere.get("decision") or {}).get("behavior") != "allow", elsewhere
+        [second] = pending()
+        assert second["id"] != first["id"]
+        assert (permission("/work/project/scratch").get("decision") or {}).get(
+            "behavior") == "allow"
