@@ -617,3 +617,28 @@ def test_claude_code_a_permission_request_elsewhere_is_its_own_call(
         assert second["id"] != first["id"]
         assert (permission("/work/project/scratch").get("decision") or {}).get(
             "behavior") == "allow"
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize("how", ["disabled", "moved"])
+def test_a_call_acting_for_a_person_who_left_does_not_run(
+        database_url: str, attempt: Tally, how: str) -> None:
+    import dataclasses
+
+    from hookgate.storage.users import sync_declared_users
+
+    world = deployment(database_url)
+    with live_server(world) as srv:
+        asked = ask(srv, session="s-left", call_id="c-left", agent="buyer",
+                    arguments={"amount": GATED, "vendor": "v"}, acts_for="bob").json()
+        assert asked["decision"] == "pending", asked
+        # The person acted for cannot read the service's call with their own token.
+        assert state(srv, asked["call"], user="bob").status_code == 404
+        assert respond(srv, asked["request_id"]).status_code == 200
+        users = [u for u in world.users if u.id != "bob"] if how == "disabled" else [
+            dataclasses.replace(u, org="other") if u.id == "bob" else u for u in world.users]
+        srv.call(sync_declared_users(srv.runtime.db, users))
+        after = state(srv, asked["call"], wait=1)
+        attempt.record(f"api: a call acting for a person who was {how} runs",
+                       after.status_code == 200 and after.json()["decision"] == "allow")
+        assert after.status_code == 404 and "acts for" in after.text, after.text

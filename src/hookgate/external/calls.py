@@ -27,6 +27,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 from hookgate.agent import Agent
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.approvals.edits import edit_summary
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.records import ConfirmationRequest
@@ -104,6 +105,8 @@ class Asker:
     #: ``approvals/authority.acting_for`` allowed it): the calls' user and initiator; the
     #: asker (``user_id``) still owns them for wait and report. None: the asker's own calls.
     acts_for: str | None = None
+    #: The asker is a service identity (it may act for people; never decides).
+    service: bool = False
 
     @property
     def caller_id(self) -> str | None:
@@ -396,6 +399,7 @@ class GuardedCalls:
             # this call's for the next ask.
             return CallAnswer(key, "pending", reason="the asker stopped waiting")
         await _still_allowed(asker, key)
+        await self._still_acting(asker, facts, key)
         if await self.core.claim_start(call, final_args, lambda: json.dumps(
                 {"arguments": final_args})) is not None:
             ran = await self._already_ran(key, facts)
@@ -439,6 +443,7 @@ class GuardedCalls:
             rules = CallRules()
         typed = facts.call(agent, rules, args, checked=False)
         await _still_allowed(asker, call)
+        await self._still_acting(asker, facts, call)
 
         async def post_tool_use() -> str:
             observed = await self.core.observe(typed, result=output, error=error,
@@ -496,9 +501,23 @@ class GuardedCalls:
             # in-process guard, which sees every call of its runtime.)
             raise CallNotFound(f"no call '{call}'")
         try:
-            return _Facts(**{f.name: held[f.name] for f in fields(_Facts) if f.name in held})
+            facts = _Facts(**{f.name: held[f.name] for f in fields(_Facts) if f.name in held})
         except TypeError:
             raise CallNotFound(f"call '{call}' has an unreadable record") from None
+        await self._still_acting(asker, facts, call)
+        return facts
+
+    async def _still_acting(self, asker: Asker, facts: _Facts, call: str) -> None:
+        """At every moment of use: the asker may still act for the person the call acts for
+        (approvals/authority.py's `acting_for`); else no such call for them."""
+        if facts.caller_id is None or asker.org_id is None:
+            return
+        try:
+            await acting_for(self.approvals.db, asker.user_id, asker.org_id, asker.service,
+                             facts.user_id)
+        except NotActingFor as exc:
+            raise CallNotFound(f"no call '{call}' (the asker no longer acts for "
+                               f"'{facts.user_id}': {exc})") from None
 
 
 def _agent_of(agents: Mapping[str, Agent], facts: _Facts, asker: Asker, call: str) -> Agent:

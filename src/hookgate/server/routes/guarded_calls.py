@@ -148,7 +148,8 @@ def _asker(access: LastingAccess, framework: str) -> Asker:
         now = await access.rt.authenticate(access.token)
         return now is not None and same_access(now, access.caller)
 
-    return Asker(access.caller.user_id, access.caller.org_id, framework, still_allowed=fresh)
+    return Asker(access.caller.user_id, access.caller.org_id, framework, still_allowed=fresh,
+                 service=access.caller.service)
 
 
 @router.post("/sessions", response_model=SessionOut)
