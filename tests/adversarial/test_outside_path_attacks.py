@@ -642,3 +642,61 @@ def test_a_call_acting_for_a_person_who_left_does_not_run(
         attempt.record(f"api: a call acting for a person who was {how} runs",
                        after.status_code == 200 and after.json()["decision"] == "allow")
         assert after.status_code == 404 and "acts for" in after.text, after.text
+
+
+# -- MCP: a session acting for a person who leaves while its call waits --------------------------
+
+
+@pytest.mark.both_databases
+async def test_mcp_a_call_acting_for_a_person_who_left_does_not_run(
+        tmp_path: Any, database_url: str, attempt: Tally) -> None:
+    from tests.mcp_gateway.test_mcp_acts_for import BOT_TOKEN
+    from tests.mcp_gateway.world import make_world
+
+    world = make_world(tmp_path, database_url)
+    config = world.config_path.read_text().replace(
+        "  - {id: mallory,",
+        f"  - {{id: coder-bot, org: acme, kind: service, token: {BOT_TOKEN}}}\n"
+        "  - {id: mallory,")
+    world.config_path.write_text(config)
+    deployment_ = world.deployment()
+    args = {"repo_path": str(world.repo), "branch_name": "for-bob"}
+    with live_server(deployment_, access_recheck_s=0.2) as srv:
+        async with httpx.AsyncClient(base_url=srv.url, timeout=30) as api:
+            ended = await _act_for_bob_then_bob_leaves(srv, api, deployment_, args)
+    ran = "for-bob" in world.branches()
+    attempt.record("mcp: a call acting for a person who left runs once approved", ran)
+    # The call ends refused (an error result, or the session refused outright), never run.
+    assert not ran and ended != "ran", ended
+
+
+async def _act_for_bob_then_bob_leaves(srv: LiveServer, api: httpx.AsyncClient,
+                                       deployment_: Deployment, args: dict[str, Any]) -> str:
+    import asyncio
+
+    from hookgate.storage.users import sync_declared_users
+    from tests.mcp_gateway.test_mcp_acts_for import bot_client
+    from tests.mcp_gateway.world import auth, one_pending
+
+    try:
+        async with bot_client(f"{srv.url}/mcp/coder", "bob") as client:
+            call = asyncio.create_task(client.call_tool("mcp__git__git_create_branch", args))
+            request = await one_pending(api)
+            assert request["requested_by"] == "bob", request
+            # bob leaves (the file no longer lists him) while the call waits; the service's
+            # token itself keeps its access.
+            await asyncio.to_thread(srv.call, sync_declared_users(
+                srv.runtime.db, [u for u in deployment_.users if u.id != "bob"]))
+            # The wait looks again every 0.2 s: its request ends (cancelled) once it sees.
+            for _ in range(100):
+                shown = (await api.get(f"/api/confirmations/{request['id']}",
+                                       headers=auth("alice"))).json()
+                if shown["status"] != "pending":
+                    break
+                await asyncio.sleep(0.1)
+            await api.post(f"/api/confirmations/{request['id']}/respond",
+                           json={"decision": "approve"}, headers=auth("alice"))
+            result = await asyncio.wait_for(call, 30)
+            return "refused" if result.is_error else "ran"
+    except Exception as exc:  # the session itself refused once bob left
+        return f"session ended: {type(exc).__name__}"
