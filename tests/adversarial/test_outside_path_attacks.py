@@ -700,3 +700,48 @@ async def _act_for_bob_then_bob_leaves(srv: LiveServer, api: httpx.AsyncClient,
             return "refused" if result.is_error else "ran"
     except Exception as exc:  # the session itself refused once bob left
         return f"session ended: {type(exc).__name__}"
+
+
+# -- Claude Code: a PostToolUse naming another tool under an approved tool_use_id ---------------
+
+
+@pytest.mark.both_databases
+def test_claude_code_a_report_naming_another_tool_does_not_stand_for_the_real_one(
+        database_url: str, attempt: Tally) -> None:
+    from tests.claude_code.scene import TOKEN, coder
+    world = coder(wait_s=0.2)
+    world.database_url = database_url
+    world.agents["coder"].confirmation_mode = "inline_only"
+    world.agents["coder"].approval_channel_id = None
+    alice = {"Authorization": f"Bearer {TOKEN}", "X-Claude-Code-Entrypoint": "sdk-cli"}
+    push = {"command": "git push origin main > push.log"}
+    pre = {"hook_event_name": "PreToolUse", "session_id": CC_SESSION, "cwd": "/work/project",
+           "permission_mode": "default", "tool_name": "Bash", "tool_input": push,
+           "tool_use_id": "toolu_posted", "transcript_path": "/tmp/t.jsonl"}
+
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        r = httpx.post(f"{srv.url}/api/claude-code/hooks", params={"agent": "coder"},
+                       headers=alice, json=body, timeout=30)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    with live_server(world) as srv:
+        send(pre)
+        [request] = httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
+                              headers=alice, timeout=30).json()
+        assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
+                          json={"decision": "approve"}, headers=alice,
+                          timeout=30).status_code == 200
+        assert send(pre)["hookSpecificOutput"]["permissionDecision"] == "allow"
+        # A report under the approved id naming another tool comes first, then the real one.
+        send(dict(pre, hook_event_name="PostToolUse", tool_name="Write", tool_response="ok"))
+        send(dict(pre, hook_event_name="PostToolUse", tool_response="ok"))
+        rows = [row for row in httpx.get(f"{srv.url}/api/audit", params={"limit": 200},
+                                         headers=alice, timeout=30).json()["items"]
+                if row["tool_call_id"] == "toolu_posted" and row["outcome"] == "ok"]
+    real = [row for row in rows if row["tool_name"] == "Bash"]
+    attempt.record("claude code: a PostToolUse naming another tool stands for the approved "
+                   "call's (its audit row and hooks never run)", not real)
+    assert [(row["tool_name"], row["request_id"]) for row in real] == [("Bash", request["id"])]
+    # The other tool's report carries no approval.
+    assert [row["request_id"] for row in rows if row["tool_name"] == "Write"] == [None]

@@ -266,7 +266,9 @@ class _Call:
             return json.dumps(self._answer_post(observed.ctx, observed.post))
 
         try:
-            report = canonical_sha256([self.event, args, result])
+            # The tool is part of the report: one naming another tool under this id is
+            # another report, never the answer to this one's.
+            report = canonical_sha256([self.event, name, args, result])
         except NotCanonicalJSON:
             report = None  # no exact form to recognise it by: its PostToolUse runs
         if report is None:
