@@ -745,3 +745,23 @@ def test_claude_code_a_report_naming_another_tool_does_not_stand_for_the_real_on
     assert [(row["tool_name"], row["request_id"]) for row in real] == [("Bash", request["id"])]
     # The other tool's report carries no approval.
     assert [row["request_id"] for row in rows if row["tool_name"] == "Write"] == [None]
+
+
+def test_a_persons_own_call_is_not_the_service_call_that_acts_for_them(
+        server: LiveServer, attempt: Tally) -> None:
+    session, call_id = fresh("s-own"), fresh("c")
+    asked = ask(server, session=session, call_id=call_id, acts_for="bob",
+                arguments={"amount": GATED, "vendor": "v"}).json()
+    assert asked["decision"] == "pending", asked
+    assert respond(server, asked["request_id"]).status_code == 200
+    # bob, with his own token, under the same session and call id: another call.
+    own = ask(server, session=session, call_id=call_id, user="bob",
+              arguments={"amount": GATED, "vendor": "v"})
+    attempt.record("api: a person's own call takes the approval of a service call acting "
+                   "for them", own.json().get("decision") == "allow")
+    assert own.json()["decision"] == "pending", own.json()
+    assert own.json()["request_id"] != asked["request_id"]
+    # The service's own call (its own id) runs once.
+    mine = state(server, asked["call"]).json()
+    assert mine["decision"] == "allow", mine
+    assert state(server, asked["call"]).json()["decision"] == "already_ran"
