@@ -765,3 +765,29 @@ def test_a_persons_own_call_is_not_the_service_call_that_acts_for_them(
     mine = state(server, asked["call"]).json()
     assert mine["decision"] == "allow", mine
     assert state(server, asked["call"]).json()["decision"] == "already_ran"
+
+
+def test_the_python_client_names_the_person_its_calls_act_for(
+        server: LiveServer, attempt: Tally) -> None:
+    from hookgate.client import Client, GuardRefused, Pending
+
+    guard = Client(server.url, TOKENS["bot"], framework="langgraph", acts_for="bob")
+    session = fresh("s-client")
+    guard.start_session(agent="helper", session_id=session)
+    verdict = guard.before_call(agent="helper", session_id=session, call_id=fresh("c"),
+                                tool="transfer", arguments={"to": "x"})
+    assert isinstance(verdict, Pending), verdict
+    record = httpx.get(f"{server.url}/api/confirmations/{verdict.request_id}",
+                       headers=h("alice"), timeout=30).json()
+    assert record["requested_by"] == "bob", record
+    # Naming another org's user through the client is refused, not ignored.
+    stranger = Client(server.url, TOKENS["bot"], framework="langgraph", acts_for="eve")
+    try:
+        stranger.before_call(agent="helper", session_id=session, call_id=fresh("c"),
+                             tool="transfer", arguments={"to": "x"})
+        refusal = None
+    except GuardRefused as exc:
+        refusal = str(exc)
+    attempt.record("client: acts_for another org's user through hookgate.client",
+                   refusal is None)
+    assert refusal is not None and "not a user of org 'acme'" in refusal, refusal

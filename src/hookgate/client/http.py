@@ -161,10 +161,13 @@ def _call_body(agent: str, session_id: str, call_id: str, tool: str,
 
 class _Base:
     def __init__(self, base_url: str, token: str, *, framework: str,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, acts_for: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.framework = framework
         self.timeout = timeout
+        #: The person a service identity's sessions and calls act for (``acts_for``).
+        self.acts_for = acts_for
+        self._acts: dict[str, str] = {} if acts_for is None else {"acts_for": acts_for}
         self.headers = {"Authorization": f"Bearer {token}", "X-Hookgate-Framework": framework}
         self._json_headers = {**self.headers, "Content-Type": "application/json"}
 
@@ -173,8 +176,9 @@ class AsyncClient(_Base):
     """An AsyncGuard over a hookgate server."""
 
     def __init__(self, base_url: str, token: str, *, framework: str, timeout: float = 30.0,
-                 http: httpx.AsyncClient | None = None) -> None:
-        super().__init__(base_url, token, framework=framework, timeout=timeout)
+                 http: httpx.AsyncClient | None = None, acts_for: str | None = None) -> None:
+        super().__init__(base_url, token, framework=framework, timeout=timeout,
+                         acts_for=acts_for)
         self._http = http or httpx.AsyncClient(timeout=timeout)
 
     async def _request(self, method: str, path: str, *, json: Any = None,
@@ -194,7 +198,8 @@ class AsyncClient(_Base):
     async def start_session(self, *, agent: str, session_id: str,
                             parent_session: str | None = None) -> SessionStarted:
         return wire.session(await self._request("POST", "/api/v1/sessions", json={
-            "agent": agent, "session_id": session_id, "parent_session": parent_session}))
+            "agent": agent, "session_id": session_id, "parent_session": parent_session,
+            **self._acts}))
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                           arguments: Mapping[str, Any], description: str | None = None,
@@ -202,7 +207,7 @@ class AsyncClient(_Base):
                           parent_session: str | None = None) -> Verdict:
         return wire.verdict(await self._request("POST", "/api/v1/calls", json=_call_body(
             agent, session_id, call_id, tool, arguments, description, parameters,
-            parent_session)))
+            parent_session) | self._acts))
 
     async def wait(self, call: str, *, timeout: float) -> Verdict:  # noqa: ASYNC109
         # The long-poll's length, sent to the server (the interface's name for it).
@@ -234,8 +239,9 @@ class Client(_Base):
     """A Guard over a hookgate server (synchronous)."""
 
     def __init__(self, base_url: str, token: str, *, framework: str, timeout: float = 30.0,
-                 http: httpx.Client | None = None) -> None:
-        super().__init__(base_url, token, framework=framework, timeout=timeout)
+                 http: httpx.Client | None = None, acts_for: str | None = None) -> None:
+        super().__init__(base_url, token, framework=framework, timeout=timeout,
+                         acts_for=acts_for)
         self._http = http or httpx.Client(timeout=timeout)
 
     def _request(self, method: str, path: str, *, json: Any = None,
@@ -255,7 +261,8 @@ class Client(_Base):
     def start_session(self, *, agent: str, session_id: str,
                       parent_session: str | None = None) -> SessionStarted:
         return wire.session(self._request("POST", "/api/v1/sessions", json={
-            "agent": agent, "session_id": session_id, "parent_session": parent_session}))
+            "agent": agent, "session_id": session_id, "parent_session": parent_session,
+            **self._acts}))
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,
@@ -263,7 +270,7 @@ class Client(_Base):
                     parent_session: str | None = None) -> Verdict:
         return wire.verdict(self._request("POST", "/api/v1/calls", json=_call_body(
             agent, session_id, call_id, tool, arguments, description, parameters,
-            parent_session)))
+            parent_session) | self._acts))
 
     def wait(self, call: str, *, timeout: float) -> Verdict:
         return wire.verdict(self._request("GET", _call_path(call),
