@@ -157,8 +157,9 @@ class _Call:
             raise BadHookInput("tool_input must be a JSON object")
         call_id = self.body.get("tool_use_id")
         if call_id is None:
-            # PermissionRequest carries no tool_use_id: the call is its tool and arguments.
-            call_id = f"perm-{args_digest({'tool': name, 'args': args})[:32]}"
+            # PermissionRequest carries no tool_use_id: the call is its tool and arguments,
+            # run where it is asked from (the same command elsewhere is another call).
+            call_id = f"perm-{args_digest({'tool': name, 'args': args, **_cwd(self.body)})[:32]}"
         try:
             return name, args, checked_id("tool_use_id", call_id, 100)
         except BadId as exc:
@@ -275,7 +276,9 @@ class _Call:
             return json.dumps(self._answer_post(observed.ctx, observed.post))
 
         try:
-            report = canonical_sha256([self.event, args, result])
+            # The tool is part of the report: one naming another tool under this id is
+            # another report, never the answer to this one's.
+            report = canonical_sha256([self.event, name, args, result])
         except NotCanonicalJSON:
             report = None  # no exact form to recognise it by: its PostToolUse runs
         if report is None:
@@ -339,3 +342,9 @@ def _text(body: Mapping[str, Any], key: str, *, required: bool = True) -> Any:
     if not isinstance(value, str) or not value or len(value) > 4096:
         raise BadHookInput(f"'{key}' must be a non-empty string")
     return value
+
+
+def _cwd(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The hook input's ``cwd`` as a part of a derived call id (nothing when absent)."""
+    cwd = body.get("cwd")
+    return {"cwd": cwd} if isinstance(cwd, str) else {}

@@ -178,6 +178,9 @@ class _Base:
         #: or call names another.
         self.acts_for = acts_for
         self.timeout = timeout
+        #: The person a service identity's sessions and calls act for (``acts_for``).
+        self.acts_for = acts_for
+        self._acts: dict[str, str] = {} if acts_for is None else {"acts_for": acts_for}
         self.headers = {"Authorization": f"Bearer {token}", "X-Hookgate-Framework": framework}
         self._json_headers = {**self.headers, "Content-Type": "application/json"}
 

@@ -9,10 +9,14 @@ and gets a request of its own. The one exception is the path built with
 ``retry=RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`` (Claude Code in interactive mode, which is
 told to "make the identical call again" and does so under a new ``tool_use_id``): when this
 call's wait runs out its request is marked given up (`gave_up_key`), and an identical call
-of the same session with no request of its own joins that request. An approval is used by
-exactly one execution: its use is claimed in the execution ledger (`use_key`), and a second
-claim finds it taken (a retry that loses the claim asks again under its own id). The binding
-is compared before the claim, so a mismatched call never uses up an approval.
+of the same session with no request of its own joins that request. Where a call runs is
+part of it: the working directory a call id was first asked from (Claude Code's ``cwd``) is
+kept, the same call id asked from elsewhere is refused, and a retry from elsewhere joins
+nothing (``rm -rf build`` sent again from another directory is another call). An
+approval is used by exactly one execution: its use is claimed in the execution ledger
+(`use_key`), and a second claim finds it taken (a retry that loses the claim asks again under
+its own id). The binding is compared before the claim, so a mismatched call never uses up an
+approval.
 
 For the guarded-call API the claim names the call id that owns the use, written right after
 the claim: the same call asked again (on any instance, at the same moment) finds the use its
@@ -24,11 +28,14 @@ is written is read again until it says whose it is (`OWNER_SETTLES_S`); one that
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
+from typing import Any
 
 from hookgate.approvals.persistent import PersistentApprovals, StillPending
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
+from hookgate.external.keys import Entry, EntryKind
 from hookgate.hooks.coverage import RetryReuse, coverage
 from hookgate.storage.confirmations import gave_up_key, use_key
 from hookgate.storage.ledger import DatabaseLedger
@@ -41,6 +48,9 @@ __all__ = ["OWNER_SETTLES_S", "ExternalApprovals"]
 OWNER_SETTLES_S = 2.0
 #: How often such a claim is read again meanwhile.
 _REREAD_S = 0.01
+#: The call's metadata naming where it runs (Claude Code's working directory): part of
+#: what an identical retry must match.
+PLACE_KEY = "cwd"
 
 
 class ExternalApprovals:
@@ -68,7 +78,18 @@ class ExternalApprovals:
         self.by_rule: str | None = None
 
     async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
+        moved = await self._moved(ask)
+        if moved is not None:
+            return ApprovalDecision(request_id="", status="cancelled",
+                                    args_sha256=ask.args_sha256, reason=moved,
+                                    binding=ask.binding)
         decision = await self._decision(ask, self.retry)
+        joined = decision.binding.tool_call_id if decision.binding is not None else None
+        if decision.retry is not None and (joined is None or await self._place_of(
+                ask, joined) != _place(ask.metadata)):
+            # Joined as a retry, but asked from another place than the call that gave up:
+            # not the identical call; it asks under its own id.
+            decision = await self._decision(ask, None)
         if decision.status != "approved" or not coverage(
                 decision.binding, ask.binding, retry=decision.retry).covered:
             # Checked before the claim: a decision that is not this exact call's (another
@@ -109,6 +130,39 @@ class ExternalApprovals:
                     await self.ledger.finish(ask.run_id, key, ask.tool_call_id, ok=True)
             raise
 
+    async def _moved(self, ask: ApprovalAsk) -> str | None:
+        """Why ``ask`` is not the call its id named (it is asked from another place than
+        that call id first was), else None; the first ask of a call id records its place."""
+        if PLACE_KEY not in ask.metadata:
+            return None
+        entry = Entry(EntryKind.PLACE, (ask.tool_call_id,))
+        here = json.dumps({"place": _place(ask.metadata)})
+        if await self.ledger.claim(ask.run_id, entry.key, ask.tool_name, "") is None:
+            await self.ledger.finish(ask.run_id, entry.key, here, ok=True)
+            return None
+        there = await self._place_of(ask, ask.tool_call_id)
+        if there == _place(ask.metadata):
+            return None
+        return (f"call id '{ask.tool_call_id}' was asked from {there or 'another place'}; "
+                f"asked from {_place(ask.metadata)} it is another call, so it does not run")
+
+    async def _place_of(self, ask: ApprovalAsk, call_id: str) -> str | None:
+        """Where call ``call_id`` of ``ask``'s run was first asked from (None: unknown)."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + OWNER_SETTLES_S
+        key = Entry(EntryKind.PLACE, (call_id,)).key
+        while True:
+            record = await self.ledger.recorded(ask.run_id, key)
+            if record is None or record.observation is not None or loop.time() >= give_up:
+                break
+            await asyncio.sleep(_REREAD_S)
+        try:
+            held = json.loads(record.observation or "") if record is not None else None
+        except ValueError:
+            return None
+        place = held.get("place") if isinstance(held, dict) else None
+        return place if isinstance(place, str) else None
+
     async def _claim_use(self, ask: ApprovalAsk, decision: ApprovalDecision
                          ) -> PriorExecution | None:
         """None when this call claimed the approval's use (or it was already its own);
@@ -134,3 +188,8 @@ class ExternalApprovals:
             if claimed is None or claimed.observation is not None or loop.time() >= give_up:
                 return claimed
             await asyncio.sleep(_REREAD_S)
+
+
+def _place(metadata: dict[str, Any]) -> str | None:
+    place = metadata.get(PLACE_KEY)
+    return place if isinstance(place, str) else None

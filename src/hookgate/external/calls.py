@@ -27,6 +27,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 from hookgate.agent import Agent
+from hookgate.approvals.authority import NotActingFor, acting_for
 from hookgate.approvals.edits import edit_summary
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.records import ConfirmationRequest
@@ -194,9 +195,12 @@ class _Facts:
                           parent_agent_id=self.parent_agent_id, checked=checked)
 
 
-def call_key(agent_id: str, user_id: str, session_id: str, call_id: str) -> str:
-    """The hookgate id of a call: one per agent, user, session and call id."""
-    return "gc_" + typed_hash("call", agent_id, user_id, session_id, call_id)
+def call_key(agent_id: str, user_id: str, session_id: str, call_id: str,
+             caller_id: str | None = None) -> str:
+    """The hookgate id of a call: one per agent, user, session, call id (and the service
+    that asked for the user, if one did)."""
+    parts = ("call", agent_id, user_id, session_id, call_id)
+    return "gc_" + typed_hash(*parts, *(() if caller_id is None else (caller_id,)))
 
 
 class GuardedCalls:
@@ -214,7 +218,7 @@ class GuardedCalls:
         _check("session_id", session_id, 256)
         if parent_session is not None:
             _check("parent_session", parent_session, 256)
-        lineage = await self._lineage(agent, asker.user_id, session_id, parent_session)
+        lineage = await self._lineage(agent, asker, session_id, parent_session)
         facts = self._session_facts(agent, asker, session_id, lineage)
         verdict = await self._session_start(agent, facts)
         return SessionAnswer(session_id, verdict.context, verdict.stopped)
@@ -253,7 +257,7 @@ class GuardedCalls:
             raise CallRefused(f"the arguments cannot be pinned: {exc}") from None
         if parent_session is not None:
             _check("parent_session", parent_session, 256)
-        lineage = await self._lineage(agent, asker.user_id, session_id, parent_session)
+        lineage = await self._lineage(agent, asker, session_id, parent_session)
         facts = _Facts(agent.id, asker.user_id, session_id, call_id, tool, dict(arguments),
                        asker.framework, lineage.parent_session, description,
                        dict(parameters) if parameters is not None else None,
@@ -397,6 +401,7 @@ class GuardedCalls:
             # this call's for the next ask.
             return CallAnswer(key, "pending", reason="the asker stopped waiting")
         await _still_allowed(asker, key)
+        await self._still_acting(asker, facts, key)
         if await self.core.claim_start(call, final_args, lambda: json.dumps(
                 {"arguments": final_args})) is not None:
             ran = await self._already_ran(key, facts)
@@ -440,6 +445,7 @@ class GuardedCalls:
             rules = CallRules()
         typed = facts.call(agent, rules, args, checked=False)
         await _still_allowed(asker, call)
+        await self._still_acting(asker, facts, call)
 
         async def post_tool_use() -> str:
             observed = await self.core.observe(typed, result=output, error=error,
@@ -459,12 +465,12 @@ class GuardedCalls:
 
     # -- shared ----------------------------------------------------------------------------
 
-    async def _lineage(self, agent: Agent, user_id: str, session_id: str,
+    async def _lineage(self, agent: Agent, asker: Asker, session_id: str,
                        parent_session: str | None) -> _Lineage:
         """The session's parent and delegation depth: as recorded when the session first
         started (or was first asked about), else from ``parent_session`` and the parent's
         own record (one level below it; a parent hookgate never saw counts as top-level)."""
-        entry = Entry(EntryKind.SESSION, (user_id, session_id))
+        entry = _session_entry(asker, session_id)
         record = await self.core.recorded(SESSIONS_RUN, entry)
         if record is not None and record.observation:
             return _Lineage.of(_loads(record.observation))
@@ -472,7 +478,7 @@ class GuardedCalls:
             lineage = _Lineage(None, 0, None)
         else:
             parent = await self.core.recorded(
-                SESSIONS_RUN, Entry(EntryKind.SESSION, (user_id, parent_session)))
+                SESSIONS_RUN, _session_entry(asker, parent_session))
             above = _Lineage.of(_loads(parent.observation if parent is not None else None))
             lineage = _Lineage(parent_session, min(above.depth + 1, MAX_DEPTH),
                                above.agent_id)
@@ -489,7 +495,8 @@ class GuardedCalls:
             raise CallNotFound(f"no call '{call}'")
         record = await self.core.recorded(INDEX_RUN, Entry(EntryKind.INDEX, (call,)))
         held = _loads(record.observation if record is not None else None)
-        if not held or (asker.user_id and held.get("user_id") != asker.user_id) or (
+        owner = held.get("caller_id") or held.get("user_id")
+        if not held or (asker.user_id and owner != asker.user_id) or (
                 asker.org_id is not None and held.get("org_id") != asker.org_id):
             # Another user's call, or one of an org the asker no longer belongs to, is not
             # theirs to see: the same answer as none at all. (An empty user is the
@@ -498,9 +505,25 @@ class GuardedCalls:
         # A call recorded before calls carried an initiator acted for its own user.
         held.setdefault("initiator", held.get("user_id"))
         try:
-            return _Facts(**{f.name: held[f.name] for f in fields(_Facts) if f.name in held})
+            facts = _Facts(**{f.name: held[f.name] for f in fields(_Facts) if f.name in held})
         except TypeError:
             raise CallNotFound(f"call '{call}' has an unreadable record") from None
+        await self._still_acting(asker, facts, call)
+        return facts
+
+    async def _still_acting(self, asker: Asker, facts: _Facts, call: str) -> None:
+        """At every moment of use (wait, peek, start, report): the asker may still act for
+        the person the call acts for (approvals/authority.py's `acting_for`); else no such
+        call for them. A call the asker made for themself needs no such check."""
+        if facts.initiator in (None, facts.user_id) or asker.org_id is None:
+            return
+        try:
+            # Only a service identity acts for someone else (checked when it asked).
+            await acting_for(self.approvals.db, asker.user_id, asker.org_id, True,
+                             facts.initiator)
+        except NotActingFor as exc:
+            raise CallNotFound(f"no call '{call}' (the asker no longer acts for "
+                               f"'{facts.initiator}': {exc})") from None
 
 
 def _agent_of(agents: Mapping[str, Agent], facts: _Facts, asker: Asker, call: str) -> Agent:
@@ -549,6 +572,11 @@ class _Lineage:
                    depth if isinstance(depth, int) and 0 <= depth <= MAX_DEPTH else 0,
                    parent_agent if isinstance(parent_agent, str) else None,
                    agent if isinstance(agent, str) else None)
+
+
+def _session_entry(asker: Asker, session_id: str) -> Entry:
+    """Where a session's record (its parent, its depth) is kept for this asker."""
+    return Entry(EntryKind.SESSION, (asker.user_id, session_id))
 
 
 def _facts_text(facts: _Facts) -> str:

@@ -64,6 +64,8 @@ class EntryKind(enum.Enum):
     STOPPED = "stopped"
     #: The one PostToolUse of a call (claimed by the report that runs it).
     REPORT = "report"
+    #: Where a call id was first asked from (Claude Code's working directory).
+    PLACE = "place"
 
 
 @dataclass(frozen=True, slots=True)

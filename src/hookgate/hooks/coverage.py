@@ -23,9 +23,10 @@ class RetryReuse(enum.Enum):
     ``IDENTICAL_CALL_AFTER_GIVE_UP``: the approval's own call was answered that its wait ran
     out and told to make the identical call again (Claude Code in interactive mode, which
     has no ``defer`` and sends the retry under a new ``tool_use_id``); the retry is that
-    call: same org, agent, session, tool and argument digest. Only a path whose client
-    retries that way passes it, and only for a request whose call gave up
-    (hookgate.external.approvals); the approval is still used by one execution.
+    call: same org, agent, session, tool and argument digest, asked from the same working
+    directory as the call that gave up. Only a path whose client retries that way passes it,
+    and only for a request whose call gave up there (hookgate.external.approvals); the
+    approval is still used by one execution.
     """
 
     IDENTICAL_CALL_AFTER_GIVE_UP = "identical_call_after_give_up"

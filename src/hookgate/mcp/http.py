@@ -125,9 +125,10 @@ class McpHttpEndpoint:
                                           f"'{caller.org_id}'")
             return
         if acting is not None and acting != who.user_id:
-            # The calls' initiator is the person acted for; the token's own access is still
-            # what is re-checked while they wait (``still_allowed``).
-            who = dataclasses.replace(who, user_id=acting)
+            # The calls' initiator is the person acted for; while they wait, the token's own
+            # access and the service's right to act for that person are re-checked.
+            who = dataclasses.replace(who, user_id=acting, still_allowed=_still_acting(
+                self.runtime, caller.user_id, caller.org_id, acting, who.still_allowed))
         if self._manager is None or self.gateway is None:
             await _deny(scope, send, 503, "the MCP gateway is not running")
             return
@@ -272,3 +273,19 @@ async def _error(send: Send, status: int, message: str, *,
         headers.append((b"www-authenticate", challenge.encode("latin-1", "replace")))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": json.dumps({"error": message}).encode()})
+
+
+def _still_acting(runtime: Runtime, caller_id: str, org_id: str, acting: str,
+                  allowed: StillAllowed | None) -> StillAllowed:
+    """``allowed``, and the service ``caller_id`` may still act for ``acting`` now
+    (approvals/authority.py's `acting_for`: enabled, a person, of the same org)."""
+    async def still() -> bool:
+        if allowed is not None and not await allowed():
+            return False
+        try:
+            await acting_for(runtime.db, caller_id, org_id, True, acting)
+        except NotActingFor:
+            return False
+        return True
+
+    return still

@@ -5,9 +5,11 @@ may not act for is refused with the reason: a denial for PreToolUse and Permissi
 403 for the other events); the answer is Claude Code's
 hook JSON. A PreToolUse or PermissionRequest call that hookgate cannot decide is answered
 with a denial naming the failure (fail closed), never with an error status Claude Code
-would read as "go on". A call waiting for a person lasts only while the developer keeps access
-(runtime/access_watch.py): a revoked token, a disabled user or one moved to another org ends the
-wait with a denial, and its request is cancelled.
+would read as "go on". A service identity's token names the developer its calls act for in
+the ``Hookgate-Acts-For`` header (approvals/authority.py's `acting_for` checks it on every
+hook call): that person is the calls' user and initiator. A call waiting for a person lasts
+only while the caller keeps access (runtime/access_watch.py): a revoked token, a disabled user
+or one moved to another org ends the wait with a denial, and its request is cancelled.
 """
 
 from __future__ import annotations

@@ -160,10 +160,10 @@ async def start_session(body: SessionIn, access: LastingAccessDep,
     """An external agent's session starts: its SessionStart hooks run; the answer carries
     the context they add (or why they stopped the session)."""
     agent = _agent(access, body.agent)
+    asker = await _acting(access, framework, body.acts_for)
     try:
-        answer = await access.rt.guarded.start_session(
-            agent, await _acting(access, framework, body.acts_for), body.session_id,
-            body.parent_session)
+        answer = await access.rt.guarded.start_session(agent, asker, body.session_id,
+                                                       body.parent_session)
     except CallRefused as exc:
         raise HTTPException(400, str(exc)) from None
     return SessionOut(session_id=answer.session_id, context=answer.context,
