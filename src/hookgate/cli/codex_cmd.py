@@ -16,6 +16,7 @@ import typer
 
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.hook_install_options import AgentOption, ServerUrlOption, TokenEnvOption
 
 codex_app = typer.Typer(help="Codex: hookgate as its remote approval backend.",
                         no_args_is_help=True)
@@ -49,15 +50,11 @@ def _codex(path: str) -> str:
 
 @codex_app.command("install")
 def install_command(
-    agent: Annotated[str, typer.Option("--agent", help="The agent whose rules apply.")],
+    agent: AgentOption,
     config: ConfigOption = None,
     example: ExampleOption = None,
-    url: Annotated[str | None, typer.Option(
-        "--url", help="The hookgate server (default: server.public_url, else "
-                      "http://127.0.0.1:8000).")] = None,
-    token_env: Annotated[str, typer.Option(
-        "--token-env", help="The environment variable holding the developer's hookgate "
-                            "token (the token itself is never written).")] = "HOOKGATE_TOKEN",
+    url: ServerUrlOption = None,
+    token_env: TokenEnvOption = "HOOKGATE_TOKEN",
     project: ProjectOption = None,
     user: UserOption = False,
     codex: CodexOption = "codex",
