@@ -60,3 +60,21 @@ def test_check_fails_when_the_hooks_are_not_trusted(tmp_path: Path) -> None:
                               env=env)
     assert done.exit_code != 0
     assert "skips" in done.output and "silently" in done.output
+
+
+def test_install_takes_the_servers_api_address_and_refuses_what_is_no_server(
+        tmp_path: Path) -> None:
+    # The same --url rules as `hookgate claude-code install` (cli/hook_install_options.py).
+    cli = CodexRun(tmp_path / "project", tmp_path / "home", "http://127.0.0.1:9/v1")
+    install(cli, "http://127.0.0.1:8000/api", wait_s=20)
+    commands = [h["command"] for groups in json.loads(
+        (cli.project / ".codex" / "hooks.json").read_text())["hooks"].values()
+        for group in groups for h in group["hooks"]]
+    assert commands and all("http://127.0.0.1:8000/api/codex/hooks" in c for c in commands)
+    assert not any("/api/api/" in c for c in commands)
+    env = {"CODEX_HOME": str(cli.codex_home), "HOME": str(cli.home)}
+    done = CliRunner().invoke(app, ["codex", "install", "--agent", "coder", "--url",
+                                    "ftp://example.invalid", "--project", str(cli.project),
+                                    "--codex", codex_binary()], env=env)
+    assert done.exit_code == 2, done.output
+    assert "ftp://example.invalid" in done.output

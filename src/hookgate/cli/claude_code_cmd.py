@@ -11,7 +11,13 @@ import typer
 
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
-from hookgate.cli.hook_install_options import AgentOption, ServerUrlOption, TokenEnvOption
+from hookgate.cli.hook_install_options import (
+    AgentOption,
+    ServerUrlOption,
+    TokenEnvOption,
+    hook_server,
+    write_hooks,
+)
 
 claude_app = typer.Typer(help="Claude Code: hookgate as its remote approval backend.",
                          no_args_is_help=True)
@@ -59,24 +65,14 @@ def install_command(
         except (ConfigError, HookBuildError) as exc:
             fail(str(exc))
         server = server or cfg.server.public_url
-    from hookgate.cli.server_url import NotAServerUrl, server_base
-
-    try:
-        server = server_base(server or "http://127.0.0.1:8000")
-    except NotAServerUrl as exc:
-        fail(str(exc), 2)
+    server = hook_server(server)
     block = settings_block(server, agent, token_env=token_env,
                            wait_s=wait_s, acts_for=acts_for)
     if print_only:
         typer.echo(json.dumps(block, indent=2))
         return
     target = project / ".claude" / "settings.json"
-    try:
-        merged = merge_into(target, block)
-    except (ValueError, OSError) as exc:
-        fail(f"cannot update {target}: {exc}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    write_hooks(target, block, merge_into)
     console.print(f"wrote {target}: Claude Code now asks hookgate about every tool call of "
                   f"agent '{agent}'; set {token_env} to your hookgate token", highlight=False,
                   soft_wrap=True)

@@ -16,7 +16,13 @@ import typer
 
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
-from hookgate.cli.hook_install_options import AgentOption, ServerUrlOption, TokenEnvOption
+from hookgate.cli.hook_install_options import (
+    AgentOption,
+    ServerUrlOption,
+    TokenEnvOption,
+    hook_server,
+    write_hooks,
+)
 
 codex_app = typer.Typer(help="Codex: hookgate as its remote approval backend.",
                         no_args_is_help=True)
@@ -97,14 +103,9 @@ def install_command(
             fail(str(exc))
         server = server or cfg.server.public_url
     binary = _codex(codex)
-    block = hooks_block(server or "http://127.0.0.1:8000", agent, token_env=token_env,
+    block = hooks_block(hook_server(server), agent, token_env=token_env,
                         wait_s=wait if wait is not None else 20.0)
-    try:
-        merged = merge_into(target, block)
-    except (ValueError, OSError) as exc:
-        fail(f"cannot update {target}: {exc}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    write_hooks(target, block, merge_into)
     console.print(f"wrote {target}: SessionStart, PreToolUse and PostToolUse hooks of agent "
                   f"'{agent}'; set {token_env} to your hookgate token", highlight=False,
                   soft_wrap=True)
