@@ -13,6 +13,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     db_cmd,
     demo_cmd,
     eval_cmd,
+    gemini_cmd,
     help_style,
     hooks_cmd,
     mcp_cmd,

@@ -21,6 +21,7 @@ from hookgate.coding_agents.codec import (
     HookInput,
     Outcome,
     Reply,
+    optional_text,
     refusal,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
@@ -51,12 +52,12 @@ class CodexCodec:
         facts = {f"codex_{key}": body[key] for key in _FACTS
                  if isinstance(body.get(key), str)}
         facts["codex_event"] = name
-        common: dict[str, Any] = {"session_id": session, "cwd": _text(body, "cwd"),
-                                  "transcript_path": _text(body, "transcript_path"),
+        common: dict[str, Any] = {"session_id": session, "cwd": optional_text(body, "cwd"),
+                                  "transcript_path": optional_text(body, "transcript_path"),
                                   "facts": facts}
         if event is Event.SESSION_START:
             return HookInput(event, **common)
-        tool = _text(body, "tool_name")
+        tool = optional_text(body, "tool_name")
         args = body.get("tool_input")
         if tool is None or not isinstance(args, dict):
             raise BadHookInput("tool_name must be a string and tool_input a JSON object")
@@ -82,11 +83,3 @@ class CodexCodec:
         # An allow is exactly {} (anything else at PreToolUse is a failed hook: it runs).
         return Reply(200, "{}")
 
-
-def _text(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or len(value) > 4096:
-        raise BadHookInput(f"'{key}' must be a string of at most 4096 characters")
-    return value

@@ -29,8 +29,8 @@ class CodexTrustFailed(RuntimeError):
     """``codex app-server`` could not list or trust the hooks."""
 
 
-def hook_url(server_url: str, agent_id: str) -> str:
-    return f"{server_url.rstrip('/')}{ROUTE}?agent={quote(agent_id, safe='')}"
+def hook_url(server_url: str, agent_id: str, *, route: str = ROUTE) -> str:
+    return f"{server_url.rstrip('/')}{route}?agent={quote(agent_id, safe='')}"
 
 
 def hooks_block(server_url: str, agent_id: str, *, token_env: str,
@@ -58,17 +58,18 @@ def _load(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def merge_into(path: Path, block: dict[str, Any]) -> dict[str, Any]:
+def merge_into(path: Path, block: dict[str, Any], *, route: str = ROUTE) -> dict[str, Any]:
     """``path``'s hooks with hookgate's groups replacing earlier hookgate ones; everything
-    else is kept (ours go last: Codex runs matching hooks concurrently)."""
-    config = remove_from(path)
+    else is kept (ours go last: Codex runs matching hooks concurrently). ``route``: the
+    hookgate route whose hooks are ours (Gemini CLI's settings.json has the same shape)."""
+    config = remove_from(path, route=route)
     hooks = config.setdefault("hooks", {})
     for event, groups in block["hooks"].items():
         hooks[event] = [*hooks.get(event, []), *groups]
     return config
 
 
-def remove_from(path: Path) -> dict[str, Any]:
+def remove_from(path: Path, *, route: str = ROUTE) -> dict[str, Any]:
     """``path``'s configuration without hookgate's groups (empty events dropped)."""
     config = _load(path)
     hooks = config.get("hooks", {})
@@ -76,7 +77,7 @@ def remove_from(path: Path) -> dict[str, Any]:
         groups = hooks[event]
         if not isinstance(groups, list):
             continue
-        kept = [g for g in groups if not is_ours(g)]
+        kept = [g for g in groups if not is_ours(g, route=route)]
         if kept:
             hooks[event] = kept
         else:
@@ -84,9 +85,9 @@ def remove_from(path: Path) -> dict[str, Any]:
     return config
 
 
-def is_ours(group: Any) -> bool:
+def is_ours(group: Any, *, route: str = ROUTE) -> bool:
     handlers = group.get("hooks", []) if isinstance(group, dict) else []
-    return any(isinstance(h, dict) and ROUTE in str(h.get("command") or "") for h in handlers)
+    return any(isinstance(h, dict) and route in str(h.get("command") or "") for h in handlers)
 
 
 class HookState:

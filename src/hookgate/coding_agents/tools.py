@@ -9,7 +9,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SHELL", "SHELL_NAMES", "UnmappableCall", "connector_of", "hookgate_call", "writes"]
+__all__ = ["SHELL", "SHELL_NAMES", "UnmappableCall", "connector_of", "hookgate_call", "mcp_tool",
+           "writes"]
 
 #: hookgate's name of a shell command, whichever agent runs it.
 SHELL = "Bash"
@@ -38,6 +39,11 @@ def hookgate_call(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[st
     if not isinstance(command, str):
         raise UnmappableCall(f"the {name} call carries no command text")
     return SHELL, {"command": command, **args}
+
+
+def mcp_tool(server: str, tool: str) -> str:
+    """hookgate's name of MCP server ``server``'s tool ``tool`` (Claude Code's and Codex's)."""
+    return f"mcp__{server}__{tool}"
 
 
 def writes(name: str) -> bool:

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Query, Request, Response
 from hookgate.coding_agents.codec import BadHookInput, Codec, Outcome, Reply, refusal
 from hookgate.coding_agents.codex import CodexCodec
 from hookgate.coding_agents.flow import Caller, CodingAgentHooks
+from hookgate.coding_agents.gemini import GeminiCodec
 from hookgate.external.core import ExternalCore
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.server.auth import LastingAccessDep, recheck_s
@@ -96,4 +97,17 @@ async def codex_hook(
 ) -> Response:
     """Answer one Codex hook call (SessionStart, PreToolUse, PostToolUse) for ``agent``."""
     reply = await _answer(CodexCodec(), request, access, agent)
+    return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
+
+
+@router.post("/api/gemini/hooks", responses=_REPLIES, response_class=Response)
+async def gemini_hook(
+    request: Request,
+    access: LastingAccessDep,
+    agent: Annotated[str, Query(min_length=1, max_length=128,
+                                description="The agent whose hooks and rules apply.")],
+) -> Response:
+    """Answer one Gemini CLI hook call (SessionStart, BeforeTool, AfterTool) for ``agent``:
+    ``{}`` allows; a refusal is a non-2xx one-line reason the hook turns into exit 2."""
+    reply = await _answer(GeminiCodec(), request, access, agent)
     return Response(reply.body, status_code=reply.status, media_type=reply.media_type)

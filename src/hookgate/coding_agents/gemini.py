@@ -1,0 +1,111 @@
+"""Gemini CLI's hooks (``gemini -p`` and interactive) in hookgate's words and back.
+
+Gemini CLI sends SessionStart, BeforeTool and AfterTool to command hooks with a JSON object
+on stdin (``session_id``, ``cwd``, ``timestamp``, ``tool_name`` — ``run_shell_command`` for
+the shell —, ``tool_input``, ``mcp_context`` for an MCP tool, ``tool_response`` after the
+call). Its answers: an allow is ``{}`` or nothing; a deny is exit 2 with the reason on
+stderr (or ``{"decision": "deny", "reason": R}``), which the model reads as "Tool execution
+blocked: R". After a call, the same deny replaces what the model reads with "Tool result
+blocked: R" (a withheld or rewritten result). SessionStart may add context for the model.
+
+Gemini gives a tool call no id: hookgate names each report by its timestamp, tool and
+arguments, so an identical call sent again is another call (it joins a request that gave up
+waiting as `RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP` allows, and runs once).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hookgate.canonical import NotCanonicalJSON, canonical_sha256
+from hookgate.coding_agents.codec import (
+    BadHookInput,
+    Event,
+    HookInput,
+    Outcome,
+    Reply,
+    optional_text,
+    refusal,
+)
+from hookgate.coding_agents.tools import UnmappableCall, hookgate_call, mcp_tool
+from hookgate.external.keys import BadId, checked_id
+
+__all__ = ["EVENTS", "GeminiCodec"]
+
+#: Gemini CLI's event names of the hooks hookgate answers.
+EVENTS = {"SessionStart": Event.SESSION_START, "BeforeTool": Event.PRE_TOOL_USE,
+          "AfterTool": Event.POST_TOOL_USE}
+#: Facts of Gemini's input kept for hooks, audit rows and approval cards.
+_FACTS = ("timestamp", "source", "original_request_name")
+
+
+class GeminiCodec:
+    kind = "gemini"
+
+    def parse(self, body: dict[str, Any]) -> HookInput:
+        name = body.get("hook_event_name")
+        event = EVENTS.get(name) if isinstance(name, str) else None
+        if event is None:
+            raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
+                               f"{name!r}")
+        try:
+            session = checked_id("session_id", body.get("session_id"), 4096)
+        except BadId as exc:
+            raise BadHookInput(str(exc)) from None
+        facts = {f"gemini_{key}": body[key] for key in _FACTS
+                 if isinstance(body.get(key), str)}
+        facts["gemini_event"] = name
+        common: dict[str, Any] = {"session_id": session, "cwd": optional_text(body, "cwd"),
+                                  "transcript_path": optional_text(body, "transcript_path")
+                                  or None, "facts": facts}
+        if event is Event.SESSION_START:
+            return HookInput(event, **common)
+        tool, args = _tool_call(body)
+        stamp = optional_text(body, "timestamp")
+        if not stamp:
+            raise BadHookInput("timestamp must be a non-empty string")
+        try:
+            call_id = "gemini-" + canonical_sha256([stamp, tool, args])[:40]
+        except NotCanonicalJSON as exc:
+            raise BadHookInput(f"tool_input is not plain JSON: {exc}") from None
+        return HookInput(event, tool_name=tool, arguments=args, call_id=call_id,
+                         result=_result(body.get("tool_response")), **common)
+
+    def render(self, hook: Event, outcome: Outcome) -> Reply:
+        if outcome.refused is not None:
+            return refusal(outcome.refused)
+        if hook is Event.POST_TOOL_USE and outcome.replaced is not None:
+            # Gemini's model then reads "Tool result blocked: <reason>" instead of the output.
+            return Reply(200, json.dumps({"decision": "deny", "reason": outcome.replaced}))
+        if hook is Event.SESSION_START and outcome.context:
+            return Reply(200, json.dumps({"hookSpecificOutput": {
+                "hookEventName": "SessionStart", "additionalContext": outcome.context}}))
+        return Reply(200, "{}")
+
+
+def _tool_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The call in hookgate's names: the shell is ``Bash``; an MCP tool (``mcp_context``
+    names its server and its own name) is ``mcp__<server>__<tool>``."""
+    tool = optional_text(body, "tool_name")
+    args = body.get("tool_input")
+    if not tool or not isinstance(args, dict):
+        raise BadHookInput("tool_name must be a string and tool_input a JSON object")
+    mcp = body.get("mcp_context")
+    if mcp is not None:
+        server = optional_text(mcp, "server_name") if isinstance(mcp, dict) else None
+        own = optional_text(mcp, "tool_name") if isinstance(mcp, dict) else None
+        if not server or not own:
+            raise BadHookInput("mcp_context must name the server_name and tool_name")
+        return mcp_tool(server, own), dict(args)
+    try:
+        return hookgate_call(tool, args)
+    except UnmappableCall as exc:
+        raise BadHookInput(str(exc)) from None
+
+
+def _result(response: Any) -> Any:
+    """What the model reads of a tool's response (``llmContent``), else the response."""
+    if isinstance(response, dict) and "llmContent" in response:
+        return response["llmContent"]
+    return response
