@@ -195,3 +195,20 @@ def test_session_start_context_reaches_the_model(
         assert s.exec().returncode == 0
         assert "ZEBRA-17" in json.dumps(s.model.requests[0])
         assert run_lines(s.gemini.project / "ran.txt") == ["ran"]
+
+
+#: Rewrites every Bash output (Claude Code's PostToolUse protocol, updatedToolOutput).
+REWRITE = {"event": "PostToolUse", "matcher": "Bash", "name": "scrubber",
+           "command": "cat > /dev/null; echo '{\"hookSpecificOutput\": {\"hookEventName\": "
+                      "\"PostToolUse\", \"updatedToolOutput\": \"SCRUBBED-OUTPUT\"}}'"}
+
+
+def test_output_a_hook_rewrites_is_what_geminis_model_reads(
+        tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    with gemini_scene(tmp_path, database_url, slack,
+                      sequence(shell("echo SECRET-WORD"), Say("done")),
+                      extra_hooks=[REWRITE]) as s:
+        assert s.exec().returncode == 0
+        [told] = seen(s.model)
+        assert "SCRUBBED-OUTPUT" in told, told
+        assert "SECRET-WORD" not in json.dumps(function_responses(s.model.requests[-1]))
