@@ -8,7 +8,8 @@ approval): per call its PreToolUse and its PostToolUse. Paths alternate in round
 load hits all of them alike; figures are medians over the rounds' medians. Prints one JSON
 object; the goal is a PreToolUse p50 at most 15 ms over the no-op hook, never more than the
 Python hook.
-Usage: python bench/coding_agent_hooks.py [--calls 100] [--rounds 5] [--quick]
+Usage: python bench/coding_agent_hooks.py [--agent codex|gemini] [--calls 100] [--rounds 5]
+       [--quick]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from guarded_calls import _serve
 
-from hookgate.coding_agents.codex_config import hooks_block
+from hookgate.coding_agents import codex_config, gemini_config
 
 TOKEN = "bench-token"
 CONFIG = """\
@@ -71,6 +72,24 @@ def _input(event: str, session: str, i: int) -> str:
     return json.dumps(body)
 
 
+def _gemini_input(event: str, session: str, i: int) -> str:
+    """Gemini CLI's BeforeTool / AfterTool input for the shell call ``ls i``."""
+    body: dict[str, Any] = {"hook_event_name": event, "session_id": session, "cwd": "/tmp",
+                            "transcript_path": "", "timestamp": f"2026-12-06T00:00:{i}Z",
+                            "tool_name": "run_shell_command", "tool_input": {"command": f"ls {i}"}}
+    if event == "AfterTool":
+        body["tool_response"] = {"llmContent": f"{i}\n", "returnDisplay": f"{i}\n"}
+    return json.dumps(body)
+
+
+#: Per agent: its hooks block, its before and after events, and its hook input.
+_Agent = tuple[Callable[..., dict[str, Any]], str, str, Callable[[str, str, int], str]]
+AGENTS: dict[str, _Agent] = {
+    "codex": (codex_config.hooks_block, "PreToolUse", "PostToolUse", _input),
+    "gemini": (gemini_config.hooks_block, "BeforeTool", "AfterTool", _gemini_input),
+}
+
+
 def _ms(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
@@ -83,6 +102,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100, help="calls per path per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a few calls (for the tests)")
+    parser.add_argument("--agent", choices=sorted(AGENTS), default="codex")
     opts = parser.parse_args()
     calls, rounds = (10, 2) if opts.quick else (opts.calls, opts.rounds)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOOKGATE_TOKEN": TOKEN}
@@ -91,16 +111,17 @@ def main() -> None:
         config = work / "served.yaml"
         config.write_text(CONFIG.format(db=work / "served.db", token=TOKEN))
         proc, url = _serve(config, work / "serve.log")
+        hooks_block, before, after, make = AGENTS[opts.agent]
         block = hooks_block(url, "coder", token_env="HOOKGATE_TOKEN", wait_s=20)["hooks"]
-        pre = _hook(block["PreToolUse"][0]["hooks"][0]["command"], env)
-        post = _hook(block["PostToolUse"][0]["hooks"][0]["command"], env)
+        pre = _hook(block[before][0]["hooks"][0]["command"], env)
+        post = _hook(block[after][0]["hooks"][0]["command"], env)
         noop, python = _hook(NOOP, env), _hook(PYTHON, env)
         session = f"s-{uuid.uuid4().hex}"
         paths: dict[str, Callable[[int], None]] = {
             "noop_command_hook": lambda i: noop(_input("PreToolUse", session, i)),
             "python_command_hook": lambda i: python(_input("PreToolUse", session, i)),
-            "hookgate_pre_tool_use": lambda i: pre(_input("PreToolUse", session, i)),
-            "hookgate_post_tool_use": lambda i: post(_input("PostToolUse", session, i)),
+            "hookgate_pre_tool_use": lambda i: pre(make(before, session, i)),
+            "hookgate_post_tool_use": lambda i: post(make(after, session, i)),
         }
         medians: dict[str, list[float]] = {name: [] for name in paths}
         every: dict[str, list[float]] = {name: [] for name in paths}
@@ -129,7 +150,7 @@ def main() -> None:
     added = round(figures["hookgate_pre_tool_use"]["median_of_round_p50s_ms"] - base, 2)
     print(json.dumps({
         "benchmark": "coding_agent_hooks",
-        "agent": "codex",
+        "agent": opts.agent,
         "calls_per_path": calls * rounds,
         "rounds": rounds,
         **figures,
