@@ -23,8 +23,13 @@ API_KEY = "sk-test-codex"
 @functools.cache
 def codex_binary() -> str:
     """The CLI's path; installs it first if needed. Skips only when npm itself is missing."""
+    return npm_cli(INSTALLER)
+
+
+def npm_cli(installer: Path) -> str:
+    """Run a pinned npm CLI's installer (scripts/install_*.sh); the path it prints."""
     try:
-        done = subprocess.run(["bash", str(INSTALLER)], capture_output=True, text=True,
+        done = subprocess.run(["bash", str(installer)], capture_output=True, text=True,
                               timeout=900, check=True)
     except subprocess.CalledProcessError as exc:
         if "npm: command not found" in exc.stderr:

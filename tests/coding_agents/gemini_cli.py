@@ -14,9 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from tests.coding_agents.codex_cli import Result
+from tests.coding_agents.codex_cli import Result, npm_cli
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "scripts" / "install_gemini_cli.sh"
@@ -34,14 +32,7 @@ SETTINGS = {
 @functools.cache
 def gemini_binary() -> str:
     """The CLI's path; installs it first if needed. Skips only when npm itself is missing."""
-    try:
-        done = subprocess.run(["bash", str(INSTALLER)], capture_output=True, text=True,
-                              timeout=900, check=True)
-    except subprocess.CalledProcessError as exc:
-        if "npm: command not found" in exc.stderr:
-            pytest.skip("npm is not installed; .ci/run installs it")
-        raise
-    return done.stdout.strip().splitlines()[-1]
+    return npm_cli(INSTALLER)
 
 
 class GeminiRun:

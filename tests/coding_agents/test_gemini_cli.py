@@ -6,28 +6,22 @@ fails it. Each CLI run takes about two seconds.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.responses import PlainTextResponse
 from typer.testing import CliRunner
 
 from hookgate.cli.main import app
 from hookgate.storage.users import revoke_token
 from tests.claude_code.scene import run_lines
+from tests.coding_agents.failing_hookgate import MODES, failing_hookgate
 from tests.coding_agents.gemini_cli import GeminiRun
 from tests.coding_agents.gemini_scene import TOKEN, gemini_scene, install, seen
 from tests.fakes.gemini import Call, FakeGemini, Say, function_responses, sequence
-from tests.fakes.server import LoopbackServer
 from tests.fakes.slack import FakeSlack
 
 
@@ -119,43 +113,17 @@ def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         assert outcomes.count(("Bash", "ok")) == 1, outcomes
 
 
-def _failing_hookgate(mode: str, released: threading.Event) -> Starlette:
-    async def answer(request: Request) -> Response:
-        await request.body()
-        if mode == "5xx":
-            return PlainTextResponse("Internal Server Error", status_code=500)
-        if mode == "hung":  # past every deadline of the hook, until the test ends
-            await asyncio.to_thread(released.wait, 60)
-        # A 200 that is no answer of hookgate's: Gemini reads plain text as an allow.
-        return PlainTextResponse("ok")
-    return Starlette(routes=[Route("/api/gemini/hooks", answer, methods=["POST"])])
-
-
-@pytest.fixture
-def dead_url() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-
-@pytest.mark.parametrize("mode", ["down", "5xx", "hung", "malformed"])
-def test_every_failure_of_hookgate_blocks_the_call(tmp_path: Path, dead_url: str,
-                                                   mode: str) -> None:
-    released = threading.Event()
-    fake = None if mode == "down" else LoopbackServer(_failing_hookgate(mode, released))
-    url = dead_url if fake is None else fake.start()
-    try:
-        with FakeGemini(sequence(shell("touch ran.txt"), Say("done"))) as model:
-            cli = GeminiRun(tmp_path / "project", tmp_path / "home", model.base_url)
-            install(cli, url, wait_s=0.5)
-            result = cli.run("go", env={"HOOKGATE_TOKEN": TOKEN})
-            assert not (cli.project / "ran.txt").exists(), (mode, result.stderr)
-            [told] = seen(model)
-            assert "Tool execution blocked: hookgate" in told, told
-    finally:
-        released.set()
-        if fake is not None:
-            fake.stop()
+@pytest.mark.parametrize("mode", MODES)
+def test_every_failure_of_hookgate_blocks_the_call(tmp_path: Path, mode: str) -> None:
+    # A 200 that is no answer of hookgate's: Gemini reads plain text as an allow.
+    with failing_hookgate(mode, "/api/gemini/hooks", PlainTextResponse("ok")) as url, \
+            FakeGemini(sequence(shell("touch ran.txt"), Say("done"))) as model:
+        cli = GeminiRun(tmp_path / "project", tmp_path / "home", model.base_url)
+        install(cli, url, wait_s=0.5)
+        result = cli.run("go", env={"HOOKGATE_TOKEN": TOKEN})
+        assert not (cli.project / "ran.txt").exists(), (mode, result.stderr)
+        [told] = seen(model)
+        assert "Tool execution blocked: hookgate" in told, told
 
 
 @pytest.mark.parametrize("token", ["bad", "revoked"])

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.fakes import responses
 from tests.fakes.responses import Call, Say, Script, Turn
 from tests.fakes.server import LoopbackServer
 
@@ -38,10 +39,7 @@ def function_responses(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def sequence(*turns: Turn) -> Script:
     """Answer turn N (counted by tool results so far) with turns[N]; then "done"."""
-    def script(body: dict[str, Any]) -> Turn:
-        n = len(function_responses(body))
-        return turns[n] if n < len(turns) else Say("done")
-    return script
+    return responses.sequence(*turns, results=function_responses)
 
 
 class FakeGemini:

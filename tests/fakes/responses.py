@@ -59,10 +59,12 @@ def output_text(item: dict[str, Any]) -> str:
     return json.dumps(out)
 
 
-def sequence(*turns: Turn) -> Script:
-    """Answer turn N (counted by tool outputs so far) with turns[N]; then "done"."""
+def sequence(*turns: Turn,
+             results: Callable[[dict[str, Any]], list[Any]] | None = None) -> Script:
+    """Answer turn N (counted by tool outputs so far; ``results`` lists them in another
+    API's request) with turns[N]; then "done"."""
     def script(body: dict[str, Any]) -> Turn:
-        n = len(outputs(body))
+        n = len((results or outputs)(body))
         return turns[n] if n < len(turns) else Say("done")
     return script
 

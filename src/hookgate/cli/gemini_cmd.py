@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import uuid
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import ConfigOption, ExampleOption
 from hookgate.cli.hook_install_options import (
     AgentOption,
     ServerUrlOption,
     TokenEnvOption,
-    hook_server,
+    WaitOption,
+    probe_session_start,
+    remove_hooks,
+    server_and_wait,
     write_hooks,
 )
 
@@ -57,9 +58,7 @@ def install_command(
     token_env: TokenEnvOption = "HOOKGATE_TOKEN",
     project: ProjectOption = None,
     user: UserOption = False,
-    wait_s: Annotated[float | None, typer.Option(
-        "--wait", help="Seconds hookgate waits for a person (default: the agent's "
-                       "claude_code.wait_s, else 20).")] = None,
+    wait_s: WaitOption = None,
     check: Annotated[bool, typer.Option(
         "--check", help="Only check that Gemini would run the installed hooks and that "
                         "they reach hookgate.")] = False,
@@ -78,20 +77,8 @@ def install_command(
         return
     if not token_env.isidentifier():
         fail(f"--token-env {token_env!r} is not an environment variable name")
-    server, wait = url, wait_s
-    if config is not None or example is not None:
-        from hookgate.claude_code.policy import ExternalPolicy
-        from hookgate.config import ConfigError
-        from hookgate.hooks.errors import HookBuildError
-
-        cfg = load_from_options(config, example, code=1)
-        try:
-            wait = wait if wait is not None else ExternalPolicy.of(cfg.build_agent(agent)).wait_s
-        except (ConfigError, HookBuildError) as exc:
-            fail(str(exc))
-        server = server or cfg.server.public_url
-    block = hooks_block(hook_server(server), agent, token_env=token_env,
-                        wait_s=wait if wait is not None else 20.0)
+    server, wait = server_and_wait(agent, config, example, url, wait_s)
+    block = hooks_block(server, agent, token_env=token_env, wait_s=wait)
     write_hooks(target, block, merge_into)
     console.print(f"wrote {target}: SessionStart, BeforeTool and AfterTool hooks of agent "
                   f"'{agent}'; set {token_env} to your hookgate token", highlight=False,
@@ -107,16 +94,7 @@ def uninstall_command(project: ProjectOption = None, user: UserOption = False) -
     """Remove hookgate's hooks from Gemini's settings.json; everything else is kept."""
     from hookgate.coding_agents.gemini_config import remove_from
 
-    target, _ = _target(project, user)
-    if not target.exists():
-        console.print(f"{target} does not exist: nothing to remove", highlight=False)
-        return
-    try:
-        kept = remove_from(target)
-    except (ValueError, OSError) as exc:
-        fail(f"cannot update {target}: {exc}")
-    target.write_text(json.dumps(kept, indent=2) + "\n", encoding="utf-8")
-    console.print(f"removed hookgate's hooks from {target}", highlight=False, soft_wrap=True)
+    remove_hooks(_target(project, user)[0], remove_from)
 
 
 def _check(target: Path, folder: Path, token_env: str) -> None:
@@ -136,14 +114,8 @@ def _check(target: Path, folder: Path, token_env: str) -> None:
              "hookgate gemini install)")
     if off is not None:
         fail(f"check failed: Gemini would not run hookgate's hooks: {off}")
-    probe = json.dumps({"hook_event_name": "SessionStart", "cwd": str(folder),
-                        "session_id": f"hookgate-check-{uuid.uuid4()}", "source": "check",
-                        "timestamp": "check"})
-    done = subprocess.run(["sh", "-c", found["SessionStart"]], input=probe, text=True,
-                          capture_output=True, cwd=folder, timeout=120, check=False)
-    if done.returncode != 0:
-        fail(f"check failed: the hook does not reach hookgate: {done.stderr.strip()} "
-             f"(is {token_env} set?)")
+    probe_session_start(found["SessionStart"], folder, token_env,
+                        {"source": "check", "timestamp": "check"})
     console.print(f"ok: Gemini runs hookgate's SessionStart, BeforeTool and AfterTool hooks "
                   f"from {target}, and hookgate answered the SessionStart one",
                   highlight=False, soft_wrap=True)

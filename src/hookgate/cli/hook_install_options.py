@@ -1,11 +1,14 @@
 """What every ``hookgate <coding agent> install`` shares: its options (Claude Code, Codex, and the
 agents after them): which agent's rules apply, which server the hooks call, and which
 environment variable holds the developer's token — and how it writes the agent's file,
-so the commands agree."""
+removes hookgate's hooks from it and probes the installed SessionStart hook, so the commands
+agree."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +22,9 @@ ServerUrlOption = Annotated[str | None, typer.Option(
 TokenEnvOption = Annotated[str, typer.Option(
     "--token-env", help="The environment variable holding the developer's hookgate "
                         "token (the token itself is never written).")]
+WaitOption = Annotated[float | None, typer.Option(
+    "--wait", help="Seconds hookgate waits for a person (default: the agent's "
+                   "claude_code.wait_s, else 20).")]
 
 
 def hook_server(given: str | None) -> str:
@@ -46,3 +52,56 @@ def write_hooks(target: Path, block: dict[str, Any],
         target.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
     except (ValueError, OSError) as exc:
         fail(f"cannot update {target}: {exc}")
+
+
+def server_and_wait(agent: str, config: Path | None, example: str | None, url: str | None,
+                    wait_s: float | None) -> tuple[str, float]:
+    """The server a command-hook agent's hooks call and how long hookgate waits for a
+    person: the options, else the configuration's ``server.public_url`` and the agent's
+    ``claude_code.wait_s``, else the defaults; exit with the reason on a bad one."""
+    from hookgate.cli.app import fail
+    from hookgate.cli.config_source import load_from_options
+
+    server, wait = url, wait_s
+    if config is not None or example is not None:
+        from hookgate.claude_code.policy import ExternalPolicy
+        from hookgate.config import ConfigError
+        from hookgate.hooks.errors import HookBuildError
+
+        cfg = load_from_options(config, example, code=1)
+        try:
+            wait = wait if wait is not None else ExternalPolicy.of(cfg.build_agent(agent)).wait_s
+        except (ConfigError, HookBuildError) as exc:
+            fail(str(exc))
+        server = server or cfg.server.public_url
+    return hook_server(server), wait if wait is not None else 20.0
+
+
+def remove_hooks(target: Path, remove_from: Callable[[Path], dict[str, Any]]) -> None:
+    """Write ``target`` without hookgate's hooks (``remove_from`` is that agent's own)."""
+    from hookgate.cli.app import console, fail
+
+    if not target.exists():
+        console.print(f"{target} does not exist: nothing to remove", highlight=False)
+        return
+    try:
+        kept = remove_from(target)
+    except (ValueError, OSError) as exc:
+        fail(f"cannot update {target}: {exc}")
+    target.write_text(json.dumps(kept, indent=2) + "\n", encoding="utf-8")
+    console.print(f"removed hookgate's hooks from {target}", highlight=False, soft_wrap=True)
+
+
+def probe_session_start(command: str, folder: Path, token_env: str,
+                        facts: dict[str, str]) -> None:
+    """Run hookgate's SessionStart hook ``command`` as the agent would, in ``folder``, with
+    a probe session (``facts`` add the agent's own fields); exit 1 when it gets no answer."""
+    from hookgate.cli.app import fail
+
+    probe = json.dumps({"hook_event_name": "SessionStart", "cwd": str(folder),
+                        "session_id": f"hookgate-check-{uuid.uuid4()}", **facts})
+    done = subprocess.run(["sh", "-c", command], input=probe, text=True,
+                          capture_output=True, cwd=folder, timeout=120, check=False)
+    if done.returncode != 0:
+        fail(f"check failed: the hook does not reach hookgate: {done.stderr.strip()} "
+             f"(is {token_env} set?)")

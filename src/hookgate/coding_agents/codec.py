@@ -7,10 +7,15 @@ or a non-2xx one-line reason that becomes exit 2: a deny).
 from __future__ import annotations
 
 import enum
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply", "optional_text"]
+from hookgate.external.keys import BadId, checked_id
+
+__all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply", "event_and_session",
+           "optional_text", "render_command_hook"]
 
 
 class BadHookInput(ValueError):
@@ -101,3 +106,33 @@ def optional_text(body: dict[str, Any], key: str) -> str | None:
     if not isinstance(value, str) or len(value) > 4096:
         raise BadHookInput(f"'{key}' must be a string of at most 4096 characters")
     return value
+
+
+def event_and_session(body: dict[str, Any], events: dict[str, Event]) -> tuple[str, Event, str]:
+    """The agent's event name, hookgate's event for it (``events`` maps the agent's names)
+    and the session id of a hook input (else BadHookInput)."""
+    name = body.get("hook_event_name")
+    event = events.get(name) if isinstance(name, str) else None
+    if not isinstance(name, str) or event is None:
+        raise BadHookInput(f"hook_event_name must be one of {', '.join(events)}, got "
+                           f"{name!r}")
+    try:
+        return name, event, checked_id("session_id", body.get("session_id"), 4096)
+    except BadId as exc:
+        raise BadHookInput(str(exc)) from None
+
+
+def render_command_hook(hook: Event, outcome: Outcome,
+                        replaced: Callable[[str], dict[str, Any]]) -> Reply:
+    """The answer of an agent whose command hooks read Claude Code's words: a refusal as
+    `refusal`; after a call, ``replaced(text)`` — that agent's body making its model read
+    ``text`` instead of the output; SessionStart context as
+    ``hookSpecificOutput.additionalContext``; else exactly ``{}`` (an allow)."""
+    if outcome.refused is not None:
+        return refusal(outcome.refused)
+    if hook is Event.POST_TOOL_USE and outcome.replaced is not None:
+        return Reply(200, json.dumps(replaced(outcome.replaced)))
+    if hook is Event.SESSION_START and outcome.context:
+        return Reply(200, json.dumps({"hookSpecificOutput": {
+            "hookEventName": "SessionStart", "additionalContext": outcome.context}}))
+    return Reply(200, "{}")

@@ -12,7 +12,6 @@ may add context for the model.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hookgate.coding_agents.codec import (
@@ -21,11 +20,11 @@ from hookgate.coding_agents.codec import (
     HookInput,
     Outcome,
     Reply,
+    event_and_session,
     optional_text,
-    refusal,
+    render_command_hook,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
-from hookgate.external.keys import BadId, checked_id
 
 __all__ = ["EVENTS", "CodexCodec"]
 
@@ -40,15 +39,7 @@ class CodexCodec:
     kind = "codex"
 
     def parse(self, body: dict[str, Any]) -> HookInput:
-        name = body.get("hook_event_name")
-        event = EVENTS.get(name) if isinstance(name, str) else None
-        if event is None:
-            raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
-                               f"{name!r}")
-        try:
-            session = checked_id("session_id", body.get("session_id"), 4096)
-        except BadId as exc:
-            raise BadHookInput(str(exc)) from None
+        name, event, session = event_and_session(body, EVENTS)
         facts = {f"codex_{key}": body[key] for key in _FACTS
                  if isinstance(body.get(key), str)}
         facts["codex_event"] = name
@@ -72,14 +63,8 @@ class CodexCodec:
                          result=body.get("tool_response"), **common)
 
     def render(self, hook: Event, outcome: Outcome) -> Reply:
-        if outcome.refused is not None:
-            return refusal(outcome.refused)
-        if hook is Event.POST_TOOL_USE and outcome.replaced is not None:
-            # Codex's model then reads the reason instead of the tool's output.
-            return Reply(200, json.dumps({"decision": "block", "reason": outcome.replaced}))
-        if hook is Event.SESSION_START and outcome.context:
-            return Reply(200, json.dumps({"hookSpecificOutput": {
-                "hookEventName": "SessionStart", "additionalContext": outcome.context}}))
-        # An allow is exactly {} (anything else at PreToolUse is a failed hook: it runs).
-        return Reply(200, "{}")
+        # Codex's model reads a block's reason instead of the tool's output; an allow is
+        # exactly {} (anything else at PreToolUse is a failed hook: it runs).
+        return render_command_hook(hook, outcome,
+                                   lambda text: {"decision": "block", "reason": text})
 

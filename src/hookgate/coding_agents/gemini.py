@@ -15,7 +15,6 @@ waiting as `RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP` allows, and runs once).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from hookgate.canonical import NotCanonicalJSON, canonical_sha256
@@ -25,11 +24,11 @@ from hookgate.coding_agents.codec import (
     HookInput,
     Outcome,
     Reply,
+    event_and_session,
     optional_text,
-    refusal,
+    render_command_hook,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call, mcp_tool
-from hookgate.external.keys import BadId, checked_id
 
 __all__ = ["EVENTS", "GeminiCodec"]
 
@@ -44,15 +43,7 @@ class GeminiCodec:
     kind = "gemini"
 
     def parse(self, body: dict[str, Any]) -> HookInput:
-        name = body.get("hook_event_name")
-        event = EVENTS.get(name) if isinstance(name, str) else None
-        if event is None:
-            raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
-                               f"{name!r}")
-        try:
-            session = checked_id("session_id", body.get("session_id"), 4096)
-        except BadId as exc:
-            raise BadHookInput(str(exc)) from None
+        name, event, session = event_and_session(body, EVENTS)
         facts = {f"gemini_{key}": body[key] for key in _FACTS
                  if isinstance(body.get(key), str)}
         facts["gemini_event"] = name
@@ -73,15 +64,9 @@ class GeminiCodec:
                          result=_result(body.get("tool_response")), **common)
 
     def render(self, hook: Event, outcome: Outcome) -> Reply:
-        if outcome.refused is not None:
-            return refusal(outcome.refused)
-        if hook is Event.POST_TOOL_USE and outcome.replaced is not None:
-            # Gemini's model then reads "Tool result blocked: <reason>" instead of the output.
-            return Reply(200, json.dumps({"decision": "deny", "reason": outcome.replaced}))
-        if hook is Event.SESSION_START and outcome.context:
-            return Reply(200, json.dumps({"hookSpecificOutput": {
-                "hookEventName": "SessionStart", "additionalContext": outcome.context}}))
-        return Reply(200, "{}")
+        # After a call, Gemini's model reads a deny's reason instead of the tool's output.
+        return render_command_hook(hook, outcome,
+                                   lambda text: {"decision": "deny", "reason": text})
 
 
 def _tool_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -88,26 +88,24 @@ async def _answer(codec: Codec, request: Request, access: LastingAccessDep,
     return codec.render(hook.event, outcome)
 
 
-@router.post("/api/codex/hooks", responses=_REPLIES, response_class=Response)
-async def codex_hook(
-    request: Request,
-    access: LastingAccessDep,
-    agent: Annotated[str, Query(min_length=1, max_length=128,
-                                description="The agent whose hooks and rules apply.")],
-) -> Response:
-    """Answer one Codex hook call (SessionStart, PreToolUse, PostToolUse) for ``agent``."""
-    reply = await _answer(CodexCodec(), request, access, agent)
-    return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
+def _hook_route(codec: Codec, path: str, summary: str) -> None:
+    """Register ``POST path?agent=ID``: one hook call of ``codec``'s agent, answered with
+    exactly the body it reads, or a non-2xx one-line reason its hook turns into exit 2."""
+
+    async def hook(
+        request: Request,
+        access: LastingAccessDep,
+        agent: Annotated[str, Query(min_length=1, max_length=128,
+                                    description="The agent whose hooks and rules apply.")],
+    ) -> Response:
+        reply = await _answer(codec, request, access, agent)
+        return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
+
+    router.add_api_route(path, hook, methods=["POST"], responses=_REPLIES,
+                         response_class=Response, name=f"{codec.kind}_hook", summary=summary)
 
 
-@router.post("/api/gemini/hooks", responses=_REPLIES, response_class=Response)
-async def gemini_hook(
-    request: Request,
-    access: LastingAccessDep,
-    agent: Annotated[str, Query(min_length=1, max_length=128,
-                                description="The agent whose hooks and rules apply.")],
-) -> Response:
-    """Answer one Gemini CLI hook call (SessionStart, BeforeTool, AfterTool) for ``agent``:
-    ``{}`` allows; a refusal is a non-2xx one-line reason the hook turns into exit 2."""
-    reply = await _answer(GeminiCodec(), request, access, agent)
-    return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
+_hook_route(CodexCodec(), "/api/codex/hooks",
+            "Answer one Codex hook call (SessionStart, PreToolUse, PostToolUse)")
+_hook_route(GeminiCodec(), "/api/gemini/hooks",
+            "Answer one Gemini CLI hook call (SessionStart, BeforeTool, AfterTool)")
