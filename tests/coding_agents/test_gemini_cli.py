@@ -154,15 +154,22 @@ def test_withheld_output_never_reaches_geminis_model(
         assert [(r["tool_name"], r["outcome"]) for r in s.audit()] == [("Bash", "withheld")]
 
 
-def test_session_start_context_reaches_the_model(
+def test_session_start_context_reaches_the_model_and_a_stop_refuses_the_sessions_calls(
         tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
-    from tests.claude_code.test_session_start_forward import CONTEXT
+    from tests.claude_code.test_session_start_forward import BROKEN, CONTEXT
 
     script = sequence(shell("echo ran >> ran.txt"), Say("done"))
-    with gemini_scene(tmp_path, database_url, slack, script, extra_hooks=[CONTEXT]) as s:
+    with gemini_scene(tmp_path / "a", database_url, slack, script,
+                      extra_hooks=[CONTEXT]) as s:
         assert s.exec().returncode == 0
         assert "ZEBRA-17" in json.dumps(s.model.requests[0])
         assert run_lines(s.gemini.project / "ran.txt") == ["ran"]
+    with gemini_scene(tmp_path / "b", database_url, slack, script,
+                      extra_hooks=[BROKEN]) as s:
+        s.exec()
+        assert not (s.gemini.project / "ran.txt").exists()
+        [told] = seen(s.model)
+        assert "stopped the session at SessionStart" in told, told
 
 
 #: Rewrites every Bash output (Claude Code's PostToolUse protocol, updatedToolOutput).
