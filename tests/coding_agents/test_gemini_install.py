@@ -67,3 +67,20 @@ def test_check_fails_where_gemini_would_not_run_the_hooks(tmp_path: Path) -> Non
     user.write_text("{}")
     # Nothing listens on port 9: the hook, run as Gemini runs it, does not reach hookgate.
     assert "does not reach hookgate" in check()
+
+
+def test_a_user_level_install_keeps_the_users_settings(tmp_path: Path) -> None:
+    cli = GeminiRun(tmp_path / "project", tmp_path / "home", "http://127.0.0.1:9")
+    user = cli.home / ".gemini" / "settings.json"
+    before = json.loads(user.read_text())
+    env = {"HOME": str(cli.home), "GEMINI_CLI_HOME": ""}
+    done = CliRunner().invoke(app, ["gemini", "install", "--agent", "coder", "--user",
+                                    "--url", "http://127.0.0.1:8000"], env=env)
+    assert done.exit_code == 0, done.output
+    settings = json.loads(user.read_text())
+    assert {k: v for k, v in settings.items() if k != "hooks"} == before
+    assert sorted(settings["hooks"]) == ["AfterTool", "BeforeTool", "SessionStart"]
+    assert not cli.settings.exists()
+    done = CliRunner().invoke(app, ["gemini", "uninstall", "--user"], env=env)
+    assert done.exit_code == 0, done.output
+    assert json.loads(user.read_text()) == {**before, "hooks": {}}
