@@ -19,6 +19,9 @@ ServerUrlOption = Annotated[str | None, typer.Option(
 TokenEnvOption = Annotated[str, typer.Option(
     "--token-env", help="The environment variable holding the developer's hookgate "
                         "token (the token itself is never written).")]
+WaitOption = Annotated[float | None, typer.Option(
+    "--wait", help="Seconds hookgate waits for a person (default: the agent's "
+                   "claude_code.wait_s, else 20).")]
 
 
 def hook_server(given: str | None) -> str:
@@ -31,6 +34,29 @@ def hook_server(given: str | None) -> str:
         return server_base(given or "http://127.0.0.1:8000")
     except NotAServerUrl as exc:
         fail(str(exc), 2)
+
+
+def agent_wait_and_server(agent: str, config: Path | None, example: str | None,
+                          url: str | None, wait_s: float | None) -> tuple[str, float]:
+    """The server the hooks call and how long hookgate waits for a person: the options,
+    else the configuration's ``server.public_url`` and the agent's ``claude_code.wait_s``,
+    else the local server and 20 s; exit 1 with the reason when the configuration fails."""
+    from hookgate.cli.app import fail
+
+    server, wait = url, wait_s
+    if config is not None or example is not None:
+        from hookgate.claude_code.policy import ExternalPolicy
+        from hookgate.cli.config_source import load_from_options
+        from hookgate.config import ConfigError
+        from hookgate.hooks.errors import HookBuildError
+
+        cfg = load_from_options(config, example, code=1)
+        try:
+            wait = wait if wait is not None else ExternalPolicy.of(cfg.build_agent(agent)).wait_s
+        except (ConfigError, HookBuildError) as exc:
+            fail(str(exc))
+        server = server or cfg.server.public_url
+    return hook_server(server), wait if wait is not None else 20.0
 
 
 def write_hooks(target: Path, block: dict[str, Any],

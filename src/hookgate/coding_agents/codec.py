@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply"]
+__all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply", "text_field"]
 
 
 class BadHookInput(ValueError):
@@ -91,3 +91,13 @@ def refusal(reason: str) -> Reply:
     if len(line) > _REASON_LIMIT:
         line = line[:_REASON_LIMIT - 1] + "…"
     return Reply(REFUSED, line, "text/plain; charset=utf-8")
+
+
+def text_field(body: dict[str, Any], key: str) -> str | None:
+    """``body[key]``: None when absent, else a string of at most 4096 characters."""
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 4096:
+        raise BadHookInput(f"'{key}' must be a string of at most 4096 characters")
+    return value

@@ -22,6 +22,7 @@ from hookgate.coding_agents.codec import (
     Outcome,
     Reply,
     refusal,
+    text_field,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
 from hookgate.external.keys import BadId, checked_id
@@ -51,12 +52,12 @@ class CodexCodec:
         facts = {f"codex_{key}": body[key] for key in _FACTS
                  if isinstance(body.get(key), str)}
         facts["codex_event"] = name
-        common: dict[str, Any] = {"session_id": session, "cwd": _text(body, "cwd"),
-                                  "transcript_path": _text(body, "transcript_path"),
+        common: dict[str, Any] = {"session_id": session, "cwd": text_field(body, "cwd"),
+                                  "transcript_path": text_field(body, "transcript_path"),
                                   "facts": facts}
         if event is Event.SESSION_START:
             return HookInput(event, **common)
-        tool = _text(body, "tool_name")
+        tool = text_field(body, "tool_name")
         args = body.get("tool_input")
         if tool is None or not isinstance(args, dict):
             raise BadHookInput("tool_name must be a string and tool_input a JSON object")
@@ -81,12 +82,3 @@ class CodexCodec:
                 "hookEventName": "SessionStart", "additionalContext": outcome.context}}))
         # An allow is exactly {} (anything else at PreToolUse is a failed hook: it runs).
         return Reply(200, "{}")
-
-
-def _text(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or len(value) > 4096:
-        raise BadHookInput(f"'{key}' must be a string of at most 4096 characters")
-    return value

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from hookgate.coding_agents.codec import BadHookInput, Codec, Outcome, Reply, refusal
 from hookgate.coding_agents.codex import CodexCodec
+from hookgate.coding_agents.cursor import CursorCodec
 from hookgate.coding_agents.flow import Caller, CodingAgentHooks
 from hookgate.external.core import ExternalCore
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
@@ -96,4 +97,18 @@ async def codex_hook(
 ) -> Response:
     """Answer one Codex hook call (SessionStart, PreToolUse, PostToolUse) for ``agent``."""
     reply = await _answer(CodexCodec(), request, access, agent)
+    return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
+
+
+@router.post("/api/cursor/hooks", responses=_REPLIES, response_class=Response)
+async def cursor_hook(
+    request: Request,
+    access: LastingAccessDep,
+    agent: Annotated[str, Query(min_length=1, max_length=128,
+                                description="The agent whose hooks and rules apply.")],
+) -> Response:
+    """Answer one Cursor hook call (sessionStart, preToolUse, postToolUse,
+    beforeShellExecution, beforeMCPExecution, afterShellExecution) for ``agent``: before a
+    tool ``{"permission": "allow"}`` or a deny with the reason (docs/guides/cursor.md)."""
+    reply = await _answer(CursorCodec(), request, access, agent)
     return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
