@@ -6,27 +6,20 @@ the call (audit rows or requests), so a hook that never fired fails it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
 from typer.testing import CliRunner
 
 from hookgate.cli.main import app
 from tests.claude_code.scene import TOKEN, Scene, coder, run_lines
 from tests.coding_agents.cursor_host import CursorHost, Turn
-from tests.fakes.server import LoopbackServer
+from tests.coding_agents.failing_hookgate import MODES, failing_hookgate
 from tests.fakes.slack import FakeSlack
 from tests.live_server import live_server
 
@@ -142,32 +135,10 @@ def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         assert outcomes(s).count(("Bash", "ok")) == 1, outcomes(s)
 
 
-def _failing_hookgate(mode: str, released: threading.Event) -> Starlette:
-    async def answer(request: Request) -> Response:
-        await request.body()
-        if mode == "5xx":
-            return PlainTextResponse("Internal Server Error", status_code=500)
-        if mode == "hung":  # past every deadline of the hook, until the test ends
-            await asyncio.to_thread(released.wait, 60)
-        # A 200 that is no decision: Cursor reads a missing permission as an allow.
-        return Response(json.dumps({"continue": True}), media_type="application/json")
-    return Starlette(routes=[Route("/api/cursor/hooks", answer, methods=["POST"])])
-
-
-@pytest.fixture
-def dead_url() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-
-@pytest.mark.parametrize("mode", ["down", "5xx", "hung", "malformed"])
-def test_every_failure_of_hookgate_blocks_the_call(tmp_path: Path, dead_url: str,
-                                                   mode: str) -> None:
-    released = threading.Event()
-    fake = None if mode == "down" else LoopbackServer(_failing_hookgate(mode, released))
-    url = dead_url if fake is None else fake.start()
-    try:
+@pytest.mark.parametrize("mode", MODES)
+def test_every_failure_of_hookgate_blocks_the_call(tmp_path: Path, mode: str) -> None:
+    # A 200 that is no decision: Cursor reads a missing permission as an allow.
+    with failing_hookgate(mode, "/api/cursor/hooks", {"continue": True}) as url:
         install(tmp_path, url, wait_s=0.5)
         cursor = host(tmp_path)
         for entry in cursor.entries("preToolUse"):
@@ -181,10 +152,6 @@ def test_every_failure_of_hookgate_blocks_the_call(tmp_path: Path, dead_url: str
         if mode != "hung":  # (its hooks each take curl's whole deadline)
             turn = cursor.shell("touch ran.txt")
             assert not turn.ran and not (tmp_path / "ran.txt").exists(), (mode, turn)
-    finally:
-        released.set()
-        if fake is not None:
-            fake.stop()
 
 
 def test_a_bad_token_blocks_the_call(tmp_path: Path, database_url: str, slack: FakeSlack,

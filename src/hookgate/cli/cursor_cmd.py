@@ -20,6 +20,7 @@ from hookgate.cli.hook_install_options import (
     TokenEnvOption,
     WaitOption,
     agent_wait_and_server,
+    remove_hooks,
     write_hooks,
 )
 from hookgate.coding_agents.cursor_config import Layer
@@ -88,16 +89,7 @@ def uninstall_command(project: ProjectOption = None, user: UserOption = False) -
     """Remove hookgate's hooks from Cursor's hooks.json; every other hook is kept."""
     from hookgate.coding_agents.cursor_config import remove_from
 
-    target, _ = _target(project, user)
-    if not target.exists():
-        console.print(f"{target} does not exist: nothing to remove", highlight=False)
-        return
-    try:
-        kept = remove_from(target)
-    except (ValueError, OSError) as exc:
-        fail(f"cannot update {target}: {exc}")
-    target.write_text(json.dumps(kept, indent=2) + "\n", encoding="utf-8")
-    console.print(f"removed hookgate's hooks from {target}", highlight=False, soft_wrap=True)
+    remove_hooks(_target(project, user)[0], remove_from)
 
 
 def _check(target: Path, folder: Path, token_env: str) -> None:

@@ -72,3 +72,20 @@ def write_hooks(target: Path, block: dict[str, Any],
         target.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
     except (ValueError, OSError) as exc:
         fail(f"cannot update {target}: {exc}")
+
+
+def remove_hooks(target: Path,
+                 remove_from: Callable[[Path], dict[str, Any]]) -> None:
+    """Rewrite ``target`` without hookgate's hooks (``remove_from`` is that agent's own
+    removal) and say so; exit 1 with the reason when the file cannot be read or written."""
+    from hookgate.cli.app import console, fail
+
+    if not target.exists():
+        console.print(f"{target} does not exist: nothing to remove", highlight=False)
+        return
+    try:
+        kept = remove_from(target)
+        target.write_text(json.dumps(kept, indent=2) + "\n", encoding="utf-8")
+    except (ValueError, OSError) as exc:
+        fail(f"cannot update {target}: {exc}")
+    console.print(f"removed hookgate's hooks from {target}", highlight=False, soft_wrap=True)

@@ -7,10 +7,14 @@ or a non-2xx one-line reason that becomes exit 2: a deny).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply", "text_field"]
+from hookgate.external.keys import BadId, checked_id
+
+__all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply", "hook_event",
+           "session_of", "text_field"]
 
 
 class BadHookInput(ValueError):
@@ -101,3 +105,20 @@ def text_field(body: dict[str, Any], key: str) -> str | None:
     if not isinstance(value, str) or len(value) > 4096:
         raise BadHookInput(f"'{key}' must be a string of at most 4096 characters")
     return value
+
+
+def hook_event(body: dict[str, Any], events: Mapping[str, Event]) -> tuple[str, Event]:
+    """The agent's name of the event (``hook_event_name``) and hookgate's, of ``events``."""
+    name = body.get("hook_event_name")
+    event = events.get(name) if isinstance(name, str) else None
+    if event is None:
+        raise BadHookInput(f"hook_event_name must be one of {', '.join(events)}, got {name!r}")
+    return str(name), event
+
+
+def session_of(name: str, value: object) -> str:
+    """The session's id, printable text of at most 4096 characters."""
+    try:
+        return checked_id(name, value, 4096)
+    except BadId as exc:
+        raise BadHookInput(str(exc)) from None

@@ -21,11 +21,12 @@ from hookgate.coding_agents.codec import (
     HookInput,
     Outcome,
     Reply,
+    hook_event,
     refusal,
+    session_of,
     text_field,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
-from hookgate.external.keys import BadId, checked_id
 
 __all__ = ["EVENTS", "CodexCodec"]
 
@@ -40,15 +41,8 @@ class CodexCodec:
     kind = "codex"
 
     def parse(self, body: dict[str, Any]) -> HookInput:
-        name = body.get("hook_event_name")
-        event = EVENTS.get(name) if isinstance(name, str) else None
-        if event is None:
-            raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
-                               f"{name!r}")
-        try:
-            session = checked_id("session_id", body.get("session_id"), 4096)
-        except BadId as exc:
-            raise BadHookInput(str(exc)) from None
+        name, event = hook_event(body, EVENTS)
+        session = session_of("session_id", body.get("session_id"))
         facts = {f"codex_{key}": body[key] for key in _FACTS
                  if isinstance(body.get(key), str)}
         facts["codex_event"] = name

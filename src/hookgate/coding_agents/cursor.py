@@ -25,10 +25,11 @@ from hookgate.coding_agents.codec import (
     HookInput,
     Outcome,
     Reply,
+    hook_event,
+    session_of,
     text_field,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
-from hookgate.external.keys import BadId, checked_id
 
 __all__ = ["EVENTS", "CursorCodec", "tool_name"]
 
@@ -57,16 +58,9 @@ class CursorCodec:
     kind = "cursor"
 
     def parse(self, body: dict[str, Any]) -> HookInput:
-        name = body.get("hook_event_name")
-        event = EVENTS.get(name) if isinstance(name, str) else None
-        if event is None:
-            raise BadHookInput(f"hook_event_name must be one of {', '.join(EVENTS)}, got "
-                               f"{name!r}")
-        try:
-            session = checked_id("conversation_id", body.get("conversation_id")
-                                 or body.get("session_id"), 4096)
-        except BadId as exc:
-            raise BadHookInput(str(exc)) from None
+        name, event = hook_event(body, EVENTS)
+        session = session_of("conversation_id",
+                             body.get("conversation_id") or body.get("session_id"))
         facts: dict[str, Any] = {f"cursor_{key}": body[key] for key in _FACTS
                                  if isinstance(body.get(key), str) and body[key]}
         facts["cursor_event"] = name
@@ -75,7 +69,7 @@ class CursorCodec:
                                   "facts": facts}
         if event is Event.SESSION_START:
             return HookInput(event, cwd=_folder(body, None), **common)
-        tool, args, call_id, result = _call(str(name), body)
+        tool, args, call_id, result = _call(name, body)
         try:
             tool, args = hookgate_call(tool, args)
         except UnmappableCall as exc:
