@@ -1,5 +1,6 @@
 """Benchmark: the latency hookgate's Codex hook adds to an ungated tool call, against a no-op
-command hook and a Python command hook, measured side by side in the same run.
+command hook and a Python command hook, measured side by side in the same run (Cursor's
+preToolUse and postToolUse hooks as their own paths).
 
 Each hook is run as Codex runs a command hook: ``sh -c COMMAND`` with the hook input on
 stdin. The hookgate hook is the ``curl`` line ``hookgate codex install`` writes, posting to a
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from guarded_calls import _serve
 
+from hookgate.coding_agents import cursor_config
 from hookgate.coding_agents.codex_config import hooks_block
 
 TOKEN = "bench-token"
@@ -71,6 +73,17 @@ def _input(event: str, session: str, i: int) -> str:
     return json.dumps(body)
 
 
+def _cursor_input(event: str, session: str, i: int) -> str:
+    """Cursor's hook input for the same call (its documented preToolUse/postToolUse)."""
+    body: dict[str, Any] = {"hook_event_name": event, "conversation_id": session,
+                            "generation_id": "g", "workspace_roots": ["/tmp"], "cwd": "",
+                            "tool_name": "Shell", "tool_input": {"command": f"ls {i}"},
+                            "tool_use_id": f"cursor_{i}"}
+    if event == "postToolUse":
+        body["tool_output"] = json.dumps({"output": f"{i}\n", "exitCode": 0})
+    return json.dumps(body)
+
+
 def _ms(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
@@ -95,12 +108,19 @@ def main() -> None:
         pre = _hook(block["PreToolUse"][0]["hooks"][0]["command"], env)
         post = _hook(block["PostToolUse"][0]["hooks"][0]["command"], env)
         noop, python = _hook(NOOP, env), _hook(PYTHON, env)
+        cursor = cursor_config.hooks_block(url, "coder", token_env="HOOKGATE_TOKEN",
+                                           wait_s=20)["hooks"]
+        cursor_pre = _hook(cursor["preToolUse"][0]["command"], env)
+        cursor_post = _hook(cursor["postToolUse"][0]["command"], env)
         session = f"s-{uuid.uuid4().hex}"
         paths: dict[str, Callable[[int], None]] = {
             "noop_command_hook": lambda i: noop(_input("PreToolUse", session, i)),
             "python_command_hook": lambda i: python(_input("PreToolUse", session, i)),
             "hookgate_pre_tool_use": lambda i: pre(_input("PreToolUse", session, i)),
             "hookgate_post_tool_use": lambda i: post(_input("PostToolUse", session, i)),
+            "cursor_pre_tool_use": lambda i: cursor_pre(_cursor_input("preToolUse", session, i)),
+            "cursor_post_tool_use": lambda i: cursor_post(
+                _cursor_input("postToolUse", session, i)),
         }
         medians: dict[str, list[float]] = {name: [] for name in paths}
         every: dict[str, list[float]] = {name: [] for name in paths}
@@ -136,6 +156,10 @@ def main() -> None:
         "added_pre_tool_use_p50_ms": added,
         "added_per_call_p50_ms": round(
             added + figures["hookgate_post_tool_use"]["median_of_round_p50s_ms"] - base, 2),
+        "added_pre_tool_use_p50_ms_by_agent": {
+            "codex": added,
+            "cursor": round(figures["cursor_pre_tool_use"]["median_of_round_p50s_ms"] - base,
+                            2)},
         "targets": {"pre_tool_use_within_15_ms": added <= 15,
                     "below_python_hook": (figures["hookgate_pre_tool_use"]["p50_ms"]
                                           <= figures["python_command_hook"]["p50_ms"])},
