@@ -55,8 +55,9 @@ def install_command(
     user: UserOption = False,
     wait_s: WaitOption = None,
     layer: Annotated[Layer, typer.Option(
-        "--layer", help="tool: preToolUse/postToolUse, every tool (default); shell-mcp: "
-                        "beforeShellExecution/beforeMCPExecution/afterShellExecution.",
+        "--layer", help="tool: preToolUse and postToolUse, every tool (the default); "
+                        "shell-mcp: beforeShellExecution, beforeMCPExecution and "
+                        "afterShellExecution.",
         case_sensitive=False)] = Layer.TOOL,
     check: Annotated[bool, typer.Option(
         "--check", help="Only check the installed hooks: each fails closed, and the "
