@@ -84,6 +84,8 @@ class CursorHost:
                 "cursor_version": "3.9.16", "workspace_roots": [str(self.project)],
                 "user_email": None, "transcript_path": None}
         answers = [self.run_hook(e, {**base, **payload}) for e in self.entries(event)]
+        # Under failClosed an empty or unreadable answer is a failed hook, at every event.
+        assert not [a for a in answers if a.failed], (event, answers)
         for answer in answers:
             note = answer.body.get("additional_context")
             if isinstance(note, str):

@@ -80,6 +80,14 @@ def test_an_ungated_call_runs_and_the_installed_hooks_fail_closed_and_fire(
                   str(s.cursor.project)], env={"HOOKGATE_TOKEN": TOKEN})
         assert checked.exit_code == 0, checked.output
         assert "ok: 3 hookgate hooks" in checked.output
+        # An entry edited to fail open fails the check.
+        path = s.cursor.project / ".cursor" / "hooks.json"
+        config["hooks"]["preToolUse"][0]["failClosed"] = False
+        path.write_text(json.dumps(config))
+        checked = CliRunner().invoke(
+            app, ["cursor", "install", "--agent", "coder", "--check", "--project",
+                  str(s.cursor.project)], env={"HOOKGATE_TOKEN": TOKEN})
+        assert checked.exit_code == 1 and "failClosed is not true" in checked.output
 
 
 def test_a_denied_call_never_runs_and_the_reason_is_in_agent_message(
