@@ -8,7 +8,7 @@ approval): per call its PreToolUse and its PostToolUse. Paths alternate in round
 load hits all of them alike; figures are medians over the rounds' medians. Prints one JSON
 object; the goal is a PreToolUse p50 at most 15 ms over the no-op hook, never more than the
 Python hook.
-Usage: python bench/coding_agent_hooks.py [--agent codex|gemini] [--calls 100] [--rounds 5]
+Usage: python bench/coding_agent_hooks.py [--agent codex|gemini|cursor] [--calls 100] [--rounds 5]
        [--quick]
 """
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from guarded_calls import _serve
 
-from hookgate.coding_agents import codex_config, gemini_config
+from hookgate.coding_agents import codex_config, cursor_config, gemini_config
 
 TOKEN = "bench-token"
 CONFIG = """\
@@ -82,11 +82,35 @@ def _gemini_input(event: str, session: str, i: int) -> str:
     return json.dumps(body)
 
 
-#: Per agent: its hooks block, its before and after events, and its hook input.
-_Agent = tuple[Callable[..., dict[str, Any]], str, str, Callable[[str, str, int], str]]
+def _cursor_input(event: str, session: str, i: int) -> str:
+    """Cursor's documented preToolUse / postToolUse input for the same call."""
+    body: dict[str, Any] = {"hook_event_name": event, "conversation_id": session,
+                            "generation_id": "g", "workspace_roots": ["/tmp"], "cwd": "",
+                            "tool_name": "Shell", "tool_input": {"command": f"ls {i}"},
+                            "tool_use_id": f"cursor_{i}"}
+    if event == "postToolUse":
+        body["tool_output"] = json.dumps({"output": f"{i}\n", "exitCode": 0})
+    return json.dumps(body)
+
+
+def _nested(block: dict[str, Any], event: str) -> str:
+    """The command of a Claude Code-shaped hooks block (Codex, Gemini CLI)."""
+    return str(block["hooks"][event][0]["hooks"][0]["command"])
+
+
+def _flat(block: dict[str, Any], event: str) -> str:
+    """The command of a flat hooks block (Cursor)."""
+    return str(block["hooks"][event][0]["command"])
+
+
+#: Per agent: its hooks block, how a command is found in it, its before and after events,
+#: and its hook input.
+_Agent = tuple[Callable[..., dict[str, Any]], Callable[[dict[str, Any], str], str], str, str,
+               Callable[[str, str, int], str]]
 AGENTS: dict[str, _Agent] = {
-    "codex": (codex_config.hooks_block, "PreToolUse", "PostToolUse", _input),
-    "gemini": (gemini_config.hooks_block, "BeforeTool", "AfterTool", _gemini_input),
+    "codex": (codex_config.hooks_block, _nested, "PreToolUse", "PostToolUse", _input),
+    "gemini": (gemini_config.hooks_block, _nested, "BeforeTool", "AfterTool", _gemini_input),
+    "cursor": (cursor_config.hooks_block, _flat, "preToolUse", "postToolUse", _cursor_input),
 }
 
 
@@ -111,10 +135,10 @@ def main() -> None:
         config = work / "served.yaml"
         config.write_text(CONFIG.format(db=work / "served.db", token=TOKEN))
         proc, url = _serve(config, work / "serve.log")
-        hooks_block, before, after, make = AGENTS[opts.agent]
-        block = hooks_block(url, "coder", token_env="HOOKGATE_TOKEN", wait_s=20)["hooks"]
-        pre = _hook(block[before][0]["hooks"][0]["command"], env)
-        post = _hook(block[after][0]["hooks"][0]["command"], env)
+        hooks_block, find, before, after, make = AGENTS[opts.agent]
+        block = hooks_block(url, "coder", token_env="HOOKGATE_TOKEN", wait_s=20)
+        pre = _hook(find(block, before), env)
+        post = _hook(find(block, after), env)
         noop, python = _hook(NOOP, env), _hook(PYTHON, env)
         session = f"s-{uuid.uuid4().hex}"
         paths: dict[str, Callable[[int], None]] = {

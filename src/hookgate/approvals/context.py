@@ -16,12 +16,19 @@ from hookgate.tools.tool import Tool
 GROUPED_FROM = 1000
 #: Long user messages are kept whole in the database; cards cut them.
 MESSAGE_CHARS = 4000
+#: The coding agents by the name people know them, from the ``coding_agent`` fact every
+#: coding agent's hook calls carry (hookgate.coding_agents, hookgate.claude_code).
+CODING_AGENTS = {"claude-code": "Claude Code", "codex": "Codex", "cursor": "Cursor",
+                 "gemini": "Gemini CLI", "copilot": "GitHub Copilot CLI"}
+#: The longest working folder kept on a request.
+FOLDER_CHARS = 1000
 
 
 def approval_context(ask: ApprovalAsk) -> dict[str, Any]:
     """The stored context of a new request: ``user_message``, ``tool_description`` and
     ``reasons`` (each ``{"kind", "text"}``, plus ``hook`` for an ``ask`` hook; ``gate_rule``
-    names the configured rules that matched a call to a tool the agent does not declare)."""
+    names the configured rules that matched a call to a tool the agent does not declare);
+    ``coding_agent`` for a coding agent's call (`coding_agent`)."""
     agent = ask.agent
     tool = next((t for t in agent.tools if t.name == ask.tool_name), None)
     message = ask.metadata.get("user_message")
@@ -34,6 +41,9 @@ def approval_context(ask: ApprovalAsk) -> dict[str, Any]:
         "tool_description": described if isinstance(described, str) and described else None,
         "reasons": _reasons(ask, tool),
     }
+    coding = coding_agent(ask.metadata)
+    if coding is not None:
+        context["coding_agent"] = coding
     # A tool of an agent that runs elsewhere (hookgate.external): the schema and description
     # its runtime declared, so a person sees them and an edit is checked against them.
     declared = ask.metadata.get("tool_schema")
@@ -43,6 +53,17 @@ def approval_context(ask: ApprovalAsk) -> dict[str, Any]:
         if isinstance(described, str):
             context["tool_description"] = described[:MESSAGE_CHARS]
     return context
+
+
+def coding_agent(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``{"kind", "name", "cwd"}`` of a call a coding agent asked about through its hooks —
+    which agent, in which working folder — or None for any other call."""
+    kind = metadata.get("coding_agent")
+    if not isinstance(kind, str) or not kind:
+        return None
+    cwd = metadata.get("cwd")
+    return {"kind": kind, "name": CODING_AGENTS.get(kind, kind),
+            "cwd": cwd[:FOLDER_CHARS] if isinstance(cwd, str) and cwd else None}
 
 
 def _reasons(ask: ApprovalAsk, tool: Tool | None) -> list[dict[str, Any]]:

@@ -119,6 +119,16 @@ def tool_description(card: ApprovalCard) -> str | None:
     return text if isinstance(text, str) and text else None
 
 
+def coding_agent(card: ApprovalCard) -> str | None:
+    """E.g. "Codex in /work/repo": which coding agent asked, in which working folder."""
+    held = (card.context or {}).get("coding_agent")
+    if not isinstance(held, dict) or not isinstance(held.get("name"), str):
+        return None
+    folder = held.get("cwd")
+    return f"{held['name']} in {folder}" if isinstance(folder, str) and folder \
+        else str(held["name"])
+
+
 def escalation(card: ApprovalCard) -> str | None:
     """On an escalation card: since when nobody decided, and who may decide now."""
     note = (card.context or {}).get("escalation")
@@ -141,6 +151,9 @@ def context_lines(card: ApprovalCard, *, message_chars: int, text_chars: int) ->
     note = escalation(card)
     if note:
         lines.append(clip(note, text_chars))
+    coding = coding_agent(card)
+    if coding:
+        lines.append("Coding agent: " + clip(coding, text_chars))
     message = user_message(card)
     if message:
         lines.append("User asked: " + clip(message, message_chars))

@@ -128,6 +128,7 @@ class _Call:
             transcript_path=self.transcript_path,
         )
         self.extras: dict[str, Any] = {
+            "coding_agent": "claude-code",
             "claude_code_event": event,
             "cwd": _text(body, "cwd", required=False),
             "permission_mode": _text(body, "permission_mode", required=False),

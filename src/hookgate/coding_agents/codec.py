@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hookgate.external.keys import BadId, checked_id
 
 __all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply", "event_and_session",
-           "optional_text", "render_command_hook"]
+           "hook_event", "optional_text", "render_command_hook", "session_of"]
 
 
 class BadHookInput(ValueError):
@@ -108,18 +108,29 @@ def optional_text(body: dict[str, Any], key: str) -> str | None:
     return value
 
 
-def event_and_session(body: dict[str, Any], events: dict[str, Event]) -> tuple[str, Event, str]:
-    """The agent's event name, hookgate's event for it (``events`` maps the agent's names)
-    and the session id of a hook input (else BadHookInput)."""
+def hook_event(body: dict[str, Any], events: Mapping[str, Event]) -> tuple[str, Event]:
+    """The agent's name of the event (``hook_event_name``) and hookgate's, of ``events``."""
     name = body.get("hook_event_name")
     event = events.get(name) if isinstance(name, str) else None
-    if not isinstance(name, str) or event is None:
-        raise BadHookInput(f"hook_event_name must be one of {', '.join(events)}, got "
-                           f"{name!r}")
+    if event is None:
+        raise BadHookInput(f"hook_event_name must be one of {', '.join(events)}, got {name!r}")
+    return str(name), event
+
+
+def session_of(name: str, value: object) -> str:
+    """The session's id, printable text of at most 4096 characters."""
     try:
-        return name, event, checked_id("session_id", body.get("session_id"), 4096)
+        return checked_id(name, value, 4096)
     except BadId as exc:
         raise BadHookInput(str(exc)) from None
+
+
+def event_and_session(body: dict[str, Any], events: Mapping[str, Event]
+                      ) -> tuple[str, Event, str]:
+    """The agent's event name, hookgate's event for it (``events`` maps the agent's names)
+    and the session id (``session_id``) of a hook input (else BadHookInput)."""
+    name, event = hook_event(body, events)
+    return name, event, session_of("session_id", body.get("session_id"))
 
 
 def render_command_hook(hook: Event, outcome: Outcome,

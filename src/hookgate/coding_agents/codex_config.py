@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -58,26 +59,30 @@ def _load(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def merge_into(path: Path, block: dict[str, Any], *, route: str = ROUTE) -> dict[str, Any]:
+def merge_into(path: Path, block: dict[str, Any], *,
+               ours: Callable[[Any], bool] | None = None) -> dict[str, Any]:
     """``path``'s hooks with hookgate's groups replacing earlier hookgate ones; everything
-    else is kept (ours go last: Codex runs matching hooks concurrently). ``route``: the
-    hookgate route whose hooks are ours (Gemini CLI's settings.json has the same shape)."""
-    config = remove_from(path, route=route)
+    else is kept (ours go last: Codex runs matching hooks concurrently). ``ours``: which
+    entries are hookgate's, for an agent whose file has the same shape (Gemini CLI's,
+    Cursor's)."""
+    config = remove_from(path, ours=ours)
     hooks = config.setdefault("hooks", {})
     for event, groups in block["hooks"].items():
         hooks[event] = [*hooks.get(event, []), *groups]
     return config
 
 
-def remove_from(path: Path, *, route: str = ROUTE) -> dict[str, Any]:
+def remove_from(path: Path, *, ours: Callable[[Any], bool] | None = None
+                ) -> dict[str, Any]:
     """``path``'s configuration without hookgate's groups (empty events dropped)."""
+    ours = ours or is_ours
     config = _load(path)
     hooks = config.get("hooks", {})
     for event in list(hooks):
         groups = hooks[event]
         if not isinstance(groups, list):
             continue
-        kept = [g for g in groups if not is_ours(g, route=route)]
+        kept = [g for g in groups if not ours(g)]
         if kept:
             hooks[event] = kept
         else:

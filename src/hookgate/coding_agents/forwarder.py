@@ -29,6 +29,12 @@ class Accept(enum.Enum):
     EMPTY = "empty"
     #: ``{}`` or another JSON object (context at SessionStart or PostToolUse).
     OBJECT = "object"
+    #: Any JSON object, ``{}`` included, printed as is (Cursor: with ``failClosed`` an empty
+    #: answer is a failed hook).
+    JSON = "json"
+    #: A JSON object that opens with an allow or a deny (``{"permission": "allow"|"deny"``:
+    #: Cursor's answer before a tool runs).
+    DECISION = "decision"
 
 
 def curl_max_time_s(wait_s: float) -> int:
@@ -41,28 +47,40 @@ def hook_timeout_s(wait_s: float) -> int:
     return curl_max_time_s(wait_s) + MARGIN_S
 
 
-def command(url: str, *, token_env: str, wait_s: float, accept: Accept) -> str:
-    """The hook command posting stdin to ``url`` with the token from ``$token_env``."""
+_OBJECT = "'{'*'}'"
+_DECISIONS = "'{\"permission\":\"allow\"'*'}'|'{\"permission\":\"deny\"'*'}'"
+
+
+def command(url: str, *, token_env: str, wait_s: float, accept: Accept,
+            reason_on_stdout: bool = False) -> str:
+    """The hook command posting stdin to ``url`` with the token from ``$token_env``.
+    ``reason_on_stdout``: a failure's one line goes to stdout, not stderr (Cursor shows the
+    text of an exit 2 on stdout as the reason, and nothing of stderr)."""
     if not token_env.isidentifier():
         raise ValueError(f"{token_env!r} is not an environment variable name")
     limit = curl_max_time_s(wait_s)
     where = shlex.quote(url)
+    to = "" if reason_on_stdout else " >&2"
     deny = "exit 2; }"
     if accept is Accept.EMPTY:
         shape = ("[ \"$b\" = '{}' ] || { echo 'hookgate: its answer is not one this hook "
-                 f"accepts, so the call is blocked' >&2; {deny}")
+                 f"accepts, so the call is blocked'{to}; {deny}")
     else:
-        shape = ("case $b in '{'*'}') [ \"$b\" = '{}' ] || printf '%s\\n' \"$b\";; *) echo "
-                 "'hookgate: its answer is not a JSON object, so the call is blocked' >&2; "
-                 "exit 2;; esac")
+        passed = {Accept.OBJECT: "[ \"$b\" = '{}' ] || printf '%s\\n' \"$b\"",
+                  Accept.JSON: "printf '%s\\n' \"$b\"",
+                  Accept.DECISION: "printf '%s\\n' \"$b\""}[accept]
+        wanted = "an allow or a deny" if accept is Accept.DECISION else "a JSON object"
+        shape = (f"case $b in {_DECISIONS if accept is Accept.DECISION else _OBJECT}) "
+                 f"{passed};; *) echo 'hookgate: its answer is not {wanted}, so the call is "
+                 f"blocked'{to}; exit 2;; esac")
     return (
         f"b=$(curl -s --max-time {limit} -w '%{{http_code}}' -X POST "
         f"-H \"Authorization: Bearer ${{{token_env}-}}\" "
         "-H 'Content-Type: application/json' --data-binary @- "
         f"{where}) || {{ echo \"hookgate: no answer within {limit} s (curl exit $?), so the "
-        f"call is blocked; server:\" {where} >&2; {deny}; "
+        f"call is blocked; server:\" {where}{to}; {deny}; "
         "c=${b#\"${b%???}\"}; b=${b%???}; "
         "[ \"$c\" = 200 ] || { if [ \"$c\" = 403 ]; then printf 'hookgate: %s\\n' \"$b\"; "
-        "else printf 'hookgate (HTTP %s): %s\\n' \"$c\" \"$b\"; fi >&2; "
+        f"else printf 'hookgate (HTTP %s): %s\\n' \"$c\" \"$b\"; fi{to}; "
         f"{deny}; {shape}"
     )

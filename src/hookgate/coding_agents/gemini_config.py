@@ -48,12 +48,12 @@ def hooks_block(server_url: str, agent_id: str, *, token_env: str,
 
 def merge_into(path: Path, block: dict[str, Any]) -> dict[str, Any]:
     """``path``'s settings with hookgate's hook groups replacing earlier hookgate ones."""
-    return codex_config.merge_into(path, block, route=ROUTE)
+    return codex_config.merge_into(path, block, ours=_ours)
 
 
 def remove_from(path: Path) -> dict[str, Any]:
     """``path``'s settings without hookgate's hook groups."""
-    return codex_config.remove_from(path, route=ROUTE)
+    return codex_config.remove_from(path, ours=_ours)
 
 
 def ours(settings: dict[str, Any]) -> dict[str, str]:
@@ -84,3 +84,7 @@ def why_not_run(files: list[Path]) -> str | None:
         if isinstance(disabled, list) and HOOK_NAME in disabled:
             return f"{path} disables the hooks named '{HOOK_NAME}' (hooksConfig.disabled)"
     return None
+
+
+def _ours(group: Any) -> bool:
+    return codex_config.is_ours(group, route=ROUTE)

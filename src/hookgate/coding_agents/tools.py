@@ -14,9 +14,9 @@ __all__ = ["SHELL", "SHELL_NAMES", "UnmappableCall", "connector_of", "hookgate_c
 
 #: hookgate's name of a shell command, whichever agent runs it.
 SHELL = "Bash"
-#: The agents' own names of their shell tool (Codex, Gemini CLI, Copilot CLI).
+#: The agents' own names of their shell tool (Codex, Gemini CLI, Copilot CLI, Cursor).
 SHELL_NAMES = frozenset({"Bash", "exec_command", "shell", "local_shell", "run_shell_command",
-                         "bash", "shellCommand"})
+                         "bash", "shellCommand", "Shell"})
 #: Tools that change the machine besides the shell (file edits and patches).
 WRITING = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch",
                      "write_file", "replace", "edit", "create"})

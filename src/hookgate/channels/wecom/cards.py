@@ -89,7 +89,9 @@ def approval_card(
     message = card_text.user_message(card)
     # Six rows at most: an escalation card says so where the user's message stands.
     note = card_text.escalation(card)
-    desc = note or (f"User asked: {message}" if message else card_text.summary(card))
+    # A coding agent's call has no user message: which agent, in which folder, stands there.
+    desc = note or (f"User asked: {message}" if message else
+                    card_text.coding_agent(card) or card_text.summary(card))
     return {
         "card_type": "button_interaction",
         "source": {"desc": "hookgate", "desc_color": 0},

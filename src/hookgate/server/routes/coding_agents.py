@@ -16,6 +16,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from hookgate.coding_agents.codec import BadHookInput, Codec, Outcome, Reply, refusal
 from hookgate.coding_agents.codex import CodexCodec
+from hookgate.coding_agents.cursor import CursorCodec
 from hookgate.coding_agents.flow import Caller, CodingAgentHooks
 from hookgate.coding_agents.gemini import GeminiCodec
 from hookgate.external.core import ExternalCore
@@ -109,3 +110,6 @@ _hook_route(CodexCodec(), "/api/codex/hooks",
             "Answer one Codex hook call (SessionStart, PreToolUse, PostToolUse)")
 _hook_route(GeminiCodec(), "/api/gemini/hooks",
             "Answer one Gemini CLI hook call (SessionStart, BeforeTool, AfterTool)")
+_hook_route(CursorCodec(), "/api/cursor/hooks",
+            "Answer one Cursor hook call (sessionStart, preToolUse, postToolUse, "
+            "beforeShellExecution, beforeMCPExecution, afterShellExecution)")

@@ -242,6 +242,10 @@
     else if (reasons.length) {
       row("Why approval is needed", "why", h("ul", { class: "reasons" }, reasons.map((r) => h("li", {}, visible(r.text)))));
     }
+    const coding = c.coding_agent;
+    if (coding && coding.name) {
+      row("Coding agent", "coding-agent", visible(coding.name), coding.cwd ? " in " : "", coding.cwd ? h("code", { class: "cwd" }, visible(coding.cwd)) : "");
+    }
     if (c.user_message) row("User asked", "user-message", visible(c.user_message));
     if (c.tool_description) row("What the tool does", "tool-description", visible(c.tool_description));
     const nested = (c.numbers || []).filter((n) => /[.[]/.test(n.path));
