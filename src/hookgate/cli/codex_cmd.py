@@ -15,12 +15,13 @@ from typing import Annotated
 import typer
 
 from hookgate.cli.app import app, console, fail
-from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.config_source import ConfigOption, ExampleOption
 from hookgate.cli.hook_install_options import (
     AgentOption,
     ServerUrlOption,
     TokenEnvOption,
-    hook_server,
+    WaitOption,
+    hook_settings,
     write_hooks,
 )
 
@@ -64,9 +65,7 @@ def install_command(
     project: ProjectOption = None,
     user: UserOption = False,
     codex: CodexOption = "codex",
-    wait_s: Annotated[float | None, typer.Option(
-        "--wait", help="Seconds hookgate waits for a person (default: the agent's "
-                       "claude_code.wait_s, else 20).")] = None,
+    wait_s: WaitOption = None,
     check: Annotated[bool, typer.Option(
         "--check", help="Only check that the installed hooks load, are trusted and reach "
                         "hookgate.")] = False,
@@ -90,21 +89,9 @@ def install_command(
         return
     if not token_env.isidentifier():
         fail(f"--token-env {token_env!r} is not an environment variable name")
-    server, wait = url, wait_s
-    if config is not None or example is not None:
-        from hookgate.claude_code.policy import ExternalPolicy
-        from hookgate.config import ConfigError
-        from hookgate.hooks.errors import HookBuildError
-
-        cfg = load_from_options(config, example, code=1)
-        try:
-            wait = wait if wait is not None else ExternalPolicy.of(cfg.build_agent(agent)).wait_s
-        except (ConfigError, HookBuildError) as exc:
-            fail(str(exc))
-        server = server or cfg.server.public_url
+    server, wait = hook_settings(agent, config, example, url, wait_s)
     binary = _codex(codex)
-    block = hooks_block(hook_server(server), agent, token_env=token_env,
-                        wait_s=wait if wait is not None else 20.0)
+    block = hooks_block(server, agent, token_env=token_env, wait_s=wait)
     write_hooks(target, block, merge_into)
     console.print(f"wrote {target}: SessionStart, PreToolUse and PostToolUse hooks of agent "
                   f"'{agent}'; set {token_env} to your hookgate token", highlight=False,

@@ -20,6 +20,7 @@ PANELS: dict[str, str] = {
     "serve": "Server", "worker": "Server", "approvals": "Server", "users": "Server",
     "orgs": "Server", "rules": "Server", "policy": "Server",
     "claude-code": "Integrations", "codex": "Integrations", "mcp": "Integrations",
+    "copilot": "Integrations",
     "workflow": "Workflows and evals", "eval": "Workflows and evals",
     "db": "Maintenance", "audit": "Maintenance", "secrets": "Maintenance",
 }

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from hookgate.cli.config_source import load_from_options
+
 AgentOption = Annotated[str, typer.Option("--agent", help="The agent whose rules apply.")]
 ServerUrlOption = Annotated[str | None, typer.Option(
     "--url", help="The hookgate server (default: server.public_url, else "
@@ -19,6 +21,31 @@ ServerUrlOption = Annotated[str | None, typer.Option(
 TokenEnvOption = Annotated[str, typer.Option(
     "--token-env", help="The environment variable holding the developer's hookgate "
                         "token (the token itself is never written).")]
+WaitOption = Annotated[float | None, typer.Option(
+    "--wait", help="Seconds hookgate waits for a person (default: the agent's "
+                   "claude_code.wait_s, else 20).")]
+
+
+def hook_settings(agent: str, config: Path | None, example: str | None, url: str | None,
+                  wait_s: float | None) -> tuple[str, float]:
+    """The server the hooks call and hookgate's wait for a person: the options, else the
+    configuration's ``server.public_url`` and the agent's ``claude_code.wait_s``; exit with
+    the reason when the configuration or the URL is wrong."""
+    from hookgate.cli.app import fail
+
+    server, wait = url, wait_s
+    if config is not None or example is not None:
+        from hookgate.claude_code.policy import ExternalPolicy
+        from hookgate.config import ConfigError
+        from hookgate.hooks.errors import HookBuildError
+
+        cfg = load_from_options(config, example, code=1)
+        try:
+            wait = wait if wait is not None else ExternalPolicy.of(cfg.build_agent(agent)).wait_s
+        except (ConfigError, HookBuildError) as exc:
+            fail(str(exc))
+        server = server or cfg.server.public_url
+    return hook_server(server), wait if wait is not None else 20.0
 
 
 def hook_server(given: str | None) -> str:

@@ -1,9 +1,12 @@
-"""``POST /api/codex/hooks?agent=AGENT_ID`` (SPEC §9): the target of the hook command
-``hookgate codex install`` writes (coding_agents/forwarder.py). The bearer token is the
+"""``POST /api/codex/hooks?agent=AGENT_ID`` (SPEC §9) and ``POST /api/copilot/hooks?agent=
+AGENT_ID&event=EVENT``: the targets of the hook commands ``hookgate codex install`` and
+``hookgate copilot install`` write (coding_agents/forwarder.py). The bearer token is the
 developer's hookgate token. A 200 answer's body is exactly what Codex reads; anything the
 call must not pass — a deny, a pending approval, a body hookgate cannot act on, an error —
 is a non-2xx status with a one-line reason, which the forwarder turns into exit 2 (a deny
-in Codex). A call waiting for a person lasts only while the developer keeps access.
+in Codex). Copilot's deny is a 200 body instead, since its model reads only "hook exited
+with code 2" after exit 2. A call waiting for a person lasts only while the developer keeps
+access.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from hookgate.coding_agents.codec import BadHookInput, Codec, Outcome, Reply, refusal
 from hookgate.coding_agents.codex import CodexCodec
+from hookgate.coding_agents.copilot import CopilotCodec
 from hookgate.coding_agents.flow import Caller, CodingAgentHooks
 from hookgate.external.core import ExternalCore
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
@@ -96,4 +100,27 @@ async def codex_hook(
 ) -> Response:
     """Answer one Codex hook call (SessionStart, PreToolUse, PostToolUse) for ``agent``."""
     reply = await _answer(CodexCodec(), request, access, agent)
+    return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
+
+
+@router.post("/api/copilot/hooks", responses=_REPLIES, response_class=Response)
+async def copilot_hook(
+    request: Request,
+    access: LastingAccessDep,
+    agent: Annotated[str, Query(min_length=1, max_length=128,
+                                description="The agent whose hooks and rules apply.")],
+    event: Annotated[str, Query(min_length=1, max_length=64,
+                                description="Copilot's hook event (sessionStart, "
+                                            "preToolUse, postToolUse): its stdin does not "
+                                            "name it.")],
+) -> Response:
+    """Answer one GitHub Copilot CLI hook call for ``agent``: a deny is a 200
+    ``{"permissionDecision":"deny","permissionDecisionReason":R}`` (see
+    docs/guides/copilot-cli.md)."""
+    try:
+        codec = CopilotCodec(event)
+    except BadHookInput as exc:
+        reply = refusal(f"hookgate refused the hook input: {exc}")
+    else:
+        reply = await _answer(codec, request, access, agent)
     return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
