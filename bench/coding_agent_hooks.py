@@ -1,5 +1,6 @@
-"""Benchmark: the latency hookgate's Codex hook adds to an ungated tool call, against a no-op
-command hook and a Python command hook, measured side by side in the same run.
+"""Benchmark: the latency hookgate's Codex hook (or, with ``--agent copilot``, its Copilot CLI
+hook) adds to an ungated tool call, against a no-op command hook and a Python command hook,
+measured side by side in the same run.
 
 Each hook is run as Codex runs a command hook: ``sh -c COMMAND`` with the hook input on
 stdin. The hookgate hook is the ``curl`` line ``hookgate codex install`` writes, posting to a
@@ -8,7 +9,8 @@ approval): per call its PreToolUse and its PostToolUse. Paths alternate in round
 load hits all of them alike; figures are medians over the rounds' medians. Prints one JSON
 object; the goal is a PreToolUse p50 at most 15 ms over the no-op hook, never more than the
 Python hook.
-Usage: python bench/coding_agent_hooks.py [--calls 100] [--rounds 5] [--quick]
+Usage: python bench/coding_agent_hooks.py [--agent codex|copilot] [--calls 100] [--rounds 5]
+       [--quick]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from guarded_calls import _serve
 
 from hookgate.coding_agents.codex_config import hooks_block
+from hookgate.coding_agents.copilot_config import hooks_file
 
 TOKEN = "bench-token"
 CONFIG = """\
@@ -71,6 +74,26 @@ def _input(event: str, session: str, i: int) -> str:
     return json.dumps(body)
 
 
+def _copilot_input(event: str, session: str, i: int) -> str:
+    """Copilot CLI's stdin: camelCase, no event name, no call id (hookgate derives it)."""
+    body: dict[str, Any] = {"sessionId": session, "timestamp": 1796543268076, "cwd": "/tmp",
+                            "toolName": "bash",
+                            "toolArgs": {"command": f"ls {i}", "description": "list"}}
+    if event == "PostToolUse":
+        body["toolResult"] = {"resultType": "success", "textResultForLlm": f"{i}\n"}
+    return json.dumps(body)
+
+
+def _commands(agent: str, url: str) -> tuple[str, str]:
+    """The PreToolUse and PostToolUse hook commands ``hookgate AGENT install`` writes."""
+    if agent == "copilot":
+        hooks = hooks_file(url, "coder", token_env="HOOKGATE_TOKEN", wait_s=20)["hooks"]
+        return hooks["preToolUse"][0]["bash"], hooks["postToolUse"][0]["bash"]
+    block = hooks_block(url, "coder", token_env="HOOKGATE_TOKEN", wait_s=20)["hooks"]
+    return (block["PreToolUse"][0]["hooks"][0]["command"],
+            block["PostToolUse"][0]["hooks"][0]["command"])
+
+
 def _ms(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
@@ -83,6 +106,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100, help="calls per path per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a few calls (for the tests)")
+    parser.add_argument("--agent", choices=["codex", "copilot"], default="codex")
     opts = parser.parse_args()
     calls, rounds = (10, 2) if opts.quick else (opts.calls, opts.rounds)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOOKGATE_TOKEN": TOKEN}
@@ -91,16 +115,16 @@ def main() -> None:
         config = work / "served.yaml"
         config.write_text(CONFIG.format(db=work / "served.db", token=TOKEN))
         proc, url = _serve(config, work / "serve.log")
-        block = hooks_block(url, "coder", token_env="HOOKGATE_TOKEN", wait_s=20)["hooks"]
-        pre = _hook(block["PreToolUse"][0]["hooks"][0]["command"], env)
-        post = _hook(block["PostToolUse"][0]["hooks"][0]["command"], env)
+        pre_command, post_command = _commands(opts.agent, url)
+        pre, post = _hook(pre_command, env), _hook(post_command, env)
+        hook_input = _copilot_input if opts.agent == "copilot" else _input
         noop, python = _hook(NOOP, env), _hook(PYTHON, env)
         session = f"s-{uuid.uuid4().hex}"
         paths: dict[str, Callable[[int], None]] = {
             "noop_command_hook": lambda i: noop(_input("PreToolUse", session, i)),
             "python_command_hook": lambda i: python(_input("PreToolUse", session, i)),
-            "hookgate_pre_tool_use": lambda i: pre(_input("PreToolUse", session, i)),
-            "hookgate_post_tool_use": lambda i: post(_input("PostToolUse", session, i)),
+            "hookgate_pre_tool_use": lambda i: pre(hook_input("PreToolUse", session, i)),
+            "hookgate_post_tool_use": lambda i: post(hook_input("PostToolUse", session, i)),
         }
         medians: dict[str, list[float]] = {name: [] for name in paths}
         every: dict[str, list[float]] = {name: [] for name in paths}
@@ -129,7 +153,7 @@ def main() -> None:
     added = round(figures["hookgate_pre_tool_use"]["median_of_round_p50s_ms"] - base, 2)
     print(json.dumps({
         "benchmark": "coding_agent_hooks",
-        "agent": "codex",
+        "agent": opts.agent,
         "calls_per_path": calls * rounds,
         "rounds": rounds,
         **figures,

@@ -18,11 +18,14 @@ the session. PostToolUse names the last occurrence allowed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hookgate.canonical import NotCanonicalJSON, canonical_sha256
 from hookgate.coding_agents.codec import BadHookInput, HookInput
 from hookgate.external.keys import Entry, EntryKind, typed_hash
-from hookgate.storage.ledger import DatabaseLedger
+
+if TYPE_CHECKING:
+    from hookgate.storage.ledger import DatabaseLedger
 
 __all__ = ["DERIVED_PREFIX", "CallOccurrences"]
 

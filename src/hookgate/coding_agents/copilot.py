@@ -3,7 +3,8 @@ back.
 
 Copilot sends a camelCase JSON object on stdin with no event name and no tool-call id
 (``sessionId``, ``timestamp``, ``cwd``, ``toolName`` — ``bash`` for the shell —, ``toolArgs``,
-``toolResult`` after the call; ``source`` at sessionStart), so the event comes from the
+``toolResult`` after the call; ``source`` at sessionStart; an MCP tool is
+``<server>-<tool>``), so the event comes from the
 hook's URL (``?event=preToolUse``) and the call id is derived by hookgate
 (coding_agents/call_ids.py). Its answers: ``{"permissionDecision": "deny",
 "permissionDecisionReason": R}`` denies and the model reads "Denied by preToolUse hook: R"
@@ -21,7 +22,7 @@ from hookgate.coding_agents.codec import BadHookInput, Event, HookInput, Outcome
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
 from hookgate.external.keys import BadId, checked_id
 
-__all__ = ["EVENTS", "CopilotCodec", "deny_body"]
+__all__ = ["EVENTS", "CopilotCodec", "deny_body", "mcp_name"]
 
 #: Copilot's event names (in its hooks file and in the hook URL) of the hooks hookgate answers.
 EVENTS = {"sessionStart": Event.SESSION_START, "preToolUse": Event.PRE_TOOL_USE,
@@ -67,8 +68,9 @@ class CopilotCodec:
         if cwd is None:
             # The working folder is part of the call (and of its derived id).
             raise BadHookInput("cwd must be a string")
+        facts["copilot_tool_name"] = tool
         try:
-            tool, args = hookgate_call(tool, args)
+            tool, args = hookgate_call(mcp_name(tool), args)
         except UnmappableCall as exc:
             raise BadHookInput(str(exc)) from None
         # No call id: hookgate derives it (coding_agents/call_ids.py).
@@ -96,6 +98,16 @@ class CopilotCodec:
         if context:
             return Reply(200, json.dumps({"additionalContext": context}))
         return Reply(200, "{}")
+
+
+def mcp_name(name: str) -> str:
+    """hookgate's ``mcp__<server>__<tool>`` for Copilot's ``<server>-<tool>`` (Copilot's own
+    tools have no dash); split at the last dash, since MCP servers are named in kebab-case
+    and their tools in snake_case. Any other name is kept."""
+    if "-" not in name or name.startswith("mcp__"):
+        return name
+    server, _, tool = name.rpartition("-")
+    return f"mcp__{server}__{tool}" if server and tool else name
 
 
 def _text(body: dict[str, Any], key: str) -> str | None:
