@@ -21,16 +21,21 @@ API_KEY = "sk-test-codex"
 
 
 @functools.cache
-def codex_binary() -> str:
-    """The CLI's path; installs it first if needed. Skips only when npm itself is missing."""
+def npm_cli(installer: Path) -> str:
+    """The path of the CLI a scripts/install_*.sh installs (first, if needed). Skips only
+    when npm itself is missing."""
     try:
-        done = subprocess.run(["bash", str(INSTALLER)], capture_output=True, text=True,
+        done = subprocess.run(["bash", str(installer)], capture_output=True, text=True,
                               timeout=900, check=True)
     except subprocess.CalledProcessError as exc:
         if "npm: command not found" in exc.stderr:
             pytest.skip("npm is not installed; .ci/run installs it")
         raise
     return done.stdout.strip().splitlines()[-1]
+
+
+def codex_binary() -> str:
+    return npm_cli(INSTALLER)
 
 
 #: The user configuration: the fake as the only provider, nothing that reaches out.

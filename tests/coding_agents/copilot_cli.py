@@ -12,14 +12,11 @@ repository's hooks silently.
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from tests.coding_agents.codex_cli import Result
+from tests.coding_agents.codex_cli import Result, npm_cli
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "scripts" / "install_copilot_cli.sh"
@@ -28,17 +25,9 @@ API_KEY = "sk-test-copilot"
 MODEL = "gpt-4.1"
 
 
-@functools.cache
 def copilot_binary() -> str:
-    """The CLI's path; installs it first if needed. Skips only when npm itself is missing."""
-    try:
-        done = subprocess.run(["bash", str(INSTALLER)], capture_output=True, text=True,
-                              timeout=900, check=True)
-    except subprocess.CalledProcessError as exc:
-        if "npm: command not found" in exc.stderr:
-            pytest.skip("npm is not installed; .ci/run installs it")
-        raise
-    return done.stdout.strip().splitlines()[-1]
+    """The CLI's path; installs it first if needed."""
+    return npm_cli(INSTALLER)
 
 
 class CopilotRun:

@@ -17,13 +17,13 @@ from typing import Any
 from typer.testing import CliRunner
 
 from hookgate.cli.main import app
-from tests.claude_code.scene import TOKEN, Scene, coder
+from tests.claude_code.scene import TOKEN, Scene
 from tests.coding_agents.codex_cli import Result
 from tests.coding_agents.copilot_cli import API_KEY, CopilotRun
+from tests.coding_agents.scene import served_coder
 from tests.fakes.chat_stream import FakeChatStream
 from tests.fakes.responses import Script
 from tests.fakes.slack import FakeSlack
-from tests.live_server import live_server
 
 __all__ = ["TOKEN", "CopilotScene", "copilot_scene", "install"]
 
@@ -49,14 +49,10 @@ class CopilotScene(Scene):
 def copilot_scene(tmp_path: Path, database_url: str, slack: FakeSlack, script: Script, *,
                   wait_s: float = 15.0, read_only: bool = False,
                   extra_hooks: list[dict[str, Any]] | None = None) -> Iterator[CopilotScene]:
-    from hookgate.runtime.deployment import ChannelSpec
-
-    deployment = coder(wait_s, read_only=read_only, extra_hooks=extra_hooks)
-    deployment.database_url = database_url
-    deployment.channels = [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
-    with live_server(deployment) as srv, FakeChatStream(script, api_key=API_KEY) as model:
+    with (served_coder(database_url, slack, wait_s=wait_s, read_only=read_only,
+                       extra_hooks=extra_hooks) as srv,
+          FakeChatStream(script, api_key=API_KEY) as model):
         cli = CopilotRun(tmp_path / "project", tmp_path / "home", model.base_url)
         install(cli, srv.url, wait_s=wait_s)
-        scene: Any = CopilotScene(srv, slack, None, None,  # type: ignore[arg-type]
-                                  copilot=cli, model=model)
-        yield scene
+        yield CopilotScene(srv, slack, None, None,  # type: ignore[arg-type]
+                           copilot=cli, model=model)

@@ -6,24 +6,18 @@ Codex skipped silently fails it. Each CLI run takes about half a second.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
 from typer.testing import CliRunner
 
 from hookgate.cli.main import app
 from tests.claude_code.scene import run_lines
 from tests.coding_agents.codex_cli import CodexRun, codex_binary
+from tests.coding_agents.failing_hookgate import failing_hookgate
 from tests.coding_agents.scene import TOKEN, codex_scene, install
 from tests.fakes.responses import Call, FakeResponses, Say, output_text, outputs, sequence
 from tests.fakes.server import LoopbackServer
@@ -124,32 +118,15 @@ def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         assert outcomes.count(("Bash", "ok")) == 1, outcomes
 
 
-def _failing_hookgate(mode: str, released: threading.Event) -> Starlette:
-    async def answer(request: Request) -> Response:
-        await request.body()
-        if mode == "5xx":
-            return PlainTextResponse("Internal Server Error", status_code=500)
-        if mode == "hung":  # past every deadline of the hook, until the test ends
-            await asyncio.to_thread(released.wait, 60)
-        # A 200 that is not an allow: what Codex would read as a failed hook and run.
-        return Response(json.dumps({"hookSpecificOutput": {
-            "hookEventName": "PreToolUse", "permissionDecision": "allow"}}),
-            media_type="application/json")
-    return Starlette(routes=[Route("/api/codex/hooks", answer, methods=["POST"])])
-
-
-@pytest.fixture
-def dead_url() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-
 @pytest.mark.parametrize("mode", ["down", "5xx", "hung", "malformed"])
 def test_every_failure_of_hookgate_blocks_the_call(tmp_path: Path, dead_url: str,
                                                    mode: str) -> None:
     released = threading.Event()
-    fake = None if mode == "down" else LoopbackServer(_failing_hookgate(mode, released))
+    # A 200 that is not an allow: what Codex would read as a failed hook and run.
+    malformed = json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                                   "permissionDecision": "allow"}})
+    fake = None if mode == "down" else LoopbackServer(
+        failing_hookgate("/api/codex/hooks", mode, released, malformed))
     url = dead_url if fake is None else fake.start()
     try:
         with FakeResponses(sequence(shell("touch ran.txt"), Say("done"))) as model:

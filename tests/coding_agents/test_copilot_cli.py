@@ -7,19 +7,12 @@ to two seconds.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
 from typer.testing import CliRunner
 
 from hookgate.cli.main import app
@@ -27,6 +20,7 @@ from hookgate.storage.users import revoke_token
 from tests.claude_code.scene import run_lines
 from tests.coding_agents.copilot_cli import API_KEY, CopilotRun, copilot_binary
 from tests.coding_agents.copilot_scene import TOKEN, copilot_scene, install
+from tests.coding_agents.failing_hookgate import MODES, failing_hookgate
 from tests.fakes.chat_stream import Call, FakeChatStream, Say, sequence, tool_results
 from tests.fakes.server import LoopbackServer
 from tests.fakes.slack import FakeSlack
@@ -78,29 +72,23 @@ def test_a_denied_call_never_runs_and_the_model_reads_why(
         assert [(r["tool_name"], r["outcome"]) for r in s.audit()] == [("Bash", "blocked")]
 
 
-def test_a_call_approved_within_the_hook_timeout_runs_once(
+def test_a_call_approved_within_the_hook_timeout_runs_once_and_a_rejected_one_never(
         tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
-    with copilot_scene(tmp_path, database_url, slack,
-                       sequence(shell("echo yes >> approved.log"), Say("done"))) as s:
+    script = sequence(shell("echo yes >> approved.log"), shell("echo no >> rejected.log"),
+                      Say("done"))
+    with copilot_scene(tmp_path, database_url, slack, script) as s:
         finished = s.in_background(s.exec)
         s.click("approve")
+        s.click("reject", count=2)
         result = finished()
         assert result.returncode == 0, result.stderr
         assert run_lines(s.copilot.project / "approved.log") == ["yes"]
-        assert [(r["tool_name"], r["outcome"]) for r in s.audit()] == [("Bash", "ok")]
-
-
-def test_a_rejected_call_never_runs(
-        tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
-    with copilot_scene(tmp_path, database_url, slack,
-                       sequence(shell("echo no >> rejected.log"), Say("done"))) as s:
-        finished = s.in_background(s.exec)
-        s.click("reject")
-        result = finished()
-        assert result.returncode == 0, result.stderr
         assert not (s.copilot.project / "rejected.log").exists()
-        [told] = s.model.seen()
-        assert told.startswith("Denied by preToolUse hook: ") and "rejected" in told, told
+        _, refused = s.model.seen()
+        assert refused.startswith("Denied by preToolUse hook: ") and "rejected" in refused, \
+            refused
+        outcomes = [(r["tool_name"], r["outcome"]) for r in s.audit()]
+        assert outcomes.count(("Bash", "ok")) == 1, outcomes
 
 
 @pytest.mark.both_databases
@@ -135,44 +123,27 @@ def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         assert outcomes.count(("Bash", "ok")) == 1, outcomes
 
 
-def _failing_hookgate(mode: str, released: threading.Event) -> Starlette:
-    async def answer(request: Request) -> Response:
-        await request.body()
-        if mode == "5xx":
-            return PlainTextResponse("Internal Server Error", status_code=500)
-        if mode == "hung":  # past every deadline of the hook, until the test ends
-            await asyncio.to_thread(released.wait, 60)
-        # A 200 that is no answer of hookgate's: Copilot would run the call on it.
-        return Response('{"permissionDecision": "deny"} (not quite)',
-                        media_type="application/json")
-    return Starlette(routes=[Route("/api/copilot/hooks", answer, methods=["POST"])])
-
-
-@pytest.fixture
-def dead_url() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-
-@pytest.mark.parametrize("mode", ["down", "5xx", "hung", "malformed"])
 def test_every_failure_of_hookgate_blocks_the_call_and_the_model_reads_why(
-        tmp_path: Path, dead_url: str, mode: str) -> None:
+        tmp_path: Path, dead_url: str) -> None:
     released = threading.Event()
-    fake = None if mode == "down" else LoopbackServer(_failing_hookgate(mode, released))
-    url = dead_url if fake is None else fake.start()
+    # A 200 Copilot would misread, and so run the call.
+    malformed = '{"permissionDecision": "deny"} (not quite)'
+    fakes = {mode: LoopbackServer(failing_hookgate("/api/copilot/hooks", mode, released,
+                                                   malformed)) for mode in MODES}
+    urls = {"down": dead_url, **{mode: fake.start() for mode, fake in fakes.items()}}
     try:
-        with FakeChatStream(sequence(shell("touch ran.txt"), Say("done")),
-                            api_key=API_KEY) as model:
-            cli = CopilotRun(tmp_path / "project", tmp_path / "home", model.base_url)
-            install(cli, url, wait_s=0.5)
-            result = cli.run("go", env={"HOOKGATE_TOKEN": TOKEN})
-            assert not (cli.project / "ran.txt").exists(), (mode, result.stderr)
-            [told] = model.seen()
-            assert told.startswith("Denied by preToolUse hook: hookgate: "), told
+        for mode, url in urls.items():
+            with FakeChatStream(sequence(shell("touch ran.txt"), Say("done")),
+                                api_key=API_KEY) as model:
+                cli = CopilotRun(tmp_path / mode, tmp_path / "home", model.base_url)
+                install(cli, url, wait_s=0.5)
+                result = cli.run("go", env={"HOOKGATE_TOKEN": TOKEN})
+                assert not (cli.project / "ran.txt").exists(), (mode, result.stderr)
+                [told] = model.seen()
+                assert told.startswith("Denied by preToolUse hook: hookgate: "), (mode, told)
     finally:
         released.set()
-        if fake is not None:
+        for fake in fakes.values():
             fake.stop()
 
 

@@ -13,7 +13,6 @@ Responses fake). Tool results come back as messages of role ``tool``.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.fakes.responses import Call, Say, Script, Turn
+from tests.fakes.responses import Call, FakeResponses, Say, Script, Turn
 from tests.fakes.server import LoopbackServer
 
 __all__ = ["Call", "FakeChatStream", "Say", "sequence", "tool_results"]
@@ -52,36 +51,20 @@ def sequence(*turns: Turn) -> Script:
     return script
 
 
-class FakeChatStream:
+class FakeChatStream(FakeResponses):
     """The fake; ``requests`` keeps the body of every chat-completions request."""
 
     def __init__(self, script: Script, *, api_key: str) -> None:
-        self.script = script
+        super().__init__(script)
         self.api_key = api_key
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
         self.server = LoopbackServer(Starlette(routes=[
             Route("/v1/chat/completions", self._completions, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
         ]))
 
-    def __enter__(self) -> FakeChatStream:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.stop()
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.server.url}/v1"
-
     def seen(self) -> list[str]:
         """The tool results the model read last, in order."""
         return tool_results(self.requests[-1]) if self.requests else []
-
-    async def _models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": []})
 
     async def _completions(self, request: Request) -> Response:
         if request.headers.get("authorization") != f"Bearer {self.api_key}":

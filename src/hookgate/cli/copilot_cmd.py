@@ -19,16 +19,9 @@ from typing import Annotated
 
 import typer
 
+from hookgate.cli import hook_install_options as options
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption
-from hookgate.cli.hook_install_options import (
-    AgentOption,
-    ServerUrlOption,
-    TokenEnvOption,
-    WaitOption,
-    hook_settings,
-    write_hooks,
-)
 
 copilot_app = typer.Typer(help="GitHub Copilot CLI: hookgate as its remote approval backend.",
                           no_args_is_help=True)
@@ -53,13 +46,13 @@ def _target(project: Path | None) -> tuple[Path, Path]:
 
 @copilot_app.command("install")
 def install_command(
-    agent: AgentOption,
+    agent: options.AgentOption,
     config: ConfigOption = None,
     example: ExampleOption = None,
-    url: ServerUrlOption = None,
-    token_env: TokenEnvOption = "HOOKGATE_TOKEN",
+    url: options.ServerUrlOption = None,
+    token_env: options.TokenEnvOption = "HOOKGATE_TOKEN",
     project: ProjectOption = None,
-    wait_s: WaitOption = None,
+    wait_s: options.WaitOption = None,
     copilot: CopilotOption = "copilot",
     check: Annotated[bool, typer.Option(
         "--check", help="Only check that Copilot runs the installed hooks (copilot -p, "
@@ -85,8 +78,8 @@ def install_command(
         return
     if not token_env.isidentifier():
         fail(f"--token-env {token_env!r} is not an environment variable name")
-    server, wait = hook_settings(agent, config, example, url, wait_s)
-    write_hooks(target, hooks_file(server, agent, token_env=token_env, wait_s=wait),
+    server, wait = options.hook_settings(agent, config, example, url, wait_s)
+    options.write_hooks(target, hooks_file(server, agent, token_env=token_env, wait_s=wait),
                 merge_into)
     console.print(f"wrote {target}: sessionStart, preToolUse and postToolUse hooks of agent "
                   f"'{agent}'; set {token_env} to your hookgate token", highlight=False,

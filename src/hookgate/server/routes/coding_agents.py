@@ -36,6 +36,8 @@ class CodingAgentAnswer(ApiResponse):
     SessionStart ``hookSpecificOutput.additionalContext``); see docs/guides/codex.md."""
 
 
+AgentQuery = Annotated[str, Query(min_length=1, max_length=128,
+                                 description="The agent whose hooks and rules apply.")]
 _REPLIES: dict[int | str, dict[str, Any]] = {
     200: {"model": CodingAgentAnswer,
           "description": "exactly the body the agent reads (Codex: {} allows)"},
@@ -95,8 +97,7 @@ async def _answer(codec: Codec, request: Request, access: LastingAccessDep,
 async def codex_hook(
     request: Request,
     access: LastingAccessDep,
-    agent: Annotated[str, Query(min_length=1, max_length=128,
-                                description="The agent whose hooks and rules apply.")],
+    agent: AgentQuery,
 ) -> Response:
     """Answer one Codex hook call (SessionStart, PreToolUse, PostToolUse) for ``agent``."""
     reply = await _answer(CodexCodec(), request, access, agent)
@@ -107,12 +108,10 @@ async def codex_hook(
 async def copilot_hook(
     request: Request,
     access: LastingAccessDep,
-    agent: Annotated[str, Query(min_length=1, max_length=128,
-                                description="The agent whose hooks and rules apply.")],
-    event: Annotated[str, Query(min_length=1, max_length=64,
-                                description="Copilot's hook event (sessionStart, "
-                                            "preToolUse, postToolUse): its stdin does not "
-                                            "name it.")],
+    agent: AgentQuery,
+    event: Annotated[str, Query(min_length=1, max_length=64, description=(
+        "Copilot's hook event (sessionStart, preToolUse, postToolUse): its stdin does not "
+        "name it."))],
 ) -> Response:
     """Answer one GitHub Copilot CLI hook call for ``agent``: a deny is a 200
     ``{"permissionDecision":"deny","permissionDecisionReason":R}`` (see
