@@ -21,6 +21,7 @@ from tests.claude_code.scene import run_lines
 from tests.coding_agents.copilot_cli import API_KEY, CopilotRun, copilot_binary
 from tests.coding_agents.copilot_scene import TOKEN, copilot_scene, install
 from tests.coding_agents.failing_hookgate import MODES, failing_hookgate
+from tests.coding_agents.late_approval import LateApproval
 from tests.fakes.chat_stream import Call, FakeChatStream, Say, sequence, tool_results
 from tests.fakes.server import LoopbackServer
 from tests.fakes.slack import FakeSlack
@@ -94,22 +95,10 @@ def test_a_call_approved_within_the_hook_timeout_runs_once_and_a_rejected_one_ne
 @pytest.mark.both_databases
 def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
-    pending_read, approved = threading.Event(), threading.Event()
-    call = shell("echo once >> late.log")
-
-    def script(body: dict[str, Any]) -> Any:
-        n = len(tool_results(body))
-        if n == 1:
-            # The model read "approval ... pending": it repeats the call once approved.
-            pending_read.set()
-            assert approved.wait(60), "the test never approved"
-        return [call, call, call][n] if n < 3 else Say("done")
-
-    with copilot_scene(tmp_path, database_url, slack, script, wait_s=0.5) as s:
+    late = LateApproval(shell("echo once >> late.log"), lambda body: len(tool_results(body)))
+    with copilot_scene(tmp_path, database_url, slack, late, wait_s=0.5) as s:
         finished = s.in_background(s.exec)
-        assert pending_read.wait(60), "the first call was never answered"
-        s.click("approve")
-        approved.set()
+        late.approve(s.click)
         result = finished()
         assert result.returncode == 0, result.stderr
         # The identical retry ran once; the third identical call is a call of its own,
