@@ -1,6 +1,7 @@
 """Copilot CLI's hook input in hookgate's words, as the real CLI sends it (checked against
-``copilot -p`` 1.0.102): ``bash`` is the shell tool ``Bash``, an MCP tool ``srv-echo`` is
-``mcp__srv__echo``, and an input hookgate cannot act on is refused with the reason."""
+``copilot -p`` 1.0.102): ``bash`` is the shell tool ``Bash`` (without the model's
+``description``), an MCP tool ``srv-echo`` is ``mcp__srv__echo``, and an input hookgate
+cannot act on is refused with the reason."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ PRE = {"sessionId": "af70868a-e845-44ca-a883-cd2337047a89", "timestamp": 1796544
 
 def test_the_shell_and_mcp_tools_get_hookgates_names() -> None:
     hook = CopilotCodec("preToolUse").parse(PRE)
+    # The model's description of the command is not part of the call.
     assert (hook.event, hook.tool_name, hook.arguments, hook.call_id) == (
-        Event.PRE_TOOL_USE, "Bash", {"command": "git push origin main",
-                                     "description": "push"}, None)
+        Event.PRE_TOOL_USE, "Bash", {"command": "git push origin main"}, None)
     assert hook.facts == {"copilot_event": "preToolUse", "copilot_tool_name": "bash"}
     for copilot, hookgate in [("srv-echo", "mcp__srv__echo"),
                               ("github-mcp-server-get_issue", "mcp__github-mcp-server__get_issue"),

@@ -1,5 +1,6 @@
 """``POST /api/copilot/hooks`` without the CLI: which call a derived call id names. The
-identical call asked again while pending is that call (one request); once allowed, the next
+identical call asked again while pending is that call (one request, whatever the model's
+description of the command says); once allowed, the next
 identical call is another one; a refused call keeps its answer for its identical retries;
 the same command from another folder is another call — SQLite and PostgreSQL."""
 
@@ -28,10 +29,11 @@ def srv(database_url: str) -> Iterator[LiveServer]:
 
 
 def ask(srv: LiveServer, command: str, *, event: str = "preToolUse",
-        cwd: str = "/work/repo", result: Any = None) -> str:
+        cwd: str = "/work/repo", result: Any = None, description: str = "append") -> str:
     """Copilot's hook call for ``bash {command}``; what the model reads (or "ran")."""
     body: dict[str, Any] = {"sessionId": "s-1", "timestamp": 1796544183629, "cwd": cwd,
-                            "toolName": "bash", "toolArgs": {"command": command}}
+                            "toolName": "bash",
+                            "toolArgs": {"command": command, "description": description}}
     if result is not None:
         body["toolResult"] = result
     r = httpx.post(f"{srv.url}/api/copilot/hooks", params={"agent": "coder", "event": event},
@@ -57,10 +59,11 @@ def test_a_derived_call_id_names_the_call_until_it_is_allowed(srv: LiveServer) -
     gated = "echo x >> out.log"  # needs a person (the scene's rule on *.log files)
     first = ask(srv, gated)
     assert "pending: repeat the identical call" in first, first
-    assert "pending" in ask(srv, gated)
+    # The model words its description anew: still the identical call.
+    assert "pending" in ask(srv, gated, description="append once more")
     [request] = requests(srv)  # the retry asked under the same id: no second request
     decide(srv, request["id"], "approve")
-    assert ask(srv, gated) == "ran"
+    assert ask(srv, gated, description="now approved") == "ran"
     ask(srv, gated, event="postToolUse", result={"resultType": "success",
                                                  "textResultForLlm": "ok"})
     # The call ran: the next identical call is a call of its own, which asks again.

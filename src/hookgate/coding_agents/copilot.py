@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from hookgate.coding_agents.codec import BadHookInput, Event, HookInput, Outcome, Reply
-from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
+from hookgate.coding_agents.tools import SHELL, UnmappableCall, hookgate_call
 from hookgate.external.keys import BadId, checked_id
 
 __all__ = ["EVENTS", "CopilotCodec", "deny_body", "mcp_name"]
@@ -73,6 +73,10 @@ class CopilotCodec:
             tool, args = hookgate_call(mcp_name(tool), args)
         except UnmappableCall as exc:
             raise BadHookInput(str(exc)) from None
+        if tool == SHELL:
+            # The model's own words about the command change nothing that runs, and a model
+            # repeating the call words them anew: not part of the call (nor of its card).
+            args.pop("description", None)
         # No call id: hookgate derives it (coding_agents/call_ids.py).
         return HookInput(self.event, session, cwd=cwd, tool_name=tool, arguments=args,
                          result=body.get("toolResult"), facts=facts)
