@@ -7,25 +7,16 @@ the same command from another folder is another call — SQLite and PostgreSQL."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.claude_code.scene import TOKEN, coder
-from tests.live_server import LiveServer, live_server
+from tests.claude_code.scene import TOKEN
+from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.both_databases
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-def srv(database_url: str) -> Iterator[LiveServer]:
-    deployment = coder(wait_s=0.3)
-    deployment.database_url = database_url
-    with live_server(deployment) as server:
-        yield server
 
 
 def ask(srv: LiveServer, command: str, *, event: str = "preToolUse",
