@@ -47,6 +47,9 @@ def test_an_input_hookgate_cannot_act_on_is_refused_with_the_reason(
 def test_the_answers_are_exactly_copilots() -> None:
     pre = CopilotCodec("preToolUse")
     assert pre.render(Event.PRE_TOOL_USE, Outcome()).body == "{}"
+    allowed = pre.render(Event.PRE_TOOL_USE, Outcome(approved="approved by alice"))
+    assert allowed.body == ('{"permissionDecision":"allow",'
+                            '"permissionDecisionReason":"approved by alice"}')
     denied = pre.render(Event.PRE_TOOL_USE, Outcome(refused="no\npushes"))
     assert (denied.status, denied.body) == (
         200, '{"permissionDecision":"deny","permissionDecisionReason":"no pushes"}')

@@ -31,6 +31,8 @@ def ask(srv: LiveServer, command: str, *, event: str = "preToolUse",
                    headers=AUTH, json=body, timeout=30)
     assert r.status_code == 200, r.text
     answer = json.loads(r.text)
+    if answer.get("permissionDecision") == "allow":
+        return f"ran: {answer['permissionDecisionReason']}"
     return str(answer.get("permissionDecisionReason", "ran"))
 
 
@@ -54,7 +56,10 @@ def test_a_derived_call_id_names_the_call_until_it_is_allowed(srv: LiveServer) -
     assert "pending" in ask(srv, gated, description="append once more")
     [request] = requests(srv)  # the retry asked under the same id: no second request
     decide(srv, request["id"], "approve")
-    assert ask(srv, gated, description="now approved") == "ran"
+    # Approved by a person: Copilot's allow says so, and Copilot does not ask again.
+    assert ask(srv, gated, description="now approved") == \
+        f"ran: approved by alice in hookgate (request {request['id']})"
+    assert ask(srv, "echo ungated") == "ran"  # nobody had to: no decision ({})
     ask(srv, gated, event="postToolUse", result={"resultType": "success",
                                                  "textResultForLlm": "ok"})
     # The call ran: the next identical call is a call of its own, which asks again.

@@ -8,8 +8,9 @@ Copilot sends a camelCase JSON object on stdin with no event name and no tool-ca
 hook's URL (``?event=preToolUse``) and the call id is derived by hookgate
 (coding_agents/call_ids.py). Its answers: ``{"permissionDecision": "deny",
 "permissionDecisionReason": R}`` denies and the model reads "Denied by preToolUse hook: R"
-(after exit 2 it reads only "hook exited with code 2"); no decision (``{}``) leaves the call
-to Copilot's own permissions; after a call ``modifiedResult`` replaces what the model reads;
+(after exit 2 it reads only "hook exited with code 2"); a call a person approved in hookgate
+is ``"allow"`` (Copilot does not ask again); no decision (``{}``) leaves any other call to
+Copilot's own permissions; after a call ``modifiedResult`` replaces what the model reads;
 sessionStart's ``additionalContext`` reaches the model.
 """
 
@@ -85,6 +86,11 @@ class CopilotCodec:
         if hook is Event.PRE_TOOL_USE:
             if outcome.refused is not None:
                 return Reply(200, deny_body(outcome.refused))
+            if outcome.approved is not None:
+                # A person (or their standing rule) approved it: Copilot does not ask again.
+                return Reply(200, json.dumps({"permissionDecision": "allow",
+                                              "permissionDecisionReason": outcome.approved},
+                                             separators=(",", ":")))
             # No decision: Copilot's own permissions still apply to the call.
             return Reply(200, "{}")
         if hook is Event.POST_TOOL_USE:

@@ -150,7 +150,8 @@ class _HookCall:
         if self.occurrences is not None and occurrence is not None:
             await self.occurrences.allowed(occurrence)
         notes = verdict.ctx.added_context
-        return Outcome(context="\n\n".join(map(str, notes)) if notes else None)
+        return Outcome(context="\n\n".join(map(str, notes)) if notes else None,
+                       approved=verdict.approved_by())
 
     async def observe(self) -> Outcome:
         if self.occurrences is not None:
