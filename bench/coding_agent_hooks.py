@@ -8,7 +8,7 @@ approval): per call its PreToolUse and its PostToolUse. Paths alternate in round
 load hits all of them alike; figures are medians over the rounds' medians. Prints one JSON
 object; the goal is a PreToolUse p50 at most 15 ms over the no-op hook, never more than the
 Python hook.
-Usage: python bench/coding_agent_hooks.py [--agent codex|gemini|cursor] [--calls 100] [--rounds 5]
+Usage: python bench/coding_agent_hooks.py [--agent codex|gemini|cursor|copilot] [--calls 100] [--rounds 5]
        [--quick]
 """
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from guarded_calls import _serve
 
-from hookgate.coding_agents import codex_config, cursor_config, gemini_config
+from hookgate.coding_agents import codex_config, copilot_config, cursor_config, gemini_config
 
 TOKEN = "bench-token"
 CONFIG = """\
@@ -93,6 +93,16 @@ def _cursor_input(event: str, session: str, i: int) -> str:
     return json.dumps(body)
 
 
+def _copilot_input(event: str, session: str, i: int) -> str:
+    """Copilot CLI's stdin: camelCase, no event name, no call id (hookgate derives it)."""
+    body: dict[str, Any] = {"sessionId": session, "timestamp": 1796543268076, "cwd": "/tmp",
+                            "toolName": "bash",
+                            "toolArgs": {"command": f"ls {i}", "description": "list"}}
+    if event == "postToolUse":
+        body["toolResult"] = {"resultType": "success", "textResultForLlm": f"{i}\n"}
+    return json.dumps(body)
+
+
 def _nested(block: dict[str, Any], event: str) -> str:
     """The command of a Claude Code-shaped hooks block (Codex, Gemini CLI)."""
     return str(block["hooks"][event][0]["hooks"][0]["command"])
@@ -103,6 +113,11 @@ def _flat(block: dict[str, Any], event: str) -> str:
     return str(block["hooks"][event][0]["command"])
 
 
+def _bash(block: dict[str, Any], event: str) -> str:
+    """The command of Copilot CLI's hooks file."""
+    return str(block["hooks"][event][0]["bash"])
+
+
 #: Per agent: its hooks block, how a command is found in it, its before and after events,
 #: and its hook input.
 _Agent = tuple[Callable[..., dict[str, Any]], Callable[[dict[str, Any], str], str], str, str,
@@ -111,6 +126,7 @@ AGENTS: dict[str, _Agent] = {
     "codex": (codex_config.hooks_block, _nested, "PreToolUse", "PostToolUse", _input),
     "gemini": (gemini_config.hooks_block, _nested, "BeforeTool", "AfterTool", _gemini_input),
     "cursor": (cursor_config.hooks_block, _flat, "preToolUse", "postToolUse", _cursor_input),
+    "copilot": (copilot_config.hooks_file, _bash, "preToolUse", "postToolUse", _copilot_input),
 }
 
 

@@ -21,13 +21,9 @@ API_KEY = "sk-test-codex"
 
 
 @functools.cache
-def codex_binary() -> str:
-    """The CLI's path; installs it first if needed. Skips only when npm itself is missing."""
-    return npm_cli(INSTALLER)
-
-
 def npm_cli(installer: Path) -> str:
-    """Run a pinned npm CLI's installer (scripts/install_*.sh); the path it prints."""
+    """The path of the CLI a scripts/install_*.sh installs (first, if needed). Skips only
+    when npm itself is missing."""
     try:
         done = subprocess.run(["bash", str(installer)], capture_output=True, text=True,
                               timeout=900, check=True)
@@ -36,6 +32,11 @@ def npm_cli(installer: Path) -> str:
             pytest.skip("npm is not installed; .ci/run installs it")
         raise
     return done.stdout.strip().splitlines()[-1]
+
+
+def codex_binary() -> str:
+    """The pinned Codex CLI's path."""
+    return npm_cli(INSTALLER)
 
 
 #: The user configuration: the fake as the only provider, nothing that reaches out.

@@ -20,7 +20,7 @@ from tests.claude_code.scene import TOKEN, Scene, coder
 from tests.coding_agents.codex_cli import CodexRun, Result, codex_binary
 from tests.fakes.responses import FakeResponses, Script
 from tests.fakes.slack import FakeSlack
-from tests.live_server import live_server
+from tests.live_server import LiveServer, live_server
 
 __all__ = ["TOKEN", "CodexScene", "codex_scene", "install"]
 
@@ -45,15 +45,24 @@ class CodexScene(Scene):
 
 
 @contextmanager
-def codex_scene(tmp_path: Path, database_url: str, slack: FakeSlack, script: Script, *,
-                wait_s: float = 15.0, read_only: bool = False,
-                extra_hooks: list[dict[str, Any]] | None = None) -> Iterator[CodexScene]:
+def served_coder(database_url: str, slack: FakeSlack, *, wait_s: float, read_only: bool,
+                 extra_hooks: list[dict[str, Any]] | None) -> Iterator[LiveServer]:
+    """hookgate serving the agent ``coder`` of every coding agent's scene."""
     from hookgate.runtime.deployment import ChannelSpec
 
     deployment = coder(wait_s, read_only=read_only, extra_hooks=extra_hooks)
     deployment.database_url = database_url
     deployment.channels = [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
-    with live_server(deployment) as srv, FakeResponses(script) as model:
+    with live_server(deployment) as srv:
+        yield srv
+
+
+@contextmanager
+def codex_scene(tmp_path: Path, database_url: str, slack: FakeSlack, script: Script, *,
+                wait_s: float = 15.0, read_only: bool = False,
+                extra_hooks: list[dict[str, Any]] | None = None) -> Iterator[CodexScene]:
+    with served_coder(database_url, slack, wait_s=wait_s, read_only=read_only,
+                      extra_hooks=extra_hooks) as srv, FakeResponses(script) as model:
         cli = CodexRun(tmp_path / "project", tmp_path / "home", model.base_url)
         install(cli, srv.url, wait_s=wait_s)
         scene: Any = CodexScene(srv, slack, None, None, codex=cli,  # type: ignore[arg-type]

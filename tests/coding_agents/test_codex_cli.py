@@ -7,9 +7,7 @@ Codex skipped silently fails it. Each CLI run takes about half a second.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 from starlette.responses import Response
@@ -19,6 +17,7 @@ from hookgate.cli.main import app
 from tests.claude_code.scene import run_lines
 from tests.coding_agents.codex_cli import CodexRun, codex_binary
 from tests.coding_agents.failing_hookgate import MODES, failing_hookgate
+from tests.coding_agents.late_approval import LateApproval
 from tests.coding_agents.scene import TOKEN, codex_scene, install
 from tests.fakes.responses import Call, FakeResponses, Say, output_text, outputs, sequence
 from tests.fakes.slack import FakeSlack
@@ -91,22 +90,10 @@ def test_a_rejected_call_never_runs(
 @pytest.mark.both_databases
 def test_a_call_approved_after_the_timeout_runs_once_on_the_identical_retry(
         tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
-    pending_read, approved = threading.Event(), threading.Event()
-    call = shell("echo once >> late.log")
-
-    def script(body: dict[str, Any]) -> Any:
-        n = len(outputs(body))
-        if n == 1:
-            # The model read "approval ... pending": it repeats the call once approved.
-            pending_read.set()
-            assert approved.wait(60), "the test never approved"
-        return [call, call, call][n] if n < 3 else Say("done")
-
-    with codex_scene(tmp_path, database_url, slack, script, wait_s=0.5) as s:
+    late = LateApproval(shell("echo once >> late.log"), lambda body: len(outputs(body)))
+    with codex_scene(tmp_path, database_url, slack, late, wait_s=0.5) as s:
         finished = s.in_background(s.exec)
-        assert pending_read.wait(60), "the first call was never answered"
-        s.click("approve")
-        approved.set()
+        late.approve(s.click)
         result = finished()
         assert result.returncode == 0, result.stderr
         # The identical retry ran once; the third identical call did not run again.

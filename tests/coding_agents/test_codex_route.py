@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +14,10 @@ import pytest
 
 from hookgate.coding_agents.codex_config import hook_url
 from hookgate.coding_agents.forwarder import Accept, command
-from tests.claude_code.scene import TOKEN, coder
-from tests.live_server import LiveServer, live_server
+from tests.claude_code.scene import TOKEN
+from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.both_databases
-
-
-@pytest.fixture
-def srv(database_url: str) -> Iterator[LiveServer]:
-    deployment = coder(wait_s=0.3)
-    deployment.database_url = database_url
-    with live_server(deployment) as server:
-        yield server
 
 
 def pre(tool: str, args: dict[str, Any], call_id: str = "call_1",

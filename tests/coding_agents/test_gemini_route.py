@@ -50,7 +50,7 @@ def test_geminis_shell_call_meets_the_bash_rule_and_each_sending_is_its_own_call
     payload = request["payload"]
     assert payload["tool_name"] == "Bash" and payload["args"]["command"] == "echo x >> a.log"
     assert request["run_id"].startswith("gemini-")
-    # The identical call sent again (a new timestamp) joins the request that gave up.
+    # The identical call sent again (a new timestamp) is that call: the same request.
     again = post(srv, before("run_shell_command", call["tool_input"],
                              stamp="2026-12-06T07:00:09.000Z"))
     assert again.status_code == 403 and request["id"] in again.text
@@ -72,7 +72,7 @@ def test_an_mcp_tool_is_named_by_its_server_and_an_allow_is_an_empty_object(
 
 @pytest.mark.parametrize(("body", "words"), [
     ({"hook_event_name": "BeforeTool", "session_id": "s"}, "tool_name"),
-    ({**before("ls", {}), "timestamp": None}, "timestamp"),
+    ({**before("ls", {}), "tool_input": "ls"}, "tool_input"),
     ({**before("status", {}), "mcp_context": {"server_name": "git"}}, "mcp_context"),
     ({"hook_event_name": "BeforeModel", "session_id": "s"}, "hook_event_name"),
     (["not", "an", "object"], "JSON object"),

@@ -218,15 +218,9 @@ class _Call:
             return self._answer_pending(verdict.request_id, name)
         final_args = verdict.arguments
         updated = final_args if verdict.rewritten or final_args != raw_args else None
-        approvals, ctx = verdict.approvals, verdict.ctx
-        if approvals.by_rule is not None:
-            return self._answer_pre("allow", f"{approvals.by_rule} in hookgate", ctx, updated)
-        if approvals.used is not None:
-            used = approvals.used
-            who = f" by {used.responded_by}" if used.responded_by else ""
-            why = f": {used.reason}" if used.reason else ""
-            return self._answer_pre("allow", f"approved{who} in hookgate (request {used.id}){why}",
-                                    ctx, updated)
+        ctx, approved = verdict.ctx, verdict.approved_by()
+        if approved is not None:
+            return self._answer_pre("allow", approved, ctx, updated)
         return self._answer_pre("allow" if updated is not None else None, None, ctx, updated)
 
     def refuse_stopped(self, reason: str) -> Answer:

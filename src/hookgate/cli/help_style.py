@@ -19,8 +19,8 @@ PANELS: dict[str, str] = {
     "demo": "Start here", "run": "Start here", "check": "Start here", "hooks": "Start here",
     "serve": "Server", "worker": "Server", "approvals": "Server", "users": "Server",
     "orgs": "Server", "rules": "Server", "policy": "Server",
-    "claude-code": "Integrations", "codex": "Integrations", "cursor": "Integrations",
-    "gemini": "Integrations", "mcp": "Integrations",
+    "claude-code": "Integrations", "codex": "Integrations", "copilot": "Integrations",
+    "cursor": "Integrations", "gemini": "Integrations", "mcp": "Integrations",
     "workflow": "Workflows and evals", "eval": "Workflows and evals",
     "db": "Maintenance", "audit": "Maintenance", "secrets": "Maintenance",
 }

@@ -10,6 +10,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     check_cmd,
     claude_code_cmd,
     codex_cmd,
+    copilot_cmd,
     cursor_cmd,
     db_cmd,
     demo_cmd,

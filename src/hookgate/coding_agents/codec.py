@@ -58,6 +58,9 @@ class Outcome:
     context: str | None = None
     #: PostToolUse: what the model reads instead of the tool's output (a hook rewrote it).
     replaced: str | None = None
+    #: PreToolUse: who let the call run without asking again (a person's approval, a standing
+    #: rule), for an agent whose allow can skip its own prompt (Copilot CLI); else None.
+    approved: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ its timeout, so a pending call is a deny that names the request to repeat the ca
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from hookgate.coding_agents.codec import (
@@ -91,7 +90,7 @@ class CursorCodec:
         return _json({"additional_context": note} if note else {})
 
 
-def _call(name: str, body: dict[str, Any]) -> tuple[str, dict[str, Any], str, Any]:
+def _call(name: str, body: dict[str, Any]) -> tuple[str, dict[str, Any], str | None, Any]:
     """The tool, its arguments, the call's id and (after it) its result, per event."""
     if name in ("preToolUse", "postToolUse"):
         tool = optional_text(body, "tool_name")
@@ -102,9 +101,9 @@ def _call(name: str, body: dict[str, Any]) -> tuple[str, dict[str, Any], str, An
         if not isinstance(call_id, str) or not call_id:
             raise BadHookInput("tool_use_id must be a non-empty string")
         return tool_name(tool), args, call_id, _output(body.get("tool_output"))
-    # The granular hooks carry no id of the call: each is a call of its own (an identical
-    # retry joins an approval through its arguments, hookgate.hooks.coverage).
-    call_id = f"cursor-{uuid.uuid4().hex}"
+    # The granular hooks carry no id of the call: hookgate derives it
+    # (coding_agents/call_ids.py), as for every agent whose hooks name no call.
+    call_id = None
     if name == "beforeMCPExecution":
         tool = optional_text(body, "tool_name")
         raw = body.get("tool_input")

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from hookgate.coding_agents import codex_config
-from hookgate.coding_agents.forwarder import Accept, command, hook_timeout_s
+from hookgate.coding_agents.forwarder import Accept, Refusal, command, hook_timeout_s
 
 __all__ = ["ROUTE", "Layer", "hook_url", "hooks_block", "is_ours", "merge_into", "ours_in",
            "remove_from"]
@@ -34,10 +34,10 @@ class Layer(enum.Enum):
 
 
 _EVENTS = {
-    Layer.TOOL: {"sessionStart": Accept.JSON, "preToolUse": Accept.DECISION,
+    Layer.TOOL: {"sessionStart": Accept.JSON, "preToolUse": Accept.PERMISSION,
                  "postToolUse": Accept.JSON},
-    Layer.SHELL_MCP: {"sessionStart": Accept.JSON, "beforeShellExecution": Accept.DECISION,
-                      "beforeMCPExecution": Accept.DECISION,
+    Layer.SHELL_MCP: {"sessionStart": Accept.JSON, "beforeShellExecution": Accept.PERMISSION,
+                      "beforeMCPExecution": Accept.PERMISSION,
                       "afterShellExecution": Accept.JSON},
 }
 
@@ -51,7 +51,7 @@ def hooks_block(server_url: str, agent_id: str, *, token_env: str, wait_s: float
     """``{"version": 1, "hooks": …}`` for ``agent_id``: one fail-closed command per event."""
     url = hook_url(server_url, agent_id)
     hooks = {event: [{"command": command(url, token_env=token_env, wait_s=wait_s,
-                                         accept=accept, reason_on_stdout=True),
+                                         accept=accept, refusal=Refusal.STDOUT),
                       "timeout": hook_timeout_s(wait_s), "failClosed": True}]
              for event, accept in _EVENTS[layer].items()}
     return {"version": 1, "hooks": hooks}

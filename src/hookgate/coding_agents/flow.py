@@ -7,7 +7,9 @@ The rules are the agent's coding-agent rules (its ``claude_code`` section, match
 hookgate's tool names), so one rule holds for every coding agent. None of these agents can
 wait for a person past its hook timeout: a call still pending is refused with the request's
 id and told to repeat the identical call, which then joins that request
-(`RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`) and runs once after approval.
+(`RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`) and runs once after approval. An agent that
+sends no call id (Copilot CLI) gets one derived by hookgate (coding_agents/call_ids.py),
+under which the identical retry is the same call: no exception is needed for it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.canonical import NotCanonicalJSON, canonical_sha256
 from hookgate.claude_code.policy import ExternalPolicy
+from hookgate.coding_agents.call_ids import CallOccurrences
 from hookgate.coding_agents.codec import BadHookInput, Event, HookInput, Outcome
 from hookgate.coding_agents.tools import connector_of, writes
 from hookgate.external.call import ExternalCall, build_call
@@ -92,6 +95,10 @@ class _HookCall:
                                      hook.session_id)
         self.facts: dict[str, Any] = {"coding_agent": hooks.kind, "cwd": hook.cwd,
                                       "transcript_path": hook.transcript_path, **hook.facts}
+        self.call_id = hook.call_id
+        #: The call's occurrences when hookgate derives its id (the agent sends none).
+        self.occurrences = None if hook.call_id is not None or hook.tool_name is None \
+            else CallOccurrences.of(hooks.core.ledger, self.run_id, hook)
 
     def identity(self) -> CallIdentity:
         return CallIdentity(agent_id=self.agent.id, user_id=self.caller.user_id,
@@ -99,7 +106,7 @@ class _HookCall:
                             conversation_id=self.run_id, execution_path="external")
 
     def _typed(self, policy: ExternalPolicy, *, checked: bool) -> ExternalCall:
-        name, call_id = self.hook.tool_name, self.hook.call_id
+        name, call_id = self.hook.tool_name, self.call_id
         if not name or not call_id:
             raise BadHookInput("a tool call needs its tool name and call id")
         try:
@@ -116,6 +123,10 @@ class _HookCall:
                           transcript_path=self.hook.transcript_path, checked=checked)
 
     async def decide(self) -> Outcome:
+        occurrence = None
+        if self.occurrences is not None:
+            occurrence = await self.occurrences.current()
+            self.call_id = self.occurrences.call_id(occurrence)
         try:
             policy = ExternalPolicy.of(self.agent)
             call = self._typed(policy, checked=True)
@@ -123,8 +134,9 @@ class _HookCall:
             return Outcome(refused=f"hookgate cannot apply its rules, so nothing runs: {exc}")
         except ToolArgumentsError as exc:
             return Outcome(refused=f"hookgate: {exc}")
-        verdict = await self.core.decide(call, wait_s=policy.wait_s,
-                                         retry=RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP)
+        # A derived id is the same for the identical retry: its own request covers it.
+        retry = None if occurrence is not None else RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP
+        verdict = await self.core.decide(call, wait_s=policy.wait_s, retry=retry)
         if isinstance(verdict, Denied):
             return Outcome(refused=verdict.reason)
         if not isinstance(verdict, Allowed):
@@ -135,10 +147,15 @@ class _HookCall:
             return Outcome(refused=f"hookgate allowed '{call.tool.name}' only with changed "
                                    f"arguments, which {self.kind} cannot apply, so it does "
                                    "not run")
+        if self.occurrences is not None and occurrence is not None:
+            await self.occurrences.allowed(occurrence)
         notes = verdict.ctx.added_context
-        return Outcome(context="\n\n".join(map(str, notes)) if notes else None)
+        return Outcome(context="\n\n".join(map(str, notes)) if notes else None,
+                       approved=verdict.approved_by())
 
     async def observe(self) -> Outcome:
+        if self.occurrences is not None:
+            self.call_id = self.occurrences.call_id(await self.occurrences.last_allowed())
         try:
             policy = ExternalPolicy.of(self.agent)
         except HookBuildError:

@@ -7,6 +7,9 @@ Gemini) exits 1; exit 2 denies in all of them. So ``curl`` gives up ``MARGIN_S``
 agent's hook timeout; no answer, a non-200 status (5xx, a bad or revoked token, hookgate's
 own refusal: 403, whose reason is printed as is) and a 200 body of the wrong shape all end
 in ``exit 2`` with one line on stderr; stdout carries only a body rendered for that agent.
+For an agent whose model reads only "hook exited with code 2" (Copilot CLI), every such
+failure also prints that agent's deny body (`Refusal.DENY_BODY`), its reason made of fixed
+words and characters that need no JSON escaping, so the model reads why.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import enum
 import shlex
 
-__all__ = ["MARGIN_S", "Accept", "command", "hook_timeout_s"]
+__all__ = ["MARGIN_S", "Accept", "Refusal", "command", "hook_timeout_s"]
 
 #: Seconds between curl's deadline and the agent's hook timeout.
 MARGIN_S = 5
@@ -34,7 +37,23 @@ class Accept(enum.Enum):
     JSON = "json"
     #: A JSON object that opens with an allow or a deny (``{"permission": "allow"|"deny"``:
     #: Cursor's answer before a tool runs).
-    DECISION = "decision"
+    PERMISSION = "permission"
+    #: ``{}`` (passed on as no output) or a ``{"permissionDecision": …}`` object; a deny is
+    #: passed on and ends in ``exit 2`` too (Copilot CLI's PreToolUse).
+    PERMISSION_DECISION = "permission_decision"
+
+
+class Refusal(enum.Enum):
+    """How the command blocks a call when anything short of hookgate's answer arrives."""
+
+    #: The reason on stderr and ``exit 2`` (Codex, Gemini CLI: the model reads the reason).
+    EXIT_2 = "exit_2"
+    #: The reason on stdout and ``exit 2`` (Cursor shows the text of an exit 2 on stdout as
+    #: the reason, and nothing of stderr).
+    STDOUT = "stdout"
+    #: Also ``{"permissionDecision":"deny","permissionDecisionReason":…}`` on stdout (Copilot
+    #: CLI, whose model reads only "hook exited with code 2" otherwise).
+    DENY_BODY = "deny_body"
 
 
 def curl_max_time_s(wait_s: float) -> int:
@@ -47,40 +66,53 @@ def hook_timeout_s(wait_s: float) -> int:
     return curl_max_time_s(wait_s) + MARGIN_S
 
 
-_OBJECT = "'{'*'}'"
-_DECISIONS = "'{\"permission\":\"allow\"'*'}'|'{\"permission\":\"deny\"'*'}'"
-
-
 def command(url: str, *, token_env: str, wait_s: float, accept: Accept,
-            reason_on_stdout: bool = False) -> str:
-    """The hook command posting stdin to ``url`` with the token from ``$token_env``.
-    ``reason_on_stdout``: a failure's one line goes to stdout, not stderr (Cursor shows the
-    text of an exit 2 on stdout as the reason, and nothing of stderr)."""
+            refusal: Refusal = Refusal.EXIT_2) -> str:
+    """The hook command posting stdin to ``url`` with the token from ``$token_env``."""
     if not token_env.isidentifier():
         raise ValueError(f"{token_env!r} is not an environment variable name")
     limit = curl_max_time_s(wait_s)
     where = shlex.quote(url)
-    to = "" if reason_on_stdout else " >&2"
-    deny = "exit 2; }"
-    if accept is Accept.EMPTY:
-        shape = ("[ \"$b\" = '{}' ] || { echo 'hookgate: its answer is not one this hook "
-                 f"accepts, so the call is blocked'{to}; {deny}")
+    if refusal is Refusal.DENY_BODY:
+        # d REASON: the deny body (REASON holds no quote, backslash or control character),
+        # the reason on stderr, exit 2. A server's text is cut to such characters first.
+        define = ("d() { printf '{\"permissionDecision\":\"deny\",\"permissionDecision"
+                  "Reason\":\"hookgate: %s\"}\\n' \"$1\"; echo \"hookgate: $1\" >&2; exit 2; }; ")
+        no_answer = (f"d \"no answer within {limit} s (curl exit $?), so the call is "
+                     "blocked\"; }; ")
+        status = ("[ \"$c\" = 200 ] || { r=$(printf '%s' \"$b\" | LC_ALL=C tr -cd "
+                  "'A-Za-z0-9 ._,:;()/=+-' | cut -c1-300); "
+                  "if [ \"$c\" = 403 ]; then d \"$r\"; else d \"(HTTP $c) $r\"; fi; }; ")
+        malformed = "d 'its answer is not one this hook accepts, so the call is blocked'"
     else:
-        passed = {Accept.OBJECT: "[ \"$b\" = '{}' ] || printf '%s\\n' \"$b\"",
-                  Accept.JSON: "printf '%s\\n' \"$b\"",
-                  Accept.DECISION: "printf '%s\\n' \"$b\""}[accept]
-        wanted = "an allow or a deny" if accept is Accept.DECISION else "a JSON object"
-        shape = (f"case $b in {_DECISIONS if accept is Accept.DECISION else _OBJECT}) "
-                 f"{passed};; *) echo 'hookgate: its answer is not {wanted}, so the call is "
-                 f"blocked'{to}; exit 2;; esac")
+        to = " >&2" if refusal is Refusal.EXIT_2 else ""
+        define = ""
+        no_answer = (f"echo \"hookgate: no answer within {limit} s (curl exit $?), so the "
+                     f"call is blocked; server:\" {where}{to}; exit 2; }}; ")
+        status = ("[ \"$c\" = 200 ] || { if [ \"$c\" = 403 ]; then printf 'hookgate: %s\\n' "
+                  "\"$b\"; else printf 'hookgate (HTTP %s): %s\\n' \"$c\" \"$b\"; fi"
+                  f"{to}; exit 2; }}; ")
+        malformed = ("{ echo 'hookgate: its answer is not one this hook accepts, so the call "
+                     f"is blocked'{to}; exit 2; }}")
+    if accept is Accept.EMPTY:
+        shape = f"[ \"$b\" = '{{}}' ] || {malformed}"
+    elif accept is Accept.PERMISSION_DECISION:
+        shape = ("case $b in '{}') ;; '{\"permissionDecision\":\"deny\",'*'}') "
+                 "printf '%s\\n' \"$b\"; exit 2;; '{\"permissionDecision\":\"allow\"'*'}') "
+                 f"printf '%s\\n' \"$b\";; *) {malformed};; esac")
+    elif accept is Accept.PERMISSION:
+        shape = ("case $b in '{\"permission\":\"allow\"'*'}'|'{\"permission\":\"deny\"'*'}') "
+                 f"printf '%s\\n' \"$b\";; *) {malformed};; esac")
+    elif accept is Accept.JSON:
+        shape = f"case $b in '{{'*'}}') printf '%s\\n' \"$b\";; *) {malformed};; esac"
+    else:
+        shape = ("case $b in '{'*'}') [ \"$b\" = '{}' ] || printf '%s\\n' \"$b\";; *) "
+                 f"{malformed};; esac")
     return (
-        f"b=$(curl -s --max-time {limit} -w '%{{http_code}}' -X POST "
+        f"{define}b=$(curl -s --max-time {limit} -w '%{{http_code}}' -X POST "
         f"-H \"Authorization: Bearer ${{{token_env}-}}\" "
         "-H 'Content-Type: application/json' --data-binary @- "
-        f"{where}) || {{ echo \"hookgate: no answer within {limit} s (curl exit $?), so the "
-        f"call is blocked; server:\" {where}{to}; {deny}; "
+        f"{where}) || {{ {no_answer}"
         "c=${b#\"${b%???}\"}; b=${b%???}; "
-        "[ \"$c\" = 200 ] || { if [ \"$c\" = 403 ]; then printf 'hookgate: %s\\n' \"$b\"; "
-        f"else printf 'hookgate (HTTP %s): %s\\n' \"$c\" \"$b\"; fi{to}; "
-        f"{deny}; {shape}"
+        f"{status}{shape}"
     )

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookgate.canonical import NotCanonicalJSON, canonical_sha256
 from hookgate.coding_agents.codec import (
     BadHookInput,
     Event,
@@ -53,14 +52,8 @@ class GeminiCodec:
         if event is Event.SESSION_START:
             return HookInput(event, **common)
         tool, args = _tool_call(body)
-        stamp = optional_text(body, "timestamp")
-        if not stamp:
-            raise BadHookInput("timestamp must be a non-empty string")
-        try:
-            call_id = "gemini-" + canonical_sha256([stamp, tool, args])[:40]
-        except NotCanonicalJSON as exc:
-            raise BadHookInput(f"tool_input is not plain JSON: {exc}") from None
-        return HookInput(event, tool_name=tool, arguments=args, call_id=call_id,
+        # Gemini names no tool call: hookgate derives its id (coding_agents/call_ids.py).
+        return HookInput(event, tool_name=tool, arguments=args, call_id=None,
                          result=_result(body.get("tool_response")), **common)
 
     def render(self, hook: Event, outcome: Outcome) -> Reply:

@@ -65,6 +65,18 @@ class Allowed:
     rewritten: bool
     approvals: ExternalApprovals
 
+    def approved_by(self) -> str | None:
+        """Who let the call run (a person's approval, a standing rule), in the words an
+        agent's allow gives; None when nobody had to."""
+        if self.approvals.by_rule is not None:
+            return f"{self.approvals.by_rule} in hookgate"
+        used = self.approvals.used
+        if used is None:
+            return None
+        who = f" by {used.responded_by}" if used.responded_by else ""
+        why = f": {used.reason}" if used.reason else ""
+        return f"approved{who} in hookgate (request {used.id}){why}"
+
 
 @dataclass(frozen=True, slots=True)
 class Denied:

@@ -66,6 +66,9 @@ class EntryKind(enum.Enum):
     REPORT = "report"
     #: Where a call id was first asked from (Claude Code's working directory).
     PLACE = "place"
+    #: An occurrence of a call whose id hookgate derives (an agent that sends none) was
+    #: allowed: the next identical call is another occurrence (coding_agents/call_ids.py).
+    OCCURRENCE = "occurrence"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,11 @@ before the tool runs, the approvals of agents that run elsewhere), and the one e
 An approval covers exactly its own call: same org, agent, run (an external agent's
 session), call id, tool name (exact: no case folding, trimming or Unicode normalisation)
 and argument digest. The only exception is `RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`.
+
+A client whose calls carry no id (GitHub Copilot CLI's hooks) is given one that hookgate
+derives from the session, working folder, tool, canonical arguments and occurrence
+(hookgate.coding_agents.call_ids): its identical retry of a call still pending has the same
+id, so the plain comparison covers it and that path passes no `RetryReuse`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
-"""``POST /api/codex/hooks?agent=AGENT_ID`` (SPEC §9): the target of the hook command
-``hookgate codex install`` writes (coding_agents/forwarder.py). The bearer token is the
+"""``POST /api/codex/hooks?agent=AGENT_ID`` (SPEC §9) and ``POST /api/copilot/hooks?agent=
+AGENT_ID&event=EVENT``: the targets of the hook commands ``hookgate codex install`` and
+``hookgate copilot install`` write (coding_agents/forwarder.py). The bearer token is the
 developer's hookgate token. A 200 answer's body is exactly what Codex reads; anything the
 call must not pass — a deny, a pending approval, a body hookgate cannot act on, an error —
 is a non-2xx status with a one-line reason, which the forwarder turns into exit 2 (a deny
-in Codex). A call waiting for a person lasts only while the developer keeps access.
+in Codex). Copilot's deny is a 200 body instead, since its model reads only "hook exited
+with code 2" after exit 2. A call waiting for a person lasts only while the developer keeps
+access.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from hookgate.coding_agents.codec import BadHookInput, Codec, Outcome, Reply, refusal
 from hookgate.coding_agents.codex import CodexCodec
+from hookgate.coding_agents.copilot import CopilotCodec
 from hookgate.coding_agents.cursor import CursorCodec
 from hookgate.coding_agents.flow import Caller, CodingAgentHooks
 from hookgate.coding_agents.gemini import GeminiCodec
@@ -34,6 +38,8 @@ class CodingAgentAnswer(ApiResponse):
     SessionStart ``hookSpecificOutput.additionalContext``); see docs/guides/codex.md."""
 
 
+AgentQuery = Annotated[str, Query(min_length=1, max_length=128,
+                                 description="The agent whose hooks and rules apply.")]
 _REPLIES: dict[int | str, dict[str, Any]] = {
     200: {"model": CodingAgentAnswer,
           "description": "exactly the body the agent reads (Codex: {} allows)"},
@@ -113,3 +119,24 @@ _hook_route(GeminiCodec(), "/api/gemini/hooks",
 _hook_route(CursorCodec(), "/api/cursor/hooks",
             "Answer one Cursor hook call (sessionStart, preToolUse, postToolUse, "
             "beforeShellExecution, beforeMCPExecution, afterShellExecution)")
+
+
+@router.post("/api/copilot/hooks", responses=_REPLIES, response_class=Response)
+async def copilot_hook(
+    request: Request,
+    access: LastingAccessDep,
+    agent: AgentQuery,
+    event: Annotated[str, Query(min_length=1, max_length=64, description=(
+        "Copilot's hook event (sessionStart, preToolUse, postToolUse): its stdin does not "
+        "name it."))],
+) -> Response:
+    """Answer one GitHub Copilot CLI hook call for ``agent``: a deny is a 200
+    ``{"permissionDecision":"deny","permissionDecisionReason":R}`` (see
+    docs/guides/copilot-cli.md)."""
+    try:
+        codec = CopilotCodec(event)
+    except BadHookInput as exc:
+        reply = refusal(f"hookgate refused the hook input: {exc}")
+    else:
+        reply = await _answer(codec, request, access, agent)
+    return Response(reply.body, status_code=reply.status, media_type=reply.media_type)
