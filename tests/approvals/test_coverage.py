@@ -30,6 +30,7 @@ from hookgate.hooks.coverage import RetryReuse, coverage
 from hookgate.storage.database import Database
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools import CallIdentity, ToolCall, args_digest, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 from tests.engines.world import ALICE, GATED, Bank, events, make_agent, pending, services
 
 pytestmark = pytest.mark.both_databases
@@ -111,9 +112,9 @@ async def test_the_check_before_the_tool_runs_refuses_forged_and_other_calls_app
                "look-alike tool": dataclasses.replace(right, tool_name="oa__purchase_pay ")
                }[forged]
     identity = CallIdentity(agent_id="buyer", user_id="alice", org_id="acme", run_id="run_g")
-    outcome = await execute_tool_call(ToolCall("c1", "oa__purchase_pay", ARGS), tools=tools,
-                                      registry=HookRegistry([Forger(binding)]),
-                                      identity=identity, ledger=DatabaseLedger(db))
+    outcome = await execute_tool_call(
+        new_call(identity, ToolCall("c1", "oa__purchase_pay", ARGS), tools),
+        registry=HookRegistry([Forger(binding)]), ledger=DatabaseLedger(db))
     assert bank.payments == [] and outcome.blocked_by == "approval_check"
 
 
