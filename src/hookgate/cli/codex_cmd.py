@@ -92,13 +92,13 @@ def install_command(
         fail(f"--token-env {token_env!r} is not an environment variable name")
     server, wait = url, wait_s
     if config is not None or example is not None:
-        from hookgate.claude_code.policy import ExternalPolicy
         from hookgate.config import ConfigError
+        from hookgate.external.coding.policy import CodingAgentPolicy
         from hookgate.hooks.errors import HookBuildError
 
         cfg = load_from_options(config, example, code=1)
         try:
-            wait = wait if wait is not None else ExternalPolicy.of(cfg.build_agent(agent)).wait_s
+            wait = wait if wait is not None else CodingAgentPolicy.of(cfg.build_agent(agent)).wait_s
         except (ConfigError, HookBuildError) as exc:
             fail(str(exc))
         server = server or cfg.server.public_url

@@ -19,10 +19,10 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.canonical import NotCanonicalJSON, canonical_sha256
-from hookgate.claude_code.policy import ExternalPolicy
 from hookgate.coding_agents.codec import BadHookInput, Event, HookInput, Outcome
 from hookgate.coding_agents.tools import connector_of, writes
 from hookgate.external.call import ExternalCall, build_call
+from hookgate.external.coding.policy import CodingAgentPolicy as ExternalPolicy
 from hookgate.external.core import (
     Allowed,
     Denied,
