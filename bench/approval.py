@@ -34,6 +34,7 @@ from hookgate.hooks.services import HookServices
 from hookgate.storage.database import Database
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.guarded import execute_tool_call
+from hookgate.tools.guarded_call import new_call
 
 ARRIVAL_WAVE = 250
 
@@ -84,8 +85,8 @@ async def measure(n: int, idle_s: float, sample: int) -> dict[str, Any]:
     for start in range(0, n, ARRIVAL_WAVE):
         wave = range(start, min(n, start + ARRIVAL_WAVE))
         tasks += [asyncio.create_task(execute_tool_call(
-            ToolCall(f"c{i}", "oa__purchase_pay", {"call_no": i}), tools=tools,
-            registry=registry, identity=identity(i))) for i in wave]
+            new_call(identity(i), ToolCall(f"c{i}", "oa__purchase_pay", {"call_no": i}), tools),
+            registry=registry)) for i in wave]
         while len(pending) < wave.stop:
             failed = [t for t in tasks if t.done()]
             if failed:

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from hookgate import HookContext, HookPoint, HookRegistry, HookResult, tool
 from hookgate.hooks import PostToolUseHook, PreToolUseHook
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 
 SIZES = (0, 1, 5, 20)
 TARGET_RATIO_AT_5 = 1.5
@@ -109,7 +110,7 @@ async def _measure(n: int, iterations: int, rounds: int) -> dict[str, object]:
     call = ToolCall("call_0", "echo", {"text": "hi"})
 
     async def guarded_path() -> None:
-        await execute_tool_call(call, tools=tools, registry=registry, identity=identity)
+        await execute_tool_call(new_call(identity, call, tools), registry=registry)
 
     # Rounds alternate between the three, so drift in machine load hits them alike; each
     # figure is the median of its round medians.
@@ -154,10 +155,10 @@ async def _otel(iterations: int, rounds: int, n: int = 5) -> dict[str, object] |
     call = ToolCall("call_0", "echo", {"text": "hi"})
 
     async def off() -> None:
-        await execute_tool_call(call, tools=tools, registry=plain, identity=identity)
+        await execute_tool_call(new_call(identity, call, tools), registry=plain)
 
     async def on() -> None:
-        await execute_tool_call(call, tools=tools, registry=traced, identity=identity)
+        await execute_tool_call(new_call(identity, call, tools), registry=traced)
 
     # The switch is what a process without a provider has: flip it per round, so the two
     # figures alternate like the ones above.

@@ -55,6 +55,7 @@ from hookgate.storage.database import Database
 from hookgate.storage.orgs import sync_orgs
 from hookgate.storage.rate_limits import Slot, window_start
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import pgcluster
@@ -99,8 +100,7 @@ async def time_calls(contender: Contender, calls: int, keep: bool = True) -> Non
     for _ in range(calls):
         call = ToolCall(f"c{next(CALL_NUMBERS)}", "oa__purchase_pay", dict(ARGS))
         started = time.perf_counter()
-        outcome = await execute_tool_call(call, tools=TOOLS, registry=registry,
-                                          identity=IDENTITY)
+        outcome = await execute_tool_call(new_call(IDENTITY, call, TOOLS), registry=registry)
         elapsed = time.perf_counter() - started
         if not outcome.allowed or outcome.status != "ok":
             raise RuntimeError(f"the benchmark call did not run: {outcome.observation}")

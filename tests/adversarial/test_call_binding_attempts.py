@@ -31,6 +31,7 @@ from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools import CallIdentity, ToolCall, args_digest, execute_tool_call
 from hookgate.tools.calls import CallBinding, ToolOutcome
 from hookgate.tools.guarded import APPROVED_CALL_KEY, APPROVED_DIGEST_KEY, decide_call
+from hookgate.tools.guarded_call import GuardedCall, new_call
 from hookgate.workflows import WorkflowRunner, parse_workflow
 from tests.adversarial.conftest import Tally, rejecting
 from tests.engines.world import ALICE, GATED, Bank, events, make_agent, pending, services
@@ -201,7 +202,7 @@ async def guarded(registry: HookRegistry, tools: dict[str, Tool], call: ToolCall
                   db: Database) -> Any:
     identity = CallIdentity(agent_id="buyer", user_id="alice", org_id="acme",
                             run_id="run_guarded")
-    return await execute_tool_call(call, tools=tools, registry=registry, identity=identity,
+    return await execute_tool_call(new_call(identity, call, tools), registry=registry,
                                    ledger=DatabaseLedger(db))
 
 
@@ -300,9 +301,10 @@ async def test_a_request_fact_named_like_an_approval_does_not_authorise_the_call
     right = CallBinding("run_guarded", "c1", "oa__wire_pay", "buyer", args_digest(ARGS))
     identity = CallIdentity(agent_id="buyer", user_id="alice", org_id="acme",
                             run_id="run_guarded")
-    decided = await decide_call(ToolCall("c1", tool.name, ARGS), tool, tool.validate(ARGS),
-                                registry=HookRegistry([]), identity=identity,
-                                metadata={APPROVED_CALL_KEY: right})
+    call = new_call(identity, ToolCall("c1", tool.name, ARGS), {tool.name: tool},
+                    metadata={APPROVED_CALL_KEY: right})
+    assert isinstance(call, GuardedCall)
+    decided = await decide_call(call, registry=HookRegistry([]))
     attempt.record("approval smuggled in as a request fact", not isinstance(decided,
                                                                             ToolOutcome))
     assert isinstance(decided, ToolOutcome) and decided.blocked_by == "approval_check"

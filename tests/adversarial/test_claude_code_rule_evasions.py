@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from hookgate.claude_code.matchers import CommandMatch, PathMatch
-from hookgate.claude_code.paths import PathFacts
+from hookgate.external.coding.matchers import CommandMatch, PathMatch
+from hookgate.external.coding.paths import PathFacts
 from tests.adversarial_tally import Tally
 from tests.claude_code.scene import TOKEN, coder
 from tests.live_server import LiveServer, live_server

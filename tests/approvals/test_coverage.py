@@ -26,10 +26,12 @@ from hookgate.approvals.persistent import PersistentApprovals, StillPending
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.external.approvals import ExternalApprovals
 from hookgate.hooks.approval import ApprovalOutcome, CallBinding
-from hookgate.hooks.coverage import RetryReuse, coverage
+from hookgate.hooks.coverage import Places, RetryReuse, coverage
+from hookgate.storage.confirmations import ApprovalEntry, ApprovalUse
 from hookgate.storage.database import Database
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools import CallIdentity, ToolCall, args_digest, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 from tests.engines.world import ALICE, GATED, Bank, events, make_agent, pending, services
 
 pytestmark = pytest.mark.both_databases
@@ -111,9 +113,9 @@ async def test_the_check_before_the_tool_runs_refuses_forged_and_other_calls_app
                "look-alike tool": dataclasses.replace(right, tool_name="oa__purchase_pay ")
                }[forged]
     identity = CallIdentity(agent_id="buyer", user_id="alice", org_id="acme", run_id="run_g")
-    outcome = await execute_tool_call(ToolCall("c1", "oa__purchase_pay", ARGS), tools=tools,
-                                      registry=HookRegistry([Forger(binding)]),
-                                      identity=identity, ledger=DatabaseLedger(db))
+    outcome = await execute_tool_call(
+        new_call(identity, ToolCall("c1", "oa__purchase_pay", ARGS), tools),
+        registry=HookRegistry([Forger(binding)]), ledger=DatabaseLedger(db))
     assert bank.payments == [] and outcome.blocked_by == "approval_check"
 
 
@@ -312,3 +314,77 @@ async def test_an_approved_call_asked_again_from_another_org_is_refused_and_stay
     own = _external(approvals, db, 0.0)
     decision = await own.request_and_wait(_ask(agent, "c1"))
     assert decision.status == "approved" and own.used is not None
+
+
+# -- where a call runs (Claude Code's working directory) -------------------------------------
+
+SCRATCH, ROOT = "/work/project/scratch", "/work/project"
+
+
+def test_no_call_asked_from_another_place_is_covered_not_even_as_the_retry() -> None:
+    retry = RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP
+    assert coverage(BINDING, BINDING, places=Places(SCRATCH, SCRATCH)).covered
+    for call, reuse in [(BINDING, None), (dataclasses.replace(BINDING, tool_call_id="c2"),
+                                          retry)]:
+        cover = coverage(BINDING, call, retry=reuse, places=Places(SCRATCH, ROOT))
+        assert not cover.covered and not cover.retried and "place" in cover.differ
+        assert cover.reason is not None and SCRATCH in cover.reason and ROOT in cover.reason
+
+
+def _asked_in(agent: Any, call_id: str, cwd: str) -> ApprovalAsk:
+    ask = _ask(agent, call_id)
+    return dataclasses.replace(ask, metadata={"cwd": cwd})
+
+
+async def test_an_approval_covers_no_call_asked_from_another_place_on_the_external_path(
+        db: Database, approvals: PersistentApprovals) -> None:
+    agent = make_agent(Bank())
+    retry = RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP
+    first = await _gave_up(approvals, db, _asked_in(agent, "toolu_a", SCRATCH), retry=retry)
+    await approvals.decide(first, "approve", ALICE)
+    # The same call id asked again from elsewhere is another call: refused, unused.
+    moved = _external(approvals, db, 0.0, retry=retry)
+    decision = await moved.request_and_wait(_asked_in(agent, "toolu_a", ROOT))
+    assert decision.status == "cancelled" and moved.used is None
+    assert decision.reason is not None and SCRATCH in decision.reason
+    # The identical retry from elsewhere joins nothing: it asks under its own id.
+    assert await _gave_up(approvals, db, _asked_in(agent, "toolu_b", ROOT),
+                          retry=retry) != first
+    # From the place it was approved in, the retry uses the approval, once.
+    here = _external(approvals, db, 0.0, retry=retry)
+    decision = await here.request_and_wait(_asked_in(agent, "toolu_c", SCRATCH))
+    assert decision.status == "approved" and here.used is not None and here.used.id == first
+
+
+async def test_an_approvals_use_and_give_up_are_typed_ledger_entries(
+        db: Database, approvals: PersistentApprovals) -> None:
+    agent = make_agent(Bank())
+    retry = RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP
+    first = await _gave_up(approvals, db, _ask(agent, "toolu_a"), retry=retry)
+    await approvals.decide(first, "approve", ALICE)
+    ledger = DatabaseLedger(db)
+    assert await ledger.recorded("ext-session-1",
+                                 ApprovalEntry(ApprovalUse.GAVE_UP, first).key) is not None
+    assert [r.id for r in await approvals.store.given_up_unused("ext-session-1")] == [first]
+    used = _external(approvals, db, 0.0, retry=retry)
+    assert (await used.request_and_wait(_ask(agent, "toolu_b"))).status == "approved"
+    assert await ledger.recorded("ext-session-1",
+                                 ApprovalEntry(ApprovalUse.USE, first).key) is not None
+    # No key is a string joined with a separator: nothing under the old prefixes.
+    for old in (f"approval:{first}", f"gave-up:{first}"):
+        assert await ledger.recorded("ext-session-1", old) is None
+    assert await approvals.store.given_up_unused("ext-session-1") == []
+
+
+async def test_an_approval_used_under_the_untyped_key_before_an_upgrade_stays_used(
+        db: Database, approvals: PersistentApprovals) -> None:
+    agent = make_agent(Bank())
+    retry = RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP
+    first = await _gave_up(approvals, db, _ask(agent, "toolu_a"), retry=retry)
+    await approvals.decide(first, "approve", ALICE)
+    ledger = DatabaseLedger(db)
+    assert await ledger.claim("ext-session-1", f"approval:{first}", "transfer", "") is None
+    assert await approvals.store.given_up_unused("ext-session-1") == []
+    again = _external(approvals, db, 0.0)
+    decision = await again.request_and_wait(_ask(agent, "toolu_a"))
+    assert decision.status == "cancelled" and again.used is None

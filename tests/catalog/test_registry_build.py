@@ -25,6 +25,7 @@ from hookgate import (
 from hookgate.approvals.gate import ApprovalGate
 from hookgate.catalog import catalog
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 from tests.hookfixtures import SpendLimit, VeryLate, agent_with, pay_tool
 
 FIXTURES = "tests.hookfixtures"
@@ -111,9 +112,9 @@ async def test_a_rewrite_after_the_gate_that_makes_a_call_need_a_person_is_block
         "approval_gate", "set_args"]
 
     outcome = await execute_tool_call(
-        ToolCall("c1", pay.name, {"amount": 10, "vendor": "ACME"}), tools={pay.name: pay},
+        new_call(CallIdentity(agent_id="buyer", user_id="alice", org_id="acme", run_id="r1"),
+                 ToolCall("c1", pay.name, {"amount": 10, "vendor": "ACME"}), {pay.name: pay}),
         registry=registry,
-        identity=CallIdentity(agent_id="buyer", user_id="alice", org_id="acme", run_id="r1"),
     )
 
     assert runs == []

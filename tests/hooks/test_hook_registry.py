@@ -23,6 +23,7 @@ from hookgate import (
 )
 from hookgate.hooks import DuplicateHookError, HookError
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 from tests.hookfixtures import (
     FAILURES,
     MisbehavingPost,
@@ -159,8 +160,9 @@ async def test_first_block_stops_the_chain_and_the_tool_never_runs() -> None:
     ])
 
     outcome = await execute_tool_call(
-        ToolCall("c1", pay.name, {"amount": 5, "vendor": "ACME"}),
-        tools={pay.name: pay}, registry=registry, identity=identity(),
+        new_call(identity(), ToolCall("c1", pay.name, {"amount": 5, "vendor": "ACME"}),
+                 {pay.name: pay}),
+        registry=registry,
     )
 
     assert log == ["audit", "deny"]
@@ -242,8 +244,9 @@ async def test_side_effects_are_attributed_to_their_hook_in_order() -> None:
     ])
 
     outcome = await execute_tool_call(
-        ToolCall("c1", pay.name, {"amount": 5, "vendor": "ACME"}),
-        tools={pay.name: pay}, registry=registry, identity=identity(),
+        new_call(identity(), ToolCall("c1", pay.name, {"amount": 5, "vendor": "ACME"}),
+                 {pay.name: pay}),
+        registry=registry,
     )
 
     assert outcome.side_effects == [
@@ -267,8 +270,9 @@ async def test_a_failing_pre_tool_use_hook_blocks_the_call(how: str) -> None:
     registry = HookRegistry([MisbehavingPre(how)])
 
     outcome = await execute_tool_call(
-        ToolCall("c1", pay.name, {"amount": 5, "vendor": "ACME"}),
-        tools={pay.name: pay}, registry=registry, identity=identity(),
+        new_call(identity(), ToolCall("c1", pay.name, {"amount": 5, "vendor": "ACME"}),
+                 {pay.name: pay}),
+        registry=registry,
     )
 
     assert runs == []

@@ -22,6 +22,7 @@ from hookgate.storage.audit import AuditLogStore, AuditRecord
 from hookgate.storage.database import Database
 from hookgate.storage.types import utcnow
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 
 
 def record(i: int, org: str | None = "acme", tool_name: str = "oa__purchase_pay",
@@ -55,9 +56,8 @@ async def fire_rate_limited(db: Database, n: int, limit: int, per: str = "user",
     async def one(i: int) -> bool:
         identity = CallIdentity(agent_id="buyer", user_id=users[i % len(users)],
                                 org_id="acme", run_id=f"r{i}")
-        outcome = await execute_tool_call(ToolCall(f"c{i}", "oa__purchase_pay",
-                                                   {"amount": 1}),
-                                          tools=tools, registry=registry, identity=identity)
+        call = new_call(identity, ToolCall(f"c{i}", "oa__purchase_pay", {"amount": 1}), tools)
+        outcome = await execute_tool_call(call, registry=registry)
         return outcome.allowed
 
     return sum(await asyncio.gather(*(one(i) for i in range(n))))

@@ -21,6 +21,7 @@ from hookgate.hooks.services import HookServices
 from hookgate.storage.database import Database
 from hookgate.storage.rate_limits import RedisRateCounter
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 from tests.hooks_builtin.procs import fire_rate_limited, oa__purchase_pay
 from tests.hooks_builtin.test_audit_log import worker
 from tests.hooks_builtin.world import OA, agent, call, run, sql, tool_events
@@ -170,8 +171,9 @@ async def allowed(hook: ConnectorRateLimit, n: int) -> int:
     registry = HookRegistry([hook])
     identity = CallIdentity(agent_id="buyer", user_id="alice", org_id="acme", run_id="r")
     outcomes = await asyncio.gather(*(
-        execute_tool_call(ToolCall(f"c{i}", "oa__purchase_pay", {"amount": 1}),
-                          tools={"oa__purchase_pay": oa__purchase_pay}, registry=registry,
-                          identity=identity)
+        execute_tool_call(
+            new_call(identity, ToolCall(f"c{i}", "oa__purchase_pay", {"amount": 1}),
+                     {"oa__purchase_pay": oa__purchase_pay}),
+            registry=registry)
         for i in range(n)))
     return sum(o.allowed for o in outcomes)

@@ -19,6 +19,7 @@ from hookgate.tools import (
     ToolOutcome,
     execute_tool_call,
 )
+from hookgate.tools.guarded_call import new_call
 from tests.hookfixtures import agent_with, pay_tool
 
 SPEC_METADATA_KEYS = {
@@ -56,10 +57,10 @@ def identity(**overrides: Any) -> CallIdentity:
 
 async def guarded(tool: Tool, name: str, args: Any, registry: HookRegistry | None = None,
                   **kwargs: Any) -> ToolOutcome:
+    who = kwargs.pop("identity", None) or identity()
     return await execute_tool_call(
-        ToolCall("c1", name, args), tools={tool.name: tool},
-        registry=registry if registry is not None else HookRegistry(),
-        identity=kwargs.pop("identity", None) or identity(), **kwargs,
+        new_call(who, ToolCall("c1", name, args), {tool.name: tool}),
+        registry=registry if registry is not None else HookRegistry(), **kwargs,
     )
 
 

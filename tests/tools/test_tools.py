@@ -11,13 +11,15 @@ import pytest
 
 from hookgate import HookRegistry, Tool, tool
 from hookgate.tools import CallIdentity, ToolCall, ToolDefinitionError, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 
 
 async def call(t: Tool, args: dict[str, Any]) -> str:
     """Run ``t`` the only way anything runs a tool: through the guarded path, no hooks."""
     outcome = await execute_tool_call(
-        ToolCall("c1", t.name, args), tools={t.name: t}, registry=HookRegistry(),
-        identity=CallIdentity(agent_id="a", user_id="u", org_id="o", run_id="r1"),
+        new_call(CallIdentity(agent_id="a", user_id="u", org_id="o", run_id="r1"),
+                 ToolCall("c1", t.name, args), {t.name: t}),
+        registry=HookRegistry(),
     )
     assert outcome.status == "ok", outcome.observation
     return outcome.observation

@@ -16,6 +16,7 @@ from hookgate.canonical import canonical_bytes
 from hookgate.hooks.withheld import shown_changes
 from hookgate.tools.arguments import ArgumentsRefused, check_arguments
 from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.guarded_call import converted_arguments
 from hookgate.tools.tool import Tool, args_digest
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def checked_edit(tool: Tool | None, tool_name: str, original: Mapping[str, Any],
                           f"{type(edited).__name__}")
     try:
         check_arguments(edited)
-        valid = tool.validate(edited)
+        valid = converted_arguments(tool, edited)
     except (ArgumentsRefused, ToolArgumentsError) as exc:
         raise InvalidEdit(f"edited arguments refused: {exc}") from None
     wrong = _not_declared_type(tool.parameters, valid)

@@ -104,7 +104,9 @@ def _callable_name(agent: Agent, name: str) -> bool:
         return True
     if not _EXTERNAL_NAME.fullmatch(name):
         return False
-    external = "claude_code" in (agent.model_config_json or {})
+    # The coding agents' section, under either of its names (external.coding.policy.SECTIONS).
+    external = any(name in (agent.model_config_json or {})
+                   for name in ("coding_agents", "claude_code"))
     return external or (name.startswith("mcp__") and name.count("__") >= 2)
 
 

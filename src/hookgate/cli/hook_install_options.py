@@ -24,7 +24,7 @@ TokenEnvOption = Annotated[str, typer.Option(
                         "token (the token itself is never written).")]
 WaitOption = Annotated[float | None, typer.Option(
     "--wait", help="Seconds hookgate waits for a person (default: the agent's "
-                   "claude_code.wait_s, else 20).")]
+                   "coding_agents.wait_s, else 20).")]
 
 
 def hook_server(given: str | None) -> str:
@@ -58,19 +58,19 @@ def server_and_wait(agent: str, config: Path | None, example: str | None, url: s
                     wait_s: float | None) -> tuple[str, float]:
     """The server a command-hook agent's hooks call and how long hookgate waits for a
     person: the options, else the configuration's ``server.public_url`` and the agent's
-    ``claude_code.wait_s``, else the defaults; exit with the reason on a bad one."""
+    ``coding_agents.wait_s``, else the defaults; exit with the reason on a bad one."""
     from hookgate.cli.app import fail
     from hookgate.cli.config_source import load_from_options
 
     server, wait = url, wait_s
     if config is not None or example is not None:
-        from hookgate.claude_code.policy import ExternalPolicy
         from hookgate.config import ConfigError
+        from hookgate.external.coding.policy import CodingAgentPolicy
         from hookgate.hooks.errors import HookBuildError
 
         cfg = load_from_options(config, example, code=1)
         try:
-            wait = wait if wait is not None else ExternalPolicy.of(cfg.build_agent(agent)).wait_s
+            wait = wait if wait is not None else CodingAgentPolicy.of(cfg.build_agent(agent)).wait_s
         except (ConfigError, HookBuildError) as exc:
             fail(str(exc))
         server = server or cfg.server.public_url

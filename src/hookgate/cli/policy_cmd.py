@@ -12,6 +12,7 @@ from rich.table import Table
 
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.tools.guarded_call import converted_arguments
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
@@ -129,7 +130,7 @@ async def decide_case(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
                             require_confirmation_for_all=agent.require_confirmation_for_all)
     try:
         needs = identity.require_confirmation_for_all or bool(
-            tool and tool.needs_confirmation(tool.validate(case.args)))
+            tool and tool.needs_confirmation(converted_arguments(tool, case.args)))
     except ToolArgumentsError:
         needs = True  # the hook denies these arguments, saying why
     metadata = {**extras, **build_metadata(identity, ToolCall("case", case.tool, case.args),

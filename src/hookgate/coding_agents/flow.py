@@ -3,12 +3,13 @@ agent's rules, hooks, Cedar, the gate; the session's SessionStart first if it ne
 and PostToolUse (audit, telemetry; output withheld or rewritten by a hook replaced for the
 model), for any agent's `HookInput`.
 
-The rules are the agent's coding-agent rules (its ``claude_code`` section, matched on
-hookgate's tool names), so one rule holds for every coding agent. None of these agents can
+The rules are the agent's coding-agent rules (its ``coding_agents`` section, or
+``claude_code`` under its earlier name; external/coding/policy.py), matched on hookgate's
+tool names, so one rule holds for every coding agent. None of these agents can
 wait for a person past its hook timeout: a call still pending is refused with the request's
 id and told to repeat the identical call, which then joins that request
 (`RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`) and runs once after approval. An agent that
-sends no call id (Copilot CLI) gets one derived by hookgate (coding_agents/call_ids.py),
+sends no call id (Copilot CLI, Gemini CLI) gets one derived by hookgate (coding_agents/call_ids.py),
 under which the identical retry is the same call: no exception is needed for it.
 """
 
@@ -21,11 +22,11 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.canonical import NotCanonicalJSON, canonical_sha256
-from hookgate.claude_code.policy import ExternalPolicy
 from hookgate.coding_agents.call_ids import CallOccurrences
 from hookgate.coding_agents.codec import BadHookInput, Event, HookInput, Outcome
 from hookgate.coding_agents.tools import connector_of, writes
 from hookgate.external.call import ExternalCall, build_call
+from hookgate.external.coding.policy import CodingAgentPolicy
 from hookgate.external.core import (
     Allowed,
     Denied,
@@ -105,7 +106,7 @@ class _HookCall:
                             org_id=self.agent.org_id or self.caller.org_id, run_id=self.run_id,
                             conversation_id=self.run_id, execution_path="external")
 
-    def _typed(self, policy: ExternalPolicy, *, checked: bool) -> ExternalCall:
+    def _typed(self, policy: CodingAgentPolicy, *, checked: bool) -> ExternalCall:
         name, call_id = self.hook.tool_name, self.call_id
         if not name or not call_id:
             raise BadHookInput("a tool call needs its tool name and call id")
@@ -128,7 +129,7 @@ class _HookCall:
             occurrence = await self.occurrences.current()
             self.call_id = self.occurrences.call_id(occurrence)
         try:
-            policy = ExternalPolicy.of(self.agent)
+            policy = CodingAgentPolicy.of(self.agent)
             call = self._typed(policy, checked=True)
         except HookBuildError as exc:
             return Outcome(refused=f"hookgate cannot apply its rules, so nothing runs: {exc}")
@@ -157,9 +158,9 @@ class _HookCall:
         if self.occurrences is not None:
             self.call_id = self.occurrences.call_id(await self.occurrences.last_allowed())
         try:
-            policy = ExternalPolicy.of(self.agent)
+            policy = CodingAgentPolicy.of(self.agent)
         except HookBuildError:
-            policy = ExternalPolicy()
+            policy = CodingAgentPolicy()
         call = self._typed(policy, checked=False)
         args, result = self.hook.arguments, self.hook.result
         try:

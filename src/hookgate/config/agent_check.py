@@ -43,7 +43,7 @@ def check_agents(cfg: HookgateConfig, services: HookServices) -> AgentCheck:
     """Build every agent as a run would; nothing runs and nothing is written."""
     # Imported here: the catalog and the Claude Code policy import the configuration.
     from hookgate.catalog import build_registry
-    from hookgate.claude_code.policy import ExternalPolicy
+    from hookgate.external.coding.policy import CodingAgentPolicy, declares_coding_rules
 
     registries: dict[str, HookRegistry] = {}
     broken: list[BrokenAgent] = []
@@ -57,8 +57,8 @@ def check_agents(cfg: HookgateConfig, services: HookServices) -> AgentCheck:
         try:
             built = cfg.build_agent(spec.id)
             registry = build_registry(built, services)
-            if "claude_code" in built.model_config_json:
-                ExternalPolicy.of(built)
+            if declares_coding_rules(built.model_config_json):
+                CodingAgentPolicy.of(built)
         except HookBuildError as exc:
             # "agent 'x': hooks.…" — the agent is named already, and hooks sit in
             # model_config_json in the file.

@@ -28,6 +28,7 @@ from hookgate.retries import doubling, retrying, warn_before_retry
 from hookgate.tools.arguments import CALL_ID_COLUMN, admit_call, storable_text
 from hookgate.tools.calls import CallIdentity, ExecutionPath, ToolCall, ToolOutcome
 from hookgate.tools.guarded import execute_tool_call
+from hookgate.tools.guarded_call import new_call
 from hookgate.tools.ledger import ExecutionLedger, FinishedCall, PriorExecution
 from hookgate.tools.tool import Tool
 
@@ -503,10 +504,8 @@ class RunDriver:
         """
         assert self.registry is not None
         return await execute_tool_call(
-            call,
-            tools=self.tools,
+            new_call(self.identity(), call, self.tools),
             registry=self.registry,
-            identity=self.identity(),
             ledger=self.ledger if self._carrier is None else _CarriedLedger(self),
             resume_at=resume_at,
             reenter=reenter,

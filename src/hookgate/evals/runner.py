@@ -24,6 +24,7 @@ from hookgate.llm.base import ChatModel
 from hookgate.llm.scripted import ScriptedLLM
 from hookgate.tools.calls import ToolCall, ToolOutcome
 from hookgate.tools.guarded import execute_tool_call
+from hookgate.tools.guarded_call import new_call
 
 
 class _HooksBypassedDriver(RunDriver):
@@ -41,8 +42,8 @@ class _HooksBypassedDriver(RunDriver):
     async def guarded_call(self, call: ToolCall, resume_at: str | None, *,
                            reenter: bool = False) -> ToolOutcome:
         assert self.registry is not None
-        return await execute_tool_call(call, tools=self.tools, registry=self.registry,
-                                       identity=self.identity(), ledger=self.ledger,
+        return await execute_tool_call(new_call(self.identity(), call, self.tools),
+                                       registry=self.registry, ledger=self.ledger,
                                        hooks_bypassed=True)
 
 

@@ -1,22 +1,23 @@
 """Approvals for calls that run outside hookgate: bounded waits, one execution per approval.
 
-A Claude Code hook (or a guarded-call API request) cannot hold a call for hours, so the gate
-waits ``wait_s`` and then leaves the request pending (StillPending). An approval covers its
-own call id only (hookgate.hooks.coverage): the same call asked again under the same id —
-the same ``tool_use_id`` after ``claude -p --resume``, the same ``call_id`` of the guarded-call
-API — finds its request; another call id with the same tool and arguments is another call
-and gets a request of its own. The one exception is the path built with
-``retry=RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`` (Claude Code in interactive mode, which is
-told to "make the identical call again" and does so under a new ``tool_use_id``): when this
-call's wait runs out its request is marked given up (`gave_up_key`), and an identical call
-of the same session with no request of its own joins that request. Where a call runs is
-part of it: the working directory a call id was first asked from (Claude Code's ``cwd``) is
-kept, the same call id asked from elsewhere is refused, and a retry from elsewhere joins
-nothing (``rm -rf build`` sent again from another directory is another call). An
-approval is used by exactly one execution: its use is claimed in the execution ledger
-(`use_key`), and a second claim finds it taken (a retry that loses the claim asks again under
-its own id). The binding is compared before the claim, so a mismatched call never uses up an
-approval.
+A Claude Code hook (or a guarded-call API request) cannot hold a call for hours, so the
+gate waits ``wait_s`` and then leaves the request pending (StillPending). An approval
+covers its own call id only (hookgate.hooks.coverage): the same call asked again under the
+same id — the same ``tool_use_id`` after ``claude -p --resume``, the same ``call_id`` of
+the guarded-call API — finds its request; another call id with the same tool and arguments
+is another call and gets a request of its own. The one exception is the path built with
+``retry=RetryReuse.IDENTICAL_CALL_AFTER_GIVE_UP`` (Claude Code in interactive mode, which
+is told to "make the identical call again" and does so under a new ``tool_use_id``): when
+this call's wait runs out its request is marked given up (`ApprovalUse.GAVE_UP`), and an
+identical call of the same session with no request of its own joins that request. Where a
+call runs is part of it: the working directory a call id was first asked from (Claude
+Code's ``cwd``) is kept, and `hookgate.hooks.coverage.coverage` compares it (`Places`) with
+where a call is asked from: the same call id asked from elsewhere is refused, and a retry
+from elsewhere joins nothing (``rm -rf build`` sent again from another directory is another
+call). An approval is used by exactly one execution: its use is claimed in the execution
+ledger (the typed key `ApprovalEntry(ApprovalUse.USE, request id)`), and a second claim
+finds it taken (a retry that loses the claim asks again under its own id). The binding is
+compared before the claim, so a mismatched call never uses up an approval.
 
 For the guarded-call API the claim names the call id that owns the use, written right after
 the claim: the same call asked again (on any instance, at the same moment) finds the use its
@@ -36,8 +37,8 @@ from hookgate.approvals.persistent import PersistentApprovals, StillPending
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.external.keys import Entry, EntryKind
-from hookgate.hooks.coverage import RetryReuse, coverage
-from hookgate.storage.confirmations import gave_up_key, use_key
+from hookgate.hooks.coverage import Coverage, Places, RetryReuse, coverage
+from hookgate.storage.confirmations import ApprovalEntry, ApprovalUse
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.ledger import PriorExecution
 
@@ -84,14 +85,11 @@ class ExternalApprovals:
                                     args_sha256=ask.args_sha256, reason=moved,
                                     binding=ask.binding)
         decision = await self._decision(ask, self.retry)
-        joined = decision.binding.tool_call_id if decision.binding is not None else None
-        if decision.retry is not None and (joined is None or await self._place_of(
-                ask, joined) != _place(ask.metadata)):
-            # Joined as a retry, but asked from another place than the call that gave up:
-            # not the identical call; it asks under its own id.
+        if decision.retry is not None and not (await self._covers(ask, decision)).covered:
+            # Joined as a retry, but not the identical call (asked from another place than
+            # the call that gave up): it asks under its own id.
             decision = await self._decision(ask, None)
-        if decision.status != "approved" or not coverage(
-                decision.binding, ask.binding, retry=decision.retry).covered:
+        if decision.status != "approved" or not (await self._covers(ask, decision)).covered:
             # Checked before the claim: a decision that is not this exact call's (another
             # input sent under an approved tool_use_id) is refused by the gate, and the
             # approval stays unused for the call a person approved.
@@ -101,8 +99,8 @@ class ExternalApprovals:
             # Joined as a retry, but another identical call used the approval first: this
             # call is not that one, and asks under its own id.
             decision = await self._decision(ask, None)
-            if decision.status != "approved" or not coverage(
-                    decision.binding, ask.binding).covered:
+            if decision.status != "approved" or not (
+                    await self._covers(ask, decision)).covered:
                 return decision
             claimed = await self._claim_use(ask, decision)
         if claimed is not None:
@@ -115,6 +113,19 @@ class ExternalApprovals:
             self.used = await self.approvals.store.get(decision.request_id)
         return decision
 
+    async def _covers(self, ask: ApprovalAsk, decision: ApprovalDecision) -> Coverage:
+        """Whether ``decision``'s approval covers ``ask``'s call (hookgate.hooks.coverage),
+        with the places of both on a path whose calls run somewhere."""
+        approved = decision.binding
+        places = None
+        if PLACE_KEY in ask.metadata and approved is not None:
+            here = _place(ask.metadata)
+            # This call id's own place was checked on entry (`_moved`): it is here.
+            there = here if approved.tool_call_id == ask.tool_call_id else (
+                await self._place_of(ask, approved.tool_call_id))
+            places = Places(there, here)
+        return coverage(approved, ask.binding, retry=decision.retry, places=places)
+
     async def _decision(self, ask: ApprovalAsk, retry: RetryReuse | None
                         ) -> ApprovalDecision:
         try:
@@ -124,7 +135,7 @@ class ExternalApprovals:
             if self.retry is not None:
                 # This call's client is told to make the identical call again (under a new
                 # id): that retry may join the request (see RetryReuse).
-                key = gave_up_key(waiting.request.id)
+                key = ApprovalEntry(ApprovalUse.GAVE_UP, waiting.request.id).key
                 if await self.ledger.claim(ask.run_id, key, ask.tool_name,
                                            ask.args_sha256) is None:
                     await self.ledger.finish(ask.run_id, key, ask.tool_call_id, ok=True)
@@ -140,11 +151,10 @@ class ExternalApprovals:
         if await self.ledger.claim(ask.run_id, entry.key, ask.tool_name, "") is None:
             await self.ledger.finish(ask.run_id, entry.key, here, ok=True)
             return None
-        there = await self._place_of(ask, ask.tool_call_id)
-        if there == _place(ask.metadata):
-            return None
-        return (f"call id '{ask.tool_call_id}' was asked from {there or 'another place'}; "
-                f"asked from {_place(ask.metadata)} it is another call, so it does not run")
+        # An approval of this very call, given where its id was first asked from.
+        cover = coverage(ask.binding, ask.binding, places=Places(
+            await self._place_of(ask, ask.tool_call_id), _place(ask.metadata)))
+        return None if cover.covered else f"{cover.reason}, so it does not run"
 
     async def _place_of(self, ask: ApprovalAsk, call_id: str) -> str | None:
         """Where call ``call_id`` of ``ask``'s run was first asked from (None: unknown)."""
@@ -167,9 +177,15 @@ class ExternalApprovals:
                          ) -> PriorExecution | None:
         """None when this call claimed the approval's use (or it was already its own);
         the claim of the call that used it otherwise."""
-        key = use_key(decision.request_id)
-        claimed = await self.ledger.claim(ask.run_id, key, ask.tool_name, ask.args_sha256)
+        entry = ApprovalEntry(ApprovalUse.USE, decision.request_id)
         mine = None if self.owner is None else f"call:{self.owner}"
+        for earlier in entry.keys_used[1:]:
+            # A use recorded before the keys were typed still counts.
+            used = await self.ledger.recorded(ask.run_id, earlier)
+            if used is not None and (mine is None or used.observation != mine):
+                return used
+        key = entry.key
+        claimed = await self.ledger.claim(ask.run_id, key, ask.tool_name, ask.args_sha256)
         if claimed is not None and mine is not None and claimed.observation is None:
             claimed = await self._settled(ask.run_id, key)
         if claimed is not None and (mine is None or claimed.observation != mine):

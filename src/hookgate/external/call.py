@@ -1,5 +1,6 @@
 """The typed call of the external path: built once per ask from what a caller sent (the
-guarded-call API, a Claude Code hook), with the tool's declaration and the validated,
+guarded-call API, a Claude Code or Codex hook) by the guarded path's one constructor
+(`hookgate.tools.guarded_call.new_call`), with the tool's declaration and the validated,
 converted arguments; the external core decides it and observes its result.
 
 A tool the agent declares in its hookgate configuration (``agent.tools``) is that
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hookgate.agent import Agent
@@ -25,6 +26,8 @@ from hookgate.external.policy import (
 )
 from hookgate.external.schema_tool import SchemaTool
 from hookgate.tools.calls import CallIdentity, ToolCall
+from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.guarded_call import GuardedCall, RefusedCall, new_call
 from hookgate.tools.tool import Tool
 
 __all__ = ["ACTING_SERVICE_KEY", "ExternalCall", "build_call", "tool_call"]
@@ -38,47 +41,51 @@ DEFAULT_CONNECTOR = "guarded_calls"
 
 @dataclass(frozen=True, slots=True)
 class ExternalCall:
-    """One call from outside: who asks, in which session, the tool as declared and the
-    arguments as validated and converted by the tool's parameter types."""
+    """One call from outside: the agent (whose hooks decide) and the typed call every
+    caller hands to the guarded path (`GuardedCall`, made by `new_call`): who asks, whom it
+    acts for, the session, the tool as declared and the converted arguments."""
 
     agent: Agent
-    #: Who asks: the token's user (a person, or a service identity). The call, its session
-    #: and its approval's use are theirs; waits, peeks and reports are checked against them.
-    user_id: str
-    #: Whom the call acts for: its initiator, the gate's requester (whom approver scope
-    #: ``initiator`` lets decide). A person acts for themself; a service for the person its
-    #: ``acts_for`` names (authority.acting_for), or for nobody (None: only an escalation
-    #: can then decide an initiator-scoped request).
-    initiator: str | None
-    #: The org the asker belongs to when asking (the agent's org: the codecs check it).
-    org_id: str | None
-    session_id: str
-    call_id: str
-    run_id: str
-    tool: Tool
-    arguments: dict[str, Any]
-    #: Request facts for the hooks (the framework, Claude Code's cwd, the schema, ...).
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    #: How many delegations down from a session without a parent (0: top-level).
-    depth: int = 0
-    parent_session: str | None = None
-    parent_agent_id: str | None = None
-    transcript_path: str | None = None
+    call: GuardedCall
 
     @property
     def identity(self) -> CallIdentity:
-        agent = self.agent
-        return CallIdentity(agent_id=agent.id, user_id=self.initiator,
-                            org_id=agent.org_id or self.org_id, run_id=self.run_id,
-                            conversation_id=self.session_id, execution_path="external",
-                            require_confirmation_for_all=agent.require_confirmation_for_all,
-                            parent_agent_id=self.parent_agent_id, depth=self.depth,
-                            parent_session=self.parent_session,
-                            transcript_path=self.transcript_path)
+        return self.call.identity
+
+    @property
+    def user_id(self) -> str | None:
+        """Who asks: the token's user (a person, or a service identity)."""
+        return self.call.asker
+
+    @property
+    def initiator(self) -> str | None:
+        """Whom the call acts for (the gate's requester)."""
+        return self.call.initiator
+
+    @property
+    def run_id(self) -> str:
+        return self.call.run_id
+
+    @property
+    def call_id(self) -> str:
+        return self.call.call_id
+
+    @property
+    def tool(self) -> Tool:
+        return self.call.tool
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self.call.arguments
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """Request facts for the hooks (the framework, Claude Code's cwd, the schema, ...)."""
+        return self.call.metadata
 
     @property
     def tool_call(self) -> ToolCall:
-        return ToolCall(self.call_id, self.tool.name, self.arguments)
+        return self.call.tool_call
 
 
 def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str | None,
@@ -89,12 +96,13 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
                metadata: Mapping[str, Any] | None = None, depth: int = 0,
                parent_session: str | None = None, parent_agent_id: str | None = None,
                transcript_path: str | None = None, checked: bool = True) -> ExternalCall:
-    """The typed call. ``writes``/``connector``: a stand-in tool's defaults, which the rules
-    may change. ``checked``: validate and convert ``arguments`` (ToolArgumentsError says
-    what is wrong); False for arguments that were (a call's final arguments, reported).
-    ``initiator``: whom the call acts for (see `ExternalCall.initiator`); when it is not
-    ``user_id`` (a service identity asks), the hooks read the asker as
-    ``metadata.acting_service``.
+    """The typed call, made by the one constructor (`new_call`). ``writes``/``connector``:
+    a stand-in tool's defaults, which the rules may change. ``checked``: validate and
+    convert ``arguments`` (ToolArgumentsError says what is wrong); False for arguments that
+    were (a call's final arguments, reported). ``initiator``: whom the call acts for (the
+    ``user_id`` of the call's identity); when it is not ``user_id`` (a service identity
+    asks), the hooks read the asker as ``metadata.acting_service``. ``org_id``: the org the
+    asker belongs to when asking (the agent's org wins).
     HookBuildError: the agent's rules cannot be applied."""
     declared = agent.toolbox().get(tool_name)
     facts = dict(metadata or {})
@@ -109,17 +117,30 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
                           _fn=_never_run)
         facts[TOOL_SCHEMA_KEY] = dict(schema) if schema is not None else None
         facts["tool_description"] = description
-    args = base.validate(dict(arguments)) if checked else dict(arguments)
-    probe = probe_context(tool_name, args, agent, initiator, facts)
-    if declared is not None:
-        flags = rules.flags(probe, writes=declared.writes,
-                            connector=declared.connector or connector)
-        tool = _declared_with_rules(declared, flags)
-    else:
-        tool = rules.tool(tool_name, probe, writes=writes, connector=connector, schema=schema,
+
+    def shaped(tool: Tool, args: dict[str, Any]) -> Tool:
+        # The rules read the converted arguments; they may only add a person's approval
+        # to a declared tool, and give a stand-in its flags.
+        probe = probe_context(tool_name, args, agent, initiator, facts)
+        if declared is not None:
+            flags = rules.flags(probe, writes=declared.writes,
+                                connector=declared.connector or connector)
+            return _declared_with_rules(declared, flags)
+        return rules.tool(tool_name, probe, writes=writes, connector=connector, schema=schema,
                           description=description)
-    return ExternalCall(agent, user_id, initiator, org_id, session_id, call_id, run_id, tool, args,
-                        facts, depth, parent_session, parent_agent_id, transcript_path)
+
+    identity = CallIdentity(agent_id=agent.id, user_id=initiator,
+                            org_id=agent.org_id or org_id, run_id=run_id,
+                            conversation_id=session_id, execution_path="external",
+                            require_confirmation_for_all=agent.require_confirmation_for_all,
+                            parent_agent_id=parent_agent_id, depth=depth,
+                            parent_session=parent_session, transcript_path=transcript_path)
+    made = new_call(identity, ToolCall(call_id, tool_name, dict(arguments)), {tool_name: base},
+                    asker=user_id, metadata=facts, shape=shaped, checked=checked)
+    if isinstance(made, RefusedCall):
+        # The one tool is there: only its arguments can be refused.
+        raise made.error or ToolArgumentsError(made.message)
+    return ExternalCall(agent, made)
 
 
 def tool_call(call: ExternalCall, arguments: dict[str, Any]) -> ToolCall:

@@ -190,12 +190,8 @@ class ExternalCore:
         except HookBuildError as exc:
             return Denied(f"hookgate cannot build agent '{call.agent.id}''s hooks, so nothing "
                           f"runs: {exc}")
-        metadata = dict(call.metadata)
-        if counted:
-            metadata[COUNTED_KEY] = True
-        decided = await decide_call(call.tool_call, call.tool, call.arguments,
-                                    registry=registry, identity=call.identity,
-                                    metadata=metadata)
+        guarded = call.call.with_facts({COUNTED_KEY: True}) if counted else call.call
+        decided = await decide_call(guarded, registry=registry)
         if isinstance(decided, ToolOutcome):
             # The gate's StillPending is a hook failure to the registry (the call is
             # blocked, observers record the attempt); the verdict says what it waits for.

@@ -43,6 +43,7 @@ from hookgate.storage.database import Database
 from hookgate.storage.types import utcnow
 from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.guarded import build_metadata, execute_tool_call
+from hookgate.tools.guarded_call import new_call
 from hookgate.tools.ledger import ExecutionLedger, PriorExecution
 from hookgate.tools.tool import Tool
 
@@ -396,8 +397,8 @@ class McpGateway:
         if isinstance(tool, McpTool) and isinstance(args, dict):
             # A gated call: the approver reads which gate rules asked, for these arguments.
             tools = {**tools, name: tool.for_call(args)}
-        guarded = execute_tool_call(call, tools=tools, registry=registry,
-                                    identity=identity, ledger=ledger)
+        guarded = execute_tool_call(new_call(identity, call, tools), registry=registry,
+                                    ledger=ledger)
         try:
             # A gated call may wait long for a person: only while its caller keeps access.
             outcome = await while_allowed(

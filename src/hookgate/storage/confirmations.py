@@ -4,6 +4,7 @@ on SQLite and PostgreSQL alike. Callers get `ConfirmationRecord` values, never r
 
 from __future__ import annotations
 
+import enum
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
@@ -13,6 +14,7 @@ from typing import Any
 from sqlalchemy import Text, cast, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from hookgate.canonical import canonical_sha256
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ConfirmationRequestRow, ToolExecutionRow
 from hookgate.storage.transaction import Transaction, clock
@@ -246,32 +248,62 @@ class ConfirmationTable:
         return [record_of(r) for r in rows]
 
     async def given_up_unused(self, run_id: str) -> list[ConfirmationRecord]:
-        """The requests of ``run_id`` whose call gave up waiting (`gave_up_key` claimed) that
-        are pending, or approved and not yet used (`use_key` unclaimed), oldest first: what
-        an identical retry may join (whether it is one: hookgate.hooks.coverage)."""
-        keys = select(ToolExecutionRow.tool_call_id).where(ToolExecutionRow.run_id == run_id)
-        t = _Row
+        """The requests of ``run_id`` whose call gave up waiting (its `ApprovalUse.GAVE_UP`
+        entry claimed) that are pending, or approved and not yet used (no `ApprovalUse.USE`
+        entry), oldest first: what an identical retry may join (whether it is one:
+        hookgate.hooks.coverage)."""
+        t, x = _Row, ToolExecutionRow
         async with self.db.session() as s:
+            keys = set((await s.execute(select(x.tool_call_id).where(
+                x.run_id == run_id,
+                or_(x.tool_call_id.startswith(APPROVAL_ENTRY_PREFIX, autoescape=True),
+                    x.tool_call_id.startswith(_LEGACY_USE_PREFIX, autoescape=True)),
+            ))).scalars().all())
+            if not keys:
+                return []
             rows = (await s.execute(select(t).where(
                 t.run_id == run_id, t.status.in_(("pending", "approved")),
-                (GAVE_UP_PREFIX + t.id).in_(keys), (USE_PREFIX + t.id).not_in(keys),
-            ).order_by(t.created_at).limit(_GIVEN_UP_READ))).scalars().all()
-        return [record_of(r) for r in rows]
+            ).order_by(t.created_at))).scalars().all()
+        given = [r for r in rows
+                 if ApprovalEntry(ApprovalUse.GAVE_UP, r.id).key in keys
+                 and not keys & set(ApprovalEntry(ApprovalUse.USE, r.id).keys_used)]
+        return [record_of(r) for r in given[:_GIVEN_UP_READ]]
 
 
-#: The execution ledger's key (under the request's run) claimed by the one execution that
-#: uses an approval, and the one that says the request's call gave up waiting for it.
-USE_PREFIX = "approval:"
-GAVE_UP_PREFIX = "gave-up:"
+class ApprovalUse(enum.Enum):
+    """What an execution-ledger entry (under the request's run) says of an approval."""
+
+    #: Claimed by the one execution that uses the approval.
+    USE = "approval-use"
+    #: The request's call gave up waiting for it (an identical retry may join it).
+    GAVE_UP = "approval-gave-up"
+
+
+#: What every `ApprovalEntry` key starts with.
+APPROVAL_ENTRY_PREFIX = "approval-"
+#: The use key before typed keys (``approval:<request id>``): a use recorded under it
+#: still counts, so an approval used before an upgrade is not used again after it.
+_LEGACY_USE_PREFIX = "approval:"
 #: The most given-up requests of one run a retry looks at.
 _GIVEN_UP_READ = 50
 
 
-def use_key(request_id: str) -> str:
-    """The ledger key of the one use of request ``request_id``'s approval."""
-    return USE_PREFIX + request_id
+@dataclass(frozen=True, slots=True)
+class ApprovalEntry:
+    """A typed execution-ledger key about one request's approval: the kind, then a hash of
+    the canonical JSON of (kind, request id), never a string joined with a separator."""
 
+    kind: ApprovalUse
+    request_id: str
 
-def gave_up_key(request_id: str) -> str:
-    """The ledger key that says request ``request_id``'s call gave up waiting for it."""
-    return GAVE_UP_PREFIX + request_id
+    @property
+    def key(self) -> str:
+        return (f"{self.kind.value}-"
+                f"{canonical_sha256([self.kind.value, self.request_id])[:40]}")
+
+    @property
+    def keys_used(self) -> tuple[str, ...]:
+        """The keys a recorded entry of this kind may be under (the legacy use key too)."""
+        if self.kind is ApprovalUse.USE:
+            return (self.key, _LEGACY_USE_PREFIX + self.request_id)
+        return (self.key,)

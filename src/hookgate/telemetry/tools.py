@@ -9,7 +9,7 @@ and a withheld output is never there.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ParamSpec
 
 from hookgate.hooks.withheld import mask_text
@@ -18,7 +18,8 @@ from hookgate.telemetry.instruments import instruments
 from hookgate.telemetry.switch import SWITCH, capture_content
 
 if TYPE_CHECKING:
-    from hookgate.tools.calls import CallIdentity, ToolCall, ToolOutcome
+    from hookgate.tools.calls import ToolOutcome
+    from hookgate.tools.guarded_call import GuardedCall, RefusedCall
 
 P = ParamSpec("P")
 
@@ -51,16 +52,15 @@ async def _traced(fn: Callable[..., Outcome], args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> ToolOutcome:
     from opentelemetry.trace import SpanKind, StatusCode
 
-    call: ToolCall = args[0] if args else kwargs["call"]
-    tools: Mapping[str, Any] = kwargs.get("tools") or {}
-    identity: CallIdentity | None = kwargs.get("identity")
-    tool = tools.get(call.name) if isinstance(call.name, str) else None
+    call: GuardedCall | RefusedCall = args[0] if args else kwargs["call"]
+    tool = call.tool
+    identity = call.identity
     # An unknown name is whatever the model sent: keep it off span names and metric labels.
     tool_name = values.name(call.name) if tool is not None else "(unknown)"
     attrs: dict[str, Any] = {
         names.OPERATION_NAME: names.OP_EXECUTE_TOOL,
         names.TOOL_NAME: values.name(call.name),
-        names.TOOL_CALL_ID: values.name(call.id),
+        names.TOOL_CALL_ID: values.name(call.call_id),
         names.TOOL_TYPE: "function",
     }
     if tool is not None:
@@ -68,10 +68,9 @@ async def _traced(fn: Callable[..., Outcome], args: tuple[Any, ...],
         attrs[names.TOOL_WRITES] = bool(tool.writes)
         if tool.connector:
             attrs[names.TOOL_CONNECTOR] = values.name(tool.connector)
-    if identity is not None:
-        attrs[names.AGENT_ID] = values.name(identity.agent_id)
-        attrs[names.RUN_ID] = identity.run_id
-        attrs[names.EXECUTION_PATH] = identity.execution_path
+    attrs[names.AGENT_ID] = values.name(identity.agent_id)
+    attrs[names.RUN_ID] = identity.run_id
+    attrs[names.EXECUTION_PATH] = identity.execution_path
     ins = instruments()
     span_name = f"execute_tool {tool_name}" if tool is not None else "execute_tool"
     with ins.tracer.start_as_current_span(span_name, kind=SpanKind.INTERNAL,

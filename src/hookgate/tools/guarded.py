@@ -1,6 +1,9 @@
-"""The one guarded path: every tool call of every engine goes through `execute_tool_call`.
+"""The one guarded path: every tool call of every caller is a typed call (`new_call`,
+tools/guarded_call.py: its arguments validated and converted there, once) that goes through
+`execute_tool_call` (the engines, the MCP gateway, evals) or `decide_call` then
+`observe_result` (a tool that runs elsewhere: hookgate.external).
 
-validate → PreToolUse chain → validate again if rewritten → after an approval, the checks
+validated call → PreToolUse chain → validate again if rewritten → after an approval, the checks
 that may have changed meanwhile → approval check (run, call id, tool, agent, digest) → run
 the tool (claimed in the execution ledger) → PostToolUse chain → observation. Nothing else in
 hookgate invokes a tool's function; tests/test_architecture.py fails if something does.
@@ -12,7 +15,6 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, Protocol
 
@@ -24,6 +26,7 @@ from hookgate.hooks.withheld import Withheld, mask_text
 from hookgate.telemetry.tools import traced_tool_call
 from hookgate.tools.calls import CallBinding, CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.guarded_call import GuardedCall, RefusedCall
 from hookgate.tools.ledger import ExecutionLedger
 from hookgate.tools.tool import Tool, args_digest
 
@@ -114,76 +117,61 @@ def with_hook_context(observation: str, notes: list[str]) -> str:
 
 @traced_tool_call
 async def execute_tool_call(
-    call: ToolCall,
+    call: GuardedCall | RefusedCall,
     *,
-    tools: Mapping[str, Tool],
     registry: HookRegistry,
-    identity: CallIdentity,
     ledger: ExecutionLedger | None = None,
     resume_at: str | None = None,
     hooks_bypassed: bool = False,
     reenter: bool = False,
 ) -> ToolOutcome:
-    """Run one tool call through the hooks and return what the model will see.
+    """Run one typed call (`new_call`'s) through the hooks and return what the model will see.
 
     ``resume_at`` restarts an interrupted PreToolUse chain at the named hook (the arguments
-    in ``call`` are then the ones that hook saw; `ADMITTED`: past the whole chain).
+    of ``call`` are then the ones that hook saw; `ADMITTED`: past the whole chain).
     ``reenter``: the call was claimed before and its tool continues its own checkpointed
     work (a delegate's parked child run). ``hooks_bypassed`` is for evals only.
     """
-    tool = tools.get(call.name) if isinstance(call.name, str) else None
-    if tool is None:
-        msg = _unknown_tool_message(call.name, tools)
-        outcome = ToolOutcome(call.id, str(call.name), call.args, False, "unknown_tool", msg,
-                              msg)
+    if isinstance(call, RefusedCall):
+        requested = call.requested
+        outcome = ToolOutcome(requested.id, str(requested.name), requested.args, False,
+                              call.status, call.message, call.message)
         if hooks_bypassed:
             return outcome
-        return await _blocked(registry, _attempt_context(call, identity, None), identity,
-                              outcome)
-
-    try:
-        args = tool.validate(call.args)
-    except ToolArgumentsError as exc:
-        msg = f"Error: {exc}"
-        outcome = ToolOutcome(call.id, tool.name, call.args, False, "invalid", msg, msg)
-        if hooks_bypassed:
-            return outcome
-        return await _blocked(registry, _attempt_context(call, identity, tool), identity,
-                              outcome)
+        return await _blocked(registry, _attempt_context(requested, call.identity, call.tool),
+                              call.identity, outcome)
 
     if hooks_bypassed:
-        return await _run_tool(call, tool, args, identity, ledger, None, registry, bypass=True)
+        return await _run_tool(call.tool_call, call.tool, call.arguments, call.identity, ledger,
+                               None, registry, bypass=True)
 
-    decided = await decide_call(call, tool, args, registry=registry, identity=identity,
-                                resume_at=resume_at)
+    decided = await decide_call(call, registry=registry, resume_at=resume_at)
     if isinstance(decided, ToolOutcome):
         return decided
     ctx, final_args, pre = decided
-    outcome = await _run_tool(call, tool, final_args, identity, ledger, ctx, registry,
-                              reenter=reenter)
+    outcome = await _run_tool(call.tool_call, call.tool, final_args, call.identity, ledger, ctx,
+                              registry, reenter=reenter)
     outcome.side_effects[:0] = pre.side_effects
     outcome.hooks[:0] = pre.trace
     return outcome
 
 
 async def decide_call(
-    call: ToolCall,
-    tool: Tool,
-    args: dict[str, Any],
+    guarded: GuardedCall,
     *,
     registry: HookRegistry,
-    identity: CallIdentity,
     resume_at: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
 ) -> ToolOutcome | tuple[HookContext, dict[str, Any], ChainResult]:
-    """The first half of the guarded path, for validated ``args``: the PreToolUse chain, the
+    """The first half of the guarded path for the typed call: the PreToolUse chain, the
     check of a rewrite and the approval check. Returns the blocked outcome (observers told),
     or the context, the final arguments and the chain's result of a call that may run.
-    ``metadata`` adds request facts for the hooks (a caller's own, such as Claude Code's).
+    The call's own ``metadata`` adds request facts for the hooks (such as Claude Code's).
 
-    `execute_tool_call` runs the tool next; Claude Code's tools (hookgate.claude_code) run
-    in Claude Code, which reports back through `observe_result`.
+    `execute_tool_call` runs the tool next; the tools of agents that run elsewhere
+    (hookgate.external) run there, which reports back through `observe_result`.
     """
+    call, tool, args = guarded.tool_call, guarded.tool, guarded.arguments
+    identity, metadata = guarded.identity, guarded.metadata
     needs = identity.require_confirmation_for_all or tool.needs_confirmation(args)
     facts = build_metadata(identity, call, tool, needs)
     ctx = HookContext(
@@ -214,7 +202,7 @@ async def decide_call(
 
     if pre.modified_args is not None or final_args is not args or final_args != seen_args:
         try:
-            final_args = tool.validate(final_args)
+            final_args = guarded.rewritten(final_args).arguments
         except ToolArgumentsError as exc:
             msg = f"Error: a hook rewrote the arguments into invalid ones: {exc}"
             return await _blocked(registry, ctx, identity, ToolOutcome(
@@ -315,21 +303,6 @@ async def _blocked(registry: HookRegistry, ctx: HookContext, identity: CallIdent
                 hook.fail_mode,
             ).to_dict())
     return outcome
-
-
-def _unknown_tool_message(name: Any, tools: Mapping[str, Tool]) -> str:
-    # Tool names are exact: no case folding or trimming, so a near miss never runs the
-    # real tool, but the model is told precisely what was wrong so it can correct itself.
-    known = ", ".join(sorted(tools)) or "none"
-    msg = f"Error: unknown tool {name!r}. Available tools: {known}."
-    if not isinstance(name, str):
-        return msg
-    if not name.isascii():
-        msg += f" The name has non-ASCII characters: {name!a}."
-    near = [t for t in tools if t.casefold() == name.strip().casefold() and t != name]
-    if near:
-        msg += f" Tool names are exact; did you mean {near[0]!r}?"
-    return msg
 
 
 def _approval_refusal(

@@ -33,6 +33,7 @@ from hookgate.storage.orgs import org_read_only
 from hookgate.storage.users import user_admin
 from hookgate.tools.arguments import check_arguments
 from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.guarded_call import converted_arguments
 from hookgate.tools.tool import Tool
 
 NAME = "cedar_policy"
@@ -169,7 +170,7 @@ class CedarPolicy(PreToolUseHook):
         try:
             # As every path admits a call's arguments (tools/arguments.py), then converts.
             check_arguments(ctx.tool_args)
-            args = tool.validate(ctx.tool_args)
+            args = converted_arguments(tool, ctx.tool_args)
         except ToolArgumentsError as exc:
             return self._deny(f"invalid arguments for '{name}': "
                               f"{str(exc).removeprefix(f'invalid arguments for {name!r}: ')}")

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hookgate.claude_code.commands import CommandPattern, Invocation, invocations
-from hookgate.claude_code.paths import PathFacts, is_under, resolve
-from hookgate.claude_code.shell import ShellSyntaxError, Word
+from hookgate.external.coding.commands import CommandPattern, Invocation, invocations
+from hookgate.external.coding.paths import PathFacts, is_under, resolve
+from hookgate.external.coding.shell import ShellSyntaxError, Word
 from hookgate.hooks.errors import HookBuildError
 
 __all__ = ["CommandMatch", "PathMatch", "call_paths"]

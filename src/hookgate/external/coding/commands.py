@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from hookgate.claude_code.shell import ShellSyntaxError, SimpleCommand, Word, parse
+from hookgate.external.coding.shell import ShellSyntaxError, SimpleCommand, Word, parse
 
 __all__ = ["CommandPattern", "Invocation", "invocations"]
 
