@@ -15,6 +15,7 @@ from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.fakes.feishu import FakeFeishu
 from tests.fakes.server import BuiltCallback
 from tests.fakes.slack import FakeSlack
+from tests.fakes.telegram import FakeTelegram
 from tests.fakes.wecom import FakeWeCom
 
 
@@ -60,6 +61,12 @@ def feishu() -> Iterator[FakeFeishu]:
 @pytest.fixture
 def slack() -> Iterator[FakeSlack]:
     with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as fake:
         yield fake
 
 

@@ -45,6 +45,8 @@ CHAT = {
     "olivia": ("ou_olivia", "U_OLIVIA", "olivia"),
     "mallory": ("ou_mallory", "U_MALLORY", "mallory"),
 }
+#: Each person's Telegram user id (callback_query.from.id).
+TELEGRAM = {"alice": 1001, "bob": 1002, "olivia": 1003, "mallory": 1004}
 PUBLIC_URL = "https://gate.example"
 #: How long the helpers below wait for something to happen.
 WAIT_S = 15.0
@@ -141,7 +143,7 @@ def world(
     users = [
         UserSpec(name, org, admin=name == "alice", token_sha256=token_digest(TOKENS[name]),
                  feishu_open_id=CHAT[name][0], slack_user_id=CHAT[name][1],
-                 wecom_userid=CHAT[name][2])
+                 wecom_userid=CHAT[name][2], telegram_user_id=str(TELEGRAM[name]))
         for name, org in orgs.items()
     ]
     deployment = Deployment(

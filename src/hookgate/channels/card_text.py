@@ -32,6 +32,7 @@ VIA_TITLES = {
     "feishu": "Feishu",
     "slack": "Slack",
     "wecom": "WeCom",
+    "telegram": "Telegram",
     "timeout": "the timeout fallback",
 }
 

@@ -17,25 +17,30 @@ from hookgate.channels.feishu.channel import FeishuChannel
 from hookgate.channels.feishu.config import FeishuSettings
 from hookgate.channels.slack.channel import SlackChannel
 from hookgate.channels.slack.config import SlackSettings
+from hookgate.channels.telegram.channel import TelegramChannel
+from hookgate.channels.telegram.config import TelegramSettings
 from hookgate.channels.validators import ChannelValidator, register_channel_validator
 from hookgate.channels.wecom.channel import WeComChannel
 from hookgate.channels.wecom.config import WeComSettings
 
-ChannelClass = type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
+ChannelClass = (type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
+                | type[TelegramChannel])
 
 CHANNEL_TYPES: dict[str, ChannelClass] = {
     "feishu": FeishuChannel,  # Lark too: base_url https://open.larksuite.com
     "slack": SlackChannel,
     "wecom": WeComChannel,
+    "telegram": TelegramChannel,
 }
 
 
 #: A built-in channel's settings, keyed by its ``type``.
-ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings,
+ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings | TelegramSettings,
                             Field(discriminator="type")]
 _SETTINGS: TypeAdapter[ChannelSettings] = TypeAdapter(ChannelSettings)
 SETTINGS_MODELS: dict[str, type[ChannelSettingsModel]] = {
-    "feishu": FeishuSettings, "slack": SlackSettings, "wecom": WeComSettings}
+    "feishu": FeishuSettings, "slack": SlackSettings, "wecom": WeComSettings,
+    "telegram": TelegramSettings}
 
 
 def channel_settings(channel_type: str, config: Mapping[str, Any]) -> ChannelSettings:

@@ -19,6 +19,7 @@ IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
     "feishu": User.feishu_open_id,
     "slack": User.slack_user_id,
     "wecom": User.wecom_userid,
+    "telegram": User.telegram_user_id,
 }
 
 

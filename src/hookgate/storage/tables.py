@@ -50,6 +50,9 @@ class User(Base):
     feishu_open_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     slack_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     wecom_userid: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    #: The Telegram user id (an integer, kept as text) of callback_query.from.id.
+    telegram_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True,
+                                                         index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: A disabled user cannot sign in, start runs or decide (see storage/users.py).
     disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
