@@ -15,6 +15,7 @@ from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.fakes.feishu import FakeFeishu
 from tests.fakes.server import BuiltCallback
 from tests.fakes.slack import FakeSlack
+from tests.fakes.teams import FakeTeams
 from tests.fakes.telegram import FakeTelegram
 from tests.fakes.wecom import FakeWeCom
 
@@ -67,6 +68,12 @@ def slack() -> Iterator[FakeSlack]:
 @pytest.fixture
 def telegram() -> Iterator[FakeTelegram]:
     with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+def teams() -> Iterator[FakeTeams]:
+    with FakeTeams() as fake:
         yield fake
 
 

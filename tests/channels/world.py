@@ -47,6 +47,8 @@ CHAT = {
 }
 #: Each person's Telegram user id (callback_query.from.id).
 TELEGRAM = {"alice": 1001, "bob": 1002, "olivia": 1003, "mallory": 1004}
+#: Each person's Microsoft Entra object id (a Teams invoke's from.aadObjectId).
+TEAMS = {name: f"aad-{name}" for name in TELEGRAM}
 PUBLIC_URL = "https://gate.example"
 #: How long the helpers below wait for something to happen.
 WAIT_S = 15.0
@@ -143,7 +145,8 @@ def world(
     users = [
         UserSpec(name, org, admin=name == "alice", token_sha256=token_digest(TOKENS[name]),
                  feishu_open_id=CHAT[name][0], slack_user_id=CHAT[name][1],
-                 wecom_userid=CHAT[name][2], telegram_user_id=str(TELEGRAM[name]))
+                 wecom_userid=CHAT[name][2], telegram_user_id=str(TELEGRAM[name]),
+                 teams_aad_object_id=TEAMS[name])
         for name, org in orgs.items()
     ]
     deployment = Deployment(

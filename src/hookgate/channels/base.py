@@ -206,6 +206,10 @@ class Channel(ABC):
         the caller's job (it keeps the seen keys), the time window is the channel's.
         """
 
+    async def prepare_callback(self, request: CallbackRequest) -> None:  # noqa: B027
+        """Fetch what parse_callback needs from the network before it runs (e.g. the
+        platform's published signing keys); most channels need nothing."""
+
     @abstractmethod
     def reply(
         self,

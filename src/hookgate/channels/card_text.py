@@ -33,6 +33,7 @@ VIA_TITLES = {
     "slack": "Slack",
     "wecom": "WeCom",
     "telegram": "Telegram",
+    "teams": "Teams",
     "timeout": "the timeout fallback",
 }
 

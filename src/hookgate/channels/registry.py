@@ -17,6 +17,8 @@ from hookgate.channels.feishu.channel import FeishuChannel
 from hookgate.channels.feishu.config import FeishuSettings
 from hookgate.channels.slack.channel import SlackChannel
 from hookgate.channels.slack.config import SlackSettings
+from hookgate.channels.teams.channel import TeamsChannel
+from hookgate.channels.teams.config import TeamsSettings
 from hookgate.channels.telegram.channel import TelegramChannel
 from hookgate.channels.telegram.config import TelegramSettings
 from hookgate.channels.validators import ChannelValidator, register_channel_validator
@@ -24,23 +26,25 @@ from hookgate.channels.wecom.channel import WeComChannel
 from hookgate.channels.wecom.config import WeComSettings
 
 ChannelClass = (type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
-                | type[TelegramChannel])
+                | type[TelegramChannel] | type[TeamsChannel])
 
 CHANNEL_TYPES: dict[str, ChannelClass] = {
     "feishu": FeishuChannel,  # Lark too: base_url https://open.larksuite.com
     "slack": SlackChannel,
     "wecom": WeComChannel,
     "telegram": TelegramChannel,
+    "teams": TeamsChannel,
 }
 
 
 #: A built-in channel's settings, keyed by its ``type``.
-ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings | TelegramSettings,
+ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings | TelegramSettings
+                            | TeamsSettings,
                             Field(discriminator="type")]
 _SETTINGS: TypeAdapter[ChannelSettings] = TypeAdapter(ChannelSettings)
 SETTINGS_MODELS: dict[str, type[ChannelSettingsModel]] = {
     "feishu": FeishuSettings, "slack": SlackSettings, "wecom": WeComSettings,
-    "telegram": TelegramSettings}
+    "telegram": TelegramSettings, "teams": TeamsSettings}
 
 
 def channel_settings(channel_type: str, config: Mapping[str, Any]) -> ChannelSettings:

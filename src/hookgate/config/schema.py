@@ -83,6 +83,8 @@ class ChatIdentities(_Section):
     wecom_userid: str | None = None
     #: The numeric Telegram user id, e.g. 123456789 (kept as text).
     telegram_user_id: str | None = None
+    #: The Microsoft Entra object id of a Teams user (a GUID).
+    teams_aad_object_id: str | None = None
 
     @field_validator("telegram_user_id", mode="before")
     @classmethod

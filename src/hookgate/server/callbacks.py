@@ -65,6 +65,7 @@ class ChannelCallbacks:
         an unknown (404) or disabled (403) channel, an unverified callback (401/400) and a
         replay (401); in each of those cases nothing changed."""
         channel = self._enabled(channel_id)
+        await channel.prepare_callback(request)
         action = channel.parse_callback(request, self.clock())
         if action.kind != "decision":
             return channel.reply(request, action, outcome=None, message="")

@@ -20,6 +20,7 @@ IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
     "slack": User.slack_user_id,
     "wecom": User.wecom_userid,
     "telegram": User.telegram_user_id,
+    "teams": User.teams_aad_object_id,
 }
 
 
