@@ -12,6 +12,7 @@ import pytest
 from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.channels.base import ApprovalCard, CallbackAction, CallbackRejected, Channel
 from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.feishu import FakeFeishu
 from tests.fakes.server import BuiltCallback
 from tests.fakes.slack import FakeSlack
@@ -74,6 +75,12 @@ def telegram() -> Iterator[FakeTelegram]:
 @pytest.fixture
 def teams() -> Iterator[FakeTeams]:
     with FakeTeams() as fake:
+        yield fake
+
+
+@pytest.fixture
+def discord() -> Iterator[FakeDiscord]:
+    with FakeDiscord() as fake:
         yield fake
 
 

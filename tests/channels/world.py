@@ -49,6 +49,9 @@ CHAT = {
 TELEGRAM = {"alice": 1001, "bob": 1002, "olivia": 1003, "mallory": 1004}
 #: Each person's Microsoft Entra object id (a Teams invoke's from.aadObjectId).
 TEAMS = {name: f"aad-{name}" for name in TELEGRAM}
+#: Each person's Discord user id (an interaction's member.user.id).
+DISCORD = {"alice": "200000000000000001", "bob": "200000000000000002",
+           "olivia": "200000000000000003", "mallory": "200000000000000004"}
 PUBLIC_URL = "https://gate.example"
 #: How long the helpers below wait for something to happen.
 WAIT_S = 15.0
@@ -146,7 +149,7 @@ def world(
         UserSpec(name, org, admin=name == "alice", token_sha256=token_digest(TOKENS[name]),
                  feishu_open_id=CHAT[name][0], slack_user_id=CHAT[name][1],
                  wecom_userid=CHAT[name][2], telegram_user_id=str(TELEGRAM[name]),
-                 teams_aad_object_id=TEAMS[name])
+                 teams_aad_object_id=TEAMS[name], discord_user_id=DISCORD[name])
         for name, org in orgs.items()
     ]
     deployment = Deployment(

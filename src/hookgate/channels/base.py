@@ -206,6 +206,15 @@ class Channel(ABC):
         the caller's job (it keeps the seen keys), the time window is the channel's.
         """
 
+    #: Clicks are acknowledged at once and decided after (a platform deadline shorter than
+    #: a slow database may take): the reply is the acknowledgement, and the clicker hears
+    #: the result through `deferred_result`.
+    defers_decisions: bool = False
+
+    async def deferred_result(self, action: CallbackAction, *,  # noqa: B027
+                              outcome: CardOutcome | None, message: str) -> None:
+        """Tell the clicker of a deferred click what came of it (``defers_decisions``)."""
+
     async def prepare_callback(self, request: CallbackRequest) -> None:  # noqa: B027
         """Fetch what parse_callback needs from the network before it runs (e.g. the
         platform's published signing keys); most channels need nothing."""

@@ -34,6 +34,7 @@ VIA_TITLES = {
     "wecom": "WeCom",
     "telegram": "Telegram",
     "teams": "Teams",
+    "discord": "Discord",
     "timeout": "the timeout fallback",
 }
 

@@ -13,6 +13,8 @@ from pydantic import Field, TypeAdapter
 
 from hookgate.channels.base import Channel, ChannelConfigError
 from hookgate.channels.config import ChannelSettingsModel, parse_settings
+from hookgate.channels.discord.channel import DiscordChannel
+from hookgate.channels.discord.config import DiscordSettings
 from hookgate.channels.feishu.channel import FeishuChannel
 from hookgate.channels.feishu.config import FeishuSettings
 from hookgate.channels.slack.channel import SlackChannel
@@ -26,7 +28,7 @@ from hookgate.channels.wecom.channel import WeComChannel
 from hookgate.channels.wecom.config import WeComSettings
 
 ChannelClass = (type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
-                | type[TelegramChannel] | type[TeamsChannel])
+                | type[TelegramChannel] | type[TeamsChannel] | type[DiscordChannel])
 
 CHANNEL_TYPES: dict[str, ChannelClass] = {
     "feishu": FeishuChannel,  # Lark too: base_url https://open.larksuite.com
@@ -34,17 +36,18 @@ CHANNEL_TYPES: dict[str, ChannelClass] = {
     "wecom": WeComChannel,
     "telegram": TelegramChannel,
     "teams": TeamsChannel,
+    "discord": DiscordChannel,
 }
 
 
 #: A built-in channel's settings, keyed by its ``type``.
 ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings | TelegramSettings
-                            | TeamsSettings,
+                            | TeamsSettings | DiscordSettings,
                             Field(discriminator="type")]
 _SETTINGS: TypeAdapter[ChannelSettings] = TypeAdapter(ChannelSettings)
 SETTINGS_MODELS: dict[str, type[ChannelSettingsModel]] = {
     "feishu": FeishuSettings, "slack": SlackSettings, "wecom": WeComSettings,
-    "telegram": TelegramSettings, "teams": TeamsSettings}
+    "telegram": TelegramSettings, "teams": TeamsSettings, "discord": DiscordSettings}
 
 
 def channel_settings(channel_type: str, config: Mapping[str, Any]) -> ChannelSettings:

@@ -85,10 +85,12 @@ class ChatIdentities(_Section):
     telegram_user_id: str | None = None
     #: The Microsoft Entra object id of a Teams user (a GUID).
     teams_aad_object_id: str | None = None
+    #: A Discord user id (a snowflake, kept as text).
+    discord_user_id: str | None = None
 
-    @field_validator("telegram_user_id", mode="before")
+    @field_validator("telegram_user_id", "discord_user_id", mode="before")
     @classmethod
-    def _telegram_id_as_text(cls, value: Any) -> Any:
+    def _numeric_id_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 

@@ -86,6 +86,7 @@ def deployment_from_config(cfg: Any) -> Deployment:
                 slack_user_id=u.chat.slack_user_id, wecom_userid=u.chat.wecom_userid,
                 telegram_user_id=u.chat.telegram_user_id,
                 teams_aad_object_id=u.chat.teams_aad_object_id,
+                discord_user_id=u.chat.discord_user_id,
                 token_expires_at=u.token_expires_at, service=u.kind == "service",
             )
             for u in cfg.users

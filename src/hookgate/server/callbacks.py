@@ -9,9 +9,11 @@ request as it was and the card answers "not allowed"; only a decision changes an
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -44,6 +46,30 @@ SEEN_KEY_TTL_S = 3600.0
 PRUNE_EVERY_S = 600.0
 
 
+#: Deferred decisions in flight (held so they are not collected before they end).
+_DEFERRED: set[asyncio.Task[None]] = set()
+#: Dedupe keys of the deferred clicks each server (its channel directory) acknowledged:
+#: {(channel id, key): when}. A replay reaching the same server is refused at once (401); one
+#: reaching another instance is acknowledged there and refused by the database's record
+#: before it decides anything.
+_SEEN_HERE: weakref.WeakKeyDictionary[ConfiguredChannels, dict[tuple[str, str], float]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _seen_here(channels: ConfiguredChannels, channel_id: str, action: CallbackAction) -> None:
+    if not action.dedupe_key:
+        raise CallbackRejected(400, "callback without a dedupe key")
+    seen = _SEEN_HERE.setdefault(channels, {})
+    now = time.monotonic()
+    for old, at in list(seen.items()):
+        if now - at > SEEN_KEY_TTL_S:
+            del seen[old]
+    key = (channel_id, action.dedupe_key)
+    if key in seen:
+        raise CallbackRejected(401, "replayed callback: this one was already received")
+    seen[key] = now
+
+
 class NotAllowed(Exception):
     """The click may not decide the request; the message is shown to the clicker."""
 
@@ -69,9 +95,30 @@ class ChannelCallbacks:
         action = channel.parse_callback(request, self.clock())
         if action.kind != "decision":
             return channel.reply(request, action, outcome=None, message="")
+        if channel.defers_decisions:
+            # The platform's deadline is shorter than a slow database may take: acknowledge
+            # now, decide after, and tell the clicker through the channel.
+            _seen_here(self.channels, channel.id, action)
+            task = asyncio.create_task(self._decide_later(channel, action))
+            _DEFERRED.add(task)
+            task.add_done_callback(_DEFERRED.discard)
+            return channel.reply(request, action, outcome=None, message="")
         await self._first_delivery(channel, action)
         outcome, message = await self._decide(channel, action)
         return channel.reply(request, action, outcome=outcome, message=message)
+
+    async def _decide_later(self, channel: Channel, action: CallbackAction) -> None:
+        """A deferred click: the same replay check and decision, then the channel's
+        follow-up to the clicker."""
+        try:
+            await self._first_delivery(channel, action)
+            outcome, message = await self._decide(channel, action)
+            await channel.deferred_result(action, outcome=outcome, message=message)
+        except CallbackRejected as exc:
+            log.warning("channel %s: deferred callback refused: %s", channel.id, exc.reason)
+        except Exception:
+            log.exception("channel %s: deferred callback for %s failed", channel.id,
+                          action.request_id)
 
     def _enabled(self, channel_id: str) -> Channel:
         spec = self.channels.spec(channel_id)

@@ -21,6 +21,7 @@ IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
     "wecom": User.wecom_userid,
     "telegram": User.telegram_user_id,
     "teams": User.teams_aad_object_id,
+    "discord": User.discord_user_id,
 }
 
 

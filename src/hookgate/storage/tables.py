@@ -56,6 +56,9 @@ class User(Base):
     #: The Microsoft Entra (AAD) object id of a Teams user (activity.from.aadObjectId).
     teams_aad_object_id: Mapped[str | None] = mapped_column(String(128), nullable=True,
                                                             index=True)
+    #: A Discord user's id (a snowflake, kept as text).
+    discord_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True,
+                                                        index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: A disabled user cannot sign in, start runs or decide (see storage/users.py).
     disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -48,6 +48,7 @@ class DeclaredUser:
     wecom_userid: str | None = None
     telegram_user_id: str | None = None
     teams_aad_object_id: str | None = None
+    discord_user_id: str | None = None
     token_expires_at: datetime | None = None
     #: A service (agent) identity (``kind: service``): acts for people, never decides.
     service: bool = False
@@ -93,6 +94,7 @@ async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> No
                 "slack_user_id": u.slack_user_id, "wecom_userid": u.wecom_userid,
                 "telegram_user_id": u.telegram_user_id,
                 "teams_aad_object_id": u.teams_aad_object_id,
+                "discord_user_id": u.discord_user_id,
                 "service": u.service, "created_at": utcnow()})
         await upsert(s, cast(Table, User.__table__), rows, key=["id"],
                      update=[k for k in rows[0] if k not in ("id", "created_at")]
