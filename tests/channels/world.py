@@ -52,6 +52,9 @@ TEAMS = {name: f"aad-{name}" for name in TELEGRAM}
 #: Each person's Discord user id (an interaction's member.user.id).
 DISCORD = {"alice": "200000000000000001", "bob": "200000000000000002",
            "olivia": "200000000000000003", "mallory": "200000000000000004"}
+#: Each person's address (email channel) and own ntfy topic.
+EMAIL = {name: f"{name}@acme.example" for name in TELEGRAM}
+NTFY = {name: f"approvals-{name}-7f3k9q" for name in TELEGRAM}
 PUBLIC_URL = "https://gate.example"
 #: How long the helpers below wait for something to happen.
 WAIT_S = 15.0
@@ -149,7 +152,8 @@ def world(
         UserSpec(name, org, admin=name == "alice", token_sha256=token_digest(TOKENS[name]),
                  feishu_open_id=CHAT[name][0], slack_user_id=CHAT[name][1],
                  wecom_userid=CHAT[name][2], telegram_user_id=str(TELEGRAM[name]),
-                 teams_aad_object_id=TEAMS[name], discord_user_id=DISCORD[name])
+                 teams_aad_object_id=TEAMS[name], discord_user_id=DISCORD[name],
+                 email_address=EMAIL[name], ntfy_topic=NTFY[name])
         for name, org in orgs.items()
     ]
     deployment = Deployment(

@@ -35,6 +35,8 @@ VIA_TITLES = {
     "telegram": "Telegram",
     "teams": "Teams",
     "discord": "Discord",
+    "email": "email",
+    "ntfy": "ntfy",
     "timeout": "the timeout fallback",
 }
 

@@ -17,7 +17,7 @@ from typing import Any
 ChannelValidator = Callable[[dict[str, Any]], Mapping[str, Any] | None]
 
 BUILTIN_CHANNEL_TYPES: tuple[str, ...] = ("feishu", "slack", "wecom", "telegram",
-                                         "teams", "discord")
+                                         "teams", "discord", "email", "ntfy")
 
 _validators: dict[str, ChannelValidator] = {}
 

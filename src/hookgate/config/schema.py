@@ -87,6 +87,10 @@ class ChatIdentities(_Section):
     teams_aad_object_id: str | None = None
     #: A Discord user id (a snowflake, kept as text).
     discord_user_id: str | None = None
+    #: The address an email channel sends this person's decision links to.
+    email: str | None = None
+    #: This person's own ntfy topic.
+    ntfy_topic: str | None = None
 
     @field_validator("telegram_user_id", "discord_user_id", mode="before")
     @classmethod

@@ -22,6 +22,8 @@ IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
     "telegram": User.telegram_user_id,
     "teams": User.teams_aad_object_id,
     "discord": User.discord_user_id,
+    "email": User.email_address,
+    "ntfy": User.ntfy_topic,
 }
 
 

@@ -59,6 +59,10 @@ class User(Base):
     #: A Discord user's id (a snowflake, kept as text).
     discord_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True,
                                                         index=True)
+    #: The address an email channel sends a person's decision links to (lower case).
+    email_address: Mapped[str | None] = mapped_column(String(320), nullable=True, index=True)
+    #: A person's own ntfy topic, where their approval notifications go.
+    ntfy_topic: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: A disabled user cannot sign in, start runs or decide (see storage/users.py).
     disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

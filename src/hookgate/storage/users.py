@@ -49,6 +49,8 @@ class DeclaredUser:
     telegram_user_id: str | None = None
     teams_aad_object_id: str | None = None
     discord_user_id: str | None = None
+    email_address: str | None = None
+    ntfy_topic: str | None = None
     token_expires_at: datetime | None = None
     #: A service (agent) identity (``kind: service``): acts for people, never decides.
     service: bool = False
@@ -95,6 +97,7 @@ async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> No
                 "telegram_user_id": u.telegram_user_id,
                 "teams_aad_object_id": u.teams_aad_object_id,
                 "discord_user_id": u.discord_user_id,
+                "email_address": u.email_address, "ntfy_topic": u.ntfy_topic,
                 "service": u.service, "created_at": utcnow()})
         await upsert(s, cast(Table, User.__table__), rows, key=["id"],
                      update=[k for k in rows[0] if k not in ("id", "created_at")]
