@@ -183,3 +183,29 @@ async def test_four_eyes_and_quorum_count_a_person_once_across_telegram_and_the_
         assert [(a["user_id"], a["via"]) for a in record["approvals"]["approved_by"]] == [
             ("bob", "telegram"), ("olivia", "telegram")]
     assert telegram.violations == []
+
+
+async def test_a_click_after_the_request_timed_out_changes_nothing(
+        database_url: str, telegram: FakeTelegram, secrets_key: str) -> None:
+    async with waiting_run(database_url, ops_telegram(telegram), "ops-telegram",
+                           lambda: telegram.messages,
+                           agent_options={"confirmation_timeout_s": 3.0}) as scene:
+        message = the_message(telegram)
+        await edited(telegram, message)  # the timeout's decision rewrites the message
+        assert "Rejected via the timeout fallback" in message.text
+        assert message.keyboard == []
+        assert (await scene.record())["status"] == "rejected"
+
+        late = telegram.click(message, "Approve", TELEGRAM["alice"],
+                              data=approve_data_of_first_send(telegram))
+        shown = answer(telegram, await deliver(telegram, scene, late))
+        assert "already" in shown
+        assert (await scene.record())["status"] == "rejected"
+        assert scene.bank.transfers == []
+    assert telegram.violations == []
+
+
+def approve_data_of_first_send(fake: FakeTelegram) -> str:
+    """The Approve button's callback_data as first sent (the message has none left)."""
+    [sent] = [r for r in fake.received if r.path.endswith("/sendMessage")]
+    return str(sent.json()["reply_markup"]["inline_keyboard"][0][0]["callback_data"])
