@@ -12,9 +12,12 @@ import pytest
 from hookgate.approvals.card_text import card_numbers, card_reasons
 from hookgate.channels.base import ApprovalCard, CallbackAction, CallbackRejected, Channel
 from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.feishu import FakeFeishu
 from tests.fakes.server import BuiltCallback
 from tests.fakes.slack import FakeSlack
+from tests.fakes.teams import FakeTeams
+from tests.fakes.telegram import FakeTelegram
 from tests.fakes.wecom import FakeWeCom
 
 
@@ -60,6 +63,24 @@ def feishu() -> Iterator[FakeFeishu]:
 @pytest.fixture
 def slack() -> Iterator[FakeSlack]:
     with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+def teams() -> Iterator[FakeTeams]:
+    with FakeTeams() as fake:
+        yield fake
+
+
+@pytest.fixture
+def discord() -> Iterator[FakeDiscord]:
+    with FakeDiscord() as fake:
         yield fake
 
 

@@ -29,10 +29,10 @@ def test_every_type_names_its_first_missing_setting() -> None:
 
 
 def test_an_unknown_type_is_a_config_error_listing_the_known_ones() -> None:
-    with pytest.raises(ChannelConfigError, match=r"unknown channel type 'teams'.*feishu"):
-        validate_channel_config("teams", {})
+    with pytest.raises(ChannelConfigError, match=r"unknown channel type 'matrix'.*feishu"):
+        validate_channel_config("matrix", {})
     with pytest.raises(ChannelConfigError):
-        create_channel("c", "teams", "o", {})
+        create_channel("c", "matrix", "o", {})
 
 
 def test_bad_retry_and_mask_settings_are_config_errors() -> None:

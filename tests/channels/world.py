@@ -45,6 +45,16 @@ CHAT = {
     "olivia": ("ou_olivia", "U_OLIVIA", "olivia"),
     "mallory": ("ou_mallory", "U_MALLORY", "mallory"),
 }
+#: Each person's Telegram user id (callback_query.from.id).
+TELEGRAM = {"alice": 1001, "bob": 1002, "olivia": 1003, "mallory": 1004}
+#: Each person's Microsoft Entra object id (a Teams invoke's from.aadObjectId).
+TEAMS = {name: f"aad-{name}" for name in TELEGRAM}
+#: Each person's Discord user id (an interaction's member.user.id).
+DISCORD = {"alice": "200000000000000001", "bob": "200000000000000002",
+           "olivia": "200000000000000003", "mallory": "200000000000000004"}
+#: Each person's address (email channel) and own ntfy topic.
+EMAIL = {name: f"{name}@acme.example" for name in TELEGRAM}
+NTFY = {name: f"approvals-{name}-7f3k9q" for name in TELEGRAM}
 PUBLIC_URL = "https://gate.example"
 #: How long the helpers below wait for something to happen.
 WAIT_S = 15.0
@@ -141,7 +151,9 @@ def world(
     users = [
         UserSpec(name, org, admin=name == "alice", token_sha256=token_digest(TOKENS[name]),
                  feishu_open_id=CHAT[name][0], slack_user_id=CHAT[name][1],
-                 wecom_userid=CHAT[name][2])
+                 wecom_userid=CHAT[name][2], telegram_user_id=str(TELEGRAM[name]),
+                 teams_aad_object_id=TEAMS[name], discord_user_id=DISCORD[name],
+                 email_address=EMAIL[name], ntfy_topic=NTFY[name])
         for name, org in orgs.items()
     ]
     deployment = Deployment(

@@ -449,12 +449,12 @@ def test_every_problem_found_in_one_pass_is_reported(tmp_path):
 
 
 def test_an_unknown_channel_type_is_refused(tmp_path):
-    text = MINIMAL + "channels: [{id: ops, type: telegram, org: acme}]\n"
+    text = MINIMAL + "channels: [{id: ops, type: matrix, org: acme}]\n"
 
     error = load_error(tmp_path, text)
 
     assert error.key == "channels[0].type"
-    assert "unknown channel type 'telegram' (known: feishu, slack, wecom" in error.problem
+    assert "unknown channel type 'matrix' (known: feishu, slack, wecom" in error.problem
 
 
 def test_a_missing_file_is_named(tmp_path):

@@ -26,6 +26,7 @@ from tests.docs.samples import DOCS, REPO, blocks
 from tests.fakes.feishu import FakeFeishu, card_text
 from tests.fakes.server import BuiltCallback, FakePlatform
 from tests.fakes.slack import FakeSlack, block_texts
+from tests.fakes.telegram import FakeTelegram
 from tests.fakes.wecom import FakeWeCom
 from tests.instances import Instance
 
@@ -109,6 +110,14 @@ PLATFORMS = {
         click=lambda f, card, request, who: f.card_click(request, "approve", who,
                                                          task_id=card.task_id),
         decided=_wecom_decided, chat_key="wecom_userid"),
+    "telegram.md": Platform(
+        fake=lambda c: FakeTelegram(chat_id=int(c["chat_id"])),
+        secrets=lambda f: {"TELEGRAM_BOT_TOKEN": f.bot_token,
+                           "TELEGRAM_SECRET_TOKEN": f.secret_token},
+        card=lambda f: next(iter(f.messages.values()), None),
+        click=lambda f, message, request, who: f.click(message, "Approve", int(who)),
+        decided=lambda message: message.text if message.edits else "",
+        chat_key="telegram_user_id"),
 }
 
 

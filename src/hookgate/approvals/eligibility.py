@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Where a decision can come from: the portal, the HTTP API, the CLI, or a chat channel.
-DECISION_CHANNELS = ("inbox", "api", "cli", "feishu", "slack", "wecom")
+DECISION_CHANNELS = ("inbox", "api", "cli", "feishu", "slack", "wecom", "telegram",
+                     "teams", "discord", "email",
+                     "ntfy")
 
 
 @dataclass(slots=True, frozen=True)

@@ -1,4 +1,5 @@
-"""Chat channels: the approval card's journey through Feishu/Lark, Slack and WeCom.
+"""Chat channels: the approval card's journey through Feishu/Lark, Slack, WeCom, Telegram,
+Microsoft Teams, Discord, email and ntfy.
 
 ``base`` is the interface the approval gate uses; ``registry`` builds a configured channel.
 """

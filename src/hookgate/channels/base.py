@@ -206,6 +206,25 @@ class Channel(ABC):
         the caller's job (it keeps the seen keys), the time window is the channel's.
         """
 
+    #: How long a callback of this channel stays valid after it was sent, in seconds, when
+    #: that is longer than the ±5-minute window of a signed platform request (an email
+    #: link, a phone's notification button): its dedupe key must be kept at least as long,
+    #: or a used link could decide again once the key was pruned.
+    callback_lifetime_s: float | None = None
+
+    #: Clicks are acknowledged at once and decided after (a platform deadline shorter than
+    #: a slow database may take): the reply is the acknowledgement, and the clicker hears
+    #: the result through `deferred_result`.
+    defers_decisions: bool = False
+
+    async def deferred_result(self, action: CallbackAction, *,  # noqa: B027
+                              outcome: CardOutcome | None, message: str) -> None:
+        """Tell the clicker of a deferred click what came of it (``defers_decisions``)."""
+
+    async def prepare_callback(self, request: CallbackRequest) -> None:  # noqa: B027
+        """Fetch what parse_callback needs from the network before it runs (e.g. the
+        platform's published signing keys); most channels need nothing."""
+
     @abstractmethod
     def reply(
         self,

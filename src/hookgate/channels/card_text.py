@@ -32,6 +32,11 @@ VIA_TITLES = {
     "feishu": "Feishu",
     "slack": "Slack",
     "wecom": "WeCom",
+    "telegram": "Telegram",
+    "teams": "Teams",
+    "discord": "Discord",
+    "email": "email",
+    "ntfy": "ntfy",
     "timeout": "the timeout fallback",
 }
 

@@ -119,9 +119,11 @@ class PlatformSender:
         *,
         params: Mapping[str, str] | None = None,
         json: Any = None,
+        data: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
-        """The first answer that is not worth retrying (which may still be a 4xx)."""
+        """The first answer that is not worth retrying (which may still be a 4xx). ``data``
+        is sent as a form (an OAuth token request), ``json`` as JSON."""
         endpoint = f"{method} {path}"
         policy = self.policy
         deadline = self._clock() + policy.total_timeout
@@ -154,7 +156,8 @@ class PlatformSender:
             | retry_if_result(self._worth_retrying),
             retry_error_callback=give_up, sleep=self._sleep)
         response: httpx.Response = await attempts(
-            self._client.request, method, path, params=params, json=json, headers=headers)
+            self._client.request, method, path, params=params, json=json, data=data,
+            headers=headers)
         return response
 
     def _worth_retrying(self, response: httpx.Response) -> bool:

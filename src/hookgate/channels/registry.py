@@ -13,29 +13,49 @@ from pydantic import Field, TypeAdapter
 
 from hookgate.channels.base import Channel, ChannelConfigError
 from hookgate.channels.config import ChannelSettingsModel, parse_settings
+from hookgate.channels.discord.channel import DiscordChannel
+from hookgate.channels.discord.config import DiscordSettings
 from hookgate.channels.feishu.channel import FeishuChannel
 from hookgate.channels.feishu.config import FeishuSettings
+from hookgate.channels.mail.channel import EmailChannel
+from hookgate.channels.mail.config import EmailSettings
+from hookgate.channels.ntfy.channel import NtfyChannel
+from hookgate.channels.ntfy.config import NtfySettings
 from hookgate.channels.slack.channel import SlackChannel
 from hookgate.channels.slack.config import SlackSettings
+from hookgate.channels.teams.channel import TeamsChannel
+from hookgate.channels.teams.config import TeamsSettings
+from hookgate.channels.telegram.channel import TelegramChannel
+from hookgate.channels.telegram.config import TelegramSettings
 from hookgate.channels.validators import ChannelValidator, register_channel_validator
 from hookgate.channels.wecom.channel import WeComChannel
 from hookgate.channels.wecom.config import WeComSettings
 
-ChannelClass = type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
+ChannelClass = (type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
+                | type[TelegramChannel] | type[TeamsChannel] | type[DiscordChannel]
+                | type[EmailChannel] | type[NtfyChannel])
 
 CHANNEL_TYPES: dict[str, ChannelClass] = {
     "feishu": FeishuChannel,  # Lark too: base_url https://open.larksuite.com
     "slack": SlackChannel,
     "wecom": WeComChannel,
+    "telegram": TelegramChannel,
+    "teams": TeamsChannel,
+    "discord": DiscordChannel,
+    "email": EmailChannel,
+    "ntfy": NtfyChannel,
 }
 
 
 #: A built-in channel's settings, keyed by its ``type``.
-ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings,
+ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings | TelegramSettings
+                            | TeamsSettings | DiscordSettings | EmailSettings | NtfySettings,
                             Field(discriminator="type")]
 _SETTINGS: TypeAdapter[ChannelSettings] = TypeAdapter(ChannelSettings)
 SETTINGS_MODELS: dict[str, type[ChannelSettingsModel]] = {
-    "feishu": FeishuSettings, "slack": SlackSettings, "wecom": WeComSettings}
+    "feishu": FeishuSettings, "slack": SlackSettings, "wecom": WeComSettings,
+    "telegram": TelegramSettings, "teams": TeamsSettings, "discord": DiscordSettings,
+    "email": EmailSettings, "ntfy": NtfySettings}
 
 
 def channel_settings(channel_type: str, config: Mapping[str, Any]) -> ChannelSettings:

@@ -16,7 +16,8 @@ from typing import Any
 #: mapping (defaults filled in) to use instead.
 ChannelValidator = Callable[[dict[str, Any]], Mapping[str, Any] | None]
 
-BUILTIN_CHANNEL_TYPES: tuple[str, ...] = ("feishu", "slack", "wecom")
+BUILTIN_CHANNEL_TYPES: tuple[str, ...] = ("feishu", "slack", "wecom", "telegram",
+                                         "teams", "discord", "email", "ntfy")
 
 _validators: dict[str, ChannelValidator] = {}
 

@@ -81,6 +81,21 @@ class ChatIdentities(_Section):
     feishu_open_id: str | None = None
     slack_user_id: str | None = None
     wecom_userid: str | None = None
+    #: The numeric Telegram user id, e.g. 123456789 (kept as text).
+    telegram_user_id: str | None = None
+    #: The Microsoft Entra object id of a Teams user (a GUID).
+    teams_aad_object_id: str | None = None
+    #: A Discord user id (a snowflake, kept as text).
+    discord_user_id: str | None = None
+    #: The address an email channel sends this person's decision links to.
+    email: str | None = None
+    #: This person's own ntfy topic.
+    ntfy_topic: str | None = None
+
+    @field_validator("telegram_user_id", "discord_user_id", mode="before")
+    @classmethod
+    def _numeric_id_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 #: What a user entry is: a person (decides) or a service identity (an agent's token: acts for

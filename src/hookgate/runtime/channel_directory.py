@@ -52,6 +52,10 @@ class ConfiguredChannels:
             return None
         return self._channels.get(channel_id)
 
+    def longest_callback_lifetime_s(self) -> float:
+        """The longest time a configured channel's callback stays valid (0: none says)."""
+        return max((c.callback_lifetime_s or 0.0 for c in self._channels.values()), default=0.0)
+
     def first_active(self, org_id: str | None) -> Channel | None:
         for cid in self._order:
             spec = self.specs[cid]

@@ -84,6 +84,11 @@ def deployment_from_config(cfg: Any) -> Deployment:
                 id=u.id, org=u.org, admin=u.admin, token_sha256=u.token_digest,
                 name=u.name or u.id, feishu_open_id=u.chat.feishu_open_id,
                 slack_user_id=u.chat.slack_user_id, wecom_userid=u.chat.wecom_userid,
+                telegram_user_id=u.chat.telegram_user_id,
+                teams_aad_object_id=u.chat.teams_aad_object_id,
+                discord_user_id=u.chat.discord_user_id,
+                email_address=u.chat.email.lower() if u.chat.email else None,
+                ntfy_topic=u.chat.ntfy_topic,
                 token_expires_at=u.token_expires_at, service=u.kind == "service",
             )
             for u in cfg.users

@@ -9,9 +9,11 @@ request as it was and the card answers "not allowed"; only a decision changes an
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -39,9 +41,35 @@ log = logging.getLogger(__name__)
 MAX_DEDUPE_KEY = 512
 
 
-#: Dedupe keys are kept this long: far beyond the ±5-minute window channels accept.
+#: Dedupe keys are kept at least this long: far beyond the ±5-minute window of a signed
+#: platform request; a channel whose callbacks live longer (an email link) keeps them for its
+#: `Channel.callback_lifetime_s` plus this margin.
 SEEN_KEY_TTL_S = 3600.0
 PRUNE_EVERY_S = 600.0
+
+
+#: Deferred decisions in flight (held so they are not collected before they end).
+_DEFERRED: set[asyncio.Task[None]] = set()
+#: Dedupe keys of the deferred clicks each server (its channel directory) acknowledged:
+#: {(channel id, key): when}. A replay reaching the same server is refused at once (401); one
+#: reaching another instance is acknowledged there and refused by the database's record
+#: before it decides anything.
+_SEEN_HERE: weakref.WeakKeyDictionary[ConfiguredChannels, dict[tuple[str, str], float]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _seen_here(channels: ConfiguredChannels, channel_id: str, action: CallbackAction) -> None:
+    if not action.dedupe_key:
+        raise CallbackRejected(400, "callback without a dedupe key")
+    seen = _SEEN_HERE.setdefault(channels, {})
+    now = time.monotonic()
+    for old, at in list(seen.items()):
+        if now - at > SEEN_KEY_TTL_S:
+            del seen[old]
+    key = (channel_id, action.dedupe_key)
+    if key in seen:
+        raise CallbackRejected(401, "replayed callback: this one was already received")
+    seen[key] = now
 
 
 class NotAllowed(Exception):
@@ -65,12 +93,34 @@ class ChannelCallbacks:
         an unknown (404) or disabled (403) channel, an unverified callback (401/400) and a
         replay (401); in each of those cases nothing changed."""
         channel = self._enabled(channel_id)
+        await channel.prepare_callback(request)
         action = channel.parse_callback(request, self.clock())
         if action.kind != "decision":
+            return channel.reply(request, action, outcome=None, message="")
+        if channel.defers_decisions:
+            # The platform's deadline is shorter than a slow database may take: acknowledge
+            # now, decide after, and tell the clicker through the channel.
+            _seen_here(self.channels, channel.id, action)
+            task = asyncio.create_task(self._decide_later(channel, action))
+            _DEFERRED.add(task)
+            task.add_done_callback(_DEFERRED.discard)
             return channel.reply(request, action, outcome=None, message="")
         await self._first_delivery(channel, action)
         outcome, message = await self._decide(channel, action)
         return channel.reply(request, action, outcome=outcome, message=message)
+
+    async def _decide_later(self, channel: Channel, action: CallbackAction) -> None:
+        """A deferred click: the same replay check and decision, then the channel's
+        follow-up to the clicker."""
+        try:
+            await self._first_delivery(channel, action)
+            outcome, message = await self._decide(channel, action)
+            await channel.deferred_result(action, outcome=outcome, message=message)
+        except CallbackRejected as exc:
+            log.warning("channel %s: deferred callback refused: %s", channel.id, exc.reason)
+        except Exception:
+            log.exception("channel %s: deferred callback for %s failed", channel.id,
+                          action.request_id)
 
     def _enabled(self, channel_id: str) -> Channel:
         spec = self.channels.spec(channel_id)
@@ -94,7 +144,8 @@ class ChannelCallbacks:
             # Callbacks older than the channels' time window are refused before they get
             # here, so their keys are no longer needed to spot a replay.
             self._last_prune = now
-            cutoff = datetime.fromtimestamp(now - SEEN_KEY_TTL_S, UTC)
+            keep = SEEN_KEY_TTL_S + self.channels.longest_callback_lifetime_s()
+            cutoff = datetime.fromtimestamp(now - keep, UTC)
         if not await first_sighting(self.db, channel.id, key, forget_before=cutoff):
             log.warning("channel %s: replayed callback %s refused", channel.id, key)
             raise CallbackRejected(401, "replayed callback: this one was already received")

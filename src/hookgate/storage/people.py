@@ -19,6 +19,11 @@ IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
     "feishu": User.feishu_open_id,
     "slack": User.slack_user_id,
     "wecom": User.wecom_userid,
+    "telegram": User.telegram_user_id,
+    "teams": User.teams_aad_object_id,
+    "discord": User.discord_user_id,
+    "email": User.email_address,
+    "ntfy": User.ntfy_topic,
 }
 
 

@@ -50,6 +50,19 @@ class User(Base):
     feishu_open_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     slack_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     wecom_userid: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    #: The Telegram user id (an integer, kept as text) of callback_query.from.id.
+    telegram_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True,
+                                                         index=True)
+    #: The Microsoft Entra (AAD) object id of a Teams user (activity.from.aadObjectId).
+    teams_aad_object_id: Mapped[str | None] = mapped_column(String(128), nullable=True,
+                                                            index=True)
+    #: A Discord user's id (a snowflake, kept as text).
+    discord_user_id: Mapped[str | None] = mapped_column(String(128), nullable=True,
+                                                        index=True)
+    #: The address an email channel sends a person's decision links to (lower case).
+    email_address: Mapped[str | None] = mapped_column(String(320), nullable=True, index=True)
+    #: A person's own ntfy topic, where their approval notifications go.
+    ntfy_topic: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: A disabled user cannot sign in, start runs or decide (see storage/users.py).
     disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

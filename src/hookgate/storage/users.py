@@ -46,6 +46,11 @@ class DeclaredUser:
     feishu_open_id: str | None = None
     slack_user_id: str | None = None
     wecom_userid: str | None = None
+    telegram_user_id: str | None = None
+    teams_aad_object_id: str | None = None
+    discord_user_id: str | None = None
+    email_address: str | None = None
+    ntfy_topic: str | None = None
     token_expires_at: datetime | None = None
     #: A service (agent) identity (``kind: service``): acts for people, never decides.
     service: bool = False
@@ -89,6 +94,10 @@ async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> No
                 "declared": True, "disabled": False, "token_sha256": token,
                 "token_expires_at": u.token_expires_at, "feishu_open_id": u.feishu_open_id,
                 "slack_user_id": u.slack_user_id, "wecom_userid": u.wecom_userid,
+                "telegram_user_id": u.telegram_user_id,
+                "teams_aad_object_id": u.teams_aad_object_id,
+                "discord_user_id": u.discord_user_id,
+                "email_address": u.email_address, "ntfy_topic": u.ntfy_topic,
                 "service": u.service, "created_at": utcnow()})
         await upsert(s, cast(Table, User.__table__), rows, key=["id"],
                      update=[k for k in rows[0] if k not in ("id", "created_at")]

@@ -1,5 +1,6 @@
-"""``/api/channels/{channel_id}/callback``: where Feishu/Lark, Slack and WeCom send clicks
-and URL handshakes. No bearer token: each platform proves itself by its signature."""
+"""``/api/channels/{channel_id}/callback``: where the chat platforms send clicks and URL
+handshakes (and where email links and ntfy buttons lead). No bearer token: each platform
+proves itself by its signature, JWT, secret token or signed link."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ _RESPONSES: dict[int | str, dict[str, object]] = {
     401: {"description": "unsigned, wrongly signed, stale or replayed callback"},
     403: {"description": "the channel is disabled"},
     404: {"description": "no such channel"},
+    503: {"description": "the platform's signing keys could not be fetched (Teams)"},
 }
 
 
@@ -52,7 +54,8 @@ async def channel_callback(channel_id: str, request: Request, rt: RuntimeDep) ->
 
 
 @router.get("/channels/{channel_id}/callback", response_class=Response,
-            summary="Chat-platform URL handshake by GET (WeCom's echostr)",
+            summary="Chat-platform URL handshake by GET (WeCom's echostr; an email link's "
+                    "confirmation page)",
             responses=_RESPONSES)
 async def channel_handshake(channel_id: str, request: Request, rt: RuntimeDep) -> Response:
     """Answer WeCom's signed ``echostr`` check with the decrypted plaintext."""

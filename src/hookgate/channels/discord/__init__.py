@@ -1,0 +1,1 @@
+"""Discord: approval messages with buttons, clicks as signed HTTP interactions."""

@@ -1,0 +1,1 @@
+"""Email: approval mails with signed, single-use, expiring links; only a POST decides."""

@@ -1,0 +1,1 @@
+"""ntfy: push notifications to a phone with Approve/Reject action buttons."""

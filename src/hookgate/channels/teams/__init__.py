@@ -1,0 +1,1 @@
+"""Microsoft Teams: Adaptive Cards with Action.Execute, clicks as adaptiveCard/action invokes."""
