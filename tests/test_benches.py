@@ -116,9 +116,13 @@ def check_perf_internals(out: dict[str, Any]) -> None:
 
 def check_guarded_calls(out: dict[str, Any]) -> None:
     _p50_p99(out["framework_tool_call"])
-    for path in ("in_process", "loopback_http"):
+    for path in ("two_http_round_trips", "in_process", "loopback_http"):
         _p50_p99(out[path])
         assert _number(out[path]["added_p50_us"]) and _number(out[path]["added_p99_us"])
+    for path in ("two_http_round_trips", "loopback_http"):
+        assert _number(out[path]["server_cpu_us_per_call"]), out[path]
+    assert set(out["added_p50_over_the_floor"]) == {"in_process", "loopback_http"}
+    assert all(isinstance(met, bool) for met in out["targets"].values())
     assert out["calls_per_path"] > 0
 
 
