@@ -12,9 +12,9 @@ hookgate's, posting JSON to a bare ASGI app under uvicorn, the server ``hookgate
 runs on), which is what any guard in another process pays at least. ``--against SRC`` adds
 a ``hookgate serve`` of another source tree (say, the commit before a change), in turns
 with this one. The agent declares the audit log and the read-only guard; nothing needs
-approval. Paths alternate in rounds so machine load hits all of them alike. Prints one JSON
-object with p50/p99 per path, the p50/p99 added over the bare call, each server's CPU per
-guarded call, and the ratios to the floor.
+approval. The paths take turns call by call, so machine load hits all of them alike.
+Prints one JSON object with p50/p99 per path, the p50/p99 added over the bare call, each
+server's CPU per guarded call, and the ratios to the floor.
 Usage: python bench/guarded_calls.py [--calls 300] [--rounds 3] [--quick] [--against SRC]
 """
 
@@ -198,22 +198,16 @@ def main() -> None:
                 clients.append(Client(served[name][1], TOKEN, framework="bench"))
                 paths[name] = _guarded(clients[-1], f"s-{uuid.uuid4().hex}")
             samples: dict[str, list[float]] = {name: [] for name in paths}
-            cpu: dict[str, float] = dict.fromkeys(served, 0.0)
             for run in paths.values():  # warm-up: connections, statements, imports
                 for i in range(5):
                     run(-1 - i)
-            n = 0
-            for _ in range(rounds):
+            before = {name: _cpu_s(proc.pid) for name, (proc, _) in served.items()}
+            for n in range(1, rounds * calls + 1):  # one call of each path in turn
                 for name, run in paths.items():
-                    pid = served[name][0].pid if name in served else None
-                    before = _cpu_s(pid) if pid is not None else 0.0
-                    for _ in range(calls):
-                        n += 1
-                        started = time.perf_counter()
-                        run(n)
-                        samples[name].append(time.perf_counter() - started)
-                    if pid is not None:
-                        cpu[name] += _cpu_s(pid) - before
+                    started = time.perf_counter()
+                    run(n)
+                    samples[name].append(time.perf_counter() - started)
+            cpu = {name: _cpu_s(proc.pid) - before[name] for name, (proc, _) in served.items()}
         finally:
             for client in clients:
                 client.close()

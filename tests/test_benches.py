@@ -89,6 +89,8 @@ def check_mcp_gateway(out: dict[str, Any]) -> None:
     if not out["skipped"]:  # FastMCP's proxy, side by side, where FastMCP is installed
         paths |= {"fastmcp_proxy_http", "fastmcp_proxy_stdio"}
         assert _number(out["http_bare_minus_fastmcp_http_p50_ms"])
+        ratio = out["stdio_relay_over_fastmcp_stdio"]
+        assert _number(ratio["added_p50"]) and _number(ratio["cpu_per_call"]), ratio
     assert set(out["paths"]) == paths, out["paths"]
     for figure in out["paths"].values():
         assert _number(figure["p50_ms"]) and figure["p50_ms"] > 0, figure
