@@ -1,15 +1,21 @@
 """Benchmark: the latency hookgate adds to an ungated tool call of an agent that runs
-elsewhere, against the framework's tool call without hookgate, measured side by side.
+elsewhere, against the framework's tool call without hookgate and against the floor of the
+HTTP path, measured side by side in one interleaved run.
 
 The tool is a LangChain tool (``tool.invoke``: the framework's own call path). Each guarded
 call asks hookgate before (``before_call``: PreToolUse hooks, the gate, the ledger's start
 claim) and reports after (``report``: PostToolUse, the audit row), through
   - the in-process guard (``hookgate.client.local.LocalGuard``, SQLite), and
   - the HTTP client over loopback to a real ``hookgate serve`` (SQLite).
-The agent declares the audit log and the read-only guard; nothing needs approval. Paths
-alternate in rounds so machine load hits all of them alike. Prints one JSON object with
-p50/p99 per path and the p50/p99 added over the bare call.
-Usage: python bench/guarded_calls.py [--calls 300] [--rounds 3] [--quick]
+The floor: the same tool call with two plain loopback HTTP round trips (an httpx client, as
+hookgate's, posting JSON to a bare ASGI app under uvicorn, the server ``hookgate serve``
+runs on), which is what any guard in another process pays at least. ``--against SRC`` adds
+a ``hookgate serve`` of another source tree (say, the commit before a change), in turns
+with this one. The agent declares the audit log and the read-only guard; nothing needs
+approval. The paths take turns call by call, so machine load hits all of them alike.
+Prints one JSON object with p50/p99 per path, the p50/p99 added over the bare call, each
+server's CPU per guarded call, and the ratios to the floor.
+Usage: python bench/guarded_calls.py [--calls 300] [--rounds 3] [--quick] [--against SRC]
 """
 
 from __future__ import annotations
@@ -37,6 +43,28 @@ from hookgate.client.local import LocalGuard
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "bench-token"
+#: The floor's server: a bare ASGI app answering each POST with the JSON it was sent.
+FLOOR_APP = """\
+import sys
+import uvicorn
+
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    body = b""
+    more = True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body or b"{}"})
+
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
 CONFIG = """\
 database: sqlite+aiosqlite:///{db}
 orgs: [{{id: acme}}]
@@ -87,16 +115,37 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(config: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _floor(http: httpx.Client, url: str) -> Callable[[int], None]:
+    """The tool call between two plain JSON round trips over loopback."""
+    def call(i: int) -> None:
+        args = {"query": f"q{i}"}
+        asked = http.post(url, json={"call_id": f"c{i}", "tool": "search", "arguments": args})
+        asked.raise_for_status()
+        output = search.invoke(asked.json()["arguments"])
+        http.post(url, json={"call": f"c{i}", "output": output}).raise_for_status()
+    return call
+
+
+def _cpu_s(pid: int) -> float:
+    """A process's user + system CPU seconds so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _serve(config: Path, log: Path, src: Path | None = None,
+           command: list[str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """A ``hookgate serve`` of ``src`` (default: this tree), or ``command`` + a port."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
+    source = src if src is not None else ROOT / "src"
+    argv = [*command, str(port)] if command is not None else [
+        sys.executable, "-m", "hookgate.cli.main", "serve", "--config", str(config),
+        "--port", str(port), "--log-level", "warning"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "hookgate.cli.main", "serve", "--config", str(config),
-             "--port", str(port), "--log-level", "warning"],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                [str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])})
+                [str(source), str(ROOT), os.environ.get("PYTHONPATH", "")])})
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -115,51 +164,89 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300, help="calls per path per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="a few calls (for the tests)")
+    parser.add_argument("--against", metavar="SRC", type=Path,
+                        help="also a hookgate serve of this source tree (its src/ folder)")
     opts = parser.parse_args()
     calls, rounds = (20, 1) if opts.quick else (opts.calls, opts.rounds)
     with tempfile.TemporaryDirectory(prefix="hookgate-bench-") as tmp:
         work = Path(tmp)
         local_config = work / "local.yaml"
         local_config.write_text(CONFIG.format(db=work / "local.db", token=TOKEN))
-        served_config = work / "served.yaml"
-        served_config.write_text(CONFIG.format(db=work / "served.db", token=TOKEN))
-        proc, url = _serve(served_config, work / "serve.log")
-        local = LocalGuard(local_config, framework="bench")
-        remote = Client(url, TOKEN, framework="bench")
-        paths: dict[str, Callable[[int], None]] = {
-            "framework_tool_call": lambda i: search.invoke({"query": f"q{i}"}) and None,
-            "in_process": _guarded(local, f"s-{uuid.uuid4().hex}"),
-            "loopback_http": _guarded(remote, f"s-{uuid.uuid4().hex}"),
-        }
-        samples: dict[str, list[float]] = {name: [] for name in paths}
+        served: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+        trees = {"loopback_http": None} | (
+            {"loopback_http_against": opts.against.resolve()} if opts.against else {})
+        floor_app = work / "floor_app.py"
+        floor_app.write_text(FLOOR_APP)
+        http = httpx.Client(timeout=30)
+        clients: list[Client] = []
+        local = None
         try:
+            floor_proc, floor_url = _serve(work / "floor.yaml", work / "floor.log",
+                                           command=[sys.executable, str(floor_app)])
+            served["two_http_round_trips"] = floor_proc, floor_url
+            for name, src in trees.items():
+                config = work / f"{name}.yaml"
+                config.write_text(CONFIG.format(db=work / f"{name}.db", token=TOKEN))
+                served[name] = _serve(config, work / f"{name}.log", src)
+            local = LocalGuard(local_config, framework="bench")
+            paths: dict[str, Callable[[int], None]] = {
+                "framework_tool_call": lambda i: search.invoke({"query": f"q{i}"}) and None,
+                "two_http_round_trips": _floor(http, floor_url),
+                "in_process": _guarded(local, f"s-{uuid.uuid4().hex}"),
+            }
+            for name in trees:
+                clients.append(Client(served[name][1], TOKEN, framework="bench"))
+                paths[name] = _guarded(clients[-1], f"s-{uuid.uuid4().hex}")
+            samples: dict[str, list[float]] = {name: [] for name in paths}
             for run in paths.values():  # warm-up: connections, statements, imports
                 for i in range(5):
                     run(-1 - i)
-            n = 0
-            for _ in range(rounds):
+            before = {name: _cpu_s(proc.pid) for name, (proc, _) in served.items()}
+            for n in range(1, rounds * calls + 1):  # one call of each path in turn
                 for name, run in paths.items():
-                    for _ in range(calls):
-                        n += 1
-                        started = time.perf_counter()
-                        run(n)
-                        samples[name].append(time.perf_counter() - started)
+                    started = time.perf_counter()
+                    run(n)
+                    samples[name].append(time.perf_counter() - started)
+            cpu = {name: _cpu_s(proc.pid) - before[name] for name, (proc, _) in served.items()}
         finally:
-            remote.close()
-            local.close()
-            proc.terminate()
-            proc.wait(30)
+            for client in clients:
+                client.close()
+            http.close()
+            if local is not None:
+                local.close()
+            for proc, _ in served.values():
+                proc.terminate()
+                proc.wait(30)
     bare = samples["framework_tool_call"]
-    print(json.dumps({
+    out: dict[str, Any] = {
         "benchmark": "guarded_calls",
         "calls_per_path": calls * rounds,
         "framework_tool_call": _figure(bare),
-        "in_process": _figure(samples["in_process"], bare),
-        "loopback_http": _figure(samples["loopback_http"], bare),
-        "database": "sqlite",
-        "hooks": ["audit_log", "readonly_guard"],
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-    }, indent=2))
+    }
+    for name in paths:
+        if name == "framework_tool_call":
+            continue
+        out[name] = _figure(samples[name], bare)
+        if name in cpu:
+            out[name]["server_cpu_us_per_call"] = round(cpu[name] / (calls * rounds) * 1e6, 1)
+    floor_added = max(out["two_http_round_trips"]["added_p50_us"], 1.0)
+    out["added_p50_over_the_floor"] = {
+        name: round(out[name]["added_p50_us"] / floor_added, 2)
+        for name in ("in_process", *trees)}
+    if opts.against:
+        out["against"] = {"source": str(opts.against.resolve()),
+                          "added_p50_today_over_against": round(
+                              out["loopback_http"]["added_p50_us"]
+                              / max(out["loopback_http_against"]["added_p50_us"], 1.0), 2)}
+    out["targets"] = {
+        "loopback_added_p50_within_1_ms": out["loopback_http"]["added_p50_us"] <= 1000,
+        "in_process_added_p50_within_0_3_ms": out["in_process"]["added_p50_us"] <= 300,
+        "loopback_added_p99_within_3_ms": out["loopback_http"]["added_p99_us"] <= 3000,
+    }
+    out |= {"database": "sqlite", "hooks": ["audit_log", "readonly_guard"],
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                        "load_average": [round(x, 2) for x in os.getloadavg()]}}
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

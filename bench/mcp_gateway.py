@@ -296,6 +296,18 @@ async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
         "target_added_p50_ms": 2.0,
         "skipped": skipped,
     }
+    if "fastmcp_proxy_stdio" in figures:
+        # The goal: the stdio relay adds at most half of what FastMCP's stdio proxy adds;
+        # its CPU (relay + serve) against the proxy's, the measure a loaded machine keeps.
+        relay_cpu = sum(out["cpu_us_per_call"]["stdio_bare"].get(k, 0)
+                        for k in ("relay", "serve"))
+        proxy_cpu = out["cpu_us_per_call"]["fastmcp_proxy_stdio"].get("fastmcp_proxy", 0)
+        out["stdio_relay_over_fastmcp_stdio"] = {
+            "added_p50": round(out["added_p50_ms"]["stdio_bare"]
+                               / max(out["added_p50_ms"]["fastmcp_proxy_stdio"], 1e-3), 2),
+            "cpu_per_call": round(relay_cpu / max(proxy_cpu, 1), 2),
+            "target": 0.5,
+        }
     if "fastmcp_proxy_http" in figures:
         out["http_bare_minus_fastmcp_http_p50_ms"] = round(
             figures["http_bare"]["p50_ms"] - figures["fastmcp_proxy_http"]["p50_ms"], 3)

@@ -89,6 +89,8 @@ def check_mcp_gateway(out: dict[str, Any]) -> None:
     if not out["skipped"]:  # FastMCP's proxy, side by side, where FastMCP is installed
         paths |= {"fastmcp_proxy_http", "fastmcp_proxy_stdio"}
         assert _number(out["http_bare_minus_fastmcp_http_p50_ms"])
+        ratio = out["stdio_relay_over_fastmcp_stdio"]
+        assert _number(ratio["added_p50"]) and _number(ratio["cpu_per_call"]), ratio
     assert set(out["paths"]) == paths, out["paths"]
     for figure in out["paths"].values():
         assert _number(figure["p50_ms"]) and figure["p50_ms"] > 0, figure
@@ -116,9 +118,13 @@ def check_perf_internals(out: dict[str, Any]) -> None:
 
 def check_guarded_calls(out: dict[str, Any]) -> None:
     _p50_p99(out["framework_tool_call"])
-    for path in ("in_process", "loopback_http"):
+    for path in ("two_http_round_trips", "in_process", "loopback_http"):
         _p50_p99(out[path])
         assert _number(out[path]["added_p50_us"]) and _number(out[path]["added_p99_us"])
+    for path in ("two_http_round_trips", "loopback_http"):
+        assert _number(out[path]["server_cpu_us_per_call"]), out[path]
+    assert set(out["added_p50_over_the_floor"]) == {"in_process", "loopback_http"}
+    assert all(isinstance(met, bool) for met in out["targets"].values())
     assert out["calls_per_path"] > 0
 
 

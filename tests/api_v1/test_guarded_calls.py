@@ -309,6 +309,7 @@ def test_the_same_call_asked_while_its_approval_is_being_claimed_finds_it_its_ow
     # between (a retry racing the first ask, on this or another instance), the call finds
     # the claim before it names anyone: it waits for the owner, finds itself, and its start
     # claim answers already_ran. Before, it was refused as "already used by one execution".
+    from hookgate.storage.confirmations import ApprovalUse
     from hookgate.storage.ledger import DatabaseLedger
 
     owner_written = threading.Event()
@@ -316,7 +317,7 @@ def test_the_same_call_asked_while_its_approval_is_being_claimed_finds_it_its_ow
 
     async def finish(self: DatabaseLedger, run_id: str, tool_call_id: str,
                      observation: str, ok: bool) -> None:
-        if tool_call_id.startswith("approval:"):
+        if tool_call_id.startswith(ApprovalUse.USE.value + "-"):
             await asyncio.sleep(0.5)  # the window a racing ask falls into
             owner_written.set()
         await slow_finish(self, run_id, tool_call_id, observation, ok)

@@ -17,6 +17,7 @@ from typing import cast
 
 from sqlalchemy import Table, select, update
 
+from hookgate.storage.backends.base import UserRow
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalRuleRow, RevokedToken, User
 from hookgate.storage.types import utcnow
@@ -109,17 +110,16 @@ async def sync_declared_users(db: Database, users: Iterable[DeclaredUser]) -> No
         await db.notify(s, ACCESS_CHANNEL, "sync")
 
 
-async def user_for_token(db: Database, token: str) -> User | None:
-    """The active user whose unexpired, unrevoked token this is."""
+async def user_for_token(db: Database, token: str) -> UserRow | None:
+    """The active user whose unexpired, unrevoked token this is, read now (one statement
+    on the backend's fast path: every request and every moment of use asks)."""
     if not token:
         return None
-    digest = token_digest(token)
-    async with db.session() as s:
-        if await s.get(RevokedToken, digest) is not None:
-            return None
-        user = (await s.execute(
-            select(User).where(User.token_sha256 == digest))).scalar_one_or_none()
-    if user is None or user.disabled:
+    found = await db.backend.token_user(token_digest(token))
+    if found is None:
+        return None
+    user, revoked = found
+    if revoked or user.disabled:
         return None
     if user.token_expires_at is not None and user.token_expires_at <= utcnow():
         return None

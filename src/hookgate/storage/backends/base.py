@@ -54,6 +54,19 @@ class AlongWrite:
     seen: Callable[[Any], None]
 
 
+class UserRow(NamedTuple):
+    """A user's record as the sign-in check and the authority checks read it now."""
+
+    id: str
+    org_id: str
+    admin: bool
+    name: str
+    service: bool
+    disabled: bool
+    #: Aware UTC, or None (the token does not expire).
+    token_expires_at: datetime | None
+
+
 class PriorRow(NamedTuple):
     """An earlier claim of a tool call: its record in the ledger."""
 
@@ -180,6 +193,17 @@ class Backend(Protocol):
         ...
 
     async def org_read_only(self, org_id: str) -> bool | None:
+        ...
+
+    # -- people ------------------------------------------------------------------------
+
+    async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
+        """The user whose token has sha256 ``digest``, and whether that digest is revoked;
+        None when no user holds it. One read of the latest commit, no transaction."""
+        ...
+
+    async def person(self, user_id: str) -> UserRow | None:
+        """User ``user_id``'s record as it is now (one read, no transaction)."""
         ...
 
     async def mark_followed(self, run_id: str) -> None:

@@ -38,6 +38,7 @@ from hookgate.storage.backends.base import (
     NotNow,
     PriorRow,
     RunSummaryRow,
+    UserRow,
 )
 from hookgate.storage.backends.pg_driver import PgDriver, psycopg_statements
 from hookgate.storage.backends.statements import (
@@ -404,6 +405,16 @@ class PostgresBackend:
         row = await self.driver.fetchrow(_s("org_read_only").sql, org_id)
         return None if row is None or row[0] is None else bool(row[0])
 
+    async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
+        # One statement in autocommit (an ORM session spent four: BEGIN, two reads, ROLLBACK).
+        read = _s("token_user")
+        row = await self.driver.fetchrow(read.sql, *read.args((digest,)))
+        return None if row is None else (_user(row), bool(row[7]))
+
+    async def person(self, user_id: str) -> UserRow | None:
+        row = await self.driver.fetchrow(_s("person").sql, user_id)
+        return None if row is None else _user(row)
+
     async def mark_followed(self, run_id: str) -> None:
         # Under the row's lock, which a checkpoint takes too: a checkpoint committed before
         # this is in the log the stream reads next; one after it sees the flag and notifies.
@@ -454,6 +465,12 @@ async def _append_chain(conn: Any, chain: str, records: Sequence[Any], link: Aud
                                         for row in rows])
     await conn.execute(set_head.sql, *set_head.args((out[-1].row_hash, chain)))
     return out
+
+
+def _user(row: Any) -> UserRow:
+    expires = row[6]
+    return UserRow(row[0], row[1], bool(row[2]), row[3], bool(row[4]), bool(row[5]),
+                   None if expires is None else expires.astimezone(UTC))
 
 
 def _prior(row: Any) -> PriorRow | None:

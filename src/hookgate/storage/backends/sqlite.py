@@ -14,7 +14,7 @@ import json
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -34,6 +34,7 @@ from hookgate.storage.backends.base import (
     NotNow,
     PriorRow,
     RunSummaryRow,
+    UserRow,
 )
 from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timestamp
 from hookgate.storage.backends.statements import (
@@ -238,6 +239,18 @@ class SqliteBackend:
         row = await self.driver.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
         return None if row is None or row[0] is None else bool(row[0])
 
+    async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
+        # On the caller's thread (a WAL read): an ORM session hopped to aiosqlite's thread
+        # for each of its four statements.
+        read = _s("token_user")
+        row = await self.driver.read(lambda c: c.execute(read.sql, read.args((digest,))).fetchone())
+        return None if row is None else (_user(row), bool(row[7]))
+
+    async def person(self, user_id: str) -> UserRow | None:
+        read = _s("person")
+        row = await self.driver.read(lambda c: c.execute(read.sql, (user_id,)).fetchone())
+        return None if row is None else _user(row)
+
     async def mark_followed(self, run_id: str) -> None:
         return None  # one process serves the file: its streams are woken in memory
 
@@ -274,6 +287,19 @@ def _claim(conn: DriverConnection, row: tuple[Any, ...], fence: Fence | None) ->
     if conn.execute(_s("claim").sql, row).rowcount == 1:
         return None
     return conn.execute(_s("prior").sql, row[:2]).fetchone()
+
+
+def _user(row: Any) -> UserRow:
+    return UserRow(row[0], row[1], bool(row[2]), row[3], bool(row[4]), bool(row[5]),
+                   _sqlite_time(row[6]))
+
+
+def _sqlite_time(value: Any) -> datetime | None:
+    """A UTCDateTime column as the driver reads it (naive UTC text) back to aware UTC."""
+    if value is None:
+        return None
+    at = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
 def _prior(row: Any) -> PriorRow | None:

@@ -29,9 +29,11 @@ from hookgate.storage.tables import (
     ConnectorCallLog,
     Org,
     RateLimitCounter,
+    RevokedToken,
     RunEventRow,
     RunRow,
     ToolExecutionRow,
+    User,
 )
 
 DialectName = Literal["sqlite", "postgresql"]
@@ -158,6 +160,22 @@ def _org_read_only(_: str) -> ClauseElement:
     return select(Org.read_only).where(Org.id == bindparam("org_id"))
 
 
+#: A user's columns as the hot reads give them (``backends.base.UserRow``'s order).
+_USER_COLUMNS = (User.id, User.org_id, User.admin, User.name, User.service, User.disabled,
+                 User.token_expires_at)
+
+
+def _token_user(_: str) -> ClauseElement:
+    """The user holding a token digest, and whether the digest is revoked, in one read."""
+    revoked = (select(_ONE).where(RevokedToken.token_sha256 == bindparam("digest"))
+               .exists())
+    return select(*_USER_COLUMNS, revoked).where(User.token_sha256 == bindparam("digest"))
+
+
+def _person(_: str) -> ClauseElement:
+    return select(*_USER_COLUMNS).where(User.id == bindparam("user_id"))
+
+
 def _rate_take(dialect: str) -> ClauseElement:
     """Start a new window at 1, or add 1 while under the limit; a full window updates
     nothing and returns no row."""
@@ -209,6 +227,8 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "events_after": (_events_after, ("run_id", "seq")),
     "summary": (_summary, ("run_id",)),
     "org_read_only": (_org_read_only, ("org_id",)),
+    "token_user": (_token_user, ("digest",)),
+    "person": (_person, ("user_id",)),
     "rate_take": (_rate_take, ("key", "start", "limit")),
     "audit_reserve": (_audit_reserve, ("chain", "n", "genesis")),
     "audit_set_head": (_audit_set_head, ("last_hash", "chain")),
