@@ -8,6 +8,7 @@ is what the approval carries and what runs; a run waiting for approval shows its
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -51,7 +52,7 @@ agents:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory
+def world(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
           ) -> Iterator[tuple[Instance, httpx.Client, Path]]:
     """`hookgate serve` on a config with the typed tool, an API client and the tool's ledger
     file, for the module (one start instead of one per test: each test starts its own run
@@ -59,6 +60,7 @@ def world(tmp_path_factory: pytest.TempPathFactory
     tmp_path = tmp_path_factory.mktemp("why-first")
     ledger = tmp_path / "ledger.jsonl"
     config = tmp_path / "hookgate.yaml"
+    shutil.copyfile(sqlite_template, tmp_path / "hookgate.db")  # at the head: no migrating
     config.write_text(CONFIG.format(db=tmp_path / "hookgate.db", token=TOKENS["alice"],
                                     args=json.dumps(ASKED)))
     server = Instance("serve", config, tmp_path, env={"HOOKGATE_TEST_LEDGER": str(ledger)})
