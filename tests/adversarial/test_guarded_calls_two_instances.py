@@ -39,12 +39,14 @@ worker: {{heartbeat_s: 0.5, stalled_after_s: 2.5, shutdown_grace_s: 1}}
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory,
-         postgres_server_url: str) -> Iterator[tuple[Instance, Instance]]:
+         postgres_server_url: str, postgres_template: str
+         ) -> Iterator[tuple[Instance, Instance]]:
     from tests.conftest import _fresh_pg_database
 
     workdir: Path = tmp_path_factory.mktemp("v1-pair")
     config = workdir / "hookgate.yaml"
-    config.write_text(CONFIG.format(database=_fresh_pg_database(postgres_server_url)))
+    config.write_text(CONFIG.format(
+        database=_fresh_pg_database(postgres_server_url, postgres_template)))
     a, b = Instance("a", config, workdir), Instance("b", config, workdir)
     try:
         for inst in (a, b):

@@ -19,7 +19,7 @@ import pytest
 from hookgate import Agent, ScriptedLLM, tool
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.adversarial.conftest import Tally
-from tests.conftest import _fresh_pg_database
+from tests.conftest import migrated_database_url
 from tests.live_server import LiveServer, live_server
 
 TOKENS = {name: f"tok-{name}" for name in ("alice", "bob", "bot", "eve")}
@@ -63,10 +63,7 @@ def deployment(url: str) -> Deployment:
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LiveServer]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('outside') / 'hookgate.db'}"
-    else:
-        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
+    url = migrated_database_url(request, tmp_path_factory.mktemp("outside"))
     with live_server(deployment(url)) as srv:
         yield srv
 
@@ -385,10 +382,7 @@ PUSH = {"command": "git push origin main > push.log"}
 def coding(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LiveServer]:
     from tests.claude_code.scene import coder
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('cc') / 'hookgate.db'}"
-    else:
-        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
+    url = migrated_database_url(request, tmp_path_factory.mktemp("cc"))
     world = coder(wait_s=0.2)
     agent = world.agents["coder"]
     agent.confirmation_mode = "inline_only"

@@ -23,7 +23,7 @@ from hookgate.escalation_policy import EscalationPolicy
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from hookgate.storage.audit import verify
 from hookgate.storage.tables import User
-from tests.conftest import _fresh_pg_database
+from tests.conftest import migrated_database_url
 from tests.live_server import LiveServer, live_server
 
 TOKENS = {u: f"tok-{u}" for u in ("alice", "bob", "carol", "dave", "buyer-bot",
@@ -62,10 +62,7 @@ def deployment(url: str) -> Deployment:
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LiveServer]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('actsfor') / 'hookgate.db'}"
-    else:
-        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
+    url = migrated_database_url(request, tmp_path_factory.mktemp("actsfor"))
     with live_server(deployment(url)) as srv:
         srv.call(_disable(srv, "carol"))
         yield srv

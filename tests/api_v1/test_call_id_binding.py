@@ -13,7 +13,7 @@ import pytest
 
 from hookgate.client import Allowed, Client, GuardRefused, Pending
 from tests.api_v1.test_guarded_calls import ALICE, BOT, decide, deployment
-from tests.conftest import _fresh_pg_database
+from tests.conftest import migrated_database_url
 from tests.live_server import LiveServer, live_server
 
 ARGS = {"amount": 500, "to": "bob"}
@@ -22,10 +22,7 @@ ARGS = {"amount": 500, "to": "bob"}
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LiveServer]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('v1b') / 'hookgate.db'}"
-    else:
-        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
+    url = migrated_database_url(request, tmp_path_factory.mktemp("v1b"))
     with live_server(deployment(url)) as srv:
         yield srv
 

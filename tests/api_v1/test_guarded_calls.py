@@ -26,7 +26,7 @@ from hookgate.client import (
     Pending,
 )
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
-from tests.conftest import _fresh_pg_database
+from tests.conftest import migrated_database_url
 from tests.live_server import LiveServer, free_port, live_server
 from tests.sse import read_events
 
@@ -63,10 +63,7 @@ def deployment(url: str) -> Deployment:
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LiveServer]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('v1') / 'hookgate.db'}"
-    else:
-        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
+    url = migrated_database_url(request, tmp_path_factory.mktemp("v1"))
     with live_server(deployment(url)) as srv:
         yield srv
 

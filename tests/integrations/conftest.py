@@ -21,7 +21,7 @@ from hookgate.config import load_config
 from hookgate.runtime.deployment import deployment_from_config
 from hookgate.storage.audit import AuditLogStore
 from tests.adversarial.conftest import attempt
-from tests.conftest import _drop_pg_database, _fresh_pg_database
+from tests.conftest import _drop_pg_database, migrated_database_url
 from tests.integrations.world import ALICE_TOKEN, write_config
 from tests.live_server import live_server
 
@@ -84,11 +84,9 @@ def served(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """A hookgate server on SQLite and one on PostgreSQL, each for the whole session."""
     folder: Path = tmp_path_factory.mktemp(f"served-{request.param}")
-    if request.param == "sqlite":
-        url, server = f"sqlite+aiosqlite:///{folder / 'hookgate.db'}", None
-    else:
-        server = request.getfixturevalue("postgres_server_url")
-        url = _fresh_pg_database(server)
+    url = migrated_database_url(request, folder)
+    server = None if request.param == "sqlite" else request.getfixturevalue(
+        "postgres_server_url")
     deployment = deployment_from_config(load_config(write_config(folder, url)))
     try:
         with live_server(deployment) as srv:

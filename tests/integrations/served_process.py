@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from hookgate.client import AsyncClient, Client, Verdict
-from tests.conftest import _drop_pg_database, _fresh_pg_database
+from tests.conftest import _drop_pg_database, migrated_database_url
 from tests.instances import Instance
 from tests.integrations.world import ALICE_TOKEN, write_config
 
@@ -26,12 +26,8 @@ def served_process(request: pytest.FixtureRequest,
     """`hookgate serve` on the backend ``request.param`` names (sqlite or postgresql)."""
     backend = str(request.param)
     folder = tmp_path_factory.mktemp(f"serve-{backend}")
-    cluster = None
-    if backend == "sqlite":
-        url = f"sqlite+aiosqlite:///{folder / 'hookgate.db'}"
-    else:
-        cluster = request.getfixturevalue("postgres_server_url")
-        url = _fresh_pg_database(cluster)
+    url = migrated_database_url(request, folder)
+    cluster = None if backend == "sqlite" else request.getfixturevalue("postgres_server_url")
     server = Instance("serve", write_config(folder, url), folder)
     server.spawn()
     try:

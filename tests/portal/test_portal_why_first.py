@@ -8,13 +8,15 @@ is what the approval carries and what runs; a run waiting for approval shows its
 from __future__ import annotations
 
 import json
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.instances import Instance
 from tests.portal.browser import chromium, console_errors
@@ -49,29 +51,49 @@ agents:
 """
 
 
-@contextmanager
-def served(tmp_path: Path) -> Iterator[tuple[Portal, httpx.Client, Path]]:
-    """`hookgate serve` on a config with the typed tool, a browser, an API client and the
-    tool's ledger file."""
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
+          ) -> Iterator[tuple[Instance, httpx.Client, Path]]:
+    """`hookgate serve` on a config with the typed tool, an API client and the tool's ledger
+    file, for the module (one start instead of one per test: each test starts its own run
+    and reads the ledger lines its run added)."""
+    tmp_path = tmp_path_factory.mktemp("why-first")
     ledger = tmp_path / "ledger.jsonl"
     config = tmp_path / "hookgate.yaml"
+    shutil.copyfile(sqlite_template, tmp_path / "hookgate.db")  # at the head: no migrating
     config.write_text(CONFIG.format(db=tmp_path / "hookgate.db", token=TOKENS["alice"],
                                     args=json.dumps(ASKED)))
     server = Instance("serve", config, tmp_path, env={"HOOKGATE_TEST_LEDGER": str(ledger)})
     server.spawn()
     try:
         server.wait_up()
-        with httpx.Client(base_url=server.url, timeout=20) as c, chromium() as driver:
-            yield Portal(driver, server), c, ledger
+        with httpx.Client(base_url=server.url, timeout=20) as c:
+            yield server, c, ledger
     finally:
         server.stop()
 
 
-def _ledger(ledger: Path) -> list[dict[str, Any]]:
+@contextmanager
+def served(world: tuple[Instance, httpx.Client, Path]
+           ) -> Iterator[tuple[Portal, httpx.Client, Callable[[], list[dict[str, Any]]]]]:
+    """A browser on the module's server, its API client, and what the tool wrote since."""
+    server, c, ledger = world
+    before = len(_lines(ledger))
+    with chromium() as driver:
+        yield Portal(driver, server), c, lambda: _ledger(ledger, before)
+
+
+def _lines(ledger: Path) -> list[str]:
+    return ledger.read_text().splitlines() if ledger.exists() else []
+
+
+def _ledger(ledger: Path, before: int) -> list[dict[str, Any]]:
+    """The ledger's lines after its first ``before``, once there are any."""
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
-        if ledger.exists() and ledger.read_text().strip():
-            return [json.loads(line) for line in ledger.read_text().splitlines()]
+        added = [line for line in _lines(ledger)[before:] if line.strip()]
+        if added:
+            return [json.loads(line) for line in added]
         time.sleep(0.05)
     return []
 
@@ -81,8 +103,8 @@ def _field(card: Any, page: Portal, name: str) -> Any:
 
 
 def test_a_pending_card_shows_why_and_the_edit_form_is_typed_and_what_is_approved(
-        tmp_path: Path) -> None:
-    with served(tmp_path) as (page, c, ledger):
+        world: tuple[Instance, httpx.Client, Path]) -> None:
+    with served(world) as (page, c, paid):
         run_id = start_run(c, MESSAGE)
         request = pending_request(c)
         # The API gives the tool's parameters to whoever may edit.
@@ -138,12 +160,13 @@ def test_a_pending_card_shows_why_and_the_edit_form_is_typed_and_what_is_approve
                   "tags": ["racks"]}
         record = c.get(f"/api/confirmations/{request['id']}", headers=auth("alice")).json()
         assert record["payload"]["edited_args"] == edited
-        assert _ledger(ledger) == [edited]
+        assert paid() == [edited]
         assert console_errors(page.driver) == []
 
 
-def test_a_waiting_run_shows_its_approval_card_first(tmp_path: Path) -> None:
-    with served(tmp_path) as (page, c, ledger):
+def test_a_waiting_run_shows_its_approval_card_first(
+        world: tuple[Instance, httpx.Client, Path]) -> None:
+    with served(world) as (page, c, paid):
         run_id = start_run(c, MESSAGE)
         request = pending_request(c)
         page.open()
@@ -166,4 +189,4 @@ def test_a_waiting_run_shows_its_approval_card_first(tmp_path: Path) -> None:
         assert wait_finished(c, run_id) == "completed"
         page.sees(".timeline", "Run finished")
         page.until("the card gone", lambda: not page.find_all("#run-waiting .request"))
-        assert _ledger(ledger) == [{**ASKED, "amount": 2500.0}]
+        assert paid() == [{**ASKED, "amount": 2500.0}]

@@ -65,13 +65,14 @@ class Pair:
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory,
-         postgres_server_url: str) -> Iterator[Pair]:
+         postgres_server_url: str, postgres_template: str
+         ) -> Iterator[Pair]:
     from tests.conftest import _fresh_pg_database
 
     model = MessageModel()
     model.start()
-    p = Pair(tmp_path_factory.mktemp("service"), _fresh_pg_database(postgres_server_url),
-             model)
+    p = Pair(tmp_path_factory.mktemp("service"),
+             _fresh_pg_database(postgres_server_url, postgres_template), model)
     try:
         for inst in (p.a, p.b):
             inst.spawn()
