@@ -133,12 +133,17 @@ def check_guarded_calls(out: dict[str, Any]) -> None:
 
 
 def check_coding_agent_hooks(out: dict[str, Any]) -> None:
-    for path in ("noop_command_hook", "python_command_hook", "hookgate_pre_tool_use",
-                 "hookgate_post_tool_use"):
+    assert out["agents"] == ["codex", "copilot", "cursor", "gemini"], out["agents"]
+    paths = ["noop_command_hook", "python_command_hook", "claude_code_http_pre_tool_use"]
+    paths += [f"{a}_{hook}" for a in out["agents"] for hook in ("pre_tool_use", "post_tool_use")]
+    for path in paths:
         figure = out[path]
         assert 0 < figure["p50_ms"] <= figure["p99_ms"], (path, figure)
-    assert _number(out["added_pre_tool_use_p50_ms"]) and out["calls_per_path"] > 0
-    assert set(out["targets"]) == {"pre_tool_use_within_15_ms", "below_python_hook"}
+    for agent, added in out["added"].items():
+        assert _number(added["pre_tool_use_over_noop_p50_ms"]), (agent, added)
+        assert _number(added["pre_tool_use_over_claude_code_p50_ms"]), (agent, added)
+        assert isinstance(added["within_15_ms"], bool), (agent, added)
+    assert out["calls_per_path"] > 0
 
 
 def check_durable_path(out: dict[str, Any]) -> None:
