@@ -12,6 +12,7 @@ id and told to repeat the identical call, which then joins that request
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -163,14 +164,23 @@ class _HookCall:
             return json.dumps({"replaced": text})
 
         try:
-            report = canonical_sha256([self.hook.event.value, args, result])
-        except NotCanonicalJSON:
-            report = None
-        try:
-            held = json.loads(await post_tool_use() if report is None
-                              else await self.core.once(call, post_tool_use, report=report))
+            held = json.loads(await self.core.once(call, post_tool_use,
+                                                   report=_report(self.hook.event, args,
+                                                                  result)))
         except ReportInProgress as exc:
             raise BadHookInput(str(exc)) from None
         refused, replaced = held.get("refused"), held.get("replaced")
         return Outcome(refused=refused if isinstance(refused, str) else None,
                        replaced=replaced if isinstance(replaced, str) else None)
+
+
+def _report(event: Event, args: Any, result: Any) -> str:
+    """What names one report of a call: its canonical digest; for a value canonical JSON
+    refuses (1e999, NaN, a lone surrogate) a digest of its escaped form, so that the same
+    report sent twice still runs PostToolUse once."""
+    try:
+        return canonical_sha256([event.value, args, result])
+    except NotCanonicalJSON:
+        text = json.dumps([event.value, args, result], sort_keys=True, ensure_ascii=True,
+                          allow_nan=True, default=repr)
+        return "loose-" + hashlib.sha256(text.encode("ascii")).hexdigest()

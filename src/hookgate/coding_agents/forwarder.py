@@ -12,9 +12,10 @@ in ``exit 2`` with one line on stderr; stdout carries only a body rendered for t
 from __future__ import annotations
 
 import enum
+import re
 import shlex
 
-__all__ = ["MARGIN_S", "Accept", "command", "hook_timeout_s"]
+__all__ = ["MARGIN_S", "Accept", "command", "hook_timeout_s", "is_env_name"]
 
 #: Seconds between curl's deadline and the agent's hook timeout.
 MARGIN_S = 5
@@ -47,6 +48,15 @@ def hook_timeout_s(wait_s: float) -> int:
     return curl_max_time_s(wait_s) + MARGIN_S
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_env_name(name: str) -> bool:
+    """Whether ``sh`` can expand ``$name`` (ASCII only: ``str.isidentifier`` takes ``TOKÉN``,
+    which every hook run would fail on with "bad substitution")."""
+    return _ENV_NAME.fullmatch(name) is not None
+
+
 _OBJECT = "'{'*'}'"
 _DECISIONS = "'{\"permission\":\"allow\"'*'}'|'{\"permission\":\"deny\"'*'}'"
 
@@ -56,7 +66,7 @@ def command(url: str, *, token_env: str, wait_s: float, accept: Accept,
     """The hook command posting stdin to ``url`` with the token from ``$token_env``.
     ``reason_on_stdout``: a failure's one line goes to stdout, not stderr (Cursor shows the
     text of an exit 2 on stdout as the reason, and nothing of stderr)."""
-    if not token_env.isidentifier():
+    if not is_env_name(token_env):
         raise ValueError(f"{token_env!r} is not an environment variable name")
     limit = curl_max_time_s(wait_s)
     where = shlex.quote(url)
