@@ -31,6 +31,7 @@ from hookgate.coding_agents.forwarder import Accept, command
 from tests.adversarial_tally import Tally
 from tests.claude_code.scene import TOKEN, coder
 from tests.coding_agents.failing_hookgate import failing_hookgate
+from tests.engines.world import ALICE
 from tests.live_server import LiveServer, live_server
 
 pytestmark = pytest.mark.both_databases
@@ -377,3 +378,74 @@ def test_an_install_url_with_shell_syntax_runs_nothing_but_curl(
     assert not _agent_allows(kind, done), (done.returncode, done.stdout, done.stderr)
     assert command(f"http://127.0.0.1:9/x?a='b", token_env="T", wait_s=1,
                    accept=Accept.EMPTY).count("'\"'\"'") >= 1
+
+
+# -- one approval, one execution --------------------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "first", "retry"), [
+    ("codex", codex("Bash", {"command": "git push origin main"}, call_id="c1"),
+     codex("Bash", {"command": "git push origin main"}, call_id="c2")),
+    ("gemini", gemini("run_shell_command", {"command": "git push origin main"},
+                      stamp="2026-12-06T07:00:00.000Z"),
+     gemini("run_shell_command", {"command": "git push origin main"},
+            stamp="2026-12-06T07:00:05.000Z")),
+    ("cursor", cursor("Shell", {"command": "git push origin main"}, call_id="c1"),
+     cursor("Shell", {"command": "git push origin main"}, call_id="c2")),
+])
+def test_one_approval_lets_the_call_run_once_whatever_the_model_repeats(
+        srv: LiveServer, kind: str, first: dict[str, Any], retry: dict[str, Any],
+        attempt: Tally) -> None:
+    approve(srv, _pending(srv, kind, first))
+    ran = send(srv, kind, retry)
+    assert allowed(kind, ran), ran.text  # the identical retry after approval runs
+    # The model repeats the call: the very same id (two calls given one id in one turn),
+    # the first call's id, and a fresh id.
+    again = [retry, first, {**retry, "tool_use_id": "c3", "timestamp": "2026-12-06T07:00:09Z"}]
+    for n, body in enumerate(again):
+        r = send(srv, kind, body)
+        attempt.record(f"{kind} approved call repeated #{n}", got_through=allowed(kind, r))
+        assert not allowed(kind, r), (n, r.text)
+
+
+# -- access that ends while a call waits --------------------------------------------------------
+
+@pytest.fixture
+def waiting_srv(database_url: str) -> Iterator[LiveServer]:
+    deployment = coder(wait_s=30, rules=RULES)
+    deployment.database_url = database_url
+    # Rechecks far apart: the answer itself must be the moment access is checked.
+    with live_server(deployment, access_recheck_s=60) as server:
+        yield server
+
+
+@pytest.mark.parametrize("kind", ["codex", "gemini", "cursor"])
+def test_a_token_revoked_while_its_call_waits_gets_no_allow(
+        waiting_srv: LiveServer, kind: str, attempt: Tally) -> None:
+    import threading
+    import time
+
+    from hookgate.runtime.auth import token_cache
+    from hookgate.runtime.token_cache import token_key
+    from hookgate.storage.users import revoke_token
+
+    srv = waiting_srv
+    box: dict[str, httpx.Response] = {}
+    waiting = threading.Thread(target=lambda: box.update(r=send(srv, kind,
+                                                                 PUSH_BY_AGENT[kind])))
+    waiting.start()
+    deadline = time.monotonic() + 30
+    while not requests(srv) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [request] = requests(srv)
+    srv.call(revoke_token(srv.runtime.db, "alice", by="cli"))
+    # As by the CLI in another process: this server learns of it when its token cache's
+    # answer ages out (TTL_S), long before its next periodic recheck.
+    cache = token_cache(srv.runtime)
+    while cache.fresh(token_key(TOKEN)) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # A person approves after the revocation: the revoked caller's call must not run.
+    srv.call(srv.runtime.approvals.decide(request["id"], "approve", ALICE))
+    waiting.join(60)
+    r = box["r"]
+    attempt.record(f"{kind} token revoked while waiting", got_through=allowed(kind, r))
+    assert not allowed(kind, r), r.text
