@@ -255,6 +255,11 @@ def test_a_body_that_is_not_plain_json_is_refused_in_one_line(
     ("gemini", gemini("run_shell_command", {"command": "git push origin main\udfff"})),
     ("cursor", cursor("Shell", {"command": "git push origin main\ud800"})),
     ("codex", codex("Bash", {"command": "git push origin main", "n": 1e999})),
+    ("codex", codex("Bash", {"command": "git push origin main\u0000"})),
+    ("gemini", gemini("run_shell_command", {"command": "git push origin main",
+                                            "\u0000": "x"})),
+    ("cursor", cursor("Shell", {"command": "git push origin main",
+                                "deep": json.loads("[" * 900 + "]" * 900)})),
 ])
 def test_a_gated_command_with_a_lone_surrogate_or_huge_number_is_not_allowed(
         srv: LiveServer, kind: str, body: dict[str, Any], attempt: Tally) -> None:
@@ -376,7 +381,7 @@ def test_an_install_url_with_shell_syntax_runs_nothing_but_curl(
                    got_through=planted.exists() or _agent_allows(kind, done))
     assert not planted.exists()
     assert not _agent_allows(kind, done), (done.returncode, done.stdout, done.stderr)
-    assert command(f"http://127.0.0.1:9/x?a='b", token_env="T", wait_s=1,
+    assert command("http://127.0.0.1:9/x?a='b", token_env="T", wait_s=1,
                    accept=Accept.EMPTY).count("'\"'\"'") >= 1
 
 
