@@ -454,3 +454,22 @@ def test_a_token_revoked_while_its_call_waits_gets_no_allow(
     r = box["r"]
     attempt.record(f"{kind} token revoked while waiting", got_through=allowed(kind, r))
     assert not allowed(kind, r), r.text
+
+
+@pytest.mark.parametrize(("kind", "shape", "event"), [
+    ("codex", codex, "PostToolUse"), ("cursor", cursor, "postToolUse"),
+])
+def test_a_report_of_another_tool_under_the_call_id_does_not_skip_the_shells_hooks(
+        srv: LiveServer, kind: str, shape: Any, event: str, attempt: Tally) -> None:
+    # CARD_GUARD withholds a Bash output that shows a card number; a harmless tool's report
+    # with the same id, arguments and output must not stand for the shell's.
+    args, output = {"command": "cat card.txt"}, "4111 1111 1111 1111"
+    key = "tool_response" if kind == "codex" else "tool_output"
+    decoy = shape("mcp__notes__read", args, call_id="dup", event=event, **{key: output})
+    shell = shape("Bash" if kind == "codex" else "Shell", args, call_id="dup", event=event,
+                  **{key: output})
+    assert send(srv, kind, decoy).status_code == 200
+    r = send(srv, kind, shell)
+    shown = r.status_code == 200 and "withheld" not in r.text
+    attempt.record(f"{kind} decoy report under the shell call's id", got_through=shown)
+    assert not shown, r.text

@@ -165,7 +165,7 @@ class _HookCall:
 
         try:
             held = json.loads(await self.core.once(call, post_tool_use,
-                                                   report=_report(self.hook.event, args,
+                                                   report=_report(self.hook, args,
                                                                   result)))
         except ReportInProgress as exc:
             raise BadHookInput(str(exc)) from None
@@ -174,13 +174,15 @@ class _HookCall:
                        replaced=replaced if isinstance(replaced, str) else None)
 
 
-def _report(event: Event, args: Any, result: Any) -> str:
-    """What names one report of a call: its canonical digest; for a value canonical JSON
-    refuses (1e999, NaN, a lone surrogate) a digest of its escaped form, so that the same
-    report sent twice still runs PostToolUse once."""
+def _report(hook: HookInput, args: Any, result: Any) -> str:
+    """What names one report of a call: the digest of its event, tool, arguments and result
+    (a report naming another tool under the call's id is another report, whose hooks run);
+    for a value canonical JSON refuses (1e999, NaN, a lone surrogate) a digest of its
+    escaped form, so that the same report sent twice still runs PostToolUse once."""
+    named = [hook.event.value, hook.tool_name, args, result]
     try:
-        return canonical_sha256([event.value, args, result])
+        return canonical_sha256(named)
     except NotCanonicalJSON:
-        text = json.dumps([event.value, args, result], sort_keys=True, ensure_ascii=True,
-                          allow_nan=True, default=repr)
+        text = json.dumps(named, sort_keys=True, ensure_ascii=True, allow_nan=True,
+                          default=repr)
         return "loose-" + hashlib.sha256(text.encode("ascii")).hexdigest()
