@@ -47,10 +47,18 @@ ROUTES = {"codex": "/api/codex/hooks", "gemini": "/api/gemini/hooks",
           "cursor": "/api/cursor/hooks"}
 
 
+MALLORY = "tok-mallory-of-globex"
+
+
 @pytest.fixture
 def srv(database_url: str) -> Iterator[LiveServer]:
+    from hookgate.runtime.deployment import OrgSpec, UserSpec, token_digest
+
     deployment = coder(wait_s=0.3, rules=RULES)
     deployment.database_url = database_url
+    deployment.orgs.append(OrgSpec("globex", "Globex"))
+    deployment.users.append(UserSpec("mallory", "globex", admin=True,
+                                     token_sha256=token_digest(MALLORY)))
     with live_server(deployment) as server:
         yield server
 
@@ -228,8 +236,7 @@ def test_another_orgs_token_and_an_unknown_agent_are_refused(
     for kind, body in [("codex", codex("Bash", {"command": "ls"})),
                        ("gemini", gemini("run_shell_command", {"command": "ls"})),
                        ("cursor", cursor("Shell", {"command": "ls"}))]:
-        for r in (send(srv, kind, body, token="tok-of-another-org"),
-                  send(srv, kind, body, agent="ghost")):
+        for r in (send(srv, kind, body, token=MALLORY), send(srv, kind, body, agent="ghost")):
             attempt.record(f"{kind} foreign token or agent", got_through=r.status_code == 200)
             assert r.status_code in (401, 404), r.text
 
@@ -329,7 +336,7 @@ def test_the_installed_command_blocks_a_gated_call_and_a_foreign_token(
         srv: LiveServer, kind: str, attempt: Tally) -> None:
     cmd = _commands(srv.url)[kind]
     gated = _run(cmd, json.dumps(PUSH_BY_AGENT[kind]))
-    foreign = _run(cmd, json.dumps(PUSH_BY_AGENT[kind]), token="tok-of-another-org")
+    foreign = _run(cmd, json.dumps(PUSH_BY_AGENT[kind]), token=MALLORY)
     for name, done in (("gated", gated), ("foreign token", foreign)):
         attempt.record(f"{kind} installed command, {name}",
                        got_through=_agent_allows(kind, done))
@@ -473,3 +480,40 @@ def test_a_report_of_another_tool_under_the_call_id_does_not_skip_the_shells_hoo
     shown = r.status_code == 200 and "withheld" not in r.text
     attempt.record(f"{kind} decoy report under the shell call's id", got_through=shown)
     assert not shown, r.text
+
+
+def test_another_orgs_admin_cannot_approve_a_coding_agents_call(
+        srv: LiveServer, attempt: Tally) -> None:
+    request_id = _pending(srv, "codex", codex("Bash", {"command": "git push origin main"}))
+    r = httpx.post(f"{srv.url}/api/confirmations/{request_id}/respond",
+                   json={"decision": "approve"}, headers={"Authorization": f"Bearer {MALLORY}"})
+    ran = send(srv, "codex", codex("Bash", {"command": "git push origin main"},
+                                   call_id="call_2"))
+    attempt.record("another org's admin approves", got_through=allowed("codex", ran))
+    assert r.status_code == 404 and not allowed("codex", ran), (r.text, ran.text)
+
+
+def test_a_retry_from_another_session_or_folder_takes_no_approval(
+        srv: LiveServer, attempt: Tally) -> None:
+    args = {"command": "git push origin main"}
+    approve(srv, _pending(srv, "codex", codex("Bash", args, call_id="c1", session="s-1")))
+    for n, body in enumerate([codex("Bash", args, call_id="c2", session="s-2"),
+                              {**codex("Bash", args, call_id="c3"), "cwd": "/work/other"},
+                              codex("Bash", args, call_id="c4", session="s-1 ")]):
+        r = send(srv, "codex", body)
+        attempt.record(f"codex retry elsewhere #{n}", got_through=allowed("codex", r))
+        assert not allowed("codex", r), (n, r.text)
+
+
+@pytest.mark.parametrize("kind", ["codex", "gemini", "cursor"])
+@pytest.mark.parametrize("status", [204, 302, 401])
+def test_an_answer_that_is_not_a_200_is_a_deny_whatever_its_body(
+        kind: str, status: int, attempt: Tally) -> None:
+    from starlette.responses import Response
+    body = '{"permission":"allow"}' if kind == "cursor" else "{}"
+    answer = Response(body if status != 204 else None, status_code=status,
+                      headers={"Location": "http://127.0.0.1:9/allow"})
+    with failing_hookgate("malformed", ROUTES[kind], answer) as base:
+        done = _run(_commands(base)[kind], json.dumps(PUSH_BY_AGENT[kind]))
+    attempt.record(f"{kind} HTTP {status} answer", got_through=_agent_allows(kind, done))
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
