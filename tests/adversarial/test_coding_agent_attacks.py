@@ -517,3 +517,20 @@ def test_an_answer_that_is_not_a_200_is_a_deny_whatever_its_body(
         done = _run(_commands(base)[kind], json.dumps(PUSH_BY_AGENT[kind]))
     attempt.record(f"{kind} HTTP {status} answer", got_through=_agent_allows(kind, done))
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("agent_kind", ["gemini", "cursor"])
+@pytest.mark.parametrize("wait", ["inf", "nan", "-100", "1e12"])
+def test_a_wait_no_hook_timeout_can_hold_is_refused_at_install(
+        tmp_path: Path, agent_kind: str, wait: str, attempt: Tally) -> None:
+    # Gemini CLI and Cursor time hooks with Node, whose timers fire at once past 2**31-1 ms:
+    # a huge (or negative) timeout times out at once, and the tool runs.
+    done = CliRunner().invoke(app, [agent_kind, "install", "--agent", "coder", "--url",
+                                    "http://127.0.0.1:9", f"--wait={wait}",
+                                    "--project", str(tmp_path)])
+    written = [p for p in tmp_path.rglob("*.json")]
+    attempt.record(f"{agent_kind} install --wait {wait}", got_through=bool(written))
+    assert done.exit_code == 2 and not written, done.output
+    assert "--wait" in done.output and "Traceback" not in done.output
+    with pytest.raises(ValueError):
+        command("http://127.0.0.1:9", token_env="T", wait_s=float(wait), accept=Accept.EMPTY)

@@ -12,10 +12,12 @@ in ``exit 2`` with one line on stderr; stdout carries only a body rendered for t
 from __future__ import annotations
 
 import enum
+import math
 import re
 import shlex
 
-__all__ = ["MARGIN_S", "Accept", "command", "hook_timeout_s", "is_env_name"]
+__all__ = ["MARGIN_S", "MAX_WAIT_S", "Accept", "checked_wait_s", "command", "hook_timeout_s",
+           "is_env_name"]
 
 #: Seconds between curl's deadline and the agent's hook timeout.
 MARGIN_S = 5
@@ -38,9 +40,23 @@ class Accept(enum.Enum):
     DECISION = "decision"
 
 
+#: The longest wait for a person a hook is written for (a day). Node's timers, which Gemini
+#: CLI and Cursor time hooks with, fire at once for a delay past 2**31-1 ms: a longer hook
+#: timeout would time out at once, and these agents run the tool when a hook times out.
+MAX_WAIT_S = 86_400
+
+
+def checked_wait_s(wait_s: float) -> float:
+    """``wait_s`` if it is a number of seconds from 0 to `MAX_WAIT_S` (else ValueError)."""
+    if not math.isfinite(wait_s) or not 0 <= wait_s <= MAX_WAIT_S:
+        raise ValueError(f"the wait for a person must be 0 to {MAX_WAIT_S} seconds, "
+                         f"not {wait_s!r}")
+    return wait_s
+
+
 def curl_max_time_s(wait_s: float) -> int:
     """How long curl waits for hookgate, which answers within its wait for a person."""
-    return int(wait_s) + 1 + ANSWER_MARGIN_S
+    return int(checked_wait_s(wait_s)) + 1 + ANSWER_MARGIN_S
 
 
 def hook_timeout_s(wait_s: float) -> int:
