@@ -5,11 +5,14 @@ A call "gets through" when hookgate answers it with what the agent reads as an a
 (Codex and Gemini: exit 0 with ``{}``/nothing; Cursor: ``{"permission":"allow"}``) although
 a person had to decide, or when a report runs PostToolUse twice.
 
-Tally: 72 attempts (each parametrised case on each backend counts once per backend);
-before the fixes in this branch 9 got through: a shell call carrying both ``command`` and
-``cmd`` (3 agents), look-alike shell names (``Shell ``, ``ＳＨＥＬＬ``, ``run_shell_command ``,
-``BASH``), PostToolUse reported twice with a non-JSON number or a Cursor ``NaN`` output
-(ran twice), and a non-ASCII ``--token-env`` (bash exits 1: Codex and Gemini run the tool).
+Tally: 196 attempts (SQLite and PostgreSQL counted apart); 38 got through before this
+branch's fixes: a shell call carrying both ``command`` and ``cmd`` (3 agents), look-alike shell
+names (``Shell ``, ``ＳＨＥＬＬ``, ``run_shell_command ``, ``BASH``, a zero-width space,
+``Run_Shell_Command``), one PostToolUse report sent twice with a non-JSON value (``1e999``,
+a lone surrogate, Cursor's ``NaN`` output: ran twice), another tool's report under the
+shell call's id (the shell's PostToolUse hooks skipped), a call approved after its caller's
+token was revoked (allowed), and ``install --wait`` of -100 or 1e12 (a Node-timed hook
+timeout that fires at once: the tool runs).
 """
 
 from __future__ import annotations
