@@ -50,10 +50,11 @@ def install_command(
     """
     from hookgate.claude_code.policy import ExternalPolicy
     from hookgate.claude_code.settings_block import merge_into, settings_block
+    from hookgate.coding_agents.forwarder import is_env_name
     from hookgate.config import ConfigError
     from hookgate.hooks.errors import HookBuildError
 
-    if not token_env.isidentifier():
+    if not is_env_name(token_env):
         fail(f"--token-env {token_env!r} is not an environment variable name")
     _check_acts_for(acts_for)
     wait_s = 20.0
@@ -101,8 +102,9 @@ def forward_command(
     import sys
 
     from hookgate.claude_code.forward import MAX_INPUT, Forward, ForwardFailed
+    from hookgate.coding_agents.forwarder import is_env_name
 
-    if not token_env.isidentifier():
+    if not is_env_name(token_env):
         fail(f"--token-env {token_env!r} is not an environment variable name")
     _check_acts_for(acts_for)
     try:

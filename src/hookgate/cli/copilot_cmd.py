@@ -76,7 +76,9 @@ def install_command(
     if check:
         _check(_copilot(copilot), folder, target, token_env)
         return
-    if not token_env.isidentifier():
+    from hookgate.coding_agents.forwarder import is_env_name
+
+    if not is_env_name(token_env):
         fail(f"--token-env {token_env!r} is not an environment variable name")
     server, wait = options.server_and_wait(agent, config, example, url, wait_s)
     options.write_hooks(target, hooks_file(server, agent, token_env=token_env, wait_s=wait),

@@ -75,7 +75,9 @@ def install_command(
     if check:
         _check(target, folder, token_env)
         return
-    if not token_env.isidentifier():
+    from hookgate.coding_agents.forwarder import is_env_name
+
+    if not is_env_name(token_env):
         fail(f"--token-env {token_env!r} is not an environment variable name")
     server, wait = server_and_wait(agent, config, example, url, wait_s)
     block = hooks_block(server, agent, token_env=token_env, wait_s=wait, layer=layer)

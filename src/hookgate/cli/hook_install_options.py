@@ -74,7 +74,13 @@ def server_and_wait(agent: str, config: Path | None, example: str | None, url: s
         except (ConfigError, HookBuildError) as exc:
             fail(str(exc))
         server = server or cfg.server.public_url
-    return hook_server(server), wait if wait is not None else 20.0
+    from hookgate.coding_agents.forwarder import checked_wait_s
+
+    try:
+        wait = checked_wait_s(wait if wait is not None else 20.0)
+    except ValueError as exc:
+        fail(f"--wait: {exc}", 2)
+    return hook_server(server), wait
 
 
 def remove_hooks(target: Path, remove_from: Callable[[Path], dict[str, Any]]) -> None:

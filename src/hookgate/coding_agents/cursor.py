@@ -108,8 +108,8 @@ def _call(name: str, body: dict[str, Any]) -> tuple[str, dict[str, Any], str | N
         tool = optional_text(body, "tool_name")
         raw = body.get("tool_input")
         try:
-            args = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError:
+            args = _json_value(raw) if isinstance(raw, str) else raw
+        except ValueError:
             args = None
         if tool is None or not isinstance(args, dict):
             raise BadHookInput("tool_name must be a string and tool_input a JSON object "
@@ -126,9 +126,18 @@ def _output(raw: Any) -> Any:
     if not isinstance(raw, str):
         return raw
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
+        return _json_value(raw)
+    except ValueError:
         return raw
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_value(text: str) -> Any:
+    """``text`` parsed as JSON, refusing NaN and ±Infinity (ValueError), as the route does."""
+    return json.loads(text, parse_constant=_not_json)
 
 
 def _folder(body: dict[str, Any], args: dict[str, Any] | None) -> str | None:

@@ -15,6 +15,7 @@ under which the identical retry is the same call: no exception is needed for it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -181,14 +182,25 @@ class _HookCall:
             return json.dumps({"replaced": text})
 
         try:
-            report = canonical_sha256([self.hook.event.value, args, result])
-        except NotCanonicalJSON:
-            report = None
-        try:
-            held = json.loads(await post_tool_use() if report is None
-                              else await self.core.once(call, post_tool_use, report=report))
+            held = json.loads(await self.core.once(call, post_tool_use,
+                                                   report=_report(self.hook, args,
+                                                                  result)))
         except ReportInProgress as exc:
             raise BadHookInput(str(exc)) from None
         refused, replaced = held.get("refused"), held.get("replaced")
         return Outcome(refused=refused if isinstance(refused, str) else None,
                        replaced=replaced if isinstance(replaced, str) else None)
+
+
+def _report(hook: HookInput, args: Any, result: Any) -> str:
+    """What names one report of a call: the digest of its event, tool, arguments and result
+    (a report naming another tool under the call's id is another report, whose hooks run);
+    for a value canonical JSON refuses (1e999, NaN, a lone surrogate) a digest of its
+    escaped form, so that the same report sent twice still runs PostToolUse once."""
+    named = [hook.event.value, hook.tool_name, args, result]
+    try:
+        return canonical_sha256(named)
+    except NotCanonicalJSON:
+        text = json.dumps(named, sort_keys=True, ensure_ascii=True, allow_nan=True,
+                          default=repr)
+        return "loose-" + hashlib.sha256(text.encode("ascii")).hexdigest()

@@ -15,9 +15,12 @@ words and characters that need no JSON escaping, so the model reads why.
 from __future__ import annotations
 
 import enum
+import math
+import re
 import shlex
 
-__all__ = ["MARGIN_S", "Accept", "Refusal", "command", "hook_timeout_s"]
+__all__ = ["MARGIN_S", "MAX_WAIT_S", "Accept", "Refusal", "checked_wait_s", "command",
+           "hook_timeout_s", "is_env_name"]
 
 #: Seconds between curl's deadline and the agent's hook timeout.
 MARGIN_S = 5
@@ -56,9 +59,23 @@ class Refusal(enum.Enum):
     DENY_BODY = "deny_body"
 
 
+#: The longest wait for a person a hook is written for (a day). Node's timers, which Gemini
+#: CLI and Cursor time hooks with, fire at once for a delay past 2**31-1 ms: a longer hook
+#: timeout would time out at once, and these agents run the tool when a hook times out.
+MAX_WAIT_S = 86_400
+
+
+def checked_wait_s(wait_s: float) -> float:
+    """``wait_s`` if it is a number of seconds from 0 to `MAX_WAIT_S` (else ValueError)."""
+    if not math.isfinite(wait_s) or not 0 <= wait_s <= MAX_WAIT_S:
+        raise ValueError(f"the wait for a person must be 0 to {MAX_WAIT_S} seconds, "
+                         f"not {wait_s!r}")
+    return wait_s
+
+
 def curl_max_time_s(wait_s: float) -> int:
     """How long curl waits for hookgate, which answers within its wait for a person."""
-    return int(wait_s) + 1 + ANSWER_MARGIN_S
+    return int(checked_wait_s(wait_s)) + 1 + ANSWER_MARGIN_S
 
 
 def hook_timeout_s(wait_s: float) -> int:
@@ -66,10 +83,19 @@ def hook_timeout_s(wait_s: float) -> int:
     return curl_max_time_s(wait_s) + MARGIN_S
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_env_name(name: str) -> bool:
+    """Whether ``sh`` can expand ``$name`` (ASCII only: ``str.isidentifier`` takes ``TOKÉN``,
+    which every hook run would fail on with "bad substitution")."""
+    return _ENV_NAME.fullmatch(name) is not None
+
+
 def command(url: str, *, token_env: str, wait_s: float, accept: Accept,
             refusal: Refusal = Refusal.EXIT_2) -> str:
     """The hook command posting stdin to ``url`` with the token from ``$token_env``."""
-    if not token_env.isidentifier():
+    if not is_env_name(token_env):
         raise ValueError(f"{token_env!r} is not an environment variable name")
     limit = curl_max_time_s(wait_s)
     where = shlex.quote(url)

@@ -6,6 +6,7 @@ shape Claude Code's rules use), and an MCP tool keeps its ``mcp__<server>__<tool
 from __future__ import annotations
 
 import shlex
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,17 +24,37 @@ WRITING = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "appl
 
 
 class UnmappableCall(ValueError):
-    """A shell call whose command is neither text nor a list of words."""
+    """A shell call whose command is neither text nor a list of words, that carries two
+    different commands, or a name that only looks like a shell tool's."""
+
+
+def _folded(name: str) -> str:
+    """``name`` without case, width, surrounding space or invisible (format) characters."""
+    text = unicodedata.normalize("NFKC", name).casefold()
+    return "".join(c for c in text if unicodedata.category(c) != "Cf").strip()
+
+
+_FOLDED_SHELL_NAMES = frozenset(map(_folded, SHELL_NAMES))
 
 
 def hookgate_call(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The tool name and arguments hookgate's rules see for an agent's call."""
+    """The tool name and arguments hookgate's rules see for an agent's call. A name that is
+    a shell tool's but for case, width, spaces or invisible characters is refused: rules
+    match exact names, and an agent that runs it as its shell would run it unchecked."""
     if name not in SHELL_NAMES:
+        if _folded(name) in _FOLDED_SHELL_NAMES:
+            raise UnmappableCall(f"{name!r} is not the exact name of a shell tool, which it "
+                                 "looks like")
         return name, dict(arguments)
     args = dict(arguments)
     command = args.pop("command", None)
+    other = args.pop("cmd", None)
     if command is None:
-        command = args.pop("cmd", None)
+        command = other
+    elif other is not None and other != command:
+        # Which one the agent runs is its own business: neither is judged alone.
+        raise UnmappableCall(f"the {name} call carries two different commands "
+                             "('command' and 'cmd')")
     if isinstance(command, list) and all(isinstance(w, str) for w in command):
         command = shlex.join(command)
     if not isinstance(command, str):

@@ -43,7 +43,8 @@ async def asked(still_allowed: StillAllowed) -> bool:
 async def while_allowed(work: Coroutine[Any, Any, T], still_allowed: StillAllowed | None,
                         every: float, *, interruptible: Callable[[], bool] = lambda: True,
                         on_lost: Callable[[], Awaitable[None]] | None = None) -> T:
-    """``work``'s result, asking ``still_allowed`` every ``every`` seconds while it runs.
+    """``work``'s result, asking ``still_allowed`` every ``every`` seconds while it runs
+    and once more when it ends (its result is the caller's only if they still have access).
 
     Once the answer is no: ``on_lost`` is awaited, and the work is cancelled as soon as
     ``interruptible()`` (an approved call running downstream is left to finish, its result
@@ -75,6 +76,10 @@ async def while_allowed(work: Coroutine[Any, Any, T], still_allowed: StillAllowe
         await asyncio.wait({running})
         _retrieve(running)
         raise
+    if not lost and not await asked(still_allowed):
+        # Asked once more when the work ends: an answer reached after the access ended
+        # (a call approved just after its caller's token was revoked) is not the caller's.
+        lost = True
     if lost:
         _retrieve(running)  # the result is not shown
         raise AccessEnded(finished=True)
