@@ -64,6 +64,8 @@ class ExternalCall:
     parent_session: str | None = None
     parent_agent_id: str | None = None
     transcript_path: str | None = None
+    #: The session whose facts the call shares (a sub-agent's: its root session's run).
+    facts_session: str | None = None
 
     @property
     def identity(self) -> CallIdentity:
@@ -74,7 +76,8 @@ class ExternalCall:
                             require_confirmation_for_all=agent.require_confirmation_for_all,
                             parent_agent_id=self.parent_agent_id, depth=self.depth,
                             parent_session=self.parent_session,
-                            transcript_path=self.transcript_path)
+                            transcript_path=self.transcript_path,
+                            facts_session=self.facts_session)
 
     @property
     def tool_call(self) -> ToolCall:
@@ -88,7 +91,8 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
                schema: Mapping[str, Any] | None = None, description: str | None = None,
                metadata: Mapping[str, Any] | None = None, depth: int = 0,
                parent_session: str | None = None, parent_agent_id: str | None = None,
-               transcript_path: str | None = None, checked: bool = True) -> ExternalCall:
+               transcript_path: str | None = None, checked: bool = True,
+               facts_session: str | None = None) -> ExternalCall:
     """The typed call. ``writes``/``connector``: a stand-in tool's defaults, which the rules
     may change. ``checked``: validate and convert ``arguments`` (ToolArgumentsError says
     what is wrong); False for arguments that were (a call's final arguments, reported).
@@ -119,7 +123,8 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
         tool = rules.tool(tool_name, probe, writes=writes, connector=connector, schema=schema,
                           description=description)
     return ExternalCall(agent, user_id, initiator, org_id, session_id, call_id, run_id, tool, args,
-                        facts, depth, parent_session, parent_agent_id, transcript_path)
+                        facts, depth, parent_session, parent_agent_id, transcript_path,
+                        facts_session)
 
 
 def tool_call(call: ExternalCall, arguments: dict[str, Any]) -> ToolCall:
