@@ -4,8 +4,11 @@ the session has seen and in neither the user's request nor a trusted result.
 
 A value matches a text exactly, or after both are normalised (Unicode NFKC, URL-decoding,
 case folding, whitespace and invisible characters removed, quotes and punctuation stripped
-from the value's ends), or split: short values of two arguments that appear joined.
-Values shorter than `MIN_TRACED` characters (normalised) are not traced.
+from the value's ends), or split: short values of two arguments that appear joined. A value
+shorter than `MIN_TRACED` characters (normalised) matches only as a whole token (an id such
+as ``13``, not the 13 in 2013). An address inside a longer text — an email address, a URL or
+domain, an account number — is traced on its own (``contained``): a message that carries an
+injected link.
 """
 
 from __future__ import annotations
@@ -27,7 +30,15 @@ MAX_VALUES = 64
 _INVISIBLE = re.compile(r"[\s\u00ad\u200b-\u200f\u2028-\u202f\u2060-\u2064\ufeff]+")
 _PAD = "\"'`<>()[]{}.,;:!?*|~"
 
-Match = Literal["exact", "normalised", "split"]
+Match = Literal["exact", "normalised", "split", "token", "contained"]
+#: Addresses inside a text: email addresses; URLs (with a scheme, or ``www.``, or a domain
+#: followed by a path: a bare ``report.pdf`` is a file name); account numbers (IBAN-shaped).
+_ADDRESS = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|https?://[^\s\"'<>)\]]+"
+    r"|www\.(?:[a-z0-9-]+\.)+[a-z]{2,}(?:/[^\s\"'<>)\]]*)?"
+    r"|(?:[a-z0-9-]+\.)+[a-z]{2,}/[^\s\"'<>)\]]*"
+    r"|\b[a-z]{2}\d{2}[a-z0-9]{10,30}\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,15 @@ def _normal_text(text: str) -> str:
     return normal(text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _folded_text(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _token_in(token: str, text: str) -> bool:
+    return re.search(rf"(?<![0-9a-z]){re.escape(token)}(?![0-9a-z])", text) is not None
+
+
 def _value_form(value: str) -> str:
     return normal(value).strip(_PAD)
 
@@ -115,6 +135,9 @@ class _Texts:
     def has(self, exact: str, form: str) -> bool:
         return any(exact in t for t in self.raw) or any(form in t for t in self.normalised)
 
+    def has_token(self, token: str) -> bool:
+        return any(_token_in(token, _folded_text(t)) for t in self.raw)
+
 
 def trace(args: Mapping[str, Any], facts: Sequence[Fact],
           request: str | None = None) -> Provenance:
@@ -140,7 +163,26 @@ def trace(args: Mapping[str, Any], facts: Sequence[Fact],
         if found is not None and not known.has(raw, form):
             origins.append(ArgumentOrigin(name, path, *found))
     flagged = {o.path for o in origins}
-    short = [v for v in values if 0 < len(v[3]) < MIN_TRACED]
+    for name, path, raw, form in values:
+        if 1 < len(form) < MIN_TRACED and form.isalnum() and path not in flagged:
+            hit = tuple(dict.fromkeys(s for s, text, _ in sources
+                                      if _token_in(form, _folded_text(text))))
+            if hit and not known.has_token(form):
+                flagged.add(path)
+                origins.append(ArgumentOrigin(name, path, hit, "token"))
+            continue
+        for address in dict.fromkeys(m.group(0) for m in _ADDRESS.finditer(raw)):
+            inner = _value_form(address)
+            if inner == form or len(inner) < MIN_TRACED:
+                continue
+            found = _found(address, inner, sources)
+            if found is not None and not known.has(address, inner):
+                # Also when the whole text came from untrusted content: a rule may count
+                # only the addresses inside a text the model writes.
+                flagged.add(path)
+                origins.append(ArgumentOrigin(name, path, found[0], "contained"))
+                break
+    short = [v for v in values if 0 < len(v[3]) < MIN_TRACED and v[1] not in flagged]
     for first in short:
         for second in values:
             if second is first or (second[1] in flagged and first[1] in flagged):

@@ -23,7 +23,11 @@ NAME = "untrusted_target"
 #: After the policy hooks (a denial needs no person), before the gate.
 UNTRUSTED_TARGET_PRIORITY = 30
 _ALLOW = HookResult()
-_PARAMS = ("matcher", "writes_only", "arguments", "action")
+_PARAMS = ("matcher", "writes_only", "arguments", "content_arguments", "action")
+#: Arguments that hold text the model writes, not a target: only an address inside them (a
+#: link, an email address, an account number) that came from untrusted content counts.
+CONTENT_ARGUMENTS = ("body", "subject", "content", "text", "message", "description",
+                     "note", "notes", "summary", "comment", "query")
 
 
 class ProvenanceMissing(Exception):
@@ -36,7 +40,9 @@ class UntrustedTarget(PreToolUseHook):
 
     Params: ``matcher`` (which tools, default every tool), ``writes_only`` (default true:
     only tools declared ``writes``), ``arguments`` (the argument names that are targets,
-    default every argument), ``action`` (``ask``, the default, or ``deny``).
+    default every argument), ``content_arguments`` (arguments of text the model writes,
+    where only an address inside counts; default `CONTENT_ARGUMENTS`), ``action``
+    (``ask``, the default, or ``deny``).
     """
 
     name = NAME
@@ -44,7 +50,9 @@ class UntrustedTarget(PreToolUseHook):
     fail_mode = "closed"
 
     def __init__(self, *, matcher: str | None = None, writes_only: bool = True,
-                 arguments: Sequence[str] | None = None, action: str = "ask") -> None:
+                 arguments: Sequence[str] | None = None,
+                 content_arguments: Sequence[str] = CONTENT_ARGUMENTS,
+                 action: str = "ask") -> None:
         self.tools = ToolMatcher.parse(matcher)
         self.matcher = str(self.tools)
         if not isinstance(writes_only, bool):
@@ -55,6 +63,11 @@ class UntrustedTarget(PreToolUseHook):
             raise HookBuildError("untrusted_target: 'arguments' must be a list of argument "
                                  "names")
         self.arguments = None if arguments is None else frozenset(arguments)
+        if isinstance(content_arguments, str) or not all(
+                isinstance(a, str) for a in content_arguments):
+            raise HookBuildError("untrusted_target: 'content_arguments' must be a list of "
+                                 "argument names")
+        self.content_arguments = frozenset(content_arguments)
         if action not in ("ask", "deny"):
             raise HookBuildError(f"untrusted_target: 'action' must be ask or deny, got "
                                  f"{action!r}")
@@ -77,8 +90,7 @@ class UntrustedTarget(PreToolUseHook):
                 f"the call of '{ctx.tool_name}' carries no provenance, so where its "
                 "arguments came from cannot be shown")
         origins = [o for o in provenance.get("origins") or ()
-                   if isinstance(o, Mapping) and (
-                       self.arguments is None or o.get("argument") in self.arguments)]
+                   if isinstance(o, Mapping) and self._counts(o)]
         if not origins:
             return _ALLOW
         reason = untrusted_reason(origins)
@@ -89,6 +101,13 @@ class UntrustedTarget(PreToolUseHook):
         return HookResult(side_effects=[reason])
 
 
+    def _counts(self, origin: Mapping[str, Any]) -> bool:
+        argument = origin.get("argument")
+        if self.arguments is not None and argument not in self.arguments:
+            return False
+        return argument not in self.content_arguments or origin.get("match") == "contained"
+
+
 def untrusted_reason(origins: Sequence[Mapping[str, Any]]) -> str:
     """The card's words: which arguments came only from untrusted content, and whose output
     it was (argument names and tool names only: a value may be a secret)."""
@@ -96,7 +115,8 @@ def untrusted_reason(origins: Sequence[Mapping[str, Any]]) -> str:
     for origin in origins:
         sources = ", ".join(str(s) for s in origin.get("sources") or ()) or "a tool"
         how = origin.get("match")
-        matched = "" if how == "exact" else f", matched {how}"
+        matched = {"exact": "", "contained": ", an address inside it"}.get(
+            str(how), f", matched {how}")
         parts.append(f"argument '{origin.get('path') or origin.get('argument')}' came only "
                      f"from untrusted content (the output of {sources}{matched})")
     return "; ".join(parts) + "; it appears in neither the user's request nor a trusted result"
