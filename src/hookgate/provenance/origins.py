@@ -188,13 +188,13 @@ def trace(args: Mapping[str, Any], facts: Sequence[Fact],
             if second is first or (second[1] in flagged and first[1] in flagged):
                 continue
             joined = first[3] + second[3]
-            hit = _found(joined, joined, sources)
-            if hit is None or known.has(joined, joined):
+            pieces = _found(joined, joined, sources)
+            if pieces is None or known.has(joined, joined):
                 continue
             for name, path, _, _ in (first, second):
                 if path not in flagged:
                     flagged.add(path)
-                    origins.append(ArgumentOrigin(name, path, hit[0], "split"))
+                    origins.append(ArgumentOrigin(name, path, pieces[0], "split"))
     return Provenance(tuple(origins), len(untrusted))
 
 
