@@ -38,11 +38,21 @@ class Fact:
 
     @classmethod
     def request(cls, text: str) -> Fact:
-        return cls(FactKind.REQUEST, True, "user", text[:MAX_FACT_CHARS])
+        return cls(FactKind.REQUEST, True, "user", storable(text))
 
     @classmethod
     def result(cls, tool: str, text: str, *, trusted: bool, call_id: str | None) -> Fact:
-        return cls(FactKind.RESULT, trusted, tool, text[:MAX_FACT_CHARS], call_id)
+        return cls(FactKind.RESULT, trusted, tool, storable(text), call_id)
+
+
+def storable(text: str) -> str:
+    """``text`` as a fact keeps it: cut to `MAX_FACT_CHARS`, a lone surrogate or a NUL (which
+    no database column holds) written as its escape. Whether the result itself can be stored
+    is the run's to find out, with its own error."""
+    text = text[:MAX_FACT_CHARS]
+    if text.isascii() and "\x00" not in text:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 class FactStore(Protocol):
