@@ -163,6 +163,16 @@ def check_durable_path(out: dict[str, Any]) -> None:
         assert level["hookgate_runs_per_s"] > 0 and level["floor_runs_per_s"] > 0, level
 
 
+def check_agentdojo(out: dict[str, Any]) -> None:
+    figures = out["v1"]["overall"]
+    assert figures["pairs"] > 0 and figures["user_tasks"] > 0, figures
+    for key in ("benign_utility", "attack_success", "attacker_calls_unasked",
+                "asked_attacker_calls_with_card_reason"):
+        assert _number(figures[key]) and 0 <= figures[key] <= 1, (key, figures)
+    assert _number(figures["approvals_per_benign_task"]), figures
+    assert set(out["v1"]["suites"]) == {"banking"}
+
+
 #: Each script's quick-mode arguments and the check of its output. bench/approval.py is run
 #: with small sizes through its own options.
 SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
@@ -176,6 +186,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "policy_eval.py": (["--quick"], check_policy_eval),
     "guarded_calls.py": (["--quick"], check_guarded_calls),
     "coding_agent_hooks.py": (["--quick"], check_coding_agent_hooks),
+    "agentdojo.py": (["--quick"], check_agentdojo),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
     # One file's perf tests (a second or two), not all of them.
     "perf_internals.py": (["tests/runs/test_event_deferral.py"], check_perf_internals),

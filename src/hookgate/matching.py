@@ -12,10 +12,11 @@ expression (Python's ``re``) searched anywhere in the tool name, as Claude Code 
 ``when`` is an expression over the call, evaluated by `hookgate.expressions` (never Python's
 ``eval``), within its limits on size, work and time:
 ``args.amount > 50000 and args.currency == "CNY"``. Names: ``args`` (the tool arguments,
-key by attribute or ``args["key"]``), ``tool_name``, ``agent_id``, ``user_id``, ``org_id``
-and ``metadata`` (the request facts). A condition that cannot be evaluated for a call (a
-missing argument, a type mismatch, a value or cost past the limits) counts as a match: the
-hook runs, failing closed.
+key by attribute or ``args["key"]``), ``tool_name``, ``agent_id``, ``user_id``, ``org_id``,
+``metadata`` (the request facts) and ``provenance`` (where the argument values came from,
+hookgate.provenance: ``"to" in provenance.untrusted_args``). A condition that cannot be
+evaluated for a call (a missing argument, a type mismatch, a value or cost past the limits)
+counts as a match: the hook runs, failing closed.
 """
 
 from __future__ import annotations
@@ -86,7 +87,10 @@ _FUNCTIONS: dict[str, Any] = {
     "int": int, "float": float, "str": str, "bool": bool, "len": len, "abs": abs,
     "min": min, "max": max, "round": round, "any": any, "all": all,
 }
-_NAMES = ("args", "tool_name", "agent_id", "user_id", "org_id", "metadata")
+_NAMES = ("args", "tool_name", "agent_id", "user_id", "org_id", "metadata", "provenance")
+#: ``provenance`` of a context that has none (before the guarded path traced the call).
+_NO_PROVENANCE = {"untrusted": False, "untrusted_args": [], "origins": [],
+                  "untrusted_results": 0}
 _CONSTANTS = {"True": True, "False": False, "None": None}
 
 
@@ -127,6 +131,7 @@ class Condition:
             "user_id": ctx.user_id,
             "org_id": meta.get("org_id"),
             "metadata": view_of(meta),
+            "provenance": view_of(meta.get("provenance") or _NO_PROVENANCE),
         }
         return self.expression.evaluate(names, _FUNCTIONS)
 

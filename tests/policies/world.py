@@ -80,10 +80,10 @@ def call(name: str, **args: Any) -> dict[str, Any]:
 
 
 async def run(db: Database, the_agent: Agent, *turns: dict[str, Any], user: str = "alice",
-              org: str = "acme", approvals: Any = None) -> RunResult:
+              org: str = "acme", approvals: Any = None, message: str = "go") -> RunResult:
     engine = ReActEngine(ScriptedLLM([*turns, {"answer": "done"}]),
                          services=HookServices(database=db, approvals=approvals))
-    return await engine.run(the_agent, "go", user_id=user, org_id=org)
+    return await engine.run(the_agent, message, user_id=user, org_id=org)
 
 
 def tool_events(result: RunResult) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ naming the agent and the entry, and the engine refuses to run the agent.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,8 @@ from hookgate.hooks.errors import DuplicateHookError, HookBuildError
 from hookgate.hooks.model import HOOK_BASES
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
+from hookgate.matching import ToolMatcher
+from hookgate.storage.session_facts import DatabaseFacts
 
 GATE_NAME = "approval_gate"
 
@@ -24,7 +26,7 @@ GATE_NAME = "approval_gate"
 _quote = reprlib.Repr()
 _quote.maxstring = _quote.maxother = 120
 _KNOWN_SECTIONS = frozenset({"class_hooks", "command_hooks", "python_hooks", "http_hooks",
-                             "claude_code"})
+                             "claude_code", "untrusted_output"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,27 @@ def instantiate(agent: Agent, index: int, cls: type, params: dict[str, Any], ent
     return hook
 
 
+def _untrusted_output(agent: Agent, declared: Any) -> Callable[[str], bool]:
+    """``hooks.untrusted_output``: matchers (hookgate.matching) of the tools whose output is
+    untrusted content, beside the tools' own declarations (hookgate.provenance)."""
+    if declared is None:
+        return _no_tool
+    if isinstance(declared, str):
+        declared = [declared]
+    if not isinstance(declared, list):
+        raise _fail(agent, "hooks.untrusted_output must be a list of tool matchers, got "
+                           f"{type(declared).__name__}")
+    try:
+        matchers = tuple(ToolMatcher.parse(m) for m in declared)
+    except HookBuildError as exc:
+        raise _fail(agent, f"hooks.untrusted_output: {exc}") from exc
+    return lambda name: any(m.matches(name) for m in matchers)
+
+
+def _no_tool(_: str) -> bool:
+    return False
+
+
 def build_registry(agent: Agent, services: HookServices | None = None) -> HookRegistry:
     """A new registry with the agent's declared hooks and the approval gate."""
     services = services or HookServices()
@@ -133,7 +156,9 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
         raise _fail(agent, f"hooks.class_hooks must be a list, got {type(class_hooks).__name__} "
                            f"{_quote.repr(class_hooks)}", class_hooks)
 
-    registry = HookRegistry()
+    registry = HookRegistry(
+        facts=None if services.database is None else DatabaseFacts(services.database),
+        untrusted_output=_untrusted_output(agent, decl.get("untrusted_output")))
     for index, entry in enumerate(class_hooks):
         name, params = parse_entry(agent, index, entry)
         cls = resolve_hook_class(agent, index, name, entry)

@@ -75,6 +75,14 @@ BUILTIN: tuple[CatalogEntry, ...] = (
         "{oa: '10/minute'}, per, redis_url); counters shared by every process; the refusal "
         "says when to retry.",
     ),
+    CatalogEntry(
+        "untrusted_target",
+        "hookgate.catalog.builtin.untrusted_target:UntrustedTarget",
+        "A write whose argument value came only from untrusted content (a tool result "
+        "declared untrusted_output, not the user's request nor a trusted result) goes to a "
+        "person; the card names the argument and the tool it came from (params: matcher, "
+        "writes_only, arguments, action: ask|deny).",
+    ),
 )
 
 

@@ -94,6 +94,15 @@ class ClaudeCodeBackend:
             stopped = await self.core.stopped(run_id)
             if stopped is not None:
                 return call.refuse_stopped(stopped)
+        if event == "UserPromptSubmit":
+            prompt = body.get("prompt")
+            if isinstance(prompt, str) and prompt:
+                # What the user asked: a trusted fact of the session (hookgate.provenance).
+                try:
+                    await self.core.keep_request(agent, call.identity, prompt)
+                except HookBuildError as exc:
+                    raise BadHookInput(f"hookgate cannot build agent '{agent.id}''s hooks: "
+                                       f"{exc}") from None
         if event in ("PreToolUse", "PermissionRequest"):
             return await call.decide()
         if event in ("PostToolUse", "PostToolUseFailure"):

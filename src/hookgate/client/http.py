@@ -159,6 +159,11 @@ def _call_body(agent: str, session_id: str, call_id: str, tool: str,
             "parent_session": parent_session, **_acting(acts_for)}
 
 
+def _request(request: str | None) -> dict[str, str]:
+    """The session body's ``request``: what the user asked (absent when not given)."""
+    return {} if request is None else {"request": request}
+
+
 def _acting(acts_for: str | None) -> dict[str, str]:
     """The body's ``acts_for`` (absent when the call acts for nobody named)."""
     if acts_for is None:
@@ -210,10 +215,11 @@ class AsyncClient(_Base):
 
     async def start_session(self, *, agent: str, session_id: str,
                             parent_session: str | None = None,
-                            acts_for: str | None = None) -> SessionStarted:
+                            acts_for: str | None = None,
+                            request: str | None = None) -> SessionStarted:
         return wire.session(await self._request("POST", "/api/v1/sessions", json={
             "agent": agent, "session_id": session_id, "parent_session": parent_session,
-            **_acting(acts_for or self.acts_for)}))
+            **_request(request), **_acting(acts_for or self.acts_for)}))
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                           arguments: Mapping[str, Any], description: str | None = None,
@@ -275,10 +281,11 @@ class Client(_Base):
 
     def start_session(self, *, agent: str, session_id: str,
                       parent_session: str | None = None,
-                      acts_for: str | None = None) -> SessionStarted:
+                      acts_for: str | None = None,
+                      request: str | None = None) -> SessionStarted:
         return wire.session(self._request("POST", "/api/v1/sessions", json={
             "agent": agent, "session_id": session_id, "parent_session": parent_session,
-            **_acting(acts_for or self.acts_for)}))
+            **_request(request), **_acting(acts_for or self.acts_for)}))
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,

@@ -135,10 +135,12 @@ class AsyncLocalGuard:
 
     async def start_session(self, *, agent: str, session_id: str,
                             parent_session: str | None = None,
-                            acts_for: str | None = None) -> SessionStarted:
+                            acts_for: str | None = None,
+                            request: str | None = None) -> SessionStarted:
         rt, asker, found = await self._acting(agent, acts_for)
         answer = await self._guarded(rt.guarded.start_session(found, asker, session_id,
-                                                               parent_session))
+                                                               parent_session,
+                                                               request=request))
         return SessionStarted(answer.session_id, answer.context, answer.stopped)
 
     async def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
@@ -206,10 +208,11 @@ class LocalGuard:
 
     def start_session(self, *, agent: str, session_id: str,
                       parent_session: str | None = None,
-                      acts_for: str | None = None) -> SessionStarted:
+                      acts_for: str | None = None,
+                      request: str | None = None) -> SessionStarted:
         return self._run(self._inner.start_session(agent=agent, session_id=session_id,
                                                    parent_session=parent_session,
-                                                   acts_for=acts_for))
+                                                   acts_for=acts_for, request=request))
 
     def before_call(self, *, agent: str, session_id: str, call_id: str, tool: str,
                     arguments: Mapping[str, Any], description: str | None = None,

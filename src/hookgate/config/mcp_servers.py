@@ -92,6 +92,9 @@ class McpServerSpec(_Strict):
     timeout_s: float = Field(default=60.0, gt=0)
     requires_confirmation: bool | list[GateRule] = False
     tools: dict[str, ToolOverride] = Field(default_factory=dict)
+    #: What this server's tools return is untrusted content (web pages, mail, tickets
+    #: anyone may write): argument values found only there are traced as untrusted.
+    untrusted_output: bool = False
 
     @field_validator("id")
     @classmethod

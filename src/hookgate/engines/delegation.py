@@ -86,7 +86,9 @@ class Delegation:
         # Delegating to an agent that can write is itself a write, so a read-only rule on
         # the caller applies to the delegation before the delegate even starts.
         writes = any(self.can_write(n, frozenset({caller.agent.id})) for n in names)
-        return tool(name=DELEGATE_TOOL, writes=writes, description=(
+        # A delegate's answer is a model's words, which may repeat what it read: untrusted
+        # content (hookgate.provenance); what it read is a fact of the caller's session.
+        return tool(name=DELEGATE_TOOL, writes=writes, untrusted_output=True, description=(
             f"Ask another agent to do a task and return its answer. Agents: {listing}."
         ))(call_agent)
 

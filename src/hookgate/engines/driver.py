@@ -19,6 +19,7 @@ from hookgate.engines.interrupts import RunParked, RunStopped, first_to_raise
 from hookgate.engines.registries import RegistryBuilder
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.facts import Fact, facts_session
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import ADMITTED, HookRegistry
 from hookgate.hooks.services import HookServices
@@ -408,6 +409,11 @@ class RunDriver:
             {"role": "user", "content": self.state.message},
         ]
         self.state.session_started = True
+        if self.lineage.depth == 0 and self.state.message:
+            # The user's request, a trusted fact of the session for provenance (a
+            # delegated child's message is its parent model's words, not the user's).
+            await self.registry.facts.add(facts_session(self.identity()),
+                                          Fact.request(self.state.message))
         if not hookless:
             # What the hooks did (their context, their side effects) is kept before the
             # model is asked, so a run that stops later does not run them again. Without

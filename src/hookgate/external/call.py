@@ -95,14 +95,16 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
                schema: Mapping[str, Any] | None = None, description: str | None = None,
                metadata: Mapping[str, Any] | None = None, depth: int = 0,
                parent_session: str | None = None, parent_agent_id: str | None = None,
-               transcript_path: str | None = None, checked: bool = True) -> ExternalCall:
+               transcript_path: str | None = None, checked: bool = True,
+               facts_session: str | None = None) -> ExternalCall:
     """The typed call, made by the one constructor (`new_call`). ``writes``/``connector``:
     a stand-in tool's defaults, which the rules may change. ``checked``: validate and
     convert ``arguments`` (ToolArgumentsError says what is wrong); False for arguments that
     were (a call's final arguments, reported). ``initiator``: whom the call acts for (the
     ``user_id`` of the call's identity); when it is not ``user_id`` (a service identity
     asks), the hooks read the asker as ``metadata.acting_service``. ``org_id``: the org the
-    asker belongs to when asking (the agent's org wins).
+    asker belongs to when asking (the agent's org wins). ``facts_session``: the session whose
+    facts the call shares (a sub-agent's: its root session's run).
     HookBuildError: the agent's rules cannot be applied."""
     declared = agent.toolbox().get(tool_name)
     facts = dict(metadata or {})
@@ -134,7 +136,8 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
                             conversation_id=session_id, execution_path="external",
                             require_confirmation_for_all=agent.require_confirmation_for_all,
                             parent_agent_id=parent_agent_id, depth=depth,
-                            parent_session=parent_session, transcript_path=transcript_path)
+                            parent_session=parent_session, transcript_path=transcript_path,
+                            facts_session=facts_session)
     made = new_call(identity, ToolCall(call_id, tool_name, dict(arguments)), {tool_name: base},
                     asker=user_id, metadata=facts, shape=shaped, checked=checked)
     if isinstance(made, RefusedCall):

@@ -160,6 +160,18 @@ class _Facts:
     org_id: str | None = None
     #: Whom the call acts for (its initiator, the gate's requester); ``user_id`` asked it.
     initiator: str | None = None
+    #: A sub-agent's session: the top session above it and its agent (whose facts it shares).
+    root_session: str | None = None
+    root_agent_id: str | None = None
+
+    @property
+    def facts_run_id(self) -> str | None:
+        """The run whose session facts (request, results seen) a sub-agent's calls share."""
+        if self.root_session is None:
+            return None
+        return session_run_id("ext-", self.root_agent_id or self.agent_id, self.user_id,
+                              self.root_session,
+                              None if self.initiator == self.user_id else (self.initiator,))
 
     @property
     def run_id(self) -> str:
@@ -174,7 +186,8 @@ class _Facts:
                             conversation_id=self.session_id, execution_path="external",
                             require_confirmation_for_all=agent.require_confirmation_for_all,
                             parent_agent_id=self.parent_agent_id, depth=self.depth,
-                            parent_session=self.parent_session)
+                            parent_session=self.parent_session,
+                            facts_session=self.facts_run_id)
 
     def extras(self) -> dict[str, Any]:
         return {"framework": self.framework, "session_id": self.session_id,
@@ -192,7 +205,8 @@ class _Facts:
                           writes=True, connector=DEFAULT_CONNECTOR, schema=self.parameters,
                           description=self.description, metadata=self.extras(),
                           depth=self.depth, parent_session=self.parent_session,
-                          parent_agent_id=self.parent_agent_id, checked=checked)
+                          parent_agent_id=self.parent_agent_id, checked=checked,
+                          facts_session=self.facts_run_id)
 
 
 def call_key(agent_id: str, user_id: str, session_id: str, call_id: str,
@@ -214,12 +228,17 @@ class GuardedCalls:
     # -- sessions --------------------------------------------------------------------------
 
     async def start_session(self, agent: Agent, asker: Asker, session_id: str,
-                            parent_session: str | None = None) -> SessionAnswer:
+                            parent_session: str | None = None, *,
+                            request: str | None = None) -> SessionAnswer:
+        """``request``: what the user asked, kept as a trusted fact of a top-level session
+        (a sub-agent's task is its parent model's words, so it is not kept)."""
         _check("session_id", session_id, 256)
         if parent_session is not None:
             _check("parent_session", parent_session, 256)
         lineage = await self._lineage(agent, asker, session_id, parent_session)
         facts = self._session_facts(agent, asker, session_id, lineage)
+        if request and lineage.depth == 0:
+            await self.core.keep_request(agent, facts.identity(agent), request)
         verdict = await self._session_start(agent, facts)
         return SessionAnswer(session_id, verdict.context, verdict.stopped)
 
@@ -229,7 +248,8 @@ class GuardedCalls:
         return _Facts(agent.id, asker.user_id, session_id, "", "", {}, asker.framework,
                       lineage.parent_session, depth=lineage.depth,
                       parent_agent_id=lineage.parent_agent_id, org_id=asker.org_id,
-                      initiator=asker.initiator)
+                      initiator=asker.initiator, root_session=lineage.root_session,
+                      root_agent_id=lineage.root_agent_id)
 
     async def _session_start(self, agent: Agent, facts: _Facts) -> SessionVerdict:
         return await self.core.start_session(agent, facts.identity(agent), facts.extras())
@@ -262,7 +282,8 @@ class GuardedCalls:
                        asker.framework, lineage.parent_session, description,
                        dict(parameters) if parameters is not None else None,
                        depth=lineage.depth, parent_agent_id=lineage.parent_agent_id,
-                       org_id=asker.org_id, initiator=asker.initiator)
+                       org_id=asker.org_id, initiator=asker.initiator,
+                       root_session=lineage.root_session, root_agent_id=lineage.root_agent_id)
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         index = Entry(EntryKind.INDEX, (key,))
         prior = await self.core.claim(INDEX_RUN, index, tool, digest)
@@ -481,10 +502,13 @@ class GuardedCalls:
                 SESSIONS_RUN, _session_entry(asker, parent_session))
             above = _Lineage.of(_loads(parent.observation if parent is not None else None))
             lineage = _Lineage(parent_session, min(above.depth + 1, MAX_DEPTH),
-                               above.agent_id)
+                               above.agent_id, None, above.root_session or parent_session,
+                               above.root_agent_id or above.agent_id or agent.id)
         if await self.core.record_once(SESSIONS_RUN, entry, "session", json.dumps(
                 {"parent_session": lineage.parent_session, "depth": lineage.depth,
-                 "parent_agent_id": lineage.parent_agent_id, "agent_id": agent.id}), ok=True):
+                 "parent_agent_id": lineage.parent_agent_id, "agent_id": agent.id,
+                 "root_session": lineage.root_session,
+                 "root_agent_id": lineage.root_agent_id}), ok=True):
             return lineage
         # Another ask recorded the session first: its record holds.
         record = await self.core.recorded(SESSIONS_RUN, entry)
@@ -563,15 +587,21 @@ class _Lineage:
     parent_agent_id: str | None
     #: The agent that started the session (its sub-agents' parent agent).
     agent_id: str | None = None
+    #: The top session above a sub-agent's, and its agent: their session facts are shared.
+    root_session: str | None = None
+    root_agent_id: str | None = None
 
     @classmethod
     def of(cls, held: Mapping[str, Any]) -> _Lineage:
         parent, depth = held.get("parent_session"), held.get("depth")
         parent_agent, agent = held.get("parent_agent_id"), held.get("agent_id")
+        root, root_agent = held.get("root_session"), held.get("root_agent_id")
         return cls(parent if isinstance(parent, str) else None,
                    depth if isinstance(depth, int) and 0 <= depth <= MAX_DEPTH else 0,
                    parent_agent if isinstance(parent_agent, str) else None,
-                   agent if isinstance(agent, str) else None)
+                   agent if isinstance(agent, str) else None,
+                   root if isinstance(root, str) else None,
+                   root_agent if isinstance(root_agent, str) else None)
 
 
 def _session_entry(asker: Asker, session_id: str) -> Entry:

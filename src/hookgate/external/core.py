@@ -31,6 +31,7 @@ from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.hooks.trace import ChainResult
 from hookgate.hooks.withheld import Withheld
+from hookgate.provenance import Fact, facts_session
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.calls import CallIdentity, ToolOutcome
 from hookgate.tools.guarded import (
@@ -163,6 +164,11 @@ class ExternalCore:
         stopped, context = held.get("stopped"), held.get("context")
         return SessionVerdict(stopped if isinstance(stopped, str) else None,
                               context if isinstance(context, str) else None)
+
+    async def keep_request(self, agent: Agent, identity: CallIdentity, text: str) -> None:
+        """Keep what the user asked as a trusted fact of the session (hookgate.provenance);
+        HookBuildError: the agent's hooks cannot be built."""
+        await self.registry(agent).facts.add(facts_session(identity), Fact.request(text))
 
     async def stopped(self, run_id: str) -> str | None:
         """Why the session's SessionStart stopped it, or None."""

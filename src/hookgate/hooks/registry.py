@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NamedTuple
 
 from hookgate.hooks.errors import DuplicateHookError, waiting_request
+from hookgate.hooks.facts import FactStore, MemoryFacts
 from hookgate.hooks.model import (
     Hook,
     HookContext,
@@ -31,6 +32,13 @@ from hookgate.hooks.model import (
 )
 from hookgate.hooks.trace import UNCHANGED, ChainResult, HookEvent, HookEventKind
 from hookgate.hooks.withheld import Withheld, mask_text
+
+#: The facts of sessions whose registry has no database (tests, evals, a library run).
+PROCESS_FACTS = MemoryFacts()
+
+
+def _declared_by_tool_only(_: str) -> bool:
+    return False
 
 log = logging.getLogger("hookgate.hooks")
 
@@ -181,7 +189,16 @@ ADMITTED = "<admitted before the interruption>"
 class HookRegistry:
     """An ordered set of hooks for one session; build a fresh one per session."""
 
-    def __init__(self, hooks: Iterable[Hook] = ()) -> None:
+    def __init__(self, hooks: Iterable[Hook] = (), *, facts: FactStore | None = None,
+                 untrusted_output: Callable[[str], bool] | None = None) -> None:
+        #: Where the guarded path keeps and reads the session's facts (its request, the
+        #: results it has seen) for provenance: the database when the registry was built
+        #: with one (catalog.build), else this process's memory.
+        self.facts: FactStore = facts if facts is not None else PROCESS_FACTS
+        #: Whether the agent's configuration declares a tool's output untrusted content
+        #: (``hooks.untrusted_output``), beside the tool's own declaration.
+        self.untrusted_output: Callable[[str], bool] = (
+            untrusted_output or _declared_by_tool_only)
         self._hooks: list[_Hook] = []
         self._members: dict[HookPoint, tuple[_Hook, ...]] = {p: () for p in HookPoint}
         self._pre: tuple[_Entry, ...] = ()

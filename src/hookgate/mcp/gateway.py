@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import mcp_types as types
 
 from hookgate.agent import Agent
+from hookgate.canonical import canonical_sha256
 from hookgate.catalog.build import build_registry
 from hookgate.catalog.builtin.audit_log import AuditLog
 from hookgate.config.mcp_servers import AgentMcpAccess, McpServerSpec, split_tool_name, tool_name
@@ -389,7 +390,7 @@ class McpGateway:
             agent_id=who.agent.id, user_id=who.user_id, org_id=who.org_id,
             run_id=found.run_id, conversation_id=who.session_id, execution_path="mcp",
             require_confirmation_for_all=who.agent.require_confirmation_for_all,
-            emit=attempt.on_event,
+            emit=attempt.on_event, facts_session=facts_session_of(who),
         )
         call = ToolCall(found.tool_call_id, name, args)
         tools = box.tools
@@ -661,3 +662,9 @@ class McpGateway:
 
 def _refused(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def facts_session_of(who: Principal) -> str:
+    """The session whose facts (hookgate.provenance) an MCP call shares: each call is a run
+    of its own, so its client session's (a client without one: the agent's user's)."""
+    return "mcp-facts-" + canonical_sha256([who.agent.id, who.user_id, who.session_id])[:40]

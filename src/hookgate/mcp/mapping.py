@@ -171,6 +171,7 @@ def gateway_tool(server: DownstreamServer, listed: types.Tool, agent_id: str,
         requires_confirmation=confirmation_of(listed, spec, agent_id, org_id),
         connector=f"mcp__{spec.id}",
         writes=writes_of(listed, spec),
+        untrusted_output=spec.untrusted_output,
     )
     tool.reason_for = functools.partial(confirmation_reason_of, listed, spec, agent_id, org_id)
     return tool

@@ -42,6 +42,8 @@ class CallFacts:
     execution_path: str = "react"
     depth: int = 0
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: The arguments holding a value that came only from untrusted content (provenance).
+    untrusted_args: tuple[str, ...] = ()
 
     def request(self, args_type: CedarType) -> dict[str, Any]:
         """The Cedar request: principal, action, resource and context."""
@@ -58,6 +60,8 @@ class CallFacts:
                                "arg": now.strftime("%Y-%m-%dT%H:%M:%S.") +
                                       f"{now.microsecond // 1000:03d}Z"}},
             "hour": now.hour,
+            "untrusted": bool(self.untrusted_args),
+            "untrusted_args": list(self.untrusted_args),
             "args": cedar_value(dict(self.args), args_type, "args"),
         }
         return {"principal": {"type": USER, "id": self.user_id},

@@ -45,6 +45,9 @@ CONTEXT_FACTS: dict[str, CedarType] = {
     "depth": {"type": "Long"},
     "now": {"type": "Extension", "name": "datetime"},
     "hour": {"type": "Long"},
+    # Provenance (hookgate.provenance): an argument value came only from untrusted content.
+    "untrusted": {"type": "Boolean"},
+    "untrusted_args": {"type": "Set", "element": {"type": "String"}},
 }
 
 _ENTITIES: dict[str, Any] = {

@@ -367,3 +367,21 @@ class RateLimitCounter(Base):
     key: Mapped[str] = mapped_column(String(512), primary_key=True)
     window_start: Mapped[int] = mapped_column(BigInteger)
     count: Mapped[int] = mapped_column(Integer)
+
+
+class SessionFactRow(Base):
+    """What a session has seen: the user's request and each tool result, trusted or not
+    (hookgate.provenance reads them to trace where a call's argument values came from)."""
+
+    __tablename__ = "session_facts"
+    __table_args__ = (Index("ix_session_facts_session", "session", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"),
+                                    primary_key=True, autoincrement=True)
+    session: Mapped[str] = mapped_column(String(256))
+    kind: Mapped[str] = mapped_column(String(16))
+    trusted: Mapped[bool] = mapped_column(Boolean)
+    source: Mapped[str] = mapped_column(String(256))
+    call_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -61,6 +61,9 @@ class CallIdentity:
     #: Makes what the run holds in memory durable before anything of this call is written
     #: or asked (a hook that runs, an observer of a blocked call); None: nothing to do.
     settle: Callable[[], Awaitable[None]] | None = None
+    #: The session whose facts (request, results seen) this call shares, when it is not
+    #: ``root_run_id or run_id`` (an outside agent's sub-agent: its root session's run).
+    facts_session: str | None = None
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.trace import ChainResult, HookEvent
 from hookgate.hooks.withheld import Withheld, mask_text
+from hookgate.provenance import PROVENANCE_KEY, UNTRUSTED_OUTPUT_KEY, Fact, facts_session, trace
 from hookgate.telemetry.tools import traced_tool_call
 from hookgate.tools.calls import CallBinding, CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
@@ -103,10 +104,12 @@ def build_metadata(
         "root_run_id": identity.root_run_id,
         "transcript_path": identity.transcript_path,
         "user_message": identity.message,
+        "facts_session": facts_session(identity),
         # What the approver reads about a tool the agent does not declare itself (an MCP
         # server's, Claude Code's): the description it came with and the rules that ask.
         "tool_description": tool.description if tool is not None else None,
         "confirmation_reason": tool.confirmation_reason if tool is not None else None,
+        UNTRUSTED_OUTPUT_KEY: tool.untrusted_output if tool is not None else False,
     }
 
 
@@ -174,6 +177,17 @@ async def decide_call(
     identity, metadata = guarded.identity, guarded.metadata
     needs = identity.require_confirmation_for_all or tool.needs_confirmation(args)
     facts = build_metadata(identity, call, tool, needs)
+    try:
+        seen = await registry.facts.facts(facts_session(identity))
+    except Exception as exc:
+        msg = (f"Blocked: hookgate could not read the session's facts to trace where the "
+               f"arguments of '{tool.name}' came from ({type(exc).__name__}); it did not run.")
+        return await _blocked(registry, _attempt_context(call, identity, tool), identity,
+                              ToolOutcome(call.id, tool.name, args, False, "blocked", msg, msg,
+                                          blocked_by="provenance"))
+    # A delegated child's message is its parent model's words, not the user's request.
+    request = identity.message if identity.depth == 0 else None
+    facts[PROVENANCE_KEY] = trace(args, seen, request).as_fact()
     ctx = HookContext(
         hook_point=HookPoint.PRE_TOOL_USE,
         tool_name=tool.name,
@@ -246,7 +260,34 @@ async def observe_result(ctx: HookContext, registry: HookRegistry, result: Any,
     ctx.tool_result = result
     if error is not None:
         ctx.tool_error = error
-    return await registry.run_post_tool_use(ctx)
+    post = await registry.run_post_tool_use(ctx)
+    return await _kept_as_fact(ctx, registry, post)
+
+
+async def _kept_as_fact(ctx: HookContext, registry: HookRegistry,
+                        post: ChainResult) -> ChainResult:
+    """Keep what the model will read of the result as a fact of the session, trusted or
+    not as the tool declared (hookgate.provenance). If it cannot be kept, the model does
+    not read it: a value it carries could later pass as one the session never saw."""
+    if post.withheld:
+        return post
+    meta = ctx.facts
+    session = meta.get("facts_session") or meta.get("root_run_id") or meta.get("run_id")
+    fact = Fact.result(str(ctx.tool_name), render_observation(ctx.tool_result),
+                       trusted=not (meta.get(UNTRUSTED_OUTPUT_KEY)
+                                    or registry.untrusted_output(str(ctx.tool_name))),
+                       call_id=meta.get("tool_call_id"))
+    try:
+        await registry.facts.add(str(session), fact)
+    except Exception as exc:
+        msg = (f"Error: hookgate could not keep the output of '{ctx.tool_name}' as a fact of "
+               f"the session ({type(exc).__name__}), so it is withheld.")
+        ctx.tool_result = msg
+        ctx.output_withheld = True
+        kept = ChainResult(**{f.name: getattr(post, f.name) for f in fields(ChainResult)})
+        kept.withheld, kept.error, kept.blocked_by = True, msg, "provenance"
+        return kept
+    return post
 
 
 def _joined(first: ChainResult, then: ChainResult) -> ChainResult:

@@ -67,6 +67,10 @@ class Tool:
     #: Words for the approver saying why this tool needs a person (e.g. "payments above
     #: 50,000"); shown on every approval card when the tool's own rule asked.
     confirmation_reason: str | None = None
+    #: The tool's output is untrusted content (an email, a web page, a file, a review that
+    #: anyone may have written): argument values found only there are traced as untrusted
+    #: (hookgate.provenance).
+    untrusted_output: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -213,6 +217,7 @@ def _make_tool(
     connector: str | None,
     writes: bool,
     confirmation_reason: str | None = None,
+    untrusted_output: bool = False,
 ) -> Tool:
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name:
@@ -239,6 +244,7 @@ def _make_tool(
         writes=writes,
         _args_model=model,
         confirmation_reason=confirmation_reason,
+        untrusted_output=untrusted_output,
     )
 
 
@@ -255,6 +261,7 @@ def tool(
     connector: str | None = None,
     writes: bool = False,
     confirmation_reason: str | None = None,
+    untrusted_output: bool = False,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -268,12 +275,14 @@ def tool(
     connector: str | None = None,
     writes: bool = False,
     confirmation_reason: str | None = None,
+    untrusted_output: bool = False,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Turn a typed (async or sync) function into a Tool.
 
     ``@tool`` or ``@tool(requires_confirmation=lambda a: a["amount"] > 50_000, writes=True)``.
     Parameters come from the type hints; the docstring is the description;
-    ``confirmation_reason`` tells the approver in words why the rule asks for a person.
+    ``confirmation_reason`` tells the approver in words why the rule asks for a person;
+    ``untrusted_output``: what the tool returns is untrusted content (hookgate.provenance).
     """
 
     def wrap(f: ToolFunction) -> Tool:
@@ -285,6 +294,7 @@ def tool(
             connector=connector,
             writes=writes,
             confirmation_reason=confirmation_reason,
+            untrusted_output=untrusted_output,
         )
 
     if fn is not None:

@@ -28,6 +28,7 @@ from hookgate.policies import (
     PolicyLoadError,
     open_policy_set,
 )
+from hookgate.provenance import PROVENANCE_KEY
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only
 from hookgate.storage.users import user_admin
@@ -184,6 +185,7 @@ class CedarPolicy(PreToolUseHook):
             requires_confirmation=bool(meta.get("requires_confirmation")),
             execution_path=str(meta.get("execution_path") or "react"),
             depth=depth if isinstance(depth, int) and not isinstance(depth, bool) else 0,
+            untrusted_args=_untrusted_args(meta.get(PROVENANCE_KEY)),
             **({"now": now} if now is not None else {}))
         return self.policies.decide(facts, None if own is not None else tool)
 
@@ -206,3 +208,9 @@ class CedarPolicy(PreToolUseHook):
 def _ask(decision: PolicyDecision) -> str:
     return (f"{'; '.join(decision.reasons)} (policy {', '.join(decision.policy_ids)}, "
             f"policy set {decision.version})")
+
+
+def _untrusted_args(provenance: Any) -> tuple[str, ...]:
+    """``context.untrusted_args``: the call's provenance (hookgate.provenance) as traced."""
+    names = provenance.get("untrusted_args") if isinstance(provenance, Mapping) else None
+    return tuple(str(n) for n in names) if isinstance(names, list) else ()

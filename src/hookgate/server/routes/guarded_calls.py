@@ -56,6 +56,11 @@ class SessionIn(BaseModel):
     parent_session: str | None = Field(None, max_length=256,
                                        description="The session of the agent that delegated "
                                                    "to this one (sub-agents).")
+    request: str | None = Field(
+        None, max_length=1_000_000,
+        description="What the user asked the agent (a top-level session's): a trusted fact "
+                    "of the session, so a value the user gave is never traced as coming "
+                    "only from untrusted content (hookgate.provenance).")
     acts_for: ActsFor
 
 
@@ -163,7 +168,8 @@ async def start_session(body: SessionIn, access: LastingAccessDep,
     asker = await _acting(access, framework, body.acts_for)
     try:
         answer = await access.rt.guarded.start_session(agent, asker, body.session_id,
-                                                       body.parent_session)
+                                                       body.parent_session,
+                                                       request=body.request)
     except CallRefused as exc:
         raise HTTPException(400, str(exc)) from None
     return SessionOut(session_id=answer.session_id, context=answer.context,

@@ -1,0 +1,105 @@
+"""A session's facts: what the user asked (the request) and each tool result the session has
+seen, marked trusted or untrusted by the tool's (or connector's) declaration; the store
+protocol every path records them through, and an in-memory store for registries without a
+database. hookgate.provenance traces argument values to them; they live with the hook model
+because the registry carries the store every path uses.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Protocol
+
+#: The hooks' metadata key holding the call's provenance (`Provenance.as_fact`).
+PROVENANCE_KEY = "provenance"
+#: The hooks' metadata key saying the tool declared its output untrusted content.
+UNTRUSTED_OUTPUT_KEY = "untrusted_output"
+#: The longest text kept of one fact (a longer result is kept up to here).
+MAX_FACT_CHARS = 1_000_000
+
+
+class FactKind(enum.StrEnum):
+    REQUEST = "request"
+    RESULT = "result"
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One thing the session has seen. ``source``: ``user`` for a request, else the tool's
+    name; ``trusted``: False for a result its tool declared untrusted content."""
+
+    kind: FactKind
+    trusted: bool
+    source: str
+    text: str
+    call_id: str | None = None
+
+    @classmethod
+    def request(cls, text: str) -> Fact:
+        return cls(FactKind.REQUEST, True, "user", storable(text))
+
+    @classmethod
+    def result(cls, tool: str, text: str, *, trusted: bool, call_id: str | None) -> Fact:
+        return cls(FactKind.RESULT, trusted, tool, storable(text), call_id)
+
+
+def storable(text: str) -> str:
+    """``text`` as a fact keeps it: cut to `MAX_FACT_CHARS`, a lone surrogate or a NUL (which
+    no database column holds) written as its escape. Whether the result itself can be stored
+    is the run's to find out, with its own error."""
+    text = text[:MAX_FACT_CHARS]
+    if text.isascii() and "\x00" not in text:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
+class FactStore(Protocol):
+    """Where a session's facts are kept (hookgate.storage.session_facts: the database)."""
+
+    async def add(self, session: str, fact: Fact) -> None:
+        """Keep ``fact`` for ``session`` (a request already kept is not kept twice)."""
+        ...
+
+    async def facts(self, session: str) -> list[Fact]:
+        """The session's facts, in the order they were kept."""
+        ...
+
+
+class MemoryFacts:
+    """Facts held in this process only, for the most recent sessions (a registry built
+    without a database: tests, evals, a library run)."""
+
+    def __init__(self, sessions: int = 1024) -> None:
+        self._held: OrderedDict[str, list[Fact]] = OrderedDict()
+        self._sessions = sessions
+
+    async def add(self, session: str, fact: Fact) -> None:
+        held = self._held.setdefault(session, [])
+        self._held.move_to_end(session)
+        if fact.kind is FactKind.REQUEST and fact in held:
+            return
+        held.append(fact)
+        while len(self._held) > self._sessions:
+            self._held.popitem(last=False)
+
+    async def facts(self, session: str) -> list[Fact]:
+        return list(self._held.get(session, ()))
+
+
+class _Identity(Protocol):
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def root_run_id(self) -> str | None: ...
+
+    @property
+    def facts_session(self) -> str | None: ...
+
+
+def facts_session(identity: _Identity) -> str:
+    """The session whose facts a call shares: a delegated child's results count for the
+    session that delegated to it (its root run, or the outside agent's root session)."""
+    return identity.facts_session or identity.root_run_id or identity.run_id

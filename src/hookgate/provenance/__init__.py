@@ -1,0 +1,18 @@
+"""Provenance of a call's argument values: the session's facts (the user's request, the tool
+results it has seen, each trusted or untrusted by declaration) and which argument values
+came only from untrusted content. Pure values; the database store is in hookgate.storage.
+"""
+
+from hookgate.hooks.facts import (
+    PROVENANCE_KEY,
+    UNTRUSTED_OUTPUT_KEY,
+    Fact,
+    FactKind,
+    FactStore,
+    MemoryFacts,
+    facts_session,
+)
+from hookgate.provenance.origins import ArgumentOrigin, Provenance, trace
+
+__all__ = ["PROVENANCE_KEY", "UNTRUSTED_OUTPUT_KEY", "ArgumentOrigin", "Fact", "FactKind",
+           "FactStore", "MemoryFacts", "Provenance", "facts_session", "trace"]

@@ -1,0 +1,40 @@
+"""The ``session_facts`` table: the database `FactStore` (hookgate.provenance) every path
+keeps a session's request and tool results in, on SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from hookgate.provenance import Fact, FactKind
+from hookgate.storage.database import Database
+from hookgate.storage.tables import SessionFactRow
+
+
+class DatabaseFacts:
+    """Facts kept in the database, so every process of a deployment reads the same ones."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(self, session: str, fact: Fact) -> None:
+        async with self.db.transaction() as s:
+            if fact.kind is FactKind.REQUEST:
+                seen = (await s.execute(
+                    select(SessionFactRow.id).where(
+                        SessionFactRow.session == session,
+                        SessionFactRow.kind == FactKind.REQUEST.value,
+                        SessionFactRow.text == fact.text).limit(1))).first()
+                if seen is not None:
+                    return
+            s.add(SessionFactRow(session=session, kind=fact.kind.value, trusted=fact.trusted,
+                                 source=fact.source[:256], call_id=fact.call_id,
+                                 text=fact.text))
+
+    async def facts(self, session: str) -> list[Fact]:
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(SessionFactRow.kind, SessionFactRow.trusted, SessionFactRow.source,
+                       SessionFactRow.text, SessionFactRow.call_id)
+                .where(SessionFactRow.session == session).order_by(SessionFactRow.id))).all()
+        return [Fact(FactKind(kind), bool(trusted), source, text, call_id)
+                for kind, trusted, source, text, call_id in rows]
