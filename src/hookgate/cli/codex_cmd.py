@@ -86,11 +86,7 @@ def install_command(
     if check:
         _check(_codex(codex), folder, token_env)
         return
-    from hookgate.coding_agents.forwarder import is_env_name
-
-    if not is_env_name(token_env):
-        fail(f"--token-env {token_env!r} is not an environment variable name")
-    server, wait = server_and_wait(agent, config, example, url, wait_s)
+    server, wait = server_and_wait(agent, config, example, url, wait_s, token_env)
     binary = _codex(codex)
     block = hooks_block(server, agent, token_env=token_env, wait_s=wait)
     write_hooks(target, block, merge_into)

@@ -76,11 +76,7 @@ def install_command(
     if check:
         _check(_copilot(copilot), folder, target, token_env)
         return
-    from hookgate.coding_agents.forwarder import is_env_name
-
-    if not is_env_name(token_env):
-        fail(f"--token-env {token_env!r} is not an environment variable name")
-    server, wait = options.server_and_wait(agent, config, example, url, wait_s)
+    server, wait = options.server_and_wait(agent, config, example, url, wait_s, token_env)
     options.write_hooks(target, hooks_file(server, agent, token_env=token_env, wait_s=wait),
                 merge_into)
     console.print(f"wrote {target}: sessionStart, preToolUse and postToolUse hooks of agent "

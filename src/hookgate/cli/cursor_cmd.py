@@ -75,11 +75,7 @@ def install_command(
     if check:
         _check(target, folder, token_env)
         return
-    from hookgate.coding_agents.forwarder import is_env_name
-
-    if not is_env_name(token_env):
-        fail(f"--token-env {token_env!r} is not an environment variable name")
-    server, wait = server_and_wait(agent, config, example, url, wait_s)
+    server, wait = server_and_wait(agent, config, example, url, wait_s, token_env)
     block = hooks_block(server, agent, token_env=token_env, wait_s=wait, layer=layer)
     write_hooks(target, block, merge_into)
     console.print(f"wrote {target}: {', '.join(block['hooks'])} hooks of agent '{agent}', "

@@ -55,12 +55,17 @@ def write_hooks(target: Path, block: dict[str, Any],
 
 
 def server_and_wait(agent: str, config: Path | None, example: str | None, url: str | None,
-                    wait_s: float | None) -> tuple[str, float]:
+                    wait_s: float | None, token_env: str) -> tuple[str, float]:
     """The server a command-hook agent's hooks call and how long hookgate waits for a
     person: the options, else the configuration's ``server.public_url`` and the agent's
-    ``coding_agents.wait_s``, else the defaults; exit with the reason on a bad one."""
+    ``coding_agents.wait_s``, else the defaults; exit with the reason on a bad one, or on a
+    ``token_env`` that ``sh`` cannot expand."""
     from hookgate.cli.app import fail
     from hookgate.cli.config_source import load_from_options
+    from hookgate.coding_agents.forwarder import is_env_name
+
+    if not is_env_name(token_env):
+        fail(f"--token-env {token_env!r} is not an environment variable name")
 
     server, wait = url, wait_s
     if config is not None or example is not None:
