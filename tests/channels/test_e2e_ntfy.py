@@ -75,8 +75,11 @@ async def test_a_button_decides_once_and_the_lock_screen_shows_no_arguments(
         assert "already" in result(await press(scene, first(ntfy, "alice"), "Reject"))
         await asyncio.to_thread(ntfy.wait, lambda: len(ntfy.to(NTFY["bob"])) >= 2,
                                 "the outcome")
-        outcome = ntfy.to(NTFY["bob"])
-        assert "Approved by alice via ntfy" in outcome[1].body["message"]
+        # The outcome replaces the request on bob's phone, buttons and all: one notification.
+        [outcome] = ntfy.shown(NTFY["bob"])
+        assert outcome.sequence == first(ntfy, "bob").id
+        assert "Approved by alice via ntfy" in outcome.body["message"]
+        assert "actions" not in outcome.body
     assert ntfy.violations == []
 
 
@@ -121,4 +124,23 @@ async def test_four_eyes_and_quorum_count_a_person_once_across_ntfy_and_the_inbo
         assert result(await press(scene, first(ntfy, "olivia"), "Approve")) == "Approved"
         assert (await scene.finished())["status"] == "completed"
         assert len(scene.bank.transfers) == 1
+    assert ntfy.violations == []
+
+
+async def test_a_decision_in_the_inbox_replaces_every_phone_s_notification(
+        database_url: str, ntfy: FakeNtfy, secrets_key: str) -> None:
+    async with waiting_run(database_url, ops_ntfy(ntfy), "ops-ntfy",
+                           lambda: len(ntfy.notifications) >= 3) as scene:
+        asked = {topic: ntfy.to(topic)[0].id for topic in TOPICS}
+        decided = await scene.client.post(
+            f"/api/confirmations/{scene.request_id}/respond",
+            json={"decision": "reject", "via": "inbox"}, headers=auth("alice"))
+        assert decided.status_code == 200, decided.text
+        await asyncio.to_thread(ntfy.wait, lambda: len(ntfy.notifications) >= 6,
+                                "the outcomes")
+        for topic in TOPICS:
+            [shown] = ntfy.shown(topic)
+            assert shown.sequence == asked[topic], topic
+            assert "Rejected by alice via the web inbox" in shown.body["message"]
+            assert "actions" not in shown.body
     assert ntfy.violations == []

@@ -1,7 +1,10 @@
 """A fake ntfy server on loopback, written from docs.ntfy.sh (publishing as JSON, action
 buttons): ``POST /`` takes ``{"topic", "title", "message", "priority", "tags", "actions"}``
 with at most three actions (``view`` or ``http``), and a phone's press on an ``http`` button
-is rebuilt as the request the ntfy app sends (``press``)."""
+is rebuilt as the request the ntfy app sends (``press``). A message published with a
+``sequence_id`` that names an earlier message of its topic (that message's id, or the
+sequence id it was published with) replaces that notification on the phone (ntfy 2.16,
+"Updating notifications"); ``shown`` is what the phone shows."""
 
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ from tests.fakes.server import (
 )
 
 PUBLISH_KEYS = {"topic", "title", "message", "priority", "tags", "actions", "click",
-                "markdown", "icon", "delay", "email", "call", "attach", "filename"}
+                "markdown", "icon", "delay", "email", "call", "attach", "filename",
+                "sequence_id"}
+SEQUENCE_ID = r"[-_A-Za-z0-9]{1,64}"
 ACTION_KEYS = {"action", "label", "url", "method", "headers", "body", "clear"}
 
 
@@ -35,6 +40,11 @@ class Notification:
     id: str
     topic: str
     body: dict[str, Any]
+
+    @property
+    def sequence(self) -> str:
+        """The sequence it belongs to: its own id unless published with a sequence id."""
+        return str(self.body.get("sequence_id") or self.id)
 
     def button(self, label: str) -> dict[str, Any]:
         return next(a for a in self.body.get("actions", []) if a["label"] == label)
@@ -73,6 +83,9 @@ class FakeNtfy(FakePlatform):
                                 status_code=401)
         body = require_keys(json_of(received), PUBLISH_KEYS, "message", {"topic"})
         require(re.fullmatch(r"[-_A-Za-z0-9]{1,64}", body["topic"]), "invalid topic")
+        if "sequence_id" in body:
+            require(isinstance(body["sequence_id"], str)
+                    and re.fullmatch(SEQUENCE_ID, body["sequence_id"]), "invalid sequence id")
         actions = body.get("actions", [])
         require(isinstance(actions, list) and len(actions) <= 3, "at most 3 actions")
         for action in actions:
@@ -91,6 +104,14 @@ class FakeNtfy(FakePlatform):
 
     def to(self, topic: str) -> list[Notification]:
         return [n for n in self.notifications if n.topic == topic]
+
+    def shown(self, topic: str) -> list[Notification]:
+        """The topic's notifications on the phone: the latest message of each sequence."""
+        latest: dict[str, Notification] = {}
+        for notification in self.to(topic):
+            latest.pop(notification.sequence, None)
+            latest[notification.sequence] = notification
+        return list(latest.values())
 
     def wait(self, ready: Any, what: str, timeout: float = 15.0) -> Any:
         with self._published:

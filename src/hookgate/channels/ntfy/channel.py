@@ -9,6 +9,7 @@ the decision, wherever it was made, each topic gets a short notification of the 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -34,6 +35,8 @@ from hookgate.channels.payloads import string
 from hookgate.channels.verification import check_size
 
 FORM = "application/x-www-form-urlencoded"
+#: What ntfy takes as a sequence id (a message id it returned is one).
+SEQUENCE_ID = re.compile(r"[-_A-Za-z0-9]{1,64}")
 
 
 class NtfyChannel(Channel):
@@ -92,11 +95,15 @@ class NtfyChannel(Channel):
         tool = string(delivered.ref, "tool")
         status = card_text.STATUS_TITLES[outcome.status]
         for topic in topics:
-            await self._publish({"topic": topic,
-                                 "title": f"{status}: {tool}" if tool else status,
-                                 "message": card_text.outcome_line(outcome),
-                                 "tags": ["white_check_mark" if outcome.status == "approved"
-                                          else "x"]})
+            body: dict[str, Any] = {
+                "topic": topic, "title": f"{status}: {tool}" if tool else status,
+                "message": card_text.outcome_line(outcome),
+                "tags": ["white_check_mark" if outcome.status == "approved" else "x"]}
+            sequence = ids.get(topic) if isinstance(ids, dict) else None
+            if isinstance(sequence, str) and SEQUENCE_ID.fullmatch(sequence):
+                # The same sequence id replaces the notification, buttons and all.
+                body["sequence_id"] = sequence
+            await self._publish(body)
 
     async def notify(self, text: str) -> None:
         for topic in self.settings.topics:
