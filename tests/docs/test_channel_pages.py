@@ -1,6 +1,7 @@
 """The chat channel pages, as far as they run here: each page's channel and user entries,
-with the platform's API replaced by the fake one under tests/fakes (`base_url`, a key each
-page shows), checked with `hookgate check`, a secrets key made with the page's command,
+with the platform's API replaced by the fake one under tests/fakes (`base_url` and, for
+Teams, the sign-in and key URLs; Discord's public key is the fake's: keys each page
+shows), checked with `hookgate check`, a secrets key made with the page's command,
 `hookgate serve`, a card sent where the page's channel says, a click built and signed as the
 platform sends it, posted to the page's callback URL by the page's approver, and the card
 rewritten with who decided. The Slack page's refusal of a channel without its signing
@@ -22,10 +23,13 @@ import httpx
 import pytest
 import yaml
 
+from hookgate.channels.teams.cards import card_texts
 from tests.docs.samples import DOCS, REPO, blocks
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.feishu import FakeFeishu, card_text
 from tests.fakes.server import BuiltCallback, FakePlatform
 from tests.fakes.slack import FakeSlack, block_texts
+from tests.fakes.teams import FakeTeams
 from tests.fakes.telegram import FakeTelegram
 from tests.fakes.wecom import FakeWeCom
 from tests.instances import Instance
@@ -63,6 +67,9 @@ class Platform:
     #: What the updated card says, once updated (else "").
     decided: Callable[[Any], str]
     chat_key: str
+    #: The channel config's keys that point at the fake (or are the fake's own, as a key
+    #: pair is), taken from the fake's config; each is named on the page.
+    from_fake: tuple[str, ...] = ("base_url",)
 
 
 def _slack_decided(message: Any) -> str:
@@ -118,6 +125,24 @@ PLATFORMS = {
         click=lambda f, message, request, who: f.click(message, "Approve", int(who)),
         decided=lambda message: message.text if message.edits else "",
         chat_key="telegram_user_id"),
+    "teams.md": Platform(
+        fake=lambda c: FakeTeams(app_id=c["app_id"], conversation_id=c["conversation_id"],
+                                 app_password="docs-client-secret"),
+        secrets=lambda f: {"TEAMS_APP_PASSWORD": f.app_password},
+        card=lambda f: next(iter(f.activities.values()), None),
+        click=lambda f, activity, request, who: f.invoke(activity.activity_id, "approve",
+                                                         who),
+        decided=lambda activity: card_texts(activity.card) if activity.updates else "",
+        chat_key="teams_aad_object_id",
+        from_fake=("base_url", "openid_metadata_url", "login_url")),
+    "discord.md": Platform(
+        fake=lambda c: FakeDiscord(application_id=c["application_id"],
+                                   channel_id=c["channel_id"], bot_token="docs.bot-token"),
+        secrets=lambda f: {"DISCORD_BOT_TOKEN": f.bot_token},
+        card=lambda f: next(iter(f.messages.values()), None),
+        click=lambda f, message, request, who: f.click(message, "Approve", who),
+        decided=lambda message: message.content if message.edits else "",
+        chat_key="discord_user_id", from_fake=("base_url", "public_key")),
 }
 
 
@@ -161,9 +186,10 @@ def test_a_channel_page_runs_against_the_fake_platform(name: str, tmp_path: Path
     who = user["chat"][platform.chat_key]
 
     with platform.fake(channel["config"]) as fake:
-        # The platform's API is the fake: `base_url`, which each page names.
-        assert "base_url" in text
-        channel["config"]["base_url"] = fake.channel_config()["base_url"]
+        # The platform's API is the fake: `base_url` (and the like), which each page names.
+        for key in platform.from_fake:
+            assert f"`{key}`" in text or f"{key}:" in text, key
+            channel["config"][key] = fake.channel_config()[key]
         env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **platform.secrets(fake),
                "PYTHONPATH": os.pathsep.join([str(REPO / "src"),
                                               os.environ.get("PYTHONPATH", "")])}
