@@ -79,8 +79,9 @@ def install_command(
     server, wait = options.server_and_wait(agent, config, example, url, wait_s, token_env)
     options.write_hooks(target, hooks_file(server, agent, token_env=token_env, wait_s=wait),
                 merge_into)
-    console.print(f"wrote {target}: sessionStart, preToolUse and postToolUse hooks of agent "
-                  f"'{agent}'; set {token_env} to your hookgate token", highlight=False,
+    console.print(f"wrote {target}: sessionStart, userPromptSubmitted, preToolUse and "
+                  f"postToolUse hooks of agent '{agent}'; set {token_env} to your hookgate token",
+                  highlight=False,
                   soft_wrap=True)
     console.print(f"copilot -p loads repository hooks only with {PROMPT_MODE_ENV}=true in "
                   "its environment (or in a trusted folder); without it Copilot skips them "
@@ -126,7 +127,8 @@ def _check(copilot: str, folder: Path, target: Path, token_env: str) -> None:
         remove_from(target)
     except (OSError, ValueError, AttributeError) as exc:
         fail(f"check failed: cannot read {target}: {exc}")
-    missing = [e for e in ("sessionStart", "preToolUse", "postToolUse")
+    missing = [e for e in ("sessionStart", "userPromptSubmitted", "preToolUse",
+                           "postToolUse")
                if not any(is_ours(h) for h in hooks.get(e, []))]
     if missing:
         fail(f"check failed: {target} has no hookgate hook for {', '.join(missing)} "

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from hookgate.coding_agents.forwarder import Accept, Refusal, command, hook_timeout_s
+from hookgate.coding_agents.forwarder import (
+    PROMPT_TIMEOUT_S,
+    Accept,
+    Refusal,
+    command,
+    hook_timeout_s,
+    prompt_command,
+)
 
 __all__ = ["FILE", "PROMPT_MODE_ENV", "ROUTE", "hook_url", "hooks_file", "is_ours",
            "merge_into", "prompt_mode_loads", "remove_from"]
@@ -27,8 +34,9 @@ ROUTE = "/api/copilot/hooks"
 FILE = Path(".github") / "hooks" / "hookgate.json"
 #: The environment variable that makes ``copilot -p`` load repository hooks.
 PROMPT_MODE_ENV = "GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS"
-_EVENTS = {"sessionStart": Accept.OBJECT, "preToolUse": Accept.PERMISSION_DECISION,
-           "postToolUse": Accept.OBJECT}
+_EVENTS = {"sessionStart": Accept.OBJECT, "userPromptSubmitted": Accept.OBJECT,
+           "preToolUse": Accept.PERMISSION_DECISION, "postToolUse": Accept.OBJECT}
+_PROMPT = "userPromptSubmitted"
 
 
 def hook_url(server_url: str, agent_id: str, event: str) -> str:
@@ -39,11 +47,18 @@ def hook_url(server_url: str, agent_id: str, event: str) -> str:
 def hooks_file(server_url: str, agent_id: str, *, token_env: str,
                wait_s: float) -> dict[str, Any]:
     """hookgate's ``{"version": 1, "hooks": …}`` for ``agent_id``: one command per event."""
-    return {"version": 1, "hooks": {
-        event: [{"type": "command", "timeoutSec": hook_timeout_s(wait_s),
-                 "bash": command(hook_url(server_url, agent_id, event), token_env=token_env,
-                                 wait_s=wait_s, accept=accept, refusal=Refusal.DENY_BODY)}]
-        for event, accept in _EVENTS.items()}}
+    hooks: dict[str, Any] = {}
+    for event, accept in _EVENTS.items():
+        url = hook_url(server_url, agent_id, event)
+        hook = {"type": "command", "timeoutSec": hook_timeout_s(wait_s),
+                "bash": command(url, token_env=token_env, wait_s=wait_s, accept=accept,
+                                refusal=Refusal.DENY_BODY)}
+        if event == _PROMPT:
+            # The prompt's hook never blocks the prompt (forwarder.Refusal.GO_ON).
+            hook = {"type": "command", "timeoutSec": PROMPT_TIMEOUT_S,
+                    "bash": prompt_command(url, token_env=token_env, accept=accept)}
+        hooks[event] = [hook]
+    return {"version": 1, "hooks": hooks}
 
 
 def is_ours(hook: Any) -> bool:
