@@ -6,7 +6,11 @@ does not name the event). Hooks of others in that file are kept.
 
 In ``copilot -p`` Copilot skips repository hooks silently unless
 ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true`` (or ``COPILOT_ALLOW_ALL=true``) is set, or
-the folder is trusted: `prompt_mode_loads` says whether an environment loads them.
+the folder is trusted: `prompt_mode_loads` says whether an environment loads them. The
+user-level file, ``$COPILOT_HOME/hooks/hookgate.json`` (`user_file`; ``~/.copilot`` by
+default), has the same shape and loads in every folder, ``-p`` included, with no opt-in
+(checked with ``copilot -p`` 1.0.102, which also reads a ``hooks`` object of
+``$COPILOT_HOME/settings.json``).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from hookgate.coding_agents.forwarder import (
 )
 
 __all__ = ["FILE", "PROMPT_MODE_ENV", "ROUTE", "hook_url", "hooks_file", "is_ours",
-           "merge_into", "prompt_mode_loads", "remove_from"]
+           "merge_into", "prompt_mode_loads", "remove_from", "user_file"]
 
 ROUTE = "/api/copilot/hooks"
 #: The file hookgate owns, relative to the repository's root.
@@ -37,6 +41,13 @@ PROMPT_MODE_ENV = "GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS"
 _EVENTS = {"sessionStart": Accept.OBJECT, "userPromptSubmitted": Accept.OBJECT,
            "preToolUse": Accept.PERMISSION_DECISION, "postToolUse": Accept.OBJECT}
 _PROMPT = "userPromptSubmitted"
+
+
+def user_file(env: Mapping[str, str], home: Path) -> Path:
+    """hookgate's user-level hooks file: ``$COPILOT_HOME/hooks/hookgate.json``, where
+    ``COPILOT_HOME`` defaults to ``~/.copilot``."""
+    copilot_home = Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
+    return copilot_home / "hooks" / FILE.name
 
 
 def hook_url(server_url: str, agent_id: str, event: str) -> str:
