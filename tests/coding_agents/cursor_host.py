@@ -92,13 +92,26 @@ class CursorHost:
                 self.context.append(note)
         return answers
 
-    def shell(self, command: str) -> Turn:
-        """The model's Shell tool call: sessionStart once, the hooks before the tool (every
-        answer must allow), the command, then the hooks after it."""
+    def start(self) -> None:
+        """sessionStart, once."""
         if not self.started:
             self.started = True
             self.fire("sessionStart", {"session_id": self.conversation,
                                        "is_background_agent": False, "composer_mode": "agent"})
+
+    def prompt(self, text: str) -> Answer:
+        """The user sends ``text``: beforeSubmitPrompt; the prompt goes on only if every
+        answer says ``"continue": true``."""
+        self.start()
+        answers = self.fire("beforeSubmitPrompt", {"prompt": text, "attachments": []})
+        assert answers, "no hook ran before the prompt"
+        stopped = next((a for a in answers if a.body.get("continue") is not True), None)
+        return stopped or answers[0]
+
+    def shell(self, command: str) -> Turn:
+        """The model's Shell tool call: sessionStart once, the hooks before the tool (every
+        answer must allow), the command, then the hooks after it."""
+        self.start()
         call_id = str(uuid.uuid4())
         tool_input = {"command": command, "cwd": "", "timeout": 30000}
         before = [*self.fire("preToolUse", {"tool_name": "Shell", "tool_input": tool_input,

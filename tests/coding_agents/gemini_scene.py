@@ -16,6 +16,7 @@ from hookgate.cli.main import app
 from tests.claude_code.scene import TOKEN, Scene, coder
 from tests.coding_agents.codex_cli import Result
 from tests.coding_agents.gemini_cli import GeminiRun
+from tests.coding_agents.scene import untrusted_shell
 from tests.fakes.gemini import FakeGemini, function_responses
 from tests.fakes.responses import Script
 from tests.fakes.slack import FakeSlack
@@ -47,17 +48,20 @@ class GeminiScene(Scene):
     gemini: GeminiRun = None  # type: ignore[assignment]
     model: FakeGemini = None  # type: ignore[assignment]
 
-    def exec(self, token: str = TOKEN) -> Result:
-        return self.gemini.run("go", env={"HOOKGATE_TOKEN": token})
+    def exec(self, token: str = TOKEN, prompt: str = "go") -> Result:
+        return self.gemini.run(prompt, env={"HOOKGATE_TOKEN": token})
 
 
 @contextmanager
 def gemini_scene(tmp_path: Path, database_url: str, slack: FakeSlack, script: Script, *,
                  wait_s: float = 15.0, read_only: bool = False,
-                 extra_hooks: list[dict[str, Any]] | None = None) -> Iterator[GeminiScene]:
+                 extra_hooks: list[dict[str, Any]] | None = None,
+                 provenance: bool = False) -> Iterator[GeminiScene]:
     from hookgate.runtime.deployment import ChannelSpec
 
     deployment = coder(wait_s, read_only=read_only, extra_hooks=extra_hooks)
+    if provenance:
+        untrusted_shell(deployment)
     deployment.database_url = database_url
     deployment.channels = [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
     with live_server(deployment) as srv, FakeGemini(script) as model:

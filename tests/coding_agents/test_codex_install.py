@@ -28,18 +28,19 @@ def test_install_keeps_other_hooks_trusts_only_its_own_and_uninstall_removes_onl
     env = {"CODEX_HOME": str(cli.codex_home), "HOME": str(cli.home)}
     for _ in range(2):
         out = install(cli, "http://127.0.0.1:8000", wait_s=20)
-    assert "trusted the project" in out and out.count("trusted /") == 3
+    assert "trusted the project" in out and out.count("trusted /") == 4
     hooks = json.loads(target.read_text())["hooks"]
     assert hooks["Stop"] == [{"hooks": [THEIRS]}]
     assert hooks["PreToolUse"][0] == {"matcher": "Bash", "hooks": [THEIRS]}
-    assert [len(hooks[e]) for e in ("PreToolUse", "PostToolUse", "SessionStart")] == [2, 1, 1]
+    assert [len(hooks[e]) for e in ("PreToolUse", "PostToolUse", "SessionStart",
+                                    "UserPromptSubmit")] == [2, 1, 1, 1]
     assert hooks["PreToolUse"][1]["hooks"][0]["timeout"] == 31  # 20 + 6 for curl + 5
 
     listed = listed_hooks(codex_binary(), cli.project, env={**env, "PATH": "/usr/bin:/bin"})
     theirs = [h.trusted for h in listed if h.command == THEIRS["command"]]
     assert theirs == [False, False]  # never trusted on the user's behalf
     ours = [h.trusted for h in listed if h.ours]
-    assert ours == [True, True, True]
+    assert ours == [True] * 4
 
     done = CliRunner().invoke(app, ["codex", "uninstall", "--project", str(cli.project)],
                               env=env)

@@ -182,3 +182,33 @@ def test_session_start_context_reaches_the_model_and_a_stop_refuses_the_sessions
         assert not (s.copilot.project / "ran.txt").exists()
         [told] = s.model.seen()
         assert "stopped the session at SessionStart" in told, told
+
+
+def test_a_user_level_install_fires_in_every_folder_without_the_prompt_mode_opt_in(
+        tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    from tests.claude_code.scene import Scene
+    from tests.coding_agents.scene import served_coder
+
+    with served_coder(database_url, slack, wait_s=15.0, read_only=False,
+                      extra_hooks=None) as srv, \
+            FakeChatStream(sequence(shell("echo hi >> plain.txt"), Say("done")),
+                           api_key=API_KEY) as model:
+        cli = CopilotRun(tmp_path / "project", tmp_path / "home", model.base_url)
+        env = cli.env(repo_hooks=False)
+        done = CliRunner().invoke(app, ["copilot", "install", "--agent", "coder", "--user",
+                                        "--url", srv.url], env=env)
+        assert done.exit_code == 0, done.output
+        user_file = Path(env["COPILOT_HOME"]) / "hooks" / "hookgate.json"
+        assert user_file.exists() and not (cli.project / ".github").exists()
+        result = cli.run(env={"HOOKGATE_TOKEN": TOKEN}, repo_hooks=False)
+        assert result.returncode == 0, result.stderr
+        assert run_lines(cli.project / "plain.txt") == ["hi"]
+        audit = Scene(srv, slack, None, None).audit()  # type: ignore[arg-type]
+        assert [(r["tool_name"], r["outcome"]) for r in audit] == [("Bash", "ok")]
+        checked = CliRunner().invoke(
+            app, ["copilot", "install", "--agent", "coder", "--user", "--check", "--project",
+                  str(cli.project), "--copilot", copilot_binary()],
+            env={**env, "HOOKGATE_TOKEN": TOKEN})
+        assert checked.exit_code == 0, checked.output
+        done = CliRunner().invoke(app, ["copilot", "uninstall", "--user"], env=env)
+        assert done.exit_code == 0 and not user_file.exists(), done.output

@@ -2,18 +2,22 @@
 identical call asked again while pending is that call (one request, whatever the model's
 description of the command says); once allowed, the next
 identical call is another one; a refused call keeps its answer for its identical retries;
-the same command from another folder is another call — SQLite and PostgreSQL."""
+the same command from another folder is another call; the prompt userPromptSubmitted sends
+is the session's request — SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.claude_code.scene import TOKEN
-from tests.live_server import LiveServer
+from tests.claude_code.scene import TOKEN, coder
+from tests.coding_agents.scene import untrusted_shell
+from tests.coding_agents.test_codex_cli import INBOX, PROMPT
+from tests.live_server import LiveServer, live_server
 
 pytestmark = pytest.mark.both_databases
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -79,3 +83,26 @@ def test_a_refused_call_keeps_its_answer_for_its_identical_retries(srv: LiveServ
         told = ask(srv, gated)
         assert "rejected" in told, told
     assert len(requests(srv)) == 1
+
+
+@pytest.fixture
+def guarded(database_url: str) -> Iterator[LiveServer]:
+    """``coder`` whose shell output is untrusted content (scene.untrusted_shell)."""
+    deployment = untrusted_shell(coder(wait_s=0.3))
+    deployment.database_url = database_url
+    with live_server(deployment) as server:
+        yield server
+
+
+def test_the_users_prompt_is_the_sessions_request_so_the_address_it_gave_is_not_untrusted(
+        guarded: LiveServer) -> None:
+    r = httpx.post(f"{guarded.url}/api/copilot/hooks",
+                   params={"agent": "coder", "event": "userPromptSubmitted"}, headers=AUTH,
+                   json={"sessionId": "s-1", "timestamp": 1796544183629, "cwd": "/work/repo",
+                         "prompt": PROMPT}, timeout=30)
+    assert (r.status_code, r.text) == (200, "{}")  # go on
+    assert ask(guarded, "cat inbox.txt") == "ran"
+    ask(guarded, "cat inbox.txt", event="postToolUse",
+        result={"resultType": "success", "textResultForLlm": INBOX})
+    assert ask(guarded, "echo ops@example.org >> sent.txt") == "ran"
+    assert "pending" in ask(guarded, "echo mallory@evil-mail.test >> sent.txt")

@@ -21,6 +21,7 @@ from hookgate.cli.main import app
 from tests.claude_code.scene import TOKEN, Scene, coder, run_lines
 from tests.coding_agents.cursor_host import CursorHost, Turn
 from tests.coding_agents.failing_hookgate import MODES, failing_hookgate
+from tests.coding_agents.scene import untrusted_shell
 from tests.fakes.slack import FakeSlack
 from tests.live_server import live_server
 
@@ -46,10 +47,12 @@ class CursorScene(Scene):
 @contextmanager
 def cursor_scene(tmp_path: Path, database_url: str, slack: FakeSlack, *,
                  wait_s: float = 15.0, read_only: bool = False, layer: str = "tool",
-                 token: str = TOKEN) -> Iterator[CursorScene]:
+                 token: str = TOKEN, provenance: bool = False) -> Iterator[CursorScene]:
     from hookgate.runtime.deployment import ChannelSpec
 
     deployment = coder(wait_s, read_only=read_only)
+    if provenance:
+        untrusted_shell(deployment)
     deployment.database_url = database_url
     deployment.channels = [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
     project = tmp_path / "project"
@@ -75,12 +78,12 @@ def test_an_ungated_call_runs_and_the_installed_hooks_fail_closed_and_fire(
         assert outcomes(s) == [("Bash", "ok")]
         config = json.loads((s.cursor.project / ".cursor" / "hooks.json").read_text())
         entries = [e for event in config["hooks"].values() for e in event]
-        assert len(entries) == 3 and all(e["failClosed"] is True for e in entries)
+        assert len(entries) == 4 and all(e["failClosed"] is True for e in entries)
         checked = CliRunner().invoke(
             app, ["cursor", "install", "--agent", "coder", "--check", "--project",
                   str(s.cursor.project)], env={"HOOKGATE_TOKEN": TOKEN})
         assert checked.exit_code == 0, checked.output
-        assert "ok: 3 hookgate hooks" in checked.output
+        assert "ok: 4 hookgate hooks" in checked.output
         # An entry edited to fail open fails the check.
         path = s.cursor.project / ".cursor" / "hooks.json"
         config["hooks"]["preToolUse"][0]["failClosed"] = False
@@ -184,8 +187,8 @@ def test_install_keeps_other_hooks_and_uninstall_removes_only_hookgates(
     config = json.loads(path.read_text())
     assert config["hooks"]["preToolUse"] == [mine]
     assert sorted(config["hooks"]) == ["afterShellExecution", "beforeMCPExecution",
-                                       "beforeShellExecution", "preToolUse", "sessionStart",
-                                       "stop"]
+                                       "beforeShellExecution", "beforeSubmitPrompt",
+                                       "preToolUse", "sessionStart", "stop"]
     done = CliRunner().invoke(app, ["cursor", "uninstall", "--project", str(tmp_path)])
     assert done.exit_code == 0, done.output
     assert json.loads(path.read_text()) == {"version": 1, "hooks": {
@@ -231,3 +234,17 @@ def test_cursors_mcp_and_shell_names_meet_hookgates_rules(
                             "tool_input")]:
             refused = post(bad)
             assert refused.status_code == 403 and words in refused.text, refused.text
+
+
+def test_the_users_prompt_is_the_sessions_request_so_the_address_it_gave_is_not_untrusted(
+        tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    from tests.coding_agents.test_codex_cli import INBOX, PROMPT
+
+    with cursor_scene(tmp_path, database_url, slack, wait_s=0.5, provenance=True) as s:
+        (s.cursor.project / "inbox.txt").write_text(INBOX)
+        assert s.cursor.prompt(PROMPT).body == {"continue": True}
+        assert s.shell("cat inbox.txt").ran
+        assert s.shell("echo ops@example.org >> sent.txt").ran
+        turn = s.shell("echo mallory@evil-mail.test >> sent.txt")
+        assert not turn.ran and "pending" in turn.read, turn.read
+        assert run_lines(s.cursor.project / "sent.txt") == ["ops@example.org"]

@@ -187,3 +187,20 @@ def test_output_a_hook_rewrites_is_what_geminis_model_reads(
         [told] = seen(s.model)
         assert "SCRUBBED-OUTPUT" in told, told
         assert "SECRET-WORD" not in json.dumps(function_responses(s.model.requests[-1]))
+
+
+def test_the_users_prompt_is_the_sessions_request_so_the_address_it_gave_is_not_untrusted(
+        tmp_path: Path, database_url: str, slack: FakeSlack, secrets_key: str) -> None:
+    from tests.coding_agents.test_codex_cli import INBOX, PROMPT
+
+    # BeforeAgent sends the prompt: the address the user typed is the user's, the one only
+    # a shell output (untrusted) names waits for a person.
+    script = sequence(shell("cat inbox.txt"), shell("echo ops@example.org >> sent.txt"),
+                      shell("echo mallory@evil-mail.test >> sent.txt"), Say("done"))
+    with gemini_scene(tmp_path, database_url, slack, script, wait_s=0.5,
+                      provenance=True) as s:
+        (s.gemini.project / "inbox.txt").write_text(INBOX)
+        result = s.exec(prompt=PROMPT)
+        assert result.returncode == 0, result.stderr
+        assert run_lines(s.gemini.project / "sent.txt") == ["ops@example.org"]
+        assert "pending" in seen(s.model)[-1], seen(s.model)

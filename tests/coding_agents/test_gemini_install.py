@@ -79,7 +79,8 @@ def test_a_user_level_install_keeps_the_users_settings(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     settings = json.loads(user.read_text())
     assert {k: v for k, v in settings.items() if k != "hooks"} == before
-    assert sorted(settings["hooks"]) == ["AfterTool", "BeforeTool", "SessionStart"]
+    assert sorted(settings["hooks"]) == ["AfterTool", "BeforeAgent", "BeforeTool",
+                                         "SessionStart"]
     assert not cli.settings.exists()
     done = CliRunner().invoke(app, ["gemini", "uninstall", "--user"], env=env)
     assert done.exit_code == 0, done.output

@@ -111,7 +111,11 @@ async def test_a_row_that_cannot_be_written_keeps_the_result_from_the_model(
     assert oa.lookups == 1  # the tool ran; only its output is held back
 
 
-async def test_a_database_that_is_down_withholds_results_and_still_blocks_writes() -> None:
+async def test_a_database_that_is_down_runs_no_tool_and_says_why() -> None:
+    # With the database down, the run cannot keep the user's request in the session's facts
+    # (which provenance rules read), so it fails closed before the model's first call: the
+    # lookup does not run (its result could not be audited) and the payment does not run
+    # (the read-only flag cannot be read).
     down = Database(f"postgresql+asyncpg://hookgate@127.0.0.1:{free_port()}/gone")
     oa = OA()
     try:
@@ -121,13 +125,12 @@ async def test_a_database_that_is_down_withholds_results_and_still_blocks_writes
     finally:
         await down.dispose()
 
-    lookup, pay = tool_events(result)
-    assert lookup["status"] == "withheld" and "gold" not in lookup["observation"]
-    assert pay["status"] == "blocked" and pay["blocked_by"] == "readonly_guard"
-    assert "cannot read whether org 'acme' is read-only" in pay["observation"]
-    # The attempt could not be recorded either; the trace says so.
-    assert any(h["kind"] == "failed" and h["hook"] == "audit_log" for h in pay["hooks"])
-    assert oa.payments == []
+    assert tool_events(result) == []
+    assert (oa.lookups, oa.payments) == (0, [])
+    [error] = [e["error"] for e in result.trace if e["type"] == "error"]
+    assert error.startswith("FactsUnavailable: the user's request could not be kept in the "
+                            "session's facts, so no tool may run"), error
+    assert "Connection refused" in error or "connect" in error.lower(), error
 
 
 @pytest.mark.both_databases

@@ -90,8 +90,9 @@ def install_command(
     binary = _codex(codex)
     block = hooks_block(server, agent, token_env=token_env, wait_s=wait)
     write_hooks(target, block, merge_into)
-    console.print(f"wrote {target}: SessionStart, PreToolUse and PostToolUse hooks of agent "
-                  f"'{agent}'; set {token_env} to your hookgate token", highlight=False,
+    console.print(f"wrote {target}: SessionStart, UserPromptSubmit, PreToolUse and "
+                  f"PostToolUse hooks of agent '{agent}'; set {token_env} to your hookgate token",
+                  highlight=False,
                   soft_wrap=True)
     try:
         hooks = trust(binary, folder, project=not user)

@@ -1,5 +1,6 @@
-"""``hookgate copilot install | uninstall``: write (or remove) the repository hooks file that
-makes hookgate GitHub Copilot CLI's approval backend (``.github/hooks/hookgate.json``), and
+"""``hookgate copilot install | uninstall``: write (or remove) the hooks file that makes
+hookgate GitHub Copilot CLI's approval backend (the repository's
+``.github/hooks/hookgate.json``, or with ``--user`` ``$COPILOT_HOME/hooks/hookgate.json``), and
 ``--check`` that Copilot itself runs them: ``copilot -p`` started offline, its model a
 loopback socket that never answers, fires the sessionStart hook before it asks the model,
 and the hook's ``curl`` is watched on its way to hookgate."""
@@ -30,17 +31,22 @@ app.add_typer(copilot_app, name="copilot")
 ProjectOption = Annotated[Path | None, typer.Option(
     "--project", file_okay=False, help="The repository whose .github/hooks/hookgate.json "
                                        "is written (the default: the current folder).")]
+UserOption = Annotated[bool, typer.Option(
+    "--user", help="Write $COPILOT_HOME/hooks/hookgate.json (~/.copilot by default: every "
+                   "folder, copilot -p included) instead.")]
 CopilotOption = Annotated[str, typer.Option(
     "--copilot", help="The Copilot CLI that --check runs.")]
 #: How long --check waits for Copilot to run the sessionStart hook.
 _CHECK_S = 90
 
 
-def _target(project: Path | None) -> tuple[Path, Path]:
-    """hookgate's hooks file and the repository folder."""
-    from hookgate.coding_agents.copilot_config import FILE
+def _target(project: Path | None, user: bool = False) -> tuple[Path, Path]:
+    """hookgate's hooks file and the folder Copilot works in."""
+    from hookgate.coding_agents.copilot_config import FILE, user_file
 
     folder = (project or Path.cwd()).resolve()
+    if user:
+        return user_file(os.environ, Path.home()), folder
     return folder / FILE, folder
 
 
@@ -52,6 +58,7 @@ def install_command(
     url: options.ServerUrlOption = None,
     token_env: options.TokenEnvOption = "HOOKGATE_TOKEN",
     project: ProjectOption = None,
+    user: UserOption = False,
     wait_s: options.WaitOption = None,
     copilot: CopilotOption = "copilot",
     check: Annotated[bool, typer.Option(
@@ -64,7 +71,7 @@ def install_command(
     'Authorization: Bearer $TOKEN_ENV'; anything short of hookgate's answer denies the call.
     Other hook files are never touched; other hooks in this one are kept. In 'copilot -p'
     Copilot skips repository hooks silently unless GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true
-    is set (or the folder is trusted).
+    is set (or the folder is trusted); user-level hooks (--user) need no opt-in.
     """
     from hookgate.coding_agents.copilot_config import (
         PROMPT_MODE_ENV,
@@ -72,28 +79,34 @@ def install_command(
         merge_into,
     )
 
-    target, folder = _target(project)
+    target, folder = _target(project, user)
     if check:
-        _check(_copilot(copilot), folder, target, token_env)
+        _check(_copilot(copilot), folder, target, token_env, user=user)
         return
     server, wait = options.server_and_wait(agent, config, example, url, wait_s, token_env)
     options.write_hooks(target, hooks_file(server, agent, token_env=token_env, wait_s=wait),
                 merge_into)
-    console.print(f"wrote {target}: sessionStart, preToolUse and postToolUse hooks of agent "
-                  f"'{agent}'; set {token_env} to your hookgate token", highlight=False,
+    console.print(f"wrote {target}: sessionStart, userPromptSubmitted, preToolUse and "
+                  f"postToolUse hooks of agent '{agent}'; set {token_env} to your hookgate token",
+                  highlight=False,
                   soft_wrap=True)
+    if user:
+        console.print("Copilot runs user-level hooks in every folder, copilot -p included "
+                      "(no opt-in needed)", highlight=False, soft_wrap=True)
+        return
     console.print(f"copilot -p loads repository hooks only with {PROMPT_MODE_ENV}=true in "
                   "its environment (or in a trusted folder); without it Copilot skips them "
                   f"silently: export {PROMPT_MODE_ENV}=true", highlight=False, soft_wrap=True)
 
 
 @copilot_app.command("uninstall")
-def uninstall_command(project: ProjectOption = None) -> None:
-    """Remove hookgate's hooks from .github/hooks/hookgate.json (the file goes when nothing
-    else is in it); every other hook is kept."""
+def uninstall_command(project: ProjectOption = None, user: UserOption = False) -> None:
+    """Remove hookgate's hooks from .github/hooks/hookgate.json (with --user, from
+    $COPILOT_HOME/hooks/hookgate.json; the file goes when nothing else is in it); every other
+    hook is kept."""
     from hookgate.coding_agents.copilot_config import remove_from
 
-    target, _ = _target(project)
+    target, _ = _target(project, user)
     if not target.exists():
         console.print(f"{target} does not exist: nothing to remove", highlight=False)
         return
@@ -115,7 +128,8 @@ def _copilot(path: str) -> str:
     return found
 
 
-def _check(copilot: str, folder: Path, target: Path, token_env: str) -> None:
+def _check(copilot: str, folder: Path, target: Path, token_env: str, *,
+           user: bool = False) -> None:
     """Copilot, started as ``copilot -p`` in ``folder`` with this environment (offline: its
     model is a closed port on 127.0.0.1), runs hookgate's sessionStart hook, and hookgate
     answers it with 200."""
@@ -126,7 +140,8 @@ def _check(copilot: str, folder: Path, target: Path, token_env: str) -> None:
         remove_from(target)
     except (OSError, ValueError, AttributeError) as exc:
         fail(f"check failed: cannot read {target}: {exc}")
-    missing = [e for e in ("sessionStart", "preToolUse", "postToolUse")
+    missing = [e for e in ("sessionStart", "userPromptSubmitted", "preToolUse",
+                           "postToolUse")
                if not any(is_ours(h) for h in hooks.get(e, []))]
     if missing:
         fail(f"check failed: {target} has no hookgate hook for {', '.join(missing)} "
@@ -155,6 +170,10 @@ def _check(copilot: str, folder: Path, target: Path, token_env: str) -> None:
                    "COPILOT_PROVIDER_API_KEY": "hookgate-check",
                    "COPILOT_MODEL": os.environ.get("COPILOT_MODEL") or "gpt-4.1"}
             ran = _first_hook(copilot, folder, env, fired, model)
+    if ran is None and user:
+        fail(f"check failed: copilot -p did not run hookgate's user-level hooks ({target}) "
+             f"in {folder}: is COPILOT_HOME the one Copilot runs with, or are hooks "
+             "disabled (disableAllHooks)?")
     if ran is None:
         fail(f"check failed: copilot -p did not run hookgate's hooks in {folder}: it skips "
              f"repository hooks silently unless {PROMPT_MODE_ENV}=true is set (or the folder "

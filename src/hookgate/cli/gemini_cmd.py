@@ -78,8 +78,9 @@ def install_command(
     server, wait = server_and_wait(agent, config, example, url, wait_s, token_env)
     block = hooks_block(server, agent, token_env=token_env, wait_s=wait)
     write_hooks(target, block, merge_into)
-    console.print(f"wrote {target}: SessionStart, BeforeTool and AfterTool hooks of agent "
-                  f"'{agent}'; set {token_env} to your hookgate token", highlight=False,
+    console.print(f"wrote {target}: SessionStart, BeforeAgent, BeforeTool and AfterTool "
+                  f"hooks of agent '{agent}'; set {token_env} to your hookgate token",
+                  highlight=False,
                   soft_wrap=True)
     if not user:
         console.print("Gemini runs a project's hooks only in a trusted folder (headless "
@@ -106,7 +107,8 @@ def _check(target: Path, folder: Path, token_env: str) -> None:
         off = why_not_run([_user_settings(), folder / ".gemini" / "settings.json"])
     except (ValueError, OSError) as exc:
         fail(f"check failed: cannot read Gemini's settings: {exc}")
-    missing = [e for e in ("SessionStart", "BeforeTool", "AfterTool") if e not in found]
+    missing = [e for e in ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool")
+               if e not in found]
     if missing:
         fail(f"check failed: {target} has no hookgate hook for {', '.join(missing)} (run "
              "hookgate gemini install)")
@@ -114,6 +116,7 @@ def _check(target: Path, folder: Path, token_env: str) -> None:
         fail(f"check failed: Gemini would not run hookgate's hooks: {off}")
     probe_session_start(found["SessionStart"], folder, token_env,
                         {"source": "check", "timestamp": "check"})
-    console.print(f"ok: Gemini runs hookgate's SessionStart, BeforeTool and AfterTool hooks "
+    console.print(f"ok: Gemini runs hookgate's SessionStart, BeforeAgent, BeforeTool and "
+                  "AfterTool hooks "
                   f"from {target}, and hookgate answered the SessionStart one",
                   highlight=False, soft_wrap=True)

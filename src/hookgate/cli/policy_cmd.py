@@ -12,7 +12,6 @@ from rich.table import Table
 
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
-from hookgate.tools.guarded_call import converted_arguments
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
@@ -114,6 +113,8 @@ async def decide_case(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
 
     async def principal(user_id: str, org_id: str) -> Principal:
         return Principal(user.admin, read_only)
+
+    from hookgate.tools.guarded_call import converted_arguments
 
     hook = CedarPolicy.opened(params, agent, principal)
     extras: dict[str, Any] = {}

@@ -1,7 +1,7 @@
 """The codec protocol every coding agent implements: its hook's stdin becomes a `HookInput`
-(event, session, tool call in hookgate's names), and hookgate's `Outcome` becomes the
-`Reply` the forwarder turns into exactly what that agent accepts (a 2xx body printed as is,
-or a non-2xx one-line reason that becomes exit 2: a deny).
+(event, session, the user's prompt or a tool call in hookgate's names), and hookgate's
+`Outcome` becomes the `Reply` the forwarder turns into exactly what that agent accepts (a
+2xx body printed as is, or a non-2xx one-line reason that becomes exit 2: a deny).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from hookgate.external.keys import BadId, checked_id
 
 __all__ = ["BadHookInput", "Codec", "Event", "HookInput", "Outcome", "Reply", "event_and_session",
-           "hook_event", "optional_text", "render_command_hook", "session_of"]
+           "hook_event", "optional_text", "prompt_of", "render_command_hook", "session_of"]
 
 
 class BadHookInput(ValueError):
@@ -26,6 +26,10 @@ class Event(enum.Enum):
     """The hook events hookgate answers, in its own words."""
 
     SESSION_START = "SessionStart"
+    #: The user submitted a prompt: hookgate keeps it as the session's request (what the
+    #: user gave, hookgate.provenance), then the agent goes on. A refusal here (a stopped
+    #: session) is only said: the prompt's hook never blocks the prompt, which runs nothing.
+    USER_PROMPT = "UserPromptSubmit"
     PRE_TOOL_USE = "PreToolUse"
     POST_TOOL_USE = "PostToolUse"
 
@@ -44,6 +48,8 @@ class HookInput:
     #: What the tool returned (PostToolUse).
     result: Any = None
     transcript_path: str | None = None
+    #: What the user asked (USER_PROMPT).
+    prompt: str | None = None
     #: Request facts for hooks, audit rows and approval cards (the agent, its folder, ...).
     facts: dict[str, Any] = field(default_factory=dict)
 
@@ -111,6 +117,14 @@ def optional_text(body: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def prompt_of(body: dict[str, Any], key: str = "prompt") -> str:
+    """The user's prompt, ``body[key]``: a string (else BadHookInput)."""
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise BadHookInput(f"'{key}' must be a string")
+    return value
+
+
 def hook_event(body: dict[str, Any], events: Mapping[str, Event]) -> tuple[str, Event]:
     """The agent's name of the event (``hook_event_name``) and hookgate's, of ``events``."""
     name = body.get("hook_event_name")
@@ -141,7 +155,8 @@ def render_command_hook(hook: Event, outcome: Outcome,
     """The answer of an agent whose command hooks read Claude Code's words: a refusal as
     `refusal`; after a call, ``replaced(text)`` — that agent's body making its model read
     ``text`` instead of the output; SessionStart context as
-    ``hookSpecificOutput.additionalContext``; else exactly ``{}`` (an allow)."""
+    ``hookSpecificOutput.additionalContext``; else exactly ``{}`` (an allow, or at a prompt:
+    go on)."""
     if outcome.refused is not None:
         return refusal(outcome.refused)
     if hook is Event.POST_TOOL_USE and outcome.replaced is not None:

@@ -1,13 +1,15 @@
 """Codex's hooks (``codex exec`` and the TUI) in hookgate's words and back.
 
-Codex sends SessionStart, PreToolUse and PostToolUse to command hooks with a JSON object on
-stdin (``session_id``, ``cwd``, ``tool_name`` — ``Bash`` for the shell, ``mcp__<server>__<tool>``
+Codex sends SessionStart, UserPromptSubmit (``prompt``: kept as the session's request),
+PreToolUse and PostToolUse to command hooks with a JSON object on stdin (``session_id``,
+``cwd``, ``tool_name`` — ``Bash`` for the shell, ``mcp__<server>__<tool>``
 —, ``tool_input``, ``tool_use_id``, ``tool_response``). Its answers: an allow is exactly
 ``{}`` (``"permissionDecision": "allow"`` counts as a failed hook and the tool RUNS), a
 deny is exit 2 with the reason on stderr, which the model reads as "Command blocked by
 PreToolUse hook: <reason>". After a call, exit 2 or ``{"decision": "block", "reason": R}``
 replaces the output the model reads with R (a withheld or rewritten result). SessionStart
-may add context for the model.
+may add context for the model. At UserPromptSubmit ``{}`` goes on (the prompt's hook never
+blocks the prompt: coding_agents/forwarder.py, ``Refusal.GO_ON``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from hookgate.coding_agents.codec import (
     Reply,
     event_and_session,
     optional_text,
+    prompt_of,
     render_command_hook,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
@@ -29,8 +32,8 @@ from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
 __all__ = ["EVENTS", "CodexCodec"]
 
 #: Codex's event names of the hooks hookgate answers.
-EVENTS = {"SessionStart": Event.SESSION_START, "PreToolUse": Event.PRE_TOOL_USE,
-          "PostToolUse": Event.POST_TOOL_USE}
+EVENTS = {"SessionStart": Event.SESSION_START, "UserPromptSubmit": Event.USER_PROMPT,
+          "PreToolUse": Event.PRE_TOOL_USE, "PostToolUse": Event.POST_TOOL_USE}
 #: Facts of Codex's input kept for hooks, audit rows and approval cards.
 _FACTS = ("turn_id", "model", "permission_mode", "source")
 
@@ -48,6 +51,8 @@ class CodexCodec:
                                   "facts": facts}
         if event is Event.SESSION_START:
             return HookInput(event, **common)
+        if event is Event.USER_PROMPT:
+            return HookInput(event, prompt=prompt_of(body), **common)
         tool = optional_text(body, "tool_name")
         args = body.get("tool_input")
         if tool is None or not isinstance(args, dict):

@@ -14,15 +14,23 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from hookgate.coding_agents.forwarder import Accept, command, hook_timeout_s
+from hookgate.coding_agents.forwarder import (
+    PROMPT_TIMEOUT_S,
+    Accept,
+    command,
+    hook_timeout_s,
+    prompt_command,
+)
 
 __all__ = ["ROUTE", "CodexTrustFailed", "HookState", "hook_url", "hooks_block",
            "listed_hooks", "merge_into", "remove_from", "trust"]
 
 ROUTE = "/api/codex/hooks"
-_EVENTS = {"SessionStart": Accept.OBJECT, "PreToolUse": Accept.EMPTY,
-           "PostToolUse": Accept.OBJECT}
+_EVENTS = {"SessionStart": Accept.OBJECT, "UserPromptSubmit": Accept.EMPTY,
+           "PreToolUse": Accept.EMPTY, "PostToolUse": Accept.OBJECT}
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+#: The prompt's hook never blocks the prompt (forwarder.Refusal.GO_ON).
+_PROMPT = "UserPromptSubmit"
 _RPC_TIMEOUT_S = 60
 
 
@@ -43,6 +51,9 @@ def hooks_block(server_url: str, agent_id: str, *, token_env: str,
         handler = {"type": "command", "timeout": hook_timeout_s(wait_s),
                    "command": command(url, token_env=token_env, wait_s=wait_s,
                                       accept=accept)}
+        if event == _PROMPT:
+            handler = {"type": "command", "timeout": PROMPT_TIMEOUT_S,
+                       "command": prompt_command(url, token_env=token_env, accept=accept)}
         group: dict[str, Any] = {"hooks": [handler]}
         if event in _TOOL_EVENTS:
             group = {"matcher": "*", **group}

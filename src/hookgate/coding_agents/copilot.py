@@ -3,7 +3,8 @@ back.
 
 Copilot sends a camelCase JSON object on stdin with no event name and no tool-call id
 (``sessionId``, ``timestamp``, ``cwd``, ``toolName`` — ``bash`` for the shell —, ``toolArgs``,
-``toolResult`` after the call; ``source`` at sessionStart; an MCP tool is
+``toolResult`` after the call; ``source`` at sessionStart; ``prompt`` at
+userPromptSubmitted, kept as the session's request; an MCP tool is
 ``<server>-<tool>``), so the event comes from the
 hook's URL (``?event=preToolUse``) and the call id is derived by hookgate
 (coding_agents/call_ids.py). Its answers: ``{"permissionDecision": "deny",
@@ -11,7 +12,8 @@ hook's URL (``?event=preToolUse``) and the call id is derived by hookgate
 (after exit 2 it reads only "hook exited with code 2"); a call a person approved in hookgate
 is ``"allow"`` (Copilot does not ask again); no decision (``{}``) leaves any other call to
 Copilot's own permissions; after a call ``modifiedResult`` replaces what the model reads;
-sessionStart's ``additionalContext`` reaches the model.
+sessionStart's ``additionalContext`` reaches the model; userPromptSubmitted goes on with
+``{}`` (Copilot reads no decision from that hook's answer).
 """
 
 from __future__ import annotations
@@ -19,15 +21,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hookgate.coding_agents.codec import BadHookInput, Event, HookInput, Outcome, Reply
+from hookgate.coding_agents.codec import (
+    BadHookInput,
+    Event,
+    HookInput,
+    Outcome,
+    Reply,
+    prompt_of,
+    refusal,
+)
 from hookgate.coding_agents.tools import SHELL, UnmappableCall, hookgate_call
 from hookgate.external.keys import BadId, checked_id
 
 __all__ = ["EVENTS", "CopilotCodec", "deny_body", "mcp_name"]
 
 #: Copilot's event names (in its hooks file and in the hook URL) of the hooks hookgate answers.
-EVENTS = {"sessionStart": Event.SESSION_START, "preToolUse": Event.PRE_TOOL_USE,
-          "postToolUse": Event.POST_TOOL_USE}
+EVENTS = {"sessionStart": Event.SESSION_START, "userPromptSubmitted": Event.USER_PROMPT,
+          "preToolUse": Event.PRE_TOOL_USE, "postToolUse": Event.POST_TOOL_USE}
 _TEXT_LIMIT = 4096
 
 
@@ -62,6 +72,9 @@ class CopilotCodec:
         cwd = _text(body, "cwd")
         if self.event is Event.SESSION_START:
             return HookInput(self.event, session, cwd=cwd, facts=facts)
+        if self.event is Event.USER_PROMPT:
+            return HookInput(self.event, session, cwd=cwd, prompt=prompt_of(body),
+                             facts=facts)
         tool = _text(body, "toolName")
         args = body.get("toolArgs")
         if tool is None or not isinstance(args, dict):
@@ -100,6 +113,10 @@ class CopilotCodec:
             # The model reads this instead of the tool's output.
             return Reply(200, json.dumps({"modifiedResult": {
                 "resultType": "success", "textResultForLlm": shown}}))
+        if hook is Event.USER_PROMPT:
+            # Go on. A refusal's reason (a stopped session) reaches the hook's stderr; its
+            # command goes on even then, and the session's tool calls are refused anyway.
+            return Reply(200, "{}") if outcome.refused is None else refusal(outcome.refused)
         context = outcome.context
         if outcome.refused is not None:
             # sessionStart cannot stop Copilot; the session's tool calls are refused by

@@ -6,7 +6,11 @@ does not name the event). Hooks of others in that file are kept.
 
 In ``copilot -p`` Copilot skips repository hooks silently unless
 ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true`` (or ``COPILOT_ALLOW_ALL=true``) is set, or
-the folder is trusted: `prompt_mode_loads` says whether an environment loads them.
+the folder is trusted: `prompt_mode_loads` says whether an environment loads them. The
+user-level file, ``$COPILOT_HOME/hooks/hookgate.json`` (`user_file`; ``~/.copilot`` by
+default), has the same shape and loads in every folder, ``-p`` included, with no opt-in
+(checked with ``copilot -p`` 1.0.102, which also reads a ``hooks`` object of
+``$COPILOT_HOME/settings.json``).
 """
 
 from __future__ import annotations
@@ -17,18 +21,33 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from hookgate.coding_agents.forwarder import Accept, Refusal, command, hook_timeout_s
+from hookgate.coding_agents.forwarder import (
+    PROMPT_TIMEOUT_S,
+    Accept,
+    Refusal,
+    command,
+    hook_timeout_s,
+    prompt_command,
+)
 
 __all__ = ["FILE", "PROMPT_MODE_ENV", "ROUTE", "hook_url", "hooks_file", "is_ours",
-           "merge_into", "prompt_mode_loads", "remove_from"]
+           "merge_into", "prompt_mode_loads", "remove_from", "user_file"]
 
 ROUTE = "/api/copilot/hooks"
 #: The file hookgate owns, relative to the repository's root.
 FILE = Path(".github") / "hooks" / "hookgate.json"
 #: The environment variable that makes ``copilot -p`` load repository hooks.
 PROMPT_MODE_ENV = "GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS"
-_EVENTS = {"sessionStart": Accept.OBJECT, "preToolUse": Accept.PERMISSION_DECISION,
-           "postToolUse": Accept.OBJECT}
+_EVENTS = {"sessionStart": Accept.OBJECT, "userPromptSubmitted": Accept.OBJECT,
+           "preToolUse": Accept.PERMISSION_DECISION, "postToolUse": Accept.OBJECT}
+_PROMPT = "userPromptSubmitted"
+
+
+def user_file(env: Mapping[str, str], home: Path) -> Path:
+    """hookgate's user-level hooks file: ``$COPILOT_HOME/hooks/hookgate.json``, where
+    ``COPILOT_HOME`` defaults to ``~/.copilot``."""
+    copilot_home = Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else home / ".copilot"
+    return copilot_home / "hooks" / FILE.name
 
 
 def hook_url(server_url: str, agent_id: str, event: str) -> str:
@@ -39,11 +58,18 @@ def hook_url(server_url: str, agent_id: str, event: str) -> str:
 def hooks_file(server_url: str, agent_id: str, *, token_env: str,
                wait_s: float) -> dict[str, Any]:
     """hookgate's ``{"version": 1, "hooks": …}`` for ``agent_id``: one command per event."""
-    return {"version": 1, "hooks": {
-        event: [{"type": "command", "timeoutSec": hook_timeout_s(wait_s),
-                 "bash": command(hook_url(server_url, agent_id, event), token_env=token_env,
-                                 wait_s=wait_s, accept=accept, refusal=Refusal.DENY_BODY)}]
-        for event, accept in _EVENTS.items()}}
+    hooks: dict[str, Any] = {}
+    for event, accept in _EVENTS.items():
+        url = hook_url(server_url, agent_id, event)
+        hook = {"type": "command", "timeoutSec": hook_timeout_s(wait_s),
+                "bash": command(url, token_env=token_env, wait_s=wait_s, accept=accept,
+                                refusal=Refusal.DENY_BODY)}
+        if event == _PROMPT:
+            # The prompt's hook never blocks the prompt (forwarder.Refusal.GO_ON).
+            hook = {"type": "command", "timeoutSec": PROMPT_TIMEOUT_S,
+                    "bash": prompt_command(url, token_env=token_env, accept=accept)}
+        hooks[event] = [hook]
+    return {"version": 1, "hooks": hooks}
 
 
 def is_ours(hook: Any) -> bool:

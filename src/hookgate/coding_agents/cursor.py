@@ -5,12 +5,15 @@ Cursor runs command hooks with a flat snake_case JSON object on stdin: ``hook_ev
 (camelCase), ``conversation_id``, ``generation_id``, ``workspace_roots``, and per event
 ``tool_name``/``tool_input``/``tool_use_id`` (preToolUse, postToolUse with ``tool_output``),
 ``command``/``cwd`` (beforeShellExecution, afterShellExecution with ``output``) or
-``tool_name``/``tool_input`` as a JSON string (beforeMCPExecution). Its answers are flat too:
+``tool_name``/``tool_input`` as a JSON string (beforeMCPExecution), ``prompt``
+(beforeSubmitPrompt: kept as the session's request). Its answers are flat too:
 before a tool ``{"permission": "allow"|"deny", "user_message", "agent_message"}`` — with
 ``failClosed`` an empty answer is a failed hook, so an allow is said out loud; after one, or
-at sessionStart, ``{"additional_context": …}``. ``ask`` is not used: Cursor does not enforce it
-on preToolUse and treats it as a deny elsewhere, and no Cursor hook can wait for a person past
-its timeout, so a pending call is a deny that names the request to repeat the call after.
+at sessionStart, ``{"additional_context": …}``; before a prompt ``{"continue": true}`` (the
+prompt's hook never blocks it: coding_agents/forwarder.py, ``Refusal.GO_ON``). ``ask`` is
+not used: Cursor does not enforce it on preToolUse and treats it as a deny elsewhere, and no
+Cursor hook can wait for a person past its timeout, so a pending call is a deny that names
+the request to repeat the call after.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from hookgate.coding_agents.codec import (
     Reply,
     hook_event,
     optional_text,
+    prompt_of,
+    refusal,
     session_of,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
@@ -33,7 +38,8 @@ from hookgate.coding_agents.tools import UnmappableCall, hookgate_call
 __all__ = ["EVENTS", "CursorCodec", "tool_name"]
 
 #: Cursor's event names of the hooks hookgate answers.
-EVENTS = {"sessionStart": Event.SESSION_START, "preToolUse": Event.PRE_TOOL_USE,
+EVENTS = {"sessionStart": Event.SESSION_START, "beforeSubmitPrompt": Event.USER_PROMPT,
+          "preToolUse": Event.PRE_TOOL_USE,
           "beforeShellExecution": Event.PRE_TOOL_USE,
           "beforeMCPExecution": Event.PRE_TOOL_USE, "postToolUse": Event.POST_TOOL_USE,
           "afterShellExecution": Event.POST_TOOL_USE}
@@ -68,6 +74,8 @@ class CursorCodec:
                                   "facts": facts}
         if event is Event.SESSION_START:
             return HookInput(event, cwd=_folder(body, None), **common)
+        if event is Event.USER_PROMPT:
+            return HookInput(event, cwd=_folder(body, None), prompt=prompt_of(body), **common)
         tool, args, call_id, result = _call(name, body)
         try:
             tool, args = hookgate_call(tool, args)
@@ -84,6 +92,11 @@ class CursorCodec:
                 return _json({"permission": "deny", "user_message": outcome.refused,
                               "agent_message": outcome.refused})
             return _json({"permission": "allow"})
+        if hook is Event.USER_PROMPT:
+            # A refusal's reason reaches the hook's stderr; its command goes on even then.
+            if outcome.refused is not None:
+                return refusal(outcome.refused)
+            return _json({"continue": True})
         # After a call or at sessionStart Cursor only adds context (it replaces the output
         # of an MCP tool alone): a withheld or rewritten output is named to the model.
         note = outcome.refused or outcome.replaced or outcome.context

@@ -16,7 +16,14 @@ from typing import Any
 from urllib.parse import quote
 
 from hookgate.coding_agents import codex_config
-from hookgate.coding_agents.forwarder import Accept, Refusal, command, hook_timeout_s
+from hookgate.coding_agents.forwarder import (
+    PROMPT_TIMEOUT_S,
+    Accept,
+    Refusal,
+    command,
+    hook_timeout_s,
+    prompt_command,
+)
 
 __all__ = ["ROUTE", "Layer", "hook_url", "hooks_block", "is_ours", "merge_into", "ours_in",
            "remove_from"]
@@ -42,6 +49,11 @@ _EVENTS = {
 }
 
 
+#: Cursor's prompt event (both layers) and its answer to go on.
+_PROMPT = "beforeSubmitPrompt"
+GO_ON = '{"continue":true}'
+
+
 def hook_url(server_url: str, agent_id: str) -> str:
     return f"{server_url.rstrip('/')}{ROUTE}?agent={quote(agent_id, safe='')}"
 
@@ -54,6 +66,11 @@ def hooks_block(server_url: str, agent_id: str, *, token_env: str, wait_s: float
                                          accept=accept, refusal=Refusal.STDOUT),
                       "timeout": hook_timeout_s(wait_s), "failClosed": True}]
              for event, accept in _EVENTS[layer].items()}
+    # The prompt's hook never blocks the prompt (forwarder.Refusal.GO_ON): after a failure it
+    # says go on itself, so an entry that fails closed still does.
+    hooks[_PROMPT] = [{"command": prompt_command(url, token_env=token_env, accept=Accept.JSON,
+                                                 go_on=GO_ON),
+                       "timeout": PROMPT_TIMEOUT_S, "failClosed": True}]
     return {"version": 1, "hooks": hooks}
 
 

@@ -1,7 +1,8 @@
-"""One coding agent's hook call through the external core: SessionStart, PreToolUse (the
-agent's rules, hooks, Cedar, the gate; the session's SessionStart first if it never ran)
-and PostToolUse (audit, telemetry; output withheld or rewritten by a hook replaced for the
-model), for any agent's `HookInput`.
+"""One coding agent's hook call through the external core: SessionStart, the user's prompt
+(kept as the session's request, so rules tell values the user gave from values read in
+untrusted results: hookgate.provenance), PreToolUse (the agent's rules, hooks, Cedar, the
+gate; the session's SessionStart first if it never ran) and PostToolUse (audit, telemetry;
+output withheld or rewritten by a hook replaced for the model), for any agent's `HookInput`.
 
 The rules are the agent's coding-agent rules (its ``coding_agents`` section, or
 ``claude_code`` under its earlier name; external/coding/policy.py), matched on hookgate's
@@ -71,7 +72,7 @@ class CodingAgentHooks:
         if hook.event is Event.SESSION_START:
             verdict = await self.core.start_session(agent, call.identity(), call.facts)
             return Outcome(refused=verdict.stopped, context=verdict.context)
-        if hook.event is Event.PRE_TOOL_USE:
+        if hook.event in (Event.PRE_TOOL_USE, Event.USER_PROMPT):
             try:
                 await self.core.session_before_call(agent, call.identity(), call.facts)
             except ReportInProgress as exc:
@@ -79,6 +80,8 @@ class CodingAgentHooks:
             stopped = await self.core.stopped(call.run_id)
             if stopped is not None:
                 return Outcome(refused=stopped)
+            if hook.event is Event.USER_PROMPT:
+                return await call.keep_request()
             return await call.decide()
         return await call.observe()
 
@@ -123,6 +126,16 @@ class _HookCall:
                           arguments=self.hook.arguments, writes=writes(name),
                           connector=connector_of(self.kind, name), metadata=self.facts,
                           transcript_path=self.hook.transcript_path, checked=checked)
+
+    async def keep_request(self) -> Outcome:
+        """What the user asked, kept as a trusted fact of the session; then go on."""
+        if self.hook.prompt:
+            try:
+                await self.core.keep_request(self.agent, self.identity(), self.hook.prompt)
+            except HookBuildError as exc:
+                return Outcome(refused=f"hookgate cannot build agent '{self.agent.id}''s "
+                                       f"hooks, so nothing runs: {exc}")
+        return Outcome()
 
     async def decide(self) -> Outcome:
         occurrence = None

@@ -19,8 +19,8 @@ import math
 import re
 import shlex
 
-__all__ = ["MARGIN_S", "MAX_WAIT_S", "Accept", "Refusal", "checked_wait_s", "command",
-           "hook_timeout_s", "is_env_name"]
+__all__ = ["MARGIN_S", "MAX_WAIT_S", "PROMPT_TIMEOUT_S", "Accept", "Refusal", "checked_wait_s",
+           "command", "hook_timeout_s", "is_env_name", "prompt_command"]
 
 #: Seconds between curl's deadline and the agent's hook timeout.
 MARGIN_S = 5
@@ -57,6 +57,11 @@ class Refusal(enum.Enum):
     #: Also ``{"permissionDecision":"deny","permissionDecisionReason":…}`` on stdout (Copilot
     #: CLI, whose model reads only "hook exited with code 2" otherwise).
     DENY_BODY = "deny_body"
+    #: Nothing is blocked: the reason on stderr, the agent's go-on body (``go_on``) on stdout,
+    #: ``exit 0``. For the user's prompt, which runs nothing: a prompt hookgate did not keep
+    #: only makes more values count as untrusted, and every tool call is still decided by
+    #: the tool hooks, which fail closed.
+    GO_ON = "go_on"
 
 
 #: The longest wait for a person a hook is written for (a day). Node's timers, which Gemini
@@ -93,8 +98,9 @@ def is_env_name(name: str) -> bool:
 
 
 def command(url: str, *, token_env: str, wait_s: float, accept: Accept,
-            refusal: Refusal = Refusal.EXIT_2) -> str:
-    """The hook command posting stdin to ``url`` with the token from ``$token_env``."""
+            refusal: Refusal = Refusal.EXIT_2, go_on: str = "") -> str:
+    """The hook command posting stdin to ``url`` with the token from ``$token_env``
+    (``go_on``: what `Refusal.GO_ON` prints on stdout after a failure)."""
     if not is_env_name(token_env):
         raise ValueError(f"{token_env!r} is not an environment variable name")
     limit = curl_max_time_s(wait_s)
@@ -110,6 +116,14 @@ def command(url: str, *, token_env: str, wait_s: float, accept: Accept,
                   "'A-Za-z0-9 ._,:;()/=+-' | cut -c1-300); "
                   "if [ \"$c\" = 403 ]; then d \"$r\"; else d \"(HTTP $c) $r\"; fi; }; ")
         malformed = "d 'its answer is not one this hook accepts, so the call is blocked'"
+    elif refusal is Refusal.GO_ON:
+        # g REASON: the reason on stderr, the go-on body on stdout, exit 0.
+        body = f"printf '%s\\n' {shlex.quote(go_on)}; " if go_on else ""
+        define = (f"g() {{ printf \"hookgate: %s, so the prompt is not kept as the session's "
+                  f"request\\n\" \"$1\" >&2; {body}exit 0; }}; ")
+        no_answer = f"g \"no answer within {limit} s (curl exit $?)\"; }}; "
+        status = "[ \"$c\" = 200 ] || g \"(HTTP $c) $b\"; "
+        malformed = "g 'its answer is not one this hook accepts'"
     else:
         to = " >&2" if refusal is Refusal.EXIT_2 else ""
         define = ""
@@ -142,3 +156,14 @@ def command(url: str, *, token_env: str, wait_s: float, accept: Accept,
         "c=${b#\"${b%???}\"}; b=${b%???}; "
         f"{status}{shape}"
     )
+
+
+#: The hook timeout of the prompt's hook: nobody is waited for there.
+PROMPT_TIMEOUT_S = hook_timeout_s(0)
+
+
+def prompt_command(url: str, *, token_env: str, accept: Accept, go_on: str = "") -> str:
+    """The hook command for the user's prompt: it never blocks the prompt (`Refusal.GO_ON`)
+    and waits for nobody."""
+    return command(url, token_env=token_env, wait_s=0, accept=accept, refusal=Refusal.GO_ON,
+                   go_on=go_on)

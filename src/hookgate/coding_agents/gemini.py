@@ -1,12 +1,15 @@
 """Gemini CLI's hooks (``gemini -p`` and interactive) in hookgate's words and back.
 
-Gemini CLI sends SessionStart, BeforeTool and AfterTool to command hooks with a JSON object
-on stdin (``session_id``, ``cwd``, ``timestamp``, ``tool_name`` — ``run_shell_command`` for
-the shell —, ``tool_input``, ``mcp_context`` for an MCP tool, ``tool_response`` after the
+Gemini CLI sends SessionStart, BeforeAgent (``prompt``, once per user prompt: kept as the
+session's request), BeforeTool and AfterTool to command hooks with a JSON object on stdin
+(``session_id``, ``cwd``, ``timestamp``, ``tool_name`` — ``run_shell_command`` for the
+shell —, ``tool_input``, ``mcp_context`` for an MCP tool, ``tool_response`` after the
 call). Its answers: an allow is ``{}`` or nothing; a deny is exit 2 with the reason on
 stderr (or ``{"decision": "deny", "reason": R}``), which the model reads as "Tool execution
 blocked: R". After a call, the same deny replaces what the model reads with "Tool result
 blocked: R" (a withheld or rewritten result). SessionStart may add context for the model.
+At BeforeAgent ``{}`` goes on (the prompt's hook never blocks the prompt:
+coding_agents/forwarder.py, ``Refusal.GO_ON``).
 
 Gemini gives a tool call no id: hookgate names each report by its timestamp, tool and
 arguments, so an identical call sent again is another call (it joins a request that gave up
@@ -25,6 +28,7 @@ from hookgate.coding_agents.codec import (
     Reply,
     event_and_session,
     optional_text,
+    prompt_of,
     render_command_hook,
 )
 from hookgate.coding_agents.tools import UnmappableCall, hookgate_call, mcp_tool
@@ -32,8 +36,8 @@ from hookgate.coding_agents.tools import UnmappableCall, hookgate_call, mcp_tool
 __all__ = ["EVENTS", "GeminiCodec"]
 
 #: Gemini CLI's event names of the hooks hookgate answers.
-EVENTS = {"SessionStart": Event.SESSION_START, "BeforeTool": Event.PRE_TOOL_USE,
-          "AfterTool": Event.POST_TOOL_USE}
+EVENTS = {"SessionStart": Event.SESSION_START, "BeforeAgent": Event.USER_PROMPT,
+          "BeforeTool": Event.PRE_TOOL_USE, "AfterTool": Event.POST_TOOL_USE}
 #: Facts of Gemini's input kept for hooks, audit rows and approval cards.
 _FACTS = ("timestamp", "source", "original_request_name")
 
@@ -51,6 +55,8 @@ class GeminiCodec:
                                   or None, "facts": facts}
         if event is Event.SESSION_START:
             return HookInput(event, **common)
+        if event is Event.USER_PROMPT:
+            return HookInput(event, prompt=prompt_of(body), **common)
         tool, args = _tool_call(body)
         # Gemini names no tool call: hookgate derives its id (coding_agents/call_ids.py).
         return HookInput(event, tool_name=tool, arguments=args, call_id=None,

@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from hookgate.coding_agents import codex_config
-from hookgate.coding_agents.forwarder import Accept, command, hook_timeout_s
+from hookgate.coding_agents.forwarder import (
+    PROMPT_TIMEOUT_S,
+    Accept,
+    command,
+    hook_timeout_s,
+    prompt_command,
+)
 
 __all__ = ["HOOK_NAME", "ROUTE", "hook_url", "hooks_block", "merge_into", "remove_from",
            "why_not_run"]
@@ -19,10 +25,12 @@ __all__ = ["HOOK_NAME", "ROUTE", "hook_url", "hooks_block", "merge_into", "remov
 ROUTE = "/api/gemini/hooks"
 #: The ``name`` of hookgate's hooks (what Gemini's ``hooksConfig.disabled`` would list).
 HOOK_NAME = "hookgate"
-_EVENTS = {"SessionStart": Accept.OBJECT, "BeforeTool": Accept.EMPTY,
-           "AfterTool": Accept.OBJECT}
+_EVENTS = {"SessionStart": Accept.OBJECT, "BeforeAgent": Accept.EMPTY,
+           "BeforeTool": Accept.EMPTY, "AfterTool": Accept.OBJECT}
 #: Gemini matches tool events' ``matcher`` as a regular expression over the tool's name.
 _TOOL_EVENTS = frozenset({"BeforeTool", "AfterTool"})
+#: The prompt's hook never blocks the prompt (forwarder.Refusal.GO_ON).
+_PROMPT = "BeforeAgent"
 
 
 def hook_url(server_url: str, agent_id: str) -> str:
@@ -39,6 +47,9 @@ def hooks_block(server_url: str, agent_id: str, *, token_env: str,
                    "timeout": hook_timeout_s(wait_s) * 1000,
                    "command": command(url, token_env=token_env, wait_s=wait_s,
                                       accept=accept)}
+        if event == _PROMPT:
+            handler = {"type": "command", "name": HOOK_NAME, "timeout": PROMPT_TIMEOUT_S * 1000,
+                       "command": prompt_command(url, token_env=token_env, accept=accept)}
         group: dict[str, Any] = {"hooks": [handler]}
         if event in _TOOL_EVENTS:
             group = {"matcher": ".*", **group}

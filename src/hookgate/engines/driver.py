@@ -19,7 +19,7 @@ from hookgate.engines.interrupts import RunParked, RunStopped, first_to_raise
 from hookgate.engines.registries import RegistryBuilder
 from hookgate.engines.state import RunState
 from hookgate.hooks.errors import HookBuildError
-from hookgate.hooks.facts import Fact, facts_session
+from hookgate.hooks.facts import Fact, FactsUnavailable, facts_session
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import ADMITTED, HookRegistry
 from hookgate.hooks.services import HookServices
@@ -412,8 +412,13 @@ class RunDriver:
         if self.lineage.depth == 0 and self.state.message:
             # The user's request, a trusted fact of the session for provenance (a
             # delegated child's message is its parent model's words, not the user's).
-            await self.registry.facts.add(facts_session(self.identity()),
-                                          Fact.request(self.state.message))
+            try:
+                await self.registry.facts.add(facts_session(self.identity()),
+                                              Fact.request(self.state.message))
+            except Exception as exc:  # the run fails closed, saying why (self.fail)
+                raise FactsUnavailable(
+                    "the user's request could not be kept in the session's facts, so no "
+                    f"tool may run ({type(exc).__name__}: {exc})") from exc
         if not hookless:
             # What the hooks did (their context, their side effects) is kept before the
             # model is asked, so a run that stops later does not run them again. Without

@@ -20,6 +20,11 @@ UNTRUSTED_OUTPUT_KEY = "untrusted_output"
 MAX_FACT_CHARS = 1_000_000
 
 
+class FactsUnavailable(RuntimeError):
+    """The session's facts could not be kept or read (the store failed): the call or run
+    they were for does not go on."""
+
+
 class FactKind(enum.StrEnum):
     REQUEST = "request"
     RESULT = "result"
