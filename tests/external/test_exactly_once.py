@@ -16,8 +16,6 @@ from tests.external.world import ALICE, BOT, ask, audit_rows, deployment, h
 from tests.instances import Instance
 from tests.live_server import LiveServer, live_server
 
-pytestmark = pytest.mark.both_databases
-
 
 @pytest.fixture
 def srv(database_url: str) -> Iterator[LiveServer]:
@@ -45,6 +43,7 @@ def _check_once(answers: list[httpx.Response], rows: list[dict[str, Any]],
     assert [row["outcome"] for row in rows] == ["ok"]
 
 
+@pytest.mark.both_databases
 def test_concurrent_reports_of_one_call_run_post_tool_use_once(
         srv: LiveServer, attempt: Any) -> None:
     for round_ in range(3):
@@ -75,10 +74,10 @@ agents:
 """
 
 
+# Two instances share a PostgreSQL database (a SQLite file has one writer process).
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_reports_on_two_serve_processes_run_post_tool_use_once(
         tmp_path: Path, database_url: str, attempt: Any) -> None:
-    if not database_url.startswith("postgresql"):
-        pytest.skip("two instances share a PostgreSQL database")
     config = tmp_path / "hookgate.yaml"
     config.write_text(CONFIG.format(database=database_url, alice=ALICE, bot=BOT))
     one, two = Instance("one", config, tmp_path), Instance("two", config, tmp_path)
