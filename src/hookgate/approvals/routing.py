@@ -74,11 +74,15 @@ def route(agent: Agent, channels: ChannelDirectory | None) -> tuple[str, list[Ch
         return "channel", found
     if agent.confirmation_mode == "channel_only":
         named = wanted_channels(agent)
-        wanted = (f"channel(s) {', '.join(repr(c) for c in named)}" if named
-                  else f"an active channel of org '{agent.org_id}'")
+        if len(named) == 1:
+            wanted = f"channel '{named[0]}' is not available"
+        elif named:
+            wanted = ("none of its approval channels ("
+                      + ", ".join(f"'{c}'" for c in named) + ") is available")
+        else:
+            wanted = f"no active channel of org '{agent.org_id}' is available"
         raise RoutingError(
-            f"agent '{agent.id}' is channel_only but {wanted} is not available, "
-            "so no approver can be reached"
+            f"agent '{agent.id}' is channel_only but {wanted}, so no approver can be reached"
         )
     return "inline", []
 
