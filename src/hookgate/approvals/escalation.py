@@ -165,8 +165,10 @@ class Escalations:
             return None
         followup_sent("escalation")
         log.info("request %s escalated to %s", after.id, ", ".join(users) or "nobody")
-        channel_id = policy.escalation_channel_id or (after.delivery_ref or {}).get(
-            "channel_id") or after.channel_id
+        # Default: the first channel a card of the request reached.
+        reached = delivered_channels(after)
+        channel_id = policy.escalation_channel_id or (reached[0] if reached else None) or (
+            after.channel_id)
         if channel_id:
             await self._send_escalation_card(after, channel_id, users)
         await self.check_reachable(await self._publish(after.id) or after)
