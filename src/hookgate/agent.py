@@ -34,6 +34,9 @@ class Agent:
     owner_user_id: str | None = None
     org_id: str | None = None
     approval_channel_id: str | None = None
+    #: More channels each request goes to at once, after ``approval_channel_id``
+    #: (hookgate.approvals.routing); a click in any of them decides.
+    approval_channel_ids: tuple[str, ...] = ()
     confirmation_timeout_s: float = 3600.0
     model: str | None = None
     #: Post a summary (outcome, duration, tools used, answer, link) to the agent's chat

@@ -81,3 +81,40 @@ def test_an_unknown_tool_is_still_refused_and_channel_notify_is_not_offered_unas
     with pytest.raises(ConfigError, match=r"unknown tool 'chanel_notify' \(configured tools: "
                                         r"none\)"):
         parse_config(text)
+
+
+SEVERAL = """
+orgs: [{id: acme}, {id: other}]
+users: [{id: alice, org: acme}]
+models:
+  script: {type: scripted, turns: [{answer: hi}]}
+agents:
+  - {id: buyer, org: acme, owner: alice, model: script,
+     approval_channel_id: ops-slack, approval_channel_ids: %s}
+channels:
+  - {id: ops-slack, type: slack, org: acme, config: %s}
+  - {id: ops-feishu, type: feishu, org: acme, config: %s}
+  - {id: their-slack, type: slack, org: other, config: %s}
+"""
+
+
+def several(channel_ids: str) -> str:
+    return textwrap.dedent(SEVERAL) % (channel_ids, SLACK, FEISHU, SLACK)
+
+
+def test_an_agent_names_several_approval_channels_in_order() -> None:
+    buyer = parse_config(several("[ops-feishu, ops-slack]")).build_agent("buyer")
+
+    assert (buyer.approval_channel_id, buyer.approval_channel_ids) == (
+        "ops-slack", ("ops-feishu", "ops-slack"))
+
+
+@pytest.mark.parametrize(("channel_ids", "message"), [
+    ("[ops-feishu, nope]", "approval_channel_ids[1]: unknown channel 'nope'"),
+    ("[their-slack]", "approval_channel_ids[0]: channel 'their-slack' belongs to org 'other'"),
+])
+def test_an_approval_channel_that_could_not_reach_the_agents_org_is_refused_at_load(
+        channel_ids: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(several(channel_ids))
+    assert message in str(info.value)

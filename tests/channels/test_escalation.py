@@ -332,3 +332,33 @@ async def test_escalated_to_another_platform_the_reminder_reaches_both_and_a_cli
                          "both platforms' cards updated")
         assert "Approved by bob via Feishu" in block_texts(slack_cards()[0].blocks or [])
     assert feishu.violations == [] and slack.violations == []
+
+
+async def test_a_click_on_the_escalation_card_in_its_own_channel_decides(
+        database_url: str, feishu: FakeFeishu, slack: FakeSlack, secrets_key: str) -> None:
+    # The escalation card went to Slack, not to the request's own Feishu chat: a click on it
+    # is a click on a card of this request (approvals/routing.py's sent_through).
+    channels = [ChannelSpec("ops-feishu", "feishu", "acme", feishu.channel_config()),
+                ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
+    deployment, bank = world(database_url, channels, approval_channel_id="ops-feishu")
+    deployment = with_followup(deployment, escalate_after_s=0.5, escalate_to=("bob",),
+                               escalation_channel_id="ops-slack")
+    async with serving(deployment) as (srv, client):
+        run_id = await start_run(client)
+        request = await delivered_request(srv, client)
+        [feishu_card] = [m for m in feishu.messages.values() if m.msg_type == "interactive"]
+
+        def slack_cards() -> list[Any]:
+            return [m for m in slack.messages.values() if m.blocks is not None]
+
+        await eventually(slack_cards, "the escalation card on Slack")
+        await eventually(lambda: srv.call(srv.runtime.approvals.store.get(request["id"]))
+                         .escalation_refs, "the escalation card's record")
+        reply = await slack.block_action(request["id"], "approve", "U_BOB").send(
+            client, "/api/channels/ops-slack/callback")
+        assert reply.status_code == 200, reply.text
+        assert "not allowed" not in reply.text
+        assert (await finished_run(client, run_id))["status"] == "completed"
+        assert len(bank.transfers) == 1
+        await eventually(lambda: feishu_card.patches, "the Feishu card updated")
+    assert feishu.violations == [] and slack.violations == []

@@ -14,6 +14,10 @@ never go out. So a claim is taken over:
 
 At worst a sender that is alive but slower than that and the one taking over both send: a
 second card of the same request, which decides the same request.
+
+A request routed to several channels has one claim for all its cards; the record that
+replaces it is the own channel's card, or ``UNDELIVERED`` (why) when that platform did not
+take it while another did: there is no card there to update.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import math
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 #: This process, as its claims name it.
 PROCESS_ID = uuid.uuid4().hex[:16]
@@ -29,6 +33,8 @@ PROCESS_ID = uuid.uuid4().hex[:16]
 TAKEOVER_S = 10.0
 #: Age (s) after which anyone takes a claim over.
 STALE_S = 90.0
+#: The key of a delivery record whose card did not go out (its value says why).
+UNDELIVERED = "undelivered"
 
 
 def delivery_claim(at: datetime) -> dict[str, Any]:
@@ -53,3 +59,9 @@ def claim_abandoned(ref: Any, now: datetime, *, resumed: bool) -> bool:
     if age >= STALE_S:
         return True
     return resumed and ref.get("by") != PROCESS_ID and age >= TAKEOVER_S
+
+
+def card_delivered(ref: Any) -> TypeGuard[dict[str, Any]]:
+    """True for the record of a card that went out (one that can be updated)."""
+    return isinstance(ref, dict) and "channel_id" in ref and not is_delivery_claim(ref) and (
+        UNDELIVERED not in ref)

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from hookgate.approvals.card_text import card_args, card_numbers, card_reasons
+from hookgate.approvals.delivery_claims import card_delivered
 from hookgate.approvals.escalation_store import EscalationStore
 from hookgate.approvals.reachability import (
     DELIVERY_FAILED,
@@ -54,11 +55,14 @@ def next_due(request: ConfirmationRequest) -> datetime | None:
 
 
 def delivered_channels(request: ConfirmationRequest) -> list[str]:
-    """The channels the request's cards went to (its own, then the escalation's), once each."""
+    """The channels the request's cards went to (its own, each further routed channel's,
+    then the escalation's), once each."""
     refs = [request.delivery_ref, *request.escalation_refs]
     out: list[str] = []
     for ref in refs:
-        channel_id = (ref or {}).get("channel_id")
+        if not card_delivered(ref):
+            continue
+        channel_id = ref.get("channel_id")
         if isinstance(channel_id, str) and channel_id not in out:
             out.append(channel_id)
     return out
@@ -161,8 +165,10 @@ class Escalations:
             return None
         followup_sent("escalation")
         log.info("request %s escalated to %s", after.id, ", ".join(users) or "nobody")
-        channel_id = policy.escalation_channel_id or (after.delivery_ref or {}).get(
-            "channel_id") or after.channel_id
+        # Default: the first channel a card of the request reached.
+        reached = delivered_channels(after)
+        channel_id = policy.escalation_channel_id or (reached[0] if reached else None) or (
+            after.channel_id)
         if channel_id:
             await self._send_escalation_card(after, channel_id, users)
         await self.check_reachable(await self._publish(after.id) or after)

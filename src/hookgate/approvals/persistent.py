@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ from hookgate.approvals import authority, delivery_claims
 from hookgate.approvals.card_text import card_args, card_numbers, card_reasons
 from hookgate.approvals.context import approval_context
 from hookgate.approvals.continuations import RunContinuations
-from hookgate.approvals.delivery_claims import is_delivery_claim
+from hookgate.approvals.delivery_claims import UNDELIVERED, card_delivered, is_delivery_claim
 from hookgate.approvals.edits import checked_edit
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import (
@@ -34,7 +35,7 @@ from hookgate.approvals.escalation_store import EscalationStore
 from hookgate.approvals.quorum import QuorumVotes, with_vote
 from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
 from hookgate.approvals.records import ConfirmationRequest
-from hookgate.approvals.routing import ChannelDirectory, route
+from hookgate.approvals.routing import ChannelDirectory, route, routed_channels, routed_context
 from hookgate.approvals.rules import RuleBook, StandingRule
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.approvals.store import AfterTransition, ConfirmationStore
@@ -275,10 +276,11 @@ class PersistentApprovals:
 
     async def _create(self, ask: ApprovalAsk) -> ConfirmationRequest:
         agent = ask.agent
-        mode, channel = route(agent, self.channels)
+        mode, found = route(agent, self.channels)
         need = authority.requirement_for(ask)
         context = approval_context(ask)
         context["reasons"] += [{"kind": "quorum", "text": t} for t in need.reasons]
+        context = routed_context(context, found)
         now = await self.db.now()
         root = ask.metadata.get("root_run_id")
         then, announced = self._announcing(None)
@@ -291,7 +293,7 @@ class PersistentApprovals:
             requested_by=ask.user_id,
             org_id=ask.org_id if ask.org_id is not None else agent.org_id,
             mode=mode,
-            channel_id=channel.id if channel else None,
+            channel_id=found[0].id if found else None,
             approver_scope=agent.confirmation_approver_scope,
             agent_owner_id=agent.owner_user_id,
             tool_name=ask.tool_name,
@@ -323,36 +325,66 @@ class PersistentApprovals:
             await self._deliver(request, ask)
 
     async def _deliver(self, request: ConfirmationRequest, ask: ApprovalAsk) -> None:
-        channel = self.channels.get(request.channel_id) if (
-            self.channels and request.channel_id) else None
-        try:
-            if channel is None:
-                raise DeliveryError(f"channel '{request.channel_id}' is not available")
-            delivered = await channel.send_card(ApprovalCard(
-                request_id=request.id, tool_name=request.tool_name,
-                args=card_args(request.args),
-                agent_id=ask.agent.id, agent_name=ask.agent.name, requester=request.requested_by,
-                expires_at=request.expires_at, inbox_url=self.inbox_url(request.id),
-                org_id=request.org_id, context=request.context,
-                reasons=card_reasons(request.context), numbers=card_numbers(request.args),
-                editable=self.can_edit(request),
-            ))
-        except Exception as exc:
-            reason = f"approval card delivery failed: {exc}"
+        """Send the request's card to each of its channels at once. Each card is recorded
+        as soon as its platform took it, so a slow or failing channel holds up no other;
+        the request is cancelled only when no channel took its card."""
+        targets = routed_channels(request)
+        card = ApprovalCard(
+            request_id=request.id, tool_name=request.tool_name,
+            args=card_args(request.args),
+            agent_id=ask.agent.id, agent_name=ask.agent.name, requester=request.requested_by,
+            expires_at=request.expires_at, inbox_url=self.inbox_url(request.id),
+            org_id=request.org_id, context=request.context,
+            reasons=card_reasons(request.context), numbers=card_numbers(request.args),
+            editable=self.can_edit(request),
+        )
+        sent = await asyncio.gather(*(self._send_card(request, card, channel_id, own=i == 0)
+                                      for i, channel_id in enumerate(targets)))
+        failures = [f"{channel_id}: {error}" for channel_id, error in zip(targets, sent,
+                                                                           strict=True)
+                    if error is not None]
+        if targets and len(failures) == len(targets):
+            why = "; ".join(failures) if len(targets) > 1 else str(sent[0])
+            reason = f"approval card delivery failed: {why}"
             await flag_unreachable(
                 EscalationStore(self.db), request,
-                f"{DELIVERY_FAILED}the approval card could not be sent: {exc}",
+                f"{DELIVERY_FAILED}the approval card could not be sent: {why}",
                 DELIVERY_FAILED_CAUSE)
             await self._finish(request.id, "cancelled", reason=reason)
-            raise ApprovalDeliveryFailed(
-                f"request {request.id} cancelled: {reason}") from exc
-        await self.store.set_delivery(request.id, {"channel_id": delivered.channel_id,
-                                                   **delivered.ref})
-        # A decision can land between the card going out and its delivery being recorded;
-        # that decision found no card to update, so update it now.
+            raise ApprovalDeliveryFailed(f"request {request.id} cancelled: {reason}")
+        if failures:
+            log.warning("request %s: the approval card reached %d of %d channels; not "
+                        "delivered on %s", request.id, len(targets) - len(failures),
+                        len(targets), "; ".join(failures))
+
+    async def _send_card(self, request: ConfirmationRequest, card: ApprovalCard,
+                         channel_id: str, *, own: bool) -> Exception | None:
+        """Send ``card`` on one channel and record where it landed (the request's own
+        channel in its delivery record, a further one beside the escalation cards); the
+        error instead, when the platform did not take it."""
+        channel = self.channels.get(channel_id) if self.channels else None
+        try:
+            if channel is None:
+                raise DeliveryError(f"channel '{channel_id}' is not available")
+            delivered = await channel.send_card(
+                card if own else replace(card, delivery_key=f"{request.id}-{channel_id}"))
+        except Exception as exc:
+            if own:
+                # No card to update on the own channel; the claim is settled all the same.
+                await self.store.set_delivery(request.id, {"channel_id": channel_id,
+                                                           UNDELIVERED: str(exc)})
+            return exc
+        ref = {"channel_id": delivered.channel_id, **delivered.ref}
+        if own:
+            await self.store.set_delivery(request.id, ref)
+        else:
+            await EscalationStore(self.db).add_escalation_ref(request.id, ref)
+        # A decision can land between this card going out and its record; that decision
+        # found no card here to update, so update it now.
         after = await self.store.get(request.id)
-        if after is not None and not after.pending:
-            self._update_card_later(after)
+        if after is not None and not after.pending and channel is not None:
+            self._spawn_update(channel, delivered, after.card_outcome())
+        return None
 
     async def _wait(self, request: ConfirmationRequest, ask: ApprovalAsk,
                     wait_s: float | None = None, *, made: bool = False) -> ConfirmationRequest:
@@ -546,8 +578,8 @@ class PersistentApprovals:
             return
         outcome = request.card_outcome()
         # No card yet (none, or one still being sent): nothing to update on the own channel.
-        own = ([request.delivery_ref] if request.delivery_ref and "channel_id" in
-               request.delivery_ref and request.channel_id else [])
+        own = ([request.delivery_ref] if card_delivered(request.delivery_ref)
+               and request.channel_id else [])
         for delivered in [*own, *request.escalation_refs]:
             channel_id = str(delivered.get("channel_id") or request.channel_id)
             channel = self.channels.get(channel_id)

@@ -406,6 +406,9 @@ class _Resolver:
             if agent.approval_channel_id is not None:
                 self._agent_channel(f"{at}.approval_channel_id", agent.approval_channel_id,
                                     agent.org if org_ok else None)
+            for j, channel_id in enumerate(agent.approval_channel_ids):
+                self._agent_channel(f"{at}.approval_channel_ids[{j}]", channel_id,
+                                    agent.org if org_ok else None)
             self._followup(at, agent)
             if check_tools:
                 self._agent_tools(at, agent.tools)

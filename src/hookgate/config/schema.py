@@ -244,6 +244,8 @@ class AgentSpec(_Section):
     confirmation_approver_scope: ApproverScope = "initiator"
     confirmation_timeout_s: Seconds = Field(default=3600.0, gt=0)
     approval_channel_id: str | None = None
+    #: More channels each request goes to at once (hookgate.approvals.routing).
+    approval_channel_ids: list[NonEmpty] = Field(default_factory=list)
     notify_on_completion: bool = False
     refuse_retry_after_rejection: bool = True
     #: Escalation of requests nobody decides (hookgate.escalation_policy):
@@ -441,6 +443,7 @@ class HookgateConfig(_Section):
             owner_user_id=spec.owner,
             org_id=spec.org,
             approval_channel_id=spec.approval_channel_id,
+            approval_channel_ids=tuple(spec.approval_channel_ids),
             confirmation_timeout_s=spec.confirmation_timeout_s,
             model=spec.model,
             notify_on_completion=spec.notify_on_completion,

@@ -3,8 +3,9 @@
 The channel verifies and parses it (signature, token, time window, decryption); then, in
 order: a dedupe key seen before is a replay (401); the clicker must be a hookgate user of the
 channel's org by their chat identity; the request must have been sent through this very
-channel, in its org; and the approver scope must let that user decide. Any refusal leaves the
-request as it was and the card answers "not allowed"; only a decision changes anything.
+channel (one of its routed channels or its escalation's: approvals/routing.py), in its org;
+and the approver scope must let that user decide. Any refusal leaves the request as it was
+and the card answers "not allowed"; only a decision changes anything.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFou
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.approvals.quorum import AlreadyVoted, progress_text
 from hookgate.approvals.records import ConfirmationRequest
+from hookgate.approvals.routing import sent_through
 from hookgate.channels.base import (
     CallbackAction,
     CallbackRejected,
@@ -187,7 +189,7 @@ class ChannelCallbacks:
         request = await self.approvals.store.get(request_id)
         # One answer for "no such request", "another channel" and "another org", so a click
         # learns nothing about requests outside this channel.
-        if (request is None or request.channel_id != channel.id
+        if (request is None or channel.id not in sent_through(request)
                 or request.org_id != channel.org_id):
             raise NotAllowed(f"request '{request_id}' was not sent through this channel")
         return request
