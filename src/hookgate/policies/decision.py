@@ -45,8 +45,16 @@ def decide(loaded: LoadedPolicies, facts: CallFacts) -> PolicyDecision:
     decision = _decide(loaded, loaded.policy_set, facts)
     if not loaded.shadow_sets:
         return decision
+    if decision.errors:  # not evaluated: the same for every policy
+        return unevaluated(loaded, decision)
     return replace(decision, shadow=tuple((i, _decide(loaded, policy_set, facts))
                                           for i, policy_set in loaded.shadow_sets))
+
+
+def unevaluated(loaded: LoadedPolicies, decision: PolicyDecision) -> PolicyDecision:
+    """A decision made before the set could be evaluated (a call it cannot judge): each
+    shadow policy would have given it too, and says so."""
+    return replace(decision, shadow=tuple((i, decision) for i, _ in loaded.shadow_sets))
 
 
 def _decide(loaded: LoadedPolicies, policy_set: cedarpy.PolicySet, facts: CallFacts

@@ -36,6 +36,10 @@ Verdict = Literal["allow", "deny", "ask"]
 SPAN_ATTRIBUTE = "hookgate.policy.shadow.decisions"
 #: How a recorded decision starts, in the trace and the audit detail.
 PREFIX = "shadow "
+#: Shadow hooks run before every enforcing hook (keeping their own order among themselves),
+#: on the call as it was asked: so they are evaluated on every call, also one an enforcing
+#: hook blocks (a block ends the chain).
+SHADOW_PRIORITY = -1_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +113,7 @@ class ShadowHook(PreToolUseHook):
                                  "is for PreToolUse hooks (they decide whether a call runs)")
         self.inner = inner
         self.name = inner.name or type(inner).__name__
-        self.priority = inner.priority
+        self.priority = SHADOW_PRIORITY + inner.priority
         self.rule = f"hook {self.name}"
 
     def should_trigger(self, ctx: HookContext) -> bool:

@@ -28,6 +28,7 @@ from hookgate.policies import (
     PolicyLoadError,
     open_policy_set,
 )
+from hookgate.policies.decision import unevaluated
 from hookgate.policies.shadow import ShadowDecision, record_shadow
 from hookgate.provenance import PROVENANCE_KEY
 from hookgate.storage.database import Database
@@ -207,7 +208,8 @@ class CedarPolicy(PreToolUseHook):
         return HookResult(side_effects=noted)
 
     def _deny(self, why: str) -> PolicyDecision:
-        return PolicyDecision("deny", (), (why,), self.policies.loaded.version)
+        loaded = self.policies.loaded
+        return unevaluated(loaded, PolicyDecision("deny", (), (why,), loaded.version))
 
 
 def _ask(decision: PolicyDecision) -> str:
