@@ -17,10 +17,13 @@ from sqlalchemy import select
 from hookgate import Agent
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.services import HookServices
+from hookgate.policies import metrics
 from hookgate.policies.reload import reload_policies
+from hookgate.policies.shadow import SPAN_ATTRIBUTE
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ConnectorCallLog
 from tests.policies.world import INVARIANTS, PAID, TOOLS, call, run, tool_events, write_policies
+from tests.telemetry.conftest import otel
 
 SHADOW_FORBID = INVARIANTS + """
 @id("no-acme-vendor")
@@ -73,6 +76,9 @@ async def audit_details(db: Database) -> list[tuple[str, str | None, str | None]
         rows = (await conn.execute(select(t.outcome, t.blocked_by, t.detail)
                                    .order_by(t.id))).all()
     return [(r.outcome, r.blocked_by, r.detail) for r in rows]
+
+
+__all__ = ["otel"]
 
 
 @pytest.fixture(autouse=True)
@@ -206,3 +212,25 @@ async def test_shadow_to_enforce_is_a_stamped_reload(pdb, folder) -> None:
         await asyncio.sleep(0.2)
     assert tool_events(r)[0]["type"] == "tool_blocked"
     assert "ACME is no longer a vendor" in tool_events(r)[0]["observation"]
+
+
+async def test_each_shadow_decision_is_a_span_attribute_and_a_metric_per_rule(
+        pdb, folder, otel) -> None:
+    write_policies(folder, SHADOW_FORBID)
+    hook = {"event": "PreToolUse", "matcher": "oa__purchase_pay", "mode": "shadow",
+            "name": "freeze", "function": f"{__name__}:pre_ask"}
+    await run(pdb, the_agent([cedar(folder)], python_hooks=[hook]),
+              call("oa__purchase_pay", amount=10, vendor="ACME"),
+              call("oa__purchase_pay", amount=10, vendor="Globex"))
+
+    said = [tuple(s.attributes.get(SPAN_ATTRIBUTE) or ())
+            for s in otel.named("hookgate.hook cedar_policy")]
+    assert said == [("policy no-acme-vendor=deny",), ("policy no-acme-vendor=allow",)]
+    said = [tuple(s.attributes.get(SPAN_ATTRIBUTE) or ())
+            for s in otel.named("hookgate.hook freeze")]
+    assert said == [("hook freeze=ask",), ("hook freeze=ask",)]
+    counted = {(p.attributes[metrics.SHADOW_RULE], p.attributes[metrics.SHADOW_VERDICT]):
+               p.value for p in otel.points(metrics.M_SHADOW)}
+    assert counted == {("policy no-acme-vendor", "would_deny"): 1,
+                       ("policy no-acme-vendor", "would_allow"): 1,
+                       ("hook freeze", "would_ask"): 2}
