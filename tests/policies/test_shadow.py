@@ -234,3 +234,13 @@ async def test_each_shadow_decision_is_a_span_attribute_and_a_metric_per_rule(
     assert counted == {("policy no-acme-vendor", "would_deny"): 1,
                        ("policy no-acme-vendor", "would_allow"): 1,
                        ("hook freeze", "would_ask"): 2}
+
+
+async def test_shadow_mode_on_a_post_tool_use_hook_is_refused(pdb, folder) -> None:
+    from hookgate.catalog.build import build_registry
+
+    write_policies(folder, INVARIANTS)
+    hook = {"event": "PostToolUse", "mode": "shadow", "function": f"{__name__}:pre_deny"}
+    with pytest.raises(HookBuildError, match="shadow mode is for PreToolUse hooks"):
+        build_registry(the_agent([cedar(folder)], python_hooks=[hook]),
+                       HookServices(database=pdb))

@@ -114,6 +114,9 @@ class ShadowHook(PreToolUseHook):
         self.inner = inner
         self.name = inner.name or type(inner).__name__
         self.priority = SHADOW_PRIORITY + inner.priority
+        #: What `hookgate check` shows: the hook's own matcher, and that it only records.
+        self.matcher = f"{getattr(inner, 'matcher', None) or 'every call'} (shadow mode: " \
+                       "records what it would decide)"
         self.rule = f"hook {self.name}"
 
     def should_trigger(self, ctx: HookContext) -> bool:
