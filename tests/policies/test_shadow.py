@@ -244,3 +244,27 @@ async def test_shadow_mode_on_a_post_tool_use_hook_is_refused(pdb, folder) -> No
     with pytest.raises(HookBuildError, match="shadow mode is for PreToolUse hooks"):
         build_registry(the_agent([cedar(folder)], python_hooks=[hook]),
                        HookServices(database=pdb))
+
+
+@pytest.mark.both_databases
+async def test_shadow_decisions_reach_the_audit_row_on_each_backend(db, folder) -> None:
+    from hookgate.storage.orgs import sync_orgs
+    from hookgate.storage.users import DeclaredUser, sync_declared_users
+
+    await sync_orgs(db, [("acme", "ACME", False), ("ro", "Read-only Co", True)])
+    await sync_declared_users(db, [DeclaredUser("alice", "acme", admin=True),
+                                   DeclaredUser("bob", "ro")])
+    write_policies(folder, SHADOW_FORBID)
+    hook = {"event": "PreToolUse", "mode": "shadow", "name": "freeze",
+            "function": f"{__name__}:pre_raise"}
+    await run(db, the_agent([cedar(folder)], python_hooks=[hook]),
+              call("oa__purchase_pay", amount=10, vendor="ACME"))
+    await run(db, the_agent([cedar(folder)], python_hooks=[hook]),
+              call("oa__purchase_pay", amount=10, vendor="ACME"), user="bob", org="ro")
+
+    rows = await audit_details(db)
+    assert [(o, b) for o, b, _ in rows] == [("ok", None), ("blocked", "cedar_policy")]
+    for _, _, detail in rows:
+        assert "shadow hook freeze: would deny (it failed (RuntimeError))" in str(detail)
+        assert "shadow policy no-acme-vendor: would deny" in str(detail)
+    assert PAID == [{"amount": 10, "vendor": "ACME"}]
