@@ -116,6 +116,14 @@ def check_policy_eval(out: dict[str, Any]) -> None:
             _p50_p99(figures[name])
 
 
+def check_policy_replay(out: dict[str, Any]) -> None:
+    assert out["calls"] == 2000 and out["runs"] == 1, out
+    assert 0 < out["changed"] < out["calls"], out
+    for key in ("replay_calls_per_s", "replay_calls_per_minute", "live_decisions_per_s"):
+        assert _number(out[key]) and out[key] > 0, (key, out)
+    assert isinstance(out["goal_met"], bool)
+
+
 def check_perf_internals(out: dict[str, Any]) -> None:
     assert out["passed"] >= 1 and out["failed"] == out["errors"] == 0, out
 
@@ -184,6 +192,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "dispatch.py": (["--quick"], check_dispatch),
     "mcp_gateway.py": (["--quick"], check_mcp_gateway),
     "policy_eval.py": (["--quick"], check_policy_eval),
+    "policy_replay.py": (["--quick"], check_policy_replay),
     "guarded_calls.py": (["--quick"], check_guarded_calls),
     "coding_agent_hooks.py": (["--quick"], check_coding_agent_hooks),
     "agentdojo.py": (["--quick"], check_agentdojo),

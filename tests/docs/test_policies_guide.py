@@ -5,6 +5,7 @@ written as `serve` writes them). The page names every execution path a policy ca
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,7 +25,7 @@ def test_the_guide_runs_as_written_on_a_new_database(tmp_path: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(block.code, encoding="utf-8")
     steps = [b for b in page if b.sample == "tutorial"]
-    assert len(steps) == 2 and not (tmp_path / "hookgate.db").exists()
+    assert len(steps) == 3 and not (tmp_path / "hookgate.db").exists()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
            "COLUMNS": "250", "NO_COLOR": "1"}
     prelude = f'hookgate() {{ "{sys.executable}" -m hookgate.cli.main "$@"; }}\nset -e\n'
@@ -36,12 +37,21 @@ def test_the_guide_runs_as_written_on_a_new_database(tmp_path: Path) -> None:
         assert done.returncode == 0, f"{block.where}:\n{done.stdout}\n{done.stderr}"
         said.append(done.stdout)
 
-    tests_and_run, reload_and_status = said
+    tests_and_run, reload_and_status, shadow_replay_enforce = said
     assert "4 passed, 0 failed" in tests_and_run
     assert "policy allow by tools-allowed" in tests_and_run
     assert "Paid 12,000.00 to ACME" in tests_and_run
     assert "stamped" in reload_and_status and "in force" in reload_and_status
     assert (tmp_path / "policies.version").read_text().startswith("cedar-")
+    # Shadow → replay → enforce: the run recorded the shadow rule's verdict and ran; replay
+    # says the enforced candidate changes that payment, and --ci fails on it.
+    assert "no-acme-payments" in shadow_replay_enforce
+    assert "allow → deny" in shadow_replay_enforce
+    assert "exit 1: decisions would change" in shadow_replay_enforce
+    report = json.loads((tmp_path / "replay.json").read_text())
+    assert report["ci"] and report["changed"] == 1
+    assert report["changes"][0]["rule"] == "no-acme-payments"
+    assert "stamped" in shadow_replay_enforce.split("would change")[-1]
 
 
 def test_the_guide_lists_every_execution_path() -> None:

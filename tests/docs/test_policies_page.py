@@ -16,7 +16,7 @@ PAGE = DOCS / "guides" / "policies.md"
 def test_the_worked_example_holds_the_three_invariants(tmp_path: Path) -> None:
     files = [b for b in blocks(PAGE) if b.file]
     assert [b.file for b in files] == ["policies/invariants.cedar", "hookgate.yaml",
-                                       "cases.yaml"]
+                                       "cases.yaml", "policies/vendors.cedar"]
     for block in files:
         target = tmp_path / str(block.file)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -31,3 +31,5 @@ def test_the_worked_example_holds_the_three_invariants(tmp_path: Path) -> None:
     assert "4 passed, 0 failed" in done.output
     for policy in ("big-payments", "read-only-org", "tools-allowed"):
         assert policy in done.output
+    # The shadow rule of the rollout section changes no case's decision.
+    assert "no-acme-payments" not in done.output

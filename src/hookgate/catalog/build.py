@@ -18,6 +18,7 @@ from hookgate.hooks.model import HOOK_BASES
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.matching import ToolMatcher
+from hookgate.policies.shadow import mode_of, shadowed
 from hookgate.storage.session_facts import DatabaseFacts
 
 GATE_NAME = "approval_gate"
@@ -56,10 +57,10 @@ def parse_entry(agent: Agent, index: int, entry: object) -> tuple[str, dict[str,
             raise _fail(agent, f"{label}: an empty name", entry)
         return entry.strip(), {}
     if isinstance(entry, Mapping):
-        unknown = set(entry) - {"name", "params"}
+        unknown = set(entry) - {"name", "params", "mode"}
         if unknown:
             raise _fail(agent, f"{label}: unknown keys {', '.join(sorted(map(str, unknown)))} "
-                               "(an entry has 'name' and optional 'params')", entry)
+                               "(an entry has 'name', optional 'params' and 'mode')", entry)
         name = entry.get("name")
         if not isinstance(name, str) or not name.strip():
             raise _fail(agent, f"{label}: 'name' must be a non-empty string", entry)
@@ -162,7 +163,15 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
     for index, entry in enumerate(class_hooks):
         name, params = parse_entry(agent, index, entry)
         cls = resolve_hook_class(agent, index, name, entry)
-        hook = instantiate(agent, index, cls, params, entry, env)
+        try:
+            # ``mode: shadow``: evaluated on every call, recorded, never deciding.
+            mode = mode_of(entry.get("mode") if isinstance(entry, Mapping) else None,
+                           _describe(index, entry))
+            hook = shadowed(instantiate(agent, index, cls, params, entry, env), mode)
+        except HookBuildError as exc:
+            if exc.agent_id is not None:
+                raise
+            raise _fail(agent, str(exc), entry) from exc
         try:
             registry.register(hook)
         except DuplicateHookError as exc:

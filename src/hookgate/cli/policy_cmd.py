@@ -3,6 +3,7 @@ test cases run against the policy sets the configuration uses."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,6 +16,7 @@ from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_op
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
+    from hookgate.catalog.builtin.cedar_policy import CedarPolicy
     from hookgate.config import HookgateConfig
     from hookgate.policies import PolicyDecision
     from hookgate.policies.cases import PolicyCase
@@ -84,63 +86,88 @@ async def decide_case(cfg: HookgateConfig, case: PolicyCase) -> PolicyDecision:
     """The case's decision by the hook a server runs (`CedarPolicy.decision`), on the
     request facts the guarded path gives it (`build_metadata`); the caller's facts come
     from the configuration instead of the database."""
-    from hookgate.catalog.builtin.cedar_policy import (
-        TOOL_SCHEMA_KEY,
-        CedarPolicy,
-        Principal,
-        declared_tool,
-        policy_params,
-    )
-    from hookgate.hooks.model import HookContext, HookPoint
-    from hookgate.tools.calls import CallIdentity, ToolCall
-    from hookgate.tools.errors import ToolArgumentsError
-    from hookgate.tools.guarded import build_metadata
+    return await CaseDecider(cfg).decide(case)
 
-    user = cfg.user(case.user)
-    if user is None:
-        raise LookupError(f"no user '{case.user}' in {cfg.source}")
-    agent_id = case.agent or next((a.id for a in cfg.agents if case.tool in a.tools), None)
-    if agent_id is None:
-        raise LookupError(f"no agent has the tool '{case.tool}' (give 'agent')")
-    agent = cfg.build_agent(agent_id)
-    params = policy_params(agent)
-    if params is None:
-        raise LookupError(f"agent '{agent_id}' has no cedar_policy hook and its org no "
-                          "policies: entry")
-    org = cfg.org(user.org)
-    read_only = case.org_read_only if case.org_read_only is not None else bool(
-        org and org.read_only)
 
-    async def principal(user_id: str, org_id: str) -> Principal:
-        return Principal(user.admin, read_only)
+class CaseDecider:
+    """Decides cases against one configuration's policy sets (``hookgate policy test`` and
+    ``hookgate policy replay``): each agent and its ``cedar_policy`` hook built once."""
 
-    from hookgate.tools.guarded_call import converted_arguments
+    def __init__(self, cfg: HookgateConfig) -> None:
+        self.cfg = cfg
+        self._agents: dict[str, Agent] = {}
+        self._hooks: dict[tuple[str, str, bool], CedarPolicy] = {}
 
-    hook = CedarPolicy.opened(params, agent, principal)
-    extras: dict[str, Any] = {}
-    if case.parameters is not None:
-        extras = {TOOL_SCHEMA_KEY: case.parameters}
-    own = next((t for t in agent.tools if t.name == case.tool), None)
-    tool = own if own is not None else declared_tool(case.tool, extras)
-    if own is None and tool is not None:
-        tool = _external_tool(agent, user.id, case, extras)
-    path = case.execution_path or ("external" if case.parameters is not None else "react")
-    identity = CallIdentity(agent_id=agent.id, user_id=user.id,
-                            org_id=agent.org_id or user.org, run_id="policy-test",
-                            execution_path=path,  # type: ignore[arg-type]
-                            require_confirmation_for_all=agent.require_confirmation_for_all)
-    try:
-        needs = identity.require_confirmation_for_all or bool(
-            tool and tool.needs_confirmation(converted_arguments(tool, case.args)))
-    except ToolArgumentsError:
-        needs = True  # the hook denies these arguments, saying why
-    metadata = {**extras, **build_metadata(identity, ToolCall("case", case.tool, case.args),
-                                           tool, needs)}
-    ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=case.tool,
-                      tool_args=dict(case.args), agent_id=agent.id, user_id=user.id,
-                      metadata=metadata)
-    when = datetime.fromisoformat(case.now) if case.now else datetime.now(UTC)
-    return await hook.decision(ctx, now=when)
+    def _agent(self, agent_id: str) -> Agent:
+        found = self._agents.get(agent_id)
+        if found is None:
+            found = self._agents[agent_id] = self.cfg.build_agent(agent_id)
+        return found
+
+    def _hook(self, agent: Agent, user: str, admin: bool, read_only: bool) -> CedarPolicy:
+        from hookgate.catalog.builtin.cedar_policy import CedarPolicy, Principal, policy_params
+
+        key = (agent.id, user, read_only)
+        found = self._hooks.get(key)
+        if found is not None:
+            return found
+        params = policy_params(agent)
+        if params is None:
+            raise LookupError(f"agent '{agent.id}' has no cedar_policy hook and its org no "
+                              "policies: entry")
+
+        async def principal(user_id: str, org_id: str) -> Principal:
+            return Principal(admin, read_only)
+
+        found = self._hooks[key] = CedarPolicy.opened(params, agent, principal)
+        return found
+
+    async def decide(self, case: PolicyCase) -> PolicyDecision:
+        from hookgate.catalog.builtin.cedar_policy import TOOL_SCHEMA_KEY, declared_tool
+        from hookgate.hooks.model import HookContext, HookPoint
+        from hookgate.tools.calls import CallIdentity, ToolCall
+        from hookgate.tools.errors import ToolArgumentsError
+        from hookgate.tools.guarded import build_metadata
+        from hookgate.tools.guarded_call import converted_arguments
+
+        cfg = self.cfg
+        user = cfg.user(case.user)
+        if user is None:
+            raise LookupError(f"no user '{case.user}' in {cfg.source}")
+        agent_id = case.agent or next((a.id for a in cfg.agents if case.tool in a.tools),
+                                      None)
+        if agent_id is None:
+            raise LookupError(f"no agent has the tool '{case.tool}' (give 'agent')")
+        agent = self._agent(agent_id)
+        org = cfg.org(user.org)
+        read_only = case.org_read_only if case.org_read_only is not None else bool(
+            org and org.read_only)
+        hook = self._hook(agent, user.id, user.admin, read_only)
+        extras: dict[str, Any] = {}
+        if case.parameters is not None:
+            extras = {TOOL_SCHEMA_KEY: case.parameters}
+        own = next((t for t in agent.tools if t.name == case.tool), None)
+        tool = own if own is not None else declared_tool(case.tool, extras)
+        if own is None and tool is not None:
+            tool = _external_tool(agent, user.id, case, extras)
+        path = case.execution_path or ("external" if case.parameters is not None
+                                       else "react")
+        identity = CallIdentity(agent_id=agent.id, user_id=user.id,
+                                org_id=agent.org_id or user.org, run_id="policy-test",
+                                execution_path=path,  # type: ignore[arg-type]
+                                require_confirmation_for_all=agent.require_confirmation_for_all)
+        try:
+            needs = identity.require_confirmation_for_all or bool(
+                tool and tool.needs_confirmation(converted_arguments(tool, case.args)))
+        except ToolArgumentsError:
+            needs = True  # the hook denies these arguments, saying why
+        metadata = {**extras, **build_metadata(identity, ToolCall("case", case.tool,
+                                                                  case.args), tool, needs)}
+        ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=case.tool,
+                          tool_args=dict(case.args), agent_id=agent.id, user_id=user.id,
+                          metadata=metadata)
+        when = datetime.fromisoformat(case.now) if case.now else datetime.now(UTC)
+        return await hook.decision(ctx, now=when)
 
 
 def _external_tool(agent: Agent, user_id: str, case: PolicyCase, extras: dict[str, Any]
@@ -246,3 +273,135 @@ def status_command(config: ConfigOption = None, example: ExampleOption = None) -
     console.print(table)
     if bad:
         raise typer.Exit(1)
+
+
+SinceOption = Annotated[str, typer.Option(
+    "--since", help="Replay calls from this long ago on (30m, 1h, 2d) or from this time "
+                    "(ISO-8601, UTC unless it names a zone).")]
+UntilOption = Annotated[str | None, typer.Option(
+    "--until", help="Up to (not including) this time or this long ago; default: now.",
+    show_default=False)]
+
+
+def _moment(option: str, value: str) -> datetime:
+    from datetime import timedelta
+
+    from hookgate.durations import seconds_of
+
+    try:
+        return datetime.now(UTC) - timedelta(seconds=float(seconds_of(value)))
+    except ValueError:
+        pass
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        fail(f"{option} takes a duration such as 30m, 1h or 2d, or an ISO-8601 time, not "
+             f"{value!r}", 2)
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
+
+
+async def replay_candidate(cfg: HookgateConfig, database: str, since: datetime,
+                           until: datetime | None, *, ci: bool = False) -> Any:
+    """The replay report of ``cfg``'s policy sets over the audited calls of the period in
+    ``database``: each call decided by `CaseDecider` (what `hookgate policy test` and a
+    server ask), compared with what was decided then (hookgate.policies.replay)."""
+    from hookgate.policies.cases import PolicyCase
+    from hookgate.policies.replay import (
+        COLUMNS,
+        CandidateDecision,
+        RecordedCall,
+        recorded_call,
+        replay,
+    )
+    from hookgate.storage.audit import rows_between
+    from hookgate.storage.database import Database
+
+    decider = CaseDecider(cfg)
+    agents = {a.id for a in cfg.agents}
+
+    async def decide(call: RecordedCall) -> CandidateDecision:
+        if call.agent_id not in agents:
+            raise LookupError("agent not in the candidate configuration")
+        if cfg.user(str(call.user_id)) is None:
+            raise LookupError("user not in the candidate configuration")
+        case = PolicyCase(name=f"audit {call.id}", user=str(call.user_id), tool=call.tool,
+                          expect="allow", args=dict(call.args or {}), agent=call.agent_id,
+                          now=call.at.isoformat(), execution_path=call.execution_path)
+        try:
+            decision = await decider.decide(case)
+        except LookupError as exc:  # an agent without policies: nothing to compare
+            raise LookupError("agent has no policy set in the candidate") from exc
+        return CandidateDecision(decision.effect, ", ".join(decision.policy_ids)
+                                 or "(default)", decision.explanation())
+
+    db = Database(database)
+    try:
+        rows = await rows_between(db, COLUMNS, since, until)
+    finally:
+        await db.dispose()
+    return await replay((recorded_call(r) for r in rows), decide, ci=ci)
+
+
+@policy_app.command("replay")
+def replay_command(
+    since: SinceOption, until: UntilOption = None,
+    config: ConfigOption = None, example: ExampleOption = None,
+    database: Annotated[str | None, typer.Option(
+        "--database", help="Database URL whose audit log holds the calls (default: the "
+                           "candidate configuration's).", show_default=False)] = None,
+    ci: Annotated[bool, typer.Option(
+        "--ci", help="Nobody to ask: every 'ask' (then and now) counts as a deny, and the "
+                     "command exits 1 when any decision changes.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
+) -> None:
+    """Replay the audited calls of a period through the candidate configuration's policy
+    sets and report, per deciding rule, which past decisions would change (allow → deny,
+    allow → ask, …) with examples. Calls whose arguments were stored masked, or whose agent
+    or user the candidate does not know, are counted as not replayable.
+
+    Exit codes: 0 replayed (with --ci: and nothing changed); 1 with --ci, some decision
+    changed; 2 bad input (configuration, database, period)."""
+    cfg = load_from_options(config, example, code=2)
+    start, end = _moment("--since", since), None if until is None else _moment("--until",
+                                                                                  until)
+    if end is not None and end <= start:
+        fail(f"--until ({end.isoformat()}) must be after --since ({start.isoformat()})", 2)
+    import asyncio
+
+    from hookgate.storage.database import DatabaseError
+
+    try:
+        report = asyncio.run(replay_candidate(cfg, database or cfg.database, start, end,
+                                              ci=ci))
+    except DatabaseError as exc:
+        fail(f"the audit log cannot be read: {exc}", 2)
+    if as_json:
+        print(json.dumps({"since": start.isoformat(),
+                          "until": None if end is None else end.isoformat(),
+                          **report.as_dict()}, indent=2, default=str))
+    else:
+        _print_report(report, start, end)
+    if ci and report.changed:
+        raise typer.Exit(1)
+
+
+def _print_report(report: Any, start: datetime, end: datetime | None) -> None:
+    period = f"{start.isoformat()} to {end.isoformat() if end else 'now'}"
+    console.print(f"{report.calls} calls from {period}: {report.replayed} replayed, "
+                  f"{report.changed} would change, {report.unchanged} unchanged, "
+                  f"{sum(report.not_replayable.values())} not replayable"
+                  + (" (--ci: every ask counts as a deny)" if report.ci else ""),
+                  highlight=False)
+    for why, count in sorted(report.not_replayable.items()):
+        console.print(f"  not replayable: {count} ({why})", highlight=False)
+    if not report.changes:
+        return
+    table = Table(title="decisions that would change", title_justify="left")
+    for column in ("rule", "change", "calls", "examples (audit id: tool args)"):
+        table.add_column(column, overflow="fold")
+    for change in report.sorted_changes():
+        shown = "\n".join(f"{e['audit_id']}: {e['tool']} {json.dumps(e['args'])}"
+                          for e in change.examples)
+        table.add_row(change.rule, f"{change.before} → {change.after}", str(change.count),
+                      shown)
+    console.print(table)

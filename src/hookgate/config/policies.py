@@ -36,6 +36,8 @@ class _OrgPolicies(Protocol):
     def path(self) -> str: ...
     @property
     def default(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
 
 
 def with_org_policies(model_config_json: dict[str, Any], entries: Iterable[_OrgPolicies]
@@ -48,7 +50,8 @@ def with_org_policies(model_config_json: dict[str, Any], entries: Iterable[_OrgP
         listed = hooks.setdefault("class_hooks", [])
         if isinstance(listed, list):
             listed.append({"name": HOOK, "params": {"policies": entry.path,
-                                                    "default": entry.default}})
+                                                    "default": entry.default},
+                           **({"mode": entry.mode} if entry.mode != "enforce" else {})})
     return model_config_json
 
 

@@ -301,6 +301,9 @@ class OrgPoliciesSpec(_Section):
     path: NonEmpty
     #: What happens to a call no policy permits: an explicit choice, no implicit one.
     default: Literal["deny", "allow"]
+    #: ``shadow``: the set is evaluated on every call and only records what it would have
+    #: decided (hookgate.policies.shadow); ``enforce`` (the default) decides.
+    mode: Literal["enforce", "shadow"] = "enforce"
 
 
 class ServerSpec(_Section):

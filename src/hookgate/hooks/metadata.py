@@ -47,6 +47,7 @@ COMPUTED: dict[str, Callable[[HookContext], Any]] = {
     "tool_error": lambda ctx: ctx.tool_error,
     "output_withheld": lambda ctx: True if ctx.output_withheld else None,
     "policy_decision": lambda ctx: ctx.policy_decision,
+    "shadow_decisions": lambda ctx: list(ctx.shadow_decisions) or None,
 }
 
 

@@ -46,7 +46,9 @@ class HookContext:
     whose every printed form is the fixed words),
     ``output_withheld`` (PostToolUse: a failing closed hook withheld the output) and
     ``call_started`` (``time.perf_counter()`` when the call entered the hooks) and
-    ``policy_decision`` (the ``cedar_policy`` hook's decision, explained).
+    ``policy_decision`` (the ``cedar_policy`` hook's decision, explained) and
+    ``shadow_decisions`` (what each rule in shadow mode would have decided; policies/shadow.py
+    records them, and nothing reads them to decide).
     """
 
     hook_point: HookPoint
@@ -65,6 +67,7 @@ class HookContext:
     output_withheld: bool = False
     call_started: float | None = None
     policy_decision: str | None = None
+    shadow_decisions: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         given = self.metadata

@@ -7,7 +7,7 @@ schema does not allow) or a tool the schema lacks denies the call, saying why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import cedarpy
@@ -28,6 +28,8 @@ class PolicyDecision:
     reasons: tuple[str, ...]
     version: str
     errors: tuple[str, ...] = ()
+    #: Each ``@mode("shadow")`` policy's id and what the set would decide with it enforced.
+    shadow: tuple[tuple[str, PolicyDecision], ...] = ()
 
     def explanation(self) -> str:
         """``deny by no-writes-read-only (org is read-only) [policy set cedar-1a2b…]``."""
@@ -38,7 +40,25 @@ class PolicyDecision:
 
 
 def decide(loaded: LoadedPolicies, facts: CallFacts) -> PolicyDecision:
-    """Evaluate ``facts`` against ``loaded`` with the Cedar engine."""
+    """Evaluate ``facts`` against ``loaded`` with the Cedar engine; with each shadow
+    policy's decision beside it (never changing it)."""
+    decision = _decide(loaded, loaded.policy_set, facts)
+    if not loaded.shadow_sets:
+        return decision
+    if decision.errors:  # not evaluated: the same for every policy
+        return unevaluated(loaded, decision)
+    return replace(decision, shadow=tuple((i, _decide(loaded, policy_set, facts))
+                                          for i, policy_set in loaded.shadow_sets))
+
+
+def unevaluated(loaded: LoadedPolicies, decision: PolicyDecision) -> PolicyDecision:
+    """A decision made before the set could be evaluated (a call it cannot judge): each
+    shadow policy would have given it too, and says so."""
+    return replace(decision, shadow=tuple((i, decision) for i, _ in loaded.shadow_sets))
+
+
+def _decide(loaded: LoadedPolicies, policy_set: cedarpy.PolicySet, facts: CallFacts
+            ) -> PolicyDecision:
     args_type = loaded.args_type(facts.tool_name)
     if args_type is None:
         return _deny_error(loaded, f"tool '{facts.tool_name}' is not in the policy schema, "
@@ -47,7 +67,7 @@ def decide(loaded: LoadedPolicies, facts: CallFacts) -> PolicyDecision:
         request = facts.request(args_type)
     except PolicyEvaluationError as exc:
         return _deny_error(loaded, str(exc))
-    result = cedarpy.is_authorized(request, loaded.policy_set, facts.entities(),
+    result = cedarpy.is_authorized(request, policy_set, facts.entities(),
                                    schema=loaded.schema)
     diagnostics = result.diagnostics
     if diagnostics.errors:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from hookgate.policies import metrics
-from hookgate.policies.decision import PolicyDecision, decide
+from hookgate.policies.decision import PolicyDecision, decide, unevaluated
 from hookgate.policies.errors import PolicyLoadError
 from hookgate.policies.facts import CallFacts
 from hookgate.policies.policy_set import Default, LoadedPolicies, policies_of
@@ -209,9 +209,10 @@ class LivePolicySet:
         try:
             loaded = self.for_call(tool)
         except PolicyLoadError as exc:
-            return PolicyDecision("deny", (), ("the policies do not validate for the declared "
-                                               f"tool '{facts.tool_name}'",),
-                                  self.loaded.version, tuple(exc.problems))
+            return unevaluated(self.loaded, PolicyDecision(
+                "deny", (), (f"the policies do not validate for the declared tool "
+                             f"'{facts.tool_name}'",), self.loaded.version,
+                tuple(exc.problems)))
         return decide(loaded, facts)
 
     def covers(self, tools: Iterable[Tool], declared_tools: bool = False) -> bool:

@@ -33,3 +33,19 @@ def failing_changed(path: str, delta: int) -> None:
         meter().create_up_down_counter(
             M_FAILING, unit="{policy_set}", description="Cedar policy sets whose files do "
             "not load, so that an older set stays in force.").add(delta, {PATH: path})
+
+
+#: What rules in shadow mode would have decided, per rule and verdict (policies/shadow.py).
+M_SHADOW = "hookgate.policy.shadow.decisions"
+SHADOW_RULE = "hookgate.policy.shadow.rule"
+#: ``would_allow``, ``would_deny`` or ``would_ask``.
+SHADOW_VERDICT = "hookgate.policy.shadow.verdict"
+
+
+def shadow_counted(rule: str, effect: str) -> None:
+    """Count one shadow decision: ``rule`` would have given ``effect`` (allow, deny, ask)."""
+    if SWITCH.on:
+        meter().create_counter(
+            M_SHADOW, unit="{decision}", description="What rules in shadow mode would have "
+            "decided, per rule: would_allow, would_deny or would_ask.").add(
+                1, {SHADOW_RULE: rule, SHADOW_VERDICT: f"would_{effect}"})

@@ -3,7 +3,9 @@ named (its ``@id``, else ``file:line``) and located, with its ``@ask`` and ``@re
 
 Annotations hookgate reads: ``@id("...")`` names a policy; ``@reason("...")`` is what a
 denial by a ``forbid`` says; ``@ask("...")`` on a ``permit`` sends the calls it permits to
-a person, with that reason shown to them.
+a person, with that reason shown to them; ``@mode("shadow")`` puts one policy in shadow
+mode (policies/shadow.py): the set decides without it, and what the set would decide with
+it is recorded beside the decision (``@mode("enforce")``, the default, enforces it).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class PolicyInfo:
     effect: str
     ask: str | None = None
     reason: str | None = None
+    mode: str = "enforce"
 
     @property
     def where(self) -> str:
@@ -63,6 +66,9 @@ class LoadedPolicies:
     #: Each policy's JSON form and action scope (to validate it for a declared tool).
     ests: dict[str, Any] = field(default_factory=dict)
     scopes: dict[str, Scope] = field(default_factory=dict)
+    #: Each ``@mode("shadow")`` policy's id and the set that enforces it beside the
+    #: enforcing policies (``policy_set``): what the set would decide with it.
+    shadow_sets: tuple[tuple[str, cedarpy.PolicySet], ...] = ()
 
     def args_type(self, tool_name: str) -> dict[str, Any] | None:
         """The Cedar type of the tool's arguments; None for a tool the schema lacks."""
@@ -136,10 +142,16 @@ def policies_of(files: list[PolicyFile], schema_json: dict[str, Any], default: D
         problems.append(f"{infos[policy_id].where}: policy '{policy_id}': {said}")
     if problems:
         raise PolicyLoadError(problems)
-    policy_set = cedarpy.PolicySet.from_json_str(json.dumps(
-        {"staticPolicies": merged, "templates": {}, "templateLinks": []}))
-    return LoadedPolicies(version_of(files), default, policy_set, schema, schema_json, infos,
-                          merged, scopes)
+    enforced = {i: est for i, est in merged.items() if infos[i].mode == "enforce"}
+    shadow_sets = tuple((i, _policy_set({**enforced, i: est})) for i, est in merged.items()
+                        if infos[i].mode == "shadow")
+    return LoadedPolicies(version_of(files), default, _policy_set(enforced), schema,
+                          schema_json, infos, merged, scopes, shadow_sets)
+
+
+def _policy_set(policies: dict[str, Any]) -> cedarpy.PolicySet:
+    return cedarpy.PolicySet.from_json_str(json.dumps(
+        {"staticPolicies": policies, "templates": {}, "templateLinks": []}))
 
 
 def _scope(est: dict[str, Any]) -> Scope:
@@ -271,8 +283,12 @@ def _failing_line(file: PolicyFile) -> int:
 def _info(file: PolicyFile, line: int, est: dict[str, Any], problems: list[str]) -> PolicyInfo:
     notes = est.get("annotations") or {}
     policy_id = notes.get("id") or f"{file.name}:{line}"
+    mode = notes.get("mode") or "enforce"
     info = PolicyInfo(policy_id, file.name, line, str(est.get("effect")), notes.get("ask"),
-                      notes.get("reason"))
+                      notes.get("reason"), mode)
+    if mode not in ("enforce", "shadow"):
+        problems.append(f"{info.where}: policy '{policy_id}': @mode must be \"enforce\" or "
+                        f"\"shadow\", got {mode!r}")
     if info.ask is not None and info.effect != "permit":
         problems.append(f"{info.where}: policy '{policy_id}': @ask belongs on a permit (a "
                         "forbid always denies; write the calls a person may allow as a "

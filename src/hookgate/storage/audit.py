@@ -52,11 +52,12 @@ from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
 from sqlalchemy import Table, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from hookgate.canonical import NotCanonicalJSON, canonical_bytes
 from hookgate.storage.backends.base import GENESIS as GENESIS
 from hookgate.storage.backends.base import NotNow
-from hookgate.storage.database import Database
+from hookgate.storage.database import Database, DatabaseError
 from hookgate.storage.tables import AuditChainHead, ConnectorCallLog
 
 #: The canonical form rows that name their session are written with, then a sub-agent's
@@ -491,3 +492,22 @@ def _name(row: Mapping[str, Any]) -> str:
 def _around(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:
     start = _name(before) if before else "the start of the chain"
     return f"from {start} to {_name(after)}"
+
+
+async def rows_between(db: Database, columns: Sequence[str], since: datetime | None,
+                       until: datetime | None) -> list[dict[str, Any]]:
+    """Every row (of every chain) written in ``[since, until)``, oldest first, with only
+    ``columns`` (``hookgate policy replay`` reads the calls of a period)."""
+    t = ConnectorCallLog
+    q = select(*(_LOG.c[name] for name in columns))
+    if since is not None:
+        q = q.where(t.created_at >= since)
+    if until is not None:
+        q = q.where(t.created_at < until)
+    try:
+        async with db.engine.connect() as conn:
+            rows = (await conn.execute(q.order_by(t.id))).mappings().all()
+    except (SQLAlchemyError, OSError) as exc:
+        said = " ".join(str(exc).split())[:300]
+        raise DatabaseError(f"{type(exc).__name__}: {said}") from exc
+    return [dict(r) for r in rows]

@@ -19,6 +19,7 @@ from hookgate.catalog.builtin.params import reject_unknown_params, require_datab
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook
 from hookgate.hooks.withheld import secret_patterns, shown_args
+from hookgate.policies.shadow import audit_text
 from hookgate.storage.audit import AuditLogStore, AuditRecord
 from hookgate.storage.types import utcnow
 from hookgate.tools.arguments import REFUSED_KEY
@@ -72,7 +73,8 @@ class AuditLog(PostToolUseHook):
         else:
             outcome = "ok"
             # Who let it run: a standing rule, and the policy decision with its policies.
-            said = [None if ctx.approval is None else ctx.approval.rule, ctx.policy_decision]
+            said = [None if ctx.approval is None else ctx.approval.rule, ctx.policy_decision,
+                    audit_text(ctx)]
             detail = "; ".join(str(s) for s in said if s is not None) or None
         observation = render_observation(ctx.tool_result).encode("utf-8", "surrogatepass")
         await self.sink(self.record(
@@ -89,7 +91,9 @@ class AuditLog(PostToolUseHook):
         args = outcome.args if isinstance(outcome.args, Mapping) else ctx.tool_args
         # A withheld error is recorded as its fixed text (str), never its raw words.
         error = None if outcome.error is None else str(outcome.error)
-        await self.sink(self.record(ctx, args, "blocked", blocked_by, error))
+        # What the rules in shadow mode would have decided, after what blocked the call.
+        detail = "; ".join(s for s in (error, audit_text(ctx)) if s) or None
+        await self.sink(self.record(ctx, args, "blocked", blocked_by, detail))
 
     def record(self, ctx: HookContext, args: Mapping[str, Any], outcome: str,
                blocked_by: str | None, detail: str | None, result_chars: int | None = None,

@@ -28,6 +28,8 @@ from hookgate.policies import (
     PolicyLoadError,
     open_policy_set,
 )
+from hookgate.policies.decision import unevaluated
+from hookgate.policies.shadow import ShadowDecision, record_shadow
 from hookgate.provenance import PROVENANCE_KEY
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only
@@ -193,16 +195,21 @@ class CedarPolicy(PreToolUseHook):
         decision = await self.decision(ctx)
         explained = f"policy {decision.explanation()}"
         ctx.policy_decision = explained
+        # The @mode("shadow") policies' decisions, recorded beside it (never deciding).
+        noted = [explained, *record_shadow(ctx, (
+            ShadowDecision(f"policy {i}", d.effect, d.explanation())
+            for i, d in decision.shadow))]
         if decision.effect == "deny":
             return HookResult(allow=False, error=f"Blocked by policy: {explained}",
-                              side_effects=[explained])
+                              side_effects=noted)
         if decision.effect == "ask":
             # The approval gate takes any call with this flag to a person, with these words.
             ctx.ask_for_confirmation(NAME, _ask(decision))
-        return HookResult(side_effects=[explained])
+        return HookResult(side_effects=noted)
 
     def _deny(self, why: str) -> PolicyDecision:
-        return PolicyDecision("deny", (), (why,), self.policies.loaded.version)
+        loaded = self.policies.loaded
+        return unevaluated(loaded, PolicyDecision("deny", (), (why,), loaded.version))
 
 
 def _ask(decision: PolicyDecision) -> str:

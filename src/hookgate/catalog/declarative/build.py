@@ -24,6 +24,7 @@ from hookgate.hooks.errors import DuplicateHookError, HookBuildError
 from hookgate.hooks.model import FailMode, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.matching import Condition, ToolMatcher
+from hookgate.policies.shadow import mode_of, shadowed
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
@@ -35,7 +36,7 @@ FailFactory = Callable[["Agent", str, object], HookBuildError]
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_PRIORITY = 100
 COMMON_KEYS = frozenset({"event", "matcher", "when", "name", "priority", "fail_mode",
-                         "timeout", "recheck_after_approval"})
+                         "timeout", "recheck_after_approval", "mode"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,10 @@ def add_declarative_hooks(
         for index, entry in enumerate(entries):
             where = _where(section, index, entry)
             try:
-                registry.register(build_hook(section, index, entry, kind))
+                hook = build_hook(section, index, entry, kind)
+                # ``mode: shadow``: evaluated on every call, recorded, never deciding.
+                registry.register(shadowed(hook, mode_of(
+                    entry.get("mode") if isinstance(entry, Mapping) else None, "mode")))
             except (HookBuildError, DuplicateHookError) as exc:
                 raise fail(env.agent, f"{where}: {exc}", entry) from exc
     imported = decl.get("claude_code")
