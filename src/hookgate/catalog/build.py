@@ -165,6 +165,9 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
         hook = instantiate(agent, index, cls, params, entry, env)
         try:
             registry.register(hook)
+            # Hooks one declaration brings at other points (session_limits' PostToolUse).
+            for companion in getattr(hook, "companions", ()):
+                registry.register(companion)
         except DuplicateHookError as exc:
             raise _fail(agent, f"{_describe(index, entry)}: {exc}", entry) from exc
 
