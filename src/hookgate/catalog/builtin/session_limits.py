@@ -27,7 +27,14 @@ from typing import Any
 from hookgate.catalog.builtin.params import reject_unknown_params, require_database
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook, PreToolUseHook
-from hookgate.storage.session_limits import AMOUNT_SCALE, MAX_UNITS, LimitClaims, Want
+from hookgate.policies.facts import LIMITS_KEY
+from hookgate.storage.session_limits import (
+    AMOUNT_SCALE,
+    MAX_UNITS,
+    Claimed,
+    LimitClaims,
+    Want,
+)
 from hookgate.tools.calls import ToolOutcome
 
 NAME = "session_limits"
@@ -270,14 +277,17 @@ class SessionLimits(PreToolUseHook):
         if not wants:
             return
         claimed = await self.claims.claim(call_key(ctx), wants)
-        if not claimed.granted:
-            lim = next(lim for lim, w in zip(
-                [c for c in covering if c.count is not None or c.sum is not None], wants,
-                strict=True) if w.key == claimed.refused)
-            wait = max(1, math.ceil(claimed.retry_after))
-            raise LimitRefused(f"limit '{lim.name}' allows {lim.text}, and this call would "
-                               f"pass it; retry in {wait} second{'s' if wait != 1 else ''} "
-                               "at the earliest")
+        counting = [lim for lim in covering if lim.count is not None or lim.sum is not None]
+        if claimed.granted:
+            # For the policies (context.limits, policies/facts.py): this claim's standing.
+            ctx.facts[LIMITS_KEY] = _standing(counting, claimed)
+            return
+        lim = next(lim for lim, w in zip(counting, wants, strict=True)
+                   if w.key == claimed.refused)
+        wait = max(1, math.ceil(claimed.retry_after))
+        raise LimitRefused(f"limit '{lim.name}' allows {lim.text}, and this call would "
+                           f"pass it; retry in {wait} second{'s' if wait != 1 else ''} "
+                           "at the earliest")
 
     async def on_blocked(self, ctx: HookContext, outcome: ToolOutcome) -> None:
         """A call refused after it took its claims gives them back; one waiting for a
@@ -318,6 +328,23 @@ class SessionLimitOutcomes(PostToolUseHook):
                     approved_key(f"session:{session}", tool),
                     call_key(ctx) if _has_call_key(ctx) else f"{session}|?")
         return _ALLOW
+
+
+def _standing(limits: Sequence[Limit], claimed: Claimed) -> dict[str, Any]:
+    """What the policies see of a granted claim: the limits' names, and the tightest count
+    and sum among them (used, this call included, and what is left)."""
+    out: dict[str, Any] = {"names": [lim.name for lim in limits]}
+    counts = [(lim.count - s.count, s.count) for lim, s in zip(limits, claimed.standings,
+                                                                strict=True)
+              if lim.count is not None]
+    sums = [(lim.max_units - s.units, s.units) for lim, s in zip(limits, claimed.standings,
+                                                                 strict=True)
+            if lim.max_units is not None]
+    if counts:
+        out["count_remaining"], out["count_used"] = min(counts)
+    if sums:
+        out["sum_remaining"], out["sum_used"] = min(sums)
+    return out
 
 
 def approved_key(scope: str, tool: str) -> str:
