@@ -10,7 +10,7 @@ import multiprocessing
 import pytest
 
 from hookgate.storage.database import Database
-from hookgate.storage.session_limits import LimitClaims, Want
+from hookgate.storage.session_limits import LimitClaims, Standing, Want
 from tests.limits.trials import CALLS, TRIALS, check, fire, plan, run_process
 
 
@@ -84,3 +84,22 @@ async def test_concurrent_claims_on_two_keys_never_deadlock(db: Database) -> Non
     answers = await asyncio.gather(*(
         claims.claim(f"c{i}", [a, b] if i % 2 else [b, a], now=1.0) for i in range(40)))
     assert all(c.granted for c in answers)
+
+
+@pytest.mark.both_databases
+async def test_a_call_claimed_again_with_another_amount_holds_the_new_one(
+        db: Database) -> None:
+    claims = LimitClaims(db)
+
+    def cap(units: int) -> Want:
+        return Want("user:ann|pay", 3600.0, None, 5_000, units)
+    assert (await claims.claim("a", [cap(2_000)], now=1.0)).granted
+    assert (await claims.claim("b", [cap(2_000)], now=2.0)).granted
+    # "a" rewritten to 4,000 after its first claim: 4,000 + 2,000 no longer fits.
+    grown = await claims.claim("a", [cap(4_000)], now=3.0)
+    assert not grown.granted and grown.standings[-1].units == 6_000
+    # Smaller: fits, and is what counts from now on (one claim, not two).
+    shrunk = await claims.claim("a", [cap(500)], now=4.0)
+    assert shrunk.granted and shrunk.standings[0] == Standing("user:ann|pay", 2, 2_500)
+    assert (await claims.claim("c", [cap(2_500)], now=5.0)).granted
+    assert not (await claims.claim("d", [cap(1)], now=6.0)).granted

@@ -90,3 +90,18 @@ async def test_a_failing_tool_gives_its_claim_back_on_the_engine_path(db: Databa
                        *[call("oa__broken", note=str(i)) for i in range(3)])
     # Each call failed and gave its claim back, so none was refused by the limit.
     assert [e.get("blocked_by") for e in tool_events(result)] == [None, None, None]
+
+
+@pytest.mark.both_databases
+async def test_a_later_rewrite_of_the_amount_is_what_is_counted(db: Database) -> None:
+    oa = OA()
+    spec = {**PAY, "sum": "amount", "max": 5000}
+    # 1,500 fits at the claim; the doubler makes it 3,000 after: the second 3,000 must not
+    # run, though 1,500 + 1,500 was within the cap when session_limits first saw them.
+    result = await run(db, agent(oa, limits(pay=spec), "tests.limits.rewriter:Doubler"),
+                       *[call("oa__purchase_pay", amount=1500, vendor="ACME")
+                         for _ in range(2)])
+    events = tool_events(result)
+    assert [e["status"] for e in events] == ["ok", "blocked"], events
+    assert events[1]["blocked_by"] == "session_limits_final"
+    assert [p["amount"] for p in oa.payments] == [3000]

@@ -68,10 +68,13 @@ class Claimed:
 _DELETE_OLD = ("DELETE FROM limit_claims WHERE limit_key = :k AND kind = 'claim' "
                "AND at <= :edge")
 _STANDING = ("SELECT count(*), coalesce(sum(amount), 0), "
-             "coalesce(sum(CASE WHEN call_key = :c THEN 1 ELSE 0 END), 0), min(at) "
+             "coalesce(sum(CASE WHEN call_key = :c THEN 1 ELSE 0 END), 0), min(at), "
+             "coalesce(sum(CASE WHEN call_key = :c THEN amount ELSE 0 END), 0) "
              "FROM limit_claims WHERE limit_key = :k AND kind = 'claim' AND at > :edge")
 _INSERT = ("INSERT INTO limit_claims (limit_key, call_key, kind, amount, at) "
            "VALUES (:k, :c, :kind, :u, :at)")
+_UPDATE = ("UPDATE limit_claims SET amount = :u WHERE limit_key = :k AND call_key = :c "
+           "AND kind = 'claim'")
 
 
 _PG_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))"
@@ -83,8 +86,11 @@ _PG_STANDING = (
     "WITH gone AS (DELETE FROM limit_claims WHERE limit_key = $1::text AND kind = 'claim' "
     "AND at <= $3::float8) "
     "SELECT count(*), coalesce(sum(amount), 0), "
-    "coalesce(sum(CASE WHEN call_key = $2::text THEN 1 ELSE 0 END), 0), min(at) "
+    "coalesce(sum(CASE WHEN call_key = $2::text THEN 1 ELSE 0 END), 0), min(at), "
+    "coalesce(sum(CASE WHEN call_key = $2::text THEN amount ELSE 0 END), 0) "
     "FROM limit_claims WHERE limit_key = $1::text AND kind = 'claim' AND at > $3::float8")
+_PG_UPDATE = ("UPDATE limit_claims SET amount = $3::bigint WHERE limit_key = $1::text "
+              "AND call_key = $2::text AND kind = 'claim'")
 _PG_INSERT = ("INSERT INTO limit_claims (limit_key, call_key, kind, amount, at) "
               "VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::float8)")
 
@@ -102,24 +108,34 @@ class _Writes(Protocol):
 
 
 def decide(call_key: str, wants: Sequence[Want], rows: Sequence[tuple[Any, ...]],
-           now: float) -> tuple[Claimed, list[Want]]:
+           now: float) -> tuple[Claimed, list[Want], list[Want]]:
     """The answer for ``wants`` given each one's (count, sum, claims of this call, oldest
-    claim's time) in its window, and the claims to insert (none when refused)."""
+    claim's time, this call's amount) in its window; the claims to insert and the ones of
+    this call whose amount changes (its arguments were rewritten or edited since its first
+    claim), none when refused."""
     standings: list[Standing] = []
     inserts: list[Want] = []
-    for want, (count, units, mine, oldest) in zip(wants, rows, strict=True):
+    updates: list[Want] = []
+    for want, (count, units, mine, oldest, my_units) in zip(wants, rows, strict=True):
         count, units = int(count), int(units)
         if int(mine) == 0:
             count, units = count + 1, units + want.units
-            if ((want.max_count is not None and count > want.max_count)
-                    or (want.max_units is not None and units > want.max_units)
-                    or units > MAX_UNITS):
-                wait = 0.0 if oldest is None else float(oldest) + want.window_s - now
-                return Claimed(False, (*standings, Standing(want.key, count, units)),
-                               want.key, max(0.0, wait)), []
+            grows = True
+        else:
+            units += want.units - int(my_units)
+            grows = want.units > int(my_units)
+        if grows and ((want.max_count is not None and count > want.max_count)
+                      or (want.max_units is not None and units > want.max_units)
+                      or units > MAX_UNITS):
+            wait = 0.0 if oldest is None else float(oldest) + want.window_s - now
+            return Claimed(False, (*standings, Standing(want.key, count, units)),
+                           want.key, max(0.0, wait)), [], []
+        if int(mine) == 0:
             inserts.append(want)
+        elif want.units != int(my_units):
+            updates.append(want)
         standings.append(Standing(want.key, count, units))
-    return Claimed(True, tuple(standings)), inserts
+    return Claimed(True, tuple(standings)), inserts, updates
 
 
 class LimitClaims:
@@ -138,8 +154,9 @@ class LimitClaims:
     async def claim(self, call_key: str, wants: Sequence[Want], now: float | None = None
                     ) -> Claimed:
         """Claim one call against every limit in ``wants``: all granted, or none taken.
-        A call that holds a claim on a key already (asked again after a person decided)
-        takes no second one there."""
+        A call that holds a claim on a key already (asked again after a person decided, or
+        checked again with its final arguments) takes no second one there: its claim's
+        amount becomes this one (refused if a larger amount no longer fits)."""
         if self._sqlite is not None:
             at = time.time() if now is None else now
             return cast(Claimed, await self._sqlite.write(
@@ -156,10 +173,13 @@ class LimitClaims:
             rows = [tuple((await tx.execute(text(_STANDING), {
                 "k": want.key, "c": call_key, "edge": at - want.window_s})).one())
                 for want in wants]
-            claimed, inserts = decide(call_key, wants, rows, at)
+            claimed, inserts, updates = decide(call_key, wants, rows, at)
             for want in inserts:
                 await tx.execute(text(_INSERT), {"k": want.key, "c": call_key,
                                                  "kind": CLAIM, "u": want.units, "at": at})
+            for want in updates:
+                await tx.execute(text(_UPDATE), {"k": want.key, "c": call_key,
+                                                 "u": want.units})
         return claimed
 
     async def _claim_postgresql(self, pg: _PgTransactions, call_key: str,
@@ -175,9 +195,11 @@ class LimitClaims:
             rows = [tuple(await conn.fetchrow(_PG_STANDING, want.key, call_key,
                                               at - want.window_s))
                     for want in wants]
-            claimed, inserts = decide(call_key, wants, rows, at)
+            claimed, inserts, updates = decide(call_key, wants, rows, at)
             for want in inserts:
                 await conn.execute(_PG_INSERT, want.key, call_key, CLAIM, want.units, at)
+            for want in updates:
+                await conn.execute(_PG_UPDATE, want.key, call_key, want.units)
         return claimed
 
     async def release(self, call_key: str) -> int:
@@ -213,8 +235,10 @@ def _claim_sqlite(conn: sqlite3.Connection, call_key: str, wants: Sequence[Want]
         conn.execute(_DELETE_OLD, {"k": want.key, "edge": now - want.window_s})
         rows.append(tuple(conn.execute(_STANDING, {
             "k": want.key, "c": call_key, "edge": now - want.window_s}).fetchone()))
-    claimed, inserts = decide(call_key, wants, rows, now)
+    claimed, inserts, updates = decide(call_key, wants, rows, now)
     for want in inserts:
         conn.execute(_INSERT, {"k": want.key, "c": call_key, "kind": CLAIM,
                                "u": want.units, "at": now})
+    for want in updates:
+        conn.execute(_UPDATE, {"k": want.key, "c": call_key, "u": want.units})
     return claimed

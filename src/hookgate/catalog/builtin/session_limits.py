@@ -7,7 +7,9 @@ call of X in this session". The counts live in one place (storage/session_limits
         deletes: {tools: ["delete_*"], per: session, window: 1d, count: 20},
         refunds: {tools: [refund], after_approved: review}}}}
 
-A call takes its claims when this hook admits it, before it runs, so calls in flight count.
+A call takes its claims when this hook admits it, before it runs, so calls in flight count;
+right before the approval gate (and after a person decided) the claim is taken again with
+the call's final arguments, so a later rewrite or an approver's edit is what is counted.
 What becomes of a claim (this module is its one owner): a call refused later (another hook,
 the policies, a person's rejection, the approval check) or a tool that fails gives it back;
 a call waiting for a person keeps it (asked again after the decision it takes no second);
@@ -24,6 +26,7 @@ from decimal import Decimal, InvalidOperation
 from fnmatch import fnmatchcase
 from typing import Any
 
+from hookgate.approvals.gate import GATE_PRIORITY
 from hookgate.catalog.builtin.params import reject_unknown_params, require_database
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook, PreToolUseHook
@@ -228,7 +231,7 @@ class SessionLimits(PreToolUseHook):
         #: Tools whose approved calls unlock others (recorded after they run).
         self.unlocking = frozenset(lim.after_approved for lim in self.limits
                                    if lim.after_approved is not None)
-        self.companions = (SessionLimitOutcomes(self),)
+        self.companions = (SessionLimitsFinal(self), SessionLimitOutcomes(self))
 
     @classmethod
     def from_declaration(cls, params: dict[str, Any], env: Any) -> SessionLimits:
@@ -296,6 +299,28 @@ class SessionLimits(PreToolUseHook):
             return
         if self.should_trigger(ctx) and _has_call_key(ctx):
             await self.claims.release(call_key(ctx))
+
+
+class SessionLimitsFinal(PreToolUseHook):
+    """The same claim again right before the approval gate, and again after a person
+    decided: a hook after ``session_limits`` may have rewritten the arguments, or the
+    approver edited them, and the claim must hold the amount that will run (the call's
+    claim is updated, not doubled; a larger amount that no longer fits is refused)."""
+
+    name = f"{NAME}_final"
+    priority = GATE_PRIORITY - 1
+    fail_mode = "closed"
+    recheck_after_approval = True
+    matcher = "calls the session limits cover, with their final arguments"
+
+    def __init__(self, limits: SessionLimits) -> None:
+        self.owner = limits
+
+    def should_trigger(self, ctx: HookContext) -> bool:
+        return self.owner.should_trigger(ctx)
+
+    async def execute(self, ctx: HookContext) -> HookResult:
+        return await self.owner.execute(ctx)
 
 
 class SessionLimitOutcomes(PostToolUseHook):
