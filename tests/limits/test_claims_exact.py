@@ -103,3 +103,14 @@ async def test_a_call_claimed_again_with_another_amount_holds_the_new_one(
     assert shrunk.granted and shrunk.standings[0] == Standing("user:ann|pay", 2, 2_500)
     assert (await claims.claim("c", [cap(2_500)], now=5.0)).granted
     assert not (await claims.claim("d", [cap(1)], now=6.0)).granted
+
+
+@pytest.mark.both_databases
+async def test_a_settled_claim_is_never_given_back(db: Database) -> None:
+    claims = LimitClaims(db)
+    one = Want("session:s|deletes", 60.0, 1)
+    assert (await claims.claim("ran", [one], now=1.0)).granted
+    await claims.settle("ran")
+    assert await claims.release("ran") == 0
+    assert not (await claims.claim("next", [one], now=2.0)).granted
+    assert (await claims.claim("later", [one], now=61.0)).granted  # it left the window

@@ -105,3 +105,17 @@ async def test_a_later_rewrite_of_the_amount_is_what_is_counted(db: Database) ->
     assert [e["status"] for e in events] == ["ok", "blocked"], events
     assert events[1]["blocked_by"] == "session_limits_final"
     assert [p["amount"] for p in oa.payments] == [3000]
+
+
+@pytest.mark.both_databases
+async def test_a_refused_reuse_of_a_call_id_does_not_free_the_claim_of_the_call_that_ran(
+        db: Database) -> None:
+    oa = OA()
+    spec = {**PAY, "sum": "amount", "max": 5000}
+    result = await run(db, agent(oa, limits(pay=spec)),
+                       call("oa__purchase_pay", "c1", amount=2000, vendor="ACME"),
+                       # The model sends c1's id again with an amount the cap refuses.
+                       call("oa__purchase_pay", "c1", amount=9000, vendor="ACME"),
+                       call("oa__purchase_pay", "c3", amount=2000, vendor="ACME"),
+                       call("oa__purchase_pay", "c4", amount=2000, vendor="ACME"))
+    assert [p["amount"] for p in oa.payments] == [2000, 2000], tool_events(result)

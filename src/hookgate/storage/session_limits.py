@@ -28,7 +28,10 @@ AMOUNT_SCALE = 10_000
 #: The largest amount (in units) one claim or one window's sum may reach: Cedar's decimal
 #: range, well inside a 64-bit column.
 MAX_UNITS = 9_223_372_036_854_775_807 // 1024
-CLAIM, APPROVED = "claim", "approved"
+#: Row kinds: a claim of a call in flight (given back if it is refused or fails), one of a
+#: call that ran (``done``: counted until it leaves its window, never given back), and a
+#: session's approved call of a tool.
+CLAIM, DONE, APPROVED = "claim", "done", "approved"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +68,12 @@ class Claimed:
     retry_after: float = 0.0
 
 
-_DELETE_OLD = ("DELETE FROM limit_claims WHERE limit_key = :k AND kind = 'claim' "
+_DELETE_OLD = ("DELETE FROM limit_claims WHERE limit_key = :k AND kind <> 'approved' "
                "AND at <= :edge")
 _STANDING = ("SELECT count(*), coalesce(sum(amount), 0), "
              "coalesce(sum(CASE WHEN call_key = :c THEN 1 ELSE 0 END), 0), min(at), "
              "coalesce(sum(CASE WHEN call_key = :c THEN amount ELSE 0 END), 0) "
-             "FROM limit_claims WHERE limit_key = :k AND kind = 'claim' AND at > :edge")
+             "FROM limit_claims WHERE limit_key = :k AND kind <> 'approved' AND at > :edge")
 _INSERT = ("INSERT INTO limit_claims (limit_key, call_key, kind, amount, at) "
            "VALUES (:k, :c, :kind, :u, :at)")
 _UPDATE = ("UPDATE limit_claims SET amount = :u WHERE limit_key = :k AND call_key = :c "
@@ -83,12 +86,14 @@ _PG_LOCK_CLOCK = ("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0)), 
 #: Claims that left the window go, and the window's use is read, in one statement (its
 #: SELECT reads the table as before the DELETE, which only removes rows it filters out).
 _PG_STANDING = (
-    "WITH gone AS (DELETE FROM limit_claims WHERE limit_key = $1::text AND kind = 'claim' "
+    "WITH gone AS (DELETE FROM limit_claims WHERE limit_key = $1::text "
+    "AND kind <> 'approved' "
     "AND at <= $3::float8) "
     "SELECT count(*), coalesce(sum(amount), 0), "
     "coalesce(sum(CASE WHEN call_key = $2::text THEN 1 ELSE 0 END), 0), min(at), "
     "coalesce(sum(CASE WHEN call_key = $2::text THEN amount ELSE 0 END), 0) "
-    "FROM limit_claims WHERE limit_key = $1::text AND kind = 'claim' AND at > $3::float8")
+    "FROM limit_claims WHERE limit_key = $1::text AND kind <> 'approved' "
+    "AND at > $3::float8")
 _PG_UPDATE = ("UPDATE limit_claims SET amount = $3::bigint WHERE limit_key = $1::text "
               "AND call_key = $2::text AND kind = 'claim'")
 _PG_INSERT = ("INSERT INTO limit_claims (limit_key, call_key, kind, amount, at) "
@@ -203,13 +208,22 @@ class LimitClaims:
         return claimed
 
     async def release(self, call_key: str) -> int:
-        """Give back every claim of ``call_key`` (it was refused, rejected or failed); how
-        many there were. Releasing only lowers counts, so it needs no lock."""
+        """Give back every claim of ``call_key`` in flight (it was refused, rejected or
+        failed; one of a call that ran stays); how many there were. Releasing only lowers
+        counts, so it needs no lock."""
         async with self.db.transaction() as tx:
             done = await tx.execute(text(
                 "DELETE FROM limit_claims WHERE call_key = :c AND kind = 'claim'"),
                 {"c": call_key})
         return int(getattr(done, "rowcount", 0) or 0)
+
+    async def settle(self, call_key: str) -> None:
+        """``call_key``'s call ran: its claims count until they leave their windows and are
+        never given back (a later refusal of the same call id cannot free them)."""
+        async with self.db.transaction() as tx:
+            await tx.execute(text(
+                "UPDATE limit_claims SET kind = 'done' WHERE call_key = :c AND kind = 'claim'"),
+                {"c": call_key})
 
     async def record_approved(self, key: str, call_key: str, now: float | None = None) -> None:
         """Remember that ``key`` (a session and a tool) had an approved call that ran."""

@@ -13,7 +13,7 @@ the call's final arguments, so a later rewrite or an approver's edit is what is 
 What becomes of a claim (this module is its one owner): a call refused later (another hook,
 the policies, a person's rejection, the approval check) or a tool that fails gives it back;
 a call waiting for a person keeps it (asked again after the decision it takes no second);
-a call that ran keeps it until it leaves the window.
+a call that ran keeps it until it leaves the window, whatever is later said of its call id.
 """
 
 from __future__ import annotations
@@ -324,8 +324,9 @@ class SessionLimitsFinal(PreToolUseHook):
 
 
 class SessionLimitOutcomes(PostToolUseHook):
-    """After a call ran: a failed one gives its claims back; an approved call of a tool
-    other limits wait for is remembered for the session."""
+    """After a call ran: a failed one gives its claims back, a successful one's are settled
+    (never given back); an approved call of a tool other limits wait for is remembered for
+    the session."""
 
     name = f"{NAME}_outcomes"
     priority = SESSION_LIMITS_PRIORITY
@@ -344,6 +345,8 @@ class SessionLimitOutcomes(PostToolUseHook):
             if self.owner.should_trigger(ctx) and _has_call_key(ctx):
                 await self.owner.claims.release(call_key(ctx))
             return _ALLOW
+        if self.owner.should_trigger(ctx) and _has_call_key(ctx):
+            await self.owner.claims.settle(call_key(ctx))
         approval = ctx.approval
         if (tool in self.owner.unlocking and approval is not None
                 and approval.status == "approved"):
