@@ -173,7 +173,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 #: Files of long tests (each bench script's run takes seconds to tens of seconds), run first:
 #: collected last, they ran when the other xdist worker had nothing left to take, and the
 #: run waited for them alone.
-LONG_FIRST = ("tests/test_benches.py",)
+LONG_FIRST = ("tests/test_benches.py", "tests/limits/test_claims_exact.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

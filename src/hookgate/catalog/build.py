@@ -174,6 +174,9 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
             raise _fail(agent, str(exc), entry) from exc
         try:
             registry.register(hook)
+            # Hooks one declaration brings at other points (session_limits' PostToolUse).
+            for companion in getattr(hook, "companions", ()):
+                registry.register(companion)
         except DuplicateHookError as exc:
             raise _fail(agent, f"{_describe(index, entry)}: {exc}", entry) from exc
 

@@ -76,6 +76,14 @@ BUILTIN: tuple[CatalogEntry, ...] = (
         "says when to retry.",
     ),
     CatalogEntry(
+        "session_limits",
+        "hookgate.catalog.builtin.session_limits:SessionLimits",
+        "Limits over time per user, agent, session or org (params: limits {name: {tools, "
+        "per, window, count | sum + max | after_approved}}): calls or an argument's sum in "
+        "a sliding window, calls in flight included, exact across instances; a tool only "
+        "after an approved call of another in the session.",
+    ),
+    CatalogEntry(
         "untrusted_target",
         "hookgate.catalog.builtin.untrusted_target:UntrustedTarget",
         "A write whose argument value came only from untrusted content (a tool result "

@@ -18,6 +18,8 @@ from hookgate.policies.errors import PolicyEvaluationError
 from hookgate.policies.schema import AGENT, ORG, USER, CedarType
 
 _LONG = 2**63
+#: Where the ``session_limits`` hook leaves what its claim found, in a call's request facts.
+LIMITS_KEY = "limits"
 _DECIMAL_MAX = Decimal("922337203685477.5807")
 
 
@@ -44,6 +46,8 @@ class CallFacts:
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     #: The arguments holding a value that came only from untrusted content (provenance).
     untrusted_args: tuple[str, ...] = ()
+    #: What the session limits' claim for this call found (LIMITS_KEY's value).
+    limits: Mapping[str, Any] = field(default_factory=dict)
 
     def request(self, args_type: CedarType) -> dict[str, Any]:
         """The Cedar request: principal, action, resource and context."""
@@ -63,6 +67,7 @@ class CallFacts:
             "untrusted": bool(self.untrusted_args),
             "untrusted_args": list(self.untrusted_args),
             "args": cedar_value(dict(self.args), args_type, "args"),
+            "limits": limits_context(self.limits),
         }
         return {"principal": {"type": USER, "id": self.user_id},
                 "action": {"type": "Action", "id": self.tool_name},
@@ -86,6 +91,29 @@ class CallFacts:
             *({"uid": {"type": ORG, "id": org}, "attrs": {"read_only": flag}, "parents": []}
               for org, flag in orgs.items()),
         ]
+
+
+def limits_context(limits: Mapping[str, Any]) -> dict[str, Any]:
+    """``context.limits``: the limits that counted the call (``names``) and, among them, the
+    tightest count (``count_used``, ``count_remaining``) and sum (``sum_used``,
+    ``sum_remaining``: decimals, given in whole ten-thousandths); each of the last four
+    only when such a limit counted the call."""
+    names = limits.get("names")
+    out: dict[str, Any] = {"names": [str(n) for n in names]
+                           if isinstance(names, list | tuple) else []}
+    for key in ("count_used", "count_remaining"):
+        if key in limits:
+            out[key] = cedar_value(limits[key], {"type": "Long"}, f"context.limits.{key}")
+    for key in ("sum_used", "sum_remaining"):
+        if key in limits:  # whole ten-thousandths, as the claims keep them
+            units = limits[key]
+            if (isinstance(units, bool) or not isinstance(units, int)
+                    or not 0 <= units < _LONG):
+                raise PolicyEvaluationError(f"context.limits.{key} = {units!r:.40} is not a "
+                                            "count of ten-thousandths Cedar's decimal holds")
+            out[key] = {"__extn": {"fn": "decimal",
+                                   "arg": format(Decimal(units).scaleb(-4), "f")}}
+    return out
 
 
 def cedar_value(value: Any, ctype: CedarType, path: str) -> Any:

@@ -48,6 +48,15 @@ CONTEXT_FACTS: dict[str, CedarType] = {
     # Provenance (hookgate.provenance): an argument value came only from untrusted content.
     "untrusted": {"type": "Boolean"},
     "untrusted_args": {"type": "Set", "element": {"type": "String"}},
+    # Session-aware limits (catalog/builtin/session_limits.py, policies/facts.py LIMITS_KEY):
+    # the limits that counted the call, and the tightest count and sum among them.
+    "limits": _record({
+        "names": {"type": "Set", "element": {"type": "String"}},
+        "count_used": {"type": "Long", "required": False},
+        "count_remaining": {"type": "Long", "required": False},
+        "sum_used": {"type": "Extension", "name": "decimal", "required": False},
+        "sum_remaining": {"type": "Extension", "name": "decimal", "required": False},
+    }),
 }
 
 _ENTITIES: dict[str, Any] = {

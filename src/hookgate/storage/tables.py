@@ -9,6 +9,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -385,3 +386,22 @@ class SessionFactRow(Base):
     call_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LimitClaimRow(Base):
+    """One claim on a session-aware limit (storage/session_limits.py): a call in flight or
+    done counts ``amount`` (ten-thousandths) against ``limit_key`` from ``at`` (epoch
+    seconds); a released claim is deleted. ``kind`` ``approved`` rows say a session had an
+    approved call of a tool."""
+
+    __tablename__ = "limit_claims"
+    __table_args__ = (Index("ix_limit_claims_key_at", "limit_key", "at"),
+                      Index("ix_limit_claims_call", "call_key"))
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"),
+                                    primary_key=True, autoincrement=True)
+    limit_key: Mapped[str] = mapped_column(String(512))
+    call_key: Mapped[str] = mapped_column(String(512))
+    kind: Mapped[str] = mapped_column(String(16))
+    amount: Mapped[int] = mapped_column(BigInteger)
+    at: Mapped[float] = mapped_column(Float(precision=53))

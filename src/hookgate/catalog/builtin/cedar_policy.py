@@ -29,6 +29,7 @@ from hookgate.policies import (
     open_policy_set,
 )
 from hookgate.policies.decision import unevaluated
+from hookgate.policies.facts import LIMITS_KEY
 from hookgate.policies.shadow import ShadowDecision, record_shadow
 from hookgate.provenance import PROVENANCE_KEY
 from hookgate.storage.database import Database
@@ -188,6 +189,7 @@ class CedarPolicy(PreToolUseHook):
             execution_path=str(meta.get("execution_path") or "react"),
             depth=depth if isinstance(depth, int) and not isinstance(depth, bool) else 0,
             untrusted_args=_untrusted_args(meta.get(PROVENANCE_KEY)),
+            limits=_limits(meta.get(LIMITS_KEY)),
             **({"now": now} if now is not None else {}))
         return self.policies.decide(facts, None if own is not None else tool)
 
@@ -221,3 +223,8 @@ def _untrusted_args(provenance: Any) -> tuple[str, ...]:
     """``context.untrusted_args``: the call's provenance (hookgate.provenance) as traced."""
     names = provenance.get("untrusted_args") if isinstance(provenance, Mapping) else None
     return tuple(str(n) for n in names) if isinstance(names, list) else ()
+
+
+def _limits(found: Any) -> Mapping[str, Any]:
+    """``context.limits``: what the ``session_limits`` hook's claim found (none: empty)."""
+    return found if isinstance(found, Mapping) else {}
