@@ -14,11 +14,11 @@ from typing import Any
 from hookgate.agent import Agent, hook_declaration
 from hookgate.catalog.catalog import catalog, import_target
 from hookgate.hooks.errors import DuplicateHookError, HookBuildError
+from hookgate.hooks.facts import FactStore
 from hookgate.hooks.model import HOOK_BASES
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.matching import ToolMatcher
-from hookgate.storage.session_facts import DatabaseFacts
 
 GATE_NAME = "approval_gate"
 
@@ -114,6 +114,15 @@ def instantiate(agent: Agent, index: int, cls: type, params: dict[str, Any], ent
     return hook
 
 
+def _database_facts(services: HookServices) -> FactStore:
+    # Imported here: a registry with a database has storage loaded already, and reading a
+    # configuration (which imports this module) must not load storage and SQLAlchemy.
+    from hookgate.storage.session_facts import DatabaseFacts
+
+    assert services.database is not None
+    return DatabaseFacts(services.database)
+
+
 def _untrusted_output(agent: Agent, declared: Any) -> Callable[[str], bool]:
     """``hooks.untrusted_output``: matchers (hookgate.matching) of the tools whose output is
     untrusted content, beside the tools' own declarations (hookgate.provenance)."""
@@ -157,7 +166,7 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
                            f"{_quote.repr(class_hooks)}", class_hooks)
 
     registry = HookRegistry(
-        facts=None if services.database is None else DatabaseFacts(services.database),
+        facts=None if services.database is None else _database_facts(services),
         untrusted_output=_untrusted_output(agent, decl.get("untrusted_output")))
     for index, entry in enumerate(class_hooks):
         name, params = parse_entry(agent, index, entry)
