@@ -6,6 +6,7 @@ naming the agent and the entry, and the engine refuses to run the agent.
 
 from __future__ import annotations
 
+import functools
 import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -115,12 +116,19 @@ def instantiate(agent: Agent, index: int, cls: type, params: dict[str, Any], ent
 
 
 def _database_facts(services: HookServices) -> FactStore:
-    # Imported here: a registry with a database has storage loaded already, and reading a
-    # configuration (which imports this module) must not load storage and SQLAlchemy.
+    assert services.database is not None
+    facts: FactStore = _database_facts_class()(services.database)
+    return facts
+
+
+@functools.cache
+def _database_facts_class() -> Any:
+    # Imported on first use: a registry with a database has storage loaded already, and
+    # reading a configuration (which imports this module) must not load storage and
+    # SQLAlchemy. Cached: the guarded path builds a registry per call.
     from hookgate.storage.session_facts import DatabaseFacts
 
-    assert services.database is not None
-    return DatabaseFacts(services.database)
+    return DatabaseFacts
 
 
 def _untrusted_output(agent: Agent, declared: Any) -> Callable[[str], bool]:
