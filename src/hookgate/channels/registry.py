@@ -1,14 +1,16 @@
 """The channel types by name: build a configured channel, or check a config before saving it.
 
 Importing this module also registers each type's check with the configuration loader, so
-``hookgate check`` refuses a channel whose secrets are missing before a server starts.
+``hookgate check`` refuses a channel whose secrets are missing before a server starts. A
+type's settings model is imported when a channel of the type is checked, its channel class
+when one is built: reading a configuration loads no platform's client code.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookgate.channels.base import Channel, ChannelConfigError
 from hookgate.channels.config import ChannelSettingsModel, parse_settings
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     ChannelSettings = (FeishuSettings | SlackSettings | WeComSettings | TelegramSettings
                        | TeamsSettings | DiscordSettings | EmailSettings | NtfySettings)
 
+_T = TypeVar("_T")
+
 #: Each built-in type's package under hookgate.channels, its channel class (in ``channel``)
 #: and its settings model (in ``config``). Imported when a channel of the type is checked or
 #: built, not before: a platform's client libraries cost every process that starts.
@@ -44,20 +48,21 @@ _BUILTIN: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _attribute(channel_type: str, module: str, index: int) -> Any:
-    package, *names = _BUILTIN[channel_type]
-    return getattr(importlib.import_module(f"hookgate.channels.{package}.{module}"),
-                   names[index])
+class _ImportedOnUse(Mapping[str, _T]):
+    """One attribute of each built-in type's ``module`` (a ``channel`` or ``config`` module
+    of its package) by type name, imported on first lookup."""
 
+    def __init__(self, module: str, index: int) -> None:
+        self._module, self._index = module, index
 
-class _ChannelTypes(Mapping[str, type[Channel]]):
-    """The built-in channel classes by type name, each imported on first use."""
-
-    def __getitem__(self, channel_type: str) -> type[Channel]:
+    def __getitem__(self, channel_type: str) -> _T:
         if channel_type not in _BUILTIN:
             raise KeyError(channel_type)
-        cls: type[Channel] = _attribute(channel_type, "channel", 0)
-        return cls
+        package, *names = _BUILTIN[channel_type]
+        found: _T = getattr(
+            importlib.import_module(f"hookgate.channels.{package}.{self._module}"),
+            names[self._index])
+        return found
 
     def __iter__(self) -> Iterator[str]:
         return iter(_BUILTIN)
@@ -66,24 +71,8 @@ class _ChannelTypes(Mapping[str, type[Channel]]):
         return len(_BUILTIN)
 
 
-class _SettingsModels(Mapping[str, type[ChannelSettingsModel]]):
-    """The built-in channel types' settings models by type name, each imported on first use."""
-
-    def __getitem__(self, channel_type: str) -> type[ChannelSettingsModel]:
-        if channel_type not in _BUILTIN:
-            raise KeyError(channel_type)
-        model: type[ChannelSettingsModel] = _attribute(channel_type, "config", 1)
-        return model
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_BUILTIN)
-
-    def __len__(self) -> int:
-        return len(_BUILTIN)
-
-
-CHANNEL_TYPES: Mapping[str, type[Channel]] = _ChannelTypes()
-SETTINGS_MODELS: Mapping[str, type[ChannelSettingsModel]] = _SettingsModels()
+CHANNEL_TYPES: Mapping[str, type[Channel]] = _ImportedOnUse("channel", 0)
+SETTINGS_MODELS: Mapping[str, type[ChannelSettingsModel]] = _ImportedOnUse("config", 1)
 
 
 def channel_settings(channel_type: str, config: Mapping[str, Any]) -> ChannelSettings:
