@@ -171,6 +171,14 @@ def check_durable_path(out: dict[str, Any]) -> None:
         assert level["hookgate_runs_per_s"] > 0 and level["floor_runs_per_s"] > 0, level
 
 
+def check_startup(out: dict[str, Any]) -> None:
+    for key in ("import_server_dependencies_s", "serve_ready_s", "import_hookgate_s",
+                "import_config_s", "help_s", "check_s"):
+        assert _number(out[key]) and out[key] > 0, (key, out)
+    assert _number(out["serve_ready_over_dependencies"]), out
+    assert isinstance(out["targets"]["serve_ready_met"], bool), out
+
+
 def check_agentdojo(out: dict[str, Any]) -> None:
     figures = out["v1"]["overall"]
     assert figures["pairs"] > 0 and figures["user_tasks"] > 0, figures
@@ -196,6 +204,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "guarded_calls.py": (["--quick"], check_guarded_calls),
     "coding_agent_hooks.py": (["--quick"], check_coding_agent_hooks),
     "agentdojo.py": (["--quick"], check_agentdojo),
+    "startup.py": (["--quick"], check_startup),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
     # One file's perf tests (a second or two), not all of them.
     "perf_internals.py": (["tests/runs/test_event_deferral.py"], check_perf_internals),

@@ -10,7 +10,7 @@ from hookgate.escalation_policy import EscalationPolicy
 from hookgate.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from hookgate.approvals.quorum import QuorumRule
+    from hookgate.approvals.quorum_rule import QuorumRule
 
 ConfirmationMode = Literal["auto", "inline_only", "channel_only"]
 ApproverScope = Literal["initiator", "agent_owner", "org_members"]

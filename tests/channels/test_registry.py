@@ -28,6 +28,22 @@ def test_every_type_names_its_first_missing_setting() -> None:
             validate_channel_config(channel_type, {})
 
 
+def test_every_type_names_its_own_channel_class_and_settings_model() -> None:
+    # The registry names modules as strings: each one must import and be the type's own.
+    from hookgate.channels.base import Channel
+    from hookgate.channels.config import ChannelSettingsModel
+    from hookgate.channels.registry import SETTINGS_MODELS
+    from hookgate.channels.validators import BUILTIN_CHANNEL_TYPES
+
+    assert sorted(CHANNEL_TYPES) == sorted(SETTINGS_MODELS) == sorted(BUILTIN_CHANNEL_TYPES)
+    for channel_type in CHANNEL_TYPES:
+        cls, model = CHANNEL_TYPES[channel_type], SETTINGS_MODELS[channel_type]
+        assert issubclass(cls, Channel) and cls.type == channel_type
+        assert issubclass(model, ChannelSettingsModel)
+        assert model.model_fields["type"].annotation is not str  # its own Literal tag
+    assert "matrix" not in CHANNEL_TYPES
+
+
 def test_an_unknown_type_is_a_config_error_listing_the_known_ones() -> None:
     with pytest.raises(ChannelConfigError, match=r"unknown channel type 'matrix'.*feishu"):
         validate_channel_config("matrix", {})

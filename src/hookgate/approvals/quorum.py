@@ -6,23 +6,18 @@ yes. Votes are counted under the request's row lock, so simultaneous approvers c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from hookgate.approvals import authority
 from hookgate.approvals.authority import Requirement, requirement_for
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import ApprovalError
+from hookgate.approvals.quorum_rule import MAX_APPROVALS, QuorumRule
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.store import AfterTransition
-from hookgate.matching import Condition, ToolMatcher
 from hookgate.storage import approval_votes
 from hookgate.storage.database import Database
 from hookgate.storage.transaction import Transaction, read_clock
-
-#: The most approvals a rule may ask for (a quorum nobody can reach is a stuck request).
-MAX_APPROVALS = 20
-
 
 __all__ = ["MAX_APPROVALS", "AlreadyVoted", "QuorumRule", "QuorumVotes", "Requirement",
            "add_vote", "progress_text", "requirement_for", "with_vote"]
@@ -30,28 +25,6 @@ __all__ = ["MAX_APPROVALS", "AlreadyVoted", "QuorumRule", "QuorumVotes", "Requir
 
 class AlreadyVoted(ApprovalError):
     """This person already decided this request; a second vote of theirs counts nothing."""
-
-
-@dataclass(frozen=True, slots=True)
-class QuorumRule:
-    """Calls matching ``matcher`` (and ``when``) need ``approvals_required`` distinct
-    approvers; ``allow_self_approval`` False also keeps their requester from approving."""
-
-    matcher: ToolMatcher
-    when: Condition | None = None
-    approvals_required: int = 2
-    allow_self_approval: bool | None = None
-
-    @classmethod
-    def parse(cls, matcher: str, when: str | None, approvals_required: int,
-              allow_self_approval: bool | None) -> QuorumRule:
-        """From the configuration's strings; HookBuildError names a bad matcher or when."""
-        return cls(ToolMatcher.parse(matcher), Condition(when) if when is not None else None,
-                   approvals_required, allow_self_approval)
-
-    def describe(self) -> str:
-        what = f"'{self.matcher}'" + (f" when {self.when}" if self.when else "")
-        return f"the agent's quorum rule for {what}"
 
 
 def progress_text(request: ConfirmationRequest) -> str | None:

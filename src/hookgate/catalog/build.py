@@ -6,6 +6,7 @@ naming the agent and the entry, and the engine refuses to run the agent.
 
 from __future__ import annotations
 
+import functools
 import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -14,12 +15,12 @@ from typing import Any
 from hookgate.agent import Agent, hook_declaration
 from hookgate.catalog.catalog import catalog, import_target
 from hookgate.hooks.errors import DuplicateHookError, HookBuildError
+from hookgate.hooks.facts import FactStore
 from hookgate.hooks.model import HOOK_BASES
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.matching import ToolMatcher
 from hookgate.policies.shadow import mode_of, shadowed
-from hookgate.storage.session_facts import DatabaseFacts
 
 GATE_NAME = "approval_gate"
 
@@ -115,6 +116,22 @@ def instantiate(agent: Agent, index: int, cls: type, params: dict[str, Any], ent
     return hook
 
 
+def _database_facts(services: HookServices) -> FactStore:
+    assert services.database is not None
+    facts: FactStore = _database_facts_class()(services.database)
+    return facts
+
+
+@functools.cache
+def _database_facts_class() -> Any:
+    # Imported on first use: a registry with a database has storage loaded already, and
+    # reading a configuration (which imports this module) must not load storage and
+    # SQLAlchemy. Cached: the guarded path builds a registry per call.
+    from hookgate.storage.session_facts import DatabaseFacts
+
+    return DatabaseFacts
+
+
 def _untrusted_output(agent: Agent, declared: Any) -> Callable[[str], bool]:
     """``hooks.untrusted_output``: matchers (hookgate.matching) of the tools whose output is
     untrusted content, beside the tools' own declarations (hookgate.provenance)."""
@@ -158,7 +175,7 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
                            f"{_quote.repr(class_hooks)}", class_hooks)
 
     registry = HookRegistry(
-        facts=None if services.database is None else DatabaseFacts(services.database),
+        facts=None if services.database is None else _database_facts(services),
         untrusted_output=_untrusted_output(agent, decl.get("untrusted_output")))
     for index, entry in enumerate(class_hooks):
         name, params = parse_entry(agent, index, entry)

@@ -22,8 +22,8 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from hookgate.channels.base import ChannelConfigError
-from hookgate.channels.delivery import RetryPolicy
 from hookgate.channels.masking import secret_patterns
+from hookgate.channels.retry_policy import RetryPolicy
 
 
 class ChannelSettingsModel(BaseModel):

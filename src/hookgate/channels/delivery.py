@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from tenacity import retry_if_exception_type, retry_if_result, stop_after_attempt
 
-from hookgate.channels.base import ChannelConfigError, DeliveryError
+from hookgate.channels.base import DeliveryError
+from hookgate.channels.retry_policy import RetryPolicy as RetryPolicy  # named here too
 from hookgate.retries import RetryCallState, retrying, stop_when, wait_from
 from hookgate.telemetry.channels import delivery_failed
 
@@ -28,41 +28,6 @@ Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]
 #: Whether a non-5xx, non-429 answer still means "rate limited, retry later".
 RateLimitedBody = Callable[[httpx.Response], bool]
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    max_attempts: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    total_timeout: float = 60.0
-    request_timeout: float = 10.0
-
-    @classmethod
-    def from_config(cls, platform: str, value: Any) -> RetryPolicy:
-        """Read the optional ``retry`` mapping of a channel's config."""
-        if value is None:
-            return cls()
-        if not isinstance(value, Mapping):
-            raise ChannelConfigError(f"{platform} channel: 'retry' must be a mapping")
-        unknown = set(value) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ChannelConfigError(
-                f"{platform} channel: unknown retry setting(s) {sorted(unknown)}"
-            )
-        for name, raw in value.items():
-            if isinstance(raw, bool) or not isinstance(raw, int | float) or raw <= 0:
-                raise ChannelConfigError(
-                    f"{platform} channel: retry.{name} must be a positive number, got {raw!r}"
-                )
-        settings: dict[str, Any] = dict(value)
-        if "max_attempts" in settings:
-            settings["max_attempts"] = int(settings["max_attempts"])
-        return cls(**settings)
-
-    def backoff(self, attempt: int) -> float:
-        """The wait after failed attempt number ``attempt`` (1-based) when none was asked."""
-        return float(min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
 
 
 def _failed(state: RetryCallState) -> bool:

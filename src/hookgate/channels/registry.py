@@ -1,80 +1,102 @@
 """The channel types by name: build a configured channel, or check a config before saving it.
 
 Importing this module also registers each type's check with the configuration loader, so
-``hookgate check`` refuses a channel whose secrets are missing before a server starts.
+``hookgate check`` refuses a channel whose secrets are missing before a server starts. A
+type's settings model is imported when a channel of the type is checked, its channel class
+when one is built: reading a configuration loads no platform's client code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
-
-from pydantic import Field, TypeAdapter
+import importlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hookgate.channels.base import Channel, ChannelConfigError
 from hookgate.channels.config import ChannelSettingsModel, parse_settings
-from hookgate.channels.discord.channel import DiscordChannel
-from hookgate.channels.discord.config import DiscordSettings
-from hookgate.channels.feishu.channel import FeishuChannel
-from hookgate.channels.feishu.config import FeishuSettings
-from hookgate.channels.mail.channel import EmailChannel
-from hookgate.channels.mail.config import EmailSettings
-from hookgate.channels.ntfy.channel import NtfyChannel
-from hookgate.channels.ntfy.config import NtfySettings
-from hookgate.channels.slack.channel import SlackChannel
-from hookgate.channels.slack.config import SlackSettings
-from hookgate.channels.teams.channel import TeamsChannel
-from hookgate.channels.teams.config import TeamsSettings
-from hookgate.channels.telegram.channel import TelegramChannel
-from hookgate.channels.telegram.config import TelegramSettings
 from hookgate.channels.validators import ChannelValidator, register_channel_validator
-from hookgate.channels.wecom.channel import WeComChannel
-from hookgate.channels.wecom.config import WeComSettings
 
-ChannelClass = (type[FeishuChannel] | type[SlackChannel] | type[WeComChannel]
-                | type[TelegramChannel] | type[TeamsChannel] | type[DiscordChannel]
-                | type[EmailChannel] | type[NtfyChannel])
+if TYPE_CHECKING:
+    from hookgate.channels.discord.config import DiscordSettings
+    from hookgate.channels.feishu.config import FeishuSettings
+    from hookgate.channels.mail.config import EmailSettings
+    from hookgate.channels.ntfy.config import NtfySettings
+    from hookgate.channels.slack.config import SlackSettings
+    from hookgate.channels.teams.config import TeamsSettings
+    from hookgate.channels.telegram.config import TelegramSettings
+    from hookgate.channels.wecom.config import WeComSettings
 
-CHANNEL_TYPES: dict[str, ChannelClass] = {
-    "feishu": FeishuChannel,  # Lark too: base_url https://open.larksuite.com
-    "slack": SlackChannel,
-    "wecom": WeComChannel,
-    "telegram": TelegramChannel,
-    "teams": TeamsChannel,
-    "discord": DiscordChannel,
-    "email": EmailChannel,
-    "ntfy": NtfyChannel,
+    #: A built-in channel's settings, keyed by its ``type``.
+    ChannelSettings = (FeishuSettings | SlackSettings | WeComSettings | TelegramSettings
+                       | TeamsSettings | DiscordSettings | EmailSettings | NtfySettings)
+
+_T = TypeVar("_T")
+
+#: Each built-in type's package under hookgate.channels, its channel class (in ``channel``)
+#: and its settings model (in ``config``). Imported when a channel of the type is checked or
+#: built, not before: a platform's client libraries cost every process that starts.
+_BUILTIN: dict[str, tuple[str, str, str]] = {
+    # Lark too: base_url https://open.larksuite.com
+    "feishu": ("feishu", "FeishuChannel", "FeishuSettings"),
+    "slack": ("slack", "SlackChannel", "SlackSettings"),
+    "wecom": ("wecom", "WeComChannel", "WeComSettings"),
+    "telegram": ("telegram", "TelegramChannel", "TelegramSettings"),
+    "teams": ("teams", "TeamsChannel", "TeamsSettings"),
+    "discord": ("discord", "DiscordChannel", "DiscordSettings"),
+    "email": ("mail", "EmailChannel", "EmailSettings"),
+    "ntfy": ("ntfy", "NtfyChannel", "NtfySettings"),
 }
 
 
-#: A built-in channel's settings, keyed by its ``type``.
-ChannelSettings = Annotated[FeishuSettings | SlackSettings | WeComSettings | TelegramSettings
-                            | TeamsSettings | DiscordSettings | EmailSettings | NtfySettings,
-                            Field(discriminator="type")]
-_SETTINGS: TypeAdapter[ChannelSettings] = TypeAdapter(ChannelSettings)
-SETTINGS_MODELS: dict[str, type[ChannelSettingsModel]] = {
-    "feishu": FeishuSettings, "slack": SlackSettings, "wecom": WeComSettings,
-    "telegram": TelegramSettings, "teams": TeamsSettings, "discord": DiscordSettings,
-    "email": EmailSettings, "ntfy": NtfySettings}
+class _ImportedOnUse(Mapping[str, _T]):
+    """One attribute of each built-in type's ``module`` (a ``channel`` or ``config`` module
+    of its package) by type name, imported on first lookup."""
+
+    def __init__(self, module: str, index: int) -> None:
+        self._module, self._index = module, index
+
+    def __getitem__(self, channel_type: str) -> _T:
+        if channel_type not in _BUILTIN:
+            raise KeyError(channel_type)
+        package, *names = _BUILTIN[channel_type]
+        found: _T = getattr(
+            importlib.import_module(f"hookgate.channels.{package}.{self._module}"),
+            names[self._index])
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_BUILTIN)
+
+    def __len__(self) -> int:
+        return len(_BUILTIN)
+
+
+CHANNEL_TYPES: Mapping[str, type[Channel]] = _ImportedOnUse("channel", 0)
+SETTINGS_MODELS: Mapping[str, type[ChannelSettingsModel]] = _ImportedOnUse("config", 1)
 
 
 def channel_settings(channel_type: str, config: Mapping[str, Any]) -> ChannelSettings:
     """The typed settings of a ``channel_type`` channel with ``config``; ChannelConfigError
     naming the first missing or unusable setting."""
-    _channel_class(channel_type)
-    settings: ChannelSettings = parse_settings(SETTINGS_MODELS[channel_type], channel_type,
-                                               config, _SETTINGS)
+    settings: ChannelSettings = parse_settings(_settings_model(channel_type), channel_type,
+                                               config)
     return settings
 
 
-def _channel_class(channel_type: str) -> ChannelClass:
-    try:
-        return CHANNEL_TYPES[channel_type]
-    except KeyError:
-        known = ", ".join(sorted(CHANNEL_TYPES))
-        raise ChannelConfigError(
-            f"unknown channel type {channel_type!r} (known: {known})"
-        ) from None
+def _known(channel_type: str) -> None:
+    if channel_type not in _BUILTIN:
+        known = ", ".join(sorted(_BUILTIN))
+        raise ChannelConfigError(f"unknown channel type {channel_type!r} (known: {known})")
+
+
+def _settings_model(channel_type: str) -> type[ChannelSettingsModel]:
+    _known(channel_type)
+    return SETTINGS_MODELS[channel_type]
+
+
+def _channel_class(channel_type: str) -> type[Channel]:
+    _known(channel_type)
+    return CHANNEL_TYPES[channel_type]
 
 
 def validate_channel_config(channel_type: str, config: Mapping[str, Any]) -> None:

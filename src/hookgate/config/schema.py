@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from hookgate.agent import Agent, ApproverScope, ConfirmationMode, quorum_problem
-from hookgate.approvals.quorum import MAX_APPROVALS, QuorumRule
+from hookgate.approvals.quorum_rule import MAX_APPROVALS, QuorumRule
 from hookgate.channels.validators import channel_types
 from hookgate.config.errors import ConfigError
 from hookgate.config.mcp_servers import AgentMcpAccess, McpOAuthSpec, McpServerSpec

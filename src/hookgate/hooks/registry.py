@@ -13,6 +13,7 @@ a bare loop over the same hooks.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -102,7 +103,14 @@ def _computed(hook: _Hook, attr: str) -> bool:
     # A property (or any descriptor) may answer differently on each call.
     if attr in vars(hook):
         return False
-    return hasattr(type(inspect.getattr_static(type(hook), attr, None)), "__get__")
+    return _descriptor_on(type(hook), attr)
+
+
+@functools.lru_cache(maxsize=1024)
+def _descriptor_on(cls: type, attr: str) -> bool:
+    # Per class, not per hook: the guarded path builds a registry (and so asks this for each
+    # of its hooks) on every call, and getattr_static walks the class's whole MRO.
+    return hasattr(type(inspect.getattr_static(cls, attr, None)), "__get__")
 
 
 def _dynamic_execute(hook: _Hook, execute: Callable[[HookContext], Awaitable[Any]]

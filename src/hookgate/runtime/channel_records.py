@@ -14,8 +14,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-
 from hookgate.runtime.deployment import ChannelSpec
 from hookgate.storage.channel_records import (
     StoredChannel,
@@ -40,6 +38,9 @@ class SecretsKey:
     """The configured Fernet keys: the first encrypts, all of them decrypt."""
 
     def __init__(self, keys: Sequence[str]) -> None:
+        # Imported when a key is used: a server without channels never needs cryptography.
+        from cryptography.fernet import Fernet, MultiFernet
+
         if not keys:
             raise SecretsKeyError(f"{SECRETS_KEY_ENV} holds no key")
         fernets = []
@@ -72,6 +73,8 @@ class SecretsKey:
 
     @staticmethod
     def generate() -> str:
+        from cryptography.fernet import Fernet
+
         return Fernet.generate_key().decode("ascii")
 
     def seal(self, config: Mapping[str, Any]) -> str:
@@ -81,6 +84,8 @@ class SecretsKey:
 
     def open(self, sealed: str, *, channel_id: str) -> dict[str, Any]:
         """The config ``seal`` produced; ChannelSecretsUnreadable when no key fits."""
+        from cryptography.fernet import InvalidToken
+
         try:
             plain = self._fernet.decrypt(sealed.encode("ascii"))
         except (InvalidToken, UnicodeEncodeError):
@@ -92,6 +97,8 @@ class SecretsKey:
 
     def reseal(self, sealed: str, *, channel_id: str) -> str:
         """The same config encrypted with the first key (for rotation)."""
+        from cryptography.fernet import InvalidToken
+
         try:
             return self._fernet.rotate(sealed.encode("ascii")).decode("ascii")
         except (InvalidToken, UnicodeEncodeError):

@@ -11,8 +11,6 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
-
 #: Validators by the schema object they were built for (a tool's schema lives as long as the
 #: tool): a call does not encode its schema again to find its validator.
 _BY_SCHEMA: OrderedDict[int, tuple[Mapping[str, Any], Any]] = OrderedDict()
@@ -23,6 +21,10 @@ def schema_problem(schema: Mapping[str, Any], args: Any, *, whose: str) -> str |
     """What is wrong with ``args`` against ``schema`` ("amount: 'lots' is not of type
     'number'"), or None; a schema that cannot be applied (invalid, a bad pattern, an
     unresolvable or endless ``$ref``) is a problem too, named as ``whose`` schema."""
+    # Imported on the first check, not with the module: every process that starts a
+    # server or reads a configuration imports this module, few check an outside schema.
+    import jsonschema  # type: ignore[import-untyped]
+
     try:
         error = jsonschema.exceptions.best_match(_validator_of(schema).iter_errors(args))
     except jsonschema.exceptions.SchemaError as exc:
@@ -48,6 +50,8 @@ def _validator_of(schema: Mapping[str, Any]) -> Any:
 
 @functools.lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Any:
+    import jsonschema
+
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
