@@ -57,6 +57,11 @@ class Caller:
     name: str = ""
     #: A service (agent) identity: acts for the people its calls name, never decides.
     service: bool = False
+    #: The verified identity an OpenID Connect sign-in gave (None for an API token).
+    issuer: str | None = None
+    subject: str | None = None
+    #: How the caller signed in: ``token`` (an API token) or ``oidc``.
+    sign_in: str = "token"
 
 
 class Runtime:
@@ -250,8 +255,13 @@ class Runtime:
         await self.channels.sync(self.db)
 
     async def authenticate(self, token: str) -> Caller | None:
-        """The caller of a token: refused when revoked, expired or the user is disabled."""
+        """The caller of a token: refused when revoked, expired, the user is disabled, or
+        a person's token while `oidc.tokens_for_people` is false."""
         user = await user_for_token(self.db, token)
         if user is None:
+            return None
+        oidc = self.deployment.oidc
+        if oidc is not None and not oidc.tokens_for_people and not user.service:
+            # People sign in through the identity provider only (oidc.tokens_for_people).
             return None
         return Caller(user.id, user.org_id, user.admin, user.name, bool(user.service))

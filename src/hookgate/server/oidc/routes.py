@@ -1,0 +1,147 @@
+"""The sign-in routes: ``/auth/login`` and ``/auth/callback`` (the browser, through the
+provider), ``/auth/session`` (who is signed in, and the CSRF token), ``/auth/logout``, and
+``/auth/cli/start`` + ``/auth/cli/finish`` (the CLI, through a loopback redirect)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, Field
+
+from hookgate.server.auth import (
+    CSRF_HEADER,
+    SESSION_COOKIE,
+    session_caller,
+    sign_in_of,
+)
+from hookgate.server.oidc.provider import OidcError
+from hookgate.server.oidc.sign_in import SignIn
+from hookgate.storage.oidc_sessions import SESSION_PREFIX
+
+router = APIRouter(prefix="/auth", tags=["sign-in"])
+
+
+def _sign_in(request: Request) -> SignIn:
+    found = sign_in_of(request)
+    if found is None:
+        raise HTTPException(404, "sign-in through an identity provider is not configured "
+                                 "(oidc: in the configuration)")
+    return found
+
+
+def _local_path(value: str) -> str:
+    """``return_to`` only within this site: a path, never another origin."""
+    if not value.startswith("/") or value.startswith("//") or "\\" in value:
+        raise HTTPException(400, "return_to must be a path on this server, such as '/'")
+    return value
+
+
+@router.get("/login", include_in_schema=False)
+async def login(request: Request, return_to: str = Query("/")) -> RedirectResponse:
+    sign_in = _sign_in(request)
+    try:
+        url = await sign_in.start(_local_path(return_to))
+    except OidcError as exc:
+        raise HTTPException(502, f"sign-in could not start: {exc}") from exc
+    return RedirectResponse(url, status_code=302)
+
+
+@router.get("/callback", include_in_schema=False)
+async def callback(request: Request, code: str | None = None, state: str | None = None,
+                   error: str | None = None,
+                   error_description: str | None = None) -> RedirectResponse:
+    sign_in = _sign_in(request)
+    if error is not None:
+        raise HTTPException(400, f"the identity provider refused the sign-in: {error}"
+                                 + (f" ({error_description})" if error_description else ""))
+    if not code or not state:
+        raise HTTPException(400, "the callback needs 'code' and 'state'")
+    try:
+        session_id, _, return_to = await sign_in.finish(code, state)
+    except OidcError as exc:
+        raise HTTPException(401, f"sign-in refused: {exc}") from exc
+    out = RedirectResponse(return_to, status_code=302)
+    out.set_cookie(SESSION_COOKIE, session_id, max_age=int(sign_in.spec.session_ttl_s),
+                   path="/", secure=sign_in.spec.cookie_secure, httponly=True,
+                   samesite="lax")
+    return out
+
+
+@router.get("/session")
+async def current_session(request: Request) -> dict[str, Any]:
+    """The signed-in person of the browser's cookie and the CSRF token its state-changing
+    requests send in ``X-CSRF-Token``."""
+    sign_in = _sign_in(request)
+    session_id = request.cookies.get(SESSION_COOKIE)
+    session = None if session_id is None else await sign_in.session(session_id)
+    if session is None:
+        raise HTTPException(401, "not signed in")
+    c = session.caller
+    return {"user_id": c.user_id, "org_id": c.org_id, "admin": c.admin, "name": c.name,
+            "issuer": c.issuer, "subject": c.subject, "csrf_token": session.record.csrf_token,
+            "csrf_header": CSRF_HEADER}
+
+
+@router.post("/logout", status_code=204)
+async def logout(request: Request) -> Response:
+    """End the caller's session (the cookie's, with its CSRF token, or the CLI's)."""
+    sign_in = _sign_in(request)
+    header = request.headers.get("authorization", "")
+    token = header.partition(" ")[2].strip() or None
+    caller = await session_caller(request, token)
+    if caller is None:
+        raise HTTPException(401, "not signed in through the identity provider")
+    session_id = token if token and token.startswith(SESSION_PREFIX) \
+        else request.cookies.get(SESSION_COOKIE)
+    assert session_id is not None
+    await sign_in.sign_out(session_id)
+    out = Response(status_code=204)
+    out.delete_cookie(SESSION_COOKIE, path="/", secure=sign_in.spec.cookie_secure,
+                      httponly=True, samesite="lax")
+    return out
+
+
+class CliStart(BaseModel):
+    #: The CLI's loopback listener the provider redirects to.
+    redirect_url: str = Field(min_length=1, max_length=512)
+
+
+class CliFinish(BaseModel):
+    code: str = Field(min_length=1, max_length=4096)
+    state: str = Field(min_length=1, max_length=128)
+
+
+def _loopback(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "::1") or not parts.port:
+        raise HTTPException(400, "redirect_url must be http://127.0.0.1:<port>/... (the "
+                                 "CLI's loopback listener)")
+    return url
+
+
+@router.post("/cli/start")
+async def cli_start(request: Request, body: CliStart) -> dict[str, str]:
+    """Start the CLI's sign-in: the provider URL for the person's browser."""
+    sign_in = _sign_in(request)
+    try:
+        url = await sign_in.start_cli(_loopback(body.redirect_url))
+    except OidcError as exc:
+        raise HTTPException(502, f"sign-in could not start: {exc}") from exc
+    return {"authorization_url": url}
+
+
+@router.post("/cli/finish")
+async def cli_finish(request: Request, body: CliFinish) -> dict[str, Any]:
+    """Finish the CLI's sign-in: the session id it sends as its bearer token."""
+    sign_in = _sign_in(request)
+    try:
+        session_id, _, _ = await sign_in.finish(body.code, body.state, kind="cli")
+    except OidcError as exc:
+        raise HTTPException(401, f"sign-in refused: {exc}") from exc
+    session = await sign_in.session(session_id)
+    assert session is not None
+    return {"session": session_id, "user_id": session.caller.user_id,
+            "org_id": session.caller.org_id, "expires_in": int(sign_in.spec.session_ttl_s)}
