@@ -1,0 +1,172 @@
+"""The ID token's check against a provider on loopback whose keys the test holds: forged,
+expired, wrong-audience, wrong-issuer, replayed-nonce, ``alg: none`` and HMAC tokens refused;
+signing keys rotated (the JWKS fetched again for an unknown key id); ±60 s of clock skew."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet, OctKey, RSAKey
+
+from hookgate.config.oidc import OidcSpec
+from hookgate.server.oidc.provider import OidcError, Provider
+
+CLIENT = "hookgate-inbox"
+NONCE = "n-0123456789"
+
+
+class KeyServer:
+    """Discovery and a JWKS on 127.0.0.1, the JWKS swappable (a key rotation)."""
+
+    def __init__(self) -> None:
+        self.keys = [RSAKey.generate_key(2048, parameters={"kid": "k1"})]
+        self.jwks_fetches = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/.well-known/openid-configuration":
+                    body: dict[str, Any] = {
+                        "issuer": outer.url, "authorization_endpoint": f"{outer.url}/auth",
+                        "token_endpoint": f"{outer.url}/token",
+                        "jwks_uri": f"{outer.url}/jwks",
+                        "id_token_signing_alg_values_supported": ["RS256", "none",
+                                                                  "HS256"]}
+                elif self.path == "/jwks":
+                    outer.jwks_fetches += 1
+                    body = KeySet(list(outer.keys)).as_dict(private=False)
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def token(self, key: Any = None, alg: str = "RS256", **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": self.url, "aud": CLIENT, "sub": "carol-sub", "iat": now,
+                "exp": now + 300, "nonce": NONCE, **claims}
+        body = {k: v for k, v in body.items() if v is not None}
+        signing = key if key is not None else self.keys[0]
+        header = {"alg": alg, "kid": signing.kid} if hasattr(signing, "kid") and signing.kid \
+            else {"alg": alg}
+        return jwt.encode(header, body, signing, algorithms=[alg])
+
+
+@pytest.fixture
+def keys() -> Iterator[KeyServer]:
+    server = KeyServer()
+    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
+
+
+def provider(keys: KeyServer) -> Provider:
+    return Provider(OidcSpec(issuer=keys.url, client_id=CLIENT, client_secret="s3cret",
+                             org="acme"), f"{keys.url}/cb")
+
+
+async def test_a_good_token_passes_and_the_claims_come_back(keys: KeyServer) -> None:
+    claims = await provider(keys).verify_id_token(keys.token(), NONCE)
+    assert claims["sub"] == "carol-sub"
+
+
+@pytest.mark.parametrize("what", ["forged", "expired", "wrong_aud", "wrong_iss",
+                                  "replayed_nonce", "no_nonce", "no_sub", "tampered"])
+async def test_bad_tokens_are_refused(keys: KeyServer, what: str) -> None:
+    now = int(time.time())
+    attacker = RSAKey.generate_key(2048, parameters={"kid": "k1"})  # the provider's kid
+    token = {
+        "forged": lambda: keys.token(key=attacker),
+        "expired": lambda: keys.token(exp=now - 3600, iat=now - 7200),
+        "wrong_aud": lambda: keys.token(aud="another-client"),
+        "wrong_iss": lambda: keys.token(iss="https://evil.example"),
+        "replayed_nonce": lambda: keys.token(nonce="the-nonce-of-an-earlier-sign-in"),
+        "no_nonce": lambda: keys.token(nonce=None),
+        "no_sub": lambda: keys.token(sub=None),
+        "tampered": lambda: _swap_payload(keys.token(), sub="alice"),
+    }[what]()
+    with pytest.raises(OidcError):
+        await provider(keys).verify_id_token(token, NONCE)
+
+
+def _b64(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+def _swap_payload(token: str, **changes: Any) -> str:
+    head, payload, sig = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return ".".join([head, _b64({**claims, **changes}), sig])
+
+
+async def test_alg_none_and_hmac_tokens_are_refused(keys: KeyServer) -> None:
+    now = int(time.time())
+    claims = {"iss": keys.url, "aud": CLIENT, "sub": "carol-sub", "iat": now,
+              "exp": now + 300, "nonce": NONCE}
+    unsigned = f"{_b64({'alg': 'none'})}.{_b64(claims)}."
+    with pytest.raises(OidcError, match="algorithm"):
+        await provider(keys).verify_id_token(unsigned, NONCE)
+    # HS256 keyed with the client secret, which the discovery document lists: refused too.
+    hmac_token = jwt.encode({"alg": "HS256"}, claims, OctKey.import_key("s3cret" * 6),
+                            algorithms=["HS256"])
+    with pytest.raises(OidcError, match="algorithm"):
+        await provider(keys).verify_id_token(hmac_token, NONCE)
+
+
+async def test_rotated_signing_keys_are_fetched_again(keys: KeyServer) -> None:
+    client = provider(keys)
+    await client.verify_id_token(keys.token(), NONCE)
+    assert keys.jwks_fetches == 1
+    await client.verify_id_token(keys.token(), NONCE)
+    assert keys.jwks_fetches == 1  # the keys are kept while they verify
+    old = keys.keys[0]
+    keys.keys = [RSAKey.generate_key(2048, parameters={"kid": "k2"})]
+    claims = await client.verify_id_token(keys.token(), NONCE)
+    assert claims["sub"] == "carol-sub" and keys.jwks_fetches == 2
+    # A token still signed with the retired key no longer verifies.
+    with pytest.raises(OidcError):
+        await client.verify_id_token(keys.token(key=old), NONCE)
+
+
+@pytest.mark.parametrize(("shift", "ok"), [(-50, True), (50, True), (-120, False),
+                                           (120, False)])
+async def test_sixty_seconds_of_clock_skew_are_accepted_and_no_more(
+        keys: KeyServer, shift: int, ok: bool) -> None:
+    """``shift`` < 0: the token expired that long ago (our clock is ahead); > 0: it is not
+    valid before that many seconds from now (the provider's clock is ahead)."""
+    now = int(time.time())
+    token = (keys.token(exp=now + shift, iat=now - 600) if shift < 0
+             else keys.token(nbf=now + shift, iat=now + shift, exp=now + 600))
+    if ok:
+        assert (await provider(keys).verify_id_token(token, NONCE))["sub"] == "carol-sub"
+    else:
+        with pytest.raises(OidcError):
+            await provider(keys).verify_id_token(token, NONCE)
+
+
+async def test_a_discovery_naming_another_issuer_is_refused(keys: KeyServer) -> None:
+    spec = OidcSpec(issuer=keys.url + "/tenant", client_id=CLIENT, org="acme")
+    with pytest.raises(OidcError):
+        await Provider(spec, None).verify_id_token(keys.token(), NONCE)
