@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 from authlib.common.security import generate_token
+from authlib.integrations.base_client import OAuthError
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from joserfc import jws, jwt
@@ -130,7 +131,7 @@ class Provider:
                 token = await client.fetch_token(meta.token_endpoint, code=code,
                                                  code_verifier=code_verifier,
                                                  grant_type="authorization_code")
-        except (OAuth2Error, httpx.HTTPError) as exc:
+        except (OAuth2Error, OAuthError, httpx.HTTPError) as exc:
             raise OidcError(f"the provider refused the authorization code: {exc}") from exc
         return dict(token)
 
@@ -142,7 +143,7 @@ class Provider:
             async with self._client() as client:
                 token = await client.refresh_token(meta.token_endpoint,
                                                    refresh_token=refresh_token)
-        except (OAuth2Error, httpx.HTTPError) as exc:
+        except (OAuth2Error, OAuthError, httpx.HTTPError) as exc:
             raise OidcError(f"the provider refused the refresh: {exc}") from exc
         return dict(token)
 

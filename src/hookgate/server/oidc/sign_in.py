@@ -136,7 +136,7 @@ class SignIn:
                 raise OidcError("the provider's userinfo names another subject")
             person = person_of(self.spec, claims)
             await store.record_person(self.db, person)
-        except (OidcError, UnknownOrg) as exc:
+        except Exception as exc:  # fail closed: whatever failed, the provider did not confirm
             ended = await store.end_sessions_of(self.db, record.issuer, record.subject,
                                                 f"the provider no longer confirms the "
                                                 f"person: {exc}")
