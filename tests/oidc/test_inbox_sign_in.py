@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 
+from hookgate.storage.audit import verify
 from hookgate.storage.oidc_sessions import identity_of
 from tests.oidc.provider import mock_provider, sign_in
 from tests.oidc.world import ALICE_ORG, pending_request, serving
@@ -51,6 +52,17 @@ def test_a_person_signs_in_is_created_from_iss_and_sub_and_approves(
         while not bank.payments and time.monotonic() < deadline:
             time.sleep(0.05)
         assert bank.payments == [{"amount": 60000, "vendor": "ACME"}]
+        # The decision names the verified identity: on the request, and in the audit row,
+        # hashed with it.
+        verified = f"oidc:{idp.url}#carol-sub"
+        assert done.json()["decision"]["channel_identity"] == verified
+        rows: list[dict[str, object]] = []
+        while not rows and time.monotonic() < deadline:
+            rows = [r for r in c.get("/api/audit", headers=auth("alice")).json()["items"]
+                    if r.get("request_id") == request["id"]]
+            time.sleep(0.05)
+        assert rows and rows[0]["approver"] == f"{me['user_id']} ({verified})", rows
+        assert srv.call(verify(srv.runtime.db)).ok
         # Signing in again finds the same user, whatever the email says now.
         idp.set_user("carol-sub", {**ALICE_ORG, "email": "c.new@acme.example"})
         with httpx.Client(base_url=srv.url, timeout=20) as again:

@@ -25,7 +25,10 @@ def oidc_world(database_url: str, provider: MockProvider, port: int, *,
                scope: str = "org_members", **overrides: Any) -> tuple[Deployment, Ledger]:
     deployment, bank = world(database_url, scope=scope)
     url = f"http://127.0.0.1:{port}"
-    return dataclasses.replace(deployment, public_url=url,
+    # Audited: each call's row names who decided it.
+    buyer = dataclasses.replace(deployment.agents["buyer"],
+                                model_config_json={"hooks": {"class_hooks": ["audit_log"]}})
+    return dataclasses.replace(deployment, public_url=url, agents={"buyer": buyer},
                                oidc=spec(provider, **overrides)), bank
 
 
