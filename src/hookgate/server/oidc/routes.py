@@ -73,16 +73,17 @@ async def callback(request: Request, code: str | None = None, state: str | None 
 @router.get("/session")
 async def current_session(request: Request) -> dict[str, Any]:
     """The signed-in person of the browser's cookie and the CSRF token its state-changing
-    requests send in ``X-CSRF-Token``."""
+    requests send in ``X-CSRF-Token``; ``signed_in: false`` without a session (the portal
+    asks on every load, before anyone signed in)."""
     sign_in = _sign_in(request)
     session_id = request.cookies.get(SESSION_COOKIE)
     session = None if session_id is None else await sign_in.session(session_id)
     if session is None:
-        raise HTTPException(401, "not signed in")
+        return {"signed_in": False}
     c = session.caller
-    return {"user_id": c.user_id, "org_id": c.org_id, "admin": c.admin, "name": c.name,
-            "issuer": c.issuer, "subject": c.subject, "csrf_token": session.record.csrf_token,
-            "csrf_header": CSRF_HEADER}
+    return {"signed_in": True, "user_id": c.user_id, "org_id": c.org_id, "admin": c.admin,
+            "name": c.name, "issuer": c.issuer, "subject": c.subject,
+            "csrf_token": session.record.csrf_token, "csrf_header": CSRF_HEADER}
 
 
 @router.post("/logout", status_code=204)
