@@ -75,7 +75,7 @@ def test_sign_in_approve_and_sign_out_in_a_browser(database_url: str) -> None:
         with httpx.Client(base_url=srv.url, timeout=20,
                           cookies={"hookgate_session": cookie["value"]}) as replay:
             def ended() -> bool:
-                return replay.get("/auth/session").json() == {"signed_in": False}
+                return replay.get("/auth/session").json() == {"signed_in": False, "oidc": True}
 
             _until("the session to end at the server", ended, driver)
             assert replay.get("/api/confirmations").status_code == 401

@@ -118,7 +118,7 @@ def test_group_mapping_decides_who_may_sign_in_and_who_is_admin(database_url: st
         idp.set_user("dave-sub", {"org": "acme", "groups": ["sales"]})
         refused = sign_in(c, "dave-sub")
         assert refused.status_code == 401 and "approver groups" in refused.text
-        assert c.get("/auth/session").json() == {"signed_in": False}
+        assert c.get("/auth/session").json() == {"signed_in": False, "oidc": True}
         assert c.get("/api/confirmations").status_code == 401
         idp.set_user("dave-sub", {"org": "acme", "groups": ["sales", "hookgate-admins"]})
         assert sign_in(c, "dave-sub").status_code == 302
@@ -139,12 +139,12 @@ def test_sign_out_ends_the_session(database_url: str) -> None:
         assert cookie
         # Sign-out is a state change: without the CSRF token it is refused.
         assert c.post("/auth/logout").status_code == 403
-        assert c.post("/auth/logout", headers={"X-CSRF-Token": _csrf(c)}).status_code == 204
+        assert c.post("/auth/logout", headers={"X-CSRF-Token": _csrf(c)}).status_code == 200
         # The old cookie, replayed, signs in as nobody.
         with httpx.Client(base_url=srv.url, timeout=20,
                           cookies={"hookgate_session": cookie}) as replay:
             assert replay.get("/api/confirmations").status_code == 401
-            assert replay.get("/auth/session").json() == {"signed_in": False}
+            assert replay.get("/auth/session").json() == {"signed_in": False, "oidc": True}
 
 
 def test_a_replayed_callback_and_a_forged_state_are_refused(database_url: str) -> None:

@@ -97,12 +97,19 @@ def tune_collector() -> None:
 
 def _install_sign_in(app: FastAPI, runtime: Runtime) -> None:
     """People's sign-in through an OpenID Connect provider (``oidc:``), when configured."""
+    from hookgate.server.oidc import routes
+
+    # /auth/session answers either way: the portal asks whether to offer the sign-in.
+    app.include_router(routes.router)
     app.state.sign_in = None
     spec = runtime.deployment.oidc
     if spec is None:
         return
-    from hookgate.server.oidc import routes
-    from hookgate.server.oidc.sign_in import SignIn
+    try:
+        from hookgate.server.oidc.sign_in import SignIn
+    except ImportError as exc:
+        raise RuntimeError(f"oidc: needs Authlib, which is not installed ({exc}): pip "
+                           "install 'hookgate[oidc]'") from exc
 
     public = runtime.deployment.public_url
     redirect = spec.redirect_url or (f"{public.rstrip('/')}/auth/callback" if public else None)
@@ -110,7 +117,6 @@ def _install_sign_in(app: FastAPI, runtime: Runtime) -> None:
         raise ValueError("oidc needs redirect_url or server.public_url: the provider's "
                          "redirect comes from the configuration, never the request's Host")
     app.state.sign_in = SignIn(runtime.db, spec, redirect)
-    app.include_router(routes.router)
 
 
 def _include_optional_routes(app: FastAPI) -> None:

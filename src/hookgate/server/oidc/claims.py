@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hookgate.config.oidc import OidcSpec
-from hookgate.server.oidc.provider import OidcError
+from hookgate.server.oidc.errors import OidcError
 from hookgate.storage.oidc_sessions import Person
 
 

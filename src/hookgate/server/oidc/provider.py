@@ -21,6 +21,9 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from hookgate.config.oidc import OidcSpec
+from hookgate.server.oidc.errors import OidcError
+
+__all__ = ["OidcError", "Provider"]
 
 #: Clock skew accepted on ``exp``, ``iat`` and ``nbf``.
 LEEWAY_S = 60
@@ -29,10 +32,6 @@ LEEWAY_S = 60
 ASYMMETRIC_ALGS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
                    "ES512", "EdDSA")
 _TIMEOUT_S = 10.0
-
-
-class OidcError(Exception):
-    """Signing in through the provider failed; the message says what and why."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,11 +4,11 @@ provider), ``/auth/session`` (who is signed in, and the CSRF token), ``/auth/log
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field
 
 from hookgate.server.auth import (
@@ -17,11 +17,47 @@ from hookgate.server.auth import (
     session_caller,
     sign_in_of,
 )
-from hookgate.server.oidc.provider import OidcError
-from hookgate.server.oidc.sign_in import SignIn
+from hookgate.server.oidc.errors import OidcError
 from hookgate.storage.oidc_sessions import SESSION_PREFIX
 
+if TYPE_CHECKING:
+    from hookgate.server.oidc.sign_in import SignIn
+
 router = APIRouter(prefix="/auth", tags=["sign-in"])
+
+
+class SessionStatus(BaseModel):
+    """Whether this browser is signed in through the identity provider, and as whom."""
+
+    signed_in: bool
+    #: Whether the server offers sign-in through an identity provider at all.
+    oidc: bool
+    user_id: str | None = None
+    org_id: str | None = None
+    admin: bool | None = None
+    name: str | None = None
+    issuer: str | None = None
+    subject: str | None = None
+    #: Sent back in ``csrf_header`` with every state-changing request of this session.
+    csrf_token: str | None = None
+    csrf_header: str | None = None
+
+
+class SignedOut(BaseModel):
+    signed_out: bool
+
+
+class CliStarted(BaseModel):
+    #: Where the person's browser signs in at the provider.
+    authorization_url: str
+
+
+class CliSession(BaseModel):
+    #: The session id, sent as ``Authorization: Bearer <session>``.
+    session: str
+    user_id: str
+    org_id: str
+    expires_in: int
 
 
 def _sign_in(request: Request) -> SignIn:
@@ -70,23 +106,26 @@ async def callback(request: Request, code: str | None = None, state: str | None 
     return out
 
 
-@router.get("/session")
+@router.get("/session", response_model=SessionStatus, response_model_exclude_none=True)
 async def current_session(request: Request) -> dict[str, Any]:
     """The signed-in person of the browser's cookie and the CSRF token its state-changing
     requests send in ``X-CSRF-Token``; ``signed_in: false`` without a session (the portal
-    asks on every load, before anyone signed in)."""
-    sign_in = _sign_in(request)
+    asks on every load, before anyone signed in). ``oidc``: whether this server offers
+    sign-in through an identity provider at all."""
+    sign_in = sign_in_of(request)
+    if sign_in is None:
+        return {"signed_in": False, "oidc": False}
     session_id = request.cookies.get(SESSION_COOKIE)
     session = None if session_id is None else await sign_in.session(session_id)
     if session is None:
-        return {"signed_in": False}
+        return {"signed_in": False, "oidc": True}
     c = session.caller
-    return {"signed_in": True, "user_id": c.user_id, "org_id": c.org_id, "admin": c.admin,
-            "name": c.name, "issuer": c.issuer, "subject": c.subject,
+    return {"signed_in": True, "oidc": True, "user_id": c.user_id, "org_id": c.org_id,
+            "admin": c.admin, "name": c.name, "issuer": c.issuer, "subject": c.subject,
             "csrf_token": session.record.csrf_token, "csrf_header": CSRF_HEADER}
 
 
-@router.post("/logout", status_code=204)
+@router.post("/logout", response_model=SignedOut)
 async def logout(request: Request) -> Response:
     """End the caller's session (the cookie's, with its CSRF token, or the CLI's)."""
     sign_in = _sign_in(request)
@@ -99,7 +138,7 @@ async def logout(request: Request) -> Response:
         else request.cookies.get(SESSION_COOKIE)
     assert session_id is not None
     await sign_in.sign_out(session_id)
-    out = Response(status_code=204)
+    out = JSONResponse({"signed_out": True})
     out.delete_cookie(SESSION_COOKIE, path="/", secure=sign_in.spec.cookie_secure,
                       httponly=True, samesite="lax")
     return out
@@ -123,7 +162,7 @@ def _loopback(url: str) -> str:
     return url
 
 
-@router.post("/cli/start")
+@router.post("/cli/start", response_model=CliStarted)
 async def cli_start(request: Request, body: CliStart) -> dict[str, str]:
     """Start the CLI's sign-in: the provider URL for the person's browser."""
     sign_in = _sign_in(request)
@@ -134,7 +173,7 @@ async def cli_start(request: Request, body: CliStart) -> dict[str, str]:
     return {"authorization_url": url}
 
 
-@router.post("/cli/finish")
+@router.post("/cli/finish", response_model=CliSession)
 async def cli_finish(request: Request, body: CliFinish) -> dict[str, Any]:
     """Finish the CLI's sign-in: the session id it sends as its bearer token."""
     sign_in = _sign_in(request)

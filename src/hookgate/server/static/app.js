@@ -1450,9 +1450,9 @@
     } catch {
       return;
     }
-    session.oidc = response.status !== 404;
     if (!response.ok) return;
     const found = await response.json();
+    session.oidc = Boolean(found.oidc);
     if (found.signed_in) session.csrf = found.csrf_token;
   }
 
