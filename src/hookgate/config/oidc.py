@@ -55,6 +55,20 @@ class OidcSpec(BaseModel):
     redirect_url: Name | None = None
     #: The session cookie's ``Secure`` flag: off only for http://127.0.0.1 tests.
     cookie_secure: bool = True
+    #: Extra parameters of the authorization request a provider needs (Google's
+    #: ``access_type: offline`` for a refresh token); never state, nonce or PKCE's.
+    authorize_params: dict[Name, str] = Field(default_factory=dict)
+
+    @field_validator("authorize_params")
+    @classmethod
+    def _own_params(cls, value: dict[str, str]) -> dict[str, str]:
+        owned = {"state", "nonce", "code_challenge", "code_challenge_method", "client_id",
+                 "redirect_uri", "response_type", "scope"}
+        taken = sorted(owned & set(value))
+        if taken:
+            raise ValueError(f"authorize_params may not set {', '.join(taken)}: hookgate "
+                             "sets them")
+        return value
 
     @field_validator("issuer")
     @classmethod

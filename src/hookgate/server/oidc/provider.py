@@ -117,7 +117,7 @@ class Provider:
         async with self._client(redirect_url) as client:
             url, _ = client.create_authorization_url(
                 meta.authorization_endpoint, state=state, nonce=nonce,
-                code_verifier=verifier)
+                code_verifier=verifier, **self.spec.authorize_params)
         return Authorization(url, state, nonce, verifier)
 
     async def exchange(self, code: str, code_verifier: str,
