@@ -102,5 +102,14 @@ def test_the_cli_sign_in_refuses_a_redirect_off_loopback(database_url: str) -> N
         back = authorize(start.headers["location"], "carol-sub")
         from urllib.parse import parse_qs, urlsplit
         query = {k: v[0] for k, v in parse_qs(urlsplit(back).query).items()}
-        done = httpx.post(f"{srv.url}/auth/cli/finish", json=query, timeout=10)
+        done = httpx.post(f"{srv.url}/auth/cli/finish", json={**query, "login_secret": "x"},
+                          timeout=10)
         assert done.status_code == 401, done.text
+        # Nor can a CLI sign-in be finished by another process than the one that started it.
+        started = httpx.post(f"{srv.url}/auth/cli/start", timeout=10,
+                             json={"redirect_url": "http://127.0.0.1:9/callback"}).json()
+        back = authorize(started["authorization_url"], "carol-sub")
+        query = {k: v[0] for k, v in parse_qs(urlsplit(back).query).items()}
+        done = httpx.post(f"{srv.url}/auth/cli/finish", timeout=10,
+                          json={**query, "login_secret": "guessed"})
+        assert done.status_code == 401 and "started elsewhere" in done.text

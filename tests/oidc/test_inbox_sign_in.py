@@ -168,6 +168,24 @@ def test_a_replayed_callback_and_a_forged_state_are_refused(database_url: str) -
                      ).status_code == 400
 
 
+def test_a_sign_in_finishes_only_in_the_browser_that_started_it(database_url: str) -> None:
+    """Login CSRF: an attacker's own sign-in, its callback URL sent to a victim's browser,
+    must not sign the victim in as the attacker."""
+    from tests.oidc.provider import authorize
+
+    with mock_provider() as idp, serving(database_url, idp) as (srv, _):
+        idp.set_user("eve-sub", {"org": "acme", "groups": ["approvers"]})
+        with httpx.Client(base_url=srv.url, timeout=20) as attacker:
+            start = attacker.get("/auth/login")
+            assert "hookgate_login" in start.headers["set-cookie"]
+            planted = authorize(start.headers["location"], "eve-sub")
+        with httpx.Client(base_url=srv.url, timeout=20) as victim:
+            got = victim.get(planted)
+            assert got.status_code == 401 and "started elsewhere" in got.text
+            assert "hookgate_session" not in victim.cookies
+            assert victim.get("/auth/session").json()["signed_in"] is False
+
+
 def test_people_tokens_can_be_switched_off(database_url: str) -> None:
     with mock_provider() as idp, serving(database_url, idp, tokens_for_people=False) as (
             srv, _), httpx.Client(base_url=srv.url, timeout=20) as c:

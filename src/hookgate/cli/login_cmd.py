@@ -89,6 +89,7 @@ def login(
 
     base = _base(url)
     callback = _Callback()
+    started: dict[str, Any] = {}
     thread = threading.Thread(target=callback.server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -109,7 +110,8 @@ def login(
              f"{query.get('error_description', '')}".strip())
     if not query.get("code") or not query.get("state"):
         fail("the identity provider sent no code and state back")
-    done = _post(f"{base}/auth/cli/finish", {"code": query["code"], "state": query["state"]})
+    done = _post(f"{base}/auth/cli/finish", {"code": query["code"], "state": query["state"],
+                                             "login_secret": started["login_secret"]})
     try:
         path = save_session(base, str(done["session"]), str(done["user_id"]),
                             str(done["org_id"]))

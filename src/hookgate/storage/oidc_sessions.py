@@ -38,6 +38,8 @@ class PendingLogin:
     nonce: str
     code_verifier: str
     return_to: str
+    #: sha256 of the secret held by whoever started the sign-in (see `session_digest`).
+    binding_sha256: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,8 @@ async def save_login(db: Database, login: PendingLogin) -> None:
     async with db.transaction() as s:
         await s.execute(delete(OidcLogin).where(OidcLogin.created_at < utcnow() - LOGIN_TTL))
         s.add(OidcLogin(state=login.state, nonce=login.nonce,
-                        code_verifier=login.code_verifier, return_to=login.return_to))
+                        code_verifier=login.code_verifier, return_to=login.return_to,
+                        binding_sha256=login.binding_sha256))
 
 
 async def take_login(db: Database, state: str) -> PendingLogin | None:
@@ -88,7 +91,8 @@ async def take_login(db: Database, state: str) -> PendingLogin | None:
         await s.delete(row)
         if row.created_at < utcnow() - LOGIN_TTL:
             return None
-        return PendingLogin(row.state, row.nonce, row.code_verifier, row.return_to)
+        return PendingLogin(row.state, row.nonce, row.code_verifier, row.return_to,
+                            row.binding_sha256)
 
 
 def _user_id(issuer: str, subject: str) -> str:

@@ -396,6 +396,9 @@ class OidcLogin(Base):
     state: Mapped[str] = mapped_column(String(128), primary_key=True)
     nonce: Mapped[str] = mapped_column(String(128))
     code_verifier: Mapped[str] = mapped_column(String(128))
+    #: sha256 of the secret the browser (its cookie) or the CLI that started the sign-in
+    #: holds: a callback only finishes where it started (no login CSRF).
+    binding_sha256: Mapped[str] = mapped_column(String(64))
     return_to: Mapped[str] = mapped_column(String(512), default="/")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -18,12 +18,14 @@ from hookgate.server.auth import (
     sign_in_of,
 )
 from hookgate.server.oidc.errors import OidcError
-from hookgate.storage.oidc_sessions import SESSION_PREFIX
+from hookgate.storage.oidc_sessions import LOGIN_TTL, SESSION_PREFIX
 
 if TYPE_CHECKING:
     from hookgate.server.oidc.sign_in import SignIn
 
 router = APIRouter(prefix="/auth", tags=["sign-in"])
+#: The cookie holding the secret of a browser's sign-in under way.
+LOGIN_COOKIE = "hookgate_login"
 
 
 class SessionStatus(BaseModel):
@@ -50,6 +52,8 @@ class SignedOut(BaseModel):
 class CliStarted(BaseModel):
     #: Where the person's browser signs in at the provider.
     authorization_url: str
+    #: Sent back to ``/auth/cli/finish``: only the process that started may finish.
+    login_secret: str
 
 
 class CliSession(BaseModel):
@@ -79,10 +83,15 @@ def _local_path(value: str) -> str:
 async def login(request: Request, return_to: str = Query("/")) -> RedirectResponse:
     sign_in = _sign_in(request)
     try:
-        url = await sign_in.start(_local_path(return_to))
+        url, binding = await sign_in.start(_local_path(return_to))
     except OidcError as exc:
         raise HTTPException(502, f"sign-in could not start: {exc}") from exc
-    return RedirectResponse(url, status_code=302)
+    out = RedirectResponse(url, status_code=302)
+    # The callback finishes only in the browser that started the sign-in (no login CSRF).
+    out.set_cookie(LOGIN_COOKIE, binding, max_age=int(LOGIN_TTL.total_seconds()),
+                   path="/auth", secure=sign_in.spec.cookie_secure, httponly=True,
+                   samesite="lax")
+    return out
 
 
 @router.get("/callback", include_in_schema=False)
@@ -96,10 +105,13 @@ async def callback(request: Request, code: str | None = None, state: str | None 
     if not code or not state:
         raise HTTPException(400, "the callback needs 'code' and 'state'")
     try:
-        session_id, _, return_to = await sign_in.finish(code, state)
+        session_id, _, return_to = await sign_in.finish(code, state,
+                                                        request.cookies.get(LOGIN_COOKIE))
     except OidcError as exc:
         raise HTTPException(401, f"sign-in refused: {exc}") from exc
     out = RedirectResponse(return_to, status_code=302)
+    out.delete_cookie(LOGIN_COOKIE, path="/auth", secure=sign_in.spec.cookie_secure,
+                      httponly=True, samesite="lax")
     out.set_cookie(SESSION_COOKIE, session_id, max_age=int(sign_in.spec.session_ttl_s),
                    path="/", secure=sign_in.spec.cookie_secure, httponly=True,
                    samesite="lax")
@@ -152,6 +164,7 @@ class CliStart(BaseModel):
 class CliFinish(BaseModel):
     code: str = Field(min_length=1, max_length=4096)
     state: str = Field(min_length=1, max_length=128)
+    login_secret: str = Field(min_length=1, max_length=128)
 
 
 def _loopback(url: str) -> str:
@@ -167,10 +180,10 @@ async def cli_start(request: Request, body: CliStart) -> dict[str, str]:
     """Start the CLI's sign-in: the provider URL for the person's browser."""
     sign_in = _sign_in(request)
     try:
-        url = await sign_in.start_cli(_loopback(body.redirect_url))
+        url, binding = await sign_in.start_cli(_loopback(body.redirect_url))
     except OidcError as exc:
         raise HTTPException(502, f"sign-in could not start: {exc}") from exc
-    return {"authorization_url": url}
+    return {"authorization_url": url, "login_secret": binding}
 
 
 @router.post("/cli/finish", response_model=CliSession)
@@ -178,7 +191,8 @@ async def cli_finish(request: Request, body: CliFinish) -> dict[str, Any]:
     """Finish the CLI's sign-in: the session id it sends as its bearer token."""
     sign_in = _sign_in(request)
     try:
-        session_id, _, _ = await sign_in.finish(body.code, body.state, kind="cli")
+        session_id, _, _ = await sign_in.finish(body.code, body.state, body.login_secret,
+                                                kind="cli")
     except OidcError as exc:
         raise HTTPException(401, f"sign-in refused: {exc}") from exc
     session = await sign_in.session(session_id)

@@ -6,7 +6,9 @@ the database), finish (the ID token checked, the person's user found or created 
 
 from __future__ import annotations
 
+import hmac
 import logging
+import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -44,29 +46,40 @@ class SignIn:
         self.spec = spec
         self.provider = Provider(spec, redirect_url)
 
-    async def start(self, return_to: str = "/") -> str:
-        """The provider's URL to send the browser to; its state is kept until the callback."""
+    async def start(self, return_to: str = "/") -> tuple[str, str]:
+        """The provider's URL to send the browser to, and the secret the browser keeps (its
+        login cookie) to finish the sign-in with; the state is kept until the callback."""
         auth = await self.provider.authorization()
+        binding = secrets.token_urlsafe(32)
         await store.save_login(self.db, PendingLogin(auth.state, auth.nonce,
-                                                     auth.code_verifier, return_to))
-        return auth.url
+                                                     auth.code_verifier, return_to,
+                                                     store.session_digest(binding)))
+        return auth.url, binding
 
-    async def start_cli(self, redirect_url: str) -> str:
+    async def start_cli(self, redirect_url: str) -> tuple[str, str]:
         """`start` for the CLI, whose loopback listener at ``redirect_url`` gets the code."""
         auth = await self.provider.authorization(redirect_url)
+        binding = secrets.token_urlsafe(32)
         await store.save_login(self.db, PendingLogin(auth.state, auth.nonce,
                                                      auth.code_verifier,
-                                                     _CLI + redirect_url))
-        return auth.url
+                                                     _CLI + redirect_url,
+                                                     store.session_digest(binding)))
+        return auth.url, binding
 
-    async def finish(self, code: str, state: str, *, kind: str = "browser"
-                     ) -> tuple[str, str, str]:
-        """The callback: (session id, CSRF token, where to go back). OidcError says why a
-        sign-in is refused (unknown or replayed state, a token that does not check, a
-        browser's state finished by the CLI or the reverse)."""
+    async def finish(self, code: str, state: str, binding: str | None, *,
+                     kind: str = "browser") -> tuple[str, str, str]:
+        """The callback: (session id, CSRF token, where to go back). ``binding``: the secret
+        `start` gave whoever started this sign-in. OidcError says why a sign-in is refused
+        (unknown or replayed state, finished by another browser or process than the one
+        that started it, a token that does not check, a browser's state finished by the
+        CLI or the reverse)."""
         login = await store.take_login(self.db, state)
         if login is None:
             raise OidcError("unknown, used or expired sign-in state: start the sign-in again")
+        if not binding or not hmac.compare_digest(store.session_digest(binding),
+                                                  login.binding_sha256):
+            raise OidcError("this sign-in was started elsewhere (another browser or "
+                            "process): start the sign-in here")
         cli = login.return_to.startswith(_CLI)
         if cli != (kind == "cli"):
             raise OidcError("this sign-in was started by "

@@ -23,6 +23,7 @@ def upgrade() -> None:
         sa.Column('state', sa.String(length=128), nullable=False),
         sa.Column('nonce', sa.String(length=128), nullable=False),
         sa.Column('code_verifier', sa.String(length=128), nullable=False),
+        sa.Column('binding_sha256', sa.String(length=64), nullable=False),
         sa.Column('return_to', sa.String(length=512), nullable=False),
         sa.Column('created_at', hookgate.storage.types.UTCDateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint('state'),
