@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,10 @@ LEEWAY_S = 60
 ASYMMETRIC_ALGS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
                    "ES512", "EdDSA")
 _TIMEOUT_S = 10.0
+#: The event a back-channel logout token carries.
+BACKCHANNEL_EVENT = "http://schemas.openid.net/event/backchannel-logout"
+#: How old a logout token may be (a replayed old one ends no later session).
+LOGOUT_MAX_AGE_S = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,24 +168,54 @@ class Provider:
 
     # -- the ID token --------------------------------------------------------------------------
 
-    async def verify_id_token(self, id_token: str, nonce: str) -> dict[str, Any]:
-        """The claims of ``id_token`` once its signature, issuer, audience, expiry and
-        ``nonce`` check; OidcError saying which failed."""
+    async def _signed_claims(self, token_text: str, what: str) -> dict[str, Any]:
+        """The claims of a JWT the provider signed (by its published keys, with an
+        asymmetric algorithm it announces); OidcError when it is not."""
         meta = await self.metadata()
         try:
-            header = jws.extract_compact(id_token.encode("ascii")).protected
+            header = jws.extract_compact(token_text.encode("ascii")).protected
         except (JoseError, ValueError, UnicodeError) as exc:
-            raise OidcError(f"the ID token is malformed: {exc}") from exc
+            raise OidcError(f"the {what} is malformed: {exc}") from exc
         alg = header.get("alg")
         if alg not in meta.algorithms:
-            raise OidcError(f"the ID token's algorithm {alg!r} is not accepted (accepted: "
+            raise OidcError(f"the {what}'s algorithm {alg!r} is not accepted (accepted: "
                             f"{', '.join(meta.algorithms)})")
         kid = header.get("kid")
         keys = await self._key_set(kid if isinstance(kid, str) else None)
         try:
-            token = jwt.decode(id_token, keys, algorithms=list(meta.algorithms))
+            token = jwt.decode(token_text, keys, algorithms=list(meta.algorithms))
         except (JoseError, ValueError) as exc:
-            raise OidcError(f"the ID token's signature does not verify: {exc}") from exc
+            raise OidcError(f"the {what}'s signature does not verify: {exc}") from exc
+        return dict(token.claims)
+
+    async def verify_logout_token(self, logout_token: str) -> dict[str, Any]:
+        """The claims of a back-channel ``logout_token`` (OpenID Connect Back-Channel
+        Logout 1.0): signed by the provider, for this client, issued within the last
+        ``LOGOUT_MAX_AGE_S``, with the logout event and a subject, and no nonce."""
+        claims = await self._signed_claims(logout_token, "logout token")
+        registry = jwt.JWTClaimsRegistry(
+            leeway=LEEWAY_S,
+            iss={"essential": True, "value": self.spec.issuer},
+            aud={"essential": True, "value": self.spec.client_id},
+            iat={"essential": True}, jti={"essential": True}, sub={"essential": True})
+        try:
+            registry.validate(claims)
+        except JoseError as exc:
+            raise OidcError(f"the logout token is refused: {exc}") from exc
+        events = claims.get("events")
+        if not isinstance(events, dict) or BACKCHANNEL_EVENT not in events:
+            raise OidcError("the logout token carries no back-channel logout event")
+        if "nonce" in claims:
+            raise OidcError("a logout token never carries a nonce (this is an ID token)")
+        issued = claims.get("iat")
+        if not isinstance(issued, int) or issued < time.time() - LOGOUT_MAX_AGE_S - LEEWAY_S:
+            raise OidcError(f"the logout token was issued more than {LOGOUT_MAX_AGE_S} s ago")
+        return claims
+
+    async def verify_id_token(self, id_token: str, nonce: str) -> dict[str, Any]:
+        """The claims of ``id_token`` once its signature, issuer, audience, expiry and
+        ``nonce`` check; OidcError saying which failed."""
+        claims = await self._signed_claims(id_token, "ID token")
         registry = jwt.JWTClaimsRegistry(
             leeway=LEEWAY_S,
             iss={"essential": True, "value": self.spec.issuer},
@@ -189,10 +224,9 @@ class Provider:
             exp={"essential": True},
             nonce={"essential": True, "value": nonce})
         try:
-            registry.validate(token.claims)
+            registry.validate(claims)
         except JoseError as exc:
             raise OidcError(f"the ID token is refused: {exc}") from exc
-        claims = dict(token.claims)
         audience = claims.get("aud")
         if isinstance(audience, list) and len(audience) > 1 and (
                 claims.get("azp") != self.spec.client_id):

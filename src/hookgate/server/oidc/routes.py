@@ -5,7 +5,7 @@ provider), ``/auth/session`` (who is signed in, and the CSRF token), ``/auth/log
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -47,6 +47,11 @@ class SessionStatus(BaseModel):
 
 class SignedOut(BaseModel):
     signed_out: bool
+
+
+class LoggedOut(BaseModel):
+    #: How many sessions of the person ended.
+    ended: int
 
 
 class CliStarted(BaseModel):
@@ -154,6 +159,23 @@ async def logout(request: Request) -> Response:
     out.delete_cookie(SESSION_COOKIE, path="/", secure=sign_in.spec.cookie_secure,
                       httponly=True, samesite="lax")
     return out
+
+
+@router.post("/backchannel-logout", response_model=LoggedOut)
+async def backchannel_logout(request: Request) -> JSONResponse:
+    """OpenID Connect Back-Channel Logout: the provider posts a signed ``logout_token``
+    (form-encoded); every session of the person it names ends, on every instance."""
+    sign_in = _sign_in(request)
+    # Form-encoded (the specification's only encoding), parsed without a multipart parser.
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    token = (form.get("logout_token") or [""])[0]
+    if not token:
+        raise HTTPException(400, "the request carries no logout_token")
+    try:
+        ended = await sign_in.logout_from_provider(token)
+    except OidcError as exc:
+        raise HTTPException(400, f"logout refused: {exc}") from exc
+    return JSONResponse({"ended": ended}, headers={"Cache-Control": "no-store"})
 
 
 class CliStart(BaseModel):
