@@ -65,11 +65,17 @@ class Authorization:
 class Provider:
     """One provider (``oidc:``), for one redirect URL."""
 
+    #: The keys are fetched again for an unknown key id at most this often: a flood of
+    #: tokens naming made-up key ids (the back-channel logout route takes any) costs the
+    #: provider one fetch per interval, not one each.
+    jwks_refetch_min_s = 10.0
+
     def __init__(self, spec: OidcSpec, redirect_url: str | None) -> None:
         self.spec = spec
         self.redirect_url = redirect_url
         self._metadata: Metadata | None = None
         self._keys: KeySet | None = None
+        self._fetched_at = 0.0
         self._lock = asyncio.Lock()
 
     # -- discovery and keys --------------------------------------------------------------------
@@ -96,8 +102,12 @@ class Provider:
     async def _key_set(self, kid: str | None) -> KeySet:
         """The provider's keys; fetched again when ``kid`` is not among them (rotation)."""
         async with self._lock:
-            if self._keys is None or (kid is not None and not _has_kid(self._keys, kid)):
+            unknown = kid is not None and self._keys is not None and not _has_kid(
+                self._keys, kid)
+            if self._keys is None or (unknown and time.monotonic() - self._fetched_at
+                                      >= self.jwks_refetch_min_s):
                 doc = await _get_json((await self.metadata()).jwks_uri, "the JWKS")
+                self._fetched_at = time.monotonic()
                 try:
                     self._keys = KeySet.import_key_set(doc)  # type: ignore[arg-type]
                 except (JoseError, ValueError, TypeError, KeyError) as exc:
