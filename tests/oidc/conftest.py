@@ -20,3 +20,7 @@ def keys() -> Iterator[KeyServer]:
     finally:
         server.server.shutdown()
         server.server.server_close()
+
+
+# A real OpenTelemetry SDK for the test that reads a decision's span.
+from tests.telemetry.conftest import otel  # noqa: E402, F401
