@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 
+from hookgate.storage.people import people
 from tests.oidc.provider import mock_provider, sign_in
 from tests.oidc.world import ALICE_ORG, pending_request, serving
 from tests.portal.steps import WAIT_S
@@ -41,7 +42,8 @@ def test_a_person_the_provider_no_longer_confirms_decides_nothing(
         idp.set_user("carol-sub", ALICE_ORG)
         request = pending_request(c)
         sign_in(c, "carol-sub")
-        csrf = c.get("/auth/session").json()["csrf_token"]
+        me = c.get("/auth/session").json()
+        csrf, user_id = me["csrf_token"], me["user_id"]
         with httpx.Client(base_url=srv.url, timeout=20) as second:
             sign_in(second, "carol-sub")  # a second session of the same person
             # A re-check that the provider confirms keeps the session open.
@@ -61,3 +63,16 @@ def test_a_person_the_provider_no_longer_confirms_decides_nothing(
         # The call waiting on the approval stays waiting; nothing ran.
         shown = c.get(f"/api/confirmations/{request['id']}", headers=auth("alice")).json()
         assert shown["status"] == "pending" and bank.payments == []
+        # Their user is disabled: no earlier vote or standing rule of theirs counts either
+        # (the authority reads the record at the moment of use).
+        record = srv.call(people(srv.runtime.db, [user_id]))[user_id]
+        assert record.disabled is True
+        # Confirmed by the provider again, they sign in again and may decide.
+        idp.set_user("carol-sub", ALICE_ORG)
+        with httpx.Client(base_url=srv.url, timeout=20) as again:
+            assert sign_in(again, "carol-sub").status_code == 302
+            assert srv.call(people(srv.runtime.db, [user_id]))[user_id].disabled is False
+            csrf = again.get("/auth/session").json()["csrf_token"]
+            done = again.post(f"/api/confirmations/{request['id']}/respond",
+                              json={"decision": "approve"}, headers={"X-CSRF-Token": csrf})
+            assert done.status_code == 200, done.text

@@ -125,8 +125,13 @@ async def record_person(db: Database, person: Person) -> str:
             identity.email = person.email
             identity.groups = list(person.groups)
             identity.updated_at = utcnow()
-        await s.execute(update(User).where(User.id == user_id).values(
-            org_id=person.org_id, admin=person.admin, name=name[:256]))
+        values: dict[str, object] = {"org_id": person.org_id, "admin": person.admin,
+                                     "name": name[:256]}
+        if identity is not None and identity.refused_at is not None:
+            # The provider refused them before and confirms them now: enabled again.
+            identity.refused_at = None
+            values["disabled"] = False
+        await s.execute(update(User).where(User.id == user_id).values(**values))
         await db.notify(s, ACCESS_CHANNEL, user_id)
     return user_id
 
@@ -202,6 +207,25 @@ async def end_sessions_of(db: Database, issuer: str, subject: str, reason: str) 
             OidcSession.issuer == issuer, OidcSession.subject == subject,
             OidcSession.ended_at.is_(None))
             .values(ended_at=utcnow(), ended_reason=reason[:512], refresh_token=None))
+    return int(getattr(done, "rowcount", 0) or 0)
+
+
+async def refuse_person(db: Database, issuer: str, subject: str, reason: str) -> int:
+    """The provider no longer confirms the person: every session of theirs ends and their
+    user is disabled, so no decision, vote or standing rule of theirs counts anywhere
+    (approvals/authority.py reads the record at the moment of use) until they sign in
+    again; how many sessions were open."""
+    async with db.transaction() as s:
+        done = await s.execute(update(OidcSession).where(
+            OidcSession.issuer == issuer, OidcSession.subject == subject,
+            OidcSession.ended_at.is_(None))
+            .values(ended_at=utcnow(), ended_reason=reason[:512], refresh_token=None))
+        identity = await s.get(OidcIdentity, (issuer, subject), with_for_update=True)
+        if identity is not None:
+            identity.refused_at = utcnow()
+            await s.execute(update(User).where(User.id == identity.user_id)
+                            .values(disabled=True))
+            await db.notify(s, ACCESS_CHANNEL, identity.user_id)
     return int(getattr(done, "rowcount", 0) or 0)
 
 

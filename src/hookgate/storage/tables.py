@@ -415,6 +415,9 @@ class OidcIdentity(Base):
     email: Mapped[str | None] = mapped_column(String(320), nullable=True)
     groups: Mapped[list[str]] = mapped_column(JSON, default=list)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: When the provider last refused the person (a failed re-check): their user is
+    #: disabled then, and enabled again by their next sign-in (not one an admin disabled).
+    refused_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
 
 class OidcSession(Base):

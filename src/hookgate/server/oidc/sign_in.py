@@ -150,9 +150,9 @@ class SignIn:
             person = person_of(self.spec, claims)
             await store.record_person(self.db, person)
         except Exception as exc:  # fail closed: whatever failed, the provider did not confirm
-            ended = await store.end_sessions_of(self.db, record.issuer, record.subject,
-                                                f"the provider no longer confirms the "
-                                                f"person: {exc}")
+            ended = await store.refuse_person(self.db, record.issuer, record.subject,
+                                              f"the provider no longer confirms the "
+                                              f"person: {exc}")
             log.warning("ended %d session(s) of %s: %s", ended, record.user_id, exc)
             return False
         refresh = tokens.get("refresh_token")

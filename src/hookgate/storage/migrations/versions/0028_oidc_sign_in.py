@@ -36,6 +36,7 @@ def upgrade() -> None:
         sa.Column('email', sa.String(length=320), nullable=True),
         sa.Column('groups', sa.JSON(), nullable=False),
         sa.Column('updated_at', hookgate.storage.types.UTCDateTime(timezone=True), nullable=False),
+        sa.Column('refused_at', hookgate.storage.types.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(['user_id'], ['users.id']),
         sa.PrimaryKeyConstraint('issuer', 'subject'),
         sa.UniqueConstraint('user_id'),
