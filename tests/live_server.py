@@ -47,13 +47,14 @@ class LiveServer:
 def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
                 sweep_interval: float = 0.2, max_body: int | None = None,
                 access_recheck_s: float | None = None,
-                websockets: bool | None = None) -> Iterator[LiveServer]:
+                websockets: bool | None = None, port: int | None = None
+                ) -> Iterator[LiveServer]:
     runtime = Runtime(deployment, sweep_interval=sweep_interval)
     kwargs: dict[str, Any] = {"keepalive_s": keepalive_s, "access_recheck_s": access_recheck_s}
     if max_body is not None:
         kwargs["max_body"] = max_body
     app = create_app(runtime, **kwargs)
-    port = free_port()
+    port = free_port() if port is None else port
     server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, graceful_s=2,
                                            websockets=bool(deployment.mcp_servers)
                                            if websockets is None else websockets))

@@ -143,7 +143,11 @@ def call_decision(decision: ApprovalDecision) -> CallDecision:
                             None, None)
     if decision.repeat_of is not None:
         return CallDecision(decision.decided_by, decision.repeat_of, None)
-    return CallDecision(decision.decided_by, decision.request_id,
+    approver = decision.decided_by
+    if approver is not None and (decision.decided_identity or "").startswith("oidc:"):
+        # A person a provider verified: the row names that identity, hashed with it.
+        approver = f"{approver} ({decision.decided_identity})"
+    return CallDecision(approver, decision.request_id,
                         _wait_us(decision.requested_at, decision.responded_at))
 
 

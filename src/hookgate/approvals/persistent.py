@@ -628,6 +628,7 @@ def _decision(request: ConfirmationRequest, *, retry: RetryReuse | None = None
         status=request.status,  # type: ignore[arg-type]
         args_sha256=request.args_sha256,
         decided_by=request.responded_by,
+        decided_identity=request.responder_channel_identity,
         reason=request.reason,
         responded_at=request.responded_at.isoformat() if request.responded_at else None,
         requested_at=request.created_at.isoformat(),

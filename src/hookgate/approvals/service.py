@@ -73,6 +73,9 @@ class ApprovalDecision:
     message: str | None = None
     #: Set when nobody was asked because a standing rule approved the call (its id).
     rule_id: str | None = None
+    #: The identity the decider was verified by, as the request records it: a chat
+    #: platform's (``slack:U1``) or a provider's sign-in (``oidc:<issuer>#<subject>``).
+    decided_identity: str | None = None
     #: When the request was created (ISO-8601): with ``responded_at``, how long it waited.
     requested_at: str | None = None
     #: Set when the request is an earlier call's that gave up, joined by its identical

@@ -36,14 +36,21 @@ def _call(method: str, url: str, path: str, token: str | None,
           body: dict[str, Any] | None = None) -> Any:
     import httpx  # not at the top: --help should not pay for the HTTP client
 
+    from hookgate.cli.credentials import CredentialsError, saved_session
     from hookgate.cli.server_url import NotAServerUrl, server_base
 
-    if not token:
-        fail("give --token or set HOOKGATE_TOKEN", 2)
     try:
         url = server_base(url)
     except NotAServerUrl as exc:
         fail(str(exc), 2)
+    if not token:
+        # The session `hookgate login` kept for this server, if any.
+        try:
+            token = saved_session(url)
+        except CredentialsError as exc:
+            fail(str(exc), 2)
+    if not token:
+        fail("give --token, set HOOKGATE_TOKEN, or sign in with `hookgate login`", 2)
     try:
         r = httpx.request(method, url + path, json=body, timeout=30,
                           headers={"Authorization": f"Bearer {token}"})

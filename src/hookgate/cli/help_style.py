@@ -18,7 +18,8 @@ from typer.models import CommandInfo, DefaultPlaceholder, TyperInfo
 PANELS: dict[str, str] = {
     "demo": "Start here", "run": "Start here", "check": "Start here", "hooks": "Start here",
     "serve": "Server", "worker": "Server", "approvals": "Server", "users": "Server",
-    "orgs": "Server", "rules": "Server", "policy": "Server",
+    "orgs": "Server", "rules": "Server", "policy": "Server", "login": "Server",
+    "logout": "Server",
     "claude-code": "Integrations", "codex": "Integrations", "copilot": "Integrations",
     "cursor": "Integrations", "gemini": "Integrations", "mcp": "Integrations",
     "workflow": "Workflows and evals", "eval": "Workflows and evals",

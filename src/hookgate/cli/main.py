@@ -18,6 +18,7 @@ from hookgate.cli import (  # noqa: F401  (they register commands)
     gemini_cmd,
     help_style,
     hooks_cmd,
+    login_cmd,
     mcp_cmd,
     orgs_cmd,
     policy_cmd,

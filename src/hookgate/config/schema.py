@@ -29,6 +29,7 @@ from hookgate.approvals.quorum_rule import MAX_APPROVALS, QuorumRule
 from hookgate.channels.validators import channel_types
 from hookgate.config.errors import ConfigError
 from hookgate.config.mcp_servers import AgentMcpAccess, McpOAuthSpec, McpServerSpec
+from hookgate.config.oidc import OidcSpec
 from hookgate.config.policies import with_org_policies
 from hookgate.durations import Seconds
 from hookgate.escalation_policy import EscalationPolicy, PolicyError, parse_duration
@@ -379,6 +380,8 @@ class HookgateConfig(_Section):
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
     mcp_servers: list[McpServerSpec] = Field(default_factory=list)
     policies: list[OrgPoliciesSpec] = Field(default_factory=list)
+    #: OpenID Connect sign-in for people (hookgate.server.oidc); None: API tokens only.
+    oidc: OidcSpec | None = None
 
     _source: str = PrivateAttr(default="<config>")
     _tool_objects: dict[str, Tool] = PrivateAttr(default_factory=dict)

@@ -9,6 +9,7 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.config.mcp_servers import AgentMcpAccess, McpOAuthSpec, McpServerSpec
+from hookgate.config.oidc import OidcSpec
 from hookgate.llm.base import ChatModel
 from hookgate.runs.executors.settings import WorkerSettings
 from hookgate.storage.users import DeclaredUser, token_digest
@@ -72,6 +73,8 @@ class Deployment:
     #: ``server: access_recheck_s``: how often event streams and MCP sessions re-check their
     #: caller (hookgate.runtime.auth.still_allowed).
     access_recheck_s: float = ACCESS_RECHECK_S
+    #: ``oidc:``: people sign in through an OpenID Connect provider (hookgate.server.oidc).
+    oidc: OidcSpec | None = None
 
 
 def deployment_from_config(cfg: Any) -> Deployment:
@@ -105,4 +108,5 @@ def deployment_from_config(cfg: Any) -> Deployment:
         worker=WorkerSettings(**cfg.worker.model_dump()),
         redis_url=cfg.redis_url,
         access_recheck_s=cfg.server.access_recheck_s,
+        oidc=cfg.oidc,
     )

@@ -9,6 +9,7 @@ notifications carry run events and inbox changes between them.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from functools import partial
@@ -57,6 +58,32 @@ class Caller:
     name: str = ""
     #: A service (agent) identity: acts for the people its calls name, never decides.
     service: bool = False
+    #: The verified identity an OpenID Connect sign-in gave (None for an API token).
+    issuer: str | None = None
+    subject: str | None = None
+    #: How the caller signed in: ``token`` (an API token) or ``oidc``.
+    sign_in: str = "token"
+
+    @property
+    def verified_identity(self) -> str | None:
+        """The identity a provider verified, as decisions record it (their channel
+        identity): ``oidc:<issuer>#<subject>``; None for an API token's caller."""
+        if self.sign_in != "oidc" or self.issuer is None or self.subject is None:
+            return None
+        return verified_identity(self.issuer, self.subject)
+
+
+#: The longest identity a decision's record holds (its channel_identity column).
+_IDENTITY_MAX = 256
+
+
+def verified_identity(issuer: str, subject: str) -> str:
+    """``oidc:<issuer>#<subject>``; one longer than the record holds is named by its sha256
+    (``oidc:sha256:<hex>``), which the person's ``oidc_identities`` row matches."""
+    text = f"oidc:{issuer}#{subject}"
+    if len(text) <= _IDENTITY_MAX:
+        return text
+    return "oidc:sha256:" + hashlib.sha256(f"{issuer}#{subject}".encode()).hexdigest()
 
 
 class Runtime:
@@ -250,8 +277,13 @@ class Runtime:
         await self.channels.sync(self.db)
 
     async def authenticate(self, token: str) -> Caller | None:
-        """The caller of a token: refused when revoked, expired or the user is disabled."""
+        """The caller of a token: refused when revoked, expired, the user is disabled, or
+        a person's token while `oidc.tokens_for_people` is false."""
         user = await user_for_token(self.db, token)
         if user is None:
+            return None
+        oidc = self.deployment.oidc
+        if oidc is not None and not oidc.tokens_for_people and not user.service:
+            # People sign in through the identity provider only (oidc.tokens_for_people).
             return None
         return Caller(user.id, user.org_id, user.admin, user.name, bool(user.service))

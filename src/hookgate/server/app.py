@@ -60,6 +60,7 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
     app.state.access_recheck_s = recheck
     installed = [mount.install(app) for mount in mounts]
     errors.install(app)
+    _install_sign_in(app, runtime)
     app.include_router(runs.router)
     app.include_router(confirmations.router)
     app.include_router(catalog.router)
@@ -92,6 +93,30 @@ def tune_collector() -> None:
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
+
+
+def _install_sign_in(app: FastAPI, runtime: Runtime) -> None:
+    """People's sign-in through an OpenID Connect provider (``oidc:``), when configured."""
+    from hookgate.server.oidc import routes
+
+    # /auth/session answers either way: the portal asks whether to offer the sign-in.
+    app.include_router(routes.router)
+    app.state.sign_in = None
+    spec = runtime.deployment.oidc
+    if spec is None:
+        return
+    try:
+        from hookgate.server.oidc.sign_in import SignIn
+    except ImportError as exc:
+        raise RuntimeError(f"oidc: needs Authlib, which is not installed ({exc}): pip "
+                           "install 'hookgate[oidc]'") from exc
+
+    public = runtime.deployment.public_url
+    redirect = spec.redirect_url or (f"{public.rstrip('/')}/auth/callback" if public else None)
+    if redirect is None:
+        raise ValueError("oidc needs redirect_url or server.public_url: the provider's "
+                         "redirect comes from the configuration, never the request's Host")
+    app.state.sign_in = SignIn(runtime.db, spec, redirect)
 
 
 def _include_optional_routes(app: FastAPI) -> None:

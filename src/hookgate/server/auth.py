@@ -10,20 +10,34 @@ approval) ask `still_allowed` again while they last: the one answer to "may this
 see it", for every route and connection. The routes that show or decide approval requests and
 standing rules take `CurrentCallerDep`: the caller as the user records say at that moment,
 never the remembered lookup (a person moved or removed a moment ago decides and reads nothing).
+
+With ``oidc:`` configured, a person signed in through the identity provider is the caller of
+their session (hookgate.server.oidc): the browser's cookie, whose state-changing requests
+must send the session's CSRF token in ``X-CSRF-Token``, or the CLI's session id as a bearer
+token. Sessions are read from the database on every request, never remembered.
 """
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, HTTPException, Request
 
 from hookgate.runtime.auth import caller_for_token, same_access, still_allowed
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.runtime.token_cache import token_key
+from hookgate.storage.oidc_sessions import SESSION_PREFIX
+
+if TYPE_CHECKING:
+    from hookgate.server.oidc.sign_in import SignIn
 
 STREAM_TOKEN_PARAM = "access_token"
+#: The browser session's cookie and the header its state-changing requests send back.
+SESSION_COOKIE = "hookgate_session"
+CSRF_HEADER = "x-csrf-token"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def runtime_of(request: Request) -> Runtime:
@@ -39,7 +53,40 @@ def _bearer_token(request: Request) -> str | None:
     return token.strip()
 
 
+def sign_in_of(request: Request) -> SignIn | None:
+    """The app's sign-in through an identity provider (None without ``oidc:``)."""
+    found: SignIn | None = getattr(request.app.state, "sign_in", None)
+    return found
+
+
+async def session_caller(request: Request, token: str | None) -> Caller | None:
+    """The caller of the request's provider session, or None when it uses none: the CLI's
+    session id as ``token``, else the browser's cookie (then a state-changing request must
+    carry the session's CSRF token). 401 for a session that ended, 403 for a missing or
+    wrong CSRF token."""
+    sign_in = sign_in_of(request)
+    cookie = request.cookies.get(SESSION_COOKIE)
+    from_header = token is not None and token.startswith(SESSION_PREFIX)
+    if sign_in is None or not (from_header or (token is None and cookie)):
+        return None
+    session_id = token if from_header else cookie
+    assert session_id is not None
+    session = await sign_in.session(session_id)
+    if session is None:
+        raise HTTPException(401, "the sign-in session ended or is not valid: sign in again",
+                            headers={"WWW-Authenticate": "Bearer"})
+    if not from_header and request.method not in _SAFE_METHODS:
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not sent or not hmac.compare_digest(sent, session.record.csrf_token):
+            raise HTTPException(403, "missing or wrong CSRF token: a signed-in browser "
+                                     "sends the session's token in X-CSRF-Token")
+    return session.caller
+
+
 async def _caller_for(request: Request, token: str | None, missing: str) -> Caller:
+    by_session = await session_caller(request, token)
+    if by_session is not None:
+        return by_session
     if token is None:
         raise HTTPException(401, missing, headers={"WWW-Authenticate": "Bearer"})
     caller = await caller_for_token(runtime_of(request), token)
@@ -80,6 +127,9 @@ async def require_current_caller(request: Request) -> Caller:
     """The caller as the user records say now (the token cache is not asked): for the routes
     that show or decide approval requests and standing rules."""
     token = _bearer_token(request)
+    by_session = await session_caller(request, token)
+    if by_session is not None:
+        return by_session
     if token is None:
         raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer <token>'",
                             headers={"WWW-Authenticate": "Bearer"})
@@ -129,7 +179,12 @@ class LastingAccess:
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", token_key(self.token))
 
+    #: The app's provider sign-in, when ``token`` is a session id (hookgate.server.oidc).
+    sign_in: SignIn | None = None
+
     async def still_allowed(self) -> bool:
+        if self.sign_in is not None:
+            return await self.still_current()
         # A stream asks before each event: the token's key is computed once.
         return await still_allowed(self.rt, self.token, self.caller, key=self.key)
 
@@ -137,24 +192,34 @@ class LastingAccess:
         """`still_allowed`, read from the user records now (not the token cache): for a
         stream whose events are approval requests, asked before each one."""
         try:
+            if self.sign_in is not None:
+                session = await self.sign_in.session(self.token)
+                return session is not None and same_access(session.caller, self.caller)
             now = await self.rt.authenticate(self.token)
         except Exception:  # fail closed: the stream ends, its client reconnects
             return False
         return now is not None and same_access(now, self.caller)
 
 
+def _lasting(request: Request, caller: Caller, token: str | None) -> LastingAccess:
+    if caller.sign_in != "token":
+        # A provider session: its id (the CLI's bearer token, or the browser's cookie).
+        session_id = token if token is not None and token.startswith(SESSION_PREFIX) \
+            else request.cookies.get(SESSION_COOKIE)
+        assert session_id is not None  # session_caller found the session by one of them
+        return LastingAccess(caller, runtime_of(request), session_id, sign_in_of(request))
+    assert token is not None  # the caller was refused without one
+    return LastingAccess(caller, runtime_of(request), token)
+
+
 async def require_stream_access(request: Request) -> LastingAccess:
     caller = await require_stream_caller(request)
-    token = _stream_token(request)
-    assert token is not None  # require_stream_caller refused a request without one
-    return LastingAccess(caller, runtime_of(request), token)
+    return _lasting(request, caller, _stream_token(request))
 
 
 async def require_lasting_access(request: Request) -> LastingAccess:
     caller = await require_caller(request)
-    token = _bearer_token(request)
-    assert token is not None  # require_caller refused a request without one
-    return LastingAccess(caller, runtime_of(request), token)
+    return _lasting(request, caller, _bearer_token(request))
 
 
 def recheck_s(request: Request) -> float:

@@ -37,7 +37,8 @@ async def decide_for(rt: Runtime, caller: Caller, request_id: str, decision: str
         return Decided(404, error=f"no confirmation request '{request_id}'")
     try:
         decided = await rt.approvals.decide(
-            request_id, decision, Approver(caller.user_id, caller.org_id, caller.admin, via=via,
+            request_id, decision, Approver(caller.user_id, caller.org_id, caller.admin,
+                                          channel_identity=caller.verified_identity, via=via,
                                           service=caller.service),
             reason=reason, arguments=arguments, message=message,
             with_decision=with_decision, read=request)

@@ -405,3 +405,58 @@ class LimitClaimRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     amount: Mapped[int] = mapped_column(BigInteger)
     at: Mapped[float] = mapped_column(Float(precision=53))
+
+
+class OidcLogin(Base):
+    """A sign-in under way at the OpenID Connect provider: its state, nonce and PKCE
+    verifier, taken (deleted) once by the callback, so neither is ever accepted twice."""
+
+    __tablename__ = "oidc_logins"
+
+    state: Mapped[str] = mapped_column(String(128), primary_key=True)
+    nonce: Mapped[str] = mapped_column(String(128))
+    code_verifier: Mapped[str] = mapped_column(String(128))
+    #: sha256 of the secret the browser (its cookie) or the CLI that started the sign-in
+    #: holds: a callback only finishes where it started (no login CSRF).
+    binding_sha256: Mapped[str] = mapped_column(String(64))
+    return_to: Mapped[str] = mapped_column(String(512), default="/")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class OidcIdentity(Base):
+    """The hookgate user a person of an identity provider is (``iss`` + ``sub``; the email
+    is for display only), and the groups the provider said last."""
+
+    __tablename__ = "oidc_identities"
+
+    issuer: Mapped[str] = mapped_column(String(512), primary_key=True)
+    subject: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), unique=True)
+    email: Mapped[str | None] = mapped_column(String(320), nullable=True)
+    groups: Mapped[list[str]] = mapped_column(JSON, default=list)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: When the provider last refused the person (a failed re-check): their user is
+    #: disabled then, and enabled again by their next sign-in (not one an admin disabled).
+    refused_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class OidcSession(Base):
+    """A person signed in through the provider (a browser's cookie or the CLI's
+    credentials). Only the session id's sha256 is stored; ``checked_at`` is when the
+    provider last confirmed the person, read by every instance."""
+
+    __tablename__ = "oidc_sessions"
+
+    id_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    issuer: Mapped[str] = mapped_column(String(512))
+    subject: Mapped[str] = mapped_column(String(255))
+    #: ``browser`` (the cookie; state changes need ``csrf_token``) or ``cli``.
+    kind: Mapped[str] = mapped_column(String(16))
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    refresh_token: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+    checked_at: Mapped[datetime] = mapped_column(default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    ended_reason: Mapped[str | None] = mapped_column(String(512), nullable=True)

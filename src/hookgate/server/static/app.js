@@ -1,4 +1,4 @@
-/* The hookgate portal: sign in with a token, decide the org's approval requests, start runs
+/* The hookgate portal: sign in with a token or the identity provider, decide the org's approval requests, start runs
    and follow them live. Plain DOM and no framework; data from the API reaches the page only
    through text nodes (textContent), never as markup. */
 "use strict";
@@ -9,6 +9,11 @@
 
   const session = {
     token: localStorage.getItem(TOKEN_KEY),
+    // Signed in through the identity provider: the session is an HttpOnly cookie, and every
+    // state-changing request sends this CSRF token (null: not signed in that way).
+    csrf: null,
+    // Whether the server offers sign-in through an identity provider (null: not asked yet).
+    oidc: null,
     me: null,
     pending: new Set(), // ids of the pending requests this person may decide (the nav count)
     inbox: null, // the org's live confirmation stream
@@ -25,7 +30,9 @@
   }
 
   async function api(path, { method = "GET", body, token = session.token } = {}) {
-    const headers = { Authorization: `Bearer ${token}` };
+    const headers = {};
+    if (token) headers.Authorization = `Bearer ${token}`;
+    else if (session.csrf && method !== "GET") headers["X-CSRF-Token"] = session.csrf;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response;
     try {
@@ -45,7 +52,7 @@
     if (!response.ok) {
       const said = data && (data.error || data.detail);
       const message = typeof said === "string" ? said : `${response.status} ${response.statusText}`;
-      if (response.status === 401 && token === session.token && session.token) {
+      if (response.status === 401 && token === session.token && (session.token || session.csrf)) {
         signOut(`You were signed out: ${message}.`);
       }
       throw new ApiError(response.status, message);
@@ -56,6 +63,7 @@
   /** An EventSource for one of the two streaming routes (they take the token in the URL,
       because EventSource cannot send an Authorization header). */
   function stream(path) {
+    if (session.csrf) return new EventSource(path); // the session cookie goes with it
     const sep = path.includes("?") ? "&" : "?";
     return new EventSource(`${path}${sep}access_token=${encodeURIComponent(session.token)}`);
   }
@@ -896,9 +904,13 @@
         form.elements.token.focus();
       }
     });
+    const provider = session.oidc
+      ? h("p", {}, h("a", { class: "button primary", id: "oidc-sign-in", href: "/auth/login" },
+        "Sign in with your organisation's account"))
+      : null;
     show("Sign in to hookgate",
       h("p", { class: "lede" }, "Approve or reject the tool calls your agents want to make, and follow their runs."),
-      form);
+      provider, form);
     form.elements.token.focus();
   }
 
@@ -911,6 +923,11 @@
   }
 
   function signOut(message) {
+    if (session.csrf) {
+      // End the provider session at the server too (its cookie is HttpOnly).
+      fetch("/auth/logout", { method: "POST", headers: { "X-CSRF-Token": session.csrf } }).catch(() => {});
+      session.csrf = null;
+    }
     localStorage.removeItem(TOKEN_KEY);
     session.token = null;
     session.me = null;
@@ -1425,8 +1442,23 @@
     session.view = null;
   }
 
+  /** The identity provider's session of this browser, if any (its cookie is HttpOnly). */
+  async function providerSession() {
+    let response;
+    try {
+      response = await fetch("/auth/session");
+    } catch {
+      return;
+    }
+    if (!response.ok) return;
+    const found = await response.json();
+    session.oidc = Boolean(found.oidc);
+    if (found.signed_in) session.csrf = found.csrf_token;
+  }
+
   async function route() {
-    if (!session.token) {
+    if (!session.token && session.oidc === null) await providerSession();
+    if (!session.token && !session.csrf) {
       signInView();
       return;
     }
@@ -1434,7 +1466,7 @@
       try {
         session.me = await api("/api/me");
       } catch (err) {
-        if (session.token) {
+        if (session.token || session.csrf) {
           show("hookgate", failure(err), h("p", {}, h("button", { type: "button", class: "button", onclick: route }, "Try again")));
         }
         return;

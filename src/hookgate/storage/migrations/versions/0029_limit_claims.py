@@ -2,7 +2,7 @@
 per user, agent, session or org) and the approved calls a session has had.
 
 Revision ID: 0029
-Revises: 0027
+Revises: 0028
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from alembic import op
 
 revision = '0029'
 # 0028 is another branch's; the lead chains this one after it when merging.
-down_revision = '0027'
+down_revision = '0028'
 branch_labels = None
 depends_on = None
 
