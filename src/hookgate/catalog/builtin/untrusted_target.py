@@ -17,7 +17,7 @@ from hookgate.catalog.builtin.params import reject_unknown_params
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
 from hookgate.matching import ToolMatcher
-from hookgate.provenance import PROVENANCE_KEY
+from hookgate.provenance import provenance_of
 
 NAME = "untrusted_target"
 #: After the policy hooks (a denial needs no person), before the gate.
@@ -48,6 +48,8 @@ class UntrustedTarget(PreToolUseHook):
     name = NAME
     priority = UNTRUSTED_TARGET_PRIORITY
     fail_mode = "closed"
+    # Traced by the hook itself when it triggers (a write), not for every call.
+    reads_provenance = False
 
     def __init__(self, *, matcher: str | None = None, writes_only: bool = True,
                  arguments: Sequence[str] | None = None,
@@ -84,8 +86,8 @@ class UntrustedTarget(PreToolUseHook):
         return self.tools.matches(ctx.tool_name)
 
     async def execute(self, ctx: HookContext) -> HookResult:
-        provenance = ctx.metadata.get(PROVENANCE_KEY)
-        if not isinstance(provenance, Mapping):
+        provenance = await provenance_of(ctx)
+        if provenance is None:
             raise ProvenanceMissing(
                 f"the call of '{ctx.tool_name}' carries no provenance, so where its "
                 "arguments came from cannot be shown")
