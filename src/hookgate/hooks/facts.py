@@ -165,3 +165,13 @@ async def provenance_of(ctx: HookContext) -> Mapping[str, Any] | None:
     if isinstance(held, PendingProvenance):
         held = facts[PROVENANCE_KEY] = await held.traced()
     return held if isinstance(held, Mapping) else None
+
+
+async def _not_traced() -> dict[str, Any]:
+    raise ProvenanceNotTraced("the call's provenance is not traced before its rules are read")
+
+
+#: ``metadata["provenance"]`` of a context that rules are read against before the call is
+#: traced (an outside agent's or an MCP server's ``requires_confirmation`` rules): a ``when``
+#: that names provenance cannot be evaluated there, so its rule applies (fail closed).
+NOT_TRACED = PendingProvenance(_not_traced)
