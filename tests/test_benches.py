@@ -189,6 +189,16 @@ def check_agentdojo(out: dict[str, Any]) -> None:
     assert set(out["v1"]["suites"]) == {"banking"}
 
 
+def check_provenance(out: dict[str, Any]) -> None:
+    for backend in ("sqlite", "postgresql"):
+        figures = out[backend]
+        assert figures["no_reader"]["fact_reads_per_call"] == 0, figures
+        assert figures["with_reader"]["fact_reads_per_call"] >= 1, figures
+        for name in ("no_reader", "with_reader"):
+            assert 0 < figures[name]["p50_us"] <= figures[name]["p99_us"], figures
+        assert _number(figures["lookup_p50_us"]), figures
+
+
 #: Each script's quick-mode arguments and the check of its output. bench/approval.py is run
 #: with small sizes through its own options.
 SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
@@ -205,6 +215,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "coding_agent_hooks.py": (["--quick"], check_coding_agent_hooks),
     "agentdojo.py": (["--quick"], check_agentdojo),
     "startup.py": (["--quick"], check_startup),
+    "provenance.py": (["--quick"], check_provenance),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
     # One file's perf tests (a second or two), not all of them.
     "perf_internals.py": (["tests/runs/test_event_deferral.py"], check_perf_internals),
@@ -220,7 +231,7 @@ def test_every_bench_script_is_checked_here() -> None:
 def test_the_bench_runs_in_quick_mode_and_prints_its_json(
         script: str, postgres_server_url: str, tmp_path: Path) -> None:
     args, check = SCRIPTS[script]
-    if script in ("hooks.py", "throughput.py", "durable_path.py"):
+    if script in ("hooks.py", "throughput.py", "durable_path.py", "provenance.py"):
         args = [*args, "--postgres-url", postgres_server_url]
     out = run_bench(script, args, tmp_path)
     assert out.get("benchmark"), out

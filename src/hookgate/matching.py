@@ -28,6 +28,7 @@ from typing import Any
 from hookgate.expressions import Expression, ExpressionInvalid
 from hookgate.expressions.values import view_of
 from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.facts import PendingProvenance, ProvenanceNotTraced
 from hookgate.hooks.model import HookContext
 
 _EXACT = re.compile(r"[A-Za-z0-9_|, -]+")
@@ -104,7 +105,12 @@ class Condition:
         except ExpressionInvalid as exc:
             raise HookBuildError(str(exc)) from None
         self.source = self.expression.source
-        unknown = self.expression.free_names() - set(_NAMES) - set(_FUNCTIONS) - set(_CONSTANTS)
+        names = self.expression.free_names()
+        #: The condition may read the call's provenance (``provenance``, or ``metadata``
+        #: whose ``provenance`` key holds it): it must be traced before it is evaluated.
+        self.reads_provenance = not names.isdisjoint({"provenance", "metadata"})
+        self._names_provenance = "provenance" in names
+        unknown = names - set(_NAMES) - set(_FUNCTIONS) - set(_CONSTANTS)
         if unknown:
             raise HookBuildError(
                 f"'when' {self.source!r} uses unknown names {', '.join(sorted(unknown))} "
@@ -131,12 +137,22 @@ class Condition:
             "user_id": ctx.user_id,
             "org_id": meta.get("org_id"),
             "metadata": view_of(meta),
-            "provenance": view_of(meta.get("provenance") or _NO_PROVENANCE),
         }
+        if self._names_provenance:
+            names["provenance"] = view_of(_traced(meta.get("provenance")))
         return self.expression.evaluate(names, _FUNCTIONS)
 
     def __str__(self) -> str:
         return self.source
+
+
+def _traced(provenance: Any) -> Any:
+    # Not yet traced (no hook said it reads it): the condition cannot be evaluated, and
+    # fails closed, rather than reading as "nothing untrusted".
+    if isinstance(provenance, PendingProvenance):
+        raise ProvenanceNotTraced(
+            "the call's provenance was not traced before this condition was evaluated")
+    return provenance or _NO_PROVENANCE
 
 
 def selects(matcher: ToolMatcher, when: Condition | None, ctx: HookContext

@@ -44,3 +44,29 @@ async def test_a_policy_forbids_a_payment_to_a_vendor_only_an_untrusted_result_n
         assert pay["status"] == "blocked" and PAID == []
         assert "deny by untrusted-vendor (the vendor came only from untrusted content)" in \
             pay["observation"]
+
+
+@pytest.mark.parametrize("policies, reads", [
+    (POLICIES, 1),
+    # A policy set that does not name context.untrusted(_args): the facts are not read.
+    ('@id("tools-allowed")\npermit(principal, action in Action::"call_tool", resource);\n',
+     0),
+])
+async def test_the_facts_are_read_only_for_a_policy_set_that_names_provenance(
+        pdb: Database, tmp_path: Path, policies: str, reads: int) -> None:
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from tests.provenance.test_lazy import FactReads
+
+    buyer = agent(write_policies(tmp_path / "policies", policies))
+    buyer.model_config_json["hooks"]["untrusted_output"] = ["crm__lookup"]
+    counted = FactReads()
+    event.listen(Engine, "before_cursor_execute", counted)
+    try:
+        await run(pdb, buyer, call("crm__lookup", customer="Globex"),
+                  call("oa__purchase_pay", amount=10, vendor="ACME"),
+                  message="look our new customer up, then pay ACME 10")
+    finally:
+        event.remove(Engine, "before_cursor_execute", counted)
+    assert counted.count == 2 * reads  # one per call

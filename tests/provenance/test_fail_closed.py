@@ -37,7 +37,11 @@ async def drop_facts(db: Database) -> None:
 @pytest.mark.both_databases
 async def test_without_its_facts_a_call_does_not_run_and_a_result_is_withheld(
         db: Database) -> None:
-    agent = Agent(id="reader", name="reader", instructions="", tools=[read_page])
+    # A provenance reader on every call (tests/provenance/test_lazy.py: without one, no
+    # facts are read for a call).
+    agent = Agent(id="reader", name="reader", instructions="", tools=[read_page],
+                  model_config_json={"hooks": {"class_hooks": [
+                      {"name": "untrusted_target", "params": {"writes_only": False}}]}})
     registry = build_registry(agent, HookServices(database=db))
     tools = {"read_page": read_page}
     first = await execute_tool_call(
@@ -49,7 +53,8 @@ async def test_without_its_facts_a_call_does_not_run_and_a_result_is_withheld(
     blocked = await execute_tool_call(
         new_call(identity(), ToolCall("c2", "read_page", {"url": "https://b.test"}), tools),
         registry=registry)
-    assert (blocked.status, blocked.blocked_by, RAN) == ("blocked", "provenance", [])
+    # The hook that reads provenance fails (closed): the facts could not be read.
+    assert (blocked.status, blocked.blocked_by, RAN) == ("blocked", "untrusted_target", [])
     assert "could not read the session's facts" in blocked.observation
 
 

@@ -19,6 +19,7 @@ from hookgate.approvals.edits import changes, model_note
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
 from hookgate.hooks.approval import ApprovalOutcome, CallDecision
 from hookgate.hooks.coverage import Coverage, coverage
+from hookgate.hooks.facts import provenance_of
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
 from hookgate.tools.tool import args_digest, legacy_args_digest
 
@@ -59,6 +60,9 @@ class ApprovalGate(PreToolUseHook):
                     "service is configured for this engine, so it cannot be asked for."
                 ),
             )
+        # The request keeps the call's provenance, and standing rules and quorums may read
+        # it: traced now if no hook before read it.
+        await provenance_of(ctx)
         digest = args_digest(ctx.tool_args)
         ask = ApprovalAsk(
             agent=self.agent,

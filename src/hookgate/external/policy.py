@@ -17,6 +17,7 @@ from typing import Any
 from hookgate.agent import Agent
 from hookgate.external.schema_tool import SchemaTool
 from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.facts import NOT_TRACED, PROVENANCE_KEY
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import Condition, ToolMatcher, selects
 from hookgate.tools.tool import Tool
@@ -152,8 +153,10 @@ def declared_tool(tool_name: str, context: Mapping[str, Any] | None) -> Tool | N
 
 def probe_context(name: str, args: dict[str, Any], agent: Agent, user_id: str | None,
                   metadata: dict[str, Any]) -> HookContext:
+    # The rules are read before the call is traced: a `when` over provenance applies.
     return HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=name, tool_args=args,
-                       agent_id=agent.id, user_id=user_id, metadata=metadata)
+                       agent_id=agent.id, user_id=user_id,
+                       metadata={**metadata, PROVENANCE_KEY: NOT_TRACED})
 
 
 def _rule(where: str, entry: object, keys: RuleKeys, named: str) -> ToolRule:

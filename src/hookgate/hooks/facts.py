@@ -1,16 +1,22 @@
 """A session's facts: what the user asked (the request) and each tool result the session has
 seen, marked trusted or untrusted by the tool's (or connector's) declaration; the store
 protocol every path records them through, and an in-memory store for registries without a
-database. hookgate.provenance traces argument values to them; they live with the hook model
-because the registry carries the store every path uses.
+database; and a call's provenance as a lazy fact (`PendingProvenance`): traced from the
+facts only when a hook, rule or policy reads it (`provenance_of`). hookgate.provenance traces
+argument values to them; they live with the hook model because the registry carries the
+store every path uses.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from hookgate.hooks.model import HookContext
 
 #: The hooks' metadata key holding the call's provenance (`Provenance.as_fact`).
 PROVENANCE_KEY = "provenance"
@@ -23,6 +29,11 @@ MAX_FACT_CHARS = 1_000_000
 class FactsUnavailable(RuntimeError):
     """The session's facts could not be kept or read (the store failed): the call or run
     they were for does not go on."""
+
+
+class ProvenanceNotTraced(LookupError):
+    """A hook read the call's provenance from ``metadata`` before it was traced: it should
+    declare ``reads_provenance = True`` or ``await provenance_of(ctx)``."""
 
 
 class FactKind(enum.StrEnum):
@@ -108,3 +119,59 @@ def facts_session(identity: _Identity) -> str:
     """The session whose facts a call shares: a delegated child's results count for the
     session that delegated to it (its root run, or the outside agent's root session)."""
     return identity.facts_session or identity.root_run_id or identity.run_id
+
+
+class PendingProvenance:
+    """A call's provenance before anything read it: ``metadata["provenance"]`` holds this
+    until `provenance_of` traces it (one read of the session's facts), then the traced
+    mapping. Read as a mapping while pending, it raises `ProvenanceNotTraced`: a hook that
+    reads it without saying so fails (closed) rather than seeing no provenance."""
+
+    __slots__ = ("_trace", "_traced")
+
+    def __init__(self, trace: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        self._trace = trace
+        self._traced: dict[str, Any] | None = None
+
+    async def traced(self) -> dict[str, Any]:
+        """The provenance, traced on the first call (`FactsUnavailable` if the facts cannot
+        be read)."""
+        if self._traced is None:
+            self._traced = await self._trace()
+        return self._traced
+
+    def _unread(self) -> ProvenanceNotTraced:
+        return ProvenanceNotTraced(
+            "the call's provenance is traced only for hooks that read it: declare "
+            "reads_provenance = True on the hook, or await "
+            "hookgate.provenance.provenance_of(ctx)")
+
+    def __getitem__(self, key: str) -> Any:
+        raise self._unread()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise self._unread()
+
+    def __repr__(self) -> str:
+        return "<provenance not traced: no hook read it>"
+
+
+async def provenance_of(ctx: HookContext) -> Mapping[str, Any] | None:
+    """The call's provenance (`Provenance.as_fact`), traced now if nothing read it before,
+    and kept in ``ctx.metadata``; None for a context the guarded path did not make (a
+    session start). `FactsUnavailable` when the session's facts cannot be read."""
+    facts = ctx.facts
+    held = facts.get(PROVENANCE_KEY)
+    if isinstance(held, PendingProvenance):
+        held = facts[PROVENANCE_KEY] = await held.traced()
+    return held if isinstance(held, Mapping) else None
+
+
+async def _not_traced() -> dict[str, Any]:
+    raise ProvenanceNotTraced("the call's provenance is not traced before its rules are read")
+
+
+#: ``metadata["provenance"]`` of a context that rules are read against before the call is
+#: traced (an outside agent's or an MCP server's ``requires_confirmation`` rules): a ``when``
+#: that names provenance cannot be evaluated there, so its rule applies (fail closed).
+NOT_TRACED = PendingProvenance(_not_traced)

@@ -115,7 +115,7 @@ class HookResult:
 #: hook is registered and again whenever one is assigned on the instance afterwards.
 OPTION_NAMES: frozenset[str] = frozenset(
     {"execute", "should_trigger", "timeout", "fail_mode", "priority",
-     "recheck_after_approval"})
+     "recheck_after_approval", "reads_provenance"})
 
 
 class _Hook(ABC):
@@ -124,6 +124,11 @@ class _Hook(ABC):
     ``recheck_after_approval``: a PreToolUse hook whose answer can change while a person
     decides (e.g. "is the org read-only?") sets it; after an approval it runs once more
     right before the tool runs, and a block or failure then stops the call.
+
+    ``reads_provenance``: a PreToolUse hook that reads ``metadata["provenance"]`` (directly
+    or in a ``when`` condition) sets it, and the guarded path traces the call's provenance
+    before the chain runs; an async hook may instead ``await provenance_of(ctx)``
+    (hookgate.provenance). Without either, the session's facts are not read for the call.
     """
 
     point: ClassVar[HookPoint]
@@ -132,6 +137,7 @@ class _Hook(ABC):
     fail_mode: FailMode = "closed"
     timeout: float | None = None
     recheck_after_approval: bool = False
+    reads_provenance: bool = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)

@@ -216,6 +216,9 @@ class HookRegistry:
         # triggers, no timeout, fails closed): the loop over these does nothing else.
         self._pre_fast: tuple[Callable[[HookContext], Awaitable[Any]], ...] | None = ()
         self._post_fast: tuple[Callable[[HookContext], Awaitable[Any]], ...] | None = ()
+        #: A PreToolUse hook reads the call's provenance (``reads_provenance``): the guarded
+        #: path traces it before the chain; else only a hook that awaits it reads the facts.
+        self.reads_provenance = False
         for hook in hooks:
             self.register(hook)
 
@@ -283,6 +286,7 @@ class HookRegistry:
             fast = None
         if point is _PRE:
             self._pre, self._pre_fast = chain, fast
+            self.reads_provenance = any(h.reads_provenance for h in members)
         elif point is _POST:
             self._post, self._post_fast = chain, fast
         else:

@@ -20,6 +20,7 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from hookgate.config.mcp_servers import GateRule, McpServerSpec, tool_name
+from hookgate.hooks.facts import NOT_TRACED, PROVENANCE_KEY
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import Condition, ToolMatcher
 from hookgate.mcp.downstream import DownstreamServer
@@ -106,7 +107,8 @@ class _GateRules:
         # A condition that raises counts as holding (fail closed, as needs_confirmation).
         ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=self.name,
                           tool_args=dict(args), agent_id=self.agent_id, user_id=None,
-                          metadata={"org_id": self.org_id})
+                          # Read before the call is traced: a `when` over provenance holds.
+                          metadata={"org_id": self.org_id, PROVENANCE_KEY: NOT_TRACED})
         out = []
         for i, rule, condition in self.rules:
             try:

@@ -10,9 +10,13 @@ from hookgate.hooks.facts import (
     FactKind,
     FactStore,
     MemoryFacts,
+    PendingProvenance,
+    ProvenanceNotTraced,
     facts_session,
+    provenance_of,
 )
 from hookgate.provenance.origins import ArgumentOrigin, Provenance, trace
 
 __all__ = ["PROVENANCE_KEY", "UNTRUSTED_OUTPUT_KEY", "ArgumentOrigin", "Fact", "FactKind",
-           "FactStore", "MemoryFacts", "Provenance", "facts_session", "trace"]
+           "FactStore", "MemoryFacts", "PendingProvenance", "Provenance", "ProvenanceNotTraced",
+           "facts_session", "provenance_of", "trace"]

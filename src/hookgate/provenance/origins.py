@@ -9,11 +9,16 @@ shorter than `MIN_TRACED` characters (normalised) matches only as a whole token 
 as ``13``, not the 13 in 2013). An address inside a longer text — an email address, a URL or
 domain, an account number — is traced on its own (``contained``): a message that carries an
 injected link.
+
+A value is **listed** when, in every untrusted result that holds it, it is a whole field of
+a structured result (JSON, or YAML that is a list or a mapping: an item of a channel list,
+a file's id) and inside no longer field (not named in the text of a message or a page).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -21,12 +26,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote_plus
 
+import yaml
+
 from hookgate.hooks.facts import Fact
 
 #: The fewest characters (normalised) a value needs to be traced.
 MIN_TRACED = 4
 #: The most argument values traced per call (the rest are not).
 MAX_VALUES = 64
+#: The longest result read for its structure (a longer one counts as prose).
+MAX_STRUCTURED_CHARS = 200_000
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _INVISIBLE = re.compile(r"[\s\u00ad\u200b-\u200f\u2028-\u202f\u2060-\u2064\ufeff]+")
 _PAD = "\"'`<>()[]{}.,;:!?*|~"
 
@@ -51,10 +61,13 @@ class ArgumentOrigin:
     path: str
     sources: tuple[str, ...]
     match: Match
+    #: The value is a whole field of the structured results it is in (an item of a list,
+    #: an id), not named in their text.
+    listed: bool = False
 
     def as_fact(self) -> dict[str, Any]:
         return {"argument": self.argument, "path": self.path, "sources": list(self.sources),
-                "match": self.match}
+                "match": self.match, "listed": self.listed}
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +174,8 @@ def trace(args: Mapping[str, Any], facts: Sequence[Fact],
             continue
         found = _found(raw, form, sources)
         if found is not None and not known.has(raw, form):
-            origins.append(ArgumentOrigin(name, path, *found))
+            listed = found[1] == "exact" and _listed(raw, sources, token=False)
+            origins.append(ArgumentOrigin(name, path, *found, listed=listed))
     flagged = {o.path for o in origins}
     for name, path, raw, form in values:
         if 1 < len(form) < MIN_TRACED and form.isalnum() and path not in flagged:
@@ -169,7 +183,8 @@ def trace(args: Mapping[str, Any], facts: Sequence[Fact],
                                       if _token_in(form, _folded_text(text))))
             if hit and not known.has_token(form):
                 flagged.add(path)
-                origins.append(ArgumentOrigin(name, path, hit, "token"))
+                origins.append(ArgumentOrigin(name, path, hit, "token",
+                                              listed=_listed(form, sources, token=True)))
             continue
         for address in dict.fromkeys(m.group(0) for m in _ADDRESS.finditer(raw)):
             inner = _value_form(address)
@@ -205,3 +220,53 @@ def _found(raw: str, form: str, sources: Sequence[tuple[str, str, str]]
         return exact, "exact"
     normalised = tuple(dict.fromkeys(s for s, _, text in sources if form in text))
     return (normalised, "normalised") if normalised else None
+
+
+def _listed(value: str, sources: Sequence[tuple[str, str, str]], *, token: bool) -> bool:
+    """Whether ``value`` is, in every untrusted result that holds it, a whole field of a
+    structured result and inside none of its longer fields."""
+    holding = [text for _, text, _ in sources
+               if (_token_in(value, _folded_text(text)) if token else value in text)]
+    if not holding:
+        return False
+    for text in holding:
+        fields = _fields(text)
+        if fields is None:
+            return False
+        whole = value.casefold() if token else value
+        if not any((f.casefold() if token else f) == whole for f in fields):
+            return False
+        for field in fields:
+            inside = _token_in(value, field.casefold()) if token else value in field
+            if inside and (field.casefold() if token else field) != whole:
+                return False
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _fields(text: str) -> tuple[str, ...] | None:
+    """The scalar fields of a structured result (JSON, or YAML that is a list or mapping),
+    stripped; None for prose or a result too long to read."""
+    if len(text) > MAX_STRUCTURED_CHARS:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            data = yaml.load(text, Loader=_YAML_LOADER)  # a safe loader
+        except yaml.YAMLError:
+            return None
+    if not isinstance(data, dict | list):
+        return None
+    found: list[str] = []
+    pending: list[Any] = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping):
+            pending.extend(item.values())
+            found.extend(str(k).strip() for k in item if isinstance(k, str | int))
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif item is not None:  # a string, a number, a date: as the text shows it
+            found.append(str(item).strip())
+    return tuple(found)

@@ -15,10 +15,12 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from typing import Any, Protocol
 
 from hookgate.hooks.coverage import coverage
+from hookgate.hooks.facts import FactsUnavailable, PendingProvenance, provenance_of
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.trace import ChainResult, HookEvent
@@ -177,17 +179,9 @@ async def decide_call(
     identity, metadata = guarded.identity, guarded.metadata
     needs = identity.require_confirmation_for_all or tool.needs_confirmation(args)
     facts = build_metadata(identity, call, tool, needs)
-    try:
-        seen = await registry.facts.facts(facts_session(identity))
-    except Exception as exc:
-        msg = (f"Blocked: hookgate could not read the session's facts to trace where the "
-               f"arguments of '{tool.name}' came from ({type(exc).__name__}); it did not run.")
-        return await _blocked(registry, _attempt_context(call, identity, tool), identity,
-                              ToolOutcome(call.id, tool.name, args, False, "blocked", msg, msg,
-                                          blocked_by="provenance"))
-    # A delegated child's message is its parent model's words, not the user's request.
-    request = identity.message if identity.depth == 0 else None
-    facts[PROVENANCE_KEY] = trace(args, seen, request).as_fact()
+    # Traced only when something reads it (hookgate.hooks.facts.provenance_of): a chain
+    # with no provenance reader reads no facts for the call.
+    facts[PROVENANCE_KEY] = PendingProvenance(_tracer(registry, identity, args))
     ctx = HookContext(
         hook_point=HookPoint.PRE_TOOL_USE,
         tool_name=tool.name,
@@ -198,6 +192,14 @@ async def decide_call(
         emit=identity.emit,
         call_started=time.perf_counter(),
     )
+    if registry.reads_provenance:
+        try:
+            await provenance_of(ctx)
+        except FactsUnavailable as exc:
+            msg = (f"Blocked: {exc}; '{tool.name}' did not run.")
+            return await _blocked(registry, _attempt_context(call, identity, tool), identity,
+                                  ToolOutcome(call.id, tool.name, args, False, "blocked", msg,
+                                              msg, blocked_by="provenance"))
     # A hook should rewrite through modified_args, but one that edits ctx.tool_args in place
     # must not slip unvalidated arguments past the check below.
     seen_args = dict(args)
@@ -251,6 +253,22 @@ async def decide_call(
         ))
 
     return ctx, final_args, pre
+
+
+def _tracer(registry: HookRegistry, identity: CallIdentity, args: dict[str, Any]
+            ) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """How the call's provenance is traced when first read: the session's facts, once."""
+    async def traced() -> dict[str, Any]:
+        try:
+            seen = await registry.facts.facts(facts_session(identity))
+        except Exception as exc:
+            raise FactsUnavailable(
+                f"hookgate could not read the session's facts to trace where the arguments "
+                f"of the call came from ({type(exc).__name__})") from exc
+        # A delegated child's message is its parent model's words, not the user's request.
+        request = identity.message if identity.depth == 0 else None
+        return trace(args, seen, request).as_fact()
+    return traced
 
 
 async def observe_result(ctx: HookContext, registry: HookRegistry, result: Any,

@@ -9,6 +9,7 @@ the approval card. It fails closed: an evaluation error or a fact it cannot read
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +32,7 @@ from hookgate.policies import (
 from hookgate.policies.decision import unevaluated
 from hookgate.policies.facts import LIMITS_KEY
 from hookgate.policies.shadow import ShadowDecision, record_shadow
-from hookgate.provenance import PROVENANCE_KEY
+from hookgate.provenance import provenance_of
 from hookgate.storage.database import Database
 from hookgate.storage.orgs import org_read_only
 from hookgate.storage.users import user_admin
@@ -124,6 +125,7 @@ class CedarPolicy(PreToolUseHook):
         self.agent = agent
         self.audited = audits_every_call(agent)
         self.tools = {t.name: t for t in agent.tools}
+        self._provenance_checked: tuple[str | None, bool] = (None, False)
 
     @classmethod
     def from_declaration(cls, params: dict[str, Any], env: Any) -> CedarPolicy:
@@ -188,7 +190,8 @@ class CedarPolicy(PreToolUseHook):
             requires_confirmation=bool(meta.get("requires_confirmation")),
             execution_path=str(meta.get("execution_path") or "react"),
             depth=depth if isinstance(depth, int) and not isinstance(depth, bool) else 0,
-            untrusted_args=_untrusted_args(meta.get(PROVENANCE_KEY)),
+            untrusted_args=_untrusted_args(await provenance_of(ctx)
+                                           if self._reads_provenance() else None),
             limits=_limits(meta.get(LIMITS_KEY)),
             **({"now": now} if now is not None else {}))
         return self.policies.decide(facts, None if own is not None else tool)
@@ -208,6 +211,14 @@ class CedarPolicy(PreToolUseHook):
             # The approval gate takes any call with this flag to a person, with these words.
             ctx.ask_for_confirmation(NAME, _ask(decision))
         return HookResult(side_effects=noted)
+
+    def _reads_provenance(self) -> bool:
+        """Whether the loaded policies read ``context.untrusted``/``untrusted_args`` (then
+        the call's provenance is traced for them; else the session's facts are not read)."""
+        loaded = self.policies.loaded
+        if self._provenance_checked[0] != loaded.version:
+            self._provenance_checked = (loaded.version, "untrusted" in json.dumps(loaded.ests))
+        return self._provenance_checked[1]
 
     def _deny(self, why: str) -> PolicyDecision:
         loaded = self.policies.loaded

@@ -17,17 +17,23 @@ from hookgate.catalog.builtin.params import reject_unknown_params
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
 from hookgate.matching import ToolMatcher
-from hookgate.provenance import PROVENANCE_KEY
+from hookgate.provenance import provenance_of
 
 NAME = "untrusted_target"
 #: After the policy hooks (a denial needs no person), before the gate.
 UNTRUSTED_TARGET_PRIORITY = 30
 _ALLOW = HookResult()
-_PARAMS = ("matcher", "writes_only", "arguments", "content_arguments", "action")
+_PARAMS = ("matcher", "writes_only", "arguments", "content_arguments", "selector_arguments",
+           "action")
 #: Arguments that hold text the model writes, not a target: only an address inside them (a
 #: link, an email address, an account number) that came from untrusted content counts.
 CONTENT_ARGUMENTS = ("body", "subject", "content", "text", "message", "description",
-                     "note", "notes", "summary", "comment", "query")
+                     "note", "notes", "summary", "comment", "query", "location")
+#: Arguments that pick an existing object (an id, a channel, a user), besides any name ending
+#: in ``_id`` or ``_ids``: a value listed whole in a structured result (an item of a channel
+#: list, a file's id: `ArgumentOrigin.listed`) is picked there, not named by a text.
+SELECTOR_ARGUMENTS = ("id", "ids", "channel", "channels", "channel_name", "user", "users",
+                      "username")
 
 
 class ProvenanceMissing(Exception):
@@ -41,17 +47,22 @@ class UntrustedTarget(PreToolUseHook):
     Params: ``matcher`` (which tools, default every tool), ``writes_only`` (default true:
     only tools declared ``writes``), ``arguments`` (the argument names that are targets,
     default every argument), ``content_arguments`` (arguments of text the model writes,
-    where only an address inside counts; default `CONTENT_ARGUMENTS`), ``action``
-    (``ask``, the default, or ``deny``).
+    where only an address inside counts; default `CONTENT_ARGUMENTS`),
+    ``selector_arguments`` (arguments that pick an existing object, where a value listed
+    whole in a structured result does not count; default `SELECTOR_ARGUMENTS` and every
+    ``*_id``), ``action`` (``ask``, the default, or ``deny``).
     """
 
     name = NAME
     priority = UNTRUSTED_TARGET_PRIORITY
     fail_mode = "closed"
+    # Traced by the hook itself when it triggers (a write), not for every call.
+    reads_provenance = False
 
     def __init__(self, *, matcher: str | None = None, writes_only: bool = True,
                  arguments: Sequence[str] | None = None,
                  content_arguments: Sequence[str] = CONTENT_ARGUMENTS,
+                 selector_arguments: Sequence[str] = SELECTOR_ARGUMENTS,
                  action: str = "ask") -> None:
         self.tools = ToolMatcher.parse(matcher)
         self.matcher = str(self.tools)
@@ -68,6 +79,14 @@ class UntrustedTarget(PreToolUseHook):
             raise HookBuildError("untrusted_target: 'content_arguments' must be a list of "
                                  "argument names")
         self.content_arguments = frozenset(content_arguments)
+        if isinstance(selector_arguments, str) or not all(
+                isinstance(a, str) for a in selector_arguments):
+            raise HookBuildError("untrusted_target: 'selector_arguments' must be a list of "
+                                 "argument names")
+        self.selector_arguments = frozenset(selector_arguments)
+        # The defaults also take every ``*_id``/``*_ids``; a list given is exactly the list.
+        self._id_suffixes = (("_id", "_ids") if selector_arguments is SELECTOR_ARGUMENTS
+                             else ())
         if action not in ("ask", "deny"):
             raise HookBuildError(f"untrusted_target: 'action' must be ask or deny, got "
                                  f"{action!r}")
@@ -84,8 +103,8 @@ class UntrustedTarget(PreToolUseHook):
         return self.tools.matches(ctx.tool_name)
 
     async def execute(self, ctx: HookContext) -> HookResult:
-        provenance = ctx.metadata.get(PROVENANCE_KEY)
-        if not isinstance(provenance, Mapping):
+        provenance = await provenance_of(ctx)
+        if provenance is None:
             raise ProvenanceMissing(
                 f"the call of '{ctx.tool_name}' carries no provenance, so where its "
                 "arguments came from cannot be shown")
@@ -104,6 +123,9 @@ class UntrustedTarget(PreToolUseHook):
     def _counts(self, origin: Mapping[str, Any]) -> bool:
         argument = origin.get("argument")
         if self.arguments is not None and argument not in self.arguments:
+            return False
+        if origin.get("listed") is True and isinstance(argument, str) and (
+                argument in self.selector_arguments or argument.endswith(self._id_suffixes)):
             return False
         return argument not in self.content_arguments or origin.get("match") == "contained"
 

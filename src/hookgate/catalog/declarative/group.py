@@ -16,6 +16,7 @@ from typing import Any
 
 from hookgate.catalog.declarative.hook import Transport
 from hookgate.catalog.declarative.protocol import HookProtocolError, apply_reply, hook_input
+from hookgate.hooks.facts import provenance_of
 from hookgate.hooks.model import (
     FailMode,
     HookContext,
@@ -112,6 +113,7 @@ class _Group:
         chosen = [h for h in self.handlers if h.applies(ctx, subject)]
         if not chosen:
             return HookResult()
+        await provenance_of(ctx)  # the input carries it (metadata.provenance)
         payload = hook_input(ctx, cwd=self.project_dir)
         payload["hook_event_name"] = self.event
         if self.event == "PostToolUseFailure":

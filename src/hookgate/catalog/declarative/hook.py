@@ -11,6 +11,7 @@ import os
 from typing import Any, Protocol
 
 from hookgate.catalog.declarative.protocol import HookReply, apply_reply, hook_input
+from hookgate.hooks.facts import provenance_of
 from hookgate.hooks.model import (
     FailMode,
     HookContext,
@@ -65,6 +66,8 @@ class _DeclaredHook:
         #: The matcher as declared, for listings such as ``hookgate check``.
         self.matcher = str(matcher)
         self.when = when
+        # A `when` over provenance is evaluated before execute: traced before the chain.
+        self.reads_provenance = when is not None and when.reads_provenance
         # Set by should_trigger, read by the execute that the registry starts right after
         # it (no await in between), so a `when` that could not be evaluated is traced.
         self._when_failure: tuple[int, str] | None = None
@@ -78,6 +81,7 @@ class _DeclaredHook:
     async def execute(self, ctx: HookContext) -> HookResult:
         failure, self._when_failure = self._when_failure, None
         cwd = self.transport.cwd or os.getcwd()
+        await provenance_of(ctx)  # the input carries it (metadata.provenance)
         reply = await self.transport.ask(hook_input(ctx, cwd=cwd), ctx.hook_point)
         result = apply_reply(reply, ctx, self.name)
         if failure is not None and failure[0] == id(ctx):
