@@ -355,8 +355,8 @@ def replay_command(
     as_json: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
 ) -> None:
     """Replay the audited calls of a period through the candidate configuration's policy
-    sets and report, per deciding rule, which past decisions would change (allow → deny,
-    allow → ask, …) with examples. Calls whose arguments were stored masked, or whose agent
+    sets and report, per deciding rule, which past decisions would change (allow to deny,
+    allow to ask, and so on) with examples. Calls whose arguments were stored masked, or whose agent
     or user the candidate does not know, are counted as not replayable.
 
     Exit codes: 0 replayed (with --ci: and nothing changed); 1 with --ci, some decision

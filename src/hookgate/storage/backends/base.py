@@ -19,6 +19,7 @@ from hookgate.tools.ledger import FinishedCall
 
 if TYPE_CHECKING:
     from hookgate.storage.fencing import Fence
+    from hookgate.storage.limit_claim_model import Claimed, Want
     from hookgate.storage.run_writes import Checkpoint
 
 
@@ -213,6 +214,12 @@ class Backend(Protocol):
 
     async def take_rate_slot(self, key: str, start: int, limit: int) -> bool:
         """Count one call in ``key``'s window from ``start``, if under ``limit``."""
+        ...
+
+    async def claim_limits(self, call_key: str, wants: Sequence[Want], now: float | None
+                           ) -> Claimed:
+        """One call's claims on session-aware limits in one transaction, serialised per limit
+        key (storage/backends/limit_claims.py); ``now`` None: the database's clock."""
         ...
 
     def append_audit_now(self, groups: AuditGroups, link: AuditLink

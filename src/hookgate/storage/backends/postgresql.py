@@ -40,6 +40,7 @@ from hookgate.storage.backends.base import (
     RunSummaryRow,
     UserRow,
 )
+from hookgate.storage.backends.limit_claims import claim_on_postgresql
 from hookgate.storage.backends.pg_driver import PgDriver, psycopg_statements
 from hookgate.storage.backends.statements import (
     AUDIT_COLUMNS,
@@ -51,6 +52,7 @@ from hookgate.storage.backends.statements import (
     compiled,
 )
 from hookgate.storage.fencing import Fence
+from hookgate.storage.limit_claim_model import Claimed, Want
 from hookgate.storage.run_writes import (
     RUN_EVENTS_CHANNEL,
     Checkpoint,
@@ -424,6 +426,10 @@ class PostgresBackend:
         # One atomic statement: autocommit is its transaction.
         take = _s("rate_take")
         return await self.driver.fetchrow(take.sql, *take.args((key, start, limit))) is not None
+
+    async def claim_limits(self, call_key: str, wants: Sequence[Want], now: float | None
+                           ) -> Claimed:
+        return await claim_on_postgresql(self.driver, call_key, wants, now)
 
     def append_audit_now(self, groups: AuditGroups, link: AuditLink
                          ) -> list[list[Any]] | NotNow:

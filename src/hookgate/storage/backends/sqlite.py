@@ -11,6 +11,7 @@ driver's own connection.
 from __future__ import annotations
 
 import json
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -36,6 +37,7 @@ from hookgate.storage.backends.base import (
     RunSummaryRow,
     UserRow,
 )
+from hookgate.storage.backends.limit_claims import claim_on_sqlite
 from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timestamp
 from hookgate.storage.backends.statements import (
     Compiled,
@@ -44,6 +46,7 @@ from hookgate.storage.backends.statements import (
     compiled,
 )
 from hookgate.storage.fencing import Fence
+from hookgate.storage.limit_claim_model import Claimed, Want
 from hookgate.storage.run_writes import (
     RUN_EVENTS_CHANNEL,
     Checkpoint,
@@ -259,6 +262,13 @@ class SqliteBackend:
         params = take.args((key, start, limit))
         return await self.driver.write(
             lambda c: c.execute(take.sql, params).fetchone()) is not None
+
+    async def claim_limits(self, call_key: str, wants: Sequence[Want], now: float | None
+                           ) -> Claimed:
+        at = time.time() if now is None else now
+        claimed: Claimed = await self.driver.write(
+            lambda conn: claim_on_sqlite(conn, call_key, wants, at))
+        return claimed
 
     def append_audit_now(self, groups: AuditGroups, link: AuditLink
                          ) -> list[list[Any]] | NotNow:
