@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -19,7 +18,7 @@ from hookgate.cli.app import app, console, err_console, fail
 from hookgate.cli.approvals_cmd import TokenOption, UrlOption, call_api
 from hookgate.cli.config_source import ConfigOption, ExampleOption
 from hookgate.cli.db_cmd import DatabaseOption, database_url
-from hookgate.durations import seconds_of
+from hookgate.cli.moments import moment
 
 audit_app = typer.Typer(help="The audit log of tool calls.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
@@ -63,7 +62,7 @@ def list_command(
         if value is not None:
             query[key] = value
     if since is not None:
-        query["since"] = since_time(since).isoformat()
+        query["since"] = moment("--since", since).isoformat()
     rows = call_api("GET", url, "/api/audit?" + urlencode(query), token)["items"]
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -76,20 +75,6 @@ def list_command(
     if left_out:
         console.print(Text(f"(left out at this width: {', '.join(left_out)}; widen the "
                            "terminal or use --json)", style="dim"), highlight=False)
-
-
-def since_time(value: str) -> datetime:
-    """``1h`` (that long ago) or an ISO-8601 time (UTC unless it names a zone)."""
-    try:
-        return datetime.now(UTC) - timedelta(seconds=float(seconds_of(value)))
-    except ValueError:
-        pass
-    try:
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        fail(f"--since takes a duration such as 30m, 1h or 2d, or an ISO-8601 time, not "
-             f"{value!r}", 2)
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
 
 
 #: The columns every table has, and those added in this order as the width allows.

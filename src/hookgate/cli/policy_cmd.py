@@ -13,6 +13,7 @@ from rich.table import Table
 
 from hookgate.cli.app import app, console, fail
 from hookgate.cli.config_source import ConfigOption, ExampleOption, load_from_options
+from hookgate.cli.moments import moment
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
@@ -283,23 +284,6 @@ UntilOption = Annotated[str | None, typer.Option(
     show_default=False)]
 
 
-def _moment(option: str, value: str) -> datetime:
-    from datetime import timedelta
-
-    from hookgate.durations import seconds_of
-
-    try:
-        return datetime.now(UTC) - timedelta(seconds=float(seconds_of(value)))
-    except ValueError:
-        pass
-    try:
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        fail(f"{option} takes a duration such as 30m, 1h or 2d, or an ISO-8601 time, not "
-             f"{value!r}", 2)
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
-
-
 async def replay_candidate(cfg: HookgateConfig, database: str, since: datetime,
                            until: datetime | None, *, ci: bool = False) -> Any:
     """The replay report of ``cfg``'s policy sets over the audited calls of the period in
@@ -362,7 +346,7 @@ def replay_command(
     Exit codes: 0 replayed (with --ci: and nothing changed); 1 with --ci, some decision
     changed; 2 bad input (configuration, database, period)."""
     cfg = load_from_options(config, example, code=2)
-    start, end = _moment("--since", since), None if until is None else _moment("--until",
+    start, end = moment("--since", since), None if until is None else moment("--until",
                                                                                   until)
     if end is not None and end <= start:
         fail(f"--until ({end.isoformat()}) must be after --since ({start.isoformat()})", 2)
