@@ -459,7 +459,10 @@ class PersistentApprovals:
             raise RequestNotFound(f"no confirmation request '{request_id}'")
         # Checked at the decision itself, whichever way it came (API, chat click, CLI), by
         # the person's current record: membership, enabled, approver scope, four eyes.
-        why_not = await authority.decider_refusal(self.db, request, who, decision)
+        agent = self.agent_of(request)
+        why_not = await authority.decider_refusal(
+            self.db, request, who, decision,
+            agent.approver_groups if agent is not None else ())
         if why_not is not None:
             raise NotEligible(why_not)
         if not request.pending:

@@ -235,3 +235,12 @@ async def identity_of(db: Database, user_id: str) -> tuple[str, str] | None:
         row = (await s.execute(select(OidcIdentity.issuer, OidcIdentity.subject)
                                .where(OidcIdentity.user_id == user_id))).first()
     return None if row is None else (row[0], row[1])
+
+
+async def groups_of(db: Database, user_id: str) -> tuple[str, ...] | None:
+    """The groups the provider said ``user_id`` is in at their last sign-in or re-check; None
+    when they have no provider identity (an API token's person), so are in no group."""
+    async with db.session() as s:
+        row = (await s.execute(select(OidcIdentity.groups)
+                               .where(OidcIdentity.user_id == user_id))).first()
+    return None if row is None else tuple(str(g) for g in (row[0] or ()))
