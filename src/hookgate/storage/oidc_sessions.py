@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -69,6 +70,7 @@ class SignedIn:
     subject: str
     kind: str
     csrf_token: str
+    #: The provider's refresh token as stored: sealed (server/oidc/sealing.py), never clear.
     refresh_token: str | None
     checked_at: datetime
 
@@ -139,7 +141,7 @@ async def record_person(db: Database, person: Person) -> str:
 async def open_session(db: Database, person: Person, user_id: str, *, kind: str,
                        refresh_token: str | None, ttl_s: float) -> tuple[str, str]:
     """A new session of ``user_id``: its id (returned once, stored as a digest) and its
-    CSRF token."""
+    CSRF token. ``refresh_token``: the provider's, already sealed."""
     session_id = SESSION_PREFIX + secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(32)
     now = utcnow()
@@ -182,7 +184,8 @@ async def claim_recheck(db: Database, id_sha256: str, recheck_s: float) -> bool:
 
 
 async def confirmed(db: Database, id_sha256: str, refresh_token: str | None) -> None:
-    """The provider confirmed the session now (``refresh_token``: the one it gave, if new)."""
+    """The provider confirmed the session now (``refresh_token``: the one it gave, if new,
+    sealed)."""
     values: dict[str, object] = {"checked_at": utcnow()}
     if refresh_token is not None:
         values["refresh_token"] = refresh_token
@@ -244,3 +247,18 @@ async def groups_of(db: Database, user_id: str) -> tuple[str, ...] | None:
         row = (await s.execute(select(OidcIdentity.groups)
                                .where(OidcIdentity.user_id == user_id))).first()
     return None if row is None else tuple(str(g) for g in (row[0] or ()))
+
+
+async def reseal_refresh_tokens(db: Database, reseal: Callable[[str], str]) -> int:
+    """Every open session's sealed refresh token sealed again by ``reseal`` (key rotation),
+    all or nothing; how many."""
+    async with db.transaction() as s:
+        rows = (await s.execute(select(OidcSession.id_sha256, OidcSession.refresh_token)
+                                .where(OidcSession.refresh_token.is_not(None))
+                                .with_for_update())).all()
+        for id_sha256, sealed in rows:
+            if sealed is None:
+                continue
+            await s.execute(update(OidcSession).where(OidcSession.id_sha256 == id_sha256)
+                            .values(refresh_token=reseal(sealed)))
+    return len(rows)
