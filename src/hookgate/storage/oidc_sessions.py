@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, or_, select, update
 
 from hookgate.storage.database import Database
 from hookgate.storage.tables import OidcIdentity, OidcLogin, OidcSession, Org, User
@@ -76,6 +76,7 @@ class SignedIn:
 
 
 async def save_login(db: Database, login: PendingLogin) -> None:
+    """Keep ``login`` until its callback; sign-ins older than LOGIN_TTL are deleted."""
     async with db.transaction() as s:
         await s.execute(delete(OidcLogin).where(OidcLogin.created_at < utcnow() - LOGIN_TTL))
         s.add(OidcLogin(state=login.state, nonce=login.nonce,
@@ -141,11 +142,15 @@ async def record_person(db: Database, person: Person) -> str:
 async def open_session(db: Database, person: Person, user_id: str, *, kind: str,
                        refresh_token: str | None, ttl_s: float) -> tuple[str, str]:
     """A new session of ``user_id``: its id (returned once, stored as a digest) and its
-    CSRF token. ``refresh_token``: the provider's, already sealed."""
+    CSRF token. ``refresh_token``: the provider's, already sealed. Sessions that ended or
+    expired are deleted in the same transaction."""
     session_id = SESSION_PREFIX + secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(32)
     now = utcnow()
     async with db.transaction() as s:
+        # Rows of sessions that ended or expired are of no further use: gone at each sign-in.
+        await s.execute(delete(OidcSession).where(
+            or_(OidcSession.ended_at.is_not(None), OidcSession.expires_at <= now)))
         s.add(OidcSession(id_sha256=session_digest(session_id), user_id=user_id,
                           issuer=person.issuer, subject=person.subject, kind=kind,
                           csrf_token=csrf, refresh_token=refresh_token, created_at=now,
