@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hookgate.approvals.quorum import QuorumRule
 from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
 from hookgate.runtime.deployment import ChannelSpec
 from hookgate.storage.database import Database
@@ -32,12 +33,13 @@ RECHECK_S = 1.0
 
 
 @contextmanager
-def serving(database_url: str, idp: MockProvider, **overrides: Any
-            ) -> Iterator[tuple[LiveServer, Ledger]]:
+def serving(database_url: str, idp: MockProvider, agent: dict[str, Any] | None = None,
+            **overrides: Any) -> Iterator[tuple[LiveServer, Ledger]]:
     """The sign-in world with the buyer's requests decided only by the ``finance`` group."""
     port = free_port()
     deployment, bank = oidc_world(database_url, idp, port, **overrides)
-    buyer = dataclasses.replace(deployment.agents["buyer"], approver_groups=("finance",))
+    buyer = dataclasses.replace(deployment.agents["buyer"], approver_groups=("finance",),
+                                **(agent or {}))
     deployment = dataclasses.replace(deployment, agents={"buyer": buyer})
     with live_server(deployment, port=port) as srv:
         yield srv, bank
@@ -105,6 +107,31 @@ def test_groups_changed_at_the_provider_count_after_the_next_recheck(
         time.sleep(RECHECK_S * 1.5)
         done = _respond(c, request["id"], **{"X-CSRF-Token": csrf})
         assert done.status_code == 200, done.text
+
+
+def test_a_vote_stops_counting_once_its_voter_left_the_groups(database_url: str) -> None:
+    two = {"approval_quorum": (QuorumRule.parse("*", None, 2, None),)}
+    with mock_provider() as idp, serving(database_url, idp, two,
+                                         access_recheck_s=RECHECK_S) as (srv, bank), \
+            httpx.Client(base_url=srv.url, timeout=20) as c:
+        idp.set_user("carol-sub", FINANCE)
+        idp.set_user("dave-sub", FINANCE)
+        request = pending_request(c)
+        with httpx.Client(base_url=srv.url, timeout=20) as carol, \
+                httpx.Client(base_url=srv.url, timeout=20) as dave:
+            assert sign_in(carol, "carol-sub").status_code == 302
+            assert sign_in(dave, "dave-sub").status_code == 302
+            voted = _respond(carol, request["id"], **{"X-CSRF-Token": _csrf(carol)})
+            assert voted.status_code == 200 and voted.json()["status"] == "pending"
+            # carol leaves finance; her next request's re-check reads her groups again.
+            idp.set_user("carol-sub", ALICE_ORG)
+            time.sleep(RECHECK_S * 1.5)
+            assert carol.get("/api/confirmations").status_code == 200
+            second = _respond(dave, request["id"], **{"X-CSRF-Token": _csrf(dave)})
+            assert second.status_code == 200, second.text
+            # Only dave's vote counts now: one of two.
+            assert second.json()["status"] == "pending", second.json()
+        assert bank.payments == []
 
 
 async def _in_finance(db: Database, user_id: str) -> None:

@@ -249,10 +249,25 @@ def may_decide(request: ConfirmationRequest, who: Approver, decision: str) -> bo
 
 
 def vote_refusal(request: ConfirmationRequest, voter: str,
-                 records: Mapping[str, PersonRecord]) -> str | None:
+                 records: Mapping[str, PersonRecord], approver_groups: tuple[str, ...] = (),
+                 groups: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
     """Why ``voter``'s approval of ``request`` no longer counts (None when it does). A
-    voter without a record (the library's approvals) voted as eligible and still counts."""
-    return refusal(Seat.of_request(request), person(voter, records, request.org_id), "approve")
+    voter without a record (the library's approvals) voted as eligible and still counts.
+    With the agent's ``approver_groups``, ``groups`` (see `voter_groups`) must put the voter
+    in one of them now."""
+    why = refusal(Seat.of_request(request), person(voter, records, request.org_id), "approve")
+    if why is None and approver_groups:
+        why = group_refusal(voter, approver_groups, (groups or {}).get(voter))
+    return why
+
+
+async def voter_groups(tx: Transaction, voter_ids: Iterable[str],
+                       approver_groups: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The provider groups of ``voter_ids`` as last read (one query; none is read when the
+    agent names no ``approver_groups``)."""
+    if not approver_groups:
+        return {}
+    return await oidc_sessions.read_groups(tx, voter_ids)
 
 
 def voters(request: ConfirmationRequest) -> list[str]:

@@ -497,7 +497,9 @@ class PersistentApprovals:
                     f"request {request_id} needs {request.approvals_required} approvers, who "
                     "must all approve the same call: it cannot be approved with edited "
                     "arguments or a message to the model")
-            after = await self.votes.approve(request_id, who, reason, then)
+            after = await self.votes.approve(
+                request_id, who, reason, then,
+                agent.approver_groups if agent is not None else ())
         else:
             after = await self.store.transition(
                 request_id, status, responded_by=who.user_id,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -15,6 +15,7 @@ from sqlalchemy import delete, or_, select, update
 
 from hookgate.storage.database import Database
 from hookgate.storage.tables import OidcIdentity, OidcLogin, OidcSession, Org, User
+from hookgate.storage.transaction import Transaction
 from hookgate.storage.types import utcnow
 from hookgate.storage.users import ACCESS_CHANNEL
 
@@ -267,3 +268,14 @@ async def reseal_refresh_tokens(db: Database, reseal: Callable[[str], str]) -> i
             await s.execute(update(OidcSession).where(OidcSession.id_sha256 == id_sha256)
                             .values(refresh_token=reseal(sealed)))
     return len(rows)
+
+
+async def read_groups(tx: Transaction, user_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """`groups_of` for several people, read in ``tx`` (those without a provider identity
+    are absent)."""
+    ids = sorted({u for u in user_ids if u})
+    if not ids:
+        return {}
+    rows = (await tx.execute(select(OidcIdentity.user_id, OidcIdentity.groups)
+                             .where(OidcIdentity.user_id.in_(ids)))).all()
+    return {r[0]: tuple(str(g) for g in (r[1] or ())) for r in rows}
