@@ -24,6 +24,7 @@ from hookgate.storage.tables import OidcIdentity
 from tests.live_server import LiveServer, free_port, live_server
 from tests.oidc.provider import MockProvider, mock_provider, sign_in
 from tests.oidc.world import ALICE_ORG, oidc_world, pending_request
+from tests.portal.steps import wait_finished
 from tests.server.demo_world import Ledger, auth
 
 pytestmark = pytest.mark.both_databases
@@ -132,6 +133,39 @@ def test_a_vote_stops_counting_once_its_voter_left_the_groups(database_url: str)
             # Only dave's vote counts now: one of two.
             assert second.json()["status"] == "pending", second.json()
         assert bank.payments == []
+
+
+def _run(c: httpx.Client) -> str:
+    started = c.post("/api/runs", json={"agent_id": "buyer", "message": "pay"},
+                     headers=auth("alice"))
+    assert started.status_code == 200, started.text
+    return str(started.json()["run_id"])
+
+
+def test_a_standing_rule_stands_only_while_its_creator_is_in_the_groups(
+        database_url: str) -> None:
+    with mock_provider() as idp, serving(database_url, idp,
+                                         access_recheck_s=RECHECK_S) as (srv, bank), \
+            httpx.Client(base_url=srv.url, timeout=20) as c:
+        idp.set_user("carol-sub", FINANCE)
+        rule = {"agent_id": "buyer", "tool_name": "oa__purchase_pay", "scope": "org"}
+        # alice (an API token, no provider identity) may not create one.
+        made = c.post("/api/approval-rules", json=rule, headers=auth("alice"))
+        assert made.status_code == 403, made.text
+        assert "does not sign in through the identity provider" in made.text
+        assert sign_in(c, "carol-sub").status_code == 302
+        made = c.post("/api/approval-rules", json=rule, headers={"X-CSRF-Token": _csrf(c)})
+        assert made.status_code == 201, made.text
+        # carol's rule approves the call: it runs without asking anyone.
+        assert wait_finished(c, _run(c)) == "completed"
+        assert len(bank.payments) == 1
+        # carol leaves finance; once re-checked, her rule no longer stands in for anyone.
+        idp.set_user("carol-sub", ALICE_ORG)
+        time.sleep(RECHECK_S * 1.5)
+        assert c.get("/api/confirmations").status_code == 200
+        _run(c)
+        assert pending_request(c)["status"] == "pending"
+        assert len(bank.payments) == 1
 
 
 async def _in_finance(db: Database, user_id: str) -> None:
