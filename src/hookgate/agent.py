@@ -51,6 +51,10 @@ class Agent:
     allow_self_approval: bool = True
     #: Calls that need several distinct approvers (and maybe four eyes), by tool and `when`.
     approval_quorum: tuple[QuorumRule, ...] = ()
+    #: Identity-provider groups of which a person must be in one (as the provider said at
+    #: their last sign-in or re-check) to decide this agent's requests, on top of the
+    #: approver scope and four eyes (approvals/authority.py); empty: no such restriction.
+    approver_groups: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.confirmation_mode not in CONFIRMATION_MODES:

@@ -24,3 +24,14 @@ def keys() -> Iterator[KeyServer]:
 
 # A real OpenTelemetry SDK for the test that reads a decision's span.
 from tests.telemetry.conftest import otel  # noqa: E402, F401
+
+
+@pytest.fixture(autouse=True)
+def secrets_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The key the provider's refresh tokens are sealed with (servers started in a test, and
+    their subprocesses, read it from the environment)."""
+    from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
+
+    key = SecretsKey.generate()
+    monkeypatch.setenv(SECRETS_KEY_ENV, key)
+    return key

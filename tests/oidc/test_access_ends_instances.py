@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hookgate.runtime.channel_records import SECRETS_KEY_ENV, SecretsKey
 from tests.instances import Instance, MessageModel
 from tests.oidc.provider import CLIENT_ID, MockProvider, mock_provider, sign_in
 from tests.oidc.world import ALICE_ORG
@@ -59,7 +60,9 @@ class Pair:
         self.ledger = workdir / "ledger.txt"
         config = workdir / "hookgate.yaml"
         env = {"HOOKGATE_TEST_LEDGER": str(self.ledger),
-               "HOOKGATE_TEST_OIDC_SECRET": "inbox-secret"}
+               "HOOKGATE_TEST_OIDC_SECRET": "inbox-secret",
+               # Both instances seal and open the sessions' refresh tokens with one key.
+               SECRETS_KEY_ENV: SecretsKey.generate()}
         self.a = Instance("a", config, workdir, env=env)
         self.b = Instance("b", config, workdir, env=env)
         config.write_text(CONFIG.format(

@@ -15,6 +15,7 @@ from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import selects
+from hookgate.storage import oidc_sessions
 from hookgate.storage import people as user_records
 from hookgate.storage.database import Database
 from hookgate.storage.people import PersonRecord
@@ -110,11 +111,16 @@ class Seat:
     agent_owner_id: str | None
     escalated_to: tuple[str, ...] = ()
     allow_self_approval: bool = True
+    #: The agent's ``approver_groups``: a person in none of them may not decide (empty: no
+    #: such restriction); checked with the groups read at the moment of use.
+    approver_groups: tuple[str, ...] = ()
 
     @classmethod
-    def of_request(cls, request: ConfirmationRequest) -> Seat:
+    def of_request(cls, request: ConfirmationRequest,
+                   approver_groups: tuple[str, ...] = ()) -> Seat:
         return cls(request.org_id, request.approver_scope, request.requested_by,
-                   request.agent_owner_id, request.escalated_to, request.allow_self_approval)
+                   request.agent_owner_id, request.escalated_to, request.allow_self_approval,
+                   approver_groups)
 
     @classmethod
     def of_agent(cls, agent: Agent, org_id: str | None, requester: str | None,
@@ -122,7 +128,7 @@ class Seat:
         """The seat of a call of ``agent`` by ``requester`` (None: anyone's call)."""
         self_ok = agent.allow_self_approval if need is None else need.allow_self_approval
         return cls(org_id, agent.confirmation_approver_scope, requester,
-                   agent.owner_user_id, (), self_ok)
+                   agent.owner_user_id, (), self_ok, agent.approver_groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +176,31 @@ def refusal(seat: Seat, person: Person, decision: str = "approve") -> str | None
     return None
 
 
+def group_refusal(user_id: str, approver_groups: tuple[str, ...],
+                  groups: tuple[str, ...] | None) -> str | None:
+    """Why ``user_id``, in the provider's ``groups`` (None: no provider identity), is in
+    none of ``approver_groups`` (None when they are, or when there are none)."""
+    if not approver_groups:
+        return None
+    wanted = ", ".join(approver_groups)
+    if groups is None:
+        return (f"'{user_id}' does not sign in through the identity provider, so is in none "
+                f"of the agent's approver groups ({wanted}); only people in them decide")
+    if set(groups) & set(approver_groups):
+        return None
+    return (f"'{user_id}' is in none of the agent's approver groups ({wanted}), as the "
+            "identity provider said at their last sign-in or re-check")
+
+
+async def groups_refusal(db: Database, user_id: str, seat: Seat) -> str | None:
+    """`group_refusal` with ``user_id``'s groups read now (one query; none when the seat
+    names no approver groups)."""
+    if not seat.approver_groups:
+        return None
+    return group_refusal(user_id, seat.approver_groups,
+                         await oidc_sessions.groups_of(db, user_id))
+
+
 async def people(tx: Transaction, user_ids: Iterable[str]) -> dict[str, PersonRecord]:
     """The current user records of ``user_ids`` (those that exist), read in ``tx``."""
     return await user_records.read_people(tx, user_ids)
@@ -195,13 +226,16 @@ async def current(db: Database, who: Approver) -> Approver:
 
 
 async def decider_refusal(db: Database, request: ConfirmationRequest, who: Approver,
-                          decision: str) -> str | None:
-    """Why ``who`` may not make ``decision`` on ``request`` now, by their current record."""
+                          decision: str, approver_groups: tuple[str, ...] = ()
+                          ) -> str | None:
+    """Why ``who`` may not make ``decision`` on ``request`` now, by their current record
+    and (when the agent has ``approver_groups``) their provider groups as last read."""
     if who.service:
         return service_refusal(who.user_id)
     records = await user_records.people(db, [who.user_id])
-    return refusal(Seat.of_request(request), person(who.user_id, records, who.org_id),
-                   decision)
+    seat = Seat.of_request(request, approver_groups)
+    why = refusal(seat, person(who.user_id, records, who.org_id), decision)
+    return why if why is not None else await groups_refusal(db, who.user_id, seat)
 
 
 def may_decide(request: ConfirmationRequest, who: Approver, decision: str) -> bool:
@@ -215,10 +249,25 @@ def may_decide(request: ConfirmationRequest, who: Approver, decision: str) -> bo
 
 
 def vote_refusal(request: ConfirmationRequest, voter: str,
-                 records: Mapping[str, PersonRecord]) -> str | None:
+                 records: Mapping[str, PersonRecord], approver_groups: tuple[str, ...] = (),
+                 groups: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
     """Why ``voter``'s approval of ``request`` no longer counts (None when it does). A
-    voter without a record (the library's approvals) voted as eligible and still counts."""
-    return refusal(Seat.of_request(request), person(voter, records, request.org_id), "approve")
+    voter without a record (the library's approvals) voted as eligible and still counts.
+    With the agent's ``approver_groups``, ``groups`` (see `voter_groups`) must put the voter
+    in one of them now."""
+    why = refusal(Seat.of_request(request), person(voter, records, request.org_id), "approve")
+    if why is None and approver_groups:
+        why = group_refusal(voter, approver_groups, (groups or {}).get(voter))
+    return why
+
+
+async def voter_groups(tx: Transaction, voter_ids: Iterable[str],
+                       approver_groups: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The provider groups of ``voter_ids`` as last read (one query; none is read when the
+    agent names no ``approver_groups``)."""
+    if not approver_groups:
+        return {}
+    return await oidc_sessions.read_groups(tx, voter_ids)
 
 
 def voters(request: ConfirmationRequest) -> list[str]:
@@ -277,7 +326,8 @@ async def grant_refusal(db: Database, creator: str, seat: Seat,
     if suspended is not None:
         return f"the rule is suspended: {suspended}"
     records = await user_records.people(db, [creator])
-    return refusal(seat, person(creator, records, seat.org_id), "approve")
+    why = refusal(seat, person(creator, records, seat.org_id), "approve")
+    return why if why is not None else await groups_refusal(db, creator, seat)
 
 
 async def never_decides(db: Database, who: Approver) -> str | None:

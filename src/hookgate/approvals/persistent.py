@@ -459,7 +459,10 @@ class PersistentApprovals:
             raise RequestNotFound(f"no confirmation request '{request_id}'")
         # Checked at the decision itself, whichever way it came (API, chat click, CLI), by
         # the person's current record: membership, enabled, approver scope, four eyes.
-        why_not = await authority.decider_refusal(self.db, request, who, decision)
+        agent = self.agent_of(request)
+        why_not = await authority.decider_refusal(
+            self.db, request, who, decision,
+            agent.approver_groups if agent is not None else ())
         if why_not is not None:
             raise NotEligible(why_not)
         if not request.pending:
@@ -494,7 +497,9 @@ class PersistentApprovals:
                     f"request {request_id} needs {request.approvals_required} approvers, who "
                     "must all approve the same call: it cannot be approved with edited "
                     "arguments or a message to the model")
-            after = await self.votes.approve(request_id, who, reason, then)
+            after = await self.votes.approve(
+                request_id, who, reason, then,
+                agent.approver_groups if agent is not None else ())
         else:
             after = await self.store.transition(
                 request_id, status, responded_by=who.user_id,

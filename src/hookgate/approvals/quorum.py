@@ -74,7 +74,8 @@ class QuorumVotes:
         self.db = db
 
     async def approve(self, request_id: str, who: Approver, reason: str | None,
-                      then: AfterTransition | None) -> ConfirmationRequest | None:
+                      then: AfterTransition | None, approver_groups: tuple[str, ...] = ()
+                      ) -> ConfirmationRequest | None:
         """Record ``who``'s approval; the request as it now is (``approved`` once the quorum
         is reached, else still pending with one more approver), or None when it was no
         longer pending or expired by the database's clock. AlreadyVoted: nothing changed."""
@@ -92,8 +93,10 @@ class QuorumVotes:
             voted = await approval_votes.approvers(tx, request_id)
             seat = ConfirmationRequest.from_record(locked)
             records = await authority.people(tx, voted)
-            count = len({v for v in voted
-                         if authority.vote_refusal(seat, v, records) is None})
+            # With the agent's approver_groups, each voter's provider groups as now read.
+            groups = await authority.voter_groups(tx, voted, approver_groups)
+            count = len({v for v in voted if authority.vote_refusal(
+                seat, v, records, approver_groups, groups) is None})
             decision = None
             if count >= locked.approvals_required:
                 decision = {"responded_by": who.user_id,

@@ -171,7 +171,8 @@ class RuleBook:
         if why_not is None:
             # As their record says now (membership, enabled), like any decision of theirs.
             why_not = await authority.grant_refusal(self.db, who.user_id, authority.Seat(
-                agent.org_id, "org_members", None, None))
+                agent.org_id, "org_members", None, None,
+                approver_groups=agent.approver_groups))
         if why_not is not None:
             raise RuleRefused(f"'{who.user_id}' may not create this rule: {why_not}")
         return StandingRule(

@@ -53,18 +53,26 @@ def rotate(config: ConfigOption = None, example: ExampleOption = None,
     except SecretsKeyError as exc:
         fail(str(exc))
 
-    async def run() -> int:
+    async def run() -> tuple[int, int]:
+        from hookgate.storage.oidc_sessions import reseal_refresh_tokens
+
         db = Database(url)
         try:
-            return await rotate_channel_secrets(db, key)
+            channels = await rotate_channel_secrets(db, key)
+            # The sign-in sessions' refresh tokens are sealed with the same keys.
+            sessions = await reseal_refresh_tokens(db, lambda sealed: key.reseal(
+                sealed, channel_id="oidc-session"))
+            return channels, sessions
         finally:
             await db.dispose()
 
     try:
-        count = asyncio.run(run())
+        count, sessions = asyncio.run(run())
     except ChannelSecretsUnreadable as exc:
         fail(f"{exc}; nothing was changed")
     except DATABASE_FAILURES as exc:
         fail(f"cannot re-encrypt the channels table of {url.split('://')[0]}: "
              f"{type(exc).__name__}: {exc} (is the database migrated? 'hookgate db upgrade')")
     console.print(f"re-encrypted {count} channel config(s) with the first of {key.count} key(s)")
+    if sessions:
+        console.print(f"re-encrypted {sessions} sign-in session refresh token(s)")

@@ -259,6 +259,9 @@ class AgentSpec(_Section):
     on_timeout: str = "reject"
     allow_self_approval: bool = True
     approval_quorum: list[QuorumSpec] = Field(default_factory=list)
+    #: Identity-provider groups (``oidc:``) of which a person must be in one to decide this
+    #: agent's requests, on top of the approver scope; empty: no such restriction.
+    approver_groups: list[NonEmpty] = Field(default_factory=list)
     model_config_json: dict[str, Any] = Field(default_factory=dict)
     #: What the agent may use through the MCP gateway (hookgate.mcp).
     mcp: AgentMcpAccess | None = None
@@ -457,6 +460,7 @@ class HookgateConfig(_Section):
             followup=spec.escalation_policy(),
             allow_self_approval=spec.allow_self_approval,
             approval_quorum=tuple(q.rule() for q in spec.approval_quorum),
+            approver_groups=tuple(spec.approver_groups),
         )
 
     def build_agents(self) -> dict[str, Agent]:

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, or_, select, update
 
 from hookgate.storage.database import Database
 from hookgate.storage.tables import OidcIdentity, OidcLogin, OidcSession, Org, User
+from hookgate.storage.transaction import Transaction
 from hookgate.storage.types import utcnow
 from hookgate.storage.users import ACCESS_CHANNEL
 
@@ -69,11 +71,13 @@ class SignedIn:
     subject: str
     kind: str
     csrf_token: str
+    #: The provider's refresh token as stored: sealed (server/oidc/sealing.py), never clear.
     refresh_token: str | None
     checked_at: datetime
 
 
 async def save_login(db: Database, login: PendingLogin) -> None:
+    """Keep ``login`` until its callback; sign-ins older than LOGIN_TTL are deleted."""
     async with db.transaction() as s:
         await s.execute(delete(OidcLogin).where(OidcLogin.created_at < utcnow() - LOGIN_TTL))
         s.add(OidcLogin(state=login.state, nonce=login.nonce,
@@ -139,11 +143,15 @@ async def record_person(db: Database, person: Person) -> str:
 async def open_session(db: Database, person: Person, user_id: str, *, kind: str,
                        refresh_token: str | None, ttl_s: float) -> tuple[str, str]:
     """A new session of ``user_id``: its id (returned once, stored as a digest) and its
-    CSRF token."""
+    CSRF token. ``refresh_token``: the provider's, already sealed. Sessions that ended or
+    expired are deleted in the same transaction."""
     session_id = SESSION_PREFIX + secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(32)
     now = utcnow()
     async with db.transaction() as s:
+        # Rows of sessions that ended or expired are of no further use: gone at each sign-in.
+        await s.execute(delete(OidcSession).where(
+            or_(OidcSession.ended_at.is_not(None), OidcSession.expires_at <= now)))
         s.add(OidcSession(id_sha256=session_digest(session_id), user_id=user_id,
                           issuer=person.issuer, subject=person.subject, kind=kind,
                           csrf_token=csrf, refresh_token=refresh_token, created_at=now,
@@ -182,7 +190,8 @@ async def claim_recheck(db: Database, id_sha256: str, recheck_s: float) -> bool:
 
 
 async def confirmed(db: Database, id_sha256: str, refresh_token: str | None) -> None:
-    """The provider confirmed the session now (``refresh_token``: the one it gave, if new)."""
+    """The provider confirmed the session now (``refresh_token``: the one it gave, if new,
+    sealed)."""
     values: dict[str, object] = {"checked_at": utcnow()}
     if refresh_token is not None:
         values["refresh_token"] = refresh_token
@@ -235,3 +244,38 @@ async def identity_of(db: Database, user_id: str) -> tuple[str, str] | None:
         row = (await s.execute(select(OidcIdentity.issuer, OidcIdentity.subject)
                                .where(OidcIdentity.user_id == user_id))).first()
     return None if row is None else (row[0], row[1])
+
+
+async def groups_of(db: Database, user_id: str) -> tuple[str, ...] | None:
+    """The groups the provider said ``user_id`` is in at their last sign-in or re-check; None
+    when they have no provider identity (an API token's person), so are in no group."""
+    async with db.session() as s:
+        row = (await s.execute(select(OidcIdentity.groups)
+                               .where(OidcIdentity.user_id == user_id))).first()
+    return None if row is None else tuple(str(g) for g in (row[0] or ()))
+
+
+async def reseal_refresh_tokens(db: Database, reseal: Callable[[str], str]) -> int:
+    """Every open session's sealed refresh token sealed again by ``reseal`` (key rotation),
+    all or nothing; how many."""
+    async with db.transaction() as s:
+        rows = (await s.execute(select(OidcSession.id_sha256, OidcSession.refresh_token)
+                                .where(OidcSession.refresh_token.is_not(None))
+                                .with_for_update())).all()
+        for id_sha256, sealed in rows:
+            if sealed is None:
+                continue
+            await s.execute(update(OidcSession).where(OidcSession.id_sha256 == id_sha256)
+                            .values(refresh_token=reseal(sealed)))
+    return len(rows)
+
+
+async def read_groups(tx: Transaction, user_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """`groups_of` for several people, read in ``tx`` (those without a provider identity
+    are absent)."""
+    ids = sorted({u for u in user_ids if u})
+    if not ids:
+        return {}
+    rows = (await tx.execute(select(OidcIdentity.user_id, OidcIdentity.groups)
+                             .where(OidcIdentity.user_id.in_(ids)))).all()
+    return {r[0]: tuple(str(g) for g in (r[1] or ())) for r in rows}

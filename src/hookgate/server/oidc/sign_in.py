@@ -17,6 +17,7 @@ from hookgate.config.oidc import OidcSpec
 from hookgate.runtime.runtime import Caller
 from hookgate.server.oidc.claims import person_of
 from hookgate.server.oidc.provider import OidcError, Provider
+from hookgate.server.oidc.sealing import RefreshSeal
 from hookgate.storage import oidc_sessions as store
 from hookgate.storage.database import Database
 from hookgate.storage.oidc_sessions import PendingLogin, SignedIn, UnknownOrg
@@ -41,10 +42,13 @@ class Session:
 class SignIn:
     """The server's sign-in through one provider."""
 
-    def __init__(self, db: Database, spec: OidcSpec, redirect_url: str | None) -> None:
+    def __init__(self, db: Database, spec: OidcSpec, redirect_url: str | None,
+                 seal: RefreshSeal | None = None) -> None:
         self.db = db
         self.spec = spec
         self.provider = Provider(spec, redirect_url)
+        #: Refresh tokens are stored only sealed (default: ``HOOKGATE_SECRETS_KEY``).
+        self.seal = seal if seal is not None else RefreshSeal.from_environment()
 
     async def start(self, return_to: str = "/") -> tuple[str, str]:
         """The provider's URL to send the browser to, and the secret the browser keeps (its
@@ -104,15 +108,15 @@ class SignIn:
                                 "ID token")
             claims = {**extra, **claims}
         person = person_of(self.spec, claims)
+        refresh = tokens.get("refresh_token")
+        # Sealed first: without a key, nothing of the sign-in is written.
+        sealed = self.seal.seal(refresh) if isinstance(refresh, str) else None
         try:
             user_id = await store.record_person(self.db, person)
         except UnknownOrg as exc:
             raise OidcError(str(exc)) from exc
-        refresh = tokens.get("refresh_token")
-        return await store.open_session(
-            self.db, person, user_id, kind=kind,
-            refresh_token=refresh if isinstance(refresh, str) else None,
-            ttl_s=self.spec.session_ttl_s)
+        return await store.open_session(self.db, person, user_id, kind=kind,
+                                        refresh_token=sealed, ttl_s=self.spec.session_ttl_s)
 
     async def session(self, session_id: str) -> Session | None:
         """The caller of ``session_id`` now: None when it ended, expired, its user is
@@ -137,10 +141,18 @@ class SignIn:
             # Another instance (or request) is checking it, or just did.
             return True
         try:
-            if record.refresh_token is None:
+            refresh_token = (None if record.refresh_token is None
+                             else self.seal.open(record.refresh_token))
+        except OidcError as exc:
+            # Our key does not open it (not the provider's word): this session ends.
+            await store.end_session(self.db, record.id_sha256, str(exc))
+            log.warning("ended a session of %s: %s", record.user_id, exc)
+            return False
+        try:
+            if refresh_token is None:
                 raise OidcError("the provider gave no refresh token to re-check the session "
                                 "with")
-            tokens = await self.provider.refresh(record.refresh_token)
+            tokens = await self.provider.refresh(refresh_token)
             access = tokens.get("access_token")
             if not isinstance(access, str):
                 raise OidcError("the provider's refresh gave no access token")
@@ -157,7 +169,7 @@ class SignIn:
             return False
         refresh = tokens.get("refresh_token")
         await store.confirmed(self.db, record.id_sha256,
-                              refresh if isinstance(refresh, str) else None)
+                              self.seal.seal(refresh) if isinstance(refresh, str) else None)
         return True
 
     async def logout_from_provider(self, logout_token: str) -> int:
