@@ -226,7 +226,7 @@ async def current(db: Database, who: Approver) -> Approver:
 
 
 async def decider_refusal(db: Database, request: ConfirmationRequest, who: Approver,
-                          decision: str, approver_groups: tuple[str, ...] = ()
+                          decision: str, *, approver_groups: tuple[str, ...]
                           ) -> str | None:
     """Why ``who`` may not make ``decision`` on ``request`` now, by their current record
     and (when the agent has ``approver_groups``) their provider groups as last read."""

@@ -462,7 +462,7 @@ class PersistentApprovals:
         agent = self.agent_of(request)
         why_not = await authority.decider_refusal(
             self.db, request, who, decision,
-            agent.approver_groups if agent is not None else ())
+            approver_groups=agent.approver_groups if agent is not None else ())
         if why_not is not None:
             raise NotEligible(why_not)
         if not request.pending:
@@ -499,7 +499,7 @@ class PersistentApprovals:
                     "arguments or a message to the model")
             after = await self.votes.approve(
                 request_id, who, reason, then,
-                agent.approver_groups if agent is not None else ())
+                approver_groups=agent.approver_groups if agent is not None else ())
         else:
             after = await self.store.transition(
                 request_id, status, responded_by=who.user_id,

@@ -74,7 +74,7 @@ class QuorumVotes:
         self.db = db
 
     async def approve(self, request_id: str, who: Approver, reason: str | None,
-                      then: AfterTransition | None, approver_groups: tuple[str, ...] = ()
+                      then: AfterTransition | None, *, approver_groups: tuple[str, ...]
                       ) -> ConfirmationRequest | None:
         """Record ``who``'s approval; the request as it now is (``approved`` once the quorum
         is reached, else still pending with one more approver), or None when it was no
