@@ -15,6 +15,7 @@ from tests.limits.trials import CALLS, TRIALS, check, fire, plan, run_process
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.timeout(600)  # 64,000 claims, each its own transaction; ~70 s on a quiet machine
 def test_two_processes_on_postgresql_admit_exactly(database_url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
