@@ -39,7 +39,7 @@ agents:
       hooks: {{class_hooks: [audit_log]}}
       guarded_calls:
         rules: [{{matcher: web__search, requires_confirmation: true, mode: shadow,
-                  reason: searches are watched}}]
+                  connector: watched, reason: searches are watched}}]
   - id: strict
     org: acme
     owner: alice
@@ -91,10 +91,14 @@ async def test_a_shadow_gate_rule_never_asks_and_its_would_ask_is_audited(
     assert enforced["decision"] == "pending", enforced
     assert "searches are watched" in (enforced.get("reason") or "") or enforced["request_id"]
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT agent_id, outcome, detail FROM connector_call_logs "
-                            "WHERE tool_name = 'web__search' ORDER BY id").fetchall()
-    ran = [(outcome, detail) for agent, outcome, detail in rows if agent == "scout"]
-    assert [outcome for outcome, _ in ran] == ["ok"], rows
+        rows = conn.execute("SELECT agent_id, outcome, detail, connector "
+                            "FROM connector_call_logs WHERE tool_name = 'web__search' "
+                            "ORDER BY id").fetchall()
+    ran = [(outcome, detail, connector) for agent, outcome, detail, connector in rows
+           if agent == "scout"]
+    assert [outcome for outcome, _, _ in ran] == ["ok"], rows
+    # Nor does the shadow rule's connector reach the call.
+    assert ran[0][2] == "guarded_calls", rows
     detail = ran[0][1] or ""
     assert "shadow rule guarded_calls.rules[0] of agent 'scout'" in detail, detail
     assert "would ask" in detail and "searches are watched" in detail, detail
