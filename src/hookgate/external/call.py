@@ -25,9 +25,11 @@ from hookgate.external.policy import (
     probe_context,
 )
 from hookgate.external.schema_tool import SchemaTool
+from hookgate.hooks.model import HookContext
+from hookgate.policies.shadow import ShadowDecision, record_shadow
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.errors import ToolArgumentsError
-from hookgate.tools.guarded_call import GuardedCall, RefusedCall, new_call
+from hookgate.tools.guarded_call import GuardedCall, RefusedCall, ShadowRecorder, new_call
 from hookgate.tools.tool import Tool
 
 __all__ = ["ACTING_SERVICE_KEY", "ExternalCall", "build_call", "tool_call"]
@@ -120,16 +122,21 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
         facts[TOOL_SCHEMA_KEY] = dict(schema) if schema is not None else None
         facts["tool_description"] = description
 
+    shadow: list[ShadowDecision] = []
+
     def shaped(tool: Tool, args: dict[str, Any]) -> Tool:
         # The rules read the converted arguments; they may only add a person's approval
-        # to a declared tool, and give a stand-in its flags.
+        # to a declared tool, and give a stand-in its flags. Rules in shadow mode give
+        # nothing: what they would decide goes with the call, for its context.
         probe = probe_context(tool_name, args, agent, initiator, facts)
         if declared is not None:
             flags = rules.flags(probe, writes=declared.writes,
                                 connector=declared.connector or connector)
+            shadow.extend(flags.shadow)
             return _declared_with_rules(declared, flags)
-        return rules.tool(tool_name, probe, writes=writes, connector=connector, schema=schema,
-                          description=description)
+        flags = rules.flags(probe, writes=writes, connector=connector)
+        shadow.extend(flags.shadow)
+        return rules.stand_in(tool_name, flags, schema=schema, description=description)
 
     identity = CallIdentity(agent_id=agent.id, user_id=initiator,
                             org_id=agent.org_id or org_id, run_id=run_id,
@@ -143,7 +150,15 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
     if isinstance(made, RefusedCall):
         # The one tool is there: only its arguments can be refused.
         raise made.error or ToolArgumentsError(made.message)
+    if shadow:
+        made = made.with_shadow(_recorder(tuple(shadow)))
     return ExternalCall(agent, made)
+
+
+def _recorder(decisions: tuple[ShadowDecision, ...]) -> ShadowRecorder:
+    def record(ctx: HookContext, *, counted: bool = True) -> None:
+        record_shadow(ctx, decisions, counted=counted)
+    return record
 
 
 def tool_call(call: ExternalCall, arguments: dict[str, Any]) -> ToolCall:

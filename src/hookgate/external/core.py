@@ -245,6 +245,8 @@ class ExternalCore:
                                                         call.tool, False)},
         )
         ctx.call_started = started_at
+        if call.call.shadow is not None:
+            call.call.shadow(ctx, counted=False)  # for the audit row of the result
         kept = None if digest is None else await decisions.kept(
             self.ledger, call.run_id, call.call_id, call.tool.name, digest)
         if kept is not None:

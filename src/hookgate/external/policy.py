@@ -5,6 +5,8 @@ A section of the agent's ``model_config_json`` (``claude_code``, ``guarded_calls
 ``requires_confirmation``, ``writes``, ``connector``, plus any keys a caller adds
 (Claude Code's ``command`` and ``path_*``). Every key given must hold for the rule to apply.
 A rule's ``reason`` is shown to the approver, with the rule, when it asked for a person.
+A rule with ``mode: shadow`` changes nothing: what it would have decided is recorded
+(hookgate.policies.shadow) on the call's context by the guarded path.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.facts import NOT_TRACED, PROVENANCE_KEY
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import Condition, ToolMatcher, selects
+from hookgate.policies.shadow import Mode, ShadowDecision, mode_of
 from hookgate.tools.tool import Tool
 
 #: A test a rule key adds: True when the call meets it (fail closed: unsure is True).
@@ -27,7 +30,7 @@ ArgumentTest = Callable[[HookContext], bool]
 #: Extra rule keys: each parses its value (HookBuildError) into a test.
 RuleKeys = Mapping[str, Callable[[Any], ArgumentTest]]
 _RULE_KEYS = frozenset({"matcher", "when", "requires_confirmation", "writes", "connector",
-                        "reason"})
+                        "reason", "mode"})
 #: The longest ``reason`` of a rule (it goes on approval cards).
 REASON_CHARS = 500
 _KEYS = frozenset({"wait_s", "rules"})
@@ -53,6 +56,18 @@ class ToolRule:
     tests: tuple[ArgumentTest, ...] = ()
     #: Where the rule is declared and what it says, as the approver reads it.
     described: str = ""
+    #: ``shadow``: the rule never changes a call; what it would decide is recorded.
+    mode: Mode = "enforce"
+    #: The rule's own ``reason``, for a shadow decision's note.
+    reason: str | None = None
+    #: Where the rule is declared (``guarded_calls.rules[0] of agent 'scout'``).
+    named: str = ""
+
+    def shadow_decision(self) -> ShadowDecision:
+        """What this rule, in shadow mode, would have decided about a call it applies to."""
+        return ShadowDecision(f"rule {self.named}",
+                              "ask" if self.requires_confirmation else "allow",
+                              self.reason or "")
 
     def applies(self, ctx: HookContext) -> bool:
         # A rule whose `when` cannot be evaluated applies (fail closed).
@@ -98,8 +113,12 @@ class CallRules:
         metadata) say; ``writes`` and ``connector`` are the defaults they may change."""
         needs = False
         asked: list[str] = []
+        shadow: list[ShadowDecision] = []
         for rule in self.rules:
             if not rule.applies(probe):
+                continue
+            if rule.mode == "shadow":
+                shadow.append(rule.shadow_decision())
                 continue
             if rule.requires_confirmation:
                 needs = True
@@ -108,7 +127,7 @@ class CallRules:
                 writes = rule.writes
             if rule.connector is not None:
                 connector = rule.connector
-        return RuleFlags(needs, "; ".join(asked) or None, writes, connector)
+        return RuleFlags(needs, "; ".join(asked) or None, writes, connector, tuple(shadow))
 
     def tool(self, name: str, probe: HookContext, *, writes: bool, connector: str,
              schema: Mapping[str, Any] | None = None,
@@ -118,7 +137,13 @@ class CallRules:
         the rules may change; ``schema`` the tool's JSON schema as the agent's runtime
         declares it (arguments are checked and converted by it, and an approver's edit
         too)."""
-        flags = self.flags(probe, writes=writes, connector=connector)
+        return self.stand_in(name, self.flags(probe, writes=writes, connector=connector),
+                             schema=schema, description=description)
+
+    @staticmethod
+    def stand_in(name: str, flags: RuleFlags, *, schema: Mapping[str, Any] | None = None,
+                 description: str | None = None) -> Tool:
+        """The stand-in Tool with the flags the rules gave the call (`flags`)."""
         # A runtime that sends no description of the tool gets none made up.
         return SchemaTool(name=name, description=description or "",
                           parameters=dict(schema) if schema else {"type": "object"},
@@ -136,6 +161,9 @@ class RuleFlags:
     reason: str | None
     writes: bool
     connector: str
+    #: What the rules in shadow mode that apply would have decided (nothing above counts
+    #: them): the guarded path records these on the call's context.
+    shadow: tuple[ShadowDecision, ...] = ()
 
 
 def declared_tool(tool_name: str, context: Mapping[str, Any] | None) -> Tool | None:
@@ -187,14 +215,16 @@ def _rule(where: str, entry: object, keys: RuleKeys, named: str) -> ToolRule:
                                or len(reason) > REASON_CHARS):
         raise HookBuildError(f"{where}: 'reason' must be a non-empty string of at most "
                              f"{REASON_CHARS} characters")
+    mode = mode_of(entry.get("mode"), where)
     return ToolRule(matcher, when, flags["requires_confirmation"], flags["writes"], connector,
-                    tests, _described(named, entry, reason))
+                    tests, _described(named, entry, reason), mode,
+                    reason.strip() if reason else None, named)
 
 
 def _described(named: str, entry: Mapping[str, Any], reason: str | None) -> str:
     # "claude_code.rules[0] of agent 'coder' (matcher Bash, command git push): why".
     shown = [f"{key} {_shown(value)}" for key, value in entry.items()
-             if key not in ("requires_confirmation", "writes", "connector", "reason")
+             if key not in ("requires_confirmation", "writes", "connector", "reason", "mode")
              and value is not None]
     what = f" ({', '.join(shown)})" if shown else ""
     said = f": {reason.strip()}" if reason else ""

@@ -65,15 +65,20 @@ def mode_of(value: object, where: str) -> Mode:
     return value
 
 
-def record_shadow(ctx: HookContext, decisions: Iterable[ShadowDecision]) -> list[str]:
+def record_shadow(ctx: HookContext, decisions: Iterable[ShadowDecision], *,
+                  counted: bool = True) -> list[str]:
     """Record ``decisions`` for the call in ``ctx``; the notes for the hook's side effects
-    (the trace). Never raises: a recording failure is logged, and the call goes on."""
+    (the trace). ``counted=False``: only the audit detail's notes (decisions already counted
+    for this call, recorded again on the context of its reported result). Never raises: a
+    recording failure is logged, and the call goes on."""
     notes: list[str] = []
     for decision in decisions:
         try:
             note = decision.note()
             ctx.shadow_decisions.append(note)
             notes.append(note)
+            if not counted:
+                continue
             metrics.shadow_counted(decision.rule, decision.effect)
             if SWITCH.on:
                 _on_span(decision)

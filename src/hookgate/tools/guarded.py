@@ -192,6 +192,8 @@ async def decide_call(
         emit=identity.emit,
         call_started=time.perf_counter(),
     )
+    if guarded.shadow is not None:
+        guarded.shadow(ctx)  # the gate rules in shadow mode: recorded, never deciding
     if registry.reads_provenance:
         try:
             await provenance_of(ctx)

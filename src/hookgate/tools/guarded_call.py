@@ -10,13 +10,15 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
+from hookgate.hooks.model import HookContext
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.tool import Tool
 
-__all__ = ["GuardedCall", "RefusedCall", "Shape", "converted_arguments", "new_call"]
+__all__ = ["GuardedCall", "RefusedCall", "ShadowRecorder", "Shape", "converted_arguments",
+           "new_call"]
 
 #: Set only while `new_call` (or a call's own rewrite) makes a `GuardedCall`: one made any
 #: other way (directly, ``dataclasses.replace``) refuses to exist.
@@ -27,6 +29,14 @@ _INITIATOR = object()
 #: The rules' last word on the tool, given the converted arguments (the external path: a
 #: declared tool with a rule's person added, or a stand-in with the rules' flags).
 Shape = Callable[[Tool, dict[str, Any]], Tool]
+
+
+class ShadowRecorder(Protocol):
+    """Records on a call's context what the rules in shadow mode that apply to it would have
+    decided (hookgate.policies.shadow.record_shadow). ``counted=False``: only the notes, for
+    the audit row of a result reported later (counted when the call was decided)."""
+
+    def __call__(self, ctx: HookContext, *, counted: bool = True) -> None: ...
 
 
 def converted_arguments(tool: Tool, args: Any) -> dict[str, Any]:
@@ -54,6 +64,9 @@ class GuardedCall:
     arguments: dict[str, Any]
     #: The caller's request facts for the hooks (Claude Code's cwd, the schema, ...).
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: What the agent's gate rules in shadow mode would have decided about this call: the
+    #: guarded path records it on the call's context before its hooks run.
+    shadow: ShadowRecorder | None = None
 
     def __post_init__(self) -> None:
         if not _MAKING.get():
@@ -82,13 +95,19 @@ class GuardedCall:
         converted = converted_arguments(self.tool, args)
         with _making():
             return GuardedCall(self.identity, self.asker, self.call_id, self.tool, converted,
-                               self.metadata)
+                               self.metadata, self.shadow)
 
     def with_facts(self, facts: Mapping[str, Any]) -> GuardedCall:
         """This call with more request facts for the hooks."""
         with _making():
             return GuardedCall(self.identity, self.asker, self.call_id, self.tool,
-                               self.arguments, {**self.metadata, **facts})
+                               self.arguments, {**self.metadata, **facts}, self.shadow)
+
+    def with_shadow(self, shadow: ShadowRecorder) -> GuardedCall:
+        """This call with what the rules in shadow mode would have decided about it."""
+        with _making():
+            return GuardedCall(self.identity, self.asker, self.call_id, self.tool,
+                               self.arguments, self.metadata, shadow)
 
 
 @dataclass(frozen=True, slots=True)
