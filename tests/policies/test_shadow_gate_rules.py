@@ -8,6 +8,8 @@ asked either (hookgate.external.policy.CallRules: every path that reads the rule
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,3 +145,17 @@ def test_a_claude_code_hook_is_not_asked_by_a_shadow_rule(database_url: str, mod
     assert row["outcome"] == "ok", row
     assert "shadow rule claude_code.rules[0] of agent 'coder': would ask" in row["detail"]
     assert REASON in row["detail"], row
+
+
+def test_hookgate_check_refuses_a_bad_mode_on_a_guarded_calls_rule(tmp_path: Path) -> None:
+    # guarded_calls.rules are read per call; `hookgate check` (and serve's start) reads them
+    # at load, so a typo is a load error, not every call of the agent refused.
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(CONFIG.format(db=tmp_path / "h.db").replace("mode: shadow",
+                                                                  "mode: observe"))
+    done = subprocess.run([sys.executable, "-m", "hookgate.cli.main", "check", "--config",
+                           str(config)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "agents[0] ('scout')" in done.stderr, done.stderr
+    assert "'mode' must be 'enforce' or 'shadow', got 'observe'" in done.stderr, done.stderr

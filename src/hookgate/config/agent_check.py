@@ -43,7 +43,9 @@ def check_agents(cfg: HookgateConfig, services: HookServices) -> AgentCheck:
     """Build every agent as a run would; nothing runs and nothing is written."""
     # Imported here: the catalog and the Claude Code policy import the configuration.
     from hookgate.catalog import build_registry
+    from hookgate.external.calls import SECTION as GUARDED_CALLS
     from hookgate.external.coding.policy import CodingAgentPolicy, declares_coding_rules
+    from hookgate.external.policy import CallRules
 
     registries: dict[str, HookRegistry] = {}
     broken: list[BrokenAgent] = []
@@ -59,6 +61,8 @@ def check_agents(cfg: HookgateConfig, services: HookServices) -> AgentCheck:
             registry = build_registry(built, services)
             if declares_coding_rules(built.model_config_json):
                 CodingAgentPolicy.of(built)
+            if GUARDED_CALLS in (built.model_config_json or {}):
+                CallRules.read(built, GUARDED_CALLS, default_wait_s=0.0)
         except HookBuildError as exc:
             # "agent 'x': hooks.…" — the agent is named already, and hooks sit in
             # model_config_json in the file.
