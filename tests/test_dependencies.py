@@ -80,3 +80,13 @@ def test_every_package_the_library_imports_is_in_its_dependencies_or_an_extra() 
     core, extras = _declared()
     allowed = core | set().union(*(v for k, v in extras.items() if k != "dev"))
     assert _undeclared(("src",), allowed) == []
+
+
+def test_the_dev_extra_is_a_plain_list_any_reader_can_take() -> None:
+    # One quoted requirement a line, no comment inside the list and no extras in brackets:
+    # a checker that reads pyproject.toml line by line sees every package the tests need.
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = text[text.index("\ndev = [\n") + len("\ndev = [\n"):]
+    lines = block[:block.index("\n]\n")].splitlines()
+    plain = re.compile(r'^  "[A-Za-z0-9][A-Za-z0-9._-]*(?:[<>=!~][^"\[\]]*)?",$')
+    assert [line for line in lines if not plain.match(line)] == []
