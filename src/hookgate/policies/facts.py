@@ -15,11 +15,13 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from hookgate.policies.errors import PolicyEvaluationError
-from hookgate.policies.schema import AGENT, ORG, USER, CedarType
+from hookgate.policies.schema import AGENT, LIMITS, ORG, USER, CedarType
 
 _LONG = 2**63
 #: Where the ``session_limits`` hook leaves what its claim found, in a call's request facts.
 LIMITS_KEY = "limits"
+#: The one ``Limits`` entity of a request: each limit that counted the call is a tag on it.
+LIMITS_ID = "this call"
 _DECIMAL_MAX = Decimal("922337203685477.5807")
 
 
@@ -90,6 +92,8 @@ class CallFacts:
              "parents": agent_parents},
             *({"uid": {"type": ORG, "id": org}, "attrs": {"read_only": flag}, "parents": []}
               for org, flag in orgs.items()),
+            {"uid": {"type": LIMITS, "id": LIMITS_ID}, "attrs": {}, "parents": [],
+             "tags": limits_by_name(self.limits)},
         ]
 
 
@@ -97,19 +101,40 @@ def limits_context(limits: Mapping[str, Any]) -> dict[str, Any]:
     """``context.limits``: the limits that counted the call (``names``) and, among them, the
     tightest count (``count_used``, ``count_remaining``) and sum (``sum_used``,
     ``sum_remaining``: decimals, given in whole ten-thousandths); each of the last four
-    only when such a limit counted the call."""
+    only when such a limit counted the call. ``by_name`` is the request's ``Limits`` entity,
+    whose tags are each limit's own figures (``limits_by_name``)."""
     names = limits.get("names")
     out: dict[str, Any] = {"names": [str(n) for n in names]
                            if isinstance(names, list | tuple) else []}
+    out.update(_figures(limits, "context.limits"))
+    limits_by_name(limits)  # a figure Cedar cannot hold denies the call here, saying which
+    out["by_name"] = {"__entity": {"type": LIMITS, "id": LIMITS_ID}}
+    return out
+
+
+def limits_by_name(limits: Mapping[str, Any]) -> dict[str, Any]:
+    """The tags of the ``Limits`` entity: for each limit that counted the call, under its
+    name, ``count_used`` and, as that limit has them, ``count_remaining``, ``sum_used`` and
+    ``sum_remaining`` (this call included)."""
+    by_name = limits.get("by_name")
+    if not isinstance(by_name, Mapping):
+        return {}
+    return {str(name): _figures(figures if isinstance(figures, Mapping) else {},
+                                f"context.limits.by_name.getTag({str(name)!r})")
+            for name, figures in by_name.items()}
+
+
+def _figures(limits: Mapping[str, Any], path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key in ("count_used", "count_remaining"):
         if key in limits:
-            out[key] = cedar_value(limits[key], {"type": "Long"}, f"context.limits.{key}")
+            out[key] = cedar_value(limits[key], {"type": "Long"}, f"{path}.{key}")
     for key in ("sum_used", "sum_remaining"):
         if key in limits:  # whole ten-thousandths, as the claims keep them
             units = limits[key]
             if (isinstance(units, bool) or not isinstance(units, int)
                     or not 0 <= units < _LONG):
-                raise PolicyEvaluationError(f"context.limits.{key} = {units!r:.40} is not a "
+                raise PolicyEvaluationError(f"{path}.{key} = {units!r:.40} is not a "
                                             "count of ten-thousandths Cedar's decimal holds")
             out[key] = {"__extn": {"fn": "decimal",
                                    "arg": format(Decimal(units).scaleb(-4), "f")}}

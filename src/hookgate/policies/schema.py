@@ -19,6 +19,8 @@ from hookgate.tools.tool import Tool
 
 CALL_TOOL = "call_tool"
 USER, ORG, AGENT = "User", "Org", "Agent"
+#: The entity whose tags are each limit's figures (``context.limits.by_name``).
+LIMITS = "Limits"
 #: A Cedar type in the schema's JSON form, e.g. ``{"type": "Long"}``.
 CedarType = dict[str, Any]
 
@@ -56,6 +58,8 @@ CONTEXT_FACTS: dict[str, CedarType] = {
         "count_remaining": {"type": "Long", "required": False},
         "sum_used": {"type": "Extension", "name": "decimal", "required": False},
         "sum_remaining": {"type": "Extension", "name": "decimal", "required": False},
+        # Each limit's own figures, a tag per limit name: by_name.getTag("transfers").
+        "by_name": {"type": "Entity", "name": LIMITS},
     }),
 }
 
@@ -65,6 +69,13 @@ _ENTITIES: dict[str, Any] = {
            "shape": _record({"admin": {"type": "Boolean"}, "role": {"type": "String"}})},
     AGENT: {"memberOfTypes": [ORG],
             "shape": _record({"audited": {"type": "Boolean"}, "owner": {"type": "String"}})},
+    # One per request; its tags are the figures of each limit that counted the call.
+    LIMITS: {"shape": _record({}), "tags": _record({
+        "count_used": {"type": "Long"},
+        "count_remaining": {"type": "Long", "required": False},
+        "sum_used": {"type": "Extension", "name": "decimal", "required": False},
+        "sum_remaining": {"type": "Extension", "name": "decimal", "required": False},
+    })},
 }
 
 

@@ -36,6 +36,7 @@ from hookgate.storage.session_limits import (
     MAX_UNITS,
     Claimed,
     LimitClaims,
+    Standing,
     Want,
 )
 from hookgate.tools.calls import ToolOutcome
@@ -359,9 +360,11 @@ class SessionLimitOutcomes(PostToolUseHook):
 
 
 def _standing(limits: Sequence[Limit], claimed: Claimed) -> dict[str, Any]:
-    """What the policies see of a granted claim: the limits' names, and the tightest count
-    and sum among them (used, this call included, and what is left)."""
-    out: dict[str, Any] = {"names": [lim.name for lim in limits]}
+    """What the policies see of a granted claim: the limits' names, the tightest count and
+    sum among them (used, this call included, and what is left), and each limit's own
+    figures under its name (``by_name``)."""
+    out: dict[str, Any] = {"names": [lim.name for lim in limits], "by_name": {
+        lim.name: _own(lim, s) for lim, s in zip(limits, claimed.standings, strict=True)}}
     counts = [(lim.count - s.count, s.count) for lim, s in zip(limits, claimed.standings,
                                                                 strict=True)
               if lim.count is not None]
@@ -372,6 +375,18 @@ def _standing(limits: Sequence[Limit], claimed: Claimed) -> dict[str, Any]:
         out["count_remaining"], out["count_used"] = min(counts)
     if sums:
         out["sum_remaining"], out["sum_used"] = min(sums)
+    return out
+
+
+def _own(lim: Limit, standing: Standing) -> dict[str, int]:
+    """One limit's figures: calls counted, and as the limit has them, what is left of its
+    count, the sum (in whole ten-thousandths) and what is left of its cap."""
+    out = {"count_used": standing.count}
+    if lim.count is not None:
+        out["count_remaining"] = lim.count - standing.count
+    if lim.max_units is not None:
+        out["sum_used"] = standing.units
+        out["sum_remaining"] = lim.max_units - standing.units
     return out
 
 
