@@ -74,10 +74,15 @@ class LimitClaims:
                 _INSERT), {"k": key, "c": call_key, "kind": APPROVED, "u": 0,
                                 "at": time.time() if now is None else now})
 
-    async def approved(self, key: str) -> bool:
-        """Whether ``key`` (a session and a tool) had an approved call that ran."""
+    async def approved(self, key: str, within_s: int | None = None,
+                       now: float | None = None) -> bool:
+        """Whether ``key`` (a session and a tool) had an approved call that ran (in the
+        last ``within_s`` seconds, when given)."""
+        query = "SELECT 1 FROM limit_claims WHERE limit_key = :k AND kind = 'approved'"
+        params: dict[str, object] = {"k": key}
+        if within_s is not None:
+            query += " AND at >= :since"
+            params["since"] = (time.time() if now is None else now) - within_s
         async with self.db.session() as s:
-            found = (await s.execute(text(
-                "SELECT 1 FROM limit_claims WHERE limit_key = :k AND kind = 'approved' "
-                "LIMIT 1"), {"k": key})).first()
+            found = (await s.execute(text(query + " LIMIT 1"), params)).first()
         return found is not None

@@ -7,6 +7,9 @@ call of X in this session". The counts live in one place (storage/session_limits
         deletes: {tools: ["delete_*"], per: session, window: 1d, count: 20},
         refunds: {tools: [refund], after_approved: review}}}}
 
+A limit may instead be one Dogwood policy (``{dogwood: "forbid(…) when temporal {…};"}``):
+the subset that fits (dogwood_limits.py) is read into the same declaration, checked here.
+
 A call takes its claims when this hook admits it, before it runs, so calls in flight count;
 right before the approval gate (and after a person decided) the claim is taken again with
 the call's final arguments, so a later rewrite or an approver's edit is what is counted.
@@ -27,6 +30,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from hookgate.approvals.gate import GATE_PRIORITY
+from hookgate.catalog.builtin.dogwood_limits import declaration as dogwood_declaration
 from hookgate.catalog.builtin.params import reject_unknown_params, require_database
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookContext, HookResult, PostToolUseHook, PreToolUseHook
@@ -49,7 +53,10 @@ PER = ("user", "agent", "session", "org")
 #: The longest window: a year (older claims are never read).
 MAX_WINDOW_S = 366 * 86_400
 _PARAMS = ("limits",)
-_LIMIT_KEYS = ("tools", "per", "window", "count", "sum", "max", "after_approved")
+_LIMIT_KEYS = ("tools", "per", "window", "count", "sum", "max", "after_approved",
+               "approved_within")
+#: A limit written as one Dogwood policy: its only key.
+DOGWOOD = "dogwood"
 _UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60,
           "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 _WINDOW = re.compile(r"\s*(\d+)\s*([a-z]+?)s?\s*", re.IGNORECASE)
@@ -77,6 +84,8 @@ class Limit:
     sum: str | None = None
     max_units: int | None = None
     after_approved: str | None = None
+    #: How far back an approval of ``after_approved`` counts (None: the whole session).
+    approved_within_s: int | None = None
 
     def covers(self, tool: str) -> bool:
         return any(fnmatchcase(tool, pattern) for pattern in self.tools)
@@ -91,20 +100,22 @@ class Limit:
         if self.count is not None or self.sum is not None:
             parts.append(f"per {self.per} per {_window_text(self.window_s)}")
         if self.after_approved is not None:
-            parts.append(f"only after an approved call of {self.after_approved} in the session")
+            parts.append(f"only after an approved call of {self.after_approved} in the session"
+                         + ("" if self.approved_within_s is None else
+                            f" within {_window_text(self.approved_within_s)}"))
         return " ".join(parts)
 
 
-def parse_window(where: str, value: object) -> int:
+def parse_window(where: str, value: object, key: str = "window") -> int:
     """Seconds of a window such as '1h', '30 minutes', '90s', '1 day'."""
     match = _WINDOW.fullmatch(value) if isinstance(value, str) else None
     unit = _UNITS.get(match.group(2).lower()) if match else None
     if match is None or unit is None:
-        raise HookBuildError(f"{where}.window: {value!r} is not a window such as '1h', "
+        raise HookBuildError(f"{where}.{key}: {value!r} is not a window such as '1h', "
                              "'30 minutes' or '90s' (units: second, minute, hour, day)")
     seconds = int(match.group(1)) * unit
     if not 1 <= seconds <= MAX_WINDOW_S:
-        raise HookBuildError(f"{where}.window: {value!r} must be from one second to "
+        raise HookBuildError(f"{where}.{key}: {value!r} must be from one second to "
                              "366 days")
     return seconds
 
@@ -162,6 +173,11 @@ def parse_limit(name: object, raw: object, tools: Mapping[str, Mapping[str, Any]
                              "starting with a digit)")
     if not isinstance(raw, Mapping):
         raise HookBuildError(f"{where} must be a mapping of {', '.join(_LIMIT_KEYS)}")
+    if DOGWOOD in raw:
+        if len(raw) != 1:
+            raise HookBuildError(f"{where}: a limit written in Dogwood has no other keys "
+                                 f"(found {', '.join(sorted(map(str, raw)))})")
+        raw = dogwood_declaration(f"{where}.{DOGWOOD}", raw[DOGWOOD])
     unknown = sorted(set(map(str, raw)) - set(_LIMIT_KEYS))
     if unknown:
         raise HookBuildError(f"{where}: unknown keys {', '.join(unknown)} (known: "
@@ -200,6 +216,11 @@ def parse_limit(name: object, raw: object, tools: Mapping[str, Mapping[str, Any]
     if after is not None and per != "session":
         raise HookBuildError(f"{where}: after_approved looks at the session's calls: per "
                              "must be session")
+    within = raw.get("approved_within")
+    if within is not None and after is None:
+        raise HookBuildError(f"{where}.approved_within is how far back an approval counts: "
+                             "give after_approved with it")
+    within_s = None if within is None else parse_window(where, within, "approved_within")
     max_units = None
     if total is not None:
         if not isinstance(total, str) or not all(total.split(".")):
@@ -215,7 +236,8 @@ def parse_limit(name: object, raw: object, tools: Mapping[str, Mapping[str, Any]
             if kind not in ("integer", "number"):
                 raise HookBuildError(f"{where}.sum: argument {total!r} of tool '{tool}' is "
                                      f"{kind}, not a number")
-    return Limit(name, tuple(patterns), str(per), window, count, total, max_units, after)
+    return Limit(name, tuple(patterns), str(per), window, count, total, max_units, after,
+                 within_s)
 
 
 class SessionLimits(PreToolUseHook):
@@ -269,9 +291,13 @@ class SessionLimits(PreToolUseHook):
         covering = [lim for lim in self.limits if lim.covers(tool)]
         for lim in covering:
             if lim.after_approved is not None and not await self.claims.approved(
-                    approved_key(_scope(ctx, lim), lim.after_approved)):
+                    approved_key(_scope(ctx, lim), lim.after_approved),
+                    lim.approved_within_s):
+                within = ("" if lim.approved_within_s is None
+                          else f" within {_window_text(lim.approved_within_s)}")
                 raise LimitRefused(f"limit '{lim.name}': '{tool}' runs only after an "
-                                   f"approved call of '{lim.after_approved}' in this session")
+                                   f"approved call of '{lim.after_approved}' in this "
+                                   f"session{within}")
         wants = [Want(f"{lim.name}|{lim.window_s}s|{_scope(ctx, lim)}", lim.window_s,
                       lim.count, lim.max_units,
                       0 if lim.sum is None else amount_units(
