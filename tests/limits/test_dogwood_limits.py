@@ -6,14 +6,18 @@ one line that names it."""
 from __future__ import annotations
 
 import random
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from hookgate.catalog.build import build_registry
-from hookgate.catalog.builtin.session_limits import parse_limit
+from hookgate.catalog.builtin.session_limits import SessionLimits, approved_key, parse_limit
 from hookgate.hooks.errors import HookBuildError
+from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.services import HookServices
 from hookgate.storage.database import Database
 from hookgate.storage.session_limits import LimitClaims
@@ -188,3 +192,43 @@ def test_a_bad_dogwood_limit_fails_at_load_in_one_line(spec: dict[str, Any],
         build_registry(agent(OA(), limits(spend=spec)), HookServices(database=db))
     message = str(info.value)
     assert problem in message and "\n" not in message, message
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize(("window", "admitted"), [("1h", False), ("3h", True)])
+async def test_an_approval_older_than_the_window_unlocks_nothing_either_way(
+        db: Database, window: str, admitted: bool) -> None:
+    claims = LimitClaims(db)
+    await claims.record_approved(approved_key("session:s1", "review"), "s1|v1",
+                                 now=time.time() - 7200)
+    native = {"tools": ["oa__purchase_pay"], "after_approved": "review",
+              "approved_within": window}
+    dogwood = {"dogwood": f"""{SCOPE} unless temporal {{
+        formerly within {window} Action::"review"::approved{{ session: context.session }}
+    }};"""}
+    outcomes = []
+    for n, spec in enumerate((native, dogwood, {"tools": ["oa__purchase_pay"],
+                                                "after_approved": "review"})):
+        hook = SessionLimits([parse_limit("refunds", spec, {})], claims)
+        ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name="oa__purchase_pay",
+                          tool_args={"amount": 1, "vendor": "ACME"}, user_id="alice",
+                          agent_id="buyer", metadata={"run_id": "s1", "tool_call_id": f"c{n}"})
+        outcomes.append((await hook.execute(ctx)).allow)
+    # Without approved_within, the session's approval counts whenever it was.
+    assert outcomes == [admitted, admitted, True]
+
+
+def test_the_guides_declarations_load_and_its_dogwood_limit_is_what_it_says() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "guides" / "limits.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", page, re.S)]
+    declared = [entry["params"]["limits"] for block in blocks
+                for entry in block["class_hooks"]]
+    tools = {"transfer": {"type": "object", "properties": {"amount": {"type": "number"}}}}
+    loaded = {name: parse_limit(name, spec, tools)
+              for limits_ in declared for name, spec in limits_.items()}
+    assert loaded["refunds"].approved_within_s == 86_400
+    native = {"tools": ["transfer"], "per": "user", "window": "1h", "sum": "amount",
+              "max": 5000}
+    written = declared[-1]["transfers"]
+    assert set(written) == {"dogwood"}
+    assert parse_limit("transfers", written, tools) == parse_limit("transfers", native, tools)
