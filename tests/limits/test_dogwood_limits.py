@@ -157,6 +157,9 @@ async def test_an_approval_counts_only_within_its_window(db: Database) -> None:
      "callerPrincipal: principal } };", "an approval looked for per user"),
     (summed("1h", "callerPrincipal: principal", 5000) + summed("1h", "org: context.org", 1),
      "more than one clause or policy"),
+    (f"{SCOPE} unless temporal {{ 3 < count for (t: Timepoint). where (formerly within 1h "
+     f"({PAY}::request{{ session: context.session }} && tp(t))) }};",
+     "'unless temporal' with anything but 'formerly"),
 ])
 def test_an_unsupported_dogwood_construct_is_refused_at_load_by_name(policy: str,
                                                                       named: str) -> None:

@@ -258,6 +258,8 @@ class _Reader:
     def aggregate(self, tools: tuple[str, ...]) -> dict[str, Any]:
         which = self.take("count", "sum")
         summed = self.ident() if which == "sum" else None
+        if summed == "_":
+            raise HookBuildError("'_' is a wildcard, not a binder to sum")
         self.take("for")
         binders: list[tuple[str, str]] = []
         while True:
@@ -306,6 +308,9 @@ class _Reader:
 
     # -- unless temporal { formerly … approved } -----------------------------------------
     def approved(self, tools: tuple[str, ...]) -> dict[str, Any]:
+        if self.peek() != "formerly":
+            raise Unsupported("'unless temporal' with anything but 'formerly within W "
+                              "Action::\"Y\"::approved{ session: context.session }'")
         self.take("formerly")
         window = self.window()
         found = self.predicate()
