@@ -1,7 +1,6 @@
-"""The subset of Dogwood (Cedar's temporal extension) that session limits can hold: a
-``forbid … when temporal { count|sum … }`` or ``forbid … unless temporal { formerly … }``
-policy, read into the same declaration a native limit gives (``{tools, per, window, …}``),
-which ``session_limits.parse_limit`` then checks. Anything else is refused, named.
+"""The subset of Dogwood (Cedar's temporal extension) session limits hold: one ``forbid …
+when temporal { count|sum … }`` or ``… unless temporal { formerly … }`` policy, read into the
+native declaration that ``session_limits.parse_limit`` checks; anything else refused, named.
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def parse_limit(name: object, raw: object, tools: Mapping[str, Mapping[str, Any]
     unknown = sorted(set(map(str, raw)) - set(_LIMIT_KEYS))
     if unknown:
         raise HookBuildError(f"{where}: unknown keys {', '.join(unknown)} (known: "
-                             f"{', '.join(_LIMIT_KEYS)})")
+                             f"{', '.join(_LIMIT_KEYS)}; or {DOGWOOD} alone)")
     patterns = raw.get("tools")
     if isinstance(patterns, str):
         patterns = [patterns]
