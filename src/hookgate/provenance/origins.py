@@ -233,7 +233,8 @@ def directed_by(args: Mapping[str, Any], request: str | None) -> bool:
     for count, (_, raw) in enumerate(_leaves(args, "")):
         if count >= MAX_VALUES:
             break
-        if len(_value_form(raw)) >= MIN_TRACED and _token_in(_folded_text(raw.strip()), said):
+        value = _folded_text(raw.strip())
+        if value in said and len(_value_form(raw)) >= MIN_TRACED and _token_in(value, said):
             return True
     return False
 
