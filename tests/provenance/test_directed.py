@@ -58,6 +58,12 @@ def test_a_read_is_directed_when_the_request_names_one_of_its_argument_values() 
     # Part of a word, or a value shorter than a traced one, is not a target the user named.
     assert not directed_by({"query": "ductory"}, SAID)
     assert not directed_by({"query": "the"}, SAID)
+    # One plain word is not a target (anyone can write a message a search for it finds);
+    # a date, a file name or several words are.
+    assert not directed_by({"query": "meeting"}, SAID)
+    assert not directed_by({"query": "Introductory"}, SAID)
+    assert directed_by({"date": "2024-05-15"}, f"{SAID} on 2024-05-15")
+    assert directed_by({"filename": "notes.txt"}, "Summarise 'notes.txt' for me")
     assert not directed_by({"channel": "External_0"}, SAID)
 
 

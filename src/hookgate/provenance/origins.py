@@ -223,10 +223,12 @@ def trace(args: Mapping[str, Any], facts: Sequence[Fact],
 
 
 def directed_by(args: Mapping[str, Any], request: str | None) -> bool:
-    """Whether the user directed a read with ``args``: one of its argument values (of at
-    least `MIN_TRACED` characters, normalised) is named whole in the user's ``request``
-    (case folded, not as part of a longer word) — "the file 'notes.txt'", "the 'general'
-    channel". None: no request."""
+    """Whether the user directed a read with ``args``: one of its argument values is named
+    whole in the user's ``request`` (case folded, not as part of a longer word) and says
+    which object: at least `MIN_TRACED` characters and not one plain word — "the file
+    'notes.txt'", "the 'Introductory meeting' event", "my calendar on 2024-05-15", not
+    "meeting" (anyone can write a message that a search for one word finds). None: no
+    request."""
     if not request:
         return False
     said = _folded_text(request)
@@ -234,7 +236,8 @@ def directed_by(args: Mapping[str, Any], request: str | None) -> bool:
         if count >= MAX_VALUES:
             break
         value = _folded_text(raw.strip())
-        if value in said and len(_value_form(raw)) >= MIN_TRACED and _token_in(value, said):
+        if (value in said and not value.isalpha() and len(_value_form(raw)) >= MIN_TRACED
+                and _token_in(value, said)):
             return True
     return False
 
