@@ -39,6 +39,9 @@ class ProvenanceNotTraced(LookupError):
 class FactKind(enum.StrEnum):
     REQUEST = "request"
     RESULT = "result"
+    #: The result of a read the user directed: one of the call's argument values is named in
+    #: the user's request ("the file 'notes.txt'", "the 'Introductory meeting' event").
+    DIRECTED = "directed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +60,17 @@ class Fact:
         return cls(FactKind.REQUEST, True, "user", storable(text))
 
     @classmethod
-    def result(cls, tool: str, text: str, *, trusted: bool, call_id: str | None) -> Fact:
-        return cls(FactKind.RESULT, trusted, tool, storable(text), call_id)
+    def result(cls, tool: str, text: str, *, trusted: bool, call_id: str | None,
+               directed: bool = False) -> Fact:
+        """A tool's result; ``directed``: the call's target was named in the user's request
+        (`FactKind.DIRECTED`)."""
+        kind = FactKind.DIRECTED if directed else FactKind.RESULT
+        return cls(kind, trusted, tool, storable(text), call_id)
+
+    @property
+    def directed(self) -> bool:
+        """The result of a read whose target the user's request names."""
+        return self.kind is FactKind.DIRECTED
 
 
 def storable(text: str) -> str:

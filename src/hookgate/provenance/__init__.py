@@ -15,8 +15,8 @@ from hookgate.hooks.facts import (
     facts_session,
     provenance_of,
 )
-from hookgate.provenance.origins import ArgumentOrigin, Provenance, trace
+from hookgate.provenance.origins import ArgumentOrigin, Provenance, directed_by, trace
 
 __all__ = ["PROVENANCE_KEY", "UNTRUSTED_OUTPUT_KEY", "ArgumentOrigin", "Fact", "FactKind",
            "FactStore", "MemoryFacts", "PendingProvenance", "Provenance", "ProvenanceNotTraced",
-           "facts_session", "provenance_of", "trace"]
+           "directed_by", "facts_session", "provenance_of", "trace"]

@@ -12,7 +12,9 @@ injected link.
 
 A value is **listed** when, in every untrusted result that holds it, it is a whole field of
 a structured result (JSON, or YAML that is a list or a mapping: an item of a channel list,
-a file's id) and inside no longer field (not named in the text of a message or a page).
+a file's id) and inside no longer field (not named in the text of a message or a page); it
+is also **directed** when every one of those results came from a read the user directed
+(`directed_by`: one of the read's argument values is named in the user's request).
 """
 
 from __future__ import annotations
@@ -64,10 +66,12 @@ class ArgumentOrigin:
     #: The value is a whole field of the structured results it is in (an item of a list,
     #: an id), not named in their text.
     listed: bool = False
+    #: Listed, and every result it is in came from a read the user directed (`directed_by`).
+    directed: bool = False
 
     def as_fact(self) -> dict[str, Any]:
         return {"argument": self.argument, "path": self.path, "sources": list(self.sources),
-                "match": self.match, "listed": self.listed}
+                "match": self.match, "listed": self.listed, "directed": self.directed}
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +179,9 @@ def trace(args: Mapping[str, Any], facts: Sequence[Fact],
         found = _found(raw, form, sources)
         if found is not None and not known.has(raw, form):
             listed = found[1] == "exact" and _listed(raw, sources, token=False)
-            origins.append(ArgumentOrigin(name, path, *found, listed=listed))
+            directed = listed and all(f.directed for f in untrusted if raw in f.text)
+            origins.append(ArgumentOrigin(name, path, *found, listed=listed,
+                                          directed=directed))
     flagged = {o.path for o in origins}
     for name, path, raw, form in values:
         if 1 < len(form) < MIN_TRACED and form.isalnum() and path not in flagged:
@@ -183,8 +189,11 @@ def trace(args: Mapping[str, Any], facts: Sequence[Fact],
                                       if _token_in(form, _folded_text(text))))
             if hit and not known.has_token(form):
                 flagged.add(path)
-                origins.append(ArgumentOrigin(name, path, hit, "token",
-                                              listed=_listed(form, sources, token=True)))
+                listed = _listed(form, sources, token=True)
+                directed = listed and all(f.directed for f in untrusted
+                                          if _token_in(form, _folded_text(f.text)))
+                origins.append(ArgumentOrigin(name, path, hit, "token", listed=listed,
+                                              directed=directed))
             continue
         for address in dict.fromkeys(m.group(0) for m in _ADDRESS.finditer(raw)):
             inner = _value_form(address)
@@ -211,6 +220,26 @@ def trace(args: Mapping[str, Any], facts: Sequence[Fact],
                     flagged.add(path)
                     origins.append(ArgumentOrigin(name, path, pieces[0], "split"))
     return Provenance(tuple(origins), len(untrusted))
+
+
+def directed_by(args: Mapping[str, Any], request: str | None) -> bool:
+    """Whether the user directed a read with ``args``: one of its argument values is named
+    whole in the user's ``request`` (case folded, not as part of a longer word) and says
+    which object: at least `MIN_TRACED` characters and not one plain word — "the file
+    'notes.txt'", "the 'Introductory meeting' event", "my calendar on 2024-05-15", not
+    "meeting" (anyone can write a message that a search for one word finds). None: no
+    request."""
+    if not request:
+        return False
+    said = _folded_text(request)
+    for count, (_, raw) in enumerate(_leaves(args, "")):
+        if count >= MAX_VALUES:
+            break
+        value = _folded_text(raw.strip())
+        if (value in said and not value.isalpha() and len(_value_form(raw)) >= MIN_TRACED
+                and _token_in(value, said)):
+            return True
+    return False
 
 
 def _found(raw: str, form: str, sources: Sequence[tuple[str, str, str]]

@@ -25,7 +25,14 @@ from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.trace import ChainResult, HookEvent
 from hookgate.hooks.withheld import Withheld, mask_text
-from hookgate.provenance import PROVENANCE_KEY, UNTRUSTED_OUTPUT_KEY, Fact, facts_session, trace
+from hookgate.provenance import (
+    PROVENANCE_KEY,
+    UNTRUSTED_OUTPUT_KEY,
+    Fact,
+    directed_by,
+    facts_session,
+    trace,
+)
 from hookgate.telemetry.tools import traced_tool_call
 from hookgate.tools.calls import CallBinding, CallIdentity, ToolCall, ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
@@ -293,10 +300,16 @@ async def _kept_as_fact(ctx: HookContext, registry: HookRegistry,
         return post
     meta = ctx.facts
     session = meta.get("facts_session") or meta.get("root_run_id") or meta.get("run_id")
+    untrusted = bool(meta.get(UNTRUSTED_OUTPUT_KEY)
+                     or registry.untrusted_output(str(ctx.tool_name)))
+    # A read the user directed (its target named in their request, which only a top-level
+    # call holds); anything else counts as undirected.
+    request = meta.get("user_message") if meta.get("depth") == 0 else None
     fact = Fact.result(str(ctx.tool_name), render_observation(ctx.tool_result),
-                       trusted=not (meta.get(UNTRUSTED_OUTPUT_KEY)
-                                    or registry.untrusted_output(str(ctx.tool_name))),
-                       call_id=meta.get("tool_call_id"))
+                       trusted=not untrusted, call_id=meta.get("tool_call_id"),
+                       directed=untrusted and directed_by(ctx.tool_args or {},
+                                                          request if isinstance(request, str)
+                                                          else None))
     try:
         await registry.facts.add(str(session), fact)
     except Exception as exc:

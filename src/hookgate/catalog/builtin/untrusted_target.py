@@ -6,6 +6,10 @@ argument value of a call came from (hookgate.provenance); this hook asks a perso
 call of a tool that writes when one of its arguments holds a value found in an untrusted
 result of the session and in neither the user's request nor a trusted result. The card
 says which argument and which tool's output it came from (never the value itself).
+
+A value picked whole from a structured result of a read the user directed (the read's
+target named in their request: "the same participants as the 'Introductory meeting' event")
+does not count in any argument (``directed_reads``); named in a text it always counts.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ NAME = "untrusted_target"
 UNTRUSTED_TARGET_PRIORITY = 30
 _ALLOW = HookResult()
 _PARAMS = ("matcher", "writes_only", "arguments", "content_arguments", "selector_arguments",
-           "action")
+           "directed_reads", "action")
 #: Arguments that hold text the model writes, not a target: only an address inside them (a
 #: link, an email address, an account number) that came from untrusted content counts.
 CONTENT_ARGUMENTS = ("body", "subject", "content", "text", "message", "description",
@@ -50,7 +54,9 @@ class UntrustedTarget(PreToolUseHook):
     where only an address inside counts; default `CONTENT_ARGUMENTS`),
     ``selector_arguments`` (arguments that pick an existing object, where a value listed
     whole in a structured result does not count; default `SELECTOR_ARGUMENTS` and every
-    ``*_id``), ``action`` (``ask``, the default, or ``deny``).
+    ``*_id``), ``directed_reads`` (default true: a value listed whole in the structured
+    results of reads the user directed — `ArgumentOrigin.directed` — does not count in any
+    argument), ``action`` (``ask``, the default, or ``deny``).
     """
 
     name = NAME
@@ -63,7 +69,7 @@ class UntrustedTarget(PreToolUseHook):
                  arguments: Sequence[str] | None = None,
                  content_arguments: Sequence[str] = CONTENT_ARGUMENTS,
                  selector_arguments: Sequence[str] = SELECTOR_ARGUMENTS,
-                 action: str = "ask") -> None:
+                 directed_reads: bool = True, action: str = "ask") -> None:
         self.tools = ToolMatcher.parse(matcher)
         self.matcher = str(self.tools)
         if not isinstance(writes_only, bool):
@@ -87,6 +93,9 @@ class UntrustedTarget(PreToolUseHook):
         # The defaults also take every ``*_id``/``*_ids``; a list given is exactly the list.
         self._id_suffixes = (("_id", "_ids") if selector_arguments is SELECTOR_ARGUMENTS
                              else ())
+        if not isinstance(directed_reads, bool):
+            raise HookBuildError("untrusted_target: 'directed_reads' must be true or false")
+        self.directed_reads = directed_reads
         if action not in ("ask", "deny"):
             raise HookBuildError(f"untrusted_target: 'action' must be ask or deny, got "
                                  f"{action!r}")
@@ -125,7 +134,8 @@ class UntrustedTarget(PreToolUseHook):
         if self.arguments is not None and argument not in self.arguments:
             return False
         if origin.get("listed") is True and isinstance(argument, str) and (
-                argument in self.selector_arguments or argument.endswith(self._id_suffixes)):
+                argument in self.selector_arguments or argument.endswith(self._id_suffixes)
+                or (self.directed_reads and origin.get("directed") is True)):
             return False
         return argument not in self.content_arguments or origin.get("match") == "contained"
 
