@@ -23,6 +23,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
+# Bytecode caches are written even where the environment turns them off
+# (PYTHONDONTWRITEBYTECODE): the suite starts hundreds of Python processes (`hookgate serve`,
+# the CLI, hook commands) and every xdist worker imports every test module; without the
+# caches each of them compiles hookgate's modules again (about 0.35 s of CPU per process).
+# Set here, before the workers and any subprocess start, so they inherit it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 import pgcluster  # noqa: E402
 
 from hookgate.storage.database import Database  # noqa: E402
