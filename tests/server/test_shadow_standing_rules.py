@@ -112,3 +112,43 @@ def test_a_bad_mode_is_refused_and_a_rule_that_covers_nothing_records_nothing(
                         headers=auth("alice"))
     assert "shadow" not in (rows["first"]["detail"] or ""), rows["first"]
     assert again.status_code in (403, 422), again.text
+
+
+def test_a_shadow_rule_beside_an_enforcing_one_is_recorded_and_remember_can_make_one(
+        database_url: str) -> None:
+    turns = [_pay("first", 60000), _pay("second", 61000), _pay("third", 62000),
+             {"answer": "done"}]
+    deployment, bank = world(database_url, turns=turns)
+    deployment.agents["buyer"] = _audited(deployment.agents["buyer"])
+    with live_server(deployment) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        run_id = _start(c)
+        first = _next_pending(c, 0)
+        # Approve and remember, in shadow mode: the next call still asks.
+        r = c.post(f"/api/confirmations/{first['id']}/respond", headers=auth("alice"), json={
+            "decision": "approve", "remember": {"scope": "agent_user", "mode": "shadow"}})
+        assert r.status_code == 200, r.text
+        remembered = r.json()["rule"]
+        assert remembered["mode"] == "shadow", remembered
+        second = _next_pending(c, 1)
+        assert second["tool_call_id"] == "second"
+        assert second["context"]["shadow_rules"] == [{
+            "rule": f"standing rule {remembered['id']}", "effect": "allow",
+            "why": "created by alice"}], second["context"]
+        # An enforcing rule beside it: it decides the third call, and the shadow rule is
+        # still evaluated and recorded.
+        enforcing = _rule(c, scope="agent_user", user_id="alice")
+        assert enforcing.status_code == 201, enforcing.text
+        c.post(f"/api/confirmations/{second['id']}/respond", json={"decision": "approve"},
+               headers=auth("alice")).raise_for_status()
+        assert wait_finished(c, run_id) == "completed"
+        rows = _audit(c, 3)
+        uses = {x["id"]: x["uses"] for x in c.get("/api/approval-rules",
+                                                   headers=auth("alice")).json()}
+    assert len(bank.payments) == 3
+    would = f"shadow standing rule {remembered['id']}: would allow (created by alice)"
+    assert rows["first"]["detail"] is None, rows["first"]
+    assert would in (rows["second"]["detail"] or ""), rows["second"]
+    third = rows["third"]["detail"] or ""
+    assert third.startswith(f"approved by rule {enforcing.json()['id']}, created by alice"), third
+    assert would in third, third
+    assert uses == {remembered["id"]: 0, enforcing.json()["id"]: 1}, uses
