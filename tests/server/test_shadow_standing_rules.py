@@ -152,3 +152,37 @@ def test_a_shadow_rule_beside_an_enforcing_one_is_recorded_and_remember_can_make
     assert third.startswith(f"approved by rule {enforcing.json()['id']}, created by alice"), third
     assert would in third, third
     assert uses == {remembered["id"]: 0, enforcing.json()["id"]: 1}, uses
+
+
+def test_a_shadow_rule_reaches_the_audit_row_of_a_claude_code_call_reported_later(
+        database_url: str) -> None:
+    # A call that runs elsewhere: its audit row is written when its result is reported,
+    # on another context than the one that asked; the would-allow kept with its request
+    # reaches it.
+    from tests.claude_code.scene import TOKEN, coder
+    from tests.claude_code.test_hook_endpoint import PUSH, approve, decision, hook, pending, pre
+
+    deployment = coder(wait_s=0.3)
+    deployment.database_url = database_url
+    agent = deployment.agents["coder"]
+    agent.confirmation_mode = "inline_only"
+    agent.approval_channel_id = None
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with live_server(deployment) as srv:
+        r = httpx.post(f"{srv.url}/api/approval-rules", headers=headers, json={
+            "agent_id": "coder", "tool_name": "Bash", "scope": "agent_user",
+            "user_id": "alice", "mode": "shadow"})
+        assert r.status_code == 201, r.text
+        rule = r.json()
+        assert decision(hook(srv, pre("Bash", PUSH, "toolu_sh")))[0] == "deny"
+        [request] = pending(srv)
+        approve(srv, request["id"])
+        assert decision(hook(srv, pre("Bash", PUSH, "toolu_sh")))[0] == "allow"
+        done = dict(pre("Bash", PUSH, "toolu_sh"), hook_event_name="PostToolUse",
+                    tool_response={"stdout": "", "stderr": "", "interrupted": False},
+                    duration_ms=5)
+        assert hook(srv, done).status_code == 200
+        rows = httpx.get(f"{srv.url}/api/audit", headers=headers).json()["items"]
+    [row] = [r for r in rows if r["tool_call_id"] == "toolu_sh" and r["outcome"] == "ok"]
+    assert f"shadow standing rule {rule['id']}: would allow (created by alice)" in (
+        row["detail"] or ""), row

@@ -39,8 +39,8 @@ from hookgate.storage.transaction import Transaction
 from hookgate.storage.types import utcnow
 
 __all__ = ["MAX_EXPIRES_IN_S", "MAX_WHEN_CHARS", "RULE_SCOPES", "RuleBook", "RuleDraft",
-           "RuleInvalid", "RuleNotFound", "RuleRefused", "StandingRule", "may_cover",
-           "parse_mode", "parse_when"]
+           "RuleInvalid", "RuleNotFound", "RuleRefused", "StandingRule", "kept_shadow",
+           "may_cover", "parse_mode", "parse_when"]
 
 #: ``run``: this run only; ``agent_user``: this agent for one user; ``org``: this agent for
 #: every user of its org.
@@ -97,17 +97,22 @@ def stored_shadow(decisions: list[ShadowDecision]) -> list[dict[str, str]]:
     return [{"rule": d.rule, "effect": d.effect, "why": d.why} for d in decisions]
 
 
+def kept_shadow(context: Mapping[str, Any] | None) -> list[ShadowDecision]:
+    """The shadow rules' decisions a request's stored ``context`` kept (`stored_shadow`)."""
+    kept = (context or {}).get(SHADOW_KEY)
+    if not isinstance(kept, list):
+        return []
+    return [ShadowDecision(str(d["rule"]), "allow", str(d.get("why") or ""))
+            for d in kept if isinstance(d, Mapping) and d.get("rule")
+            and d.get("effect") == "allow"]
+
+
 def recorded_again(ask: ApprovalAsk, context: Mapping[str, Any] | None) -> None:
     """Record on ``ask``'s call the shadow rules' decisions its request stored when it was
     made (counted then): the call resumed with its decision (same or another process), and
     its audit row says what they would have decided when it was asked."""
-    if ask.on_shadow is None:
-        return
-    kept = (context or {}).get(SHADOW_KEY)
-    decisions = [ShadowDecision(str(d["rule"]), "allow", str(d.get("why") or ""))
-                 for d in kept or () if isinstance(d, Mapping) and d.get("rule")
-                 and d.get("effect") == "allow"]
-    if decisions:
+    decisions = kept_shadow(context)
+    if decisions and ask.on_shadow is not None:
         ask.on_shadow(decisions, False)
 
 
