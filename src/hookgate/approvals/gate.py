@@ -21,6 +21,7 @@ from hookgate.hooks.approval import ApprovalOutcome, CallDecision
 from hookgate.hooks.coverage import Coverage, coverage
 from hookgate.hooks.facts import provenance_of
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
+from hookgate.policies.shadow import record_shadow
 from hookgate.tools.tool import args_digest, legacy_args_digest
 
 #: The gate runs last among PreToolUse hooks, after every hook that may rewrite arguments.
@@ -77,6 +78,9 @@ class ApprovalGate(PreToolUseHook):
             metadata=dict(ctx.metadata),
             emit=ctx.emit,
             asked_by=list(ctx.asked_by),
+            # Standing rules in shadow mode: recorded on this call's context, never deciding.
+            on_shadow=lambda decisions, counted: record_shadow(ctx, decisions,
+                                                               counted=counted),
         )
         decision = await self.service.request_and_wait(ask)
         # Only a decision about this very call is recorded as its decision: the one

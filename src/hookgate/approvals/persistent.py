@@ -36,7 +36,13 @@ from hookgate.approvals.quorum import QuorumVotes, with_vote
 from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.routing import ChannelDirectory, route, routed_channels, routed_context
-from hookgate.approvals.rules import RuleBook, StandingRule
+from hookgate.approvals.rules import (
+    SHADOW_KEY,
+    RuleBook,
+    StandingRule,
+    recorded_again,
+    stored_shadow,
+)
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision
 from hookgate.approvals.store import AfterTransition, ConfirmationStore
 from hookgate.approvals.waiters import WaiterHub
@@ -248,6 +254,10 @@ class PersistentApprovals:
             # The call id was used before in this run for another call: that request (and
             # its decision) belongs to that call; the gate refuses this one without asking.
             return _decision(request)
+        if resumed:
+            # What the standing rules in shadow mode would have decided when it was asked,
+            # for this pass's audit row (counted then): they never decide.
+            recorded_again(ask, request.context)
         if request.pending:
             # Claimed first: the same call held by two processes at once (or resumed while
             # its creator sends the card) sends one card; a claim its sender abandoned (it
@@ -279,6 +289,8 @@ class PersistentApprovals:
         mode, found = route(agent, self.channels)
         need = authority.requirement_for(ask)
         context = approval_context(ask)
+        if ask.shadow:
+            context[SHADOW_KEY] = stored_shadow(ask.shadow)
         context["reasons"] += [{"kind": "quorum", "text": t} for t in need.reasons]
         context = routed_context(context, found)
         now = await self.db.now()

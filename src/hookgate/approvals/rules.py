@@ -9,7 +9,10 @@ holds again at the moment of use (not revoked, not suspended, not expired by the
 clock, its creator still eligible by their current record under the same check a live
 decision gets (approvals/authority.py), no quorum or four eyes it would bypass, its ``when``
 true); anything else, including a ``when`` that cannot be evaluated, asks a person. Revoking
-a creator's token suspends their rules until an admin enables them again.
+a creator's token suspends their rules until an admin enables them again. A rule in shadow
+mode (``mode: shadow``) is matched the same way and never decides: that it would have
+allowed the call is recorded (hookgate.policies.shadow) and a person is asked; switching it
+to ``enforce`` is an update (`RuleBook.set_mode`).
 """
 
 from __future__ import annotations
@@ -29,14 +32,15 @@ from hookgate.approvals.errors import ApprovalError
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.hooks.errors import HookBuildError
 from hookgate.matching import Condition
+from hookgate.policies.shadow import Mode, ShadowDecision, mode_of
 from hookgate.storage.approval_rules import RuleTable, StandingRule, insert_in
 from hookgate.storage.database import Database
 from hookgate.storage.transaction import Transaction
 from hookgate.storage.types import utcnow
 
 __all__ = ["MAX_EXPIRES_IN_S", "MAX_WHEN_CHARS", "RULE_SCOPES", "RuleBook", "RuleDraft",
-           "RuleInvalid", "RuleNotFound", "RuleRefused", "StandingRule", "may_cover",
-           "parse_when"]
+           "RuleInvalid", "RuleNotFound", "RuleRefused", "StandingRule", "kept_shadow",
+           "may_cover", "parse_mode", "parse_when"]
 
 #: ``run``: this run only; ``agent_user``: this agent for one user; ``org``: this agent for
 #: every user of its org.
@@ -70,6 +74,46 @@ class RuleDraft:
     when: str | None = None
     expires_in_s: float | None = None
     from_request_id: str | None = None
+    #: ``shadow``: the rule only records that it would have allowed a call; ``enforce``
+    #: (None: the default) decides.
+    mode: object = None
+
+
+def parse_mode(mode: object) -> Mode:
+    """A rule's ``mode``: ``enforce`` (None too) or ``shadow``; RuleInvalid else."""
+    try:
+        return mode_of(mode, "standing rule")
+    except HookBuildError as exc:
+        raise RuleInvalid(str(exc)) from None
+
+
+#: The key of a request's stored context under which the standing rules in shadow mode that
+#: would have approved its call are kept, as they were when it was asked.
+SHADOW_KEY = "shadow_rules"
+
+
+def stored_shadow(decisions: list[ShadowDecision]) -> list[dict[str, str]]:
+    """The shadow rules' decisions as a request stores them (`SHADOW_KEY`)."""
+    return [{"rule": d.rule, "effect": d.effect, "why": d.why} for d in decisions]
+
+
+def kept_shadow(context: Mapping[str, Any] | None) -> list[ShadowDecision]:
+    """The shadow rules' decisions a request's stored ``context`` kept (`stored_shadow`)."""
+    kept = (context or {}).get(SHADOW_KEY)
+    if not isinstance(kept, list):
+        return []
+    return [ShadowDecision(str(d["rule"]), "allow", str(d.get("why") or ""))
+            for d in kept if isinstance(d, Mapping) and d.get("rule")
+            and d.get("effect") == "allow"]
+
+
+def recorded_again(ask: ApprovalAsk, context: Mapping[str, Any] | None) -> None:
+    """Record on ``ask``'s call the shadow rules' decisions its request stored when it was
+    made (counted then): the call resumed with its decision (same or another process), and
+    its audit row says what they would have decided when it was asked."""
+    decisions = kept_shadow(context)
+    if decisions and ask.on_shadow is not None:
+        ask.on_shadow(decisions, False)
 
 
 def parse_when(when: str | None) -> Condition | None:
@@ -151,6 +195,7 @@ class RuleBook:
             raise RuleInvalid(f"agent '{agent.id}' has no tool {draft.tool_name!r} "
                               f"(its tools: {', '.join(sorted(agent.toolbox())) or 'none'})")
         parse_when(draft.when)
+        mode = parse_mode(draft.mode)
         if draft.scope not in RULE_SCOPES:
             raise RuleInvalid(f"scope must be one of {', '.join(RULE_SCOPES)}, "
                               f"not {draft.scope!r}")
@@ -180,7 +225,7 @@ class RuleBook:
             tool_name=draft.tool_name, scope=draft.scope, run_id=run_id, user_id=user_id,
             when=draft.when, created_by=who.user_id, created_at=utcnow(),
             expires_at=expires_at, from_request_id=draft.from_request_id, revoked_at=None,
-            revoked_by=None, uses=0, last_used_at=None,
+            revoked_by=None, uses=0, last_used_at=None, mode=mode,
         )
 
     async def _scope_fields(self, draft: RuleDraft, agent: Agent, who: Approver
@@ -225,6 +270,18 @@ class RuleBook:
         await self.table.revoke(rule_id, who.user_id)
         return await self.get(rule_id, who.org_id)
 
+    async def set_mode(self, rule_id: str, mode: object, who: Approver) -> StandingRule:
+        """Switch a rule between ``shadow`` and ``enforce`` (its creator or an admin): the
+        next call it covers reads the new mode, no restart. A revoked rule stays revoked."""
+        wanted = parse_mode(mode)
+        rule = await self.get(rule_id, who.org_id)
+        if not (who.admin or who.user_id == rule.created_by):
+            raise RuleRefused(f"'{who.user_id}' may not switch rule {rule_id} (created by "
+                              f"{rule.created_by}; its creator or an admin may)")
+        if not await self.table.set_mode(rule_id, wanted):
+            raise RuleRefused(f"rule {rule_id} was revoked; a revoked rule stays revoked")
+        return await self.get(rule_id, who.org_id)
+
     async def enable(self, rule_id: str, who: Approver) -> StandingRule:
         """Lift a suspension (an admin only): the rule matches again, its creator still
         checked at every use."""
@@ -239,7 +296,9 @@ class RuleBook:
 
     async def match(self, ask: ApprovalAsk) -> StandingRule | None:
         """The first active rule that approves ``ask``'s exact call, its use counted; None
-        means a person must be asked."""
+        means a person must be asked. The rules in shadow mode that would have approved it
+        are recorded (``ask.on_shadow``) and kept in ``ask.shadow`` (the request stores them:
+        `stored_shadow`)."""
         agent = ask.agent
         org_id = ask.org_id if ask.org_id is not None else agent.org_id
         rules = await self.table.unrevoked_for(org_id, agent.id, ask.tool_name)
@@ -251,8 +310,13 @@ class RuleBook:
             # constraint is not judged over numbers that are no numbers.
             return None
         seat = authority.Seat.of_agent(agent, org_id, ask.user_id, need)
+        used: StandingRule | None = None
+        shadow: list[ShadowDecision] = []
         for rule in rules:
-            if not self._covers(rule, ask):
+            # Every rule in shadow mode is judged on every call, also one an enforcing rule
+            # approves; any mode but ``enforce`` never decides.
+            enforcing = rule.mode == "enforce"
+            if (enforcing and used is not None) or not self._covers(rule, ask):
                 continue
             # The rule's creator is authorised again now, as a live decision would be.
             if await authority.grant_refusal(self.db, rule.created_by, seat,
@@ -260,10 +324,15 @@ class RuleBook:
                                                  "suspended" if rule.suspended_at else None)
                                              ) is not None:
                 continue
+            if not enforcing:
+                shadow.append(ShadowDecision(f"standing rule {rule.id}", "allow",
+                                             f"created by {rule.created_by}"))
+                continue
             used = await self._use(rule.id)
-            if used is not None:
-                return used
-        return None
+        ask.shadow.extend(shadow)
+        if shadow and ask.on_shadow is not None:
+            ask.on_shadow(shadow, True)
+        return used
 
     def _covers(self, rule: StandingRule, ask: ApprovalAsk) -> bool:
         """Whether the rule's scope and ``when`` cover ``ask`` (who made it: `match`)."""

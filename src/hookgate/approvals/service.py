@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -9,6 +10,7 @@ from hookgate.agent import Agent
 from hookgate.hooks.approval import AskedBy, CallBinding
 from hookgate.hooks.coverage import RetryReuse
 from hookgate.hooks.model import EventEmitter, HookContext, HookPoint
+from hookgate.policies.shadow import ShadowDecision
 
 DecisionStatus = Literal["approved", "rejected", "expired", "cancelled"]
 
@@ -30,6 +32,12 @@ class ApprovalAsk:
     emit: EventEmitter | None = None
     #: The hooks that asked for a person's approval of this call, and why.
     asked_by: list[AskedBy] = field(default_factory=list)
+    #: Records on the call's context what standing rules in shadow mode would have decided
+    #: (hookgate.policies.shadow.record_shadow; the flag: ``counted``, False when already
+    #: counted for this call): they never decide the call.
+    on_shadow: Callable[[Sequence[ShadowDecision], bool], object] | None = None
+    #: What the standing rules in shadow mode decided about this call (approvals.rules).
+    shadow: list[ShadowDecision] = field(default_factory=list)
 
     @property
     def binding(self) -> CallBinding:

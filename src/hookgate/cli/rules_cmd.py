@@ -1,5 +1,6 @@
-"""``hookgate rules list | create | revoke | enable``: standing rules ("approve and remember") on a
-running server: which calls are approved without asking, by whose decision, until when."""
+"""``hookgate rules list | create | mode | revoke | enable``: standing rules ("approve and
+remember") on a running server: which calls are approved without asking, by whose decision,
+until when; a rule in shadow mode only records that it would have approved a call."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ def rule_line(rule: dict[str, Any]) -> Text:
               "org": "everyone in the org"}.get(rule["scope"], rule["scope"])
     until = f", until {rule['expires_at']}" if rule.get("expires_at") else ""
     when = f" when {rule['when']}" if rule.get("when") else ""
+    if rule.get("mode", "enforce") != "enforce":
+        state += f" ({rule.get('mode')} mode: records, never approves)"
     return Text.assemble(
         (rule["id"], "bold"), f"  {state}  ", (rule["tool_name"], "bold"),
         f"{when}  agent {rule['agent_id']}, {covers}; created by {rule['created_by']}"
@@ -65,14 +68,27 @@ def create(
                                              show_default=False)] = None,
     when: WhenOption = None,
     expires_in: ExpiresOption = None,
+    mode: Annotated[str | None, typer.Option(
+        help="shadow: only record that it would approve a call (a person is still asked); "
+             "enforce (the default): approve.", show_default=False)] = None,
 ) -> None:
     """Create a standing rule: calls it covers are approved as if you approved them."""
     body: dict[str, Any] = {"agent_id": agent, "tool_name": tool, "scope": scope}
     for key, value in (("run_id", run), ("user_id", user), ("when", when),
-                       ("expires_in", expires_in)):
+                       ("expires_in", expires_in), ("mode", mode)):
         if value is not None:
             body[key] = value
     rule = call_api("POST", url, "/api/approval-rules", token, body)
+    console.print(rule_line(rule), soft_wrap=True, highlight=False)
+
+
+@rules_app.command("mode")
+def mode_(rule_id: str,
+          mode: Annotated[str, typer.Argument(help="shadow or enforce.")],
+          url: UrlOption = "http://127.0.0.1:8000", token: TokenOption = None) -> None:
+    """Switch a rule between shadow (records that it would approve, a person is asked) and
+    enforce (approves): its creator or an admin; the next call reads it, no restart."""
+    rule = call_api("PATCH", url, f"/api/approval-rules/{rule_id}", token, {"mode": mode})
     console.print(rule_line(rule), soft_wrap=True, highlight=False)
 
 

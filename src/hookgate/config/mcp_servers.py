@@ -3,18 +3,20 @@
 A downstream server is a command over stdio (``command``, ``args``, ``env``, ``cwd``) or a
 streamable-HTTP ``url`` with ``headers``; ``${VAR}`` works as everywhere in the file. Its tools
 appear as ``mcp__<id>__<tool>``. Gate rules (``requires_confirmation``) use the matcher and
-``when`` language of declarative hooks, matched against the downstream tool's own name.
+``when`` language of declarative hooks, matched against the downstream tool's own name; one
+with ``mode: shadow`` never asks, what it would have decided is recorded (hookgate.mcp.mapping).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hookgate.hooks.errors import HookBuildError
 from hookgate.matching import Condition, ToolMatcher
+from hookgate.policies.shadow import mode_of
 
 #: Gateway tool names: ``mcp__<server id>__<downstream tool name>``.
 PREFIX = "mcp__"
@@ -42,11 +44,14 @@ class _Strict(BaseModel):
 
 class GateRule(_Strict):
     """Calls matching ``matcher`` (and ``when``, if given) need a person's approval;
-    ``reason`` tells the approver in words why (shown on the card with the rule)."""
+    ``reason`` tells the approver in words why (shown on the card with the rule);
+    ``mode``: ``enforce`` (the default) or ``shadow`` (never asks, only records that it
+    would: checked by the server's entry, which names the rule)."""
 
     matcher: str = "*"
     when: str | None = None
     reason: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+    mode: Any = None
 
     def describe(self, where: str) -> str:
         """The rule declared at ``where`` as an approver reads it: ``where (matcher X when
@@ -103,6 +108,16 @@ class McpServerSpec(_Strict):
             raise ValueError(f"server id {value!r} must be letters, digits, '-' and single '_' "
                              "(it becomes part of the tool names mcp__<id>__<tool>)")
         return value
+
+    @model_validator(mode="after")
+    def _gate_rule_modes(self) -> McpServerSpec:
+        if isinstance(self.requires_confirmation, list):
+            for i, rule in enumerate(self.requires_confirmation):
+                try:
+                    mode_of(rule.mode, f"mcp_servers[{self.id}].requires_confirmation[{i}]")
+                except HookBuildError as exc:
+                    raise ValueError(str(exc)) from None
+        return self
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:

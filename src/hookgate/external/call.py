@@ -23,13 +23,13 @@ from hookgate.external.policy import (
     ExternalToolRan,
     RuleFlags,
     probe_context,
+    shadow_recorder,
 )
 from hookgate.external.schema_tool import SchemaTool
-from hookgate.hooks.model import HookContext
-from hookgate.policies.shadow import ShadowDecision, record_shadow
+from hookgate.policies.shadow import ShadowDecision
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.errors import ToolArgumentsError
-from hookgate.tools.guarded_call import GuardedCall, RefusedCall, ShadowRecorder, new_call
+from hookgate.tools.guarded_call import GuardedCall, RefusedCall, new_call
 from hookgate.tools.tool import Tool
 
 __all__ = ["ACTING_SERVICE_KEY", "ExternalCall", "build_call", "tool_call"]
@@ -151,14 +151,8 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
         # The one tool is there: only its arguments can be refused.
         raise made.error or ToolArgumentsError(made.message)
     if shadow:
-        made = made.with_shadow(_recorder(tuple(shadow)))
+        made = made.with_shadow(shadow_recorder(tuple(shadow)))
     return ExternalCall(agent, made)
-
-
-def _recorder(decisions: tuple[ShadowDecision, ...]) -> ShadowRecorder:
-    def record(ctx: HookContext, *, counted: bool = True) -> None:
-        record_shadow(ctx, decisions, counted=counted)
-    return record
 
 
 def tool_call(call: ExternalCall, arguments: dict[str, Any]) -> ToolCall:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -17,6 +18,7 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.approvals.rules import kept_shadow
 from hookgate.catalog.build import build_registry
 from hookgate.catalog.builtin.rate_limit import COUNTED_KEY
 from hookgate.external import decisions
@@ -31,6 +33,7 @@ from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.hooks.trace import ChainResult
 from hookgate.hooks.withheld import Withheld
+from hookgate.policies.shadow import record_shadow
 from hookgate.provenance import Fact, facts_session
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.calls import CallIdentity, ToolOutcome
@@ -54,6 +57,8 @@ _IMPLICIT_START = Entry(EntryKind.SESSION, ("implicit-start",))
 #: How long a second report of a call waits for the first one's observation.
 REPORT_SETTLES_S = 30.0
 _REREAD_S = 0.02
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,11 +256,25 @@ class ExternalCore:
             self.ledger, call.run_id, call.call_id, call.tool.name, digest)
         if kept is not None:
             ctx.approval = ApprovalOutcome("approved", kept.request_id, decision=kept)
+            await self._shadow_rules_kept(ctx, kept.request_id)
         failed = Withheld.of(str(error), shown=f"Error: tool '{call.tool.name}' failed.") \
             if error is not None else None
         post = await observe_result(ctx, self.registry(call.agent),
                                     error if error is not None else result, failed)
         return Observed(ctx, post)
+
+    async def _shadow_rules_kept(self, ctx: HookContext, request_id: str | None) -> None:
+        # The standing rules in shadow mode its request kept (counted when it was asked),
+        # for the audit row of the result. Never fails the report.
+        if request_id is None:
+            return
+        try:
+            request = await self.approvals.store.get(request_id)
+        except Exception:
+            log.exception("the shadow rules of request %s could not be read", request_id)
+            return
+        if request is not None:
+            record_shadow(ctx, kept_shadow(request.context), counted=False)
 
     async def once(self, call: ExternalCall, work: Callable[[], Awaitable[str]], *,
                    report: str = "") -> str:

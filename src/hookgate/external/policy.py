@@ -22,7 +22,8 @@ from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.facts import NOT_TRACED, PROVENANCE_KEY
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import Condition, ToolMatcher, selects
-from hookgate.policies.shadow import Mode, ShadowDecision, mode_of
+from hookgate.policies.shadow import Mode, ShadowDecision, mode_of, record_shadow
+from hookgate.tools.guarded_call import ShadowRecorder
 from hookgate.tools.tool import Tool
 
 #: A test a rule key adds: True when the call meets it (fail closed: unsure is True).
@@ -164,6 +165,14 @@ class RuleFlags:
     #: What the rules in shadow mode that apply would have decided (nothing above counts
     #: them): the guarded path records these on the call's context.
     shadow: tuple[ShadowDecision, ...] = ()
+
+
+def shadow_recorder(decisions: tuple[ShadowDecision, ...]) -> ShadowRecorder:
+    """What a call carries for the guarded path to record ``decisions`` (the rules in shadow
+    mode that apply to it) on its context: `GuardedCall.with_shadow`."""
+    def record(ctx: HookContext, *, counted: bool = True) -> None:
+        record_shadow(ctx, decisions, counted=counted)
+    return record
 
 
 def declared_tool(tool_name: str, context: Mapping[str, Any] | None) -> Tool | None:

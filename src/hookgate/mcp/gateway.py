@@ -36,7 +36,13 @@ from hookgate.hooks.services import HookServices
 from hookgate.mcp.attempts import Attempt, AttemptFinder, call_key, fresh_attempt
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamError
-from hookgate.mcp.mapping import McpTool, gateway_tool, listed_tool, result_of
+from hookgate.mcp.mapping import (
+    McpTool,
+    gateway_tool,
+    listed_tool,
+    result_of,
+    with_shadow_rules,
+)
 from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
 from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.storage.confirmations import ConfirmationRecord
@@ -398,8 +404,9 @@ class McpGateway:
         if isinstance(tool, McpTool) and isinstance(args, dict):
             # A gated call: the approver reads which gate rules asked, for these arguments.
             tools = {**tools, name: tool.for_call(args)}
-        guarded = execute_tool_call(new_call(identity, call, tools), registry=registry,
-                                    ledger=ledger)
+        # Its gate rules in shadow mode: recorded on the call's context, never deciding.
+        guarded = execute_tool_call(with_shadow_rules(new_call(identity, call, tools)),
+                                    registry=registry, ledger=ledger)
         try:
             # A gated call may wait long for a person: only while its caller keeps access.
             outcome = await while_allowed(

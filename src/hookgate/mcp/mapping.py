@@ -2,10 +2,11 @@
 
 A mapped tool's callable is the downstream ``tools/call``; like every tool it is invoked only
 by the guarded path. ``readOnlyHint``/``destructiveHint`` decide ``writes`` unless the
-configuration says otherwise; gate rules become the tool's ``requires_confirmation``. A
-result keeps the contract its tool declared: a successful result of a tool with an
-``outputSchema`` always carries structured content that validates against it (see
-`result_of`).
+configuration says otherwise; gate rules become the tool's ``requires_confirmation`` (the
+rules of hookgate.external.policy decide which apply; one in shadow mode only records what it
+would have decided, `with_shadow_rules`). A result keeps the contract its tool declared: a
+successful result of a tool with an ``outputSchema`` always carries structured content that
+validates against it (see `result_of`).
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from hookgate.config.mcp_servers import GateRule, McpServerSpec, tool_name
+from hookgate.external.policy import CallRules, RuleFlags, ToolRule, shadow_recorder
 from hookgate.hooks.facts import NOT_TRACED, PROVENANCE_KEY
 from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import Condition, ToolMatcher
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamToolError
+from hookgate.policies.shadow import ShadowDecision, mode_of
 from hookgate.tools.calls import ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
+from hookgate.tools.guarded_call import GuardedCall, RefusedCall
 from hookgate.tools.json_schema import schema_problem
 from hookgate.tools.tool import ConfirmationRule, Tool
 
@@ -51,13 +55,16 @@ def writes_of(listed: types.Tool, spec: McpServerSpec) -> bool:
 
 def confirmation_of(listed: types.Tool, spec: McpServerSpec, agent_id: str,
                     org_id: str | None) -> ConfirmationRule:
-    """The tool's ``requires_confirmation``: a per-tool flag, else the server's rules."""
+    """The tool's ``requires_confirmation``: a per-tool flag, else the server's enforcing
+    rules (a rule in shadow mode never makes the tool ask)."""
     override = spec.tools.get(listed.name)
     if override is not None and override.requires_confirmation is not None:
         return override.requires_confirmation
     gate = _GateRules.of(listed, spec, agent_id, org_id)
-    if gate is None or not gate.conditional:
-        return gate is not None
+    if gate is None or not gate.enforcing:
+        return False
+    if not gate.conditional:
+        return True
     return gate.needs
 
 
@@ -73,54 +80,68 @@ def confirmation_reason_of(listed: types.Tool, spec: McpServerSpec, agent_id: st
     if spec.requires_confirmation is True:
         return f"mcp_servers[{spec.id}].requires_confirmation is true: every call needs a person"
     gate = _GateRules.of(listed, spec, agent_id, org_id)
-    if gate is None:
-        return None
-    matched = gate.matched(args)
-    return "; ".join(rule.describe(f"mcp_servers[{spec.id}].requires_confirmation[{i}]")
-                     for i, rule in matched) or None
+    return None if gate is None else gate.flags(args).reason
+
+
+def shadow_of(listed: types.Tool, spec: McpServerSpec, agent_id: str, org_id: str | None,
+              args: Mapping[str, Any]) -> tuple[ShadowDecision, ...]:
+    """What the server's gate rules in shadow mode that apply to these arguments would have
+    decided (``ask``, with the rule's reason); none when a per-tool flag decides."""
+    override = spec.tools.get(listed.name)
+    if override is not None and override.requires_confirmation is not None:
+        return ()
+    gate = _GateRules.of(listed, spec, agent_id, org_id)
+    return () if gate is None else gate.flags(args).shadow
 
 
 class _GateRules:
-    """The server's gate rules whose matcher names one tool, with their conditions."""
+    """The server's gate rules whose matcher names one tool, as the gate rules of the other
+    paths (`CallRules`: which apply to a call, what the enforcing ones ask, what the ones in
+    shadow mode would have decided)."""
 
-    def __init__(self, name: str, rules: list[tuple[int, GateRule, Condition | None]],
-                 agent_id: str, org_id: str | None) -> None:
+    def __init__(self, name: str, rules: CallRules, agent_id: str,
+                 org_id: str | None) -> None:
         self.name = name
         self.rules = rules
         self.agent_id = agent_id
         self.org_id = org_id
-        self.conditional = all(c is not None for _i, _r, c in rules)
+        enforcing = [r for r in rules.rules if r.mode == "enforce"]
+        self.enforcing = bool(enforcing)
+        self.conditional = all(r.when is not None for r in enforcing)
 
     @classmethod
     def of(cls, listed: types.Tool, spec: McpServerSpec, agent_id: str,
            org_id: str | None) -> _GateRules | None:
         if isinstance(spec.requires_confirmation, bool):
             return None
-        rules = [(i, rule, Condition(rule.when) if rule.when is not None else None)
-                 for i, rule in enumerate(spec.requires_confirmation)
-                 if ToolMatcher.parse(rule.matcher).matches(listed.name)]
+        rules = tuple(_tool_rule(f"mcp_servers[{spec.id}].requires_confirmation[{i}]", rule)
+                      for i, rule in enumerate(spec.requires_confirmation)
+                      if ToolMatcher.parse(rule.matcher).matches(listed.name))
         if not rules:
             return None
-        return cls(tool_name(spec.id, listed.name), rules, agent_id, org_id)
+        return cls(tool_name(spec.id, listed.name), CallRules(rules), agent_id, org_id)
 
-    def matched(self, args: Mapping[str, Any]) -> list[tuple[int, GateRule]]:
+    def flags(self, args: Mapping[str, Any]) -> RuleFlags:
         # A condition that raises counts as holding (fail closed, as needs_confirmation).
-        ctx = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=self.name,
-                          tool_args=dict(args), agent_id=self.agent_id, user_id=None,
-                          # Read before the call is traced: a `when` over provenance holds.
-                          metadata={"org_id": self.org_id, PROVENANCE_KEY: NOT_TRACED})
-        out = []
-        for i, rule, condition in self.rules:
-            try:
-                holds = condition is None or condition.holds(ctx)
-            except Exception:
-                holds = True
-            if holds:
-                out.append((i, rule))
-        return out
+        probe = HookContext(hook_point=HookPoint.PRE_TOOL_USE, tool_name=self.name,
+                            tool_args=dict(args), agent_id=self.agent_id, user_id=None,
+                            # Read before the call is traced: a `when` over provenance holds.
+                            metadata={"org_id": self.org_id, PROVENANCE_KEY: NOT_TRACED})
+        # Only requires_confirmation, its reason and the shadow decisions are read.
+        return self.rules.flags(probe, writes=True, connector="")
 
     def needs(self, args: Mapping[str, Any]) -> bool:
-        return bool(self.matched(args))
+        return self.flags(args).requires_confirmation
+
+
+def _tool_rule(named: str, rule: GateRule) -> ToolRule:
+    # The matcher named the downstream tool (chosen in `_GateRules.of`); the rule then
+    # applies to every call of it its ``when`` holds for.
+    return ToolRule(ToolMatcher.parse("*"),
+                    Condition(rule.when) if rule.when is not None else None,
+                    requires_confirmation=True, writes=None, connector=None,
+                    described=rule.describe(named), mode=mode_of(rule.mode, named),
+                    reason=rule.reason, named=named)
 
 
 class McpTool(Tool):
@@ -131,13 +152,17 @@ class McpTool(Tool):
 
     #: The gate rules' words for given arguments (`confirmation_reason_of`).
     reason_for: Callable[[Mapping[str, Any]], str | None] | None = None
+    #: What its gate rules in shadow mode would decide for given arguments (`shadow_of`).
+    shadow_for: Callable[[Mapping[str, Any]], tuple[ShadowDecision, ...]] | None = None
 
     def for_call(self, args: Mapping[str, Any]) -> McpTool:
         """This tool for one call: its ``confirmation_reason`` names the gate rules that
         ask for a person for ``args`` (the approver reads them on the card)."""
         if self.reason_for is None:
             return self
-        return dataclasses.replace(self, confirmation_reason=self.reason_for(args))
+        called = dataclasses.replace(self, confirmation_reason=self.reason_for(args))
+        called.reason_for, called.shadow_for = self.reason_for, self.shadow_for
+        return called
 
     def validate(self, args: Any) -> dict[str, Any]:
         checked = super().validate(args)
@@ -176,7 +201,19 @@ def gateway_tool(server: DownstreamServer, listed: types.Tool, agent_id: str,
         untrusted_output=spec.untrusted_output,
     )
     tool.reason_for = functools.partial(confirmation_reason_of, listed, spec, agent_id, org_id)
+    tool.shadow_for = functools.partial(shadow_of, listed, spec, agent_id, org_id)
     return tool
+
+
+def with_shadow_rules(made: GuardedCall | RefusedCall) -> GuardedCall | RefusedCall:
+    """``made`` with what its tool's gate rules in shadow mode would have decided about its
+    (converted) arguments: the guarded path records it on the call's context (trace, audit
+    detail, span, metric), and it never changes the call."""
+    if not isinstance(made, GuardedCall) or not isinstance(made.tool, McpTool) \
+            or made.tool.shadow_for is None:
+        return made
+    decisions = made.tool.shadow_for(made.arguments)
+    return made.with_shadow(shadow_recorder(decisions)) if decisions else made
 
 
 def listed_tool(tool: Tool, listed: types.Tool) -> types.Tool:

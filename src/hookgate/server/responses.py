@@ -108,6 +108,8 @@ class StandingRule(ApiResponse):
     when: str | None
     created_by: str
     active: bool
+    mode: str = Field(description="shadow (records that it would allow, never decides) "
+                                  "or enforce")
 
 
 class Decided(ConfirmationView):

@@ -62,6 +62,15 @@ class Remember(ApiBody):
     expires_in: int | None = Field(default=None, ge=1, le=366 * 86_400)
     #: A constraint on the arguments, in the declarative hooks' ``when`` language.
     when: str | None = Field(default=None, min_length=1, max_length=2000)
+    #: ``shadow``: the rule never decides, it records that it would have allowed a call;
+    #: ``enforce`` (the default) decides. Checked by approvals.rules.
+    mode: str | None = Field(default=None, max_length=16)
+
+
+class UpdateRule(ApiBody):
+    """A standing rule's mode switched (``PATCH /api/approval-rules/{id}``)."""
+
+    mode: str = Field(max_length=16, description="shadow or enforce")
 
 
 class CreateRule(Remember):

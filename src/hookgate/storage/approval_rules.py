@@ -41,13 +41,17 @@ class StandingRule:
     #: Set while the rule is suspended (its creator's token was revoked): why, and since when.
     suspended_at: datetime | None = None
     suspended_reason: str | None = None
+    #: ``shadow``: it never decides a call, only records that it would have allowed it;
+    #: ``enforce``: it decides (approvals.rules reads any other value as not deciding).
+    mode: str = "enforce"
 
     @classmethod
     def from_row(cls, row: ApprovalRuleRow) -> StandingRule:
         return cls(row.id, row.org_id, row.agent_id, row.tool_name, row.scope, row.run_id,
                    row.user_id, row.when, row.created_by, row.created_at, row.expires_at,
                    row.from_request_id, row.revoked_at, row.revoked_by, row.uses or 0,
-                   row.last_used_at, row.suspended_at, row.suspended_reason)
+                   row.last_used_at, row.suspended_at, row.suspended_reason,
+                   row.mode or "enforce")
 
     def active(self, now: datetime | None = None) -> bool:
         return self.revoked_at is None and self.suspended_at is None and (
@@ -70,6 +74,7 @@ class StandingRule:
             "revoked_by": self.revoked_by, "uses": self.uses,
             "last_used_at": at(self.last_used_at), "active": self.active(),
             "suspended_at": at(self.suspended_at), "suspended_reason": self.suspended_reason,
+            "mode": self.mode,
         }
 
 
@@ -84,7 +89,7 @@ class RunOwner:
 
 _COLUMNS = ("id", "org_id", "agent_id", "tool_name", "scope", "run_id", "user_id", "when",
             "created_by", "created_at", "expires_at", "from_request_id", "revoked_at",
-            "revoked_by", "uses", "last_used_at", "suspended_at", "suspended_reason")
+            "revoked_by", "uses", "last_used_at", "suspended_at", "suspended_reason", "mode")
 
 
 async def insert_in(tx: Transaction, rule: StandingRule) -> None:
@@ -121,6 +126,14 @@ class RuleTable:
         async with self.db.transaction() as s:
             await s.execute(update(_Rule).where(_Rule.id == rule_id, _Rule.revoked_at.is_(None))
                             .values(revoked_at=clock(self.db), revoked_by=by))
+
+    async def set_mode(self, rule_id: str, mode: str) -> bool:
+        """Switch an unrevoked rule's ``mode``; False when it was revoked meanwhile."""
+        async with self.db.transaction() as s:
+            done = await s.execute(update(_Rule).where(_Rule.id == rule_id,
+                                                       _Rule.revoked_at.is_(None))
+                                   .values(mode=mode))
+        return bool(getattr(done, "rowcount", 0) == 1)
 
     async def lift_suspension(self, rule_id: str) -> None:
         async with self.db.transaction() as s:

@@ -206,6 +206,9 @@ class ApprovalRuleRow(Base):
     #: enables it again (``POST /api/approval-rules/{id}/enable``).
     suspended_at: Mapped[datetime | None] = mapped_column(nullable=True)
     suspended_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: ``shadow``: the rule never decides a call, it records that it would have allowed it;
+    #: ``enforce`` (the default) decides. Switched by an update (approvals.rules).
+    mode: Mapped[str] = mapped_column(String(16), default="enforce", server_default="enforce")
 
 
 class ApprovalVoteRow(Base):

@@ -1,5 +1,5 @@
-"""Standing rules over HTTP: list, create, read, revoke and enable again
-(``/api/approval-rules``), and the
+"""Standing rules over HTTP: list, create, read, switch between shadow and enforce, revoke
+and enable again (``/api/approval-rules``), and the
 rule an approver asks to remember with a decision (``remember`` on respond)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hookgate.approvals.rules import (
 from hookgate.runtime.runtime import Caller, Runtime
 from hookgate.server.auth import CurrentCallerDep, RuntimeDep
 from hookgate.server.responses import StandingRule as StandingRuleBody
-from hookgate.server.schemas import CreateRule, Remember
+from hookgate.server.schemas import CreateRule, Remember, UpdateRule
 
 router = APIRouter(prefix="/api", tags=["approval rules"])
 
@@ -65,7 +65,8 @@ async def remembered_rule(rt: Runtime, request: ConfirmationRequest, remember: R
         agent_id=request.agent_id, tool_name=request.tool_name, scope=remember.scope,
         run_id=request.run_id if remember.scope == "run" else None,
         user_id=request.requested_by if remember.scope in ("run", "agent_user") else None,
-        when=remember.when, expires_in_s=remember.expires_in, from_request_id=request.id)
+        when=remember.when, expires_in_s=remember.expires_in, from_request_id=request.id,
+        mode=remember.mode)
     try:
         return await rt.approvals.rules.prepare(draft, agent, _approver(caller))
     except (RuleInvalid, RuleRefused) as exc:
@@ -89,7 +90,7 @@ async def create_rule(body: CreateRule, caller: CurrentCallerDep, rt: RuntimeDep
         raise HTTPException(404, f"no agent '{body.agent_id}' in your org")
     draft = RuleDraft(agent_id=body.agent_id, tool_name=body.tool_name, scope=body.scope,
                       run_id=body.run_id, user_id=body.user_id, when=body.when,
-                      expires_in_s=body.expires_in)
+                      expires_in_s=body.expires_in, mode=body.mode)
     try:
         rule = await rt.approvals.rules.create(draft, agent, _approver(caller))
     except ApprovalError as exc:
@@ -102,6 +103,20 @@ async def get_rule(rule_id: str, caller: CurrentCallerDep, rt: RuntimeDep) -> di
     try:
         return (await rt.approvals.rules.get(rule_id, caller.org_id)).to_dict()
     except RuleNotFound as exc:
+        raise _http(exc) from None
+
+
+@router.patch("/approval-rules/{rule_id}", response_model=StandingRuleBody)
+async def update_rule(rule_id: str, body: UpdateRule, caller: CurrentCallerDep,
+                      rt: RuntimeDep) -> dict[str, Any]:
+    """Switch a rule's ``mode`` (its creator or an admin): ``shadow`` never decides and
+    records that it would have allowed a call; ``enforce`` decides. The next call it covers
+    reads the new mode."""
+    await _may_govern(rt, _approver(caller))
+    try:
+        return (await rt.approvals.rules.set_mode(rule_id, body.mode,
+                                                  _approver(caller))).to_dict()
+    except ApprovalError as exc:
         raise _http(exc) from None
 
 
