@@ -100,6 +100,8 @@ class AuditPlace(Protocol):
 #: -> (the rows by column, where each record went). ``storage.audit`` owns the hashing.
 AuditLink = Callable[[str, Sequence[Any], int, str],
                      tuple[list[dict[str, Any]], list[Any]]]
+#: A session fact's values in `statements.FACT_COLUMNS` order, less ``created_at``.
+FactRow = tuple[str, str, bool, str, str | None, str]
 #: Records to append, by chain, in the order the chains are locked.
 AuditGroups = Sequence[tuple[str, Sequence[Any]]]
 
@@ -194,6 +196,11 @@ class Backend(Protocol):
         ...
 
     async def org_read_only(self, org_id: str) -> bool | None:
+        ...
+
+    async def add_fact(self, row: FactRow) -> None:
+        """Keep one fact of a session (``session_facts``), committed before this returns:
+        one statement on the fast path."""
         ...
 
     # -- people ------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from hookgate.storage.backends.base import (
     AuditGroups,
     AuditLink,
     ClaimRow,
+    FactRow,
     LedgerFinish,
     NotNow,
     PriorRow,
@@ -406,6 +407,11 @@ class PostgresBackend:
         # One statement in autocommit: no BEGIN/ROLLBACK around it.
         row = await self.driver.fetchrow(_s("org_read_only").sql, org_id)
         return None if row is None or row[0] is None else bool(row[0])
+
+    async def add_fact(self, row: FactRow) -> None:
+        # One statement in autocommit: no BEGIN/COMMIT around it.
+        insert = _s("fact_insert")
+        await self.driver.execute(insert.sql, *insert.args((*row, utcnow())))
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
         # One statement in autocommit (an ORM session spent four: BEGIN, two reads, ROLLBACK).

@@ -31,6 +31,7 @@ from hookgate.storage.backends.base import (
     AuditGroups,
     AuditLink,
     ClaimRow,
+    FactRow,
     LedgerFinish,
     NotNow,
     PriorRow,
@@ -241,6 +242,11 @@ class SqliteBackend:
         read = _s("org_read_only")
         row = await self.driver.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
         return None if row is None or row[0] is None else bool(row[0])
+
+    async def add_fact(self, row: FactRow) -> None:
+        insert = _s("fact_insert")
+        params = insert.args((*row, sqlite_timestamp(utcnow())))
+        await self.driver.write(lambda conn: conn.execute(insert.sql, params))
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
         # On the caller's thread (a WAL read): an ORM session hopped to aiosqlite's thread

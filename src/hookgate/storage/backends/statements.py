@@ -32,6 +32,7 @@ from hookgate.storage.tables import (
     RevokedToken,
     RunEventRow,
     RunRow,
+    SessionFactRow,
     ToolExecutionRow,
     User,
 )
@@ -213,6 +214,14 @@ def _audit_insert(_: str) -> ClauseElement:
     return cast(Table, ConnectorCallLog.__table__).insert().values(_p(*AUDIT_COLUMNS)).inline()
 
 
+#: A session fact's columns, in the order of the insert's parameters.
+FACT_COLUMNS = ("session", "kind", "trusted", "source", "call_id", "text", "created_at")
+
+
+def _fact_insert(_: str) -> ClauseElement:
+    return cast(Table, SessionFactRow.__table__).insert().values(_p(*FACT_COLUMNS)).inline()
+
+
 #: name -> (its construct per dialect, the parameter order its callers pass).
 _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] = {
     "checkpoint_upsert": (_checkpoint_upsert, CHECKPOINT_PARAMS),
@@ -233,6 +242,7 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "audit_reserve": (_audit_reserve, ("chain", "n", "genesis")),
     "audit_set_head": (_audit_set_head, ("last_hash", "chain")),
     "audit_insert": (_audit_insert, AUDIT_COLUMNS),
+    "fact_insert": (_fact_insert, FACT_COLUMNS),
 }
 
 
