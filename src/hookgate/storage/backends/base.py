@@ -191,6 +191,12 @@ class Backend(Protocol):
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         ...
 
+    async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
+                             ok: bool) -> PriorRow | None:
+        """`claim` and `finish` in one statement, for a record known when it is claimed;
+        the earlier claim's record (left as it was) if there was one."""
+        ...
+
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:
         ...

@@ -394,6 +394,16 @@ class PostgresBackend:
         # The other claim committed after this statement's snapshot: read it now.
         return await self.recorded(row[0], row[1])
 
+    async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
+                             ok: bool) -> PriorRow | None:
+        # One statement in autocommit; the rare repeat reads afterwards.
+        at = utcnow()
+        insert = _s("claim_finished")
+        if await self.driver.execute(insert.sql, *insert.args(
+                (*row, at, observation, ok, at))) == "INSERT 0 1":
+            return None
+        return await self.recorded(row[0], row[1])
+
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         return _prior(await self.driver.fetchrow(_s("prior").sql, run_id, tool_call_id))
 

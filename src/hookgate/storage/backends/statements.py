@@ -131,6 +131,14 @@ def _claim(dialect: str) -> ClauseElement:
     return cast(ClauseElement, stmt.on_conflict_do_nothing())
 
 
+def _claim_finished(dialect: str) -> ClauseElement:
+    """A claim whose record is known when it is made: claimed and finished in one."""
+    stmt = insert_for(dialect)(cast(Table, ToolExecutionRow.__table__)).values(
+        _p("run_id", "tool_call_id", "tool_name", "args_sha256", "started_at",
+           "observation", "ok", "finished_at"))
+    return cast(ClauseElement, stmt.on_conflict_do_nothing())
+
+
 def _prior(_: str) -> ClauseElement:
     t = ToolExecutionRow
     return select(t.observation, t.ok, t.tool_name, t.args_sha256).where(
@@ -231,6 +239,8 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "fence_update": (_fence("update"), ("run_id",)),
     "take_over": (_take_over, ("at", "run_id")),
     "claim": (_claim, ("run_id", "tool_call_id", "tool_name", "args_sha256", "started_at")),
+    "claim_finished": (_claim_finished, ("run_id", "tool_call_id", "tool_name", "args_sha256",
+                                         "started_at", "observation", "ok", "finished_at")),
     "prior": (_prior, ("run_id", "tool_call_id")),
     "finish": (_finish, ("observation", "ok", "at", "run_id", "tool_call_id")),
     "events_after": (_events_after, ("run_id", "seq")),
