@@ -136,6 +136,8 @@ def check_guarded_calls(out: dict[str, Any]) -> None:
     for path in ("two_http_round_trips", "loopback_http"):
         assert _number(out[path]["server_cpu_us_per_call"]), out[path]
     assert set(out["added_p50_over_the_floor"]) == {"in_process", "loopback_http"}
+    assert set(out["added_over_the_floor_us"]) == {"loopback_http"}
+    assert all(_number(v) for v in out["added_over_the_floor_us"]["loopback_http"].values())
     assert all(isinstance(met, bool) for met in out["targets"].values())
     assert out["calls_per_path"] > 0
 

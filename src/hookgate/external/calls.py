@@ -286,7 +286,9 @@ class GuardedCalls:
                        root_session=lineage.root_session, root_agent_id=lineage.root_agent_id)
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         index = Entry(EntryKind.INDEX, (key,))
-        prior = await self.core.claim(INDEX_RUN, index, tool, digest)
+        # Claimed with its record: a new call's index entry is one write.
+        prior = await self.core.claim_finished(INDEX_RUN, index, tool, digest,
+                                               _facts_text(facts), ok=True)
         if prior is not None and prior.observation is not None and (
                 _loads(prior.observation).get("initiator", facts.user_id) != facts.initiator):
             raise CallIdReused(
@@ -297,7 +299,7 @@ class GuardedCalls:
                 f"call id '{call_id}' was already used in session '{session_id}' for another "
                 "call (another tool or other arguments); a call id names one call, so this "
                 "one is not run")
-        if prior is None or prior.observation is None:
+        if prior is not None and prior.observation is None:
             await self.core.finish(INDEX_RUN, index, _facts_text(facts), ok=True)
         try:
             session = await self.core.session_before_call(agent, facts.identity(agent),

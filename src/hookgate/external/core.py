@@ -223,11 +223,8 @@ class ExternalCore:
         """Claim the call's one start (None: this ask has it, and ``started()`` is
         recorded); else the earlier start's record."""
         entry = Entry(EntryKind.STARTED, (call.call_id,))
-        prior = await self.ledger.claim(call.run_id, entry.key, call.tool.name,
-                                        args_digest(arguments))
-        if prior is None:
-            await self.ledger.finish(call.run_id, entry.key, started(), ok=False)
-        return prior
+        return await self.ledger.claim_finished(call.run_id, entry.key, call.tool.name,
+                                                args_digest(arguments), started(), ok=False)
 
     async def started(self, run_id: str, call_id: str) -> PriorExecution | None:
         """The call's start record (its arguments, then its observation), or None."""
@@ -310,10 +307,7 @@ class ExternalCore:
     async def record_once(self, run_id: str, entry: Entry, what: str, text: str, *,
                           ok: bool) -> bool:
         """Record ``text`` under ``entry`` unless it was recorded before (True: now)."""
-        if await self.ledger.claim(run_id, entry.key, what, "") is None:
-            await self.ledger.finish(run_id, entry.key, text, ok=ok)
-            return True
-        return False
+        return await self.ledger.claim_finished(run_id, entry.key, what, "", text, ok) is None
 
     async def recorded(self, run_id: str, entry: Entry) -> PriorExecution | None:
         return await self.ledger.recorded(run_id, entry.key)
@@ -321,6 +315,11 @@ class ExternalCore:
     async def claim(self, run_id: str, entry: Entry, what: str,
                     digest: str) -> PriorExecution | None:
         return await self.ledger.claim(run_id, entry.key, what, digest)
+
+    async def claim_finished(self, run_id: str, entry: Entry, what: str, digest: str,
+                             text: str, *, ok: bool) -> PriorExecution | None:
+        """`claim` and `finish` in one write, for a record known when it is claimed."""
+        return await self.ledger.claim_finished(run_id, entry.key, what, digest, text, ok)
 
     async def finish(self, run_id: str, entry: Entry, text: str, *, ok: bool) -> None:
         await self.ledger.finish(run_id, entry.key, text, ok=ok)

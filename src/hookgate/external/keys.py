@@ -6,6 +6,7 @@ the ids a caller sends are checked first, so no two distinct calls can share a k
 from __future__ import annotations
 
 import enum
+import functools
 import unicodedata
 from dataclasses import dataclass
 
@@ -32,8 +33,11 @@ def checked_id(name: str, value: object, limit: int) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=2048, typed=True)
 def typed_hash(*parts: str | int | None) -> str:
-    """40 hex digits of sha256 over the canonical JSON array of ``parts``."""
+    """40 hex digits of sha256 over the canonical JSON array of ``parts``. Kept for the
+    latest keys: one guarded call computes its session's run id, its call id and its
+    ledger entries' keys several times over (a pure function of the parts)."""
     return canonical_sha256(list(parts))[:40]
 
 

@@ -60,6 +60,7 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
     app.state.access_recheck_s = recheck
     installed = [mount.install(app) for mount in mounts]
     errors.install(app)
+    _include_hot_routes(app)
     _install_sign_in(app, runtime)
     app.include_router(runs.router)
     app.include_router(confirmations.router)
@@ -117,6 +118,14 @@ def _install_sign_in(app: FastAPI, runtime: Runtime) -> None:
         raise ValueError("oidc needs redirect_url or server.public_url: the provider's "
                          "redirect comes from the configuration, never the request's Host")
     app.state.sign_in = SignIn(runtime.db, spec, redirect)
+
+
+def _include_hot_routes(app: FastAPI) -> None:
+    # Tried first: the routes on every outside agent's tool call (routes/registry.py).
+    from hookgate.server.routes import registry
+
+    for router in registry.routers(registry.HOT_ROUTE_MODULES):
+        app.include_router(router)
 
 
 def _include_optional_routes(app: FastAPI) -> None:

@@ -36,6 +36,14 @@ class DatabaseLedger:
         """The record of (run, call) if one was claimed; None otherwise (one read)."""
         return prior_execution(await self.db.backend.recorded(run_id, tool_call_id))
 
+    async def claim_finished(self, run_id: str, tool_call_id: str, tool_name: str,
+                             args_sha256: str, observation: str, ok: bool
+                             ) -> PriorExecution | None:
+        """`claim` then `finish` with ``observation`` in one write (a record known when it is
+        claimed); the earlier claim's record, left as it was, if there was one."""
+        return prior_execution(await self.db.backend.claim_finished(
+            (run_id, tool_call_id, tool_name, args_sha256), observation, ok))
+
     def fenced(self, fence: Fence) -> FencedLedger:
         """This ledger as the executor holding ``fence`` may use it."""
         return FencedLedger(self, fence)

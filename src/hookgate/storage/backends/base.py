@@ -100,6 +100,8 @@ class AuditPlace(Protocol):
 #: -> (the rows by column, where each record went). ``storage.audit`` owns the hashing.
 AuditLink = Callable[[str, Sequence[Any], int, str],
                      tuple[list[dict[str, Any]], list[Any]]]
+#: A session fact's values in `statements.FACT_COLUMNS` order, less ``created_at``.
+FactRow = tuple[str, str, bool, str, str | None, str]
 #: Records to append, by chain, in the order the chains are locked.
 AuditGroups = Sequence[tuple[str, Sequence[Any]]]
 
@@ -189,11 +191,22 @@ class Backend(Protocol):
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         ...
 
+    async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
+                             ok: bool) -> PriorRow | None:
+        """`claim` and `finish` in one statement, for a record known when it is claimed;
+        the earlier claim's record (left as it was) if there was one."""
+        ...
+
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:
         ...
 
     async def org_read_only(self, org_id: str) -> bool | None:
+        ...
+
+    async def add_fact(self, row: FactRow) -> None:
+        """Keep one fact of a session (``session_facts``), committed before this returns:
+        one statement on the fast path."""
         ...
 
     # -- people ------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from hookgate.storage.backends.base import (
     AuditGroups,
     AuditLink,
     ClaimRow,
+    FactRow,
     LedgerFinish,
     NotNow,
     PriorRow,
@@ -393,6 +394,16 @@ class PostgresBackend:
         # The other claim committed after this statement's snapshot: read it now.
         return await self.recorded(row[0], row[1])
 
+    async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
+                             ok: bool) -> PriorRow | None:
+        # One statement in autocommit; the rare repeat reads afterwards.
+        at = utcnow()
+        insert = _s("claim_finished")
+        if await self.driver.execute(insert.sql, *insert.args(
+                (*row, at, observation, ok, at))) == "INSERT 0 1":
+            return None
+        return await self.recorded(row[0], row[1])
+
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         return _prior(await self.driver.fetchrow(_s("prior").sql, run_id, tool_call_id))
 
@@ -406,6 +417,11 @@ class PostgresBackend:
         # One statement in autocommit: no BEGIN/ROLLBACK around it.
         row = await self.driver.fetchrow(_s("org_read_only").sql, org_id)
         return None if row is None or row[0] is None else bool(row[0])
+
+    async def add_fact(self, row: FactRow) -> None:
+        # One statement in autocommit: no BEGIN/COMMIT around it.
+        insert = _s("fact_insert")
+        await self.driver.execute(insert.sql, *insert.args((*row, utcnow())))
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
         # One statement in autocommit (an ORM session spent four: BEGIN, two reads, ROLLBACK).

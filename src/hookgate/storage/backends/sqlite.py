@@ -31,6 +31,7 @@ from hookgate.storage.backends.base import (
     AuditGroups,
     AuditLink,
     ClaimRow,
+    FactRow,
     LedgerFinish,
     NotNow,
     PriorRow,
@@ -225,6 +226,14 @@ class SqliteBackend:
         values = (*row, sqlite_timestamp(utcnow()))
         return _prior(await self.driver.write(lambda conn: _claim(conn, values, fence)))
 
+    async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
+                             ok: bool) -> PriorRow | None:
+        at = sqlite_timestamp(utcnow())
+        insert = _s("claim_finished")
+        values = insert.args((*row, at, observation, ok, at))
+        return _prior(await self.driver.write(
+            lambda conn: _claimed_or_prior(conn, insert.sql, values, row)))
+
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         prior = _s("prior")
         return _prior(await self.driver.read(
@@ -241,6 +250,11 @@ class SqliteBackend:
         read = _s("org_read_only")
         row = await self.driver.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
         return None if row is None or row[0] is None else bool(row[0])
+
+    async def add_fact(self, row: FactRow) -> None:
+        insert = _s("fact_insert")
+        params = insert.args((*row, sqlite_timestamp(utcnow())))
+        await self.driver.write(lambda conn: conn.execute(insert.sql, params))
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
         # On the caller's thread (a WAL read): an ORM session hopped to aiosqlite's thread
@@ -295,6 +309,13 @@ def _claim(conn: DriverConnection, row: tuple[Any, ...], fence: Fence | None) ->
         found = conn.execute(_s("fence").sql, (fence.run_id,)).fetchone()
         fence.refuse_unless(found[0] if found is not None else None)
     if conn.execute(_s("claim").sql, row).rowcount == 1:
+        return None
+    return conn.execute(_s("prior").sql, row[:2]).fetchone()
+
+
+def _claimed_or_prior(conn: DriverConnection, sql: str, values: tuple[Any, ...],
+                      row: tuple[str, str, str, str]) -> Any:
+    if conn.execute(sql, values).rowcount == 1:
         return None
     return conn.execute(_s("prior").sql, row[:2]).fetchone()
 

@@ -32,6 +32,7 @@ from hookgate.storage.tables import (
     RevokedToken,
     RunEventRow,
     RunRow,
+    SessionFactRow,
     ToolExecutionRow,
     User,
 )
@@ -130,6 +131,14 @@ def _claim(dialect: str) -> ClauseElement:
     return cast(ClauseElement, stmt.on_conflict_do_nothing())
 
 
+def _claim_finished(dialect: str) -> ClauseElement:
+    """A claim whose record is known when it is made: claimed and finished in one."""
+    stmt = insert_for(dialect)(cast(Table, ToolExecutionRow.__table__)).values(
+        _p("run_id", "tool_call_id", "tool_name", "args_sha256", "started_at",
+           "observation", "ok", "finished_at"))
+    return cast(ClauseElement, stmt.on_conflict_do_nothing())
+
+
 def _prior(_: str) -> ClauseElement:
     t = ToolExecutionRow
     return select(t.observation, t.ok, t.tool_name, t.args_sha256).where(
@@ -213,6 +222,14 @@ def _audit_insert(_: str) -> ClauseElement:
     return cast(Table, ConnectorCallLog.__table__).insert().values(_p(*AUDIT_COLUMNS)).inline()
 
 
+#: A session fact's columns, in the order of the insert's parameters.
+FACT_COLUMNS = ("session", "kind", "trusted", "source", "call_id", "text", "created_at")
+
+
+def _fact_insert(_: str) -> ClauseElement:
+    return cast(Table, SessionFactRow.__table__).insert().values(_p(*FACT_COLUMNS)).inline()
+
+
 #: name -> (its construct per dialect, the parameter order its callers pass).
 _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] = {
     "checkpoint_upsert": (_checkpoint_upsert, CHECKPOINT_PARAMS),
@@ -222,6 +239,8 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "fence_update": (_fence("update"), ("run_id",)),
     "take_over": (_take_over, ("at", "run_id")),
     "claim": (_claim, ("run_id", "tool_call_id", "tool_name", "args_sha256", "started_at")),
+    "claim_finished": (_claim_finished, ("run_id", "tool_call_id", "tool_name", "args_sha256",
+                                         "started_at", "observation", "ok", "finished_at")),
     "prior": (_prior, ("run_id", "tool_call_id")),
     "finish": (_finish, ("observation", "ok", "at", "run_id", "tool_call_id")),
     "events_after": (_events_after, ("run_id", "seq")),
@@ -233,6 +252,7 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "audit_reserve": (_audit_reserve, ("chain", "n", "genesis")),
     "audit_set_head": (_audit_set_head, ("last_hash", "chain")),
     "audit_insert": (_audit_insert, AUDIT_COLUMNS),
+    "fact_insert": (_fact_insert, FACT_COLUMNS),
 }
 
 
