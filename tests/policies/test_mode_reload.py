@@ -80,6 +80,14 @@ def logged(instance: Instance, text: str) -> str:
     return log
 
 
+def modes_status(instance: Instance) -> dict[str, object]:
+    """What ``instance``'s `GET /api/policies/status` says of its modes."""
+    answer = httpx.get(f"{instance.url}/api/policies/status", timeout=30,
+                       headers={"Authorization": "Bearer tok-alice"})
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json()["modes"])
+
+
 def reload(config: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "hookgate.cli.main", "policy", "reload", "--config",
@@ -93,6 +101,7 @@ def edited(config: Path, change: Callable[[str], str]) -> None:
 
 def exercise(config: Path, instances: list[Instance]) -> None:
     for instance in instances:  # shadow: nothing asks, nothing is denied
+        assert modes_status(instance)["state"] == "as started"
         assert decided(instance, "web__search") == "allow"
         assert decided(instance, "web__delete") == "allow"
 
@@ -133,6 +142,9 @@ def exercise(config: Path, instances: list[Instance]) -> None:
         log = logged(instance, "need a restart")
         assert "guarded_calls.rules[0]" in log
         assert decided(instance, "web__search") == "allow"
+        shown = modes_status(instance)
+        assert shown["state"] == "needs restart", shown
+        assert "guarded_calls.rules[0]" in str(shown["error"]), shown
 
     # A stamp an instance cannot read: it keeps its modes and says so.
     edited(config, lambda text: text.replace("searches are audited", "searches are watched"))
@@ -141,6 +153,7 @@ def exercise(config: Path, instances: list[Instance]) -> None:
         logged(instance, "modes reload failed")
         assert decided(instance, "web__search") == "allow"
         assert decided(instance, "web__delete") == "allow"
+        assert modes_status(instance)["state"] == "reload failed"
 
 
 def test_modes_reload_on_two_postgresql_instances(tmp_path: Path,

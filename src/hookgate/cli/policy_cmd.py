@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from hookgate.agent import Agent
     from hookgate.catalog.builtin.cedar_policy import CedarPolicy
     from hookgate.config import HookgateConfig
-    from hookgate.policies.modes import ModeCatalogue
     from hookgate.policies import PolicyDecision
     from hookgate.policies.cases import PolicyCase
+    from hookgate.policies.modes import ModeCatalogue
     from hookgate.tools.tool import Tool
 
 policy_app = typer.Typer(help="Policy as code in Cedar: schema and tests.", no_args_is_help=True)

@@ -191,6 +191,12 @@ class ModesInForce:
 
     def mode(self, key: str) -> Mode | None:
         """The stamped mode of the entry known as ``key``; None: its own."""
+        self.current()
+        return None if self.modes is None else self.modes.get(key)
+
+    def current(self) -> str:
+        """The version of the modes in force, after a look at the stamp when the last is
+        too old (a cache of anything built with modes keys on it)."""
         now = time.monotonic()
         if now - self._looked >= self.recheck_s:
             self._looked = now
@@ -200,7 +206,13 @@ class ModesInForce:
                     if seen != self._seen:
                         self._seen = seen
                         self._look()
-        return None if self.modes is None else self.modes.get(key)
+        return self.version
+
+    def status(self) -> dict[str, str | None]:
+        """``{config, version, state, error}`` (a look is taken first if due)."""
+        self.current()
+        return {"config": str(self.config), "version": self.version, "state": self.state,
+                "error": self.error}
 
     def _look(self) -> None:
         try:
@@ -239,6 +251,12 @@ def watch_modes(config: Path, own: ModeCatalogue) -> ModesInForce:
 def modes_in_force() -> ModesInForce | None:
     """This process's modes in force, if it serves a configuration file."""
     return _IN_FORCE
+
+
+def modes_version() -> str | None:
+    """The version of this process's modes in force (None: not a serving process)."""
+    live = _IN_FORCE
+    return None if live is None else live.current()
 
 
 def live_mode(entry: object) -> Mode | None:
