@@ -219,25 +219,30 @@ def reload_command(config: ConfigOption = None, example: ExampleOption = None) -
         except PolicyLoadError as exc:
             fail(str(exc), 1)
         console.print(f"{use.path}: {version} stamped", highlight=False)
+    _check_agents(cfg)  # once the sets are stamped: their hooks load them
     _stamp_modes(Path(cfg.source), modes)
 
 
 def _checked_modes(cfg: HookgateConfig) -> ModeCatalogue:
-    """The modes of ``cfg``'s entries once its agents build; exits 1 saying why not."""
-    from hookgate.config.agent_check import check_agents
+    """The modes of ``cfg``'s entries; exits 1 naming a bad one."""
     from hookgate.config.modes import mode_catalogue
     from hookgate.hooks.errors import HookBuildError
+
+    try:
+        return mode_catalogue(cfg)
+    except HookBuildError as exc:
+        fail(f"{cfg.source}: nothing stamped: {exc}", 1)
+
+
+def _check_agents(cfg: HookgateConfig) -> None:
+    """Exit 1, stamping no modes, when an agent does not build (`hookgate check`)."""
+    from hookgate.config.agent_check import check_agents
     from hookgate.hooks.services import HookServices
     from hookgate.storage.database import Database
 
-    try:
-        modes = mode_catalogue(cfg)
-    except HookBuildError as exc:
-        fail(f"{cfg.source}: nothing stamped: {exc}", 1)
     broken = check_agents(cfg, HookServices(database=Database(cfg.database))).broken
     if broken:
-        fail(f"{cfg.source}: nothing stamped: " + " | ".join(str(a) for a in broken), 1)
-    return modes
+        fail(f"{cfg.source}: no modes stamped: " + " | ".join(str(a) for a in broken), 1)
 
 
 def _stamp_modes(source: Path, modes: ModeCatalogue) -> None:
