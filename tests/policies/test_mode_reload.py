@@ -185,3 +185,63 @@ def test_modes_reload_on_sqlite(tmp_path: Path) -> None:
     finally:
         server.stop()
 
+
+
+ENTRIES = """\
+database: sqlite+aiosqlite:///{db}
+orgs: [{{id: acme}}]
+users: [{{id: alice, org: acme, admin: true, token: tok-alice}}]
+tools: [tests.policies.world:oa__purchase_pay]
+models: {{script: {{type: scripted, turns: [{{answer: done}}]}}}}
+agents:
+  - id: buyer
+    org: acme
+    owner: alice
+    model: script
+    tools: [oa__purchase_pay]
+    model_config_json:
+      claude_code:
+        rules: [{{matcher: Bash, requires_confirmation: true, mode: shadow}}]
+      coding_agents:
+        rules: [{{matcher: Bash, requires_confirmation: true, mode: shadow}}]
+policies:
+  - {{org: acme, path: policies, default: deny, mode: shadow}}
+"""
+
+
+def test_every_kind_of_entry_reads_its_mode_where_it_is_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The class of the defect: every entry that carries a mode (a catalog hook, an org's
+    # policy set, each section's gate rules) is read through the modes in force.
+    from hookgate.catalog.build import build_registry
+    from hookgate.config.loader import load_config
+    from hookgate.config.modes import mode_catalogue
+    from hookgate.external.policy import CallRules
+    from hookgate.hooks.services import HookServices
+    from hookgate.policies import modes
+    from hookgate.policies.shadow import ShadowHook
+    from hookgate.storage.database import Database
+    from tests.policies.world import INVARIANTS, write_policies
+
+    write_policies(tmp_path / "policies", INVARIANTS)
+    config = tmp_path / "hookgate.yaml"
+    config.write_text(ENTRIES.format(db=tmp_path / "h.db"), encoding="utf-8")
+    cfg = load_config(str(config))
+    live = modes.ModesInForce(config, mode_catalogue(cfg), recheck_s=0.0)
+    monkeypatch.setattr(modes, "_IN_FORCE", live)
+    agent = cfg.build_agent("buyer")  # built once, as the process started
+
+    services = HookServices(database=Database(cfg.database))  # named, not opened
+
+    def shadowed() -> list[str]:
+        hooks = build_registry(agent, services).hooks()
+        rules = [CallRules.read(agent, section, default_wait_s=0.0).rules[0].mode
+                 for section in ("claude_code", "coding_agents")]
+        return sorted([h.name for h in hooks if isinstance(h, ShadowHook)]
+                      + [f"rule {mode}" for mode in rules])
+
+    assert shadowed() == ["cedar_policy", "rule shadow", "rule shadow"]
+    edited(config, lambda text: text.replace("mode: shadow", "mode: enforce"))
+    modes.write_modes_stamp(config, mode_catalogue(load_config(str(config))))
+    assert shadowed() == ["rule enforce", "rule enforce"]
+    assert live.state == "in force"

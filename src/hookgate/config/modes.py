@@ -29,6 +29,6 @@ def watch_config_modes(config: HookgateConfig) -> str | None:
         return f"{config.source} is not a file: modes are the ones it was started with"
     try:
         watch_modes(source, mode_catalogue(config))
-    except (HookBuildError, ConfigError) as exc:
+    except (HookBuildError, ConfigError, ValueError, TypeError) as exc:
         return f"modes are not reloadable, they stay as started: {exc}"
     return None
