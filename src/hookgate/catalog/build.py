@@ -183,7 +183,7 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
         try:
             # ``mode: shadow``: evaluated on every call, recorded, never deciding.
             mode = mode_of(entry.get("mode") if isinstance(entry, Mapping) else None,
-                           _describe(index, entry))
+                           _describe(index, entry), entry)
             hook = shadowed(instantiate(agent, index, cls, params, entry, env), mode)
         except HookBuildError as exc:
             if exc.agent_id is not None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from hookgate.config import HookgateConfig
     from hookgate.policies import PolicyDecision
     from hookgate.policies.cases import PolicyCase
+    from hookgate.policies.modes import ModeCatalogue
     from hookgate.tools.tool import Tool
 
 policy_app = typer.Typer(help="Policy as code in Cedar: schema and tests.", no_args_is_help=True)
@@ -187,9 +188,12 @@ def _external_tool(agent: Agent, user_id: str, case: PolicyCase, extras: dict[st
 
 @policy_app.command("reload")
 def reload_command(config: ConfigOption = None, example: ExampleOption = None) -> None:
-    """Declare the policy files complete: validate every set the configuration uses and
-    stamp its version beside it (``PATH.version``). Every running server takes a stamped set
-    within about a second; files changed and not stamped (a write under way) never load."""
+    """Declare the policy files and the configuration's modes complete: validate every set
+    the configuration uses and stamp its version beside it (``PATH.version``), and validate
+    the configuration and stamp the ``mode:`` of its entries (``CONFIG.modes``). Every
+    running server takes a stamped set, and stamped modes, within about a second; files
+    changed and not stamped (a write under way) never load. A change beyond a mode is named:
+    it needs a restart, and a server keeps all its modes until then."""
     from hookgate.config.policies import policy_sets_in_use, policy_sets_left_unloaded
     from hookgate.policies import PolicyLoadError
     from hookgate.policies.reload import checked_version
@@ -200,8 +204,7 @@ def reload_command(config: ConfigOption = None, example: ExampleOption = None) -
     problems, sets = policy_sets_in_use(cfg)
     if problems:
         fail("; ".join(f"{key}: {why}" for key, why in problems), 2)
-    if not sets:
-        fail(f"{cfg.source} uses no policy sets", 2)
+    modes = _checked_modes(cfg)
     checked = []
     for use in sets:
         try:
@@ -216,6 +219,53 @@ def reload_command(config: ConfigOption = None, example: ExampleOption = None) -
         except PolicyLoadError as exc:
             fail(str(exc), 1)
         console.print(f"{use.path}: {version} stamped", highlight=False)
+    _check_agents(cfg)  # once the sets are stamped: their hooks load them
+    _stamp_modes(Path(cfg.source), modes)
+
+
+def _checked_modes(cfg: HookgateConfig) -> ModeCatalogue:
+    """The modes of ``cfg``'s entries; exits 1 naming a bad one."""
+    from hookgate.config.modes import mode_catalogue
+    from hookgate.hooks.errors import HookBuildError
+
+    try:
+        return mode_catalogue(cfg)
+    except HookBuildError as exc:
+        fail(f"{cfg.source}: nothing stamped: {exc}", 1)
+
+
+def _check_agents(cfg: HookgateConfig) -> None:
+    """Exit 1, stamping no modes, when an agent does not build (`hookgate check`)."""
+    from hookgate.config.agent_check import check_agents
+    from hookgate.hooks.services import HookServices
+    from hookgate.storage.database import Database
+
+    broken = check_agents(cfg, HookServices(database=Database(cfg.database))).broken
+    if broken:
+        fail(f"{cfg.source}: no modes stamped: " + " | ".join(str(a) for a in broken), 1)
+
+
+def _stamp_modes(source: Path, modes: ModeCatalogue) -> None:
+    """Stamp the entries' modes beside the file; name what changed beyond a mode since the
+    last stamp (a running server keeps its modes until it is restarted with that file)."""
+    from hookgate.policies import PolicyLoadError
+    from hookgate.policies.modes import read_modes_stamp, write_modes_stamp
+
+    try:
+        before = read_modes_stamp(source)
+    except PolicyLoadError:
+        before = None
+    try:
+        write_modes_stamp(source, modes)
+    except PolicyLoadError as exc:
+        fail(str(exc), 1)
+    console.print(f"{source}: modes {modes.version} stamped ({len(modes.entries)} entries)",
+                  highlight=False, soft_wrap=True)
+    changed = [] if before is None else modes.beyond_modes(before)
+    if changed:
+        console.print(f"{source}: changed beyond their mode since the last reload: "
+                      f"{', '.join(changed)}; these need a restart (until then a running "
+                      "server keeps the modes it has)", highlight=False, soft_wrap=True)
 
 
 @policy_app.command("status")

@@ -128,6 +128,10 @@ def serve(
     check_database_or_fail(cfg)
     broken = _broken_agents(cfg, allow=allow_broken_agents)
     _refuse_shared_sqlite(cfg.database)
+    from hookgate.config.modes import watch_config_modes  # `hookgate policy reload` modes
+
+    if (why := watch_config_modes(cfg)) is not None:
+        err_console.print(f"note: {why}", highlight=False, soft_wrap=True)
     try:
         sock = listen(host, port)
     except PortUnavailable as exc:

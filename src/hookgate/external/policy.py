@@ -224,7 +224,7 @@ def _rule(where: str, entry: object, keys: RuleKeys, named: str) -> ToolRule:
                                or len(reason) > REASON_CHARS):
         raise HookBuildError(f"{where}: 'reason' must be a non-empty string of at most "
                              f"{REASON_CHARS} characters")
-    mode = mode_of(entry.get("mode"), where)
+    mode = mode_of(entry.get("mode"), where, entry)
     return ToolRule(matcher, when, flags["requires_confirmation"], flags["writes"], connector,
                     tests, _described(named, entry, reason), mode,
                     reason.strip() if reason else None, named)

@@ -140,7 +140,7 @@ def _tool_rule(named: str, rule: GateRule) -> ToolRule:
     return ToolRule(ToolMatcher.parse("*"),
                     Condition(rule.when) if rule.when is not None else None,
                     requires_confirmation=True, writes=None, connector=None,
-                    described=rule.describe(named), mode=mode_of(rule.mode, named),
+                    described=rule.describe(named), mode=mode_of(rule.mode, named, rule),
                     reason=rule.reason, named=named)
 
 

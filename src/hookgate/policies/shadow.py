@@ -56,8 +56,16 @@ class ShadowDecision:
                                                                else "")
 
 
-def mode_of(value: object, where: str) -> Mode:
-    """A declared ``mode``: ``enforce`` (the default) or ``shadow``; HookBuildError else."""
+def mode_of(value: object, where: str, entry: object = None) -> Mode:
+    """A declared ``mode``: ``enforce`` (the default) or ``shadow``; HookBuildError else.
+    ``entry``: the configuration entry declaring it, whose mode a `hookgate policy reload`
+    may have changed since the process started (policies/modes.py): that mode wins."""
+    if entry is not None:
+        from hookgate.policies.modes import live_mode
+
+        stamped = live_mode(entry)
+        if stamped is not None:
+            return stamped
     if value is None:
         return "enforce"
     if value not in MODES:

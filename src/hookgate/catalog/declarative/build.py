@@ -70,7 +70,7 @@ def add_declarative_hooks(
                 hook = build_hook(section, index, entry, kind)
                 # ``mode: shadow``: evaluated on every call, recorded, never deciding.
                 registry.register(shadowed(hook, mode_of(
-                    entry.get("mode") if isinstance(entry, Mapping) else None, "mode")))
+                    entry.get("mode") if isinstance(entry, Mapping) else None, "mode", entry)))
             except (HookBuildError, DuplicateHookError) as exc:
                 raise fail(env.agent, f"{where}: {exc}", entry) from exc
     imported = decl.get("claude_code")

@@ -32,22 +32,37 @@ class PolicySetStatus(BaseModel):
     agents: list[str]
 
 
+class ModesStatus(BaseModel):
+    """The ``mode:`` of the configuration's entries in force here (policies/modes.py)."""
+
+    config: str
+    version: str
+    #: ``as started``, ``in force``, ``needs restart`` or ``reload failed``.
+    state: str
+    error: str | None
+
+
 class PolicyStatusAnswer(BaseModel):
     sets: list[PolicySetStatus]
+    modes: ModesStatus | None = None
 
 
 @router.get("/policies/status", response_model=PolicyStatusAnswer)
 def policies_status(caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
     """``{"sets": [{path, default, version, loaded_at, state, files_version,
-    stamped_version, error, agents}]}``; ``error`` says why the files are not in force.
+    stamped_version, error, agents}], "modes": {config, version, state, error}}``;
+    ``error`` says why the files (or stamped modes) are not in force.
     (It reads the files, so it runs on a worker thread.)"""
     if not caller.admin:
         raise HTTPException(403, "only an org admin may read the policy sets' status")
     from hookgate.agent import hook_declaration
+    from hookgate.policies.modes import modes_in_force
 
+    live_modes = modes_in_force()
+    modes = None if live_modes is None else live_modes.status()
     if not any(_declares_policies(hook_declaration(a)) for a in rt.deployment.agents.values()
                if a.org_id == caller.org_id):
-        return {"sets": []}
+        return {"sets": [], "modes": modes}
     # Cedar's bindings are an extra: imported only where an agent declares policies.
     from hookgate.catalog.builtin.cedar_policy import policy_params
     from hookgate.policies import PolicyLoadError, open_policy_set
@@ -70,7 +85,7 @@ def policies_status(caller: CallerDep, rt: RuntimeDep) -> dict[str, Any]:
                              "stamped_version": None, "error": " | ".join(exc.problems),
                              "agents": []}
         sets[key]["agents"].append(agent.id)
-    return {"sets": list(sets.values())}
+    return {"sets": list(sets.values()), "modes": modes}
 
 
 def _declares_policies(declared: Mapping[str, Any]) -> bool:
