@@ -45,9 +45,13 @@ def registered(commands: Sequence[str] | None = None) -> typer.Typer:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``hookgate`` on ``argv`` (the process's arguments by default)."""
+    from hookgate.cli.start_collector import paused_until_started
+
     args = list(sys.argv[1:] if argv is None else argv)
     named = args[0] if args and args[0] in COMMAND_MODULES else None
-    registered(None if named is None else [named])(args=args, prog_name="hookgate")
+    with paused_until_started():
+        app = registered(None if named is None else [named])
+    app(args=args, prog_name="hookgate")
 
 
 def __getattr__(name: str) -> typer.Typer:
