@@ -21,6 +21,15 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
+
+
+@app.callback()
+def _commands() -> None:
+    # A callback keeps ``app`` a group of commands when only the one a command line names is
+    # registered (main.py); without one, Typer runs a lone command as the whole program.
+    pass
+
+
 console = Console()
 err_console = Console(stderr=True)
 

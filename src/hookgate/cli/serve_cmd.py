@@ -19,10 +19,14 @@ from hookgate.cli.config_source import (
     show_database,
     start_telemetry,
 )
+from hookgate.cli.start_collector import paused_until_started
 
 if TYPE_CHECKING:
+    import socket
+
     from hookgate.config import HookgateConfig
     from hookgate.runtime.runtime import Runtime
+    from hookgate.server.serving import Server
 
 
 def _port(value: int) -> int:
@@ -89,6 +93,35 @@ def _refuse_shared_sqlite(database: str) -> None:
     probe.release()
 
 
+def _build(config: ConfigOption, example: ExampleOption, host: str, port: int, *,
+           log_level: str, worker: bool, allow_broken_agents: bool
+           ) -> tuple[Server, socket.socket, HookgateConfig]:
+    """The checks before serving, the listening socket and the server, ready to run."""
+    from hookgate.app import build_server
+    from hookgate.runtime.deployment import deployment_from_config
+    from hookgate.server.serving import PortUnavailable, listen
+
+    cfg = _load(config, example)
+    if not worker and cfg.database.startswith("sqlite"):
+        fail("--no-worker needs PostgreSQL: a SQLite database is served by one instance "
+             "that executes its runs itself", 2)
+    check_database_or_fail(cfg)
+    broken = _broken_agents(cfg, allow=allow_broken_agents)
+    _refuse_shared_sqlite(cfg.database)
+    from hookgate.config.modes import watch_config_modes  # `hookgate policy reload` modes
+
+    if (why := watch_config_modes(cfg)) is not None:
+        err_console.print(f"note: {why}", highlight=False, soft_wrap=True)
+    try:
+        sock = listen(host, port)
+    except PortUnavailable as exc:
+        fail(str(exc))
+    deployment = deployment_from_config(cfg)
+    deployment.broken_agents = broken
+    server, _ = build_server(deployment, host, port, log_level=log_level, worker=worker)
+    return server, sock, cfg
+
+
 @app.command()
 def serve(
     config: ConfigOption = None,
@@ -117,28 +150,9 @@ def serve(
     is missing or invalid, channels without HOOKGATE_SECRETS_KEY, telemetry that cannot
     start, --no-worker with SQLite, or a SQLite file another instance already serves.
     """
-    from hookgate.app import build_server
-    from hookgate.runtime.deployment import deployment_from_config
-    from hookgate.server.serving import PortUnavailable, listen
-
-    cfg = _load(config, example)
-    if not worker and cfg.database.startswith("sqlite"):
-        fail("--no-worker needs PostgreSQL: a SQLite database is served by one instance "
-             "that executes its runs itself", 2)
-    check_database_or_fail(cfg)
-    broken = _broken_agents(cfg, allow=allow_broken_agents)
-    _refuse_shared_sqlite(cfg.database)
-    from hookgate.config.modes import watch_config_modes  # `hookgate policy reload` modes
-
-    if (why := watch_config_modes(cfg)) is not None:
-        err_console.print(f"note: {why}", highlight=False, soft_wrap=True)
-    try:
-        sock = listen(host, port)
-    except PortUnavailable as exc:
-        fail(str(exc))
-    deployment = deployment_from_config(cfg)
-    deployment.broken_agents = broken
-    server, _ = build_server(deployment, host, port, log_level=log_level, worker=worker)
+    with paused_until_started():
+        server, sock, cfg = _build(config, example, host, port, log_level=log_level,
+                                   worker=worker, allow_broken_agents=allow_broken_agents)
     role = "" if worker else " (API only)"
     console.print(f"hookgate serving {cfg.source} on http://{host}:{port}/{role}",
                   highlight=False, soft_wrap=True)
@@ -155,12 +169,13 @@ def worker_command(
     from hookgate.runtime.deployment import deployment_from_config
     from hookgate.runtime.runtime import Runtime
 
-    cfg = _load(config, example)
-    if cfg.database.startswith("sqlite"):
-        fail("hookgate worker needs PostgreSQL: with a SQLite database, `hookgate serve` "
-             "executes the runs itself", 2)
-    check_database_or_fail(cfg)
-    runtime = Runtime(deployment_from_config(cfg), worker=True)
+    with paused_until_started():
+        cfg = _load(config, example)
+        if cfg.database.startswith("sqlite"):
+            fail("hookgate worker needs PostgreSQL: with a SQLite database, `hookgate serve` "
+                 "executes the runs itself", 2)
+        check_database_or_fail(cfg)
+        runtime = Runtime(deployment_from_config(cfg), worker=True)
     console.print(f"hookgate worker for {cfg.source}", highlight=False, soft_wrap=True)
     show_database(cfg.database)
     asyncio.run(_work(runtime))

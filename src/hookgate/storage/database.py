@@ -30,6 +30,7 @@ from hookgate.storage.backends import POOL_SIZE as POOL_SIZE  # re-exported
 from hookgate.storage.backends import Backend, backend_class
 from hookgate.storage.backends.postgresql import MIGRATION_LOCK_KEY as MIGRATION_LOCK_KEY
 from hookgate.storage.backends.postgresql import STARTUP_LOCK_KEY as STARTUP_LOCK_KEY
+from hookgate.storage.head_schema import create_at_head
 from hookgate.storage.schema_version import at_head
 from hookgate.storage.statement_count import COUNT
 
@@ -154,9 +155,16 @@ class Database:
             yield
 
     async def upgrade(self, revision: str = "head") -> None:
-        """Bring the schema to ``revision`` with the bundled Alembic migrations."""
+        """Bring the schema to ``revision`` with the bundled Alembic migrations. At "head",
+        a database already there is left alone and an empty one is made from the rendered
+        head schema (head_schema.py), neither importing Alembic; so is one that another
+        process made meanwhile (it held the migration lock)."""
+        versions = MIGRATIONS / "versions"
         try:
-            if revision == "head" and await at_head(self.engine, MIGRATIONS / "versions"):
+            if revision == "head" and (
+                    await at_head(self.engine, versions)
+                    or await create_at_head(self.engine, self.backend, versions)
+                    or await at_head(self.engine, versions)):
                 return
             async with self.engine.begin() as conn:
                 await self.backend.lock_migrations(conn)

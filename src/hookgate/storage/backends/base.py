@@ -134,6 +134,11 @@ class Backend(Protocol):
         """Inside ``conn``'s transaction: make other migrators wait for this one."""
         ...
 
+    async def begin_new_schema(self, conn: AsyncConnection) -> bool:
+        """Begin ``conn``'s transaction holding what makes other migrators wait, and say
+        whether the database holds no relation of its own yet (a new schema may be made)."""
+        ...
+
     async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
         """Wake ``channel``'s readers once ``session``'s transaction commits."""
         ...

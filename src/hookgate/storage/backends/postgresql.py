@@ -256,6 +256,13 @@ class PostgresBackend:
         await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"),
                            {"k": MIGRATION_LOCK_KEY})
 
+    async def begin_new_schema(self, conn: AsyncConnection) -> bool:
+        await self.lock_migrations(conn)
+        found = await conn.exec_driver_sql(
+            "SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = current_schema()")
+        return not found.scalar_one()
+
     async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
         if self.db.publisher is not None:
             self.db.queue_note(session, channel, payload)

@@ -163,6 +163,13 @@ class SqliteBackend:
     async def lock_migrations(self, conn: AsyncConnection) -> None:
         return None  # the migration's transaction holds SQLite's one write lock
 
+    async def begin_new_schema(self, conn: AsyncConnection) -> bool:
+        # The driver would leave DDL outside any transaction: begin one, with the write lock.
+        await conn.exec_driver_sql("BEGIN IMMEDIATE")
+        found = await conn.exec_driver_sql(
+            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+        return not found.scalar_one()
+
     async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
         # One process serves the file and wakes its readers in memory; a publisher (Redis)
         # set on the database still carries the note once the transaction commits.
