@@ -1,4 +1,4 @@
--- revision: 0029
+-- revision: 0030
 -- Rendered by scripts/render_head_schema.py from the migrations; do not edit.
 
 CREATE TABLE agents (
@@ -32,7 +32,8 @@ CREATE TABLE approval_rules (
     uses integer DEFAULT 0 NOT NULL,
     last_used_at timestamp with time zone,
     suspended_at timestamp with time zone,
-    suspended_reason text
+    suspended_reason text,
+    mode character varying(16) DEFAULT 'enforce'::character varying NOT NULL
 );
 
 CREATE TABLE approval_votes (

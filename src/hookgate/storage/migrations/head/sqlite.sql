@@ -1,4 +1,4 @@
--- revision: 0029
+-- revision: 0030
 -- Rendered by scripts/render_head_schema.py from the migrations; do not edit.
 
 CREATE TABLE alembic_version (
@@ -109,7 +109,7 @@ CREATE TABLE approval_rules (
 	revoked_at DATETIME, 
 	revoked_by VARCHAR(128), 
 	uses INTEGER DEFAULT '0' NOT NULL, 
-	last_used_at DATETIME, suspended_at DATETIME, suspended_reason TEXT, 
+	last_used_at DATETIME, suspended_at DATETIME, suspended_reason TEXT, mode VARCHAR(16) DEFAULT 'enforce' NOT NULL, 
 	PRIMARY KEY (id)
 );
 
@@ -195,13 +195,13 @@ CREATE TABLE "connector_call_logs" (
 	CONSTRAINT uq_call_log_chain_seq UNIQUE (chain, seq)
 );
 
-CREATE INDEX ix_call_log_org_agent ON connector_call_logs (org_id, agent_id);
+CREATE INDEX ix_call_log_org_created ON connector_call_logs (org_id, created_at);
 
 CREATE INDEX ix_call_log_org_user ON connector_call_logs (org_id, user_id);
 
-CREATE INDEX ix_call_log_org_tool ON connector_call_logs (org_id, tool_name);
+CREATE INDEX ix_call_log_org_agent ON connector_call_logs (org_id, agent_id);
 
-CREATE INDEX ix_call_log_org_created ON connector_call_logs (org_id, created_at);
+CREATE INDEX ix_call_log_org_tool ON connector_call_logs (org_id, tool_name);
 
 CREATE TABLE "runs" (
 	id VARCHAR(64) NOT NULL, 
@@ -221,9 +221,9 @@ CREATE TABLE "runs" (
 	PRIMARY KEY (id)
 );
 
-CREATE INDEX ix_runs_status ON runs (status);
-
 CREATE INDEX ix_runs_org_id ON runs (org_id);
+
+CREATE INDEX ix_runs_status ON runs (status);
 
 CREATE TABLE "users" (
 	id VARCHAR(128) NOT NULL, 
@@ -240,17 +240,17 @@ CREATE TABLE "users" (
 	token_expires_at DATETIME, 
 	service BOOLEAN DEFAULT 0 NOT NULL, telegram_user_id VARCHAR(128), teams_aad_object_id VARCHAR(128), discord_user_id VARCHAR(128), email_address VARCHAR(320), ntfy_topic VARCHAR(128), 
 	PRIMARY KEY (id), 
-	FOREIGN KEY(org_id) REFERENCES orgs (id), 
-	UNIQUE (token_sha256)
+	UNIQUE (token_sha256), 
+	FOREIGN KEY(org_id) REFERENCES orgs (id)
 );
 
 CREATE INDEX ix_users_feishu_open_id ON users (feishu_open_id);
 
+CREATE INDEX ix_users_wecom_userid ON users (wecom_userid);
+
 CREATE INDEX ix_users_slack_user_id ON users (slack_user_id);
 
 CREATE INDEX ix_users_org_id ON users (org_id);
-
-CREATE INDEX ix_users_wecom_userid ON users (wecom_userid);
 
 CREATE INDEX ix_call_log_org_session ON connector_call_logs (org_id, session_id);
 
