@@ -240,3 +240,39 @@ async def test_a_reload_switches_a_running_gateways_mcp_gate_rule_and_back(
             assert "shadow" not in (rows[1]["detail"] or ""), rows
     finally:
         server.stop()
+
+
+def test_a_server_wide_requires_confirmation_asks_for_every_tool() -> None:
+    # ``requires_confirmation: true`` on the server: every call of every tool asks.
+    spec = McpServerSpec.model_validate({"id": "pay", "command": "x",
+                                         "requires_confirmation": True})
+    tool = gateway_tool(DownstreamServer(spec), types.Tool(name="send", input_schema={
+        "type": "object"}), "coder", "acme")
+    assert isinstance(tool, McpTool) and tool.needs_confirmation({})
+    assert "every call needs a person" in (tool.for_call({}).confirmation_reason or "")
+
+
+def test_a_gate_rule_whose_mode_cannot_be_read_asks(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fail closed: a rule in shadow mode whose mode in force cannot be read when the call is
+    # made (a stamp nested too deep to decode raises RecursionError from the reader) asks as
+    # the enforcing rule would, and records no shadow decision.
+    from hookgate.policies import modes
+
+    spec = McpServerSpec.model_validate({"id": "pay", "command": "x", "requires_confirmation": [
+        {"matcher": "send", "reason": "payments", "mode": "shadow"}]})
+    config = tmp_path / "hookgate.yaml"
+    live = modes.ModesInForce(config, modes.catalogue({"mcp_servers[pay]": spec}, {}),
+                              recheck_s=0.0)
+    monkeypatch.setattr(modes, "_IN_FORCE", live)
+    tool = gateway_tool(DownstreamServer(spec), types.Tool(name="send", input_schema={
+        "type": "object"}), "coder", "acme")
+    assert isinstance(tool, McpTool) and tool.shadow_for is not None
+    assert not tool.needs_confirmation({})  # shadow, as started
+    modes.modes_stamp_path(config).write_text("[" * 100_000, encoding="utf-8")
+    assert tool.needs_confirmation({})
+    live._seen = ""  # the next look reads the stamp again, and fails again
+    called = tool.for_call({})
+    assert "payments" in (called.confirmation_reason or ""), called.confirmation_reason
+    live._seen = ""
+    assert tool.shadow_for({}) == ()

@@ -529,7 +529,11 @@ class McpGateway:
     def _registry(self, agent: Agent) -> HookRegistry:
         # Built again when the modes in force change (`hookgate policy reload`): each hook
         # reads its entry's mode where it is built (policies.shadow.mode_of).
-        version = modes_version()
+        try:
+            version = modes_version()
+        except Exception as exc:  # the call is refused, saying why (fail closed)
+            raise HookBuildError(f"the modes in force cannot be read ({type(exc).__name__}: "
+                                 f"{exc})") from exc
         cached = self._registries.get(agent.id)
         if cached is None or cached[0] != version:
             cached = self._registries[agent.id] = (version, build_registry(agent,
