@@ -44,6 +44,7 @@ from hookgate.mcp.mapping import (
     with_shadow_rules,
 )
 from hookgate.mcp.tasks import TaskView, run_of_task, unfollowed_result, view_of
+from hookgate.policies.modes import modes_version
 from hookgate.runtime.access_watch import AccessEnded, StillAllowed, while_allowed
 from hookgate.storage.confirmations import ConfirmationRecord
 from hookgate.storage.database import Database
@@ -182,7 +183,8 @@ class McpGateway:
         self.access_recheck_s = access_recheck_s
         self.attempts = AttemptFinder(db, retry_window_s)
         self.retry_window_s = retry_window_s
-        self._registries: dict[str, HookRegistry] = {}
+        #: Each agent's hook chain, and the version of the modes it was built with.
+        self._registries: dict[str, tuple[str | None, HookRegistry]] = {}
         self._shares: dict[tuple[str, str], _Share] = {}
         self._inflight: dict[str, _Attempt] = {}
         #: Gated calls in flight and recently finished, by task id (= their call id).
@@ -525,10 +527,18 @@ class McpGateway:
             "returned and the downstream server was not called again"))
 
     def _registry(self, agent: Agent) -> HookRegistry:
-        registry = self._registries.get(agent.id)
-        if registry is None:
-            registry = self._registries[agent.id] = build_registry(agent, self.services)
-        return registry
+        # Built again when the modes in force change (`hookgate policy reload`): each hook
+        # reads its entry's mode where it is built (policies.shadow.mode_of).
+        try:
+            version = modes_version()
+        except Exception as exc:  # the call is refused, saying why (fail closed)
+            raise HookBuildError(f"the modes in force cannot be read ({type(exc).__name__}: "
+                                 f"{exc})") from exc
+        cached = self._registries.get(agent.id)
+        if cached is None or cached[0] != version:
+            cached = self._registries[agent.id] = (version, build_registry(agent,
+                                                                           self.services))
+        return cached[1]
 
     async def _toolbox(self, who: Principal, name: Any = None, *,
                        bounded: bool = False) -> _Toolbox:

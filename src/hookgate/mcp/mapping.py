@@ -2,11 +2,12 @@
 
 A mapped tool's callable is the downstream ``tools/call``; like every tool it is invoked only
 by the guarded path. ``readOnlyHint``/``destructiveHint`` decide ``writes`` unless the
-configuration says otherwise; gate rules become the tool's ``requires_confirmation`` (the
-rules of hookgate.external.policy decide which apply; one in shadow mode only records what it
-would have decided, `with_shadow_rules`). A result keeps the contract its tool declared: a
-successful result of a tool with an ``outputSchema`` always carries structured content that
-validates against it (see `result_of`).
+configuration says otherwise; gate rules become the tool's ``requires_confirmation``, read
+at each call in the modes then in force (the rules of hookgate.external.policy decide which
+apply; one in shadow mode only records what it would have decided, `with_shadow_rules`).
+A result keeps the contract its tool declared: a successful result of a tool with an
+``outputSchema`` always carries structured content that validates against it (see
+`result_of`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,12 +29,14 @@ from hookgate.hooks.model import HookContext, HookPoint
 from hookgate.matching import Condition, ToolMatcher
 from hookgate.mcp.downstream import DownstreamServer
 from hookgate.mcp.errors import DownstreamToolError
-from hookgate.policies.shadow import ShadowDecision, mode_of
+from hookgate.policies.shadow import Mode, ShadowDecision, mode_of
 from hookgate.tools.calls import ToolOutcome
 from hookgate.tools.errors import ToolArgumentsError
 from hookgate.tools.guarded_call import GuardedCall, RefusedCall
 from hookgate.tools.json_schema import schema_problem
 from hookgate.tools.tool import ConfirmationRule, Tool
+
+log = logging.getLogger("hookgate.mcp.mapping")
 
 #: ``_meta`` key of a gateway result: how the guarded path decided the call.
 OUTCOME_META = "io.hookgate/outcome"
@@ -55,17 +59,26 @@ def writes_of(listed: types.Tool, spec: McpServerSpec) -> bool:
 
 def confirmation_of(listed: types.Tool, spec: McpServerSpec, agent_id: str,
                     org_id: str | None) -> ConfirmationRule:
-    """The tool's ``requires_confirmation``: a per-tool flag, else the server's enforcing
-    rules (a rule in shadow mode never makes the tool ask)."""
+    """The tool's ``requires_confirmation``: a per-tool flag, else the server's flag, else,
+    when gate rules name the tool, whether they ask for a call's arguments (`needs_of`,
+    read when the call is made: a `hookgate policy reload` switches a rule's mode for the
+    next call, and a rule in shadow mode never makes the tool ask)."""
     override = spec.tools.get(listed.name)
     if override is not None and override.requires_confirmation is not None:
         return override.requires_confirmation
+    if isinstance(spec.requires_confirmation, bool):
+        return spec.requires_confirmation
+    if _GateRules.of(listed, spec, agent_id, org_id) is None:
+        return False  # no rule names the tool
+    return functools.partial(needs_of, listed, spec, agent_id, org_id)
+
+
+def needs_of(listed: types.Tool, spec: McpServerSpec, agent_id: str, org_id: str | None,
+             args: Mapping[str, Any]) -> bool:
+    """Whether the server's gate rules, in the modes in force now, ask for a person for
+    these arguments (a rule whose condition or mode cannot be read asks)."""
     gate = _GateRules.of(listed, spec, agent_id, org_id)
-    if gate is None or not gate.enforcing:
-        return False
-    if not gate.conditional:
-        return True
-    return gate.needs
+    return gate is not None and gate.flags(args).requires_confirmation
 
 
 def confirmation_reason_of(listed: types.Tool, spec: McpServerSpec, agent_id: str,
@@ -97,7 +110,8 @@ def shadow_of(listed: types.Tool, spec: McpServerSpec, agent_id: str, org_id: st
 class _GateRules:
     """The server's gate rules whose matcher names one tool, as the gate rules of the other
     paths (`CallRules`: which apply to a call, what the enforcing ones ask, what the ones in
-    shadow mode would have decided)."""
+    shadow mode would have decided). Built for each call, so each rule's mode is the one in
+    force at that moment."""
 
     def __init__(self, name: str, rules: CallRules, agent_id: str,
                  org_id: str | None) -> None:
@@ -105,9 +119,6 @@ class _GateRules:
         self.rules = rules
         self.agent_id = agent_id
         self.org_id = org_id
-        enforcing = [r for r in rules.rules if r.mode == "enforce"]
-        self.enforcing = bool(enforcing)
-        self.conditional = all(r.when is not None for r in enforcing)
 
     @classmethod
     def of(cls, listed: types.Tool, spec: McpServerSpec, agent_id: str,
@@ -130,8 +141,6 @@ class _GateRules:
         # Only requires_confirmation, its reason and the shadow decisions are read.
         return self.rules.flags(probe, writes=True, connector="")
 
-    def needs(self, args: Mapping[str, Any]) -> bool:
-        return self.flags(args).requires_confirmation
 
 
 def _tool_rule(named: str, rule: GateRule) -> ToolRule:
@@ -140,8 +149,18 @@ def _tool_rule(named: str, rule: GateRule) -> ToolRule:
     return ToolRule(ToolMatcher.parse("*"),
                     Condition(rule.when) if rule.when is not None else None,
                     requires_confirmation=True, writes=None, connector=None,
-                    described=rule.describe(named), mode=mode_of(rule.mode, named, rule),
+                    described=rule.describe(named), mode=_mode_now(named, rule),
                     reason=rule.reason, named=named)
+
+
+def _mode_now(named: str, rule: GateRule) -> Mode:
+    # The rule's mode in force (`mode_of`, the one reader); one that cannot be read
+    # enforces (fail closed: the rule asks as it would enforcing, never lets a call by).
+    try:
+        return mode_of(rule.mode, named, rule)
+    except Exception:
+        log.exception("%s: its mode cannot be read; it enforces", named)
+        return "enforce"
 
 
 class McpTool(Tool):
