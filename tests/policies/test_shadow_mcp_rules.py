@@ -252,11 +252,12 @@ def test_a_server_wide_requires_confirmation_asks_for_every_tool() -> None:
     assert "every call needs a person" in (tool.for_call({}).confirmation_reason or "")
 
 
-def test_a_gate_rule_whose_mode_cannot_be_read_asks(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    # Fail closed: a rule in shadow mode whose mode in force cannot be read when the call is
-    # made (a stamp nested too deep to decode raises RecursionError from the reader) asks as
-    # the enforcing rule would, and records no shadow decision.
+def test_an_unreadable_modes_stamp_keeps_the_modes_in_force(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    # A stamp that cannot be read (nested too deep to decode: RecursionError from the JSON
+    # reader, like any other unreadable stamp) changes no mode: the modes in force stay, the
+    # status says the reload failed, and the call is decided as before, on every look.
     from hookgate.policies import modes
 
     spec = McpServerSpec.model_validate({"id": "pay", "command": "x", "requires_confirmation": [
@@ -270,9 +271,9 @@ def test_a_gate_rule_whose_mode_cannot_be_read_asks(tmp_path: Path,
     assert isinstance(tool, McpTool) and tool.shadow_for is not None
     assert not tool.needs_confirmation({})  # shadow, as started
     modes.modes_stamp_path(config).write_text("[" * 100_000, encoding="utf-8")
-    assert tool.needs_confirmation({})
-    live._seen = ""  # the next look reads the stamp again, and fails again
-    called = tool.for_call({})
-    assert "payments" in (called.confirmation_reason or ""), called.confirmation_reason
+    live._seen = ""  # the next look reads the stamp
+    assert not tool.needs_confirmation({})
+    status = live.status()
+    assert status["state"] == "reload failed" and "cannot be read" in status["error"], status
     live._seen = ""
-    assert tool.shadow_for({}) == ()
+    assert ["would ask" in d.note() for d in tool.shadow_for({})] == [True]

@@ -138,7 +138,7 @@ def read_modes_stamp(config: Path) -> ModeCatalogue | None:
         data = json.loads(target.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # deep JSON: RecursionError
         raise PolicyLoadError([f"{target}: cannot be read: {exc}"]) from exc
     try:
         found = ModeCatalogue({str(k): str(v) for k, v in data["entries"].items()},
