@@ -219,13 +219,16 @@ async def decided(client: httpx.AsyncClient, request_id: str, stamps: Path) -> f
 
 
 async def decisions(a: str, b: str, peer: str, dsn: str, lg_dsn: str, stamps: Path,
-                    peer_stamps: Path, trials: int) -> dict[str, list[float]]:
+                    peer_stamps: Path, trials: int,
+                    compared: tuple[str, str, Path] | None = None) -> dict[str, list[float]]:
     """Decision -> tool start, interleaved trial by trial, one decision at a time:
       - ``hookgate``: POST /respond on instance A, which runs the parked call;
       - ``hookgate_other_instance``: the run parked on A, the decision posted to B;
       - ``langgraph_http``: POST /respond to LangGraph behind the same HTTP contract
         (peers/langgraph_server.py: the same server stack, ``Command(resume=True)``);
-      - ``langgraph_in_process``: ``Command(resume=True)`` in this process."""
+      - ``langgraph_in_process``: ``Command(resume=True)`` in this process;
+      - ``compared`` (with ``compared``: its server's URL, database DSN and stamps): as
+        ``hookgate``, on the hookgate run from --compare-src."""
     out: dict[str, list[float]] = {"hookgate": [], "hookgate_other_instance": [],
                                    "langgraph_http": [], "langgraph_in_process": []}
     started: list[float] = []
@@ -233,8 +236,15 @@ async def decisions(a: str, b: str, peer: str, dsn: str, lg_dsn: str, stamps: Pa
                 httpx.AsyncClient(base_url=b, headers=H, timeout=60) as on_b,
                 httpx.AsyncClient(base_url=peer, headers=H, timeout=60) as on_peer,
                 await psycopg.AsyncConnection.connect(dsn, autocommit=True) as db,
-                langgraph_saver(lg_dsn, 2) as saver):
+                langgraph_saver(lg_dsn, 2) as saver,
+                contextlib.AsyncExitStack() as stack):
         graph = langgraph_graph(saver, gated=True, started=started)
+        on_compared = None if compared is None else await stack.enter_async_context(
+            httpx.AsyncClient(base_url=compared[0], headers=H, timeout=60))
+        compared_db = None if compared is None else await stack.enter_async_context(
+            await psycopg.AsyncConnection.connect(compared[1], autocommit=True))
+        if compared is not None:
+            out["compared"] = []
         for trial in range(trials + 1):  # the first, a warm-up, is not counted
             out["hookgate"].append(await decided(on_a, await hookgate_park(on_a, db), stamps))
             out["hookgate_other_instance"].append(
@@ -243,6 +253,9 @@ async def decisions(a: str, b: str, peer: str, dsn: str, lg_dsn: str, stamps: Pa
             thread = r.raise_for_status().json()["request_id"]
             out["langgraph_http"].append(await decided(on_peer, thread, peer_stamps))
             out["langgraph_in_process"].append(await langgraph_resumed(graph, started))
+            if compared is not None and on_compared is not None and compared_db is not None:
+                out["compared"].append(await decided(
+                    on_compared, await hookgate_park(on_compared, compared_db), compared[2]))
             if trial == 0:
                 for values in out.values():
                     values.clear()
@@ -554,17 +567,25 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int,
         server, other = hookgate.serve(), hookgate.serve()
         peer_stamps = workdir / "stamps-langgraph-http.txt"
         peer = LangGraphServer(lg_dsn, workdir, peer_stamps)
+        third = None if compared is None else compared.serve()
         try:
             timed = asyncio.run(decisions(
                 server.url, other.url, peer.url, admin.rsplit("/", 1)[0] + "/" + hg_db,
-                lg_dsn, hookgate.stamps, peer_stamps, decision_trials))
+                lg_dsn, hookgate.stamps, peer_stamps, decision_trials,
+                None if compared is None or third is None else (
+                    third.url, admin.rsplit("/", 1)[0] + "/" + compared.database,
+                    compared.stamps)))
             other.stop()
+            if third is not None:
+                third.stop()
             hg_parking = (0.0 if decisions_only
                           else asyncio.run(hookgate_parking(server.url, parked, 8)))
         finally:
             peer.stop()
             server.stop()
             other.stop()
+            if third is not None:
+                third.stop()
         lg_parking = 0.0 if decisions_only else asyncio.run(langgraph_parking(lg_dsn, parked, 8))
         figures = {name: summary(values) for name, values in timed.items()}
         return {
