@@ -95,6 +95,7 @@ def expiry_tick(expires_at: datetime, tick_s: float) -> datetime:
 #: The statuses of a stored run that a decision on its request continues.
 CONTINUED_STATUSES = ("running", "awaiting_approval")
 
+
 class JobQueue:
     """The procrastinate app of one database's run queue: the tasks of runs (the executor)
     and of escalation (its jobs) join it, and both queue their jobs through `defer`."""
