@@ -165,9 +165,14 @@ def check_durable_path(out: dict[str, Any]) -> None:
             assert _number(figure["commits_per_run"]), figure
         for key in ("hookgate_to_langgraph", "hookgate_to_floor"):
             assert _number(level[key]) and level[key] > 0, level
-    for system in ("hookgate", "langgraph"):
-        latency = pg["decision_to_tool_start_ms"][system]
+    decisions = pg["decision_to_tool_start_ms"]
+    for system in ("hookgate", "hookgate_other_instance", "langgraph_http",
+                   "langgraph_in_process"):
+        latency = decisions[system]
         assert latency["n"] >= 1 and 0 < latency["p50"] <= latency["p99"], latency
+    for key in ("hookgate_to_langgraph_http_p50", "hookgate_to_langgraph_in_process_p50"):
+        assert _number(decisions[key]) and decisions[key] > 0, decisions
+    for system in ("hookgate", "langgraph"):
         assert _number(pg["parking_per_s"][system]) and pg["parking_per_s"][system] > 0
     for level in out["sqlite"]["levels"]:
         assert level["hookgate_runs_per_s"] > 0 and level["floor_runs_per_s"] > 0, level

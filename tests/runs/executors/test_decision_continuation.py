@@ -163,3 +163,46 @@ def test_a_decision_landing_as_its_run_parks_continues_it_once(w: World) -> None
         assert w.sql("SELECT count(*) FROM tool_executions WHERE run_id = %s", run_id) == [(1,)]
         assert w.sql("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s",
                      run_id) == [(0,)]
+
+
+def test_a_continuation_that_cannot_be_taken_inserts_nothing_and_keeps_the_decision(
+        w: World) -> None:
+    """The taken insert is one statement without a savepoint or a read of the run before it:
+    a run that no longer waits, a pruned worker or a job of the run already doing makes it
+    insert nothing, and the decision's transaction goes on (it then queues the advance, or
+    not)."""
+    from sqlalchemy import text
+
+    from hookgate.runs.executors.procrastinate_private import take_in_transaction
+
+    executor = w.srv.runtime.runs.executor
+    taken = executor.taken  # type: ignore[union-attr]
+    run_id, _ = w.parked_run()
+    (busy,), = w.sql("INSERT INTO procrastinate_jobs (queue_name, task_name, lock, args, "
+                     "status, worker_id) VALUES ('hookgate_runs', 'hookgate.advance_run', "
+                     "%s, '{}', 'doing', %s) RETURNING id", run_id, taken.worker_id)
+    gone = w.sql("SELECT coalesce(max(id), 0) + 1000 FROM procrastinate_workers")[0][0]
+
+    async def attempt(worker_id: int, waiting: tuple[str, ...] = ("running", "awaiting_approval")
+                      ) -> tuple[int | None, int]:
+        job = executor.advance_task.configure(  # type: ignore[union-attr]
+            lock=run_id, queueing_lock=run_id).make_new_job(run_id=run_id)
+        async with w.srv.runtime.db.transaction() as tx:
+            got = await take_in_transaction(tx, job, worker_id, run_id, waiting)
+            # The transaction is still usable: the decision commits with it.
+            still = (await tx.execute(text("SELECT 1"))).scalar_one()
+        return got, still
+
+    try:
+        assert w.srv.call(attempt(taken.worker_id)) == (None, 1)  # a job of the run doing
+        w.sql("DELETE FROM procrastinate_jobs WHERE id = %s", busy)
+        assert w.srv.call(attempt(gone)) == (None, 1)  # its worker's row is gone
+        assert w.srv.call(attempt(taken.worker_id, ("running",))) == (None, 1)  # not waiting
+        assert w.sql("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s",
+                     run_id) == [(0,)]
+        got, _ = w.srv.call(attempt(taken.worker_id))  # and taken when it can be
+        assert got is not None
+        assert w.sql("SELECT status, worker_id FROM procrastinate_jobs WHERE id = %s",
+                     got) == [("doing", taken.worker_id)]
+    finally:
+        w.sql("DELETE FROM procrastinate_jobs WHERE lock = %s", run_id)

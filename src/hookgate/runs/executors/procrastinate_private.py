@@ -267,41 +267,31 @@ async def _in_transaction(session: Transaction, query: str, *args: Any) -> list[
     return list(await (await conn.execute(query, args or None)).fetchall())
 
 
-#: A job inserted ``doing`` under worker %s, in a caller's transaction (psycopg
-#: parameters, defer_values' order then the worker): its id comes back.
+#: A job inserted ``doing`` under worker %s, in a caller's transaction, while run %s has
+#: one of the statuses %s (psycopg parameters, defer_values' order, then those three): its
+#: id comes back, or no row when the run no longer waits, the worker's row is gone (it is
+#: locked against its pruning until the transaction ends, so the foreign key cannot refuse
+#: the insert) or a job with its lock is ``doing`` (the unique index ``DOING_LOCK_INDEX``,
+#: the only unique index a ``doing`` job can meet besides its new id). One statement, no
+#: savepoint and no separate read of the run: docs/decisions/0017.
 TAKE_IN_TRANSACTION = (
     f"INSERT INTO procrastinate_jobs ({', '.join((*JobToDefer._fields, *_TAKEN_COLUMNS))}) "
-    f"VALUES ({', '.join(f'%s::{_JOB_CASTS[f]}' for f in JobToDefer._fields)}, 'doing', "
-    "%s::bigint) RETURNING id")
+    f"SELECT {', '.join(f'%s::{_JOB_CASTS[f]}' for f in JobToDefer._fields)}, 'doing', "
+    "w.id FROM procrastinate_workers w WHERE w.id = %s::bigint "
+    "AND EXISTS (SELECT 1 FROM runs WHERE runs.id = %s AND runs.status = ANY(%s)) "
+    "FOR KEY SHARE OF w ON CONFLICT DO NOTHING RETURNING id")
 #: procrastinate's unique index on the lock of a job ``doing`` (one job of a run at once).
 DOING_LOCK_INDEX = "procrastinate_jobs_lock_idx_v1"
 
 
-def lock_taken(exc: BaseException) -> bool:
-    """Whether ``exc`` is a taken job refused because a job with its lock is ``doing``."""
-    if getattr(exc, "sqlstate", None) != "23505":  # unique_violation
-        return False
-    diag = getattr(exc, "diag", None)
-    return getattr(diag, "constraint_name", None) == DOING_LOCK_INDEX
-
-
-async def take_in_transaction(session: Transaction, job: Job, worker_id: int) -> int | None:
-    """Insert ``job`` already taken by worker ``worker_id`` in ``session``'s transaction
-    (under a savepoint); its id, or None when a job with its lock is doing or the worker
-    was pruned (nothing was inserted: queue the job instead)."""
-    sa_conn = await session.connection()
-    raw = await sa_conn.get_raw_connection()
-    conn = raw.driver_connection
-    assert conn is not None
-    try:
-        async with sa_conn.begin_nested():
-            row = await (await conn.execute(
-                TAKE_IN_TRANSACTION, (*defer_values(job), worker_id))).fetchone()
-    except Exception as exc:
-        if lock_taken(exc) or worker_gone(exc):
-            return None
-        raise
-    return int(row[0])
+async def take_in_transaction(session: Transaction, job: Job, worker_id: int, run_id: str,
+                              waiting: tuple[str, ...]) -> int | None:
+    """Insert ``job`` already taken by worker ``worker_id`` in ``session``'s transaction, if
+    run ``run_id``'s status is one of ``waiting``; its id, or None when the run does not
+    wait, a job with its lock is doing or the worker was pruned (nothing was inserted)."""
+    rows = await _in_transaction(session, TAKE_IN_TRANSACTION, *defer_values(job), worker_id,
+                                 run_id, list(waiting))
+    return int(rows[0][0]) if rows else None
 
 
 async def hold_queued(session: Transaction, queueing_lock: str) -> bool:

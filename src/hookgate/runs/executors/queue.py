@@ -92,6 +92,10 @@ def expiry_tick(expires_at: datetime, tick_s: float) -> datetime:
     return datetime.fromtimestamp(math.ceil(epoch / tick_s) * tick_s, tz=UTC)
 
 
+#: The statuses of a stored run that a decision on its request continues.
+CONTINUED_STATUSES = ("running", "awaiting_approval")
+
+
 class JobQueue:
     """The procrastinate app of one database's run queue: the tasks of runs (the executor)
     and of escalation (its jobs) join it, and both queue their jobs through `defer`."""
@@ -289,25 +293,27 @@ class QueueExecutor:
         # Stored runs continue from the queue: the request's own, or the root a delegated
         # child parked with (a child that could not park waits in memory: no row).
         run_id = request.stored_run_id
-        if await run_status(session, run_id) not in ("running", "awaiting_approval"):
-            return
-        # A person's decision continues the run on this instance; a cancellation or an
-        # expiry queues it (a cancel holds the run's fence and must save before any advance).
+        # A person's decision continues the run on this instance (the taking statement
+        # itself checks that the run still waits); a cancellation or an expiry queues it
+        # (a cancel holds the run's fence and must save before any advance).
         decided = request.status in ("approved", "rejected")
-        if not (decided and await self._take_advance(session, run_id)):
-            await self._defer_advance(session, run_id)
+        if decided and await self._take_advance(session, run_id):
+            return
+        if await run_status(session, run_id) not in CONTINUED_STATUSES:
+            return
+        await self._defer_advance(session, run_id)
 
     async def _take_advance(self, session: Transaction, run_id: str) -> bool:
         """Take the run's next advance in ``session``'s transaction, to run here once it
         commits (no NOTIFY, no fetch: the decision's own instance continues the run);
         False when this process cannot take it (no worker with room, a job of the run
-        running, the worker pruned): queue it then."""
+        running, the worker pruned) or the run no longer waits: the caller reads which."""
         taker = self.taken.worker_id if self.taken.can_take() else None
         if taker is None:
             return False
         job = self.advance_task.configure(lock=run_id, queueing_lock=run_id
                                           ).make_new_job(run_id=run_id)
-        job_id = await take_in_transaction(session, job, taker)
+        job_id = await take_in_transaction(session, job, taker, run_id, CONTINUED_STATUSES)
         if job_id is None:
             return False
         loop = asyncio.get_running_loop()

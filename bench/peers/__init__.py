@@ -1,0 +1,1 @@
+"""Peers the benches measure hookgate against, served the way hookgate is served."""
