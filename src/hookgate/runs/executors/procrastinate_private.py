@@ -273,7 +273,7 @@ async def _in_transaction(session: Transaction, query: str, *args: Any) -> list[
 #: locked against its pruning until the transaction ends, so the foreign key cannot refuse
 #: the insert) or a job with its lock is ``doing`` (the unique index ``DOING_LOCK_INDEX``,
 #: the only unique index a ``doing`` job can meet besides its new id). One statement, no
-#: savepoint and no separate read of the run: docs/decisions/0017.
+#: savepoint and no separate read of the run: docs/decisions/0019.
 TAKE_IN_TRANSACTION = (
     f"INSERT INTO procrastinate_jobs ({', '.join((*JobToDefer._fields, *_TAKEN_COLUMNS))}) "
     f"SELECT {', '.join(f'%s::{_JOB_CASTS[f]}' for f in JobToDefer._fields)}, 'doing', "
