@@ -30,6 +30,7 @@ from starlette.types import Receive, Send
 
 from hookgate.mcp.gateway import McpGateway, Principal
 from hookgate.mcp.served import build_mcp_server
+from hookgate.mcp.session_end import SessionEnd
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,8 @@ async def serve_socket(gateway: McpGateway, who: Principal, receive: Receive, se
     if message["type"] != "websocket.connect":
         return
     await send({"type": "websocket.accept"})
-    server = build_mcp_server(gateway, lambda _ctx: who)
+    end = SessionEnd(who)
+    server = build_mcp_server(gateway, lambda _ctx: end.checked())
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
     closed_by_client = False
@@ -102,7 +104,8 @@ async def serve_socket(gateway: McpGateway, who: Principal, receive: Receive, se
 
     ended = False
     try:
-        await while_allowed(session(), who.still_allowed, recheck_s, on_lost=on_lost)
+        await while_allowed(session(), end.who.still_allowed, recheck_s,
+                            on_lost=lambda: end.now(on_lost()))
     except AccessEnded as exc:
         ended = True
         log.warning("user %s: %s; the MCP socket closes", who.user_id, exc)

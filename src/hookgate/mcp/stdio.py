@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from mcp import MCPError
 from mcp.server.stdio import stdio_server
-from mcp_types import INVALID_REQUEST
 
 from hookgate.config import HookgateConfig
-from hookgate.mcp.gateway import Principal
 from hookgate.mcp.refusal import TOKEN_ENV, StdioRefusal, one_line
 from hookgate.mcp.served import build_mcp_server
+from hookgate.mcp.session_end import SessionEnd
 from hookgate.mcp.wiring import gateway_for, principal_for
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.runtime.channel_records import (
@@ -74,27 +72,6 @@ async def serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> 
         await _serve_stdio(cfg, agent_id, token)
 
 
-class SessionEnd:
-    """Whether the session's caller lost access. From the moment it is known, every request
-    still reaching the server (one sent while the session is being closed, say after the
-    waiting call's "lost access" answer) is refused before anything is read for it."""
-
-    def __init__(self) -> None:
-        self.lost = False
-
-    async def now(self, cancel_waits: Awaitable[None]) -> None:
-        """Access is lost: refuse from now on, then end the calls waiting for a person."""
-        self.lost = True
-        await cancel_waits
-
-    def checked(self, who: Principal) -> Principal:
-        if self.lost:
-            raise MCPError(INVALID_REQUEST, "the caller's access ended (token revoked or "
-                                            "expired, user disabled, removed or moved to "
-                                            "another org); the MCP session ends")
-        return who
-
-
 async def _serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) -> None:
     if not token:
         raise StdioRefusal(f"set {TOKEN_ENV} to your hookgate API token")
@@ -117,8 +94,8 @@ async def _serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) ->
                                    "declares no 'mcp:' access")
             recheck_s = runtime.deployment.access_recheck_s
             gateway = gateway_for(runtime, access_recheck_s=recheck_s)
-            ended = SessionEnd()
-            server = build_mcp_server(gateway, lambda _ctx: ended.checked(who))
+            ended = SessionEnd(who)
+            server = build_mcp_server(gateway, lambda _ctx: ended.checked())
             # The client's handshake is answered at once; its servers start meanwhile.
             gateway.warm(who.access.server_ids())
         try:
@@ -126,7 +103,7 @@ async def _serve_stdio(cfg: HookgateConfig, agent_id: str, token: str | None) ->
                 try:
                     await while_allowed(
                         server.run(read, write, server.create_initialization_options()),
-                        who.still_allowed, recheck_s,
+                        ended.who.still_allowed, recheck_s,
                         on_lost=lambda: ended.now(gateway.cancel_waits_of(caller.user_id)))
                 except AccessEnded as why:
                     log.warning("user %s: %s; the MCP session ends", caller.user_id, why)
