@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -28,6 +26,7 @@ from hookgate.hooks.errors import HookBuildError
 from hookgate.policies.errors import PolicyLoadError
 from hookgate.policies.shadow import MODES, Mode, mode_of
 from hookgate.policies.source import fingerprint
+from hookgate.policies.stamp import write_atomically
 
 log = logging.getLogger("hookgate.policies.modes")
 #: How old the last look at the stamp may be when a mode is read, in seconds.
@@ -154,18 +153,8 @@ def read_modes_stamp(config: Path) -> ModeCatalogue | None:
 
 def write_modes_stamp(config: Path, found: ModeCatalogue) -> Path:
     """Stamp ``found`` for ``config`` by an atomic rename (a reader sees old or new)."""
-    target = modes_stamp_path(config)
-    fd, tmp = tempfile.mkstemp(prefix=".modes-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(found.as_json() + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise PolicyLoadError([f"{target}: cannot be written: {exc.strerror or exc}"]) from exc
-    return target
+    return write_atomically(modes_stamp_path(config), found.as_json() + "\n",
+                            prefix=".modes-")
 
 
 class ModesInForce:

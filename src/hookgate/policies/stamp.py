@@ -39,11 +39,17 @@ def write_stamp(path: Path, version: str) -> Path:
     """Stamp ``version`` for ``path`` by an atomic rename (a reader sees the old or the new)."""
     if not _VERSION.fullmatch(version):
         raise PolicyLoadError([f"{version!r} is not a policy set version"])
-    target = stamp_path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".stamp-", dir=target.parent)
+    return write_atomically(stamp_path(path), version + "\n", prefix=".stamp-")
+
+
+def write_atomically(target: Path, text: str, *, prefix: str) -> Path:
+    """Write ``text`` to ``target`` by a flushed temporary file and a rename, so a reader
+    sees the old file or the new one whole (the policy set's stamp, the modes' stamp);
+    PolicyLoadError naming ``target`` when it cannot be written."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(version + "\n")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
