@@ -33,6 +33,7 @@ from tests.mcp_gateway.world import (
     make_world,
     one_pending,
     pending_requests,
+    stdio_params,
     text,
 )
 
@@ -240,6 +241,45 @@ async def test_a_reload_switches_a_running_gateways_mcp_gate_rule_and_back(
             assert "shadow" not in (rows[1]["detail"] or ""), rows
     finally:
         server.stop()
+
+
+@pytest.mark.timeout(300)
+async def test_a_reload_switches_the_in_process_stdio_gateways_mcp_gate_rule(
+        tmp_path: Path, database_url: str) -> None:
+    # `hookgate mcp stdio --in-process` reads the configuration itself: a reload reaches it
+    # as it reaches `hookgate serve`, with no restart of the client's gateway process.
+    import httpx
+    from mcp import Client
+
+    world = make_world(tmp_path, database_url)
+    _with_mode(world.config_path, "shadow")
+    repo = {"repo_path": str(world.repo)}
+    with live_server(world.deployment()) as srv:  # the inbox, on the same database
+        async with httpx.AsyncClient(base_url=srv.url, timeout=30) as api, \
+                Client(stdio_params(world, "coder", "alice")) as client:
+            ran = await client.call_tool("mcp__git__git_create_branch",
+                                         {**repo, "branch_name": "shadow-1"})
+            assert not ran.is_error, text(ran)
+            said = world.config_path.read_text(encoding="utf-8")
+            world.config_path.write_text(said.replace("mode: shadow", "mode: enforce"),
+                                         encoding="utf-8")
+            await asyncio.to_thread(_reload, world.config_path)
+            # Calls until one asks: the process takes the stamp within about a second.
+            deadline = time.monotonic() + 60
+            tries = 0
+            while True:
+                tries += 1
+                call = asyncio.create_task(client.call_tool(
+                    "mcp__git__git_create_branch", {**repo, "branch_name": f"try-{tries}"}))
+                first = await _asked_or_ran(api, call)
+                if isinstance(first, dict):
+                    break
+                assert time.monotonic() < deadline, "the reload never reached the gateway"
+                await asyncio.sleep(0.3)
+            assert "branches and commits change the shared repository" in str(first)
+            await decide(api, first["id"], "reject")
+            assert (await asyncio.wait_for(call, 60)).is_error
+    assert f"try-{tries}" not in world.branches()
 
 
 def test_a_server_wide_requires_confirmation_asks_for_every_tool() -> None:

@@ -61,9 +61,13 @@ def stdio(
         fail(f"--connection must be 'socket' or 'http', not {connection!r}", 2)
     try:
         if in_process:
+            from hookgate.config.modes import watch_config_modes
             from hookgate.mcp.stdio import serve_stdio
 
             cfg = load_from_options(config, example, code=2, one_line=True)
+            # `hookgate policy reload` switches modes here too, as in `hookgate serve`.
+            if (why := watch_config_modes(cfg)) is not None:
+                logging.getLogger("hookgate.mcp.stdio").warning("%s", why)
             asyncio.run(serve_stdio(cfg, agent, token))
         else:
             if config is not None or example is not None:
