@@ -53,18 +53,17 @@ import aiohttp
 import asyncpg
 import httpx
 import psycopg
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+from peers.langgraph_server import one_tool_graph  # noqa: E402
 from throughput import (  # noqa: E402
     TOKEN,
     Level,
@@ -345,37 +344,14 @@ async def hookgate_parking(url: str, runs: int, concurrency: int) -> float:
 
 
 def langgraph_graph(checkpointer: Any, gated: bool, started: list[float]) -> Any:
-    """model -> tools -> model -> end, the model scripted: a tool call, then an answer."""
+    """The one-tool graph of peers/langgraph_server.py; its tool notes when it started."""
     @lc_tool
     def list_vendors() -> str:
         """List the vendors."""
         started.append(time.time())
         return "acme, globex"
 
-    def model(state: MessagesState) -> dict[str, Any]:
-        if isinstance(state["messages"][-1], ToolMessage):
-            return {"messages": [AIMessage(content="done")]}
-        return {"messages": [AIMessage(content="", tool_calls=[
-            {"name": "list_vendors", "args": {}, "id": f"call_{uuid.uuid4().hex[:8]}"}])]}
-
-    tools = ToolNode([list_vendors])
-
-    async def act(state: MessagesState) -> dict[str, Any]:
-        if gated and not interrupt({"tool": "list_vendors"}):
-            return {"messages": [AIMessage(content="refused")]}
-        return await tools.ainvoke(state)
-
-    def route(state: MessagesState) -> str:
-        last = state["messages"][-1]
-        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("model", model)
-    graph.add_node("tools", act)
-    graph.add_edge(START, "model")
-    graph.add_conditional_edges("model", route, ["tools", END])
-    graph.add_edge("tools", "model")
-    return graph.compile(checkpointer=checkpointer)
+    return one_tool_graph(checkpointer, list_vendors, gated)
 
 
 @contextlib.asynccontextmanager

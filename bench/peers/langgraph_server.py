@@ -46,26 +46,22 @@ class NewRun(BaseModel):
     message: str = "go"
 
 
-def gated_graph(checkpointer: Any, stamps: str) -> Any:
-    """model -> (interrupt) tools -> model -> end, the model scripted."""
-    @lc_tool
-    def stamp(ref: str) -> str:
-        """Record when the tool started."""
-        started = time.time()
-        with open(stamps, "a", encoding="utf-8") as f:
-            f.write(f"{started:.6f}\n")
-        return f"stamped {ref}"
+def one_tool_graph(checkpointer: Any, tool: Any, gated: bool) -> Any:
+    """model -> tools -> model -> end, the model scripted: a call of ``tool`` (no arguments
+    beyond ``args`` below), then an answer; ``gated``: the tools node interrupts first and
+    runs the tool only when resumed with a truthy value."""
+    args = {"ref": "r"} if "ref" in tool.args else {}
 
     def model(state: MessagesState) -> dict[str, Any]:
         if isinstance(state["messages"][-1], ToolMessage):
-            return {"messages": [AIMessage(content="stamped")]}
+            return {"messages": [AIMessage(content="done")]}
         return {"messages": [AIMessage(content="", tool_calls=[
-            {"name": "stamp", "args": {"ref": "r"}, "id": f"call_{uuid.uuid4().hex[:8]}"}])]}
+            {"name": tool.name, "args": args, "id": f"call_{uuid.uuid4().hex[:8]}"}])]}
 
-    tools = ToolNode([stamp])
+    tools = ToolNode([tool])
 
     async def act(state: MessagesState) -> dict[str, Any]:
-        if not interrupt({"tool": "stamp"}):
+        if gated and not interrupt({"tool": tool.name}):
             return {"messages": [AIMessage(content="refused")]}
         return await tools.ainvoke(state)
 
@@ -80,6 +76,19 @@ def gated_graph(checkpointer: Any, stamps: str) -> Any:
     graph.add_conditional_edges("model", route, ["tools", END])
     graph.add_edge("tools", "model")
     return graph.compile(checkpointer=checkpointer)
+
+
+def gated_graph(checkpointer: Any, stamps: str) -> Any:
+    """The gated one-tool graph whose tool appends its start time to ``stamps``."""
+    @lc_tool
+    def stamp(ref: str) -> str:
+        """Record when the tool started."""
+        started = time.time()
+        with open(stamps, "a", encoding="utf-8") as f:
+            f.write(f"{started:.6f}\n")
+        return f"stamped {ref}"
+
+    return one_tool_graph(checkpointer, stamp, gated=True)
 
 
 def create_app(dsn: str, stamps: str) -> FastAPI:
