@@ -22,6 +22,7 @@ from hookgate import Agent, ScriptedLLM
 from hookgate.approvals.delivery_claims import is_delivery_claim
 from hookgate.cli.main import app
 from hookgate.runtime.deployment import ChannelSpec, Deployment, OrgSpec, UserSpec, token_digest
+from tests.card_guard import CARD_NUMBER_GREP
 from tests.claude_cli import ClaudeRun, Result
 from tests.fakes.anthropic import FakeAnthropic, Script
 from tests.fakes.slack import FakeSlack
@@ -34,7 +35,7 @@ REASON = "log files are shared with the auditors"
 
 #: Fails closed after any Bash call that printed a card number: the output is withheld.
 CARD_GUARD = {"event": "PostToolUse", "matcher": "Bash", "name": "card_guard",
-              "command": "grep -q 4111 && exit 1; exit 0"}
+              "command": CARD_NUMBER_GREP}
 
 
 def coder(wait_s: float, read_only: bool = False,

@@ -29,12 +29,13 @@ from hookgate import Agent, ScriptedLLM
 from hookgate.client import Client, GuardUnavailable
 from hookgate.integrations.langgraph import HookgateMiddleware, resume_when_decided
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
+from tests.card_guard import CARD_NUMBER_GREP
 from tests.integrations.world import LINEAGE, MASK
 from tests.live_server import LiveServer, free_port, live_server
 
 BOT, ALICE, RO = "tok-bot", "tok-alice", "tok-ro"
 WITHHOLD_CARDS = {"event": "PostToolUse", "matcher": "lookup", "name": "card_guard",
-                  "command": "grep -q 4111 && exit 1; exit 0"}
+                  "command": CARD_NUMBER_GREP}
 HOUSE_RULES = {"event": "SessionStart", "command": "echo 'House rule: no crypto.'"}
 RAN: list[tuple[str, dict[str, Any]]] = []
 
