@@ -271,3 +271,29 @@ def _finished(c: httpx.Client, run_id: str, user: str) -> str:
             return status
         time.sleep(0.05)
     raise AssertionError(f"run {run_id} did not finish")
+
+
+def test_a_thread_held_back_spends_none_of_an_expressions_time() -> None:
+    # The time limit is the evaluating thread's CPU time: a machine too loaded to run the
+    # thread for a while (here: the thread sleeping past the limit) refuses nothing, where a
+    # wall clock refused a constant as "longer than 1 s" on a loaded machine.
+
+
+    from hookgate.expressions.budget import Budget
+    from hookgate.expressions.limits import ExpressionLimits
+
+    budget = Budget(ExpressionLimits(max_seconds=0.05))
+    time.sleep(0.3)
+    budget.charge(1)
+
+
+def test_work_that_never_ends_still_runs_out_of_time() -> None:
+    from hookgate.expressions.budget import Budget
+    from hookgate.expressions.errors import ExpressionTooCostly
+    from hookgate.expressions.limits import ExpressionLimits
+
+    budget = Budget(ExpressionLimits(max_seconds=0.05, max_work=10**12))
+    with pytest.raises(ExpressionTooCostly, match=r"ran longer than 0\.05 s"):
+        while True:
+            sum(range(1000))  # the thread's own CPU time goes by
+            budget.charge(1)
