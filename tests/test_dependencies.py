@@ -90,3 +90,26 @@ def test_the_dev_extra_is_a_plain_list_any_reader_can_take() -> None:
     lines = block[:block.index("\n]\n")].splitlines()
     plain = re.compile(r'^  "[A-Za-z0-9][A-Za-z0-9._-]*(?:[<>=!~][^"\[\]]*)?",$')
     assert [line for line in lines if not plain.match(line)] == []
+
+
+def _readme_test_command() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [command] = [line for line in readme.splitlines()
+                 if "pip install" in line and "pytest" in line and not line.startswith("`")]
+    return command.strip()
+
+
+def test_the_readme_test_command_installs_into_the_projects_own_environment() -> None:
+    # On a fresh machine `pip` and `python` may be different interpreters (Debian's pip
+    # beside another Python, or no `python` at all), and the machine's site-packages may
+    # hold what the tests import: the command makes and enters `.venv` first, so the install
+    # and the test run share one interpreter that has only what the extras bring.
+    command = _readme_test_command()
+    steps = [step.strip() for step in command.split("&&")]
+    assert steps == ["python3 -m venv .venv", ". .venv/bin/activate",
+                     "pip install -e '.[dev]'", "python -m pytest -n 4"], command
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert _readme_test_command() in [line.strip() for line in ci]

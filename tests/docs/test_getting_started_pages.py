@@ -16,6 +16,8 @@ from tests.demo.test_demo import _printed_approve, _rest, _start_demo
 from tests.docs.samples import DOCS, REPO, blocks
 
 INSTALL = DOCS / "getting-started" / "install.md"
+#: How every install command starts: in the project's own virtual environment.
+VENV = "python3 -m venv .venv && . .venv/bin/activate && "
 DEMO = DOCS / "getting-started" / "demo.md"
 
 
@@ -31,7 +33,7 @@ def test_the_install_page_names_extras_and_a_command_that_exist() -> None:
     named = set(re.findall(r"^\| `([\w-]+)` \|", text, re.M))
     assert named and named <= set(project["optional-dependencies"]), named
     commands = [b.code.strip() for b in blocks(INSTALL) if b.lang == "bash"]
-    assert commands[0] == "pip install -e ."
+    assert commands[0] == f"{VENV}pip install -e ."
     assert "hookgate --help" in commands
     # The command pip installs, as the page runs it.
     installed = shutil.which("hookgate") or str(Path(sys.executable).parent / "hookgate")
@@ -41,7 +43,7 @@ def test_the_install_page_names_extras_and_a_command_that_exist() -> None:
 
 def test_the_demo_shows_what_its_page_says(tmp_path: Path) -> None:
     commands = [b.code.strip() for b in blocks(DEMO) if b.lang == "bash"]
-    assert commands == ["pip install -e . && hookgate demo"]
+    assert commands == [f"{VENV}pip install -e . && hookgate demo"]
     [shown] = [b.code for b in blocks(DEMO) if b.lang == "text"]
     page = flat(DEMO.read_text(encoding="utf-8"))
     assert "http://127.0.0.1:8765/" in page
