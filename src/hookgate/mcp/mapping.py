@@ -142,7 +142,6 @@ class _GateRules:
         return self.rules.flags(probe, writes=True, connector="")
 
 
-
 def _tool_rule(named: str, rule: GateRule) -> ToolRule:
     # The matcher named the downstream tool (chosen in `_GateRules.of`); the rule then
     # applies to every call of it its ``when`` holds for.
