@@ -5,11 +5,13 @@ and changes nothing (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from hookgate.storage.database import Database
 from hookgate.storage.ledger import DatabaseLedger
-from hookgate.tools.ledger import PriorExecution
+from hookgate.tools.ledger import FinishedCall, PriorExecution
 
 
 @pytest.mark.both_databases
@@ -39,3 +41,27 @@ async def test_after_a_claim_in_progress_it_gets_that_claim_back(db: Database) -
     await ledger.finish("r1", "index-1", "record", True)
     assert await ledger.recorded("r1", "index-1") == PriorExecution("record", True, "search",
                                                                     "d1")
+
+
+@pytest.mark.both_databases
+async def test_finishes_known_together_land_in_order_and_on_sqlite_in_one_write(
+        db: Database) -> None:
+    """A report's start record and its report record are finished together
+    (`DatabaseLedger.finish_all`): each lands as `finish` would; on SQLite one transaction
+    carries both, so a failing later one leaves the earlier one unfinished too."""
+    ledger = DatabaseLedger(db)
+    for key in ("started-1", "report-1", "started-2", "report-2"):
+        assert await ledger.claim("r1", key, "search", "d1") is None
+    await ledger.finish_all([FinishedCall("r1", "started-1", "kept", False),
+                             FinishedCall("r1", "report-1", "kept", True)])
+    assert await ledger.recorded("r1", "started-1") == PriorExecution("kept", False, "search",
+                                                                      "d1")
+    assert await ledger.recorded("r1", "report-1") == PriorExecution("kept", True, "search",
+                                                                     "d1")
+    unbindable: Any = object()
+    with pytest.raises(Exception):  # noqa: B017 (each driver says it its own way)
+        await ledger.finish_all([FinishedCall("r1", "started-2", "kept", True),
+                                 FinishedCall("r1", "report-2", unbindable, True)])
+    expected = None if db.backend.dialect == "sqlite" else "kept"
+    assert (await ledger.recorded("r1", "started-2")) == PriorExecution(
+        expected, None if expected is None else True, "search", "d1")

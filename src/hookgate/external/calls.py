@@ -43,6 +43,7 @@ from hookgate.external.core import (
     Allowed,
     Denied,
     ExternalCore,
+    OnceText,
     ReportInProgress,
     SessionVerdict,
     now,
@@ -470,15 +471,15 @@ class GuardedCalls:
         await _still_allowed(asker, call)
         await self._still_acting(asker, facts, call)
 
-        async def post_tool_use() -> str:
+        async def post_tool_use() -> OnceText:
             observed = await self.core.observe(typed, result=output, error=error,
                                                started_at=now(),
                                                digest=record.args_sha256 or "")
             text, withheld = observation_text(observed, output, error)
             kept = json.dumps({"arguments": args, "text": text, "withheld": withheld})
-            await self.core.finish_started(facts.run_id, facts.call_id, kept,
-                                           ok=error is None)
-            return kept
+            # The start's record and the report's, in one write (start first).
+            return OnceText(kept, (self.core.started_finish(facts.run_id, facts.call_id,
+                                                            kept, ok=error is None),))
 
         try:
             kept = _loads(await self.core.once(typed, post_tool_use))

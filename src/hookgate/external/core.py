@@ -44,11 +44,11 @@ from hookgate.tools.guarded import (
     render_observation,
     with_hook_context,
 )
-from hookgate.tools.ledger import PriorExecution
+from hookgate.tools.ledger import FinishedCall, PriorExecution
 from hookgate.tools.tool import args_digest
 
-__all__ = ["Allowed", "Denied", "ExternalCore", "Observed", "SessionVerdict", "Verdict",
-           "Waiting"]
+__all__ = ["Allowed", "Denied", "ExternalCore", "Observed", "OnceText", "SessionVerdict",
+           "Verdict", "Waiting"]
 
 #: A session whose SessionStart chain ran (explicitly, or before its first call).
 _STARTED_SESSION = Entry(EntryKind.SESSION, ("started",))
@@ -112,6 +112,15 @@ class Observed:
 
     ctx: HookContext
     post: ChainResult
+
+
+@dataclass(frozen=True, slots=True)
+class OnceText:
+    """What work run once answered, with the ledger records it finished (``along``): they
+    are written with the claim's record, in one write, before it (decision record 0020)."""
+
+    text: str
+    along: tuple[FinishedCall, ...] = ()
 
 
 class ReportInProgress(RuntimeError):
@@ -230,8 +239,10 @@ class ExternalCore:
         """The call's start record (its arguments, then its observation), or None."""
         return await self.ledger.recorded(run_id, Entry(EntryKind.STARTED, (call_id,)).key)
 
-    async def finish_started(self, run_id: str, call_id: str, text: str, ok: bool) -> None:
-        await self.ledger.finish(run_id, Entry(EntryKind.STARTED, (call_id,)).key, text, ok)
+    @staticmethod
+    def started_finish(run_id: str, call_id: str, text: str, ok: bool) -> FinishedCall:
+        """The finish of the call's start record with its observation (for `OnceText`)."""
+        return FinishedCall(run_id, Entry(EntryKind.STARTED, (call_id,)).key, text, ok)
 
     # -- after the call ---------------------------------------------------------------------
 
@@ -273,8 +284,8 @@ class ExternalCore:
         if request is not None:
             record_shadow(ctx, kept_shadow(request.context), counted=False)
 
-    async def once(self, call: ExternalCall, work: Callable[[], Awaitable[str]], *,
-                   report: str = "") -> str:
+    async def once(self, call: ExternalCall, work: Callable[[], Awaitable[str | OnceText]],
+                   *, report: str = "") -> str:
         """``work``'s text, run once per call however many reports arrive on however many
         instances: the first claims the call's report and records the text; every other
         answers the recorded text (ReportInProgress: it never came). ``report``: what
@@ -285,12 +296,18 @@ class ExternalCore:
             call.run_id, Entry(EntryKind.REPORT, (call.call_id, report)), work)
 
     async def once_entry(self, run_id: str, entry: Entry,
-                         work: Callable[[], Awaitable[str]]) -> str:
-        """``work``'s text, run by the first to claim ``entry``; the others read it."""
+                         work: Callable[[], Awaitable[str | OnceText]]) -> str:
+        """``work``'s text, run by the first to claim ``entry``; the others read it. The
+        records ``work`` finished along (`OnceText`) are written first, in the same write."""
         prior = await self.ledger.claim(run_id, entry.key, entry.kind.value, "")
         if prior is None:
-            text = await work()
-            await self.ledger.finish(run_id, entry.key, text, ok=True)
+            done = await work()
+            text, along = (done, ()) if isinstance(done, str) else (done.text, done.along)
+            if along:
+                await self.ledger.finish_all(
+                    [*along, FinishedCall(run_id, entry.key, text, True)])
+            else:
+                await self.ledger.finish(run_id, entry.key, text, ok=True)
             return text
         loop = asyncio.get_running_loop()
         give_up = loop.time() + REPORT_SETTLES_S

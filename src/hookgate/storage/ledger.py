@@ -1,16 +1,18 @@
 """The at-most-once execution ledger in the ``tool_executions`` table.
 
 A claim and a finish are each one write on the database backend's fast path (SQLite's
-group commit, PostgreSQL's prepared statements in autocommit; storage/backends/).
+group commit, PostgreSQL's prepared statements in autocommit; storage/backends/); finishes
+known together are one write on SQLite.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hookgate.storage.backends.base import PriorRow
 from hookgate.storage.fencing import Fence
-from hookgate.tools.ledger import PriorExecution
+from hookgate.tools.ledger import FinishedCall, PriorExecution
 
 if TYPE_CHECKING:
     from hookgate.storage.database import Database
@@ -50,6 +52,11 @@ class DatabaseLedger:
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool) -> None:
         await self.db.backend.finish(run_id, tool_call_id, observation, ok)
+
+    async def finish_all(self, finishes: Sequence[FinishedCall]) -> None:
+        """Each `finish` in order, in one write where the backend can (SQLite: one
+        transaction; PostgreSQL: one statement each in autocommit, as `finish`)."""
+        await self.db.backend.finish_all(finishes)
 
 
 def prior_execution(row: PriorRow | None) -> PriorExecution | None:

@@ -206,6 +206,10 @@ class Backend(Protocol):
                      ) -> None:
         ...
 
+    async def finish_all(self, finishes: Sequence[LedgerFinish]) -> None:
+        """Each `finish` in order; on a backend with transactions per write, in one."""
+        ...
+
     async def org_read_only(self, org_id: str) -> bool | None:
         ...
 

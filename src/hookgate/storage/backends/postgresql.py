@@ -420,6 +420,12 @@ class PostgresBackend:
         await self.driver.execute(finish.sql, *finish.args(
             (observation, ok, utcnow(), run_id, tool_call_id)))
 
+    async def finish_all(self, finishes: Sequence[LedgerFinish]) -> None:
+        # One statement each in autocommit (a transaction around them would add two round
+        # trips).
+        for f in finishes:
+            await self.finish(f.run_id, f.tool_call_id, f.observation, f.ok)
+
     async def org_read_only(self, org_id: str) -> bool | None:
         # One statement in autocommit: no BEGIN/ROLLBACK around it.
         row = await self.driver.fetchrow(_s("org_read_only").sql, org_id)

@@ -253,6 +253,14 @@ class SqliteBackend:
                               tool_call_id))
         await self.driver.write(lambda conn: conn.execute(finish.sql, params))
 
+    async def finish_all(self, finishes: Sequence[LedgerFinish]) -> None:
+        # One transaction: a transaction's BEGIN IMMEDIATE, COMMIT and WAL pages cost more
+        # than the UPDATEs it carries.
+        finish, at = _s("finish"), sqlite_timestamp(utcnow())
+        rows = [finish.args((f.observation, f.ok, at, f.run_id, f.tool_call_id))
+                for f in finishes]
+        await self.driver.write(lambda conn: conn.executemany(finish.sql, rows))
+
     async def org_read_only(self, org_id: str) -> bool | None:
         read = _s("org_read_only")
         row = await self.driver.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
