@@ -11,8 +11,10 @@ The floor: the same tool call with two plain loopback HTTP round trips (an httpx
 hookgate's, posting JSON to a bare ASGI app under uvicorn, the server ``hookgate serve``
 runs on), which is what any guard in another process pays at least. ``--against SRC`` adds
 a ``hookgate serve`` of another source tree (say, the commit before a change), in turns
-with this one. The agent declares the audit log and the read-only guard; nothing needs
-approval. The paths take turns call by call, so machine load hits all of them alike.
+with this one, and an in-process guard of each tree in a process of its own (its latency
+as it measures it, its process's CPU per call). The agent declares the audit log and the
+read-only guard; nothing needs approval. The paths take turns call by call, so machine
+load hits all of them alike.
 Prints one JSON object with p50/p99 per path, the p50/p99 added over the bare call, each
 server's CPU per guarded call, the ratios to the floor, and what each hookgate server adds
 beyond the floor (p50, p99 and server CPU per call; the 1 ms goal is over the floor).
@@ -65,6 +67,35 @@ async def app(scope, receive, send):
 
 
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+#: An in-process guard of one source tree in a process of its own (``--against``): each line
+#: on stdin is a call number; it makes that guarded call through ``LocalGuard`` and answers
+#: the call's duration in seconds (its CPU per call is read from /proc).
+LOCAL_CHILD = """\
+import sys, time, uuid
+from langchain_core.tools import tool
+from hookgate.client import Allowed
+from hookgate.client.local import LocalGuard
+
+
+@tool
+def search(query: str) -> str:
+    \"\"\"Search the catalogue.\"\"\"
+    return f"3 results for {query}"
+
+
+guard = LocalGuard(sys.argv[1], framework="bench")
+session = f"s-{uuid.uuid4().hex}"
+print("ready", flush=True)
+for line in sys.stdin:
+    i = int(line)
+    started = time.perf_counter()
+    verdict = guard.before_call(agent="agent", session_id=session, call_id=f"c{i}",
+                                tool="search", arguments={"query": f"q{i}"})
+    assert isinstance(verdict, Allowed), verdict
+    guard.report(verdict.call, output=search.invoke(verdict.arguments))
+    print(time.perf_counter() - started, flush=True)
+guard.close()
 """
 CONFIG = """\
 database: sqlite+aiosqlite:///{db}
@@ -160,6 +191,29 @@ def _serve(config: Path, log: Path, src: Path | None = None,
     raise SystemExit("hookgate serve did not come up within 90 s")
 
 
+def _local_child(config: Path, script: Path, src: Path) -> subprocess.Popen[str]:
+    """An in-process guard of ``src`` in a process of its own, ready for calls."""
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(config)], cwd=ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(src), str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "ready":
+        raise SystemExit(f"the in-process guard of {src} did not start")
+    return proc
+
+
+def _in_child(proc: subprocess.Popen[str]) -> Callable[[int], float]:
+    """One guarded call in the child; its duration as the child measured it."""
+    def call(i: int) -> float:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(f"{i}\n")
+        proc.stdin.flush()
+        return float(proc.stdout.readline())
+    return call
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="calls per path per round")
@@ -181,6 +235,7 @@ def main() -> None:
         http = httpx.Client(timeout=30)
         clients: list[Client] = []
         local = None
+        children: dict[str, subprocess.Popen[str]] = {}
         try:
             floor_proc, floor_url = _serve(work / "floor.yaml", work / "floor.log",
                                            command=[sys.executable, str(floor_app)])
@@ -198,18 +253,40 @@ def main() -> None:
             for name in trees:
                 clients.append(Client(served[name][1], TOKEN, framework="bench"))
                 paths[name] = _guarded(clients[-1], f"s-{uuid.uuid4().hex}")
-            samples: dict[str, list[float]] = {name: [] for name in paths}
+            if opts.against:
+                # Each tree's in-process guard in a process of its own, so the two trees'
+                # in-process costs (latency and CPU per call) compare within the run.
+                child = work / "local_child.py"
+                child.write_text(LOCAL_CHILD)
+                for name, src in (("in_process_child", ROOT / "src"),
+                                  ("in_process_child_against", opts.against.resolve())):
+                    config = work / f"{name}.yaml"
+                    config.write_text(CONFIG.format(db=work / f"{name}.db", token=TOKEN))
+                    children[name] = _local_child(config, child, src)
+            timed = {name: _in_child(proc) for name, proc in children.items()}
+            samples: dict[str, list[float]] = {name: [] for name in (*paths, *timed)}
             for run in paths.values():  # warm-up: connections, statements, imports
                 for i in range(5):
                     run(-1 - i)
-            before = {name: _cpu_s(proc.pid) for name, (proc, _) in served.items()}
+            for measured in timed.values():
+                for i in range(5):
+                    measured(-1 - i)
+            pids = {name: proc.pid for name, (proc, _) in served.items()} | {
+                name: proc.pid for name, proc in children.items()}
+            before = {name: _cpu_s(pid) for name, pid in pids.items()}
             for n in range(1, rounds * calls + 1):  # one call of each path in turn
                 for name, run in paths.items():
                     started = time.perf_counter()
                     run(n)
                     samples[name].append(time.perf_counter() - started)
-            cpu = {name: _cpu_s(proc.pid) - before[name] for name, (proc, _) in served.items()}
+                for name, measured in timed.items():
+                    samples[name].append(measured(n))
+            cpu = {name: _cpu_s(pid) - before[name] for name, pid in pids.items()}
         finally:
+            for proc in children.values():
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                proc.wait(30)
             for client in clients:
                 client.close()
             http.close()
@@ -224,11 +301,14 @@ def main() -> None:
         "calls_per_path": calls * rounds,
         "framework_tool_call": _figure(bare),
     }
-    for name in paths:
+    for name in samples:
         if name == "framework_tool_call":
             continue
         out[name] = _figure(samples[name], bare)
-        if name in cpu:
+        if name in children:
+            # The guard's whole process (the tool call included, as in its latency).
+            out[name]["process_cpu_us_per_call"] = round(cpu[name] / (calls * rounds) * 1e6, 1)
+        elif name in cpu:
             out[name]["server_cpu_us_per_call"] = round(cpu[name] / (calls * rounds) * 1e6, 1)
     floor_added = max(out["two_http_round_trips"]["added_p50_us"], 1.0)
     out["added_p50_over_the_floor"] = {
@@ -252,6 +332,14 @@ def main() -> None:
                           "server_cpu_today_over_against": round(
                               out["loopback_http"]["server_cpu_us_per_call"]
                               / max(out["loopback_http_against"]["server_cpu_us_per_call"],
+                                    1.0), 2),
+                          "in_process_added_p50_today_over_against": round(
+                              out["in_process_child"]["added_p50_us"]
+                              / max(out["in_process_child_against"]["added_p50_us"], 1.0),
+                              2),
+                          "in_process_cpu_today_over_against": round(
+                              out["in_process_child"]["process_cpu_us_per_call"]
+                              / max(out["in_process_child_against"]["process_cpu_us_per_call"],
                                     1.0), 2)}
     out["targets"] = {
         "loopback_added_p50_within_1_ms": out["loopback_http"]["added_p50_us"] <= 1000,
