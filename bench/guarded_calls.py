@@ -5,7 +5,9 @@ HTTP path, measured side by side in one interleaved run.
 The tool is a LangChain tool (``tool.invoke``: the framework's own call path). Each guarded
 call asks hookgate before (``before_call``: PreToolUse hooks, the gate, the ledger's start
 claim) and reports after (``report``: PostToolUse, the audit row), through
-  - the in-process guard (``hookgate.client.local.LocalGuard``, SQLite), and
+  - the in-process guard (``hookgate.client.local.LocalGuard``, SQLite; and
+    ``AsyncLocalGuard`` on a loop of the caller's thread, without LocalGuard's thread hops),
+    and
   - the HTTP client over loopback to a real ``hookgate serve`` (SQLite).
 The floor: the same tool call with two plain loopback HTTP round trips (an httpx client, as
 hookgate's, posting JSON to a bare ASGI app under uvicorn, the server ``hookgate serve``
@@ -24,6 +26,7 @@ Usage: python bench/guarded_calls.py [--calls 300] [--rounds 3] [--quick] [--aga
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -42,7 +45,7 @@ import httpx
 from langchain_core.tools import tool
 
 from hookgate.client import Allowed, Client
-from hookgate.client.local import LocalGuard
+from hookgate.client.local import AsyncLocalGuard, LocalGuard
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "bench-token"
@@ -127,6 +130,19 @@ def _guarded(guard: Any, session: str) -> Callable[[int], None]:
         assert isinstance(verdict, Allowed), verdict
         guard.report(verdict.call, output=search.invoke(verdict.arguments))
     return call
+
+
+def _guarded_async(guard: AsyncLocalGuard, loop: asyncio.AbstractEventLoop,
+                   session: str) -> Callable[[int], None]:
+    """The same call through the async guard on a loop of the caller's thread: no thread
+    hop (LocalGuard hops to its loop's thread and back for the ask and for the report)."""
+    async def call(i: int) -> None:
+        args = {"query": f"q{i}"}
+        verdict = await guard.before_call(agent="agent", session_id=session, call_id=f"c{i}",
+                                          tool="search", arguments=args)
+        assert isinstance(verdict, Allowed), verdict
+        await guard.report(verdict.call, output=search.invoke(verdict.arguments))
+    return lambda i: loop.run_until_complete(call(i))
 
 
 def _figure(samples: list[float], bare: list[float] | None = None) -> dict[str, Any]:
@@ -235,6 +251,10 @@ def main() -> None:
         http = httpx.Client(timeout=30)
         clients: list[Client] = []
         local = None
+        loop = asyncio.new_event_loop()
+        async_config = work / "local_async.yaml"
+        async_config.write_text(CONFIG.format(db=work / "local_async.db", token=TOKEN))
+        local_async = AsyncLocalGuard(async_config, framework="bench")
         children: dict[str, subprocess.Popen[str]] = {}
         try:
             floor_proc, floor_url = _serve(work / "floor.yaml", work / "floor.log",
@@ -249,6 +269,7 @@ def main() -> None:
                 "framework_tool_call": lambda i: search.invoke({"query": f"q{i}"}) and None,
                 "two_http_round_trips": _floor(http, floor_url),
                 "in_process": _guarded(local, f"s-{uuid.uuid4().hex}"),
+                "in_process_async": _guarded_async(local_async, loop, f"s-{uuid.uuid4().hex}"),
             }
             for name in trees:
                 clients.append(Client(served[name][1], TOKEN, framework="bench"))
@@ -292,6 +313,8 @@ def main() -> None:
             http.close()
             if local is not None:
                 local.close()
+            loop.run_until_complete(local_async.aclose())
+            loop.close()
             for proc, _ in served.values():
                 proc.terminate()
                 proc.wait(30)
