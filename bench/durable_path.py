@@ -29,7 +29,9 @@ synchronous=FULL) on the same disk.
 
 ``--compare-src DIR`` adds a second hookgate, run from the sources in DIR (another tree's
 ``src``, e.g. the main branch's), in a database of its own and interleaved with the others
-per level: before and after a change, measured in one run.
+per level; the two hookgates' servers are up together and take each level in two slices,
+A B then B A, so a load that changes meanwhile hits both alike: before and after a change,
+measured in one run.
 """
 
 from __future__ import annotations
@@ -246,20 +248,34 @@ class Hookgate:
     def serve(self) -> Server:
         return Server(self.config, self.workdir, self.env)
 
-    def level(self, concurrency: int, runs: int) -> dict[str, Any]:
-        before = commits(self.admin, self.database)
-        server = self.serve()
-        try:
-            with backend_cpu(self.admin, self.database) as pg_cpu:
-                level = Level(concurrency, pg_cpu.spent_s if pg_cpu.readable else None)
-                level.drive([server], runs)
-        finally:
-            server.stop()
-        spent = commits(self.admin, self.database) - before - self.start_stop_commits
-        out = level.report()
-        # The warm-up runs (one per client) committed too.
-        out["commits_per_run"] = round(spent / (level.runs + concurrency), 2)
-        return out
+
+def hookgate_levels(systems: list[Hookgate], concurrency: int, runs: int,
+                    slices: int = 2) -> list[dict[str, Any]]:
+    """Each hookgate (this tree's, the compared tree's) at one concurrency, their servers up
+    together and driven in turns, slice by slice, the order reversed every other slice
+    (A B, B A: a load that grows or falls during the level hits both alike). Each slice has
+    its warm-up runs; CPU and SQL are of the timed runs, commits of all of them."""
+    befores = [commits(h.admin, h.database) for h in systems]
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for h in systems:
+            servers.append(h.serve())
+            stack.callback(servers[-1].stop)
+        cpus = [stack.enter_context(backend_cpu(h.admin, h.database)) for h in systems]
+        levels = [Level(concurrency, cpu.spent_s if cpu.readable else None) for cpu in cpus]
+        per_slice = max(runs // slices, concurrency)
+        for piece in range(slices):
+            order = list(range(len(systems)))
+            for i in order[::-1] if piece % 2 else order:
+                levels[i].drive([servers[i]], per_slice)
+    out = []
+    for h, level, before in zip(systems, levels, befores, strict=True):
+        spent = commits(h.admin, h.database) - before - h.start_stop_commits
+        report = level.report()
+        # The warm-up runs (one per client and slice) committed too.
+        report["commits_per_run"] = round(spent / (level.runs + concurrency * slices), 2)
+        out.append(report)
+    return out
 
 
 def stamped(stamps: Path) -> list[str]:
@@ -608,8 +624,9 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int,
         out_levels = []
         for level in [] if decisions_only else levels:
             n = runs_at(level, runs)
-            hg = hookgate.level(level, n)
-            other = None if compared is None else compared.level(level, n)
+            hg, *others = hookgate_levels(
+                [hookgate] + ([] if compared is None else [compared]), level, n)
+            other = others[0] if others else None
             before = commits(admin, dbs["langgraph"][2])
             lg = asyncio.run(langgraph_level(lg_dsn, level, n))
             lg["commits_per_run"] = round(
