@@ -7,7 +7,10 @@ One run is a scripted model making one tool call, then answering. Per concurrenc
 connection is closed before each reading, since a backend flushes its counters when it
 exits and otherwise up to ten seconds late), with the ratios to LangGraph and to the floor:
   - hookgate: a real `hookgate serve`, runs over HTTP (POST /api/runs, its event stream to
-    the end); statements and transactions per run as the server counts them;
+    the end); statements and transactions per run as the server counts them; the server's
+    CPU per run (``server_cpu_ms_per_run``) and PostgreSQL's (``postgresql_cpu_ms_per_run``:
+    the CPU time of the backends serving its database, from /proc, when the cluster runs on
+    this machine; the floor reports its own the same way);
   - LangGraph 1.2: a StateGraph (model node -> ToolNode -> model node) checkpointed by
     AsyncPostgresSaver, ``durability="sync"`` (each step durable before the next);
   - the floor: three single-row transactions per run (accepted, claimed, finished), what a
@@ -26,7 +29,9 @@ synchronous=FULL) on the same disk.
 
 ``--compare-src DIR`` adds a second hookgate, run from the sources in DIR (another tree's
 ``src``, e.g. the main branch's), in a database of its own and interleaved with the others
-per level: before and after a change, measured in one run.
+per level; the two hookgates' servers are up together and take each level in two slices,
+A B then B A, so a load that changes meanwhile hits both alike: before and after a change,
+measured in one run.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -140,6 +146,78 @@ def commits(admin: str, database: str) -> int:
     return last
 
 
+# -- PostgreSQL's CPU ----------------------------------------------------------------------
+
+
+class BackendCpu:
+    """The CPU time PostgreSQL's backends serving one database have spent, read from
+    ``/proc/PID/schedstat`` (nanoseconds on the CPU; the cluster must run on this machine).
+    A thread polls the database's backends (``pg_stat_activity``) every 0.1 s, so a backend
+    that comes and goes between two readings is counted up to its last one; the cluster's
+    shared processes (WAL writer, checkpointer, autovacuum) are not counted. ``None`` when
+    ``/proc`` does not show the backends (a remote server)."""
+
+    def __init__(self, admin: str, database: str) -> None:
+        self.admin, self.database = admin, database
+        self.first: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self.readable = True
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @staticmethod
+    def _cpu_s(pid: int) -> float | None:
+        try:
+            with open(f"/proc/{pid}/schedstat") as f:
+                return int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _poll(self, conn: psycopg.Connection[Any]) -> None:
+        pids = [int(r[0]) for r in conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.database,))]
+        for pid in pids:
+            value = self._cpu_s(pid)
+            if value is None:
+                self.readable = False
+                continue
+            self.last[pid] = value
+
+    def start(self) -> None:
+        """From now on (backends already there count from their current reading)."""
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            self._poll(conn)
+        self.first = dict(self.last)
+
+        def run() -> None:
+            with psycopg.connect(self.admin, autocommit=True) as conn:
+                while not self._stop.wait(0.1):
+                    self._poll(conn)
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def spent_s(self) -> float:
+        """CPU seconds since ``start`` (the reading taken now)."""
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            self._poll(conn)
+        return sum(v - self.first.get(pid, 0.0) for pid, v in self.last.items())
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+@contextlib.contextmanager
+def backend_cpu(admin: str, database: str) -> Iterator[BackendCpu]:
+    cpu = BackendCpu(admin, database)
+    cpu.start()
+    try:
+        yield cpu
+    finally:
+        cpu.stop()
+
+
 # -- hookgate ------------------------------------------------------------------------------
 
 
@@ -170,19 +248,34 @@ class Hookgate:
     def serve(self) -> Server:
         return Server(self.config, self.workdir, self.env)
 
-    def level(self, concurrency: int, runs: int) -> dict[str, Any]:
-        before = commits(self.admin, self.database)
-        server = self.serve()
-        try:
-            level = Level(concurrency)
-            level.drive([server], runs)
-        finally:
-            server.stop()
-        spent = commits(self.admin, self.database) - before - self.start_stop_commits
-        out = level.report()
-        # The warm-up runs (one per client) committed too.
-        out["commits_per_run"] = round(spent / (level.runs + concurrency), 2)
-        return out
+
+def hookgate_levels(systems: list[Hookgate], concurrency: int, runs: int,
+                    slices: int = 2) -> list[dict[str, Any]]:
+    """Each hookgate (this tree's, the compared tree's) at one concurrency, their servers up
+    together and driven in turns, slice by slice, the order reversed every other slice
+    (A B, B A: a load that grows or falls during the level hits both alike). Each slice has
+    its warm-up runs; CPU and SQL are of the timed runs, commits of all of them."""
+    befores = [commits(h.admin, h.database) for h in systems]
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for h in systems:
+            servers.append(h.serve())
+            stack.callback(servers[-1].stop)
+        cpus = [stack.enter_context(backend_cpu(h.admin, h.database)) for h in systems]
+        levels = [Level(concurrency, cpu.spent_s if cpu.readable else None) for cpu in cpus]
+        per_slice = max(runs // slices, concurrency)
+        for piece in range(slices):
+            order = list(range(len(systems)))
+            for i in order[::-1] if piece % 2 else order:
+                levels[i].drive([servers[i]], per_slice)
+    out = []
+    for h, level, before in zip(systems, levels, befores, strict=True):
+        spent = commits(h.admin, h.database) - before - h.start_stop_commits
+        report = level.report()
+        # The warm-up runs (one per client and slice) committed too.
+        report["commits_per_run"] = round(spent / (level.runs + concurrency * slices), 2)
+        out.append(report)
+    return out
 
 
 def stamped(stamps: Path) -> list[str]:
@@ -432,10 +525,15 @@ async def langgraph_parking(dsn: str, runs: int, concurrency: int) -> float:
 # -- the floor -----------------------------------------------------------------------------
 
 
-async def floor_level(dsn: str, concurrency: int, runs: int) -> dict[str, Any]:
-    """Three single-row commits per run: accepted, claimed, finished with its result."""
+async def floor_level(dsn: str, concurrency: int, runs: int,
+                      cpu: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Three single-row commits per run: accepted, claimed, finished with its result.
+    ``cpu``: (admin DSN, database) to report PostgreSQL's CPU per run."""
     pool = await asyncpg.create_pool(dsn, min_size=concurrency, max_size=concurrency)
+    pg_cpu = None if cpu is None else BackendCpu(*cpu)
     try:
+        if pg_cpu is not None:
+            await asyncio.to_thread(pg_cpu.start)
         todo = iter(range(runs))
 
         async def worker() -> None:
@@ -452,11 +550,17 @@ async def floor_level(dsn: str, concurrency: int, runs: int) -> dict[str, Any]:
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         wall = time.perf_counter() - started
+        spent = (await asyncio.to_thread(pg_cpu.spent_s)
+                 if pg_cpu is not None and pg_cpu.readable else None)
     finally:
+        if pg_cpu is not None:
+            pg_cpu.stop()
         await pool.close()
     return {"concurrency": concurrency, "runs": runs,
             "runs_per_s": round(runs / wall, 2) if runs else 0.0,
-            "statements_per_run": 3}
+            "statements_per_run": 3,
+            **({} if spent is None or not runs else {
+                "postgresql_cpu_ms_per_run": round(spent / runs * 1000, 3)})}
 
 
 def sqlite_floor(path: Path, runs: int) -> float:
@@ -520,14 +624,15 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int,
         out_levels = []
         for level in [] if decisions_only else levels:
             n = runs_at(level, runs)
-            hg = hookgate.level(level, n)
-            other = None if compared is None else compared.level(level, n)
+            hg, *others = hookgate_levels(
+                [hookgate] + ([] if compared is None else [compared]), level, n)
+            other = others[0] if others else None
             before = commits(admin, dbs["langgraph"][2])
             lg = asyncio.run(langgraph_level(lg_dsn, level, n))
             lg["commits_per_run"] = round(
                 (commits(admin, dbs["langgraph"][2]) - before) / lg.pop("counted_runs"), 2)
             before = commits(admin, dbs["floor"][2])
-            fl = asyncio.run(floor_level(floor_dsn, level, n))
+            fl = asyncio.run(floor_level(floor_dsn, level, n, (admin, dbs["floor"][2])))
             fl["commits_per_run"] = round(
                 (commits(admin, dbs["floor"][2]) - before - floor_pool_commits) / n, 2)
             out_levels.append({

@@ -260,10 +260,14 @@ async def drive(urls: list[str], runs: int, concurrency: int,
 class Level:
     """What one server did at one concurrency, summed over the slices it was driven."""
 
-    def __init__(self, concurrency: int) -> None:
+    def __init__(self, concurrency: int,
+                 database_cpu_s: Callable[[], float] | None = None) -> None:
+        """``database_cpu_s``: the CPU seconds the database's processes serving the servers
+        have spent so far (reported per run as ``postgresql_cpu_ms_per_run``)."""
         self.concurrency = concurrency
+        self.database_cpu_s = database_cpu_s
         self.latencies: list[float] = []
-        self.wall = self.cpu = 0.0
+        self.wall = self.cpu = self.database_cpu = 0.0
         self.runs = self.statements = self.transactions = 0
 
     def drive(self, servers: list[Server], runs: int) -> None:
@@ -271,6 +275,8 @@ class Level:
 
         def totals() -> tuple[float, dict[str, int]]:
             counts = [s.sql() for s in servers]
+            start["db_cpu"] = (None if self.database_cpu_s is None
+                               else self.database_cpu_s())
             return (sum(s.cpu_s() for s in servers),
                     {k: sum(c[k] for c in counts) for k in ("statements", "transactions")})
 
@@ -279,6 +285,7 @@ class Level:
             # are of the timed runs alone (not of `concurrency` more, nor of opening the
             # clients' connections).
             start["cpu"], start["sql"] = totals()
+            start["db_cpu0"] = start["db_cpu"]
 
         latencies, wall = asyncio.run(drive([s.url for s in servers], runs,
                                             self.concurrency, warmed_up=warmed_up))
@@ -287,6 +294,8 @@ class Level:
         self.latencies += latencies
         self.wall += wall
         self.cpu += cpu1 - cpu0
+        if start["db_cpu"] is not None:
+            self.database_cpu += start["db_cpu"] - start["db_cpu0"]
         self.runs += len(latencies)
         self.statements += sql1["statements"] - sql0["statements"]
         self.transactions += sql1["transactions"] - sql0["transactions"]
@@ -300,6 +309,8 @@ class Level:
             "latency_ms": {"p50": round(statistics.median(self.latencies) * 1000, 1),
                            "p99": round(pct(self.latencies, 99) * 1000, 1)},
             "server_cpu_ms_per_run": round(self.cpu / self.runs * 1000, 2),
+            **({} if self.database_cpu_s is None else {"postgresql_cpu_ms_per_run": round(
+                self.database_cpu / self.runs * 1000, 3)}),
             "sql_statements_per_run": round(self.statements / self.runs, 1),
             # Every transaction the server began: SQLAlchemy's, the raw driver paths' (each of
             # their single statements in autocommit is one).

@@ -165,6 +165,14 @@ def check_durable_path(out: dict[str, Any]) -> None:
             assert _number(figure["commits_per_run"]), figure
         for key in ("hookgate_to_langgraph", "hookgate_to_floor"):
             assert _number(level[key]) and level[key] > 0, level
+        # CPU per run: the server's, and PostgreSQL's (its backends, read from /proc: the
+        # test's cluster runs on this machine) for hookgate and the floor.
+        hookgate = level["hookgate"]
+        assert _number(hookgate["server_cpu_ms_per_run"]) and hookgate[
+            "server_cpu_ms_per_run"] > 0, hookgate
+        for system in ("hookgate", "floor"):
+            cpu = level[system]["postgresql_cpu_ms_per_run"]
+            assert _number(cpu) and cpu > 0, level[system]
     decisions = pg["decision_to_tool_start_ms"]
     for system in ("hookgate", "hookgate_other_instance", "langgraph_http",
                    "langgraph_in_process"):

@@ -17,23 +17,11 @@ class DatabaseFacts:
         self.db = db
 
     async def add(self, session: str, fact: Fact) -> None:
-        if fact.kind is not FactKind.REQUEST:
-            # A result (every guarded call keeps one): one INSERT on the backend's fast
-            # path, no ORM session (decision record 0016).
-            await self.db.backend.add_fact((session, fact.kind.value, fact.trusted,
-                                            fact.source[:256], fact.call_id, fact.text))
-            return
-        async with self.db.transaction() as s:  # a request: kept once per session
-            seen = (await s.execute(
-                select(SessionFactRow.id).where(
-                    SessionFactRow.session == session,
-                    SessionFactRow.kind == FactKind.REQUEST.value,
-                    SessionFactRow.text == fact.text).limit(1))).first()
-            if seen is not None:
-                return
-            s.add(SessionFactRow(session=session, kind=fact.kind.value, trusted=fact.trusted,
-                                 source=fact.source[:256], call_id=fact.call_id,
-                                 text=fact.text))
+        # One INSERT on the backend's fast path, no ORM session (decision records 0016 and
+        # 0023); a request is kept once per session, the check in the same statement.
+        await self.db.backend.add_fact(
+            (session, fact.kind.value, fact.trusted, fact.source[:256], fact.call_id,
+             fact.text), once=fact.kind is FactKind.REQUEST)
 
     async def facts(self, session: str) -> list[Fact]:
         async with self.db.session() as s:

@@ -213,9 +213,10 @@ class Backend(Protocol):
     async def org_read_only(self, org_id: str) -> bool | None:
         ...
 
-    async def add_fact(self, row: FactRow) -> None:
+    async def add_fact(self, row: FactRow, *, once: bool = False) -> None:
         """Keep one fact of a session (``session_facts``), committed before this returns:
-        one statement on the fast path."""
+        one statement on the fast path. ``once``: not if the session already holds a fact
+        of its kind with its text (read in the same statement)."""
         ...
 
     # -- people ------------------------------------------------------------------------

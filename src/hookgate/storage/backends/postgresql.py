@@ -431,9 +431,9 @@ class PostgresBackend:
         row = await self.driver.fetchrow(_s("org_read_only").sql, org_id)
         return None if row is None or row[0] is None else bool(row[0])
 
-    async def add_fact(self, row: FactRow) -> None:
+    async def add_fact(self, row: FactRow, *, once: bool = False) -> None:
         # One statement in autocommit: no BEGIN/COMMIT around it.
-        insert = _s("fact_insert")
+        insert = _s("fact_insert_once" if once else "fact_insert")
         await self.driver.execute(insert.sql, *insert.args((*row, utcnow())))
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:

@@ -266,8 +266,8 @@ class SqliteBackend:
         row = await self.driver.read(lambda c: c.execute(read.sql, (org_id,)).fetchone())
         return None if row is None or row[0] is None else bool(row[0])
 
-    async def add_fact(self, row: FactRow) -> None:
-        insert = _s("fact_insert")
+    async def add_fact(self, row: FactRow, *, once: bool = False) -> None:
+        insert = _s("fact_insert_once" if once else "fact_insert")
         params = insert.args((*row, sqlite_timestamp(utcnow())))
         await self.driver.write(lambda conn: conn.execute(insert.sql, params))
 

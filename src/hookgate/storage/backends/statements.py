@@ -16,7 +16,8 @@ from functools import cache
 from operator import itemgetter
 from typing import Any, Literal, cast
 
-from sqlalchemy import Table, bindparam, case, literal_column, select, update
+from sqlalchemy import String, Table, Text, bindparam, case, exists, literal_column, select, update
+from sqlalchemy import cast as type_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -230,6 +231,23 @@ def _fact_insert(_: str) -> ClauseElement:
     return cast(Table, SessionFactRow.__table__).insert().values(_p(*FACT_COLUMNS)).inline()
 
 
+def _fact_insert_once(dialect: str) -> ClauseElement:
+    """A fact kept only if its session holds none of its kind with its text (a request is
+    kept once per session): one statement, where a read and an insert took a transaction.
+    PostgreSQL is told each value's type (it cannot infer one in a SELECT list); SQLite
+    takes them as they come (a CAST would give a timestamp's text numeric affinity)."""
+    table = cast(Table, SessionFactRow.__table__)
+    kept = select(_ONE).where(table.c.session == bindparam("session"),
+                              table.c.kind == bindparam("kind"),
+                              table.c.text == bindparam("text"))
+    values = [bindparam(c) if dialect != "postgresql" else type_cast(bindparam(c), (
+        # A length in the cast would cut a value too long; the column's own check refuses it.
+        String() if isinstance(table.c[c].type, String) and not isinstance(
+            table.c[c].type, Text) else table.c[c].type)) for c in FACT_COLUMNS]
+    return table.insert().from_select(list(FACT_COLUMNS),
+                                      select(*values).where(~exists(kept)))
+
+
 #: name -> (its construct per dialect, the parameter order its callers pass).
 _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] = {
     "checkpoint_upsert": (_checkpoint_upsert, CHECKPOINT_PARAMS),
@@ -253,6 +271,7 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "audit_set_head": (_audit_set_head, ("last_hash", "chain")),
     "audit_insert": (_audit_insert, AUDIT_COLUMNS),
     "fact_insert": (_fact_insert, FACT_COLUMNS),
+    "fact_insert_once": (_fact_insert_once, FACT_COLUMNS),
 }
 
 
