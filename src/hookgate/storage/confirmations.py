@@ -10,8 +10,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
+from typing import cast as as_type
 
-from sqlalchemy import Text, cast, or_, select, update
+from sqlalchemy import Row, Table, Text, cast, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hookgate.canonical import canonical_sha256
@@ -77,7 +78,11 @@ class ConfirmationRecord:
 RECORD_FIELDS = tuple(f.name for f in fields(ConfirmationRecord))
 
 
-def record_of(row: ConfirmationRequestRow) -> ConfirmationRecord:
+#: The requests' table, for Core statements (rows, not ORM entities).
+_REQUESTS = as_type(Table, ConfirmationRequestRow.__table__)
+
+
+def record_of(row: ConfirmationRequestRow | Row[Any]) -> ConfirmationRecord:
     return ConfirmationRecord(
         id=row.id, run_id=row.run_id, tool_call_id=row.tool_call_id,
         agent_id=row.agent_id, requested_by=row.requested_by, org_id=row.org_id,
@@ -154,15 +159,18 @@ class ConfirmationTable:
         statement; None if it was no longer pending or, with ``unexpired``, expired by the
         database's clock. ``then`` runs in the same transaction once the row changed."""
         when = clock(self.db, now)
-        cond = [_Row.id == request_id, _Row.status == "pending"]
+        t = _REQUESTS
+        cond = [t.c.id == request_id, t.c.status == "pending"]
         if unexpired:
-            cond.append(_Row.expires_at > when)
+            cond.append(t.c.expires_at > when)
         async with self.db.transaction() as s:
+            # Core, not the ORM's UPDATE ... RETURNING of an entity: the row is read once,
+            # into the record, and no session keeps it (docs/decisions/0021).
             row = (await s.execute(
-                update(_Row).where(*cond)
+                update(t).where(*cond)
                 .values(status=status, responded_at=when, **decision)
-                .returning(_Row)
-            )).scalar_one_or_none()
+                .returning(t)
+            )).one_or_none()
             if row is None:
                 return None
             after = record_of(row)
