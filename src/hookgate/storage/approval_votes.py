@@ -10,7 +10,7 @@ from typing import Any, cast
 from sqlalchemy import Table, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from hookgate.storage.confirmations import ConfirmationRecord, record_of
+from hookgate.storage.confirmations import ConfirmationRecord, VoteExists, record_of
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
 from hookgate.storage.transaction import Transaction, clock
@@ -19,9 +19,7 @@ from hookgate.storage.types import utcnow
 _Row = ConfirmationRequestRow
 _Votes = cast(Table, ApprovalVoteRow.__table__)
 
-
-class VoteExists(Exception):
-    """This person already has a vote on this request."""
+__all__ = ["VoteExists", "add_vote", "approvers", "lock_pending", "record_approvals"]
 
 
 async def add_vote(tx: Transaction, request_id: str, user_id: str, decision: str, *,
