@@ -89,6 +89,26 @@ async def test_one_person_counts_once_even_at_the_same_moment(db: Database) -> N
     assert final is not None and final.pending and len(final.approvals) == 1
 
 
+async def test_an_approver_towards_the_quorum_cannot_then_reject_alone(db: Database) -> None:
+    # The final decision writes its vote in the compare-and-set's own statement on
+    # PostgreSQL (decision record 0021): a second vote of one person is refused there, and
+    # the rejection it came with is not made.
+    approvals = PersistentApprovals(db)
+    request = await _request(approvals, 7)
+    await approvals.decide(request.id, "approve", Approver("bob", "acme"))
+    with pytest.raises(AlreadyVoted, match="one person counts once"):
+        await approvals.decide(request.id, "reject", Approver("bob", "acme"), reason="no")
+    after = await approvals.store.get(request.id)
+    assert after is not None and after.pending and after.responded_by is None
+    assert [a["user_id"] for a in after.approvals] == ["bob"]
+    async with db.session() as s:
+        votes = (await s.execute(select(func.count()).select_from(ApprovalVoteRow).where(
+            ApprovalVoteRow.request_id == request.id))).scalar_one()
+    assert votes == 1
+    rejected = await approvals.decide(request.id, "reject", Approver("carol", "acme"))
+    assert (rejected.status, rejected.responded_by) == ("rejected", "carol")
+
+
 async def test_an_approver_disabled_after_voting_no_longer_counts(db: Database) -> None:
     approvals = PersistentApprovals(db)
     request = await _request(approvals, 2)

@@ -14,6 +14,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from hookgate import Agent, ScriptedLLM, tool
+from hookgate.approvals.eligibility import Approver
+from hookgate.approvals.records import ConfirmationRequest
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec
 from hookgate.storage import database
 from hookgate.storage.backends import pg_driver
@@ -163,3 +165,71 @@ def test_a_run_parks_at_its_gate_in_few_transactions(
     assert parked == (COUNTED,)
     per_run = (after - before) / COUNTED
     assert per_run <= MOST_TO_PARK + 0.5, f"{per_run:.2f} transactions per parked run"
+
+
+#: What a decision on a parked run sends until the run ends, as the server counts its
+#: statements: the decider's current record; the decision's transaction (the request's
+#: compare-and-set with the vote, one statement; the announcement; the continuation taken
+#: is procrastinate's and not counted); the run's fence taken with its state, its log read;
+#: the session's facts and the gate's read of the request at the moment of use; the call's
+#: claim; the result with its checkpoint, the result kept as a fact; the run's end with its
+#: job. The request the decision wrote is where the run resumes: it is not read again for
+#: that (14 before decision record 0021).
+MOST_TO_RESUME = 12
+
+
+@pytest.mark.perf  # a count of statements: a performance internal
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_decision_resumes_its_run_from_the_request_it_wrote(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    count = server_count(tmp_path, monkeypatch)
+    ran: list[str] = []
+
+    @tool(writes=True, requires_confirmation=True)
+    async def oa__stamp(ref: str) -> str:
+        """Stamp a document."""
+        ran.append(ref)
+        return "stamped"
+
+    agent = Agent(id="gated", name="Gated", instructions="You stamp.", tools=[oa__stamp],
+                  org_id="acme", owner_user_id="alice", confirmation_mode="inline_only")
+    turns = [{"tool_calls": [{"name": "oa__stamp", "args": {"ref": "r"}}]}, {"answer": "ok"}]
+    dep = Deployment(
+        database_url=database_url, orgs=[OrgSpec("acme", "ACME")],
+        users=[UserSpec("alice", "acme", admin=True)],
+        agents={"gated": agent}, model_for=lambda _a: ScriptedLLM(turns))
+
+    async def pending(srv: LiveServer, ids: list[str]) -> list[ConfirmationRequest]:
+        return [r for run_id in ids
+                for r in await srv.runtime.approvals.store.pending_for_run(run_id)]
+
+    async def decide_each(srv: LiveServer, requests: list[ConfirmationRequest]) -> None:
+        runtime = srv.runtime
+        for request in requests:
+            # As the respond route: the request as the caller just read it.
+            await runtime.approvals.decide(request.id, "approve", Approver("alice", "acme"),
+                                           read=request)
+            for _ in range(1000):  # the continuation starts once the decision committed
+                if runtime.queue.taken._running:
+                    break
+                await asyncio.sleep(0)
+            assert runtime.queue.taken._running, "the decision's instance did not take it"
+            await asyncio.wait(set(runtime.queue.taken._running))
+
+    with live_server(dep, sweep_interval=3600) as srv:
+        warm = srv.call(runs_to_the_end(srv, WARM_UP, "gated"), timeout=60)
+        ids = srv.call(runs_to_the_end(srv, COUNTED, "gated"), timeout=120)
+        srv.call(decide_each(srv, srv.call(pending(srv, warm))), timeout=60)
+        requests = srv.call(pending(srv, ids))
+        assert len(requests) == COUNTED
+        before = count.statements
+        srv.call(decide_each(srv, requests), timeout=120)
+        after = count.statements
+    assert ran == ["r"] * (WARM_UP + COUNTED)  # each approved call ran exactly once
+    url = make_url(database_url).set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False)) as conn:
+        done = conn.execute("SELECT count(*) FROM runs WHERE id = ANY(%s) "
+                            "AND status = 'completed'", (ids,)).fetchone()
+    assert done == (COUNTED,)
+    per_decision = (after - before) / COUNTED
+    assert per_decision <= MOST_TO_RESUME + 0.5, f"{per_decision:.2f} statements per decision"

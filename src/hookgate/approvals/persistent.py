@@ -32,7 +32,7 @@ from hookgate.approvals.errors import (
     RequestNotFound,
 )
 from hookgate.approvals.escalation_store import EscalationStore
-from hookgate.approvals.quorum import QuorumVotes, with_vote
+from hookgate.approvals.quorum import QuorumVotes, already_voted, final_vote
 from hookgate.approvals.reachability import DELIVERY_FAILED, DELIVERY_FAILED_CAUSE, flag_unreachable
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.routing import ChannelDirectory, route, routed_channels, routed_context
@@ -56,6 +56,7 @@ from hookgate.channels.base import (
 from hookgate.engines.interrupts import RunParked
 from hookgate.escalation_policy import EscalationPolicy
 from hookgate.hooks.coverage import RetryReuse, coverage
+from hookgate.storage.approval_votes import VoteExists
 from hookgate.storage.database import Database
 from hookgate.storage.transaction import Transaction
 from hookgate.telemetry.approvals import timed_wait
@@ -513,14 +514,17 @@ class PersistentApprovals:
                 request_id, who, reason, then,
                 approver_groups=agent.approver_groups if agent is not None else ())
         else:
-            after = await self.store.transition(
-                request_id, status, responded_by=who.user_id,
-                channel_identity=who.channel_identity, reason=reason, via=who.via,
-                edited_args=edit[0] if edit else None,
-                edited_args_sha256=edit[1] if edit else None,
-                message=message, unexpired=True,
-                then=with_vote(who, decision, reason, then),
-            )
+            try:
+                after = await self.store.transition(
+                    request_id, status, responded_by=who.user_id,
+                    channel_identity=who.channel_identity, reason=reason, via=who.via,
+                    edited_args=edit[0] if edit else None,
+                    edited_args_sha256=edit[1] if edit else None,
+                    message=message, unexpired=True, then=then,
+                    vote=final_vote(who, decision, reason),
+                )
+            except VoteExists:
+                raise already_voted(who, request_id) from None
         if after is None:
             latest = await self.store.get(request_id)
             assert latest is not None

@@ -18,9 +18,10 @@ from hookgate.approvals.store import AfterTransition
 from hookgate.storage import approval_votes
 from hookgate.storage.database import Database
 from hookgate.storage.transaction import Transaction, read_clock
+from hookgate.storage.types import utcnow
 
 __all__ = ["MAX_APPROVALS", "AlreadyVoted", "QuorumRule", "QuorumVotes", "Requirement",
-           "add_vote", "progress_text", "requirement_for", "with_vote"]
+           "add_vote", "already_voted", "final_vote", "progress_text", "requirement_for"]
 
 
 class AlreadyVoted(ApprovalError):
@@ -51,20 +52,20 @@ async def add_vote(tx: Transaction, request_id: str, who: Approver, decision: st
         await approval_votes.add_vote(tx, request_id, who.user_id, decision, via=who.via,
                                       channel_identity=who.channel_identity, reason=reason)
     except approval_votes.VoteExists:
-        raise AlreadyVoted(f"'{who.user_id}' already decided request {request_id}; "
-                           "one person counts once") from None
+        raise already_voted(who, request_id) from None
 
 
-def with_vote(who: Approver, decision: str, reason: str | None,
-              then: AfterTransition | None) -> AfterTransition:
-    """``then`` preceded by recording the final decision's vote in the same transaction."""
+def final_vote(who: Approver, decision: str, reason: str | None) -> dict[str, Any]:
+    """The final decision's vote, written by the decision's own compare-and-set
+    (`ConfirmationStore.transition`'s ``vote``: one statement on PostgreSQL)."""
+    return {"user_id": who.user_id, "decision": decision, "via": who.via,
+            "channel_identity": who.channel_identity, "reason": reason,
+            "created_at": utcnow()}
 
-    async def both(tx: Transaction, after: ConfirmationRequest) -> None:
-        await add_vote(tx, after.id, who, decision, reason)
-        if then is not None:
-            await then(tx, after)
 
-    return both
+def already_voted(who: Approver, request_id: str) -> AlreadyVoted:
+    return AlreadyVoted(f"'{who.user_id}' already decided request {request_id}; "
+                        "one person counts once")
 
 
 class QuorumVotes:

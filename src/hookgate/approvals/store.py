@@ -67,6 +67,7 @@ class ConfirmationStore:
         edited_args: dict[str, Any] | None = None,
         edited_args_sha256: str | None = None,
         message: str | None = None,
+        vote: dict[str, Any] | None = None,
     ) -> ConfirmationRequest | None:
         """Move a pending request to ``status`` and return it as it now is, in one
         statement; None if it was no longer pending (someone else decided first) or, with
@@ -75,6 +76,8 @@ class ConfirmationStore:
         ``then`` runs inside the same transaction once the row changed (the run queue
         enqueues the run's continuation there, so a decision and its wake-up commit
         together). The time of the change is the database's clock on PostgreSQL.
+        ``vote``: the decider's vote, written with the change (``approval_votes``' columns
+        but the request's id); VoteExists, and nothing changed, if they voted before.
         """
         async def as_request(tx: Transaction, record: ConfirmationRecord) -> None:
             assert then is not None
@@ -82,7 +85,7 @@ class ConfirmationStore:
 
         record = await self.table.transition(
             request_id, status, now=now, unexpired=unexpired,
-            then=as_request if then is not None else None,
+            then=as_request if then is not None else None, vote=vote,
             responded_by=responded_by, responder_channel_identity=channel_identity,
             reason=reason, decided_via=via, edited_args=edited_args,
             edited_args_sha256=edited_args_sha256, message=message)

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from hookgate.agent import Agent
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.approvals.records import ConfirmationRequest
 from hookgate.catalog.build import GATE_NAME, build_registry
 from hookgate.engines import ENGINES, DelegatingReActEngine
 from hookgate.engines.children import parked_run_ids
@@ -105,26 +106,51 @@ class Runner:
     # -- building engines ------------------------------------------------------------------
 
     def engine(self, agent: Agent, name: str = "react", *, store: RunStore | None = None,
-               ledger: ExecutionLedger | None = None) -> ReActEngine:
+               ledger: ExecutionLedger | None = None,
+               decided: ConfirmationRequest | None = None) -> ReActEngine:
+        """``decided``: the request whose decision continues this run, as the decision wrote
+        it (where its call resumes, without reading it again)."""
         llm: ChatModel = self.model_for(agent.id)
         return engine_class(name)(llm, services=self.services, registries=build_registry,
                                   ledger=ledger or self.ledger, store=store or self.store,
-                                  resume_resolver=self._resume_point,
+                                  resume_resolver=self._resume_point_after(decided),
                                   max_steps=self.max_steps,
                                   delegation=Delegation(self.agents, self.model_for))
 
     def workflow_runner(self, *, store: RunStore | None = None,
-                        ledger: ExecutionLedger | None = None) -> WorkflowRunner:
+                        ledger: ExecutionLedger | None = None,
+                        decided: ConfirmationRequest | None = None) -> WorkflowRunner:
         return WorkflowRunner(self.workflows, self.agents, self.model_for,
                               services=self.services, registries=build_registry,
-                              ledger=ledger or self.ledger,
-                              store=store or self.store, resume_resolver=self._resume_point)
+                              ledger=ledger or self.ledger, store=store or self.store,
+                              resume_resolver=self._resume_point_after(decided))
 
-    async def _resume_point(self, state: RunState, call: ToolCall
+    def _resume_point_after(self, decided: ConfirmationRequest | None
+                            ) -> Callable[[RunState, ToolCall],
+                                          Awaitable[tuple[str, dict[str, Any]] | None]]:
+        """Where a re-entered call resumes; the call of ``decided`` from that request (the
+        row the decision's own transaction returned), any other call from a read."""
+        if decided is None:
+            return self._resume_point
+
+        async def resume_point(state: RunState, call: ToolCall
+                               ) -> tuple[str, dict[str, Any]] | None:
+            known = (decided if (decided.run_id, decided.tool_call_id) == (state.run_id,
+                                                                           call.id)
+                     else None)
+            return await self._resume_point(state, call, known)
+        return resume_point
+
+    async def _resume_point(self, state: RunState, call: ToolCall,
+                            known: ConfirmationRequest | None = None
                             ) -> tuple[str, dict[str, Any]] | None:
         # A call that already reached the gate before a restart continues at the gate, with
-        # the arguments stored in its request (the hooks before it already ran).
-        request = await self.approvals.store.for_call(state.run_id, call.id)
+        # the arguments stored in its request (the hooks before it already ran). ``known``:
+        # the call's request in hand. What this reads of it (its tool, agent and arguments
+        # as asked) never changes once it exists; whether it is approved is the gate's
+        # read, at the call's use (for_call_or_rejected_like), never taken from here.
+        request = known if known is not None else await self.approvals.store.for_call(
+            state.run_id, call.id)
         if request is None or (request.tool_name, request.agent_id) != (call.name,
                                                                         state.agent_id):
             return None
@@ -174,10 +200,12 @@ class Runner:
     # -- advancing runs (called by executors) ----------------------------------------------
 
     async def prepare(self, state: RunState, fence: Fence | None = None,
-                      end: RunEndWork | None = None) -> Advance | None:
+                      end: RunEndWork | None = None,
+                      decided: ConfirmationRequest | None = None) -> Advance | None:
         """Make a stored run ready to continue; None if it must not (it is finished, or
         what it runs no longer exists: then it is ended here as ``failed``). ``end``: work
-        to commit with the run's end, if it ends in this advance."""
+        to commit with the run's end, if it ends in this advance; ``decided``: the request
+        whose decision continues it, as that decision wrote it."""
         # The trace is in the event log (stored states leave it out; one stored by an
         # earlier version has it, and the log may hold events emitted after it). A run's
         # first executor has none to read: every event write is fenced, and the fence
@@ -234,19 +262,21 @@ class Runner:
             return None
         return self.advance(agent, state, fence=fence,
                             ledger=None if fence is None else self.ledger.fenced(fence),
-                            end=end)
+                            end=end, decided=decided)
 
     def advance(self, agent: Agent, state: RunState, *, fence: Fence | None = None,
                 ledger: ExecutionLedger | None = None,
-                end: RunEndWork | None = None) -> Advance:
+                end: RunEndWork | None = None,
+                decided: ConfirmationRequest | None = None) -> Advance:
         """The coroutine factory that advances ``state`` until it ends or must wait; its
         checkpoints carry the events emitted since (under ``fence``, if given), and the
         run's end carries ``end``'s work."""
         store = _ExecutorStore(self.store, self.bus, fence, end)
         if state.engine == WORKFLOW_ENGINE:
-            runner = self.workflow_runner(store=store, ledger=ledger)
+            runner = self.workflow_runner(store=store, ledger=ledger, decided=decided)
             return lambda sink: runner.execute(state, sink=sink)
-        engine = self.engine(agent, state.engine, store=store, ledger=ledger)
+        engine = self.engine(agent, state.engine, store=store, ledger=ledger,
+                             decided=decided)
         return lambda sink: engine.execute(agent, state, sink=sink)
 
     async def settle_requests(self, state: RunState) -> None:

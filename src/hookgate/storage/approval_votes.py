@@ -5,22 +5,21 @@ one."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from hookgate.storage.confirmations import ConfirmationRecord, record_of
+from hookgate.storage.confirmations import ConfirmationRecord, VoteExists, record_of
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
 from hookgate.storage.transaction import Transaction, clock
 from hookgate.storage.types import utcnow
 
 _Row = ConfirmationRequestRow
+_Votes = cast(Table, ApprovalVoteRow.__table__)
 
-
-class VoteExists(Exception):
-    """This person already has a vote on this request."""
+__all__ = ["VoteExists", "add_vote", "approvers", "lock_pending", "record_approvals"]
 
 
 async def add_vote(tx: Transaction, request_id: str, user_id: str, decision: str, *,
@@ -28,11 +27,12 @@ async def add_vote(tx: Transaction, request_id: str, user_id: str, decision: str
                    ) -> None:
     """Insert one person's vote in ``tx``; VoteExists if they voted before. No savepoint:
     a second vote fails the whole transaction, so what it came with changes nothing."""
-    tx.add(ApprovalVoteRow(request_id=request_id, user_id=user_id, decision=decision,
-                           via=via, channel_identity=channel_identity, reason=reason,
-                           created_at=utcnow()))
+    # One Core INSERT: no ORM object, identity map or unit of work for a row nothing reads
+    # back in this transaction (docs/decisions/0021).
     try:
-        await tx.flush()
+        await tx.execute(insert(_Votes).values(
+            request_id=request_id, user_id=user_id, decision=decision, via=via,
+            channel_identity=channel_identity, reason=reason, created_at=utcnow()))
     except IntegrityError:
         raise VoteExists(f"'{user_id}' already voted on request {request_id}") from None
 

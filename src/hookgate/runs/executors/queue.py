@@ -297,17 +297,19 @@ class QueueExecutor:
         # itself checks that the run still waits); a cancellation or an expiry queues it
         # (a cancel holds the run's fence and must save before any advance).
         decided = request.status in ("approved", "rejected")
-        if decided and await self._take_advance(session, run_id):
+        if decided and await self._take_advance(session, run_id, request):
             return
         if await run_status(session, run_id) not in CONTINUED_STATUSES:
             return
         await self._defer_advance(session, run_id)
 
-    async def _take_advance(self, session: Transaction, run_id: str) -> bool:
+    async def _take_advance(self, session: Transaction, run_id: str,
+                            decided: ConfirmationRequest) -> bool:
         """Take the run's next advance in ``session``'s transaction, to run here once it
         commits (no NOTIFY, no fetch: the decision's own instance continues the run);
         False when this process cannot take it (no worker with room, a job of the run
-        running, the worker pruned) or the run no longer waits: the caller reads which."""
+        running, the worker pruned) or the run no longer waits: the caller reads which.
+        ``decided``: the request as this transaction wrote it, where the run resumes."""
         taker = self.taken.worker_id if self.taken.can_take() else None
         if taker is None:
             return False
@@ -322,7 +324,8 @@ class QueueExecutor:
 
         def committed() -> None:
             # Runs in the commit's greenlet: start the job on the loop, after the commit.
-            loop.call_soon(self.taken.run, job_id, self._advance_job(run_id, end), end)
+            loop.call_soon(self.taken.run, job_id, self._advance_job(run_id, end, decided),
+                           end)
 
         after_commit(session, committed)
         return True
@@ -348,32 +351,36 @@ class QueueExecutor:
 
     # -- the jobs --------------------------------------------------------------------------
 
-    async def _advance_job(self, run_id: str, end: TakenJobEnd | None = None) -> None:
+    async def _advance_job(self, run_id: str, end: TakenJobEnd | None = None,
+                           decided: ConfirmationRequest | None = None) -> None:
         """``end``: the job was taken by this process (local_dispatch.py), and the run's end
-        ends it too."""
+        ends it too; ``decided``: it was taken by the decision on that request, in the
+        transaction that returned it."""
         taken = await take_over_reading(self.runner.db, run_id)
         if taken is not None:
             self.runner.bus.taken(run_id)
-            await self._advance(run_id, *taken, end)
+            await self._advance(run_id, *taken, end, decided)
 
     async def _advance(self, run_id: str, fence: Fence, stored: str,
-                       end: TakenJobEnd | None = None) -> None:
+                       end: TakenJobEnd | None = None,
+                       decided: ConfirmationRequest | None = None) -> None:
         """Advance the run from its ``stored`` state, as the executor holding ``fence``
         (taken by this process: `EventBus.taken`, released here)."""
         try:
-            await self._advance_taken(run_id, fence, stored, end)
+            await self._advance_taken(run_id, fence, stored, end, decided)
         finally:
             self.runner.bus.released(run_id)
 
     async def _advance_taken(self, run_id: str, fence: Fence, stored: str,
-                             end: TakenJobEnd | None) -> None:
+                             end: TakenJobEnd | None,
+                             decided: ConfirmationRequest | None = None) -> None:
         m = self.runner
         try:
             # A state that no longer loads is failed here, as on the in-process path.
             state = await m.store.parse_to_resume(run_id, stored, fence)
             if state is None:
                 return
-            advance = await m.prepare(state, fence, end)
+            advance = await m.prepare(state, fence, end, decided)
         except Fenced:
             return
         if advance is None:
