@@ -20,10 +20,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import anyio
 import mcp_types as types
+from mcp.server.runner import (  # the era's own loop: decision record 0022
+    _PRE_REQUEST_REPLAY_LIMIT,
+    _has_modern_envelope,
+    _serve_modern_stream,
+)
 from mcp.shared.message import SessionMessage
 from starlette.types import Receive, Send
 
@@ -69,7 +75,21 @@ async def serve_socket(gateway: McpGateway, who: Principal, receive: Receive, se
     outbound = SocketSender(send)
 
     async def session() -> None:
-        await server.run(inbound, outbound, server.create_initialization_options())
+        opening = await inbound.opening_request()
+        if opening is None or opening.method == "initialize" \
+                or not _has_modern_envelope(opening.params):
+            # The handshake protocol: the SDK's own loop (it decides the era again, from
+            # the same first request, and serves the session).
+            await server.run(inbound, outbound, server.create_initialization_options())
+            return
+        # The 2026-07-28 protocol, decided as the SDK decides it, served by the SDK's
+        # loop of that era without its relay of every later message through a stream.
+        try:
+            async with server.lifespan(server) as state:
+                await _serve_modern_stream(server, inbound, outbound, lifespan_state=state,
+                                           raise_exceptions=False)
+        finally:
+            await outbound.aclose()
 
     ended = False
     try:
@@ -94,8 +114,32 @@ class SocketMessages:
         self._receive = receive
         self.closed_by_client = False
         self._ended = False
+        #: Messages read ahead (up to the client's first request), served again first.
+        self._again: deque[SessionMessage | Exception] = deque()
+
+    async def opening_request(self) -> types.JSONRPCRequest | None:
+        """The client's first request (None if the socket closed before one), read ahead
+        and served again as the next messages with the few frames that came before it
+        (as the SDK keeps them: at most `_PRE_REQUEST_REPLAY_LIMIT`, later ones dropped)."""
+        while True:
+            try:
+                item = await self._next()
+            except anyio.EndOfStream:
+                return None
+            request = item.message if isinstance(item, SessionMessage) and isinstance(
+                item.message, types.JSONRPCRequest) else None
+            if request is None and len(self._again) >= _PRE_REQUEST_REPLAY_LIMIT:
+                continue
+            self._again.append(item)
+            if request is not None:
+                return request
 
     async def receive(self) -> SessionMessage | Exception:
+        if self._again:
+            return self._again.popleft()
+        return await self._next()
+
+    async def _next(self) -> SessionMessage | Exception:
         while not self._ended:
             got = await self._receive()
             kind = got["type"]
