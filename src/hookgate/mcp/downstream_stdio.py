@@ -144,7 +144,6 @@ class ServerInput:
         self._stdin = stdin
         self._lines = lines
         self._encoding, self._errors = encoding, errors
-        self._lock = anyio.Lock()
         self.closed = False
 
     async def send(self, item: SessionMessage, /) -> None:
@@ -152,15 +151,16 @@ class ServerInput:
             raise anyio.ClosedResourceError
         text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
         data = (text + "\n").encode(self._encoding, self._errors)
-        async with self._lock:
-            try:
-                await self._stdin.send(data)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-                # The server may still be alive: the client sees the connection end
-                # instead of a request waiting forever (as the SDK's transport does).
-                self.closed = True
-                await self._lines.end()
-                raise anyio.BrokenResourceError from exc
+        # One write of the whole line (the pipe's buffer takes it at once, so concurrent
+        # senders never interleave), then the wait for the buffer to drain.
+        try:
+            await self._stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            # The server may still be alive: the client sees the connection end
+            # instead of a request waiting forever (as the SDK's transport does).
+            self.closed = True
+            await self._lines.end()
+            raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:
         self.closed = True
