@@ -21,7 +21,11 @@ HTTP gateway's p50 against FastMCP's HTTP proxy, and where each path spends CPU:
 microseconds per call of each process on it (this client — with the gateway itself for the
 in-process paths —, ``hookgate serve``, the stdio relay, the downstream server, FastMCP's
 proxy), which on a loaded machine says more than the latencies.
+With ``--against SRC`` the stdio relay and a ``hookgate serve`` of another source tree take
+their turn too (``stdio_bare_against``; their CPU as ``relay_against`` and
+``serve_against``), so a change is measured against the tree before it in one run.
 Usage: python bench/mcp_gateway.py [--calls 300] [--rounds 3] [--quick] [--fastmcp-python PY]
+                                   [--against SRC]
 """
 
 from __future__ import annotations
@@ -99,12 +103,21 @@ def summary(samples: list[float]) -> dict[str, float]:
             "n": len(ordered)}
 
 
+#: The base URL of the ``--against`` tree's server, once it runs.
+AGAINST_URL: list[str] = []
+
+
 def role(proc: psutil.Process) -> str:
-    """What a process of this bench is, by its command line."""
+    """What a process of this bench is, by its command line (and, for the ``--against``
+    tree's relay, the server it relays to)."""
     try:
         line = " ".join(proc.cmdline())
+        against = (" serve " in line and "against.yaml" in line) or (
+            " mcp stdio " in line and proc.environ().get("HOOKGATE_URL") in AGAINST_URL)
     except psutil.Error:
         return "gone"
+    if against:
+        return "serve_against" if " serve " in line else "relay_against"
     for marker, name in (("mcp_server_time", "downstream"), (" serve ", "serve"),
                          ("--in-process", "stdio_in_process"), (" mcp stdio ", "relay"),
                          ("fastmcp_proxy", "fastmcp_proxy")):
@@ -193,7 +206,8 @@ async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
         yield client
 
 
-async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
+async def main(calls: int, rounds: int, fastmcp: str | None,
+               against: str | None = None) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="hookgate-mcp-bench-"))
     config_path = root / "hookgate.yaml"
     config_path.write_text(CONFIG.format(db=root / "bench.db", token=TOKEN,
@@ -213,6 +227,19 @@ async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
             [sys.executable, "-m", "hookgate.cli.main", "serve", "--config", str(config_path),
              "--port", str(serve_port), "--log-level", "warning"],
             f"{serve_url}/openapi.json", root / "serve.log", env=env, cwd=root))
+        against_url = None
+        if against is not None:
+            against_config = root / "against.yaml"  # a SQLite file serves one instance
+            against_config.write_text(CONFIG.format(db=root / "against.db", token=TOKEN,
+                                                    python=sys.executable))
+            against_port = free_port()
+            against_url = f"http://127.0.0.1:{against_port}"
+            AGAINST_URL.append(against_url)
+            procs.enter_context(process(
+                [sys.executable, "-m", "hookgate.cli.main", "serve", "--config",
+                 str(against_config), "--port", str(against_port), "--log-level", "warning"],
+                f"{against_url}/openapi.json", root / "against.log",
+                env={**env, "PYTHONPATH": against}, cwd=root))
         proxy_url = None
         if fastmcp is not None:
             script = root / "fastmcp_proxy.py"
@@ -259,6 +286,12 @@ async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
                       "--in-process", "--config", str(config_path)],
                 env={"HOOKGATE_TOKEN": TOKEN, "PYTHONPATH": env["PYTHONPATH"]},
                 cwd=str(root))))
+            if against is not None and against_url is not None:
+                await add("stdio_bare_against", Client(StdioServerParameters(
+                    command=sys.executable,
+                    args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", "bare"],
+                    env={"HOOKGATE_TOKEN": TOKEN, "HOOKGATE_URL": against_url,
+                         "PYTHONPATH": against}, cwd=str(root))))
             if fastmcp is not None and proxy_url is not None:
                 await add("fastmcp_proxy_http", http_client(proxy_url, None),
                           "get_current_time")
@@ -308,6 +341,16 @@ async def main(calls: int, rounds: int, fastmcp: str | None) -> dict[str, Any]:
             "cpu_per_call": round(relay_cpu / max(proxy_cpu, 1), 2),
             "target": 0.5,
         }
+    if "stdio_bare_against" in figures and "fastmcp_proxy_stdio" in figures:
+        cpu_against = out["cpu_us_per_call"]["stdio_bare_against"]
+        proxy_cpu = out["cpu_us_per_call"]["fastmcp_proxy_stdio"].get("fastmcp_proxy", 0)
+        out["stdio_relay_against_over_fastmcp_stdio"] = {
+            "added_p50": round(out["added_p50_ms"]["stdio_bare_against"]
+                               / max(out["added_p50_ms"]["fastmcp_proxy_stdio"], 1e-3), 2),
+            "cpu_per_call": round(sum(cpu_against.get(k, 0)
+                                      for k in ("relay_against", "serve_against"))
+                                  / max(proxy_cpu, 1), 2),
+        }
     if "fastmcp_proxy_http" in figures:
         out["http_bare_minus_fastmcp_http_p50_ms"] = round(
             figures["http_bare"]["p50_ms"] - figures["fastmcp_proxy_http"]["p50_ms"], 3)
@@ -320,9 +363,11 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true",
                         help="a few calls per path: checks that the bench runs, not a figure")
+    parser.add_argument("--against", metavar="SRC",
+                        help="also relay through a hookgate serve of this source tree")
     parser.add_argument("--fastmcp-python", default=os.environ.get("FASTMCP_PYTHON"),
                         help="a Python with FastMCP installed (default: this one, if it has it)")
     options = parser.parse_args()
     calls, rounds = (6, 1) if options.quick else (options.calls, options.rounds)
-    print(json.dumps(asyncio.run(main(calls, rounds, fastmcp_python(options.fastmcp_python))),
-                     indent=2))
+    print(json.dumps(asyncio.run(main(calls, rounds, fastmcp_python(options.fastmcp_python),
+                                      options.against)), indent=2))

@@ -28,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from hookgate.config.mcp_servers import McpServerSpec
+from hookgate.mcp.downstream_stdio import stdio_server_pipes
 from hookgate.mcp.errors import DownstreamError
 from hookgate.telemetry.mcp_spans import HttpTraceHeaders, downstream_span
 
@@ -267,8 +268,9 @@ class DownstreamServer:
     def _target(self) -> Any:
         spec = self.spec
         if spec.command is not None:
-            return StdioServerParameters(command=spec.command, args=list(spec.args),
-                                         env=dict(spec.env) or None, cwd=spec.cwd)
+            return stdio_server_pipes(StdioServerParameters(
+                command=spec.command, args=list(spec.args), env=dict(spec.env) or None,
+                cwd=spec.cwd))
         assert spec.url is not None
         hooks = self._trace_headers
         http = httpx2.AsyncClient(headers=dict(spec.headers),

@@ -20,11 +20,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import anyio
 import mcp_types as types
-from mcp.shared._context_streams import create_context_streams
+from mcp.server.runner import (  # the era's own loop: decision record 0022
+    _PRE_REQUEST_REPLAY_LIMIT,
+    _has_modern_envelope,
+    _serve_modern_stream,
+)
 from mcp.shared.message import SessionMessage
 from starlette.types import Receive, Send
 
@@ -64,43 +69,27 @@ async def serve_socket(gateway: McpGateway, who: Principal, receive: Receive, se
     await send({"type": "websocket.accept"})
     end = SessionEnd(who)
     server = build_mcp_server(gateway, lambda _ctx: end.checked())
-    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-    write_stream, write_reader = create_context_streams[SessionMessage](0)
-    closed_by_client = False
-
-    async def inbound() -> None:
-        nonlocal closed_by_client
-        async with read_writer:
-            while True:
-                got = await receive()
-                kind = got["type"]
-                if kind == "websocket.disconnect":
-                    closed_by_client = True
-                    return
-                if kind != "websocket.receive":
-                    continue
-                data = got.get("text")
-                if data is None:
-                    data = got.get("bytes") or b""
-                try:
-                    parsed = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
-                except Exception as exc:  # answered as the stdio transport answers it
-                    await read_writer.send(exc)
-                    continue
-                await read_writer.send(SessionMessage(parsed))
-
-    async def outbound() -> None:
-        async with write_reader:
-            async for item in write_reader:
-                text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await send({"type": "websocket.send", "text": text})
+    # The SDK's server reads and writes the socket itself: no task and no memory stream
+    # between the socket and its dispatcher (decision record 0022).
+    inbound = SocketMessages(receive)
+    outbound = SocketSender(send)
 
     async def session() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(inbound)
-            tg.start_soon(outbound)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-            tg.cancel_scope.cancel()
+        opening = await inbound.opening_request()
+        if opening is None or opening.method == "initialize" \
+                or not _has_modern_envelope(opening.params):
+            # The handshake protocol: the SDK's own loop (it decides the era again, from
+            # the same first request, and serves the session).
+            await server.run(inbound, outbound, server.create_initialization_options())
+            return
+        # The 2026-07-28 protocol, decided as the SDK decides it, served by the SDK's
+        # loop of that era without its relay of every later message through a stream.
+        try:
+            async with server.lifespan(server) as state:
+                await _serve_modern_stream(server, inbound, outbound, lifespan_state=state,
+                                           raise_exceptions=False)
+        finally:
+            await outbound.aclose()
 
     ended = False
     try:
@@ -109,8 +98,107 @@ async def serve_socket(gateway: McpGateway, who: Principal, receive: Receive, se
     except AccessEnded as exc:
         ended = True
         log.warning("user %s: %s; the MCP socket closes", who.user_id, exc)
-    if not closed_by_client:
+    if not inbound.closed_by_client:
         with contextlib.suppress(Exception):  # the client may be gone already
             await send({"type": "websocket.close",
                         "code": ACCESS_ENDED_CLOSE if ended else 1000,
                         "reason": "access ended" if ended else ""})
+
+
+class SocketMessages:
+    """The client's messages on the socket, as the SDK's read stream: each text (or binary)
+    frame parsed as one JSON-RPC message; one that is not is handed on as the exception
+    that says why (answered as the stdio transport answers it)."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self.closed_by_client = False
+        self._ended = False
+        #: Messages read ahead (up to the client's first request), served again first.
+        self._again: deque[SessionMessage | Exception] = deque()
+
+    async def opening_request(self) -> types.JSONRPCRequest | None:
+        """The client's first request (None if the socket closed before one), read ahead
+        and served again as the next messages with the few frames that came before it
+        (as the SDK keeps them: at most `_PRE_REQUEST_REPLAY_LIMIT`, later ones dropped)."""
+        while True:
+            try:
+                item = await self._next()
+            except anyio.EndOfStream:
+                return None
+            request = item.message if isinstance(item, SessionMessage) and isinstance(
+                item.message, types.JSONRPCRequest) else None
+            if request is None and len(self._again) >= _PRE_REQUEST_REPLAY_LIMIT:
+                continue
+            self._again.append(item)
+            if request is not None:
+                return request
+
+    async def receive(self) -> SessionMessage | Exception:
+        if self._again:
+            return self._again.popleft()
+        return await self._next()
+
+    async def _next(self) -> SessionMessage | Exception:
+        while not self._ended:
+            got = await self._receive()
+            kind = got["type"]
+            if kind == "websocket.disconnect":
+                self.closed_by_client = self._ended = True
+                break
+            if kind != "websocket.receive":
+                continue
+            data = got.get("text")
+            if data is None:
+                data = got.get("bytes") or b""
+            try:
+                parsed = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+            except Exception as exc:
+                return exc
+            return SessionMessage(parsed)
+        raise anyio.EndOfStream
+
+    def __aiter__(self) -> SocketMessages:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._ended = True
+
+    async def __aenter__(self) -> SocketMessages:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class SocketSender:
+    """The server's messages onto the socket, as the SDK's write stream: each one text
+    frame, sent at once (a frame is written whole, so writers never interleave)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            await self._send({"type": "websocket.send", "text": text})
+        except Exception as exc:  # the client went away: as a closed stream says it
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> SocketSender:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
