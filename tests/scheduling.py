@@ -79,14 +79,32 @@ def order_key(nodeid: str) -> tuple[int, int]:
     return (1, 0) if kept_whole(test_file) else (2, 0)
 
 
+def is_long(unit: str) -> bool:
+    return unit.split("::")[0] in _RANK
+
+
 def make_scheduler(config: Any, log: Any) -> Any:
     """xdist's scope scheduler with ``unit_of`` as its scope, keeping the collection's order
-    (xdist would otherwise put the units with most tests first)."""
+    (xdist would otherwise put the units with most tests first), and with at most half of
+    the workers on long tests at a time: four long tests at once on two cores (bench runs,
+    real coding agents, claim trials beside each other) slowed one another past their own
+    time limits, while the short tests wait; the other half takes the short ones."""
     from xdist.scheduler import LoadScopeScheduling
 
     class TestByTest(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            slots = max(1, len(self.nodes) // 2)
+            busy = sum(1 for work in self.assigned_work.values()
+                       if any(is_long(unit) and not all(done.values())
+                              for unit, done in work.items()))
+            if busy >= slots:
+                short = next((unit for unit in self.workqueue if not is_long(unit)), None)
+                if short is not None:
+                    self.workqueue.move_to_end(short, last=False)
+            super()._assign_work_unit(node)
 
     config.option.loadscopereorder = False
     return TestByTest(config, log)
