@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Any
 
 import aiohttp
 import httpx
@@ -18,6 +17,7 @@ import pytest
 from hookgate.server.limits import DEFAULT_MAX_BODY
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer
+from tests.mcp_gateway.socket_session import Session as SocketSession
 from tests.mcp_gateway.world import TOKENS, McpWorld, decide, one_pending
 
 INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
@@ -25,28 +25,9 @@ INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": 
     "clientInfo": {"name": "attacker", "version": "1"}}}
 
 
-#: Far beyond what an answer takes, for a busy machine.
-ANSWER_WITHIN_S = 20
 
 
-class Session:
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self.ws = ws
-
-    async def send(self, message: Any) -> None:
-        await self.ws.send_str(json.dumps(message))
-
-    async def answer(self, request_id: Any) -> dict[str, Any]:
-        """The server's answer to ``request_id`` (notifications in between are skipped)."""
-        async with asyncio.timeout(ANSWER_WITHIN_S):
-            while True:
-                frame = await self.ws.receive()
-                if frame.type != aiohttp.WSMsgType.TEXT:
-                    raise AssertionError(f"the socket ended: {frame.type} {frame.data}")
-                message = json.loads(frame.data)
-                if message.get("id") == request_id and "method" not in message:
-                    return dict(message)
-
+class Session(SocketSession):
     async def alive(self, n: int) -> bool:
         await self.send({"jsonrpc": "2.0", "id": f"ping-{n}", "method": "ping"})
         return "result" in await self.answer(f"ping-{n}")

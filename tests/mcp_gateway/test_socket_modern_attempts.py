@@ -19,10 +19,9 @@ from mcp_types.version import LATEST_MODERN_VERSION
 from hookgate.server.limits import DEFAULT_MAX_BODY
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer
+from tests.mcp_gateway.socket_session import ANSWER_WITHIN_S
+from tests.mcp_gateway.socket_session import Session as SocketSession
 from tests.mcp_gateway.world import TOKENS
-
-#: Far beyond what an answer takes, for a busy machine.
-ANSWER_WITHIN_S = 20
 
 ENVELOPE = {types.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
             types.CLIENT_INFO_META_KEY: {"name": "attacker", "version": "1"},
@@ -39,24 +38,7 @@ def call(request_id: Any, arguments: Any) -> dict[str, Any]:
     return request(request_id, "tools/call", name=TIME_TOOL, arguments=arguments)
 
 
-class Session:
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self.ws = ws
-
-    async def send(self, message: Any) -> None:
-        await self.ws.send_str(json.dumps(message))
-
-    async def answer(self, request_id: Any) -> dict[str, Any]:
-        """The server's answer to ``request_id`` (notifications in between are skipped)."""
-        async with asyncio.timeout(ANSWER_WITHIN_S):
-            while True:
-                frame = await self.ws.receive()
-                if frame.type != aiohttp.WSMsgType.TEXT:
-                    raise AssertionError(f"the socket ended: {frame.type} {frame.data}")
-                message = json.loads(frame.data)
-                if message.get("id") == request_id and "method" not in message:
-                    return dict(message)
-
+class Session(SocketSession):
     async def works(self, n: int) -> bool:
         """A real call still runs through the gateway on this session."""
         await self.send(call(f"check-{n}", {"timezone": "UTC"}))

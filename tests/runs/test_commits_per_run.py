@@ -121,20 +121,9 @@ def test_a_run_its_instance_took_and_nobody_else_follows_notifies_nobody(
     assert not [p for p in heard if p.partition(" ")[0] in ids], heard
 
 
-#: A run that parks at a gated call, as the server counts it: the run accepted with its job;
-#: the turn's checkpoint; the call's request or a rejection like it (one read), a standing
-#: rule, the database's clock, the request made with its announcement, the approvers read;
-#: the parked checkpoint; the job finished; and the session's facts: the user's request
-#: kept, the facts read (the gated call's provenance). The expiry tick's job is queued by
-#: the first run of a tick only.
-MOST_TO_PARK = 11
-
-
-@pytest.mark.perf  # a count of commits: a performance internal
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-def test_a_run_parks_at_its_gate_in_few_transactions(
-        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    count = server_count(tmp_path, monkeypatch)
+def gated_deployment(database_url: str) -> tuple[Deployment, list[str]]:
+    """A deployment whose agent calls one gated tool (``oa__stamp``) and then answers, and
+    the list of the refs that tool ran with."""
     ran: list[str] = []
 
     @tool(writes=True, requires_confirmation=True)
@@ -150,6 +139,24 @@ def test_a_run_parks_at_its_gate_in_few_transactions(
         database_url=database_url, orgs=[OrgSpec("acme", "ACME")],
         users=[UserSpec("alice", "acme", admin=True)], agents={"gated": agent},
         model_for=lambda _a: ScriptedLLM(turns))
+    return dep, ran
+
+
+#: A run that parks at a gated call, as the server counts it: the run accepted with its job;
+#: the turn's checkpoint; the call's request or a rejection like it (one read), a standing
+#: rule, the database's clock, the request made with its announcement, the approvers read;
+#: the parked checkpoint; the job finished; and the session's facts: the user's request
+#: kept, the facts read (the gated call's provenance). The expiry tick's job is queued by
+#: the first run of a tick only.
+MOST_TO_PARK = 11
+
+
+@pytest.mark.perf  # a count of commits: a performance internal
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_run_parks_at_its_gate_in_few_transactions(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    count = server_count(tmp_path, monkeypatch)
+    dep, ran = gated_deployment(database_url)
     with live_server(dep, sweep_interval=3600) as srv:
         srv.call(runs_to_the_end(srv, WARM_UP, "gated"), timeout=60)
         before = count.transactions
@@ -183,21 +190,7 @@ MOST_TO_RESUME = 12
 def test_a_decision_resumes_its_run_from_the_request_it_wrote(
         database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     count = server_count(tmp_path, monkeypatch)
-    ran: list[str] = []
-
-    @tool(writes=True, requires_confirmation=True)
-    async def oa__stamp(ref: str) -> str:
-        """Stamp a document."""
-        ran.append(ref)
-        return "stamped"
-
-    agent = Agent(id="gated", name="Gated", instructions="You stamp.", tools=[oa__stamp],
-                  org_id="acme", owner_user_id="alice", confirmation_mode="inline_only")
-    turns = [{"tool_calls": [{"name": "oa__stamp", "args": {"ref": "r"}}]}, {"answer": "ok"}]
-    dep = Deployment(
-        database_url=database_url, orgs=[OrgSpec("acme", "ACME")],
-        users=[UserSpec("alice", "acme", admin=True)],
-        agents={"gated": agent}, model_for=lambda _a: ScriptedLLM(turns))
+    dep, ran = gated_deployment(database_url)
 
     async def pending(srv: LiveServer, ids: list[str]) -> list[ConfirmationRequest]:
         return [r for run_id in ids

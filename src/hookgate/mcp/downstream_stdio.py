@@ -31,6 +31,8 @@ from mcp.client.stdio import (
 )
 from mcp.shared.message import SessionMessage
 
+from hookgate.mcp.message_streams import MessageReceiver, MessageSender
+
 log = logging.getLogger(__name__)
 
 
@@ -58,7 +60,7 @@ async def stdio_server_pipes(server: StdioServerParameters) -> AsyncIterator[Tra
                 tg.cancel_scope.cancel()
 
 
-class ServerLines:
+class ServerLines(MessageReceiver):
     """The server's stdout, one JSON-RPC message per line, read when the client asks for
     the next one (no read-ahead). A line that is not a message is handed on as the error
     that says why, as the SDK's transport hands it on."""
@@ -103,23 +105,6 @@ class ServerLines:
         self._ended = True
         await self._stdout.aclose()
 
-    def __aiter__(self) -> ServerLines:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        self._ended = True
-
-    async def __aenter__(self) -> ServerLines:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 def _has_non_json_number(line: str) -> bool:
@@ -136,7 +121,7 @@ def _has_non_json_number(line: str) -> bool:
     return False
 
 
-class ServerInput:
+class ServerInput(MessageSender):
     """The server's stdin: each message one line, written by the task that sends it."""
 
     def __init__(self, stdin: ByteSendStream, lines: ServerLines, encoding: str,
@@ -161,12 +146,3 @@ class ServerInput:
             self.closed = True
             await self._lines.end()
             raise anyio.BrokenResourceError from exc
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-    async def __aenter__(self) -> ServerInput:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.aclose()

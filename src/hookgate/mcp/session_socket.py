@@ -34,6 +34,7 @@ from mcp.shared.message import SessionMessage
 from starlette.types import Receive, Send
 
 from hookgate.mcp.gateway import McpGateway, Principal
+from hookgate.mcp.message_streams import MessageReceiver, MessageSender
 from hookgate.mcp.served import build_mcp_server
 from hookgate.mcp.session_end import SessionEnd
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
@@ -105,7 +106,7 @@ async def serve_socket(gateway: McpGateway, who: Principal, receive: Receive, se
                         "reason": "access ended" if ended else ""})
 
 
-class SocketMessages:
+class SocketMessages(MessageReceiver):
     """The client's messages on the socket, as the SDK's read stream: each text (or binary)
     frame parsed as one JSON-RPC message; one that is not is handed on as the exception
     that says why (answered as the stdio transport answers it)."""
@@ -158,47 +159,19 @@ class SocketMessages:
             return SessionMessage(parsed)
         raise anyio.EndOfStream
 
-    def __aiter__(self) -> SocketMessages:
-        return self
 
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        self._ended = True
-
-    async def __aenter__(self) -> SocketMessages:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class SocketSender:
+class SocketSender(MessageSender):
     """The server's messages onto the socket, as the SDK's write stream: each one text
     frame, sent at once (a frame is written whole, so writers never interleave)."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
-        self._closed = False
 
     async def send(self, item: SessionMessage, /) -> None:
-        if self._closed:
+        if self.closed:
             raise anyio.ClosedResourceError
         text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
         try:
             await self._send({"type": "websocket.send", "text": text})
         except Exception as exc:  # the client went away: as a closed stream says it
             raise anyio.BrokenResourceError from exc
-
-    async def aclose(self) -> None:
-        self._closed = True
-
-    async def __aenter__(self) -> SocketSender:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
