@@ -183,6 +183,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: scheduling.order_key(item.nodeid))
 
 
+@pytest.hookimpl(optionalhook=True)  # an environment without xdist (CrewAI's) runs too
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Test by test over the workers, long tests first (tests/scheduling.py), unless a
     ``--dist`` mode was asked for."""
