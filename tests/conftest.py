@@ -34,7 +34,6 @@ sys.dont_write_bytecode = False
 import pgcluster  # noqa: E402
 
 from hookgate.storage.database import Database  # noqa: E402
-from tests import scheduling  # noqa: E402
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -179,15 +178,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("database_url", BACKENDS, indirect=True)
 
 
+#: Files of long tests (a bench script's run, a real coding agent waiting out a hung
+#: hookgate, a trial of thousands of claims: ten seconds to a minute each), longest first,
+#: run before everything else: collected last, they ran when the other xdist workers had
+#: nothing left to take, and the run waited for them alone. The slowest tests of a run
+#: (`--durations`) say which files belong here.
+LONG_FIRST = (
+    "tests/limits/test_claims_exact.py",
+    "tests/policies/test_shadow_property.py",
+    "tests/test_benches.py",
+    "tests/server/test_revocation.py",
+    "tests/policies/test_replay.py",
+    "tests/coding_agents/test_gemini_cli.py",
+    "tests/coding_agents/test_codex_cli.py",
+    "tests/coding_agents/test_copilot_cli.py",
+    "tests/policies/test_mode_reload.py",
+    "tests/policies/test_shadow_mcp_rules.py",
+    "tests/server/test_audit_decisions.py",
+    "tests/docs/test_postgresql_guide.py",
+    "tests/runs/test_redis_streams.py",
+    "tests/docs/test_policies_guide.py",
+    "tests/docs/test_framework_pages.py",
+    "tests/docs/test_channel_pages.py",
+    "tests/policies/test_reload_instances.py",
+    "tests/server/test_instances.py",
+)
+_FIRST = {name: rank for rank, name in enumerate(LONG_FIRST)}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: scheduling.order_key(item.nodeid))
-
-
-@pytest.hookimpl(optionalhook=True)  # an environment without xdist (CrewAI's) runs too
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Test by test over the workers, long tests first (tests/scheduling.py), unless a
-    ``--dist`` mode was asked for."""
-    return scheduling.make_scheduler(config, log) if config.option.dist == "load" else None
+    items.sort(key=lambda item: _FIRST.get(item.nodeid.split("::")[0], len(LONG_FIRST)))
 
 
 def pytest_configure(config: pytest.Config) -> None:
