@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import Table, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Table, select, update
 
-from hookgate.storage.confirmations import ConfirmationRecord, VoteExists, record_of
+from hookgate.storage.confirmations import (
+    ConfirmationRecord,
+    VoteExists,
+    insert_vote,
+    record_of,
+)
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
 from hookgate.storage.transaction import Transaction, clock
@@ -25,16 +29,11 @@ __all__ = ["VoteExists", "add_vote", "approvers", "lock_pending", "record_approv
 async def add_vote(tx: Transaction, request_id: str, user_id: str, decision: str, *,
                    via: str | None, channel_identity: str | None, reason: str | None
                    ) -> None:
-    """Insert one person's vote in ``tx``; VoteExists if they voted before. No savepoint:
-    a second vote fails the whole transaction, so what it came with changes nothing."""
-    # One Core INSERT: no ORM object, identity map or unit of work for a row nothing reads
-    # back in this transaction (docs/decisions/0021).
-    try:
-        await tx.execute(insert(_Votes).values(
-            request_id=request_id, user_id=user_id, decision=decision, via=via,
-            channel_identity=channel_identity, reason=reason, created_at=utcnow()))
-    except IntegrityError:
-        raise VoteExists(f"'{user_id}' already voted on request {request_id}") from None
+    """Insert one person's vote in ``tx``; VoteExists if they voted before (`insert_vote`,
+    which a decision's own change also writes its vote with)."""
+    await insert_vote(tx, request_id, {
+        "user_id": user_id, "decision": decision, "via": via,
+        "channel_identity": channel_identity, "reason": reason, "created_at": utcnow()})
 
 
 async def lock_pending(tx: Transaction, db: Database, request_id: str

@@ -91,6 +91,18 @@ class VoteExists(Exception):
     """This person already has a vote on this request."""
 
 
+async def insert_vote(tx: Any, request_id: str, vote: dict[str, Any]) -> None:
+    """Insert one person's vote (``approval_votes``' columns but the request's id) in
+    ``tx``; VoteExists if they voted before. No savepoint: a second vote fails the whole
+    transaction, so what it came with changes nothing. One Core INSERT: no ORM object for a
+    row nothing reads back in this transaction (docs/decisions/0021)."""
+    try:
+        await tx.execute(insert(_VOTES).values(request_id=request_id, **vote))
+    except IntegrityError:
+        raise VoteExists(f"'{vote.get('user_id')}' already voted on request "
+                         f"{request_id}") from None
+
+
 def record_of(row: ConfirmationRequestRow | Row[Any]) -> ConfirmationRecord:
     return ConfirmationRecord(
         id=row.id, run_id=row.run_id, tool_call_id=row.tool_call_id,
@@ -193,15 +205,15 @@ class ConfirmationTable:
         async with self.db.transaction() as s:
             try:
                 row = (await s.execute(query, params)).one_or_none()
-                if row is not None and vote is not None and not folded:
-                    await s.execute(insert(_VOTES).values(request_id=request_id, **vote))
             except IntegrityError:
-                if vote is None:
+                if not folded:
                     raise
-                # The unique (request, user) key: the whole transaction fails, so the
-                # change it came with is not made either.
-                raise VoteExists(f"'{vote.get('user_id')}' already voted on request "
+                # The vote's unique (request, user) key, in the same statement: nothing
+                # changed.
+                raise VoteExists(f"'{params['vote_user_id']}' already voted on request "
                                  f"{request_id}") from None
+            if row is not None and vote is not None and not folded:
+                await insert_vote(s, request_id, vote)
             if row is None:
                 return None
             after = record_of(row)
