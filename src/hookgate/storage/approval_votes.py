@@ -5,9 +5,9 @@ one."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import select, update
 
 from hookgate.storage.confirmations import (
     ConfirmationRecord,
@@ -21,7 +21,6 @@ from hookgate.storage.transaction import Transaction, clock
 from hookgate.storage.types import utcnow
 
 _Row = ConfirmationRequestRow
-_Votes = cast(Table, ApprovalVoteRow.__table__)
 
 __all__ = ["VoteExists", "add_vote", "approvers", "lock_pending", "record_approvals"]
 
