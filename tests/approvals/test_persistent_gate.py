@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import textwrap
+import threading
 from typing import Any
 
 import pytest
+from starlette.responses import Response
 
 from hookgate import Agent, HookContext, HookResult, PreToolUseHook, ReActEngine, ScriptedLLM, tool
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import AlreadyDecided, NotEligible, RequestNotFound
+from hookgate.approvals.escalation import Escalations
 from hookgate.approvals.persistent import PersistentApprovals
+from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.service import ApprovalAsk
 from hookgate.engines.events import RunEvent
 from hookgate.escalation_policy import EscalationPolicy
@@ -26,6 +31,7 @@ from hookgate.storage.database import Database
 from hookgate.storage.ledger import DatabaseLedger
 from hookgate.tools.tool import args_digest
 from tests.channels.world import eventually
+from tests.fakes.server import Received
 from tests.fakes.slack import FakeSlack
 
 pytestmark = pytest.mark.both_databases
@@ -290,6 +296,88 @@ async def test_cancelled_run_cancels_its_pending_request(
         await task
     request = await approvals.store.get(rid)
     assert request is not None and request.status == "cancelled"
+    assert request.reason == "the run was cancelled"
+
+
+class HeldSlack(FakeSlack):
+    """Slack that takes a card only once the test lets it: the card is on its way."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.reached, self.release = threading.Event(), threading.Event()
+
+    def _post_message(self, received: Received, match: re.Match[str]) -> Response:
+        self.reached.set()
+        self.release.wait(30)
+        return super()._post_message(received, match)
+
+
+async def test_a_call_cancelled_while_its_card_goes_out_cancels_its_request(
+        db: Database) -> None:
+    # The request exists (the inbox lists it) before its card is out: a cancel landing then
+    # must end it as one landing during the wait does, or a later approval could run it.
+    with HeldSlack() as slack:
+        channels = ConfiguredChannels([ChannelSpec("ops", "slack", "acme",
+                                                   slack.channel_config())],
+                                      secrets=SecretsKey([SecretsKey.generate()]))
+        gate = PersistentApprovals(db, channels=channels, sweep_interval=0.2)
+        await gate.start()
+        agent = make_agent(Bank(), confirmation_mode="channel_only", confirmation_timeout_s=60)
+        args = {"amount": 60_000, "vendor": "ACME"}
+        ask = ApprovalAsk(agent=agent, run_id="run-held", tool_call_id="call-1",
+                          tool_name="oa__purchase_pay", args=args,
+                          args_sha256=args_digest(args), user_id="alice", org_id="acme")
+        asking = asyncio.create_task(gate.request_and_wait(ask))
+        try:
+            assert await asyncio.to_thread(slack.reached.wait, 30), "no card was sent"
+            [pending] = await gate.store.list_for_org(org_id="acme")
+            assert pending.status == "pending"
+            asking.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asking
+        finally:
+            slack.release.set()
+        await gate.stop()
+        await channels.aclose()
+    request = await gate.store.get(pending.id)
+    assert request is not None and request.status == "cancelled", request
+    assert request.reason == "the run was cancelled"
+    with pytest.raises(AlreadyDecided):
+        await gate.decide(pending.id, "approve", ALICE)
+
+
+class HeldEscalations(Escalations):
+    """Follow-ups that never finish scheduling: the new request is in, its call not yet
+    waiting."""
+
+    def __init__(self, approvals: PersistentApprovals) -> None:
+        super().__init__(approvals)
+        self.reached = asyncio.Event()
+
+    async def created(self, request: ConfirmationRequest) -> None:
+        self.reached.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_call_cancelled_right_after_its_request_is_inserted_cancels_it(
+        db: Database) -> None:
+    gate = PersistentApprovals(db, escalations=HeldEscalations)
+    await gate.start()
+    assert isinstance(gate.escalations, HeldEscalations)
+    args = {"amount": 60_000, "vendor": "ACME"}
+    ask = ApprovalAsk(agent=make_agent(Bank()), run_id="run-new", tool_call_id="call-1",
+                      tool_name="oa__purchase_pay", args=args, args_sha256=args_digest(args),
+                      user_id="alice", org_id="acme")
+    asking = asyncio.create_task(gate.request_and_wait(ask))
+    await asyncio.wait_for(gate.escalations.reached.wait(), 30)
+    [pending] = await gate.store.list_for_org(org_id="acme")
+    assert pending.status == "pending"
+    asking.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asking
+    await gate.stop()
+    request = await gate.store.get(pending.id)
+    assert request is not None and request.status == "cancelled", request
     assert request.reason == "the run was cancelled"
 
 

@@ -250,7 +250,11 @@ class PersistentApprovals:
             rule = await self.rules.match(ask)
             if rule is not None:
                 return _by_rule(ask, rule)
-            request = await self._create(ask)
+            try:
+                request = await self._create(ask)
+            except asyncio.CancelledError:  # the row may be in: the inbox lists it
+                await self._cancelled_while_asking(ask)
+                raise
         if not coverage(request.binding, ask.binding, retry=joined).covered:
             # The call id was used before in this run for another call: that request (and
             # its decision) belongs to that call; the gate refuses this one without asking.
@@ -262,8 +266,13 @@ class PersistentApprovals:
         if request.pending:
             # Claimed first: the same call held by two processes at once (or resumed while
             # its creator sends the card) sends one card; a claim its sender abandoned (it
-            # died before the card went out) is taken over.
-            await self._deliver_unless_claimed(request, ask, resumed=resumed)
+            # died before the card went out) is taken over. A call cancelled while its card
+            # goes out ends its request as one cancelled while it waits does.
+            try:
+                await self._deliver_unless_claimed(request, ask, resumed=resumed)
+            except asyncio.CancelledError:
+                await self._cancelled_while_asking(ask, request.id)
+                raise
             _emit(ask, "confirmation_pending", _pending_event(request, resumed))
             request = await timed_wait(self._wait(request, ask, wait_s, made=not resumed),
                                        request, resumed=resumed)
@@ -443,12 +452,30 @@ class PersistentApprovals:
                         continue
                 await self._time_out(current.id)
             except asyncio.CancelledError:
-                if not self._shutting_down:
-                    await asyncio.shield(self._finish(
-                        request.id, "cancelled", reason="the run was cancelled"))
+                await self._cancelled_while_asking(ask, request.id)
                 raise
             finally:
                 self.hub.discard(request.id, fut)
+
+    async def _cancelled_while_asking(self, ask: ApprovalAsk,
+                                      request_id: str | None = None) -> None:
+        """The call asking (its run, or its client's task) was cancelled once its request
+        may exist: from the insert on, while its card goes out and while it waits. The
+        request (``request_id``, or the call's own if the insert got in) ends as cancelled,
+        so no later approval runs it. Not when this process is shutting down: its runs
+        resume the request elsewhere or after the restart."""
+        if self._shutting_down:
+            return
+
+        async def cancel() -> None:
+            if request_id is not None:
+                await self._finish(request_id, "cancelled", reason="the run was cancelled")
+                return
+            made = await self.store.for_call(ask.run_id, ask.tool_call_id)
+            if made is not None and made.pending:
+                await self._finish(made.id, "cancelled", reason="the run was cancelled")
+
+        await asyncio.shield(cancel())
 
     # -- the deciders' side ------------------------------------------------------------------
 
