@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.interpreter_path import path_with_interpreter
+
 REPO = Path(__file__).resolve().parent.parent
 INSTALLER = REPO / "scripts" / "install_claude_code.sh"
 
@@ -65,7 +67,7 @@ class ClaudeRun:
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": path_with_interpreter(),
             "HOME": str(self.home),
             "TMPDIR": str(self.home / "tmp"),
             "ANTHROPIC_BASE_URL": self.api_url,

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.interpreter_path import path_with_interpreter
+
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "scripts" / "install_codex.sh"
 API_KEY = "sk-test-codex"
@@ -90,7 +92,7 @@ class CodexRun:
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": path_with_interpreter(),
             "HOME": str(self.home),
             "CODEX_HOME": str(self.codex_home),
             "TMPDIR": str(self.home / "tmp"),

@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 from tests.coding_agents.codex_cli import Result, npm_cli
+from tests.interpreter_path import path_with_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "scripts" / "install_copilot_cli.sh"
@@ -44,7 +45,7 @@ class CopilotRun:
     def env(self, extra: dict[str, str] | None = None, *,
             repo_hooks: bool = True) -> dict[str, str]:
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": path_with_interpreter(),
             "HOME": str(self.home),
             "TMPDIR": str(self.home / "tmp"),
             "COPILOT_HOME": str(self.home / ".copilot"),

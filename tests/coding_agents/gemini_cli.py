@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 from pathlib import Path
 
 from tests.coding_agents.codex_cli import Result, npm_cli
+from tests.interpreter_path import path_with_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "scripts" / "install_gemini_cli.sh"
@@ -53,7 +53,7 @@ class GeminiRun:
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": path_with_interpreter(),
             "HOME": str(self.home),
             "TMPDIR": str(self.home / "tmp"),
             "GOOGLE_GEMINI_BASE_URL": self.base_url,

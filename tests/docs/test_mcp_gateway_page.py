@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from tests.docs.samples import DOCS, REPO, blocks
 from tests.docs.test_framework_pages import TOKEN, one, script, shell
 from tests.instances import Instance
+from tests.interpreter_path import path_with_interpreter
 
 PAGE = DOCS / "guides" / "mcp-gateway.md"
 #: The MCP client's own token: a service identity's, acting for alice (who decides).
@@ -37,7 +37,7 @@ def test_the_mcp_gateway_guide_runs_as_written(tmp_path: Path) -> None:
     assert one(page, "pip install").code.startswith("pip install -e '.[mcp]' mcp-server-time")
     assert one(page, "hookgate serve").code.strip() == SERVE
     # `python` in the configuration is the environment's, as on the reader's PATH.
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    path = path_with_interpreter(os.environ.get("PATH", ""))
     env = {**os.environ, "PATH": path, "ALICE_TOKEN": TOKEN, "COLUMNS": "120",
            "NO_COLOR": "1",
            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
