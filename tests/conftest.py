@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import sqlite3
+import ssl
 import sys
 import tempfile
 import warnings
@@ -30,6 +31,17 @@ sys.path.insert(0, str(ROOT / "scripts"))
 # Set here, before the workers and any subprocess start, so they inherit it.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+# TLS trust for every HTTP client the tests and their processes make: the CA directory
+# (hashed, read lazily at a handshake) instead of a bundle file that each new client reads
+# whole (SSL_CERT_FILE, or certifi's): ~25 ms of CPU per client, and the tests make thousands
+# of clients (one per httpx.get(), per test client, per CLI process), all to
+# loopback HTTP with no TLS at all. Set before the workers start, so they and every process
+# they start inherit it.
+_CA_DIRECTORY = ssl.get_default_verify_paths().capath
+if _CA_DIRECTORY and os.path.isdir(_CA_DIRECTORY):
+    os.environ.pop("SSL_CERT_FILE", None)
+    os.environ["SSL_CERT_DIR"] = _CA_DIRECTORY
 
 import pgcluster  # noqa: E402
 
