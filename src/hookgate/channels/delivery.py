@@ -20,6 +20,7 @@ from hookgate.channels.base import DeliveryError
 from hookgate.channels.retry_policy import RetryPolicy as RetryPolicy  # named here too
 from hookgate.retries import RetryCallState, retrying, stop_when, wait_from
 from hookgate.telemetry.channels import delivery_failed
+from hookgate.tls import client_context
 
 #: Headers that say how many seconds to wait before retrying, in order of preference.
 RETRY_AFTER_HEADERS = ("retry-after", "x-ogw-ratelimit-reset")
@@ -74,7 +75,8 @@ class PlatformSender:
         self._sleep = sleep
         self._clock = clock
         self._client = httpx.AsyncClient(
-            base_url=base_url, timeout=self.policy.request_timeout, transport=transport
+            base_url=base_url, timeout=self.policy.request_timeout, transport=transport,
+            verify=client_context(),
         )
 
     async def request(

@@ -26,6 +26,7 @@ from hookgate.client.errors import (
     GuardUnavailable,
 )
 from hookgate.client.types import Decision, Observation, SessionStarted, Verdict
+from hookgate.tls import client_context
 
 __all__ = ["AsyncClient", "Client"]
 #: Seconds a request may take beyond the long-poll it asks for.
@@ -197,7 +198,7 @@ class AsyncClient(_Base):
                  http: httpx.AsyncClient | None = None, acts_for: str | None = None) -> None:
         super().__init__(base_url, token, framework=framework, timeout=timeout,
                          acts_for=acts_for)
-        self._http = http or httpx.AsyncClient(timeout=timeout)
+        self._http = http or httpx.AsyncClient(timeout=timeout, verify=client_context())
 
     async def _request(self, method: str, path: str, *, json: Any = None,
                        params: Mapping[str, Any] | None = None,
@@ -263,7 +264,7 @@ class Client(_Base):
                  http: httpx.Client | None = None, acts_for: str | None = None) -> None:
         super().__init__(base_url, token, framework=framework, timeout=timeout,
                          acts_for=acts_for)
-        self._http = http or httpx.Client(timeout=timeout)
+        self._http = http or httpx.Client(timeout=timeout, verify=client_context())
 
     def _request(self, method: str, path: str, *, json: Any = None,
                  params: Mapping[str, Any] | None = None,

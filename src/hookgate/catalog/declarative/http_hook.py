@@ -17,6 +17,7 @@ from hookgate.catalog.declarative.protocol import HookProtocolError, HookReply, 
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.model import HookPoint
 from hookgate.telemetry.propagation import with_trace_headers
+from hookgate.tls import client_context
 
 #: Keys an http hook entry takes besides the common ones.
 KEYS = frozenset({"url", "headers"})
@@ -54,7 +55,8 @@ class HttpEndpoint:
         return cls(url, dict(headers))
 
     async def ask(self, payload: dict[str, Any], point: HookPoint) -> HookReply:
-        async with httpx.AsyncClient(timeout=None, follow_redirects=False) as client:
+        async with httpx.AsyncClient(timeout=None, follow_redirects=False,
+                                     verify=client_context()) as client:
             response = await client.post(self.url, json=payload,
                                          headers=with_trace_headers(self.headers))
         if not response.is_success:

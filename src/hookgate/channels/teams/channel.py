@@ -41,6 +41,7 @@ from hookgate.channels.teams.cards import (
 from hookgate.channels.teams.config import TeamsSettings
 from hookgate.channels.tokens import AccessTokenCache
 from hookgate.channels.verification import check_size
+from hookgate.tls import client_context
 
 DECISIONS = ("approve", "reject")
 INVOKE_NAME = "adaptiveCard/action"
@@ -58,7 +59,8 @@ class TeamsChannel(Channel):
                                       policy=self.settings.retry)
         self._tokens = AccessTokenCache(self._fetch_token, margin=TOKEN_MARGIN_S)
         self._keys = connector_auth.ConnectorKeys(self.settings.openid_metadata_url)
-        self._key_client = httpx.AsyncClient(timeout=self.settings.retry.request_timeout)
+        self._key_client = httpx.AsyncClient(timeout=self.settings.retry.request_timeout,
+                                             verify=client_context())
 
     @staticmethod
     def validate_config(config: Mapping[str, Any]) -> None:

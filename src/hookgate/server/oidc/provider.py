@@ -23,6 +23,7 @@ from joserfc.jwk import KeySet
 
 from hookgate.config.oidc import OidcSpec
 from hookgate.server.oidc.errors import OidcError
+from hookgate.tls import client_context
 
 __all__ = ["OidcError", "Provider"]
 
@@ -166,7 +167,7 @@ class Provider:
         if meta.userinfo_endpoint is None:
             return {}
         try:
-            async with httpx.AsyncClient(timeout=_TIMEOUT_S) as http:
+            async with httpx.AsyncClient(timeout=_TIMEOUT_S, verify=client_context()) as http:
                 got = await http.get(meta.userinfo_endpoint,
                                      headers={"Authorization": f"Bearer {access_token}"})
         except httpx.HTTPError as exc:
@@ -251,7 +252,7 @@ def _has_kid(keys: KeySet, kid: str) -> bool:
 
 async def _get_json(url: str, what: str) -> dict[str, Any]:
     try:
-        async with httpx.AsyncClient(timeout=_TIMEOUT_S) as http:
+        async with httpx.AsyncClient(timeout=_TIMEOUT_S, verify=client_context()) as http:
             got = await http.get(url)
     except httpx.HTTPError as exc:
         raise OidcError(f"the provider's {what} at {url} could not be read: {exc}") from exc
