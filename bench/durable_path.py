@@ -234,16 +234,17 @@ class Hookgate:
 
     def __init__(self, url: str, admin: str, database: str, workdir: Path,
                  src: str | None = None, start_stop: bool = True) -> None:
-        """``start_stop``: count what a start and a stop commit (else taken as none)."""
+        """``start_stop``: a start migrates the database, then what a start and a stop
+        commit is counted (else the first server migrates it, and none are counted)."""
         self.admin, self.database, self.workdir = admin, database, workdir
         self.stamps = workdir / f"stamps-{database}.txt"
         self.env = hookgate_env(self.stamps, src)
         self.config = workdir / f"hookgate-{uuid.uuid4().hex[:6]}.yaml"
         self.config.write_text(CONFIG.format(database=url, token=TOKEN))
-        Server(self.config, workdir, self.env).stop()  # migrates
         # What a start and a stop commit alone, taken off each level's count.
         self.start_stop_commits: int | None = None
         if start_stop:
+            Server(self.config, workdir, self.env).stop()  # migrates
             before = commits(admin, database)
             Server(self.config, workdir, self.env).stop()
             self.start_stop_commits = commits(admin, database) - before
@@ -599,8 +600,8 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int,
                decision_trials: int,
                parked: int, compare_src: str | None = None,
                decisions_only: bool = False, quick: bool = False) -> dict[str, Any]:
-    """``quick``: one slice per level, and no start and stop counted apart (figures that
-    only show the bench works)."""
+    """``quick``: one slice per level, no start of its own to migrate nor start and stop
+    counted apart (figures that only show the bench works)."""
     names = ["hookgate", "langgraph", "floor"] + (["compared"] if compare_src else [])
     with databases(server, names) as dbs:
         url, admin, hg_db = dbs["hookgate"]
@@ -762,12 +763,13 @@ if __name__ == "__main__":
     parser.add_argument("--decisions-only", action="store_true",
                         help="only decision -> tool start (no levels, parking or SQLite)")
     parser.add_argument("--quick", action="store_true",
-                        help="two runs at concurrency 1, one decision, one parked run "
+                        help="eight runs at concurrency 1, one decision, one parked run "
                              "(checks the bench works; not a measurement)")
     options = parser.parse_args()
     if options.quick:
         import throughput
 
-        options.runs, options.levels, options.decisions, options.parked = 2, "1", 1, 1
+        # Eight runs: the server's CPU is read in clock ticks (10 ms), a run takes ~5 ms.
+        options.runs, options.levels, options.decisions, options.parked = 8, "1", 1, 1
         throughput.RUNS_PER_CLIENT = 1
     print(json.dumps(main(options), indent=2))
