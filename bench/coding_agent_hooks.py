@@ -160,10 +160,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100, help="calls per path per round")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="a few calls (for the tests)")
+    parser.add_argument("--quick", action="store_true", help="two calls per path (for the tests)")
     parser.add_argument("--agent", choices=["all", *sorted(AGENTS)], default="all")
     opts = parser.parse_args()
-    calls, rounds = (10, 2) if opts.quick else (opts.calls, opts.rounds)
+    calls, rounds = (2, 1) if opts.quick else (opts.calls, opts.rounds)
+    warm_ups = 1 if opts.quick else 3
     agents = sorted(AGENTS) if opts.agent == "all" else [opts.agent]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOOKGATE_TOKEN": TOKEN}
     with tempfile.TemporaryDirectory(prefix="hookgate-bench-") as tmp:
@@ -191,7 +192,7 @@ def main() -> None:
         medians: dict[str, list[float]] = {name: [] for name in paths}
         every: dict[str, list[float]] = {name: [] for name in paths}
         try:
-            for i in range(3):  # warm-up: each session's SessionStart, connections
+            for i in range(warm_ups):  # each session's SessionStart, connections
                 for run in paths.values():
                     run(-1 - i)
             n = 0

@@ -233,17 +233,21 @@ class Hookgate:
     """A hookgate database and the way to start `hookgate serve` on it."""
 
     def __init__(self, url: str, admin: str, database: str, workdir: Path,
-                 src: str | None = None) -> None:
+                 src: str | None = None, start_stop: bool = True) -> None:
+        """``start_stop``: a start migrates the database, then what a start and a stop
+        commit is counted (else the first server migrates it, and none are counted)."""
         self.admin, self.database, self.workdir = admin, database, workdir
         self.stamps = workdir / f"stamps-{database}.txt"
         self.env = hookgate_env(self.stamps, src)
         self.config = workdir / f"hookgate-{uuid.uuid4().hex[:6]}.yaml"
         self.config.write_text(CONFIG.format(database=url, token=TOKEN))
-        Server(self.config, workdir, self.env).stop()  # migrates
         # What a start and a stop commit alone, taken off each level's count.
-        before = commits(admin, database)
-        Server(self.config, workdir, self.env).stop()
-        self.start_stop_commits = commits(admin, database) - before
+        self.start_stop_commits: int | None = None
+        if start_stop:
+            Server(self.config, workdir, self.env).stop()  # migrates
+            before = commits(admin, database)
+            Server(self.config, workdir, self.env).stop()
+            self.start_stop_commits = commits(admin, database) - before
 
     def serve(self) -> Server:
         return Server(self.config, self.workdir, self.env)
@@ -270,7 +274,7 @@ def hookgate_levels(systems: list[Hookgate], concurrency: int, runs: int,
                 levels[i].drive([servers[i]], per_slice)
     out = []
     for h, level, before in zip(systems, levels, befores, strict=True):
-        spent = commits(h.admin, h.database) - before - h.start_stop_commits
+        spent = commits(h.admin, h.database) - before - (h.start_stop_commits or 0)
         report = level.report()
         # The warm-up runs (one per client and slice) committed too.
         report["commits_per_run"] = round(spent / (level.runs + concurrency * slices), 2)
@@ -595,13 +599,16 @@ def databases(server: str, names: list[str]) -> Iterator[dict[str, tuple[str, st
 def postgresql(server: str, workdir: Path, levels: list[int], runs: int,
                decision_trials: int,
                parked: int, compare_src: str | None = None,
-               decisions_only: bool = False) -> dict[str, Any]:
+               decisions_only: bool = False, quick: bool = False) -> dict[str, Any]:
+    """``quick``: one slice per level, no start of its own to migrate nor start and stop
+    counted apart (figures that only show the bench works)."""
     names = ["hookgate", "langgraph", "floor"] + (["compared"] if compare_src else [])
     with databases(server, names) as dbs:
         url, admin, hg_db = dbs["hookgate"]
-        hookgate = Hookgate(url, admin, hg_db, workdir)
+        hookgate = Hookgate(url, admin, hg_db, workdir, start_stop=not quick)
         compared = None if compare_src is None else Hookgate(
-            dbs["compared"][0], admin, dbs["compared"][2], workdir, compare_src)
+            dbs["compared"][0], admin, dbs["compared"][2], workdir, compare_src,
+            start_stop=not quick)
         lg_dsn = admin.rsplit("/", 1)[0] + "/" + dbs["langgraph"][2]
         floor_dsn = admin.rsplit("/", 1)[0] + "/" + dbs["floor"][2]
 
@@ -625,7 +632,8 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int,
         for level in [] if decisions_only else levels:
             n = runs_at(level, runs)
             hg, *others = hookgate_levels(
-                [hookgate] + ([] if compared is None else [compared]), level, n)
+                [hookgate] + ([] if compared is None else [compared]), level, n,
+                slices=1 if quick else 2)
             other = others[0] if others else None
             before = commits(admin, dbs["langgraph"][2])
             lg = asyncio.run(langgraph_level(lg_dsn, level, n))
@@ -724,7 +732,7 @@ def main(options: argparse.Namespace) -> dict[str, Any]:
             pg: dict[str, Any] = ({"skipped": "no PostgreSQL server or binaries"}
                                   if server is None else postgresql(
                 server, workdir, levels, options.runs, options.decisions, options.parked,
-                options.compare_src, options.decisions_only))
+                options.compare_src, options.decisions_only, options.quick))
         lite = ({"skipped": "--decisions-only"} if options.decisions_only
                 else sqlite(workdir, [lvl for lvl in levels if lvl <= 8], options.runs))
     finally:
@@ -755,11 +763,13 @@ if __name__ == "__main__":
     parser.add_argument("--decisions-only", action="store_true",
                         help="only decision -> tool start (no levels, parking or SQLite)")
     parser.add_argument("--quick", action="store_true",
-                        help="a few runs at concurrency 8 (checks the bench works)")
+                        help="eight runs at concurrency 1, one decision, one parked run "
+                             "(checks the bench works; not a measurement)")
     options = parser.parse_args()
     if options.quick:
         import throughput
 
-        options.runs, options.levels, options.decisions, options.parked = 8, "8", 2, 8
+        # Eight runs: the server's CPU is read in clock ticks (10 ms), a run takes ~5 ms.
+        options.runs, options.levels, options.decisions, options.parked = 8, "1", 1, 1
         throughput.RUNS_PER_CLIENT = 1
     print(json.dumps(main(options), indent=2))

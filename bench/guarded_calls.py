@@ -234,11 +234,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300, help="calls per path per round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="a few calls (for the tests)")
+    parser.add_argument("--quick", action="store_true", help="three calls per path (for the tests)")
     parser.add_argument("--against", metavar="SRC", type=Path,
                         help="also a hookgate serve of this source tree (its src/ folder)")
     opts = parser.parse_args()
-    calls, rounds = (20, 1) if opts.quick else (opts.calls, opts.rounds)
+    calls, rounds = (3, 1) if opts.quick else (opts.calls, opts.rounds)
+    warm_ups = 1 if opts.quick else 5
     with tempfile.TemporaryDirectory(prefix="hookgate-bench-") as tmp:
         work = Path(tmp)
         local_config = work / "local.yaml"
@@ -287,10 +288,10 @@ def main() -> None:
             timed = {name: _in_child(proc) for name, proc in children.items()}
             samples: dict[str, list[float]] = {name: [] for name in (*paths, *timed)}
             for run in paths.values():  # warm-up: connections, statements, imports
-                for i in range(5):
+                for i in range(warm_ups):
                     run(-1 - i)
             for measured in timed.values():
-                for i in range(5):
+                for i in range(warm_ups):
                     measured(-1 - i)
             pids = {name: proc.pid for name, (proc, _) in served.items()} | {
                 name: proc.pid for name, proc in children.items()}

@@ -269,6 +269,6 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="a few calls (checks the bench works)")
     options = parser.parse_args()
     if options.quick:
-        options.calls, options.spawn_calls, options.rounds = 100, 10, 2
+        options.calls, options.spawn_calls, options.rounds = 5, 1, 1
     print(json.dumps(asyncio.run(main(options.calls, options.spawn_calls, options.rounds,
                                       options.postgres_url)), indent=2))

@@ -207,7 +207,7 @@ async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
 
 
 async def main(calls: int, rounds: int, fastmcp: str | None,
-               against: str | None = None) -> dict[str, Any]:
+               against: str | None = None, warm_up: int = 20) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="hookgate-mcp-bench-"))
     config_path = root / "hookgate.yaml"
     config_path.write_text(CONFIG.format(db=root / "bench.db", token=TOKEN,
@@ -300,7 +300,7 @@ async def main(calls: int, rounds: int, fastmcp: str | None,
                     cwd=str(root))), "get_current_time")
             samples: dict[str, list[float]] = {k: [] for k in clients}
             for client, name in clients.values():
-                await timed(client, name, 20)  # warm-up: servers started, caches filled
+                await timed(client, name, warm_up)  # servers started, caches filled
             cpu: dict[str, dict[str, float]] = {k: {} for k in clients}
             for _ in range(rounds):
                 for key, (client, name) in clients.items():
@@ -362,12 +362,14 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=300, help="calls per path")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true",
-                        help="a few calls per path: checks that the bench runs, not a figure")
+                        help="two calls per path after one warm-up call: checks that the "
+                             "bench runs, not a figure")
     parser.add_argument("--against", metavar="SRC",
                         help="also relay through a hookgate serve of this source tree")
     parser.add_argument("--fastmcp-python", default=os.environ.get("FASTMCP_PYTHON"),
                         help="a Python with FastMCP installed (default: this one, if it has it)")
     options = parser.parse_args()
-    calls, rounds = (6, 1) if options.quick else (options.calls, options.rounds)
+    calls, rounds = (2, 1) if options.quick else (options.calls, options.rounds)
     print(json.dumps(asyncio.run(main(calls, rounds, fastmcp_python(options.fastmcp_python),
-                                      options.against)), indent=2))
+                                      options.against, warm_up=1 if options.quick else 20)),
+                     indent=2))

@@ -282,5 +282,5 @@ def test_the_cross_instance_approval_bench_runs_small_and_prints_its_json(
         postgres_server_url: str, tmp_path: Path) -> None:
     check_approval_cross(run_bench(
         "approval.py", ["--cross-instance", "--postgres", postgres_server_url,
-                        "--waiting", "50", "--decisions", "3", "--idle", "0.5",
+                        "--waiting", "5", "--decisions", "1", "--idle", "0.2",
                         "--settle", "0"], tmp_path))

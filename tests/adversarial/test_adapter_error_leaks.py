@@ -7,19 +7,20 @@ searched for the number."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import pytest
-from pydantic_ai import Agent, FunctionToolset, ModelRetry
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from hookgate.client.local import AsyncLocalGuard
-from hookgate.integrations.pydantic_ai import HookgateToolset
 from tests.adversarial.conftest import Tally
 from tests.integrations.conftest import local_guard
 from tests.integrations.world import MASK
+
+if TYPE_CHECKING:  # Pydantic AI is imported where it is used: collecting this is cheap
+    from pydantic_ai import FunctionToolset
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo
 
 __all__ = ["local_guard"]
 
@@ -29,6 +30,8 @@ CARD = "4111 1111 1111 1111"
 
 
 def failing_tools() -> FunctionToolset[Any]:
+    from pydantic_ai import FunctionToolset, ModelRetry
+
     def retry_card() -> str:
         """Charge the card on file."""
         raise ModelRetry(f"card {CARD} was declined; ask for another card")
@@ -47,6 +50,8 @@ class Watching:
         self.tool, self.shown = tool, []
 
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+
         self.shown.append(json.dumps([m.parts for m in messages], default=str))
         if len(messages) == 1:
             return ModelResponse(parts=[ToolCallPart(self.tool, {}, tool_call_id="t0")])
@@ -56,6 +61,11 @@ class Watching:
 @pytest.mark.parametrize("tool", ["retry_card", "charge_card"])
 async def test_pydantic_ai_never_shows_the_model_a_failed_tools_raw_error(
         tool: str, local_guard: AsyncLocalGuard, attempt: Tally) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import FunctionModel
+
+    from hookgate.integrations.pydantic_ai import HookgateToolset
+
     model = Watching(tool)
     toolset = HookgateToolset(failing_tools(), guard=local_guard, agent="buyer",
                               session_id=uuid4().hex)

@@ -1,30 +1,33 @@
 """The shop the Agents SDK tests run: its tools (recording what really ran), a scripted model
 making planned calls, and a buyer behind a hookgate gate. Light to import, so a second process
 can play the agent too (``python -m tests.integrations.agents_sdk_shop URL SESSION FILE``:
-its run stops at a payment that waits, and it stores the run's state in FILE)."""
+its run stops at a payment that waits, and it stores the run's state in FILE). The SDK is
+imported where it is used, so collecting a test module that imports this one does not pay
+for it."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from agents import Agent, FunctionTool, Runner, RunState, function_tool, set_tracing_disabled
-
 from hookgate.client import AsyncClient, AsyncGuard
-from hookgate.integrations.openai_agents import HookgateGate
 from tests.integrations.scripted_agents_model import (
-    ScriptedModel,
     message,
+    scripted_model,
     tool_call,
     tool_outputs,
 )
 from tests.integrations.world import ALICE_TOKEN
 
+if TYPE_CHECKING:
+    from agents import Agent, FunctionTool, Model, RunResult, RunState
+
+    from hookgate.integrations.openai_agents import HookgateGate
+
 FRAMEWORK = "openai-agents"
-set_tracing_disabled(True)
 
 
 class Shop:
@@ -37,6 +40,8 @@ class Shop:
         self.own_approval = own_approval
 
     def tools(self) -> list[FunctionTool]:
+        from agents import function_tool
+
         @function_tool(needs_approval=self.own_approval)
         def pay(amount: int, to: str) -> str:
             """Pay ``amount`` to ``to``."""
@@ -57,7 +62,7 @@ class Shop:
         return [pay, card_on_file, write_note]
 
 
-def calls(*planned: tuple[str, dict[str, Any]], prefix: str = "t") -> ScriptedModel:
+def calls(*planned: tuple[str, dict[str, Any]], prefix: str = "t") -> Model:
     """A model that makes the planned tool calls, one a turn (call ids ``prefix0``, ...),
     then says what it saw."""
 
@@ -68,18 +73,34 @@ def calls(*planned: tuple[str, dict[str, Any]], prefix: str = "t") -> ScriptedMo
             return tool_call(name, args, f"{prefix}{len(seen)}")
         return message("saw: " + " | ".join(seen))
 
-    return ScriptedModel(turn)
+    return scripted_model(turn)
 
 
 PAY_500 = ("pay", {"amount": 500, "to": "acme"})
 
 
+async def run(agent: Agent[Any], given: str | RunState[Any]) -> RunResult:
+    """The SDK's own ``Runner.run``: a new input, or a stored state resumed."""
+    from agents import Runner
+
+    return await Runner.run(agent, given)
+
+
+async def stored_state(agent: Agent[Any], stored: str) -> RunState[Any]:
+    """The SDK's ``RunState`` of ``agent`` from its serialised form."""
+    from agents import RunState
+
+    return await RunState.from_string(agent, stored)
+
+
 def buyer(guard: AsyncGuard, shop: Shop, session: str, *planned: tuple[str, dict[str, Any]],
           agent: str = "buyer", **options: Any) -> tuple[Agent[Any], HookgateGate]:
+    from agents import Agent
+
+    from hookgate.integrations.openai_agents import HookgateGate
+
     gate = HookgateGate(guard, agent, session, **options)
     return gate.guard_agent(Agent(agent, model=calls(*planned), tools=shop.tools())), gate
-
-
 
 
 async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, str, str]:
@@ -87,7 +108,7 @@ async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, str, str]
     id), as a process would keep them before it exits."""
     session = uuid4().hex
     agent, gate = buyer(guard, shop, session, PAY_500)
-    result = await Runner.run(agent, "pay acme")
+    result = await run(agent, "pay acme")
     [waiting] = gate.pending(result)
     assert waiting.item.arguments is not None and '"amount": 500' in waiting.item.arguments
     assert shop.paid == []
@@ -97,15 +118,15 @@ async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, str, str]
 async def resume(guard: AsyncGuard, shop: Shop, session: str, stored: str) -> Any:
     """A new process resuming the stored run with hookgate's decisions."""
     agent, gate = buyer(guard, shop, session, PAY_500)
-    state = await RunState.from_string(agent, stored)
+    state = await stored_state(agent, stored)
     assert await gate.apply_decisions(state) == []
-    return (await Runner.run(agent, state)).final_output
+    return (await run(agent, state)).final_output
 
 
 async def _stop_at_the_payment(url: str, session: str) -> str:
     shop = Shop()
     agent, _ = buyer(AsyncClient(url, ALICE_TOKEN, framework=FRAMEWORK), shop, session, PAY_500)
-    result = await Runner.run(agent, "pay acme")
+    result = await run(agent, "pay acme")
     assert shop.paid == [] and result.interruptions
     return result.to_state().to_string()
 

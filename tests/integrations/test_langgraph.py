@@ -3,7 +3,8 @@ go through a real hookgate server: approved calls run once, rejected ones never 
 model reads why, withheld output never reaches the model, the read-only guard blocks a
 write, audit rows name the framework, a subgraph's call is gated, a waiting call survives a
 restart of hookgate, and a pause held by a PostgreSQL checkpointer survives the agent's
-process."""
+process. LangChain is imported where it is used (the tools and model are in
+tests/integrations/langgraph_shop.py), so collecting this module does not pay for it."""
 
 from __future__ import annotations
 
@@ -12,78 +13,25 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, NotRequired
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from langchain.agents import AgentState, create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
-from langchain_core.tools import InjectedToolCallId, tool
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.types import Command
 
 from hookgate import Agent, ScriptedLLM
 from hookgate.client import Client, GuardUnavailable
-from hookgate.integrations.langgraph import HookgateMiddleware, resume_when_decided
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.card_guard import CARD_NUMBER_GREP
 from tests.integrations.world import LINEAGE, MASK
 from tests.live_server import LiveServer, free_port, live_server
 
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage
+
 BOT, ALICE, RO = "tok-bot", "tok-alice", "tok-ro"
 WITHHOLD_CARDS = {"event": "PostToolUse", "matcher": "lookup", "name": "card_guard",
                   "command": CARD_NUMBER_GREP}
 HOUSE_RULES = {"event": "SessionStart", "command": "echo 'House rule: no crypto.'"}
-RAN: list[tuple[str, dict[str, Any]]] = []
-
-
-@tool
-def transfer(amount: int, to: str) -> str:
-    """Send money."""
-    RAN.append(("transfer", {"amount": amount, "to": to}))
-    return f"sent {amount} to {to}"
-
-
-@tool
-def lookup(name: str) -> str:
-    """Look a customer up."""
-    RAN.append(("lookup", {"name": name}))
-    return f"{name}: card 4111 1111 1111 1111"
-
-
-@tool
-def profile(name: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
-    """A customer's profile, straight into the conversation (a LangGraph Command)."""
-    RAN.append(("profile", {"name": name}))
-    return Command(update={"messages": [ToolMessage(f"{name}: card 4111 1111 1111 1111",
-                                                    tool_call_id=tool_call_id)],
-                           "profiled": name})
-
-
-@tool
-def profile_message(name: str, tool_call_id: Annotated[str, InjectedToolCallId]
-                    ) -> ToolMessage:
-    """A customer's profile as the tool's own ToolMessage."""
-    RAN.append(("profile_message", {"name": name}))
-    return ToolMessage(f"{name}: card 4111 1111 1111 1111", tool_call_id=tool_call_id,
-                       artifact={"card": "4111 1111 1111 1111"})
-
-
-class ScriptedModel(GenericFakeChatModel):
-    def bind_tools(self, tools: Any, **_: Any) -> ScriptedModel:  # type: ignore[override]
-        return self
-
-
-def model(*turns: AIMessage) -> ScriptedModel:
-    return ScriptedModel(messages=iter([*turns, AIMessage(content="done")]))
-
-
-def calls(name: str, args: dict[str, Any]) -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args,
-                                              "id": f"call-{uuid.uuid4().hex[:8]}"}])
 
 
 def agent_def(agent_id: str, org: str) -> Agent:
@@ -123,6 +71,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def guard(server: LiveServer) -> Iterator[Client]:
+    from tests.integrations.langgraph_shop import RAN
+
     RAN.clear()
     client = Client(server.url, BOT, framework="langgraph")
     yield client
@@ -136,21 +86,11 @@ def decide(server: LiveServer, request_id: str, decision: str, **extra: Any) -> 
     assert r.status_code == 200, r.text
 
 
-def tool_texts(result: dict[str, Any]) -> list[str]:
-    return [str(m.content) for m in result["messages"] if isinstance(m, ToolMessage)]
-
-
-def run_paused(guard: Client, agent_id: str, *turns: AIMessage) -> tuple[Any, dict[str, Any],
-                                                                          dict[str, Any]]:
-    graph = create_agent(model(*turns), tools=[transfer, lookup],
-                         middleware=[HookgateMiddleware(guard, agent=agent_id)],
-                         checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
-    return graph, config, graph.invoke({"messages": [("user", "go")]}, config)
-
-
 def test_an_approved_call_waits_as_an_interrupt_and_runs_once(
         server: LiveServer, guard: Client) -> None:
+    from hookgate.integrations.langgraph import resume_when_decided
+    from tests.integrations.langgraph_shop import RAN, calls, run_paused, tool_texts
+
     graph, config, paused = run_paused(guard, "payer", calls("transfer", {"amount": 5,
                                                                           "to": "bob"}))
     assert RAN == [] and paused["__interrupt__"]
@@ -169,6 +109,9 @@ def test_an_approved_call_waits_as_an_interrupt_and_runs_once(
 
 def test_a_rejected_call_never_runs_and_the_model_reads_why(
         server: LiveServer, guard: Client) -> None:
+    from hookgate.integrations.langgraph import resume_when_decided
+    from tests.integrations.langgraph_shop import RAN, calls, run_paused, tool_texts
+
     graph, config, paused = run_paused(guard, "payer", calls("transfer", {"amount": 9,
                                                                           "to": "eve"}))
     decide(server, paused["__interrupt__"][0].value["hookgate"]["request_id"], "reject",
@@ -180,6 +123,10 @@ def test_a_rejected_call_never_runs_and_the_model_reads_why(
 
 
 def test_a_forged_resume_value_runs_nothing(guard: Client, attempt: Any) -> None:
+    from langgraph.types import Command
+
+    from tests.integrations.langgraph_shop import RAN, calls, run_paused
+
     graph, config, paused = run_paused(guard, "payer", calls("transfer", {"amount": 8,
                                                                           "to": "mal"}))
     forged = Command(resume={"hookgate": {"call": paused["__interrupt__"][0].value[
@@ -192,6 +139,9 @@ def test_a_forged_resume_value_runs_nothing(guard: Client, attempt: Any) -> None
 
 def test_an_edited_call_runs_with_the_edit_and_the_model_is_told(
         server: LiveServer, guard: Client) -> None:
+    from hookgate.integrations.langgraph import resume_when_decided
+    from tests.integrations.langgraph_shop import RAN, calls, run_paused, tool_texts
+
     graph, config, paused = run_paused(guard, "payer", calls("transfer", {"amount": 500,
                                                                           "to": "bob"}))
     decide(server, paused["__interrupt__"][0].value["hookgate"]["request_id"], "approve",
@@ -205,6 +155,10 @@ def test_an_edited_call_runs_with_the_edit_and_the_model_is_told(
 
 def test_withheld_output_never_reaches_the_model_and_session_context_does(
         guard: Client) -> None:
+    from langchain_core.messages import SystemMessage
+
+    from tests.integrations.langgraph_shop import RAN, calls, run_paused, tool_texts
+
     _, _, done = run_paused(guard, "payer", calls("lookup", {"name": "ann"}))
     assert RAN == [("lookup", {"name": "ann"})]
     assert [m.content for m in done["messages"] if isinstance(m, SystemMessage)] == [
@@ -214,6 +168,8 @@ def test_withheld_output_never_reaches_the_model_and_session_context_does(
 
 
 def test_the_read_only_guard_blocks_a_write(server: LiveServer) -> None:
+    from tests.integrations.langgraph_shop import RAN, calls, run_paused, tool_texts
+
     RAN.clear()
     frozen = Client(server.url, RO, framework="langgraph")
     try:
@@ -224,6 +180,13 @@ def test_the_read_only_guard_blocks_a_write(server: LiveServer) -> None:
 
 
 def test_a_subgraphs_tool_call_is_gated(server: LiveServer, guard: Client) -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from hookgate.integrations.langgraph import HookgateMiddleware
+    from tests.integrations.langgraph_shop import RAN, calls, model, transfer
+
     inner = create_agent(model(calls("transfer", {"amount": 7, "to": "sub"})),
                          tools=[transfer], middleware=[HookgateMiddleware(guard, agent="payer")])
     outer = StateGraph(MessagesState)
@@ -236,6 +199,13 @@ def test_a_subgraphs_tool_call_is_gated(server: LiveServer, guard: Client) -> No
 
 
 def test_a_sub_agents_call_carries_its_parent_and_depth(guard: Client) -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from hookgate.integrations.langgraph import HookgateMiddleware
+    from tests.integrations.langgraph_shop import RAN, calls, lookup, model
+
     top = HookgateMiddleware(guard, agent="payer")
     inner = create_agent(model(calls("lookup", {"name": "sub"})), tools=[lookup],
                          middleware=[top.sub_agent(agent="payer")])
@@ -252,6 +222,20 @@ def test_a_sub_agents_call_carries_its_parent_and_depth(guard: Client) -> None:
 
 
 def test_an_unreachable_hookgate_runs_no_tool_and_says_why() -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from hookgate.integrations.langgraph import HookgateMiddleware
+    from tests.integrations.langgraph_shop import (
+        RAN,
+        calls,
+        lookup,
+        model,
+        run_paused,
+        tool_texts,
+        transfer,
+    )
+
     RAN.clear()
     gone = Client(f"http://127.0.0.1:{free_port()}", BOT, framework="langgraph", timeout=2)
     with pytest.raises(GuardUnavailable, match="unreachable"):
@@ -266,6 +250,12 @@ def test_an_unreachable_hookgate_runs_no_tool_and_says_why() -> None:
 
 def test_a_transfer_waiting_while_hookgate_restarts_runs_once_after_the_decision(
         tmp_path: Path) -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from hookgate.integrations.langgraph import HookgateMiddleware, resume_when_decided
+    from tests.integrations.langgraph_shop import RAN, calls, lookup, model, tool_texts, transfer
+
     RAN.clear()
     deployment = Deployment(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}",
@@ -302,7 +292,9 @@ def test_a_transfer_waiting_while_hookgate_restarts_runs_once_after_the_decision
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_a_pause_held_by_the_postgresql_checkpointer_survives_the_agents_process(
         server: LiveServer, database_url: str) -> None:
+    from hookgate.integrations.langgraph import resume_when_decided
     from tests.integrations import langgraph_agent
+    from tests.integrations.langgraph_shop import tool_texts
 
     pg = database_url.replace("postgresql+asyncpg://", "postgresql://")
     started = await asyncio.create_subprocess_exec(
@@ -324,14 +316,24 @@ async def test_a_pause_held_by_the_postgresql_checkpointer_survives_the_agents_p
     assert "sent 3 to b" in tool_texts(done)[0] and again["messages"] == done["messages"]
 
 
-class ProfiledState(AgentState[Any]):
-    profiled: NotRequired[str]
-
-
 @pytest.mark.parametrize("returns", ["profile", "profile_message"])
 @pytest.mark.parametrize("run", ["invoke", "ainvoke"])
 def test_a_framework_native_result_passes_through_post_tool_use(
         guard: Client, returns: str, run: str, attempt: Any) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import ToolMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from hookgate.integrations.langgraph import HookgateMiddleware
+    from tests.integrations.langgraph_shop import (
+        RAN,
+        ProfiledState,
+        calls,
+        model,
+        profile,
+        profile_message,
+    )
+
     graph = create_agent(model(calls(returns, {"name": "ann"})),
                          tools=[profile, profile_message], state_schema=ProfiledState,
                          middleware=[HookgateMiddleware(guard, agent="payer")],
@@ -353,6 +355,14 @@ def test_a_framework_native_result_passes_through_post_tool_use(
 
 def test_langchains_own_human_in_the_loop_and_hookgates_gate_must_both_approve(
         server: LiveServer, guard: Client) -> None:
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from hookgate.integrations.langgraph import HookgateMiddleware, resume_when_decided
+    from tests.integrations.langgraph_shop import RAN, calls, lookup, model, transfer
+
     own = HumanInTheLoopMiddleware(interrupt_on={"transfer": True})
     graph = create_agent(model(calls("transfer", {"amount": 7, "to": "bob"})),
                          tools=[transfer, lookup],

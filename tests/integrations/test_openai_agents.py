@@ -8,19 +8,13 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import pytest
-from agents import Agent, Runner, RunState, function_tool
 
 from hookgate.client import AsyncClient, Denied, GuardUnavailable
 from hookgate.client.local import AsyncLocalGuard
-from hookgate.integrations.openai_agents import (
-    HookgateGate,
-    HookgateRefused,
-    HookgateUndecided,
-)
 from tests.adversarial_tally import TALLY
 from tests.integrations.agents_sdk_shop import (
     FRAMEWORK,
@@ -29,12 +23,24 @@ from tests.integrations.agents_sdk_shop import (
     buyer,
     calls,
     resume,
+    run,
+    stored_state,
     waiting_payment,
 )
 from tests.integrations.conftest import Inbox, Served
-from tests.integrations.scripted_agents_model import ScriptedModel, message, tool_call, tool_outputs
+from tests.integrations.scripted_agents_model import (
+    message,
+    scripted_model,
+    tool_call,
+    tool_outputs,
+)
 from tests.integrations.world import ALICE_TOKEN, LINEAGE, MASK
 from tests.live_server import free_port
+
+if TYPE_CHECKING:  # the SDK is imported where it is used: collecting this module is cheap
+    from agents import Agent
+
+    from hookgate.integrations.openai_agents import HookgateGate
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -43,6 +49,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 def small_payment_clerk(gate: HookgateGate, shop: Shop) -> Agent[Any]:
     """The buyer's sub-agent, behind a gate of its own, paying 5 (which always needs a
     person when the clerk pays)."""
+    from agents import Agent
+
     return gate.sub_gate(agent="clerk", session_id=gate.session_id + "-clerk").guard_agent(
         Agent("clerk", model=calls(("pay", {"amount": 5, "to": "acme"}), prefix="c"),
               tools=shop.tools()))
@@ -83,13 +91,13 @@ async def test_a_rejection_tells_the_model_hookgates_whole_message_not_only_the_
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
     shop = Shop()
     agent, gate = buyer(local_guard, shop, uuid4().hex, PAY_500)
-    result = await Runner.run(agent, "pay acme")
+    result = await run(agent, "pay acme")
     [waiting] = gate.pending(result)
     await inbox.decide(waiting.request_id, "reject", reason="over budget")
     state = result.to_state()
     assert await gate.apply_decisions(state) == []
 
-    said = (await Runner.run(agent, state)).final_output
+    said = (await run(agent, state)).final_output
 
     told = await local_guard.wait(waiting.call, timeout=0)  # what hookgate tells the model
     assert isinstance(told, Denied) and told.reason != "over budget"
@@ -110,7 +118,7 @@ async def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_to
 
 async def test_a_card_number_reaches_the_model_masked(local_guard: AsyncLocalGuard) -> None:
     agent, _ = buyer(local_guard, Shop(), uuid4().hex, ("card_on_file", {}))
-    said = (await Runner.run(agent, "which card?")).final_output
+    said = (await run(agent, "which card?")).final_output
     assert MASK in said and "4111" not in said
 
 
@@ -118,19 +126,23 @@ async def test_the_read_only_guard_blocks_a_write(local_guard: AsyncLocalGuard) 
     shop = Shop()
     agent, _ = buyer(local_guard, shop, uuid4().hex, ("write_note", {"text": "x"}),
                      agent="archivist")
-    said = (await Runner.run(agent, "file it")).final_output
+    said = (await run(agent, "file it")).final_output
     assert shop.notes == [] and "read-only" in said.lower()
 
 
 async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    from agents import Agent
+
+    from hookgate.integrations.openai_agents import HookgateGate
+
     shop, gate = Shop(), HookgateGate(local_guard, "buyer", uuid4().hex)
     clerk = small_payment_clerk(gate, shop)
     agent = gate.guard_agent(Agent(
         "buyer", model=calls(("ask_clerk", {"input": "pay 5"})),
         tools=[clerk.as_tool(tool_name="ask_clerk", tool_description="Hand work to the clerk")]))
 
-    result = await Runner.run(agent, "get it paid")
+    result = await run(agent, "get it paid")
     [waiting] = gate.pending(result)
     assert waiting.item.name == "pay" and shop.paid == []
     TALLY.record("openai-agents: a small payment through an agent used as a tool",
@@ -139,7 +151,7 @@ async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
     await inbox.decide(waiting.request_id, "approve")
     state = result.to_state()
     assert await gate.apply_decisions(state) == []
-    said = (await Runner.run(agent, state)).final_output
+    said = (await run(agent, state)).final_output
     assert shop.paid == [5] and "paid 5" in said
     # The clerk's calls carry the delegation: its parent session and agent, depth 1.
     clerk_session = gate.session_id + "-clerk"
@@ -158,12 +170,16 @@ async def test_an_agent_used_as_a_tool_has_its_gated_call_wait_for_approval(
 
 async def test_after_a_handoff_the_next_agents_gated_call_still_waits(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    from agents import Agent
+
+    from hookgate.integrations.openai_agents import HookgateGate
+
     shop, gate = Shop(), HookgateGate(local_guard, "buyer", uuid4().hex)
     clerk = small_payment_clerk(gate, shop)
     agent = gate.guard_agent(Agent("buyer", model=calls(("transfer_to_clerk", {})),
                                    handoffs=[clerk]))
 
-    result = await Runner.run(agent, "get it paid")
+    result = await run(agent, "get it paid")
 
     [waiting] = gate.pending(result)
     assert waiting.item.name == "pay" and shop.paid == []
@@ -178,12 +194,12 @@ async def test_hookgate_unreachable_the_call_does_not_run_unless_the_adapter_opt
                            framework=FRAMEWORK) as down:
         agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
         with pytest.raises(GuardUnavailable, match="unreachable"):
-            await Runner.run(agent, "pay")
+            await run(agent, "pay")
         assert shop.paid == []
 
         agent, _ = buyer(down, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}),
                          fail_open=True)
-        assert "paid 5" in (await Runner.run(agent, "pay")).final_output
+        assert "paid 5" in (await run(agent, "pay")).final_output
     assert shop.paid == [5]
 
 
@@ -192,26 +208,30 @@ async def test_hookgate_unreachable_the_call_does_not_run_unless_the_adapter_opt
 
 async def test_a_call_id_reused_for_other_arguments_is_refused(
         local_guard: AsyncLocalGuard) -> None:
+    from hookgate.integrations.openai_agents import HookgateRefused
+
     shop, session = Shop(), uuid4().hex
     agent, _ = buyer(local_guard, shop, session, ("pay", {"amount": 5, "to": "acme"}))
-    await Runner.run(agent, "pay 5")
+    await run(agent, "pay 5")
     agent, _ = buyer(local_guard, shop, session, ("pay", {"amount": 90, "to": "mallory"}))
     with pytest.raises(HookgateRefused, match="already used"):
-        await Runner.run(agent, "pay 90 with the same call id")
+        await run(agent, "pay 90 with the same call id")
     assert shop.paid == [5]
     TALLY.record("openai-agents: re-used call id, other arguments", got_through=90 in shop.paid)
 
 
 async def test_an_approval_given_in_the_sdk_alone_does_not_run_the_call(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    from hookgate.integrations.openai_agents import HookgateUndecided
+
     shop = Shop()
     session, stored, request_id = await waiting_payment(local_guard, shop)
     agent, _ = buyer(local_guard, shop, session, PAY_500)
-    state = await RunState.from_string(agent, stored)
+    state = await stored_state(agent, stored)
     for item in state.get_interruptions():
         state.approve(item)  # the SDK's own approval, hookgate not asked
     with pytest.raises(HookgateUndecided, match="apply_decisions") as stopped:
-        await Runner.run(agent, state)  # the run stops: nothing runs, nothing is lost
+        await run(agent, state)  # the run stops: nothing runs, nothing is lost
     assert shop.paid == [] and stopped.value.request_id == request_id
     TALLY.record("openai-agents: approve in the SDK only", got_through=bool(shop.paid))
     # The stored state resumes once hookgate decided and its decisions are applied.
@@ -222,6 +242,10 @@ async def test_an_approval_given_in_the_sdk_alone_does_not_run_the_call(
 
 async def test_a_nan_amount_is_refused_before_the_tool_runs(
         local_guard: AsyncLocalGuard) -> None:
+    from agents import Agent, function_tool
+
+    from hookgate.integrations.openai_agents import HookgateGate, HookgateRefused
+
     tipped: list[float] = []
 
     @function_tool
@@ -230,18 +254,18 @@ async def test_a_nan_amount_is_refused_before_the_tool_runs(
         tipped.append(amount)
         return "tipped"
 
-    model = ScriptedModel(lambda items: tool_call("tip", {"amount": float("nan")}, "t0")
-                          if not tool_outputs(items) else message("done"))
+    model = scripted_model(lambda items: tool_call("tip", {"amount": float("nan")}, "t0")
+                           if not tool_outputs(items) else message("done"))
     gate = HookgateGate(local_guard, "buyer", uuid4().hex)
     # The SDK itself holds a call whose arguments it cannot validate for approval...
-    result = await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), "tip")
+    result = await run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), "tip")
     assert tipped == [] and result.interruptions
     # ...and hookgate, asked about it when the resumed run reaches it, refuses arguments
     # JSON cannot carry.
     state = result.to_state()
     assert await gate.apply_decisions(state) == []
     with pytest.raises(HookgateRefused, match="amount is NaN"):
-        await Runner.run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), state)
+        await run(gate.guard_agent(Agent("buyer", model=model, tools=[tip])), state)
     assert tipped == []
     TALLY.record("openai-agents: NaN in the arguments", got_through=bool(tipped))
 
@@ -265,6 +289,8 @@ async def test_served_a_payment_approved_in_the_inbox_runs_once(served: Served) 
 @pytest.mark.parametrize("served", ["sqlite"], indirect=True)
 async def test_served_a_state_stored_by_an_exited_process_resumes_and_runs_once(
         served: Served, tmp_path: Path) -> None:
+    from hookgate.integrations.openai_agents import HookgateUndecided
+
     session, state_file = uuid4().hex, tmp_path / "run-state.json"
     first = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.integrations.agents_sdk_shop", served.url, session,
@@ -275,12 +301,12 @@ async def test_served_a_state_stored_by_an_exited_process_resumes_and_runs_once(
     stored = state_file.read_text(encoding="utf-8")
     async with served.client(FRAMEWORK) as client:
         agent, gate = buyer(client, Shop(), session, PAY_500)
-        state = await RunState.from_string(agent, stored)
+        state = await stored_state(agent, stored)
         # This process never asked about the call: the resumed run asks, and stops.
         assert await gate.apply_decisions(state) == []
         with pytest.raises(HookgateUndecided) as stopped:
-            await Runner.run(agent, state)
-        state = await RunState.from_string(agent, stored)
+            await run(agent, state)
+        state = await stored_state(agent, stored)
         [waiting] = await gate.apply_decisions(state)  # now known here
         assert waiting.request_id == stopped.value.request_id
         served.decide(waiting.request_id, "approve")
@@ -299,7 +325,7 @@ async def test_a_tools_own_approval_still_asks_when_hookgate_allows_the_call(
     shop = Shop(own_approval=True)
     agent, gate = buyer(local_guard, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
 
-    result = await Runner.run(agent, "pay 5")
+    result = await run(agent, "pay 5")
 
     TALLY.record("openai-agents: a tool's own needs_approval after wrapping",
                  got_through=bool(shop.paid))
@@ -307,28 +333,30 @@ async def test_a_tools_own_approval_still_asks_when_hookgate_allows_the_call(
     assert gate.pending(result) == []  # nothing waits for hookgate: the SDK's user decides
     state = result.to_state()
     assert await gate.apply_decisions(state) == []
-    said = (await Runner.run(agent, state)).final_output  # not approved in the SDK: asks again
+    said = (await run(agent, state)).final_output  # not approved in the SDK: asks again
     assert shop.paid == []
-    state = (await Runner.run(agent, state)).to_state()
+    state = (await run(agent, state)).to_state()
     [item] = state.get_interruptions()
     state.approve(item)
     assert await gate.apply_decisions(state) == []
-    said = (await Runner.run(agent, state)).final_output
+    said = (await run(agent, state)).final_output
     assert shop.paid == [5] and "paid 5" in said
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject"])
 async def test_a_tool_with_its_own_approval_and_a_hookgate_gate_runs_only_when_both_approve(
         local_guard: AsyncLocalGuard, inbox: Inbox, decision: str) -> None:
+    from hookgate.integrations.openai_agents import HookgateUndecided
+
     shop = Shop(own_approval=True)
     agent, gate = buyer(local_guard, shop, uuid4().hex, PAY_500)
-    result = await Runner.run(agent, "pay 500")
+    result = await run(agent, "pay 500")
     [item] = result.interruptions
     state = result.to_state()
     state.approve(item)  # the SDK's own approval: hookgate is asked when the call runs
     assert await gate.apply_decisions(state) == []
     with pytest.raises(HookgateUndecided) as stopped:  # hookgate's gate holds it
-        await Runner.run(agent, state)
+        await run(agent, state)
     assert shop.paid == []
     state = result.to_state()
     state.approve(item)
@@ -339,14 +367,14 @@ async def test_a_tool_with_its_own_approval_and_a_hookgate_gate_runs_only_when_b
     early.approve(item)
     assert len(await gate.apply_decisions(early)) == 1
     with pytest.raises(HookgateUndecided):
-        await Runner.run(agent, early)
+        await run(agent, early)
     assert shop.paid == []
 
     await inbox.decide(waiting.request_id, decision, reason="not this month")
     state = result.to_state()
     state.approve(item)
     assert await gate.apply_decisions(state) == []
-    said = (await Runner.run(agent, state)).final_output
+    said = (await run(agent, state)).final_output
     assert shop.paid == ([500] if decision == "approve" else [])
     assert ("paid 500" if decision == "approve" else "not this month") in said
 
@@ -355,12 +383,12 @@ async def test_a_rejection_in_the_sdk_stands_when_hookgate_would_allow(
         local_guard: AsyncLocalGuard) -> None:
     shop = Shop(own_approval=True)
     agent, gate = buyer(local_guard, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
-    result = await Runner.run(agent, "pay 5")
+    result = await run(agent, "pay 5")
     state = result.to_state()
     [item] = state.get_interruptions()
     state.reject(item, rejection_message="the user said no")
     assert await gate.apply_decisions(state) == []
-    said = (await Runner.run(agent, state)).final_output
+    said = (await run(agent, state)).final_output
     assert shop.paid == [] and "the user said no" in said
 
 
@@ -373,7 +401,7 @@ async def _approved_in_the_sdk(guard: Any, session: str) -> str:
     """A tool with its own approval, hookgate allowing it: the SDK's user approves, the app
     applies hookgate's decisions, and the state is stored (the process then exits)."""
     agent, gate = buyer(guard, Shop(own_approval=True), session, PAY_5)
-    result = await Runner.run(agent, "pay 5")
+    result = await run(agent, "pay 5")
     state = result.to_state()
     [item] = state.get_interruptions()
     state.approve(item)
@@ -388,16 +416,16 @@ async def test_an_allowed_call_is_not_started_by_apply_decisions_so_another_proc
     # Another process resumes the stored state.
     shop = Shop(own_approval=True)
     agent, gate = buyer(local_guard, shop, session, PAY_5)
-    state = await RunState.from_string(agent, stored)
+    state = await stored_state(agent, stored)
     assert await gate.apply_decisions(state) == []
-    said = (await Runner.run(agent, state)).final_output
+    said = (await run(agent, state)).final_output
     TALLY.record("openai-agents: an allowed call lost after apply_decisions and an exit",
                  got_through=shop.paid != [5])
     assert shop.paid == [5] and "paid 5" in said
     # Resumed again: hookgate answers with what it recorded, the tool does not run again.
-    again = await RunState.from_string(agent, stored)
+    again = await stored_state(agent, stored)
     await gate.apply_decisions(again)
-    assert "paid 5" in (await Runner.run(agent, again)).final_output
+    assert "paid 5" in (await run(agent, again)).final_output
     assert shop.paid == [5]
 
 
@@ -408,9 +436,9 @@ async def test_served_an_allowed_call_is_not_started_by_apply_decisions(served: 
     shop = Shop(own_approval=True)
     async with served.client(FRAMEWORK) as client:
         agent, gate = buyer(client, shop, session, PAY_5)
-        state = await RunState.from_string(agent, stored)
+        state = await stored_state(agent, stored)
         assert await gate.apply_decisions(state) == []
-        assert "paid 5" in (await Runner.run(agent, state)).final_output
+        assert "paid 5" in (await run(agent, state)).final_output
     assert shop.paid == [5]
 
 
@@ -420,7 +448,7 @@ async def test_a_decision_applied_by_a_process_that_then_exits_is_not_lost(
     await inbox.decide(request_id, "approve")
     # A process applies the decision to the stored state and exits before it resumes.
     agent, gate = buyer(local_guard, Shop(), session, PAY_500)
-    assert await gate.apply_decisions(await RunState.from_string(agent, stored)) == []
+    assert await gate.apply_decisions(await stored_state(agent, stored)) == []
     shop = Shop()
     assert "paid 500" in await resume(local_guard, shop, session, stored)
     TALLY.record("openai-agents: a decision applied by a process that then exits",
@@ -435,10 +463,10 @@ async def test_a_call_waiting_for_a_person_never_runs_unguarded_even_when_the_ga
     async with AsyncClient(f"http://127.0.0.1:{free_port()}", ALICE_TOKEN,
                            framework=FRAMEWORK) as down:
         agent, gate = buyer(down, shop, session, PAY_500, fail_open=True)
-        state = await RunState.from_string(agent, stored)
+        state = await stored_state(agent, stored)
         await gate.apply_decisions(state)
         with pytest.raises(GuardUnavailable, match="unreachable"):
-            await Runner.run(agent, state)
+            await run(agent, state)
     TALLY.record("openai-agents: a waiting call resumed with hookgate down, fail_open",
                  got_through=bool(shop.paid))
     assert shop.paid == []

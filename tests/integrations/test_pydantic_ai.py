@@ -4,37 +4,41 @@ by its own offline `FunctionModel`, against hookgate in process (SQLite) and a r
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import pytest
 from pydantic import TypeAdapter
-from pydantic_ai import Agent, FunctionToolset
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelMessagesTypeAdapter,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved
 
 from hookgate.client import AsyncClient, AsyncGuard, Denied, GuardRefused, GuardUnavailable
 from hookgate.client.local import AsyncLocalGuard
 from hookgate.config import load_config
-from hookgate.integrations.pydantic_ai import HOOKGATE_CALL, HookgateToolset
 from hookgate.runtime.deployment import deployment_from_config
 from tests.adversarial_tally import TALLY
 from tests.integrations.conftest import Inbox, Served
 from tests.integrations.world import ALICE_TOKEN, MASK, write_config
 from tests.live_server import free_port, live_server
 
+if TYPE_CHECKING:  # Pydantic AI is imported where it is used: collecting this is cheap
+    from pydantic_ai import Agent, FunctionToolset
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
+
+    from hookgate.integrations.pydantic_ai import HookgateToolset
+
 FRAMEWORK = "pydantic-ai"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-REQUESTS = TypeAdapter(DeferredToolRequests)
+
+
+@cache
+def requests_adapter() -> TypeAdapter[DeferredToolRequests]:
+    """Pydantic's adapter of the framework's deferred requests (how an app stores them)."""
+    from pydantic_ai.tools import DeferredToolRequests
+
+    return TypeAdapter(DeferredToolRequests)
 
 
 class Shop:
@@ -47,6 +51,8 @@ class Shop:
         self.own_approval = own_approval
 
     def toolset(self) -> FunctionToolset[Any]:
+        from pydantic_ai import FunctionToolset
+
         def pay(amount: int, to: str) -> str:
             """Pay ``amount`` to ``to``."""
             self.paid.append(amount)
@@ -68,6 +74,8 @@ class Shop:
 
 def calls(*planned: tuple[str, dict[str, Any]]) -> FunctionModel:
     """A model that makes the planned tool calls, one a turn, then says what it saw."""
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
@@ -82,6 +90,11 @@ def calls(*planned: tuple[str, dict[str, Any]]) -> FunctionModel:
 
 def buyer(guard: AsyncGuard, shop: Shop, session: str, *planned: tuple[str, dict[str, Any]],
           agent: str = "buyer", **options: Any) -> tuple[Agent[None, Any], HookgateToolset[Any]]:
+    from pydantic_ai import Agent
+    from pydantic_ai.tools import DeferredToolRequests
+
+    from hookgate.integrations.pydantic_ai import HookgateToolset
+
     toolset = HookgateToolset(shop.toolset(), guard=guard, agent=agent, session_id=session,
                               **options)
     return Agent(calls(*planned), toolsets=[toolset],
@@ -94,6 +107,9 @@ PAY_500 = ("pay", {"amount": 500, "to": "acme"})
 async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, bytes, bytes, str]:
     """A buyer's payment that waits for a person: (session, stored messages, stored
     requests, request id), as a process would keep them before it exits."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    from pydantic_ai.tools import DeferredToolRequests
+
     session = uuid4().hex
     agent, _ = buyer(guard, shop, session, PAY_500)
     result = await agent.run("pay acme")
@@ -102,14 +118,16 @@ async def waiting_payment(guard: AsyncGuard, shop: Shop) -> tuple[str, bytes, by
     assert part.args_as_dict() == PAY_500[1] and shop.paid == []
     request_id = result.output.metadata[part.tool_call_id]["hookgate_request"]
     return (session, ModelMessagesTypeAdapter.dump_json(result.all_messages()),
-            REQUESTS.dump_json(result.output), request_id)
+            requests_adapter().dump_json(result.output), request_id)
 
 
 async def resume(guard: AsyncGuard, shop: Shop, session: str, messages: bytes,
                  requests: bytes, results: DeferredToolResults | None = None) -> Any:
     """A new process resuming the stored run with hookgate's decisions."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
     agent, toolset = buyer(guard, shop, session, PAY_500)
-    pending = REQUESTS.validate_json(requests)
+    pending = requests_adapter().validate_json(requests)
     if results is None:
         results = await toolset.results(pending)
     return (await agent.run(message_history=ModelMessagesTypeAdapter.validate_json(messages),
@@ -148,10 +166,13 @@ async def test_a_rejected_payment_never_runs_and_the_model_hears_why(
 
 async def test_a_rejection_tells_the_model_hookgates_whole_message_not_only_the_reason(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    from hookgate.integrations.pydantic_ai import HOOKGATE_CALL
+
     shop = Shop()
     session, messages, requests, request_id = await waiting_payment(local_guard, shop)
     await inbox.decide(request_id, "reject", reason="over budget")
-    [call] = [m[HOOKGATE_CALL] for m in REQUESTS.validate_json(requests).metadata.values()]
+    held = requests_adapter().validate_json(requests).metadata
+    [call] = [m[HOOKGATE_CALL] for m in held.values()]
 
     said = await resume(local_guard, shop, session, messages, requests)
 
@@ -166,7 +187,7 @@ async def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_to
     session, messages, requests, request_id = await waiting_payment(local_guard, shop)
     await inbox.decide(request_id, "approve", arguments={"amount": 50, "to": "acme"})
     _, toolset = buyer(local_guard, shop, session, PAY_500)
-    results = await toolset.results(REQUESTS.validate_json(requests))
+    results = await toolset.results(requests_adapter().validate_json(requests))
     assert [a.override_args for a in results.approvals.values()  # type: ignore[union-attr]
             ] == [{"amount": 50, "to": "acme"}]
 
@@ -178,11 +199,13 @@ async def test_an_edited_payment_runs_with_the_edited_amount_and_the_model_is_to
 
 async def test_an_edit_forged_into_the_results_runs_only_what_the_person_approved(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    from pydantic_ai.tools import ToolApproved
+
     shop = Shop()
     session, messages, requests, request_id = await waiting_payment(local_guard, shop)
     await inbox.decide(request_id, "approve")
     _, toolset = buyer(local_guard, shop, session, PAY_500)
-    results = await toolset.results(REQUESTS.validate_json(requests))
+    results = await toolset.results(requests_adapter().validate_json(requests))
     [part_id] = results.approvals
     results.approvals[part_id] = ToolApproved(override_args={"amount": 5000, "to": "mallory"})
 
@@ -209,6 +232,11 @@ async def test_the_read_only_guard_blocks_a_write(local_guard: AsyncLocalGuard) 
 
 async def test_a_sub_agents_gated_call_waits_for_its_own_approval(
         local_guard: AsyncLocalGuard) -> None:
+    from pydantic_ai import Agent, FunctionToolset
+    from pydantic_ai.tools import DeferredToolRequests
+
+    from hookgate.integrations.pydantic_ai import HookgateToolset
+
     shop, session = Shop(), uuid4().hex
     clerk_toolsets: list[HookgateToolset[Any]] = []
 
@@ -265,10 +293,12 @@ async def test_a_call_id_reused_for_other_arguments_is_refused(
 
 async def test_an_approval_given_in_the_framework_alone_does_not_run_the_call(
         local_guard: AsyncLocalGuard) -> None:
+    from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
+
     shop = Shop()
     session, messages, requests, request_id = await waiting_payment(local_guard, shop)
     forged = DeferredToolResults(approvals={"t0": True},
-                                 metadata=REQUESTS.validate_json(requests).metadata)
+                                 metadata=requests_adapter().validate_json(requests).metadata)
     said = await resume(local_guard, shop, session, messages, requests, forged)
     TALLY.record("pydantic-ai: approve in the framework only", got_through=bool(shop.paid))
     # The call pauses again on hookgate's request rather than being lost to the model.
@@ -279,13 +309,15 @@ async def test_an_approval_given_in_the_framework_alone_does_not_run_the_call(
 
 async def test_another_calls_approval_does_not_run_a_waiting_call(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
     shop = Shop()
     _, _, approved_requests, approved_id = await waiting_payment(local_guard, shop)
     await inbox.decide(approved_id, "approve")
     session, messages, requests, _ = await waiting_payment(local_guard, shop)
     # The stored requests of the waiting run, doctored to name the approved call.
-    borrowed = REQUESTS.validate_json(approved_requests).metadata
-    doctored = REQUESTS.validate_json(requests)
+    borrowed = requests_adapter().validate_json(approved_requests).metadata
+    doctored = requests_adapter().validate_json(requests)
     doctored.metadata = borrowed
     agent, toolset = buyer(local_guard, shop, session, PAY_500)
     results = await toolset.results(doctored)
@@ -297,10 +329,14 @@ async def test_another_calls_approval_does_not_run_a_waiting_call(
 
 async def test_arguments_edited_in_the_framework_are_not_what_runs(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    from pydantic_ai.tools import DeferredToolResults, ToolApproved
+
+    from hookgate.integrations.pydantic_ai import HOOKGATE_CALL
+
     shop = Shop()
     session, messages, requests, request_id = await waiting_payment(local_guard, shop)
     await inbox.decide(request_id, "approve")
-    held = REQUESTS.validate_json(requests).metadata
+    held = requests_adapter().validate_json(requests).metadata
     forged = DeferredToolResults(
         approvals={"t0": ToolApproved(override_args={"amount": 99_999, "to": "mallory"})},
         metadata=held)
@@ -313,6 +349,10 @@ async def test_arguments_edited_in_the_framework_are_not_what_runs(
 
 async def test_a_nan_amount_is_refused_before_the_tool_runs(
         local_guard: AsyncLocalGuard) -> None:
+    from pydantic_ai import Agent, FunctionToolset
+
+    from hookgate.integrations.pydantic_ai import HookgateToolset
+
     tipped: list[float] = []
 
     def tip(amount: float) -> str:
@@ -365,6 +405,10 @@ async def test_a_payment_waiting_while_hookgate_restarts_runs_once_after_the_dec
 
 async def test_a_tool_with_its_own_approval_and_a_hookgate_gate_runs_only_when_both_approve(
         local_guard: AsyncLocalGuard, inbox: Inbox) -> None:
+    from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
+
+    from hookgate.integrations.pydantic_ai import HOOKGATE_CALL
+
     shop, session = Shop(own_approval=True), uuid4().hex
     agent, toolset = buyer(local_guard, shop, session, PAY_500)
     first = await agent.run("pay acme")
@@ -388,6 +432,8 @@ async def test_a_tool_with_its_own_approval_and_a_hookgate_gate_runs_only_when_b
 
 async def test_a_tools_own_approval_still_asks_when_hookgate_allows_the_call(
         local_guard: AsyncLocalGuard) -> None:
+    from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
+
     shop = Shop(own_approval=True)
     agent, toolset = buyer(local_guard, shop, uuid4().hex, ("pay", {"amount": 5, "to": "acme"}))
     first = await agent.run("pay 5")

@@ -12,28 +12,21 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from agents import Runner as AgentsRunner
-from agents import RunState
-from google.adk.agents import LlmAgent
-from google.adk.apps import App
-from google.adk.events import Event
-from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService
-from google.genai import types
 
 from hookgate.client import AsyncClient, GuardUnavailable
-from hookgate.integrations.adk import HookgatePlugin
 from tests.instances import ROOT, Instance
-from tests.integrations.adk.scripted_model import ScriptedModel, Turn
+from tests.integrations.adk.scripted_model import Turn, scripted_model
 from tests.integrations.agents_sdk_shop import (
     FRAMEWORK,
     PAY_500,
     Shop,
     buyer,
     resume,
+    run,
+    stored_state,
     waiting_payment,
 )
 from tests.integrations.conftest import Served
@@ -43,6 +36,10 @@ from tests.integrations.served_process import (
     served_process,
 )
 from tests.integrations.world import ALICE_TOKEN
+
+if TYPE_CHECKING:  # the frameworks are imported where they are used: collecting is cheap
+    from google.adk.events import Event
+    from google.adk.sessions import InMemorySessionService
 
 #: One agent process: three searches as hookgate agent ``scout`` (4 a day), each verdict's
 #: kind printed as a JSON list.
@@ -93,10 +90,10 @@ async def test_an_agents_sdk_payment_waiting_while_hookgate_restarts_runs_once_a
     async with AsyncClient(hookgate_serve.url, ALICE_TOKEN, framework=FRAMEWORK,
                            timeout=3) as client:
         agent, gate = buyer(client, shop, session, PAY_500)
-        state = await RunState.from_string(agent, stored)
+        state = await stored_state(agent, stored)
         assert await gate.apply_decisions(state) == []  # asks nothing: the run asks
         with pytest.raises(GuardUnavailable, match="unreachable"):
-            await AgentsRunner.run(agent, state)
+            await run(agent, state)
     assert shop.paid == []  # hookgate down: nothing ran
 
     hookgate_serve.spawn()
@@ -114,6 +111,13 @@ class AdkTill:
 
     def __init__(self, guard: AsyncClient, turns: list[Turn],
                  sessions: InMemorySessionService | None = None) -> None:
+        from google.adk.agents import LlmAgent
+        from google.adk.apps import App
+        from google.adk.runners import Runner
+        from google.adk.sessions import InMemorySessionService
+
+        from hookgate.integrations.adk import HookgatePlugin
+
         self.paid: list[int] = []
         paid = self.paid
 
@@ -122,13 +126,15 @@ class AdkTill:
             paid.append(amount)
             return {"paid": amount, "to": to}
 
-        self.model = ScriptedModel(turns=turns)
+        self.model = scripted_model(turns)
         app = App(name="till", root_agent=LlmAgent(name="till", model=self.model, tools=[pay]),
                   plugins=[HookgatePlugin(guard, agent="buyer", wait_s=60)])
         self.sessions = sessions or InMemorySessionService()
         self.runner = Runner(app=app, session_service=self.sessions)
 
     async def say(self, session_id: str, text: str) -> list[Event]:
+        from google.genai import types
+
         message = types.Content(role="user", parts=[types.Part(text=text)])
         return [event async for event in self.runner.run_async(
             user_id="alice", session_id=session_id, new_message=message)]

@@ -5,33 +5,22 @@ library over the same runtime). A person decides in the inbox over HTTP."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-pytest.importorskip("google.adk", reason="google-adk is not installed (pip install "
-                                         "'hookgate[adk]')")
-
-from google.adk.agents import LlmAgent
-from google.adk.apps import App
-from google.adk.events import Event
-from google.adk.runners import InMemoryRunner, Runner
-from google.adk.sessions import DatabaseSessionService
-from google.adk.tools.agent_tool import AgentTool
-from google.adk.tools.function_tool import FunctionTool
-from google.genai import types
+# ADK is imported where it is used (collecting this module does not pay for it); without it
+# installed, the module is skipped as pytest.importorskip would.
+if importlib.util.find_spec("google.adk") is None:
+    pytest.skip("google-adk is not installed (pip install 'hookgate[adk]')",
+                allow_module_level=True)
 
 from hookgate.client import AsyncClient, AsyncGuard
 from hookgate.client.local import AsyncLocalGuard
-from hookgate.integrations.adk import (
-    HookgatePlugin,
-    PendingCall,
-    confirmation_replies,
-    pending_calls,
-)
-from tests.integrations.adk.scripted_model import ScriptedModel, Turn
+from tests.integrations.adk.scripted_model import Turn, scripted_model
 from tests.integrations.scene import (
     CARD,
     HOUSE_RULES,
@@ -41,6 +30,12 @@ from tests.integrations.scene import (
     pending_request,
 )
 from tests.live_server import LiveServer, free_port
+
+if TYPE_CHECKING:
+    from google.adk.events import Event
+    from google.genai import types
+
+    from hookgate.integrations.adk import PendingCall
 
 pytestmark = pytest.mark.usefixtures("empty_inbox")
 
@@ -87,6 +82,15 @@ class Shop:
     own_confirmation: bool = False
 
     def __post_init__(self) -> None:
+        from google.adk.agents import LlmAgent
+        from google.adk.apps import App
+        from google.adk.runners import InMemoryRunner, Runner
+        from google.adk.sessions import DatabaseSessionService
+        from google.adk.tools.agent_tool import AgentTool
+        from google.adk.tools.function_tool import FunctionTool
+
+        from hookgate.integrations.adk import HookgatePlugin
+
         ran = self.ran
 
         def pay(amount: int, to: str) -> dict[str, Any]:
@@ -119,8 +123,8 @@ class Shop:
             ran.append(("refund", amount))
             return {"refunded": amount}
 
-        self.model = ScriptedModel(turns=list(self.turns))
-        self.sub_model = ScriptedModel(turns=list(self.sub_turns))
+        self.model = scripted_model(list(self.turns))
+        self.sub_model = scripted_model(list(self.sub_turns))
         refunder = LlmAgent(name="refunder", model=self.sub_model, tools=[refund],
                             description="Refunds customers.")
         tools: list[Any] = [pay, lookup_card, write_note, tip, charge]
@@ -146,14 +150,17 @@ class Shop:
             user_id="alice", session_id=self.session_id, new_message=message)]
 
     def say(self, text: str = "go") -> list[Event]:
-        return self.srv.call(self._send(types.Content(role="user",
-                                                      parts=[types.Part(text=text)])))
+        return self.srv.call(self._send(user_says(text)))
 
     def resume(self, pending: list[PendingCall]) -> list[Event]:
+        from hookgate.integrations.adk import confirmation_replies
+
         return self.srv.call(self._send(confirmation_replies(pending)))
 
     def confirm_own(self, events: list[Event], confirmed: bool = True) -> list[Event]:
         """The user answers the tools' own confirmations (not hookgate's) in ``events``."""
+        from google.genai import types
+
         asked = [call for event in events for call in event.get_function_calls()
                  if call.name == "adk_request_confirmation" and "hookgate_request_id" not in
                  str((call.args or {}).get("toolConfirmation"))]
@@ -162,6 +169,19 @@ class Shop:
             types.Part(function_response=types.FunctionResponse(
                 name="adk_request_confirmation", id=call.id,
                 response={"confirmed": confirmed})) for call in asked])))
+
+
+def pending_calls(events: list[Event]) -> list[PendingCall]:
+    """hookgate's calls waiting for a person in ``events`` (the adapter's own reading)."""
+    from hookgate.integrations.adk import pending_calls
+
+    return pending_calls(events)
+
+
+def user_says(text: str) -> types.Content:
+    from google.genai import types
+
+    return types.Content(role="user", parts=[types.Part(text=text)])
 
 
 PAY = ("pay", {"amount": 500, "to": "ACME"})
@@ -238,9 +258,7 @@ def test_arguments_hookgate_rewrote_are_the_ones_that_run_and_the_model_is_told(
 
 def test_a_waiting_payment_long_polls_and_runs_when_a_person_approves(srv, make_guard):
     shop = Shop(srv, make_guard("remote"), [[PAY], "ok"], wait_s=20)
-    running = asyncio.run_coroutine_threadsafe(
-        shop._send(types.Content(role="user", parts=[types.Part(text="go")])),
-        srv.server_loop)
+    running = asyncio.run_coroutine_threadsafe(shop._send(user_says("go")), srv.server_loop)
     decide(srv, pending_request(srv, "pay")["id"], "approve")
     assert pending_calls(running.result(30)) == []
     assert shop.ran == [("pay", 500, "ACME")]
