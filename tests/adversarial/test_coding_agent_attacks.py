@@ -17,10 +17,13 @@ timeout that fires at once: the tool runs).
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ from hookgate.coding_agents.forwarder import Accept, command
 from tests.adversarial_tally import Tally
 from tests.claude_code.scene import TOKEN, coder
 from tests.coding_agents.failing_hookgate import failing_hookgate
+from tests.conftest import BACKENDS, migrated_database_url
 from tests.engines.world import ALICE
 from tests.live_server import LiveServer, live_server
 
@@ -53,17 +57,49 @@ ROUTES = {"codex": "/api/codex/hooks", "gemini": "/api/gemini/hooks",
 MALLORY = "tok-mallory-of-globex"
 
 
-@pytest.fixture
-def srv(database_url: str) -> Iterator[LiveServer]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[LiveServer]:
+    """One server per backend for the module's attempts (`srv` holds them apart)."""
     from hookgate.runtime.deployment import OrgSpec, UserSpec, token_digest
 
     deployment = coder(wait_s=0.3, rules=RULES)
-    deployment.database_url = database_url
+    deployment.database_url = migrated_database_url(request, tmp_path_factory.mktemp("agents"))
     deployment.orgs.append(OrgSpec("globex", "Globex"))
     deployment.users.append(UserSpec("mallory", "globex", admin=True,
                                      token_sha256=token_digest(MALLORY)))
     with live_server(deployment) as server:
         yield server
+
+
+#: A session field as ``json.dumps`` writes it in every agent's hook input.
+_SESSION_FIELD = re.compile(rb'("(?:session_id|conversation_id)": ")')
+_tests = itertools.count()
+
+
+@dataclass
+class Served:
+    """The module's server as one test sees it: every session its calls name (``s-1``,
+    ``s-A``, ``s-1 `` …) gets a prefix of the test's own, so no approval, pending request,
+    call id or report of another test is in any session it uses, and each test meets the
+    server as a fresh one would meet it (the token-revocation tests keep a server each)."""
+
+    server: LiveServer
+    tag: str
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def content(self, body: Any = None, raw: bytes | None = None) -> bytes:
+        """``body`` (or ``raw``) as sent, its sessions the test's own."""
+        content = raw if raw is not None else json.dumps(body).encode()
+        return _SESSION_FIELD.sub(rb"\g<1>" + self.tag.encode(), content)
+
+
+@pytest.fixture
+def srv(served: LiveServer) -> Served:
+    return Served(served, f"t{next(_tests)}~")
 
 
 # -- each agent's hook inputs --------------------------------------------------------------
@@ -87,9 +123,9 @@ def cursor(tool: str, args: dict[str, Any], call_id: str = "call_1", session: st
             "tool_use_id": call_id, **extra}
 
 
-def send(srv: LiveServer, kind: str, body: Any, *, raw: bytes | None = None,
+def send(srv: Served, kind: str, body: Any, *, raw: bytes | None = None,
          token: str = TOKEN, agent: str = "coder") -> httpx.Response:
-    content = raw if raw is not None else json.dumps(body).encode()
+    content = srv.content(body, raw)
     return httpx.post(f"{srv.url}{ROUTES[kind]}", params={"agent": agent}, content=content,
                       headers={"Authorization": f"Bearer {token}",
                                "Content-Type": "application/json"}, timeout=60)
@@ -104,18 +140,18 @@ def allowed(kind: str, r: httpx.Response) -> bool:
     return r.text == "{}"
 
 
-def requests(srv: LiveServer) -> list[dict[str, Any]]:
+def requests(srv: Served | LiveServer) -> list[dict[str, Any]]:
     return list(httpx.get(f"{srv.url}/api/confirmations",
                           headers={"Authorization": f"Bearer {TOKEN}"}).json())
 
 
-def approve(srv: LiveServer, request_id: str) -> None:
+def approve(srv: Served, request_id: str) -> None:
     r = httpx.post(f"{srv.url}/api/confirmations/{request_id}/respond",
                    json={"decision": "approve"}, headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 200, r.text
 
 
-def audit(srv: LiveServer) -> list[dict[str, Any]]:
+def audit(srv: Served) -> list[dict[str, Any]]:
     r = httpx.get(f"{srv.url}/api/audit", params={"limit": 100},
                   headers={"Authorization": f"Bearer {TOKEN}"})
     return list(r.json()["items"])
@@ -143,7 +179,7 @@ PUSH_SHAPES = [
 
 @pytest.mark.parametrize(("kind", "body"), PUSH_SHAPES)
 def test_a_push_to_main_needs_a_person_in_every_agents_shape(
-        srv: LiveServer, kind: str, body: dict[str, Any], attempt: Tally) -> None:
+        srv: Served, kind: str, body: dict[str, Any], attempt: Tally) -> None:
     r = send(srv, kind, body)
     attempt.record(f"{kind} push to main {body.get('tool_name') or body['hook_event_name']}",
                    got_through=allowed(kind, r))
@@ -159,7 +195,7 @@ def test_a_push_to_main_needs_a_person_in_every_agents_shape(
     ("cursor", cursor("Shell", {"command": "ls", "cmd": "git push origin main"})),
 ])
 def test_a_shell_call_with_two_commands_is_not_judged_by_the_harmless_one(
-        srv: LiveServer, kind: str, body: dict[str, Any], attempt: Tally) -> None:
+        srv: Served, kind: str, body: dict[str, Any], attempt: Tally) -> None:
     r = send(srv, kind, body)
     attempt.record(f"{kind} shell call with command and cmd", got_through=allowed(kind, r))
     assert not allowed(kind, r), r.text
@@ -170,7 +206,7 @@ def test_a_shell_call_with_two_commands_is_not_judged_by_the_harmless_one(
     ("codex", "BASH"), ("codex", "\u200bBash"), ("gemini", "Run_Shell_Command"),
 ])
 def test_a_look_alike_of_a_shell_tools_name_is_not_waved_through(
-        srv: LiveServer, kind: str, tool: str, attempt: Tally) -> None:
+        srv: Served, kind: str, tool: str, attempt: Tally) -> None:
     shape = {"codex": codex, "gemini": gemini, "cursor": cursor}[kind]
     r = send(srv, kind, shape(tool, {"command": "git push origin main"}))
     attempt.record(f"{kind} look-alike shell name {tool!r}", got_through=allowed(kind, r))
@@ -179,7 +215,7 @@ def test_a_look_alike_of_a_shell_tools_name_is_not_waved_through(
 
 
 def test_cursors_mcp_name_and_the_mcp_double_underscore_name_meet_one_rule(
-        srv: LiveServer, attempt: Tally) -> None:
+        srv: Served, attempt: Tally) -> None:
     for i, tool in enumerate(["MCP:git:push", "mcp__git__push"]):
         r = send(srv, "cursor", cursor(tool, {"branch": "main"}, call_id=f"m{i}"))
         attempt.record(f"cursor mcp spelling {tool}", got_through=allowed("cursor", r))
@@ -188,15 +224,16 @@ def test_cursors_mcp_name_and_the_mcp_double_underscore_name_meet_one_rule(
 
 # -- approvals, call ids and sessions across agents -----------------------------------------
 
-def _pending(srv: LiveServer, kind: str, body: dict[str, Any]) -> str:
+def _pending(srv: Served, kind: str, body: dict[str, Any]) -> str:
+    before = {q["id"] for q in requests(srv)}  # other tests' requests on the shared server
     r = send(srv, kind, body)
     assert "pending" in r.text, r.text
-    [request] = [q for q in requests(srv) if q["status"] == "pending"]
+    [request] = [q for q in requests(srv) if q["status"] == "pending" and q["id"] not in before]
     return str(request["id"])
 
 
 def test_an_approval_of_one_agents_call_does_not_cover_another_agents_identical_call(
-        srv: LiveServer, attempt: Tally) -> None:
+        srv: Served, attempt: Tally) -> None:
     request_id = _pending(srv, "gemini", gemini("run_shell_command",
                                                 {"command": "git push origin main"}))
     approve(srv, request_id)
@@ -208,7 +245,7 @@ def test_an_approval_of_one_agents_call_does_not_cover_another_agents_identical_
 
 
 def test_a_reused_call_id_in_another_session_or_agent_takes_no_approval(
-        srv: LiveServer, attempt: Tally) -> None:
+        srv: Served, attempt: Tally) -> None:
     request_id = _pending(srv, "codex", codex("Bash", {"command": "git push origin main"},
                                               call_id="call_X", session="s-A"))
     approve(srv, request_id)
@@ -223,7 +260,7 @@ def test_a_reused_call_id_in_another_session_or_agent_takes_no_approval(
 
 
 def test_a_codex_call_id_shaped_like_geminis_takes_no_gemini_approval(
-        srv: LiveServer, attempt: Tally) -> None:
+        srv: Served, attempt: Tally) -> None:
     import hookgate.canonical as canonical
     stamp, args = "2026-12-06T07:00:00.000Z", {"command": "git push origin main"}
     request_id = _pending(srv, "gemini", gemini("run_shell_command", args, stamp=stamp))
@@ -235,7 +272,7 @@ def test_a_codex_call_id_shaped_like_geminis_takes_no_gemini_approval(
 
 
 def test_another_orgs_token_and_an_unknown_agent_are_refused(
-        srv: LiveServer, attempt: Tally) -> None:
+        srv: Served, attempt: Tally) -> None:
     for kind, body in [("codex", codex("Bash", {"command": "ls"})),
                        ("gemini", gemini("run_shell_command", {"command": "ls"})),
                        ("cursor", cursor("Shell", {"command": "ls"}))]:
@@ -253,7 +290,7 @@ def test_another_orgs_token_and_an_unknown_agent_are_refused(
     b'{"a": ' + b"x" * 2_000_000 + b"}",
 ])
 def test_a_body_that_is_not_plain_json_is_refused_in_one_line(
-        srv: LiveServer, kind: str, raw: bytes, attempt: Tally) -> None:
+        srv: Served, kind: str, raw: bytes, attempt: Tally) -> None:
     r = send(srv, kind, None, raw=raw)
     attempt.record(f"{kind} non-JSON body {raw[:12]!r}", got_through=r.status_code == 200)
     assert r.status_code in (403, 413), r.text
@@ -272,7 +309,7 @@ def test_a_body_that_is_not_plain_json_is_refused_in_one_line(
                                 "deep": json.loads("[" * 900 + "]" * 900)})),
 ])
 def test_a_gated_command_with_a_lone_surrogate_or_huge_number_is_not_allowed(
-        srv: LiveServer, kind: str, body: dict[str, Any], attempt: Tally) -> None:
+        srv: Served, kind: str, body: dict[str, Any], attempt: Tally) -> None:
     raw = json.dumps(body).replace("Infinity", "1e999").encode()
     r = send(srv, kind, None, raw=raw)
     attempt.record(f"{kind} gated command with surrogate/1e999", got_through=allowed(kind, r))
@@ -289,11 +326,12 @@ def test_a_gated_command_with_a_lone_surrogate_or_huge_number_is_not_allowed(
                                  tool_output="NaN"))),
 ])
 def test_one_report_sent_twice_runs_post_tool_use_once(
-        srv: LiveServer, kind: str, raw: str, attempt: Tally) -> None:
+        srv: Served, kind: str, raw: str, attempt: Tally) -> None:
+    seen = {row["id"] for row in audit(srv)}  # other tests' rows on the shared server
     for _ in range(2):
         r = send(srv, kind, None, raw=raw.encode())
         assert r.status_code in (200, 403), r.text
-    rows = audit(srv)
+    rows = [row for row in audit(srv) if row["id"] not in seen]
     attempt.record(f"{kind} report twice with a non-JSON value", got_through=len(rows) > 1)
     assert len(rows) <= 1, rows
 
@@ -336,10 +374,11 @@ PUSH_BY_AGENT = {"codex": codex("Bash", {"command": "git push origin main"}, cal
 
 @pytest.mark.parametrize("kind", ["codex", "gemini", "cursor"])
 def test_the_installed_command_blocks_a_gated_call_and_a_foreign_token(
-        srv: LiveServer, kind: str, attempt: Tally) -> None:
+        srv: Served, kind: str, attempt: Tally) -> None:
     cmd = _commands(srv.url)[kind]
-    gated = _run(cmd, json.dumps(PUSH_BY_AGENT[kind]))
-    foreign = _run(cmd, json.dumps(PUSH_BY_AGENT[kind]), token=MALLORY)
+    push = srv.content(PUSH_BY_AGENT[kind]).decode()
+    gated = _run(cmd, push)
+    foreign = _run(cmd, push, token=MALLORY)
     for name, done in (("gated", gated), ("foreign token", foreign)):
         attempt.record(f"{kind} installed command, {name}",
                        got_through=_agent_allows(kind, done))
@@ -408,7 +447,7 @@ def test_an_install_url_with_shell_syntax_runs_nothing_but_curl(
      cursor("Shell", {"command": "git push origin main"}, call_id="c2")),
 ])
 def test_one_approval_lets_the_call_run_once_whatever_the_model_repeats(
-        srv: LiveServer, kind: str, first: dict[str, Any], retry: dict[str, Any],
+        srv: Served, kind: str, first: dict[str, Any], retry: dict[str, Any],
         attempt: Tally) -> None:
     approve(srv, _pending(srv, kind, first))
     ran = send(srv, kind, retry)
@@ -445,7 +484,8 @@ def test_a_token_revoked_while_its_call_waits_gets_no_allow(
 
     srv = waiting_srv
     box: dict[str, httpx.Response] = {}
-    waiting = threading.Thread(target=lambda: box.update(r=send(srv, kind,
+    own = Served(srv, "")  # a server of its own: the revocation ends alice's every call
+    waiting = threading.Thread(target=lambda: box.update(r=send(own, kind,
                                                                  PUSH_BY_AGENT[kind])))
     waiting.start()
     deadline = time.monotonic() + 30
@@ -470,7 +510,7 @@ def test_a_token_revoked_while_its_call_waits_gets_no_allow(
     ("codex", codex, "PostToolUse"), ("cursor", cursor, "postToolUse"),
 ])
 def test_a_report_of_another_tool_under_the_call_id_does_not_skip_the_shells_hooks(
-        srv: LiveServer, kind: str, shape: Any, event: str, attempt: Tally) -> None:
+        srv: Served, kind: str, shape: Any, event: str, attempt: Tally) -> None:
     # CARD_GUARD withholds a Bash output that shows a card number; a harmless tool's report
     # with the same id, arguments and output must not stand for the shell's.
     args, output = {"command": "cat card.txt"}, "4111 1111 1111 1111"
@@ -486,7 +526,7 @@ def test_a_report_of_another_tool_under_the_call_id_does_not_skip_the_shells_hoo
 
 
 def test_another_orgs_admin_cannot_approve_a_coding_agents_call(
-        srv: LiveServer, attempt: Tally) -> None:
+        srv: Served, attempt: Tally) -> None:
     request_id = _pending(srv, "codex", codex("Bash", {"command": "git push origin main"}))
     r = httpx.post(f"{srv.url}/api/confirmations/{request_id}/respond",
                    json={"decision": "approve"}, headers={"Authorization": f"Bearer {MALLORY}"})
@@ -497,7 +537,7 @@ def test_another_orgs_admin_cannot_approve_a_coding_agents_call(
 
 
 def test_a_retry_from_another_session_or_folder_takes_no_approval(
-        srv: LiveServer, attempt: Tally) -> None:
+        srv: Served, attempt: Tally) -> None:
     args = {"command": "git push origin main"}
     approve(srv, _pending(srv, "codex", codex("Bash", args, call_id="c1", session="s-1")))
     for n, body in enumerate([codex("Bash", args, call_id="c2", session="s-2"),

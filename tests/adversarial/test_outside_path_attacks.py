@@ -495,18 +495,50 @@ def test_a_service_moved_to_another_org_mid_stream_learns_no_decision(
 RM = {"command": "rm -rf build > rm.log"}
 
 
-@pytest.mark.both_databases
-def test_claude_code_an_identical_retry_in_another_directory_gets_no_approval(
-        database_url: str, attempt: Tally) -> None:
-    from tests.claude_code.scene import TOKEN, coder
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def claude_code(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[LiveServer]:
+    """The scenes' Claude Code backend ``coder``, answering inline only: one server per
+    backend for the tests below. Each test names a session of its own (`cc_session`) and
+    looks only at the requests made since it began (`pending_since`), so what another test
+    asked or approved is in none of its sessions and none of its lists."""
+    from tests.claude_code.scene import coder
     world = coder(wait_s=0.3)
-    world.database_url = database_url
+    world.database_url = migrated_database_url(request, tmp_path_factory.mktemp("cc-own"))
     world.agents["coder"].confirmation_mode = "inline_only"
     world.agents["coder"].approval_channel_id = None
+    with live_server(world) as srv:
+        yield srv
+
+
+def cc_session() -> str:
+    """A Claude Code session id (a UUID's shape) that no other test names."""
+    return f"7a1d3b9e-2222-4333-8444-{next(_n):012d}"
+
+
+def request_ids(srv: LiveServer, headers: dict[str, str]) -> set[str]:
+    """The ids of every request on ``srv`` so far."""
+    return {c["id"] for c in httpx.get(f"{srv.url}/api/confirmations", headers=headers,
+                                       params={"status": "all", "limit": 500},
+                                       timeout=30).json()}
+
+
+def pending_since(srv: LiveServer, before: set[str], headers: dict[str, str]
+                  ) -> list[dict[str, Any]]:
+    """The pending requests on ``srv`` that are not among ``before``."""
+    return [c for c in httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
+                                 headers=headers, timeout=30).json() if c["id"] not in before]
+
+
+def test_claude_code_an_identical_retry_in_another_directory_gets_no_approval(
+        claude_code: LiveServer, attempt: Tally) -> None:
+    from tests.claude_code.scene import TOKEN
+    srv, session = claude_code, cc_session()
     alice = {"Authorization": f"Bearer {TOKEN}"}
+    before = request_ids(srv, alice)
 
     def pre_in(cwd: str, call_id: str) -> dict[str, Any]:
-        return {"hook_event_name": "PreToolUse", "session_id": CC_SESSION, "cwd": cwd,
+        return {"hook_event_name": "PreToolUse", "session_id": session, "cwd": cwd,
                 "permission_mode": "default", "tool_name": "Bash", "tool_input": RM,
                 "tool_use_id": call_id, "transcript_path": "/tmp/t.jsonl"}
 
@@ -516,36 +548,31 @@ def test_claude_code_an_identical_retry_in_another_directory_gets_no_approval(
         assert r.status_code == 200, r.text
         return (r.json().get("hookSpecificOutput") or {}).get("permissionDecision")
 
-    with live_server(world) as srv:
-        # Asked in a scratch directory: the wait runs out, the call is told to retry.
-        assert send(pre_in("/work/project/scratch", "toolu_rm1")) == "deny"
-        [request] = httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
-                              headers=alice, timeout=30).json()
-        assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
-                          json={"decision": "approve"}, headers=alice,
-                          timeout=30).status_code == 200
-        # The "identical" retry comes from the project's root: `rm -rf build` there is
-        # another call than the one approved.
-        moved = send(pre_in("/work/project", "toolu_rm2"))
-        attempt.record("claude code: the identical retry from another cwd joins the approval",
-                       moved == "allow")
-        assert moved == "deny", moved
-        # From the directory it was approved in, the retry runs (once).
-        assert send(pre_in("/work/project/scratch", "toolu_rm3")) == "allow"
+    # Asked in a scratch directory: the wait runs out, the call is told to retry.
+    assert send(pre_in("/work/project/scratch", "toolu_rm1")) == "deny"
+    [request] = pending_since(srv, before, alice)
+    assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
+                      json={"decision": "approve"}, headers=alice,
+                      timeout=30).status_code == 200
+    # The "identical" retry comes from the project's root: `rm -rf build` there is
+    # another call than the one approved.
+    moved = send(pre_in("/work/project", "toolu_rm2"))
+    attempt.record("claude code: the identical retry from another cwd joins the approval",
+                   moved == "allow")
+    assert moved == "deny", moved
+    # From the directory it was approved in, the retry runs (once).
+    assert send(pre_in("/work/project/scratch", "toolu_rm3")) == "allow"
 
 
-@pytest.mark.both_databases
 def test_claude_code_the_same_call_resumed_from_another_directory_is_refused(
-        database_url: str, attempt: Tally) -> None:
-    from tests.claude_code.scene import TOKEN, coder
-    world = coder(wait_s=0.3)
-    world.database_url = database_url
-    world.agents["coder"].confirmation_mode = "inline_only"
-    world.agents["coder"].approval_channel_id = None
+        claude_code: LiveServer, attempt: Tally) -> None:
+    from tests.claude_code.scene import TOKEN
+    srv, session = claude_code, cc_session()
     alice = {"Authorization": f"Bearer {TOKEN}", "X-Claude-Code-Entrypoint": "sdk-cli"}
+    before = request_ids(srv, alice)
 
     def pre_in(cwd: str) -> dict[str, Any]:
-        return {"hook_event_name": "PreToolUse", "session_id": CC_SESSION, "cwd": cwd,
+        return {"hook_event_name": "PreToolUse", "session_id": session, "cwd": cwd,
                 "permission_mode": "default", "tool_name": "Bash", "tool_input": RM,
                 "tool_use_id": "toolu_resumed", "transcript_path": "/tmp/t.jsonl"}
 
@@ -555,62 +582,55 @@ def test_claude_code_the_same_call_resumed_from_another_directory_is_refused(
         assert r.status_code == 200, r.text
         return dict(r.json().get("hookSpecificOutput") or {})
 
-    with live_server(world) as srv:
-        # Headless: deferred while a person decides; `claude -p --resume` asks the same call.
-        assert send(pre_in("/work/project/scratch"))["permissionDecision"] == "defer"
-        [request] = httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
-                              headers=alice, timeout=30).json()
-        assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
-                          json={"decision": "approve"}, headers=alice,
-                          timeout=30).status_code == 200
-        # Resumed from the project's root, the same tool_use_id runs `rm -rf build` there.
-        moved = send(pre_in("/work/project"))
-        attempt.record("claude code: the approved call resumed from another cwd runs",
-                       moved.get("permissionDecision") == "allow")
-        assert moved["permissionDecision"] == "deny", moved
-        assert "/work/project/scratch" in moved["permissionDecisionReason"], moved
-        # Resumed where it was asked, it runs (once).
-        assert send(pre_in("/work/project/scratch"))["permissionDecision"] == "allow"
+    # Headless: deferred while a person decides; `claude -p --resume` asks the same call.
+    assert send(pre_in("/work/project/scratch"))["permissionDecision"] == "defer"
+    [request] = pending_since(srv, before, alice)
+    assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
+                      json={"decision": "approve"}, headers=alice,
+                      timeout=30).status_code == 200
+    # Resumed from the project's root, the same tool_use_id runs `rm -rf build` there.
+    moved = send(pre_in("/work/project"))
+    attempt.record("claude code: the approved call resumed from another cwd runs",
+                   moved.get("permissionDecision") == "allow")
+    assert moved["permissionDecision"] == "deny", moved
+    assert "/work/project/scratch" in moved["permissionDecisionReason"], moved
+    # Resumed where it was asked, it runs (once).
+    assert send(pre_in("/work/project/scratch"))["permissionDecision"] == "allow"
 
 
-@pytest.mark.both_databases
 def test_claude_code_a_permission_request_elsewhere_is_its_own_call(
-        database_url: str, attempt: Tally) -> None:
-    from tests.claude_code.scene import TOKEN, coder
-    world = coder(wait_s=0.2)
-    world.database_url = database_url
-    world.agents["coder"].confirmation_mode = "inline_only"
-    world.agents["coder"].approval_channel_id = None
+        claude_code: LiveServer, attempt: Tally) -> None:
+    from tests.claude_code.scene import TOKEN
+    srv, session = claude_code, cc_session()
     alice = {"Authorization": f"Bearer {TOKEN}"}
+    before = request_ids(srv, alice)
 
     def permission(cwd: str) -> dict[str, Any]:
         r = httpx.post(f"{srv.url}/api/claude-code/hooks", params={"agent": "coder"},
                        headers=alice, timeout=30, json={
-                           "hook_event_name": "PermissionRequest", "session_id": CC_SESSION,
+                           "hook_event_name": "PermissionRequest", "session_id": session,
                            "cwd": cwd, "permission_mode": "default", "tool_name": "Bash",
                            "tool_input": RM, "transcript_path": "/tmp/t.jsonl"})
         assert r.status_code == 200, r.text
         return dict(r.json().get("hookSpecificOutput") or {})
 
     def pending() -> list[dict[str, Any]]:
-        return list(httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
-                              headers=alice, timeout=30).json())
+        return pending_since(srv, before, alice)
 
-    with live_server(world) as srv:
-        permission("/work/project/scratch")
-        [first] = pending()
-        assert httpx.post(f"{srv.url}/api/confirmations/{first['id']}/respond",
-                          json={"decision": "approve"}, headers=alice,
-                          timeout=30).status_code == 200
-        # The same command from another directory is asked about on its own.
-        elsewhere = permission("/work/project")
-        attempt.record("claude code: a permission approved in one cwd allows it in another",
-                       (elsewhere.get("decision") or {}).get("behavior") == "allow")
-        assert (elsewhere.get("decision") or {}).get("behavior") != "allow", elsewhere
-        [second] = pending()
-        assert second["id"] != first["id"]
-        assert (permission("/work/project/scratch").get("decision") or {}).get(
-            "behavior") == "allow"
+    permission("/work/project/scratch")
+    [first] = pending()
+    assert httpx.post(f"{srv.url}/api/confirmations/{first['id']}/respond",
+                      json={"decision": "approve"}, headers=alice,
+                      timeout=30).status_code == 200
+    # The same command from another directory is asked about on its own.
+    elsewhere = permission("/work/project")
+    attempt.record("claude code: a permission approved in one cwd allows it in another",
+                   (elsewhere.get("decision") or {}).get("behavior") == "allow")
+    assert (elsewhere.get("decision") or {}).get("behavior") != "allow", elsewhere
+    [second] = pending()
+    assert second["id"] != first["id"]
+    assert (permission("/work/project/scratch").get("decision") or {}).get(
+        "behavior") == "allow"
 
 
 @pytest.mark.both_databases
@@ -699,19 +719,19 @@ async def _act_for_bob_then_bob_leaves(srv: LiveServer, api: httpx.AsyncClient,
 # -- Claude Code: a PostToolUse naming another tool under an approved tool_use_id ---------------
 
 
-@pytest.mark.both_databases
 def test_claude_code_a_report_naming_another_tool_does_not_stand_for_the_real_one(
-        database_url: str, attempt: Tally) -> None:
-    from tests.claude_code.scene import TOKEN, coder
-    world = coder(wait_s=0.2)
-    world.database_url = database_url
-    world.agents["coder"].confirmation_mode = "inline_only"
-    world.agents["coder"].approval_channel_id = None
+        claude_code: LiveServer, attempt: Tally) -> None:
+    from tests.claude_code.scene import TOKEN
+    srv = claude_code
     alice = {"Authorization": f"Bearer {TOKEN}", "X-Claude-Code-Entrypoint": "sdk-cli"}
+    before = request_ids(srv, alice)
+    # The call id is this test's alone on the module's server (the audit rows below are
+    # picked by it), in a session of its own.
+    call_id = fresh("toolu_posted")
     push = {"command": "git push origin main > push.log"}
-    pre = {"hook_event_name": "PreToolUse", "session_id": CC_SESSION, "cwd": "/work/project",
-           "permission_mode": "default", "tool_name": "Bash", "tool_input": push,
-           "tool_use_id": "toolu_posted", "transcript_path": "/tmp/t.jsonl"}
+    pre = {"hook_event_name": "PreToolUse", "session_id": cc_session(),
+           "cwd": "/work/project", "permission_mode": "default", "tool_name": "Bash",
+           "tool_input": push, "tool_use_id": call_id, "transcript_path": "/tmp/t.jsonl"}
 
     def send(body: dict[str, Any]) -> dict[str, Any]:
         r = httpx.post(f"{srv.url}/api/claude-code/hooks", params={"agent": "coder"},
@@ -719,20 +739,18 @@ def test_claude_code_a_report_naming_another_tool_does_not_stand_for_the_real_on
         assert r.status_code == 200, r.text
         return dict(r.json())
 
-    with live_server(world) as srv:
-        send(pre)
-        [request] = httpx.get(f"{srv.url}/api/confirmations", params={"status": "pending"},
-                              headers=alice, timeout=30).json()
-        assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
-                          json={"decision": "approve"}, headers=alice,
-                          timeout=30).status_code == 200
-        assert send(pre)["hookSpecificOutput"]["permissionDecision"] == "allow"
-        # A report under the approved id naming another tool comes first, then the real one.
-        send(dict(pre, hook_event_name="PostToolUse", tool_name="Write", tool_response="ok"))
-        send(dict(pre, hook_event_name="PostToolUse", tool_response="ok"))
-        rows = [row for row in httpx.get(f"{srv.url}/api/audit", params={"limit": 200},
-                                         headers=alice, timeout=30).json()["items"]
-                if row["tool_call_id"] == "toolu_posted" and row["outcome"] == "ok"]
+    send(pre)
+    [request] = pending_since(srv, before, alice)
+    assert httpx.post(f"{srv.url}/api/confirmations/{request['id']}/respond",
+                      json={"decision": "approve"}, headers=alice,
+                      timeout=30).status_code == 200
+    assert send(pre)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    # A report under the approved id naming another tool comes first, then the real one.
+    send(dict(pre, hook_event_name="PostToolUse", tool_name="Write", tool_response="ok"))
+    send(dict(pre, hook_event_name="PostToolUse", tool_response="ok"))
+    rows = [row for row in httpx.get(f"{srv.url}/api/audit", params={"limit": 200},
+                                     headers=alice, timeout=30).json()["items"]
+            if row["tool_call_id"] == call_id and row["outcome"] == "ok"]
     real = [row for row in rows if row["tool_name"] == "Bash"]
     attempt.record("claude code: a PostToolUse naming another tool stands for the approved "
                    "call's (its audit row and hooks never run)", not real)

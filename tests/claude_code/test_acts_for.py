@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from hookgate.runtime.deployment import OrgSpec, UserSpec, token_digest
 from hookgate.storage.tables import User
 from tests.claude_code.scene import TOKEN, coder
 from tests.claude_code.test_hook_endpoint import PUSH, decision, pending, pre
+from tests.conftest import BACKENDS, migrated_database_url
 from tests.live_server import LiveServer, live_server
 
 pytestmark = pytest.mark.both_databases
@@ -33,8 +35,8 @@ TOKENS = {"alice": TOKEN, "bob": "tok-bob", "coder-bot": BOT, "carol": "tok-caro
 SERVICE_SAID = "service (agent) identity"
 
 
-@pytest.fixture
-def srv(database_url: str) -> Iterator[LiveServer]:
+@contextmanager
+def served(database_url: str) -> Iterator[LiveServer]:
     deployment = coder(wait_s=0.3)
     deployment.database_url = database_url
     agent = deployment.agents["coder"]
@@ -51,6 +53,22 @@ def srv(database_url: str) -> Iterator[LiveServer]:
         UserSpec("mallory", "evil", token_sha256=token_digest(TOKENS["mallory"]))]
     with live_server(deployment) as server:
         server.call(_disable(server, "carol"))
+        yield server
+
+
+@pytest.fixture
+def srv(database_url: str) -> Iterator[LiveServer]:
+    with served(database_url) as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def refusing(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[LiveServer]:
+    """`srv`'s server, one per module and backend, for the test whose every call is refused
+    and which asserts, after its calls, that nothing is pending: the server it meets next
+    is as it found it."""
+    with served(migrated_database_url(request, tmp_path_factory.mktemp("acts"))) as server:
         yield server
 
 
@@ -131,7 +149,8 @@ def test_an_approval_for_alices_call_is_never_used_for_a_call_acting_for_bob(srv
     ("alice", "bob", "only a service identity (kind: service) acts for someone else"),
 ])
 def test_a_header_naming_someone_the_caller_may_not_act_for_is_refused_with_the_reason(
-        srv, user: str, acts_for: str, said: str) -> None:
+        refusing: LiveServer, user: str, acts_for: str, said: str) -> None:
+    srv = refusing
     # A deciding event is a denial (an error status is "go on" to Claude Code) ...
     answer, why = decision(hook(srv, pre("Bash", PUSH, "toolu_x"), user=user,
                                 acts_for=acts_for))

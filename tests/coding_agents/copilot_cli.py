@@ -7,7 +7,10 @@ isolated HOME and COPILOT_HOME, whose only model is a loopback fake of Chat Comp
 streaming. The package unpacks ~235 MB on its first start: COPILOT_CACHE_HOME is
 .cache/copilot-cache, shared by every run. ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS`` is set
 only where a test says so (``repo_hooks``): without it ``copilot -p`` skips the
-repository's hooks silently.
+repository's hooks silently. The CLI turns on Node's compile cache, kept in the temporary
+folder (a fresh one per test): NODE_COMPILE_CACHE points it at .cache/copilot-compile-cache,
+shared by every run, so a run does not compile the CLI's ~8 MB of JavaScript again (about a
+sixth of its CPU).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tests.interpreter_path import path_with_interpreter
 REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "scripts" / "install_copilot_cli.sh"
 CACHE_HOME = REPO / ".cache" / "copilot-cache"
+COMPILE_CACHE = REPO / ".cache" / "copilot-compile-cache"
 API_KEY = "sk-test-copilot"
 MODEL = "gpt-4.1"
 
@@ -50,6 +54,7 @@ class CopilotRun:
             "TMPDIR": str(self.home / "tmp"),
             "COPILOT_HOME": str(self.home / ".copilot"),
             "COPILOT_CACHE_HOME": str(CACHE_HOME),
+            "NODE_COMPILE_CACHE": str(COMPILE_CACHE),
             "COPILOT_OFFLINE": "true",
             "COPILOT_AUTO_UPDATE": "false",
             "COPILOT_PROVIDER_BASE_URL": self.base_url,

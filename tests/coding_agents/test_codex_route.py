@@ -71,14 +71,14 @@ def test_an_allow_is_exactly_an_empty_object_and_an_mcp_tool_keeps_its_name(
     (["not", "an", "object"], 403, "JSON object"),
 ])
 def test_a_body_hookgate_cannot_act_on_is_refused_in_one_line(
-        srv: LiveServer, body: Any, status: int, words: str) -> None:
-    r = post(srv, body)
+        refusing: LiveServer, body: Any, status: int, words: str) -> None:
+    r = post(refusing, body)
     assert r.status_code == status and words in r.text and "\n" not in r.text
 
 
-def test_a_bad_token_or_another_orgs_agent_is_not_answered(srv: LiveServer) -> None:
-    assert post(srv, pre("Bash", {"command": "ls"}), token="nope").status_code == 401
-    assert post(srv, pre("Bash", {"command": "ls"}), agent="ghost").status_code == 404
+def test_a_bad_token_or_another_orgs_agent_is_not_answered(refusing: LiveServer) -> None:
+    assert post(refusing, pre("Bash", {"command": "ls"}), token="nope").status_code == 401
+    assert post(refusing, pre("Bash", {"command": "ls"}), agent="ghost").status_code == 404
 
 
 def _run(cmd: str, stdin: str, token: str = TOKEN) -> subprocess.CompletedProcess[str]:

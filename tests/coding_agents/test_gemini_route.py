@@ -78,6 +78,6 @@ def test_an_mcp_tool_is_named_by_its_server_and_an_allow_is_an_empty_object(
     (["not", "an", "object"], "JSON object"),
 ])
 def test_a_body_hookgate_cannot_act_on_is_refused_in_one_line(
-        srv: LiveServer, body: Any, words: str) -> None:
-    r = post(srv, body)
+        refusing: LiveServer, body: Any, words: str) -> None:
+    r = post(refusing, body)
     assert r.status_code == 403 and words in r.text and "\n" not in r.text, r.text
