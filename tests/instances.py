@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from tests.fakes.server import LoopbackServer
 from tests.live_server import free_port
+from tests.loopback_http import HTTP
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Debian's libfaketime (package faketime).
@@ -82,8 +83,9 @@ class Instance:
             try:
                 # /healthz: answered once the server listens, which it does only after its
                 # start-up; /openapi.json (polled before) built the whole schema, ~0.1 s of
-                # the server's CPU per start, for nobody.
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                # the server's CPU per start, for nobody. One shared client: httpx.get()
+                # would build an SSL context per poll (~25 ms of this process's CPU).
+                if HTTP.get(self.url + "/healthz", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

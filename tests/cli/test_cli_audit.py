@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from hookgate.client import Allowed, Client, Pending
 from tests.api_v1.test_guarded_calls import ALICE, BOT, deployment
 from tests.live_server import LiveServer, live_server
+from tests.loopback_http import HTTP
 
 pytestmark = pytest.mark.both_databases
 REPO = Path(__file__).resolve().parents[2]
@@ -40,8 +40,8 @@ def hookgate(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]
 
 
 def _decide(server: LiveServer, request_id: str, decision: str) -> None:
-    r = httpx.post(f"{server.url}/api/confirmations/{request_id}/respond",
-                   json={"decision": decision}, headers={"Authorization": f"Bearer {ALICE}"})
+    r = HTTP.post(f"{server.url}/api/confirmations/{request_id}/respond",
+                  json={"decision": decision}, headers={"Authorization": f"Bearer {ALICE}"})
     assert r.status_code == 200, r.text
 
 
@@ -62,8 +62,8 @@ def _decided_call(server: LiveServer, guard: Client, session: str, call: str,
 
 
 def _audit(server: LiveServer, **params: Any) -> list[dict[str, Any]]:
-    r = httpx.get(f"{server.url}/api/audit", params={"limit": 100, **params},
-                  headers={"Authorization": f"Bearer {ALICE}"})
+    r = HTTP.get(f"{server.url}/api/audit", params={"limit": 100, **params},
+                 headers={"Authorization": f"Bearer {ALICE}"})
     assert r.status_code == 200, r.text
     return list(r.json()["items"])
 

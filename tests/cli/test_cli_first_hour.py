@@ -12,6 +12,8 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -247,7 +249,7 @@ def test_run_exits_1_when_every_write_was_blocked(project: Path, elsewhere: Path
     assert ("BLOCKED   oa__purchase_pay by hook 'readonly_guard': Org is in read-only mode — "
             "write blocked.") in out
     assert "done      run completed; 1 tool call(s) stopped by a hook" in out
-    help_text = prose(hookgate("run", "--help", cwd=elsewhere, columns=80).stdout)
+    help_text = prose(_run_help().stdout)
     assert "1 when it did not complete (failed, blocked at build, …), a hook blocked a " \
            "call or withheld its result" in help_text
 
@@ -322,14 +324,26 @@ print(json.dumps(out))
 """
 
 
-def _helps(cwd: Path) -> dict[tuple[str, ...], str]:
-    """``--help`` of every command and subcommand at 80 columns."""
+@cache
+def _helps() -> dict[tuple[str, ...], str]:
+    """``--help`` of every command and subcommand at 80 columns, printed from an empty folder
+    (not the configuration's). Once per process: two tests read it, and the dump takes ~0.8
+    CPU-s; nothing a test does changes what it prints."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR",)}
     env.update(COLUMNS="80", NO_COLOR="1")
-    done = subprocess.run([sys.executable, "-c", HELP_DUMP], cwd=cwd, capture_output=True,
-                          text=True, env=env, timeout=120)
+    with tempfile.TemporaryDirectory(prefix="hookgate-help-") as cwd:
+        done = subprocess.run([sys.executable, "-c", HELP_DUMP], cwd=cwd, capture_output=True,
+                              text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     return {tuple(k.split()): v for k, v in json.loads(done.stdout).items()}
+
+
+@cache
+def _run_help() -> subprocess.CompletedProcess[str]:
+    """The real `hookgate run --help` at 80 columns, from an empty folder: once per process,
+    for the two tests that read it."""
+    with tempfile.TemporaryDirectory(prefix="hookgate-help-") as cwd:
+        return hookgate("run", "--help", cwd=Path(cwd), columns=80)
 
 
 def _leading_words(text: str) -> tuple[str, ...]:
@@ -360,8 +374,8 @@ def documented_commands() -> list[tuple[tuple[str, ...], list[str]]]:
     return found
 
 
-def test_every_help_is_coherent_at_80_columns(elsewhere: Path) -> None:
-    helps = _helps(elsewhere)
+def test_every_help_is_coherent_at_80_columns() -> None:
+    helps = _helps()
     # The CLI reference's command table names real commands with options they have.
     documented = documented_commands()
     assert len(documented) >= 15
@@ -385,7 +399,7 @@ def test_every_help_is_coherent_at_80_columns(elsewhere: Path) -> None:
     assert "Usage: hookgate orgs read-only [OPTIONS] ORG [STATE]" in helps[
         ("orgs", "read-only")]
     # And the real command prints the same help.
-    run_help = hookgate("run", "--help", cwd=elsewhere, columns=80)
+    run_help = _run_help()
     assert run_help.returncode == 0 and run_help.stdout == helps[("run",)]
     assert "Usage: hookgate run [OPTIONS] MESSAGE" in run_help.stdout
     assert "Its SQLite file is made in the working directory" in prose(run_help.stdout)
@@ -408,8 +422,8 @@ def test_usage_errors_name_arguments_in_capitals(elsewhere: Path) -> None:
 # -- the same words everywhere ------------------------------------------------------------------
 
 
-def test_every_top_level_command_sits_in_a_named_panel(elsewhere: Path) -> None:
-    top = _helps(elsewhere)[()]
+def test_every_top_level_command_sits_in_a_named_panel() -> None:
+    top = _helps()[()]
     assert "Commands" not in top  # no panel of one stray command
     server = top[top.index("Server"):top.index("Integrations")]
     assert "rules" in server and "approvals" in server

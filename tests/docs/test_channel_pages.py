@@ -33,6 +33,7 @@ from tests.fakes.teams import FakeTeams
 from tests.fakes.telegram import FakeTelegram
 from tests.fakes.wecom import FakeWeCom
 from tests.instances import Instance
+from tests.loopback_http import HTTP
 
 TOKEN = "dev-token-alice"
 CALLBACK = "https://<your-host>/api/channels/<channel_id>/callback"
@@ -234,8 +235,8 @@ def test_a_channel_page_runs_against_the_fake_platform(name: str, tmp_path: Path
             click = platform.click(fake, card, request["id"], who)
             url = CALLBACK.replace("https://<your-host>", server.url).replace(
                 "<channel_id>", channel["id"])
-            answer = httpx.post(url, headers=click.headers, params=click.query,
-                                content=click.body, timeout=20)
+            answer = HTTP.post(url, headers=click.headers, params=click.query,
+                               content=click.body, timeout=20)
             assert answer.status_code == 200, answer.text
 
             eventually(lambda: api.get(f"/api/runs/{run_id}").json()["status"] == "completed",

@@ -21,6 +21,7 @@ import pytest
 
 from hookgate import Agent
 from hookgate.runtime.deployment import Deployment
+from tests.conftest import migrated_database_url
 from tests.live_server import LiveServer, live_server
 from tests.portal.steps import WAIT_S, wait_finished
 from tests.server.demo_world import TOKENS, Ledger, auth, world
@@ -92,6 +93,27 @@ def decided_world(database_url: str) -> Iterator[tuple[LiveServer, httpx.Client,
         yield srv, c, bank, decide_the_four_calls(c, bank)
 
 
+@dataclasses.dataclass(frozen=True)
+class Decided:
+    """The server after the four calls, on a database of the backend under test."""
+
+    database_url: str
+    srv: LiveServer
+    c: httpx.Client
+    ids: dict[str, Any]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def decided(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Decided]:
+    """One decided world per backend for the module's tests (a world is a server, a run and
+    a person's THINK_S wait): they read its rows, and the one that edits a row puts it back
+    before it ends, so none depends on what another did or on their order."""
+    url = migrated_database_url(request, tmp_path_factory.mktemp("audit-decisions"))
+    with decided_world(url) as (srv, c, _bank, ids):
+        yield Decided(url, srv, c, ids)
+
+
 def _rows(c: httpx.Client, **query: Any) -> dict[str, dict[str, Any]]:
     items = c.get("/api/audit", params=query, headers=auth("alice")).json()["items"]
     return {row["tool_call_id"]: row for row in items}
@@ -104,92 +126,92 @@ def hookgate(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, env=env)
 
 
-@pytest.mark.both_databases
 def test_a_call_a_person_approved_after_a_wait_names_them_and_keeps_the_wait_apart(
-        database_url: str) -> None:
-    with decided_world(database_url) as (_srv, c, _bank, ids):
-        rows = _rows(c)
-        asked = rows["asked"]
-        assert (asked["outcome"], asked["approver"], asked["request_id"]) == (
-            "ok", "alice", ids["asked"])
-        assert asked["wait_us"] >= THINK_S * 1_000_000
-        # The tool appends to a list; had its time included the wait, it would exceed it.
-        assert asked["latency_us"] < asked["wait_us"]
-        assert asked["hash_v"] == 3
+        decided: Decided) -> None:
+    ids = decided.ids
+    rows = _rows(decided.c)
+    asked = rows["asked"]
+    assert (asked["outcome"], asked["approver"], asked["request_id"]) == (
+        "ok", "alice", ids["asked"])
+    assert asked["wait_us"] >= THINK_S * 1_000_000
+    # The tool appends to a list; had its time included the wait, it would exceed it.
+    assert asked["latency_us"] < asked["wait_us"]
+    assert asked["hash_v"] == 3
 
-        ruled = rows["ruled"]
-        assert (ruled["outcome"], ruled["approver"], ruled["request_id"], ruled["wait_us"]) == (
-            "ok", f"rule {ids['rule']} (created by alice)", None, None)
-        assert ruled["detail"] == f"approved by rule {ids['rule']}, created by alice"
+    ruled = rows["ruled"]
+    assert (ruled["outcome"], ruled["approver"], ruled["request_id"], ruled["wait_us"]) == (
+        "ok", f"rule {ids['rule']} (created by alice)", None, None)
+    assert ruled["detail"] == f"approved by rule {ids['rule']}, created by alice"
 
-        small = rows["small"]
-        assert (small["outcome"], small["approver"], small["request_id"], small["wait_us"],
-                small["hash_v"]) == ("ok", None, None, None, 2)
+    small = rows["small"]
+    assert (small["outcome"], small["approver"], small["request_id"], small["wait_us"],
+            small["hash_v"]) == ("ok", None, None, None, 2)
 
-        refused = rows["refused"]
-        assert (refused["outcome"], refused["blocked_by"], refused["approver"],
-                refused["request_id"]) == ("blocked", "approval_gate", "alice", ids["refused"])
-        assert refused["wait_us"] is not None and refused["wait_us"] >= 0
+    refused = rows["refused"]
+    assert (refused["outcome"], refused["blocked_by"], refused["approver"],
+            refused["request_id"]) == ("blocked", "approval_gate", "alice", ids["refused"])
+    assert refused["wait_us"] is not None and refused["wait_us"] >= 0
 
 
-@pytest.mark.both_databases
 def test_the_chain_with_decisions_verifies_and_a_changed_approver_is_named(
-        database_url: str) -> None:
-    with decided_world(database_url) as (srv, c, _bank, _ids):
-        asked = _rows(c)["asked"]
-        ok = hookgate("audit", "verify", "--database", database_url)
-        assert ok.returncode == 0, ok.stderr
-        assert "ok: 4 row(s) in 1 chain(s) verified" in ok.stdout
+        decided: Decided) -> None:
+    srv, database_url = decided.srv, decided.database_url
+    asked = _rows(decided.c)["asked"]
+    ok = hookgate("audit", "verify", "--database", database_url)
+    assert ok.returncode == 0, ok.stderr
+    assert "ok: 4 row(s) in 1 chain(s) verified" in ok.stdout
 
-        async def forge() -> None:
-            from sqlalchemy import text
-            async with srv.runtime.db.engine.begin() as conn:
-                await conn.execute(text("UPDATE connector_call_logs SET approver = 'bob' "
-                                        "WHERE id = :id"), {"id": asked["id"]})
-        srv.call(forge())
+    async def set_approver(approver: str) -> None:
+        from sqlalchemy import text
+        async with srv.runtime.db.engine.begin() as conn:
+            await conn.execute(text("UPDATE connector_call_logs SET approver = :approver "
+                                    "WHERE id = :id"), {"approver": approver, "id": asked["id"]})
+    srv.call(set_approver("bob"))
+    try:
         bad = hookgate("audit", "verify", "--database", database_url)
-        assert bad.returncode == 1
-        assert f"row {asked['id']} (seq {asked['seq']}, oa__purchase_pay) was edited" in bad.stderr
+    finally:
+        srv.call(set_approver(asked["approver"]))  # the module's other tests read this row
+    assert bad.returncode == 1
+    assert f"row {asked['id']} (seq {asked['seq']}, oa__purchase_pay) was edited" in bad.stderr
 
 
-@pytest.mark.both_databases
-def test_hookgate_audit_list_filters_and_prints_a_table_or_json(database_url: str) -> None:
-    with decided_world(database_url) as (srv, _c, _bank, ids):
-        base = ("--url", srv.url, "--token", TOKENS["alice"])
-        table = hookgate("audit", "list", *base)
-        assert table.returncode == 0, table.stderr
-        lines = table.stdout.splitlines()
-        assert "decided by" in lines[0] and "wait" in lines[0] and "tool time" in lines[0]
-        asked = next(line for line in lines if ids["asked"] in line and " ok " in line)
-        assert "alice" in asked and "buyer" in asked
-        assert any(f"rule {ids['rule']} (created by alice)" in line for line in lines)
+def test_hookgate_audit_list_filters_and_prints_a_table_or_json(decided: Decided) -> None:
+    srv, ids = decided.srv, decided.ids
+    base = ("--url", srv.url, "--token", TOKENS["alice"])
+    table = hookgate("audit", "list", *base)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert "decided by" in lines[0] and "wait" in lines[0] and "tool time" in lines[0]
+    asked = next(line for line in lines if ids["asked"] in line and " ok " in line)
+    assert "alice" in asked and "buyer" in asked
+    assert any(f"rule {ids['rule']} (created by alice)" in line for line in lines)
 
-        blocked = hookgate("audit", "list", *base, "--outcome", "blocked", "--json")
-        assert blocked.returncode == 0, blocked.stderr
-        assert [(r["tool_call_id"], r["approver"]) for r in json.loads(blocked.stdout)] == [
-            ("refused", "alice")]
-        # The person who rejected is named for what they did.
-        assert [(r["decided_by"], r["decision"]) for r in json.loads(blocked.stdout)] == [
-            ("alice", "rejected")]
+    blocked = hookgate("audit", "list", *base, "--outcome", "blocked", "--json")
+    assert blocked.returncode == 0, blocked.stderr
+    assert [(r["tool_call_id"], r["approver"]) for r in json.loads(blocked.stdout)] == [
+        ("refused", "alice")]
+    # The person who rejected is named for what they did.
+    assert [(r["decided_by"], r["decision"]) for r in json.loads(blocked.stdout)] == [
+        ("alice", "rejected")]
 
-        recent = json.loads(hookgate("audit", "list", *base, "--since", "1h", "--agent",
-                                     "buyer", "--tool", "oa__purchase_pay", "--json").stdout)
-        assert [r["tool_call_id"] for r in recent] == ["refused", "small", "ruled", "asked"]
-        one = json.loads(hookgate("audit", "list", *base, "--limit", "1", "--json").stdout)
-        assert [r["tool_call_id"] for r in one] == ["refused"]
-        future = json.loads(hookgate("audit", "list", *base, "--since",
-                                     "2999-01-01T00:00:00", "--json").stdout)
-        assert future == []
-        for agent in ("nobody", "BUYER", "buyer\u200b"):  # look-alikes match nothing
-            assert json.loads(hookgate("audit", "list", *base, "--agent", agent,
-                                       "--json").stdout) == []
-        empty = hookgate("audit", "list", *base, "--agent", "nobody")
-        assert empty.stdout.strip() == "no audit rows match"
+    recent = json.loads(hookgate("audit", "list", *base, "--since", "1h", "--agent",
+                                 "buyer", "--tool", "oa__purchase_pay", "--json").stdout)
+    assert [r["tool_call_id"] for r in recent] == ["refused", "small", "ruled", "asked"]
+    one = json.loads(hookgate("audit", "list", *base, "--limit", "1", "--json").stdout)
+    assert [r["tool_call_id"] for r in one] == ["refused"]
+    future = json.loads(hookgate("audit", "list", *base, "--since",
+                                 "2999-01-01T00:00:00", "--json").stdout)
+    assert future == []
+    for agent in ("nobody", "BUYER", "buyer\u200b"):  # look-alikes match nothing
+        assert json.loads(hookgate("audit", "list", *base, "--agent", agent,
+                                   "--json").stdout) == []
+    empty = hookgate("audit", "list", *base, "--agent", "nobody")
+    assert empty.stdout.strip() == "no audit rows match"
 
-        bad_since = hookgate("audit", "list", *base, "--since", "nan")
-        assert bad_since.returncode == 2 and "--since takes a duration" in bad_since.stderr
-        bad_outcome = hookgate("audit", "list", *base, "--outcome", "fine")
-        assert bad_outcome.returncode == 1 and "outcome must be one of" in bad_outcome.stderr
-        other_org = json.loads(hookgate("audit", "list", "--url", srv.url, "--token",
-                                        TOKENS["mallory"], "--json").stdout)
-        assert other_org == []  # another org's rows are never listed
+    bad_since = hookgate("audit", "list", *base, "--since", "nan")
+    assert bad_since.returncode == 2 and "--since takes a duration" in bad_since.stderr
+    bad_outcome = hookgate("audit", "list", *base, "--outcome", "fine")
+    assert bad_outcome.returncode == 1 and "outcome must be one of" in bad_outcome.stderr
+    other_org = json.loads(hookgate("audit", "list", "--url", srv.url, "--token",
+                                    TOKENS["mallory"], "--json").stdout)
+    assert other_org == []  # another org's rows are never listed

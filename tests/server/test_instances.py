@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 from alembic.script import ScriptDirectory
@@ -27,6 +26,7 @@ from alembic.script import ScriptDirectory
 from hookgate.runs.events_bus import FOLLOW_RECHECK_S
 from hookgate.storage.database import alembic_config
 from tests.instances import LIBFAKETIME, Instance, MessageModel
+from tests.loopback_http import HTTP
 from tests.server.test_restart import wait_for
 from tests.sse import read_events
 
@@ -66,6 +66,7 @@ class Cluster:
         self.instances: list[Instance] = []
         self.released = workdir / "released"
         self.released.mkdir()
+        self._conn: psycopg.Connection[Any] | None = None
 
     def release(self, ref: str) -> None:
         """Ends the slow tool of run ``ref`` now, wherever it runs, instead of at 15 s."""
@@ -84,8 +85,16 @@ class Cluster:
         return [line.split() for line in text.splitlines()]
 
     def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
-            return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+        # One connection for the module's queries (autocommit: each sees what was committed
+        # before it): the tests poll with them every 0.1 s, and a connection each was a
+        # PostgreSQL backend started and ended each time.
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(self.dsn, autocommit=True)
+        return self._conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +111,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory,
     finally:
         for inst in c.instances:
             inst.stop()
+        c.close()
         model.stop()
 
 
@@ -139,26 +149,26 @@ def _started(cluster: Cluster) -> dict[str, Instance]:
 
 
 def start(inst: Instance, message: str, agent: str = "clerk") -> str:
-    r = httpx.post(inst.url + "/api/runs", json={"agent_id": agent, "message": message},
-                   headers=H, timeout=10)
+    r = HTTP.post(inst.url + "/api/runs", json={"agent_id": agent, "message": message},
+                  headers=H, timeout=10)
     assert r.status_code == 200, r.text
     return str(r.json()["run_id"])
 
 
 def run(inst: Instance, run_id: str) -> dict[str, Any]:
-    r = httpx.get(f"{inst.url}/api/runs/{run_id}", headers=H, timeout=10)
+    r = HTTP.get(f"{inst.url}/api/runs/{run_id}", headers=H, timeout=10)
     assert r.status_code == 200, r.text
     return r.json()  # type: ignore[no-any-return]
 
 
 def pending_for(inst: Instance, run_id: str) -> dict[str, Any] | None:
-    r = httpx.get(inst.url + "/api/confirmations?status=pending", headers=H, timeout=10)
+    r = HTTP.get(inst.url + "/api/confirmations?status=pending", headers=H, timeout=10)
     return next((x for x in r.json() if x["run_id"] == run_id), None)
 
 
 def decide(inst: Instance, request_id: str, decision: str = "approve") -> None:
-    r = httpx.post(f"{inst.url}/api/confirmations/{request_id}/respond",
-                   json={"decision": decision}, headers=H, timeout=10)
+    r = HTTP.post(f"{inst.url}/api/confirmations/{request_id}/respond",
+                  json={"decision": decision}, headers=H, timeout=10)
     assert r.status_code == 200, r.text
 
 
@@ -173,7 +183,7 @@ def ref() -> str:
 def test_five_instances_started_together_on_an_empty_database_all_come_up(
         cluster: Cluster) -> None:
     started = _started(cluster)
-    assert all(httpx.get(i.url + "/openapi.json", timeout=5).status_code == 200
+    assert all(HTTP.get(i.url + "/openapi.json", timeout=5).status_code == 200
                for i in started.values())
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     assert cluster.query("SELECT version_num FROM alembic_version") == [(h,) for h in heads]
@@ -197,8 +207,8 @@ def test_a_client_on_one_instance_follows_a_run_executing_elsewhere_live_to_done
     ready = threading.Event()
 
     def follow_inbox() -> None:
-        with httpx.stream("GET", c.url + "/api/confirmations/events", headers=H,
-                          timeout=30) as r:
+        with HTTP.stream("GET", c.url + "/api/confirmations/events", headers=H,
+                         timeout=30) as r:
             ready.set()
             for e in read_events(r):
                 if e.event == "confirmation":
@@ -214,8 +224,8 @@ def test_a_client_on_one_instance_follows_a_run_executing_elsewhere_live_to_done
     run_id = start(c, f"pay:{r_}")
 
     def follow_run() -> None:
-        with httpx.stream("GET", f"{c.url}/api/runs/{run_id}/events", headers=H,
-                          timeout=30) as r:
+        with HTTP.stream("GET", f"{c.url}/api/runs/{run_id}/events", headers=H,
+                         timeout=30) as r:
             for e in read_events(r):
                 if not e.comment:
                     events.append(e.event)
@@ -246,8 +256,8 @@ def test_a_run_its_instance_took_wakes_a_stream_elsewhere_once_that_stream_follo
     events: list[tuple[float, str]] = []
 
     def follow_run() -> None:
-        with httpx.stream("GET", f"{c.url}/api/runs/{run_id}/events", headers=H,
-                          timeout=60) as r:
+        with HTTP.stream("GET", f"{c.url}/api/runs/{run_id}/events", headers=H,
+                         timeout=60) as r:
             for e in read_events(r):
                 if not e.comment:
                     events.append((time.monotonic(), e.event))
@@ -269,8 +279,8 @@ def test_a_run_its_instance_took_wakes_a_stream_elsewhere_once_that_stream_follo
 
     # A run A took and only A streamed stays unmarked: its writes woke no other process.
     quiet = start(a, f"note:{ref()}")
-    with httpx.stream("GET", f"{a.url}/api/runs/{quiet}/events", headers=H,
-                      timeout=30) as r:
+    with HTTP.stream("GET", f"{a.url}/api/runs/{quiet}/events", headers=H,
+                     timeout=30) as r:
         assert [e.event for e in read_events(r) if not e.comment][-1] == "done"
     assert cluster.query("SELECT followed FROM runs WHERE id = %s", quiet) == [(False,)]
 
@@ -315,8 +325,8 @@ def test_a_delegates_payment_parks_its_root_and_a_decision_elsewhere_pays_once(
     refs = [ref() for _ in range(3)]
     runs = {r_: start(c, f"delegate:{r_}", agent="boss") for r_ in refs}
     def request_of(r_: str) -> dict[str, Any] | None:
-        listed = httpx.get(c.url + "/api/confirmations?status=pending", headers=H,
-                           timeout=10).json()
+        listed = HTTP.get(c.url + "/api/confirmations?status=pending", headers=H,
+                          timeout=10).json()
         return next((x for x in listed if x["payload"]["args"]["ref"] == r_), None)
 
     requests = {r_: wait_for(lambda r_=r_: request_of(r_), "the delegate's payment request")
@@ -432,23 +442,32 @@ def test_a_worker_wrongly_declared_dead_writes_nothing_after_the_takeover(
     assert json.dumps(after).count("stepped") == 0  # the zombie's result never landed
 
 
-def _slow_run_on_a_new_instance(cluster: Cluster, name: str, helper_name: str
-                                ) -> tuple[Instance, Instance, str, str]:
-    """A new serving instance and a new `hookgate worker` beside it (to take over), and a
-    slow-tool run started on the first, checked to run there, its tool started."""
+@pytest.fixture(scope="module")
+def helper(cluster: Cluster) -> Instance:
+    """A `hookgate worker` (no HTTP) beside the instances the two tests below stop, to take
+    their runs over. Started once for both (a start costs ~1 CPU-s): each test leaves it as
+    it found it, running, with nothing of its own in flight once its run finished; the
+    module's end stops it."""
+    worker = cluster.instance("h", command="worker")
+    worker.spawn()
+    return worker
+
+
+def _slow_run_on_a_new_instance(cluster: Cluster, name: str) -> tuple[Instance, str, str]:
+    """A new serving instance, and a slow-tool run started on it, checked to run there,
+    its tool started."""
     taker = cluster.instance(name)
     taker.spawn()
-    helper = cluster.instance(helper_name, command="worker")
-    helper.spawn()
     taker.wait_up()
     r_ = ref()
     run_id = start(taker, f"slowtool:{r_}")
     started = wait_for(lambda: [ln for ln in cluster.lines() if ln[:2] == ["start", r_]],
                        "the slow tool to start")
     assert int(started[0][2]) == taker.pid  # it runs where it was started
-    return taker, helper, r_, run_id
+    return taker, r_, run_id
 
 
+@pytest.mark.usefixtures("helper")
 def test_a_run_its_own_instance_took_moves_on_when_that_instance_is_killed(
         cluster: Cluster, c: Instance) -> None:
     # A run started on an instance that runs a worker advances there: its job is inserted
@@ -456,7 +475,7 @@ def test_a_run_its_own_instance_took_moves_on_when_that_instance_is_killed(
     # other worker fetches it. Killed mid-tool, the instance stops heartbeating; the job
     # is a dead worker's like any other, another worker takes the run over (fence 2) and
     # finishes it without running the tool again.
-    taker, helper, r_, run_id = _slow_run_on_a_new_instance(cluster, "g", "h")
+    taker, r_, run_id = _slow_run_on_a_new_instance(cluster, "g")
     [(status, worker_id, job_args)] = cluster.query(
         "SELECT status, worker_id, args FROM procrastinate_jobs WHERE lock = %s", run_id)
     assert status == "doing" and job_args == {"run_id": run_id}
@@ -476,16 +495,16 @@ def test_a_run_its_own_instance_took_moves_on_when_that_instance_is_killed(
         "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
     [(fence,)] = cluster.query("SELECT fence FROM runs WHERE id = %s", run_id)
     assert fence >= 2  # taken over, so whatever the dead instance had in flight is refused
-    helper.stop()
 
 
+@pytest.mark.usefixtures("helper")
 def test_a_run_its_own_instance_took_moves_on_when_that_instance_stops_cleanly(
         cluster: Cluster, c: Instance) -> None:
     # A stopping instance lets its taken runs finish for shutdown_grace_s (1 s here), then
     # cancels them: each queues its run's continuation and ends its own job, so another
     # worker goes on at once instead of after the stalled-worker timeout, and the stopped
     # instance leaves no job "doing" behind.
-    taker, helper, r_, run_id = _slow_run_on_a_new_instance(cluster, "k", "l")
+    taker, r_, run_id = _slow_run_on_a_new_instance(cluster, "k")
     taker.stop()  # SIGTERM, inside the 15 s tool
     assert taker.proc is not None and taker.proc.returncode in (0, -15)
     assert "Traceback" not in taker.log.read_text()
@@ -501,7 +520,6 @@ def test_a_run_its_own_instance_took_moves_on_when_that_instance_stops_cleanly(
     assert Counter(ln[0] for ln in cluster.lines() if ln[1] == r_)["start"] == 1
     assert [t for (t,) in cluster.query(
         "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
-    helper.stop()
 
 
 def test_gated_runs_an_instance_took_pay_only_as_decided_elsewhere(
@@ -518,8 +536,8 @@ def test_gated_runs_an_instance_took_pay_only_as_decided_elsewhere(
     requests = {r_: wait_for(lambda r_=r_: pending_for(c, runs[r_]), "the payment request")
                 for r_ in runs}
     decide(c, requests[yes]["id"])
-    again = httpx.post(f"{c.url}/api/confirmations/{requests[yes]['id']}/respond",
-                       json={"decision": "approve"}, headers=H, timeout=10)
+    again = HTTP.post(f"{c.url}/api/confirmations/{requests[yes]['id']}/respond",
+                      json={"decision": "approve"}, headers=H, timeout=10)
     assert again.status_code == 409, again.text
     decide(c, requests[no]["id"], "reject")
     for r_, run_id in runs.items():

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.storage.database import Database
 from tests.live_server import free_port
+from tests.loopback_http import HTTP
 
 pytestmark = pytest.mark.both_databases
 
@@ -69,7 +71,7 @@ class Serve:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
                 raise AssertionError(f"hookgate serve exited: {err}")
             try:
-                if httpx.get(self.url + "/", timeout=1).status_code == 200:
+                if HTTP.get(self.url + "/", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -103,6 +105,8 @@ H = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def wait_for(fn: Any, what: str, timeout: float = 30) -> Any:
+    """``fn()``'s value once it is true, read every 0.1 s (an ``fn`` that asks a server
+    should use tests.loopback_http.HTTP: a new httpx client per read costs ~25 ms of CPU)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = fn()
@@ -113,38 +117,56 @@ def wait_for(fn: Any, what: str, timeout: float = 30) -> Any:
 
 
 def pending(url: str) -> list[dict[str, Any]]:
-    r = httpx.get(url + "/api/confirmations?status=pending", headers=H, timeout=10)
+    r = HTTP.get(url + "/api/confirmations?status=pending", headers=H, timeout=10)
     return r.json() if r.status_code == 200 else []  # type: ignore[no-any-return]
 
 
 def run_status(url: str, run_id: str) -> str:
-    return str(httpx.get(f"{url}/api/runs/{run_id}", headers=H, timeout=10).json()["status"])
+    return str(HTTP.get(f"{url}/api/runs/{run_id}", headers=H, timeout=10).json()["status"])
+
+
+def parked(database_url: str, url: str, run_id: str) -> bool:
+    """The run waits for a person and nothing holds it any more. On PostgreSQL a queued job
+    advances the run; it checkpoints the run as waiting a moment before it returns, and a
+    kill in that moment leaves the job to the stalled-job retry, tens of seconds later
+    (waiting on the status alone, the test killed it in that moment once its polls were
+    quick)."""
+    if run_status(url, run_id) != "awaiting_approval":
+        return False
+    if not database_url.startswith("postgresql"):
+        return True
+    dsn = database_url.replace("postgresql+asyncpg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        held = conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s AND "
+                            "status IN ('todo', 'doing')", (run_id,)).fetchone()
+    return held is not None and held[0] == 0
 
 
 def payments(ledger: Path) -> list[str]:
     return ledger.read_text().splitlines() if ledger.exists() else []
 
 
-def test_run_waiting_for_approval_survives_sigkill_and_pays_once(serve: Serve) -> None:
+def test_run_waiting_for_approval_survives_sigkill_and_pays_once(serve: Serve,
+                                                                database_url: str) -> None:
     serve.start()
-    run_id = httpx.post(serve.url + "/api/runs", json={"agent_id": "buyer", "message": "pay"},
-                        headers=H, timeout=10).json()["run_id"]
+    run_id = HTTP.post(serve.url + "/api/runs", json={"agent_id": "buyer", "message": "pay"},
+                       headers=H, timeout=10).json()["run_id"]
     [request] = wait_for(lambda: pending(serve.url), "the pending request")
     # Killed once it waits (a kill in the moment before it parks leaves the run to the
     # stalled-job retry, tens of seconds later: tests/server/test_instances.py).
-    wait_for(lambda: run_status(serve.url, run_id) == "awaiting_approval", "the run to wait")
+    wait_for(lambda: parked(database_url, serve.url, run_id), "the run to wait")
     serve.kill()
     assert payments(serve.ledger) == []
 
     serve.start()
     wait_for(lambda: run_status(serve.url, run_id) == "awaiting_approval",
              "the resumed run to wait for approval again")
-    r = httpx.post(f"{serve.url}/api/confirmations/{request['id']}/respond",
-                   json={"decision": "approve"}, headers=H, timeout=10)
+    r = HTTP.post(f"{serve.url}/api/confirmations/{request['id']}/respond",
+                  json={"decision": "approve"}, headers=H, timeout=10)
     assert r.status_code == 200, r.text
     wait_for(lambda: run_status(serve.url, run_id) == "completed", "the run to complete")
     assert payments(serve.ledger) == ["60000 ACME"]
-    run = httpx.get(f"{serve.url}/api/runs/{run_id}", headers=H, timeout=10).json()
+    run = HTTP.get(f"{serve.url}/api/runs/{run_id}", headers=H, timeout=10).json()
     assert run["answer"] == "paid"
     assert [e["type"] for e in run["trace"]].count("tool_result") == 1
 
@@ -158,12 +180,12 @@ def test_run_waiting_for_approval_survives_sigkill_and_pays_once(serve: Serve) -
 def test_decision_written_while_the_server_was_down_is_honoured(
         serve: Serve, database_url: str) -> None:
     serve.start()
-    run_id = httpx.post(serve.url + "/api/runs", json={"agent_id": "buyer", "message": "pay"},
-                        headers=H, timeout=10).json()["run_id"]
+    run_id = HTTP.post(serve.url + "/api/runs", json={"agent_id": "buyer", "message": "pay"},
+                       headers=H, timeout=10).json()["run_id"]
     [request] = wait_for(lambda: pending(serve.url), "the pending request")
     # Killed once it waits (a kill in the moment before it parks leaves the run to the
     # stalled-job retry, tens of seconds later: tests/server/test_instances.py).
-    wait_for(lambda: run_status(serve.url, run_id) == "awaiting_approval", "the run to wait")
+    wait_for(lambda: parked(database_url, serve.url, run_id), "the run to wait")
     serve.kill()
 
     async def decide_offline() -> None:

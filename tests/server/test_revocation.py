@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.errors import NotEligible
 from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.storage.database import Database
+from tests.loopback_http import HTTP
 from tests.server.test_restart import ROOT, Serve, wait_for
 
 pytestmark = pytest.mark.both_databases
@@ -65,7 +65,7 @@ def h(token_of: str) -> dict[str, str]:
 
 
 def status(url: str, who: str, path: str = "/api/me") -> int:
-    return httpx.get(url + path, headers=h(who), timeout=10).status_code
+    return HTTP.get(url + path, headers=h(who), timeout=10).status_code
 
 
 def cli(config: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -90,10 +90,10 @@ def test_the_file_is_the_source_of_truth_and_revocation_holds(
         for who in ("alice", "bob", "carol", "gina"):
             assert status(serve.url, who) == 200, who
         assert status(serve.url, "frank") == 401  # expired in the file
-        run = httpx.post(serve.url + "/api/runs", json={"agent_id": "buyer",
-                                                        "message": "pay"},
-                         headers=h("carol"), timeout=10).json()
-        [request] = wait_for(lambda: httpx.get(
+        run = HTTP.post(serve.url + "/api/runs", json={"agent_id": "buyer",
+                                                       "message": "pay"},
+                        headers=h("carol"), timeout=10).json()
+        [request] = wait_for(lambda: HTTP.get(
             serve.url + "/api/confirmations?status=pending", headers=h("alice"),
             timeout=10).json(), "the pending request")
 
@@ -105,26 +105,26 @@ def test_the_file_is_the_source_of_truth_and_revocation_holds(
         serve.start()
         assert status(serve.url, "bob") == 401
         assert status(serve.url, "carol") == 401
-        r = httpx.post(serve.url + "/api/runs", json={"agent_id": "buyer", "message": "x"},
-                       headers=h("bob"), timeout=10)
+        r = HTTP.post(serve.url + "/api/runs", json={"agent_id": "buyer", "message": "x"},
+                      headers=h("bob"), timeout=10)
         assert r.status_code == 401
-        r = httpx.post(f"{serve.url}/api/confirmations/{request['id']}/respond",
-                       json={"decision": "approve"}, headers=h("bob"), timeout=10)
+        r = HTTP.post(f"{serve.url}/api/confirmations/{request['id']}/respond",
+                      json={"decision": "approve"}, headers=h("bob"), timeout=10)
         assert r.status_code == 401
         # Nor can bob decide by any other way in (a chat click ends in the same decide).
         with pytest.raises(NotEligible, match="disabled"):
             asyncio.run(decide_offline(database_url, request["id"], "bob"))
-        listing = {u["id"]: u for u in httpx.get(serve.url + "/api/users", headers=h("alice"),
-                                                 timeout=10).json()}
+        listing = {u["id"]: u for u in HTTP.get(serve.url + "/api/users", headers=h("alice"),
+                                                timeout=10).json()}
         assert listing["bob"]["disabled"] is True and listing["bob"]["has_token"] is False
         assert listing["carol"]["has_token"] is False and "token" not in listing["alice"]
 
         # The admin API: not for non-admins, not across orgs; an admin revokes for good.
-        assert httpx.post(serve.url + "/api/users/alice/revoke", headers=h("erin"),
-                          timeout=10).status_code == 403
-        assert httpx.post(serve.url + "/api/users/erin/revoke", headers=h("mallory"),
-                          timeout=10).status_code == 404
-        r = httpx.post(serve.url + "/api/users/erin/revoke", headers=h("dave"), timeout=10)
+        assert HTTP.post(serve.url + "/api/users/alice/revoke", headers=h("erin"),
+                         timeout=10).status_code == 403
+        assert HTTP.post(serve.url + "/api/users/erin/revoke", headers=h("mallory"),
+                         timeout=10).status_code == 404
+        r = HTTP.post(serve.url + "/api/users/erin/revoke", headers=h("dave"), timeout=10)
         assert r.status_code == 200 and r.json() == {"user_id": "erin", "revoked": True}
         assert status(serve.url, "erin") == 401
 

@@ -16,6 +16,8 @@ import pytest
 
 from tests.adversarial_tally import TALLY
 from tests.instances import Instance, MessageModel
+from tests.loopback_http import HTTP, SSL_CONTEXT
+from tests.server.test_restart import wait_for
 from tests.server.test_sse import wait_until
 
 TOKENS = {"alice": "streams-token-alice", "bob": "streams-token-bob",
@@ -49,7 +51,7 @@ class OpenStream:
         self.lines: list[str] = []
         self.ended = threading.Event()
         opened = threading.Event()
-        self._client = httpx.Client(timeout=httpx.Timeout(10, read=120))
+        self._client = httpx.Client(timeout=httpx.Timeout(10, read=120), verify=SSL_CONTEXT)
 
         def read() -> None:
             try:
@@ -105,19 +107,21 @@ def cluster(tmp_path: Path, postgres_server_url: str) -> Iterator[dict[str, Any]
 
 
 def start_pay(url: str, ref: str) -> str:
-    r = httpx.post(url + "/api/runs", json={"agent_id": "clerk", "message": f"pay:{ref}"},
-                   headers=h("alice"), timeout=30)
+    r = HTTP.post(url + "/api/runs", json={"agent_id": "clerk", "message": f"pay:{ref}"},
+                  headers=h("alice"), timeout=30)
     assert r.status_code == 200, r.text
     return str(r.json()["run_id"])
 
 
 def pending_ref(url: str, ref: str) -> None:
     def found() -> bool:
-        r = httpx.get(url + "/api/confirmations", params={"status": "pending"},
-                      headers=h("alice"), timeout=30)
+        r = HTTP.get(url + "/api/confirmations", params={"status": "pending"},
+                     headers=h("alice"), timeout=30)
         return any(q["payload"]["args"].get("ref") == ref for q in r.json())
 
-    wait_until(found, timeout=60)
+    # Every 0.1 s (wait_until reads every 0.02 s: for a condition that asks the server,
+    # 50 requests a second, each one served by B).
+    wait_for(found, f"the request for {ref}", 60)
 
 
 def test_a_revocation_on_another_instance_or_a_user_dropped_by_its_configuration_ends_streams(
@@ -133,7 +137,7 @@ def test_a_revocation_on_another_instance_or_a_user_dropped_by_its_configuration
         try:
             wait_until(lambda: "confirmation_pending" in bob_run.text, timeout=60)
             # Bob's token revoked through B: A's streams for him end.
-            r = httpx.post(b.url + "/api/users/bob/revoke", headers=h("alice"), timeout=30)
+            r = HTTP.post(b.url + "/api/users/bob/revoke", headers=h("alice"), timeout=30)
             assert r.status_code == 200 and r.json()["revoked"], r.text
             start_pay(b.url, after)
             pending_ref(b.url, after)
@@ -156,5 +160,5 @@ def test_a_revocation_on_another_instance_or_a_user_dropped_by_its_configuration
     assert not leaked
     assert before in bob_inbox.text  # it did deliver while bob had access
     for user in ("bob", "carol"):
-        assert httpx.get(a.url + "/api/confirmations/events", headers=h(user),
-                         timeout=30).status_code == 401
+        assert HTTP.get(a.url + "/api/confirmations/events", headers=h(user),
+                        timeout=30).status_code == 401
