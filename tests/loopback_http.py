@@ -1,13 +1,15 @@
 """One HTTP client for tests that call servers on 127.0.0.1 over and over (waiting for a start,
 polling a run's state): ``httpx.get()`` builds a new client per call, and with it an SSL
-context that loads the CA bundle, ~25 ms of CPU against ~0.3 ms for the request itself."""
+context (see hookgate.tls), where one client serves them all."""
 
 from __future__ import annotations
 
 import httpx
 
-#: Made once: a new client's default context reads the whole CA bundle again.
-SSL_CONTEXT = httpx.create_ssl_context()
+from hookgate.tls import client_context
+
+#: The process's one TLS context (a new client's own would read the CA bundle again).
+SSL_CONTEXT = client_context()
 
 #: Every request on a connection of its own, as ``httpx.get()`` makes it (no keep-alive: a
 #: server a test kills, pauses or restarts on the same port leaves no stale connection
