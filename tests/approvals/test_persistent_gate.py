@@ -58,6 +58,20 @@ def make_agent(bank: Bank, **kw: Any) -> Agent:
                  **defaults)
 
 
+def slack_channels(slack: FakeSlack) -> ConfiguredChannels:
+    """The channel ``ops`` of org acme, on ``slack``."""
+    return ConfiguredChannels([ChannelSpec("ops", "slack", "acme", slack.channel_config())],
+                              secrets=SecretsKey([SecretsKey.generate()]))
+
+
+def pay_ask(agent: Agent, run_id: str, call_id: str, amount: float = 60_000) -> ApprovalAsk:
+    """The gate's question for paying ACME ``amount`` in ``run_id``, asked by alice."""
+    args = {"amount": amount, "vendor": "ACME"}
+    return ApprovalAsk(agent=agent, run_id=run_id, tool_call_id=call_id,
+                       tool_name="oa__purchase_pay", args=args, args_sha256=args_digest(args),
+                       user_id="alice", org_id="acme")
+
+
 def pay_script(amount: float = 60_000) -> ScriptedLLM:
     return ScriptedLLM([
         {"tool_calls": [{"name": "oa__purchase_pay", "args": {"amount": amount,
@@ -317,16 +331,11 @@ async def test_a_call_cancelled_while_its_card_goes_out_cancels_its_request(
     # The request exists (the inbox lists it) before its card is out: a cancel landing then
     # must end it as one landing during the wait does, or a later approval could run it.
     with HeldSlack() as slack:
-        channels = ConfiguredChannels([ChannelSpec("ops", "slack", "acme",
-                                                   slack.channel_config())],
-                                      secrets=SecretsKey([SecretsKey.generate()]))
+        channels = slack_channels(slack)
         gate = PersistentApprovals(db, channels=channels, sweep_interval=0.2)
         await gate.start()
         agent = make_agent(Bank(), confirmation_mode="channel_only", confirmation_timeout_s=60)
-        args = {"amount": 60_000, "vendor": "ACME"}
-        ask = ApprovalAsk(agent=agent, run_id="run-held", tool_call_id="call-1",
-                          tool_name="oa__purchase_pay", args=args,
-                          args_sha256=args_digest(args), user_id="alice", org_id="acme")
+        ask = pay_ask(agent, "run-held", "call-1")
         asking = asyncio.create_task(gate.request_and_wait(ask))
         try:
             assert await asyncio.to_thread(slack.reached.wait, 30), "no card was sent"
@@ -364,10 +373,7 @@ async def test_a_call_cancelled_right_after_its_request_is_inserted_cancels_it(
     gate = PersistentApprovals(db, escalations=HeldEscalations)
     await gate.start()
     assert isinstance(gate.escalations, HeldEscalations)
-    args = {"amount": 60_000, "vendor": "ACME"}
-    ask = ApprovalAsk(agent=make_agent(Bank()), run_id="run-new", tool_call_id="call-1",
-                      tool_name="oa__purchase_pay", args=args, args_sha256=args_digest(args),
-                      user_id="alice", org_id="acme")
+    ask = pay_ask(make_agent(Bank()), "run-new", "call-1")
     asking = asyncio.create_task(gate.request_and_wait(ask))
     await asyncio.wait_for(gate.escalations.reached.wait(), 30)
     [pending] = await gate.store.list_for_org(org_id="acme")
@@ -426,19 +432,14 @@ async def test_a_new_request_held_by_two_processes_at_once_gets_one_card(
     # Two gate services on one database (as two instances) resume the same request whose
     # card is not out yet: the delivery claim lets one of them send it.
     with FakeSlack() as slack:
-        channels = ConfiguredChannels([ChannelSpec("ops", "slack", "acme",
-                                                   slack.channel_config())],
-                                      secrets=SecretsKey([SecretsKey.generate()]))
+        channels = slack_channels(slack)
         one = PersistentApprovals(db, channels=channels, sweep_interval=0.2)
         other_db = Database(database_url)
         two = PersistentApprovals(other_db, channels=channels, sweep_interval=0.2)
         await one.start()
         await two.start()
         agent = make_agent(Bank(), confirmation_mode="channel_only", confirmation_timeout_s=30)
-        args = {"amount": 60_000, "vendor": "ACME"}
-        ask = ApprovalAsk(agent=agent, run_id="run-twice", tool_call_id="call-1",
-                          tool_name="oa__purchase_pay", args=args,
-                          args_sha256=args_digest(args), user_id="alice", org_id="acme")
+        ask = pay_ask(agent, "run-twice", "call-1")
         created = await one._create(ask)
         assert created.delivery_ref is None
         waits = [asyncio.create_task(s.request_and_wait(ask)) for s in (one, two)]
@@ -482,19 +483,11 @@ async def test_a_card_whose_sender_died_before_sending_it_is_sent_by_the_next_ho
 
     monkeypatch.setattr(delivery_claims, "STALE_S", 1.0)
     with FakeSlack() as slack:
-        channels = ConfiguredChannels([ChannelSpec("ops", "slack", "acme",
-                                                   slack.channel_config())],
-                                      secrets=SecretsKey([SecretsKey.generate()]))
+        channels = slack_channels(slack)
         gate = PersistentApprovals(db, channels=channels, sweep_interval=0.2)
         await gate.start()
         agent = make_agent(Bank(), confirmation_mode="channel_only", confirmation_timeout_s=60)
-        asks = []
-        for n in (1, 2):
-            args = {"amount": 60_000 + n, "vendor": "ACME"}
-            asks.append(ApprovalAsk(agent=agent, run_id=f"run-claim-{n}", tool_call_id="c",
-                                    tool_name="oa__purchase_pay", args=args,
-                                    args_sha256=args_digest(args), user_id="alice",
-                                    org_id="acme"))
+        asks = [pay_ask(agent, f"run-claim-{n}", "c", 60_000 + n) for n in (1, 2)]
         made = [await gate._create(ask) for ask in asks]
         await _abandoned(db, made[0].id, by="a-dead-process", age_s=40)
         await _abandoned(db, made[1].id, by="a-busy-process", age_s=0)
