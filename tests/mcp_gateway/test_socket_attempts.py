@@ -24,7 +24,9 @@ INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": 
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "attacker", "version": "1"}}}
 
-
+#: A socket's session starts the coder's servers as it opens: a test that calls no tool, or
+#: the time server's only, starts the time server alone.
+PINGS_ONLY = pytest.mark.coder_servers("time")
 
 
 class Session(SocketSession):
@@ -44,6 +46,7 @@ async def opened(http: aiohttp.ClientSession, server: LiveServer) -> Session:
     return session
 
 
+@PINGS_ONLY
 async def test_malformed_messages_are_answered_and_the_session_goes_on(
         server: LiveServer) -> None:
     async with aiohttp.ClientSession() as http:
@@ -65,6 +68,7 @@ async def test_malformed_messages_are_answered_and_the_session_goes_on(
     (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + b"x" * DEFAULT_MAX_BODY + b'"}',
      1009),  # past the limit on one message
 ], ids=["not-utf8", "too-large"])
+@PINGS_ONLY
 async def test_a_frame_the_socket_cannot_take_closes_it_and_nothing_else(
         server: LiveServer, frame: bytes, code: int) -> None:
     async with aiohttp.ClientSession() as http:
@@ -87,6 +91,7 @@ async def test_a_frame_the_socket_cannot_take_closes_it_and_nothing_else(
     assert bystander_ok and fresh_ok
 
 
+@pytest.mark.coder_servers("time")  # the only server it calls
 async def test_a_request_id_used_twice_at_once_gets_answers_for_both(
         server: LiveServer) -> None:
     async with aiohttp.ClientSession() as http:
@@ -104,6 +109,7 @@ async def test_a_request_id_used_twice_at_once_gets_answers_for_both(
     assert alive
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_gated_call_sent_twice_at_once_under_one_id_runs_once(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     # A hostile client sends the same gated call twice at once under one request id on the
