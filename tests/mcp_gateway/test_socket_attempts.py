@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 import httpx
@@ -16,17 +18,29 @@ import pytest
 
 from hookgate.server.limits import DEFAULT_MAX_BODY
 from tests.adversarial_tally import TALLY
-from tests.live_server import LiveServer
+from tests.live_server import LiveServer, live_server
 from tests.mcp_gateway.socket_session import Session as SocketSession
-from tests.mcp_gateway.world import TOKENS, McpWorld, decide, one_pending
+from tests.mcp_gateway.world import TOKENS, McpWorld, decide, one_pending, sqlite_world
 
 INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "attacker", "version": "1"}}}
 
-#: A socket's session starts the coder's servers as it opens: a test that calls no tool, or
-#: the time server's only, starts the time server alone.
-PINGS_ONLY = pytest.mark.coder_servers("time")
+
+# One world and one server for the module (each test's own ``api``): every attack reaches
+# only its own socket, and what each asserts is that the server and the other sockets are
+# unharmed; the one gated call makes its own branch (a fresh name) and the module's only
+# request, and one test alone calls the rate-limited time server. So a test finds the
+# server as a fresh one would be, and the downstream servers start once per module.
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> McpWorld:
+    return sqlite_world(tmp_path_factory.mktemp("socket-attempts"), sqlite_template)
+
+
+@pytest.fixture(scope="module")
+def server(world: McpWorld) -> Iterator[LiveServer]:
+    with live_server(world.deployment()) as srv:
+        yield srv
 
 
 class Session(SocketSession):
@@ -46,7 +60,6 @@ async def opened(http: aiohttp.ClientSession, server: LiveServer) -> Session:
     return session
 
 
-@PINGS_ONLY
 async def test_malformed_messages_are_answered_and_the_session_goes_on(
         server: LiveServer) -> None:
     async with aiohttp.ClientSession() as http:
@@ -68,7 +81,6 @@ async def test_malformed_messages_are_answered_and_the_session_goes_on(
     (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + b"x" * DEFAULT_MAX_BODY + b'"}',
      1009),  # past the limit on one message
 ], ids=["not-utf8", "too-large"])
-@PINGS_ONLY
 async def test_a_frame_the_socket_cannot_take_closes_it_and_nothing_else(
         server: LiveServer, frame: bytes, code: int) -> None:
     async with aiohttp.ClientSession() as http:
@@ -91,7 +103,6 @@ async def test_a_frame_the_socket_cannot_take_closes_it_and_nothing_else(
     assert bystander_ok and fresh_ok
 
 
-@pytest.mark.coder_servers("time")  # the only server it calls
 async def test_a_request_id_used_twice_at_once_gets_answers_for_both(
         server: LiveServer) -> None:
     async with aiohttp.ClientSession() as http:
@@ -109,7 +120,6 @@ async def test_a_request_id_used_twice_at_once_gets_answers_for_both(
     assert alive
 
 
-@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_gated_call_sent_twice_at_once_under_one_id_runs_once(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     # A hostile client sends the same gated call twice at once under one request id on the
