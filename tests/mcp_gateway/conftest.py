@@ -9,12 +9,20 @@ import httpx
 import pytest
 
 from tests.live_server import LiveServer, live_server
-from tests.mcp_gateway.world import McpWorld, make_world
+from tests.mcp_gateway.world import CODER_SERVERS, McpWorld, make_world
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "coder_servers(*ids): the only MCP servers the world's coder agent reaches "
+        "(a test that uses one server's tools starts no other; default: time and git)")
 
 
 @pytest.fixture
-def world(tmp_path: Path, database_url: str) -> McpWorld:
-    return make_world(tmp_path, database_url)
+def world(request: pytest.FixtureRequest, tmp_path: Path, database_url: str) -> McpWorld:
+    marker = request.node.get_closest_marker("coder_servers")
+    return make_world(tmp_path, database_url,
+                      coder_servers=marker.args if marker is not None else CODER_SERVERS)
 
 
 @pytest.fixture

@@ -33,7 +33,8 @@ from tests.mcp_gateway.world import (
 ENDS_WITHIN_S = 30.0
 HOWS = ["revoked", "removed", "moved"]
 
-pytestmark = pytest.mark.both_databases
+#: Every call here is git's: the gateways start no time server.
+pytestmark = [pytest.mark.both_databases, pytest.mark.coder_servers("git")]
 
 
 def lose_access(server: LiveServer, world: McpWorld, how: str) -> None:

@@ -33,7 +33,7 @@ def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlack]:
 
 async def test_a_signed_slack_click_approves_the_waiting_mcp_call(
         tmp_path: Path, database_url: str, slack: FakeSlack) -> None:
-    world = make_world(tmp_path, database_url)
+    world = make_world(tmp_path, database_url, coder_servers=["git"])  # the one it calls
     deployment = world.deployment()
     deployment.channels = [ChannelSpec("ops-slack", "slack", "acme", slack.channel_config())]
     args = {"repo_path": str(world.repo), "branch_name": "from-slack"}

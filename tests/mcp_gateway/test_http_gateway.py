@@ -5,6 +5,7 @@ driven by the official ``mcp`` client, with ``mcp-server-time`` and ``mcp-server
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from tests.mcp_gateway.world import (
     one_pending,
     outcome,
     pending_requests,
+    sqlite_world,
     text,
 )
 
@@ -31,9 +33,28 @@ def mcp_url(server: LiveServer, agent: str = "coder") -> str:
     return f"{server.url}/mcp/{agent}"
 
 
+# The tests that only look (listings, requests refused before any session, a session's
+# owner) share one world and server per module: none calls a tool, writes a row a test
+# reads or changes the repository, so each finds them as it would a fresh one. The tests
+# that call tools keep a world of their own (``server``): audit rows, the rate limit's
+# counts and the repository's branches are theirs to assert on.
+@pytest.fixture(scope="module")
+def looked_at(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
+              ) -> Iterator[LiveServer]:
+    world = sqlite_world(tmp_path_factory.mktemp("looked-at"), sqlite_template)
+    with live_server(world.deployment()) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def looked_at_api(looked_at: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=looked_at.url, timeout=30) as client:
+        yield client
+
+
 async def test_tools_list_shows_the_agents_downstream_tools_with_their_hints(
-        server: LiveServer) -> None:
-    async with http_client(mcp_url(server), "alice") as client:
+        looked_at: LiveServer) -> None:
+    async with http_client(mcp_url(looked_at), "alice") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert {"mcp__time__get_current_time", "mcp__time__convert_time", "mcp__git__git_status",
             "mcp__git__git_create_branch", "mcp__git__git_reset"} <= set(tools)
@@ -44,12 +65,13 @@ async def test_tools_list_shows_the_agents_downstream_tools_with_their_hints(
     assert reset.annotations is not None and reset.annotations.read_only_hint is False
 
 
-async def test_an_agent_with_single_tools_sees_only_those(server: LiveServer) -> None:
-    async with http_client(mcp_url(server, "archivist"), "fred") as client:
+async def test_an_agent_with_single_tools_sees_only_those(looked_at: LiveServer) -> None:
+    async with http_client(mcp_url(looked_at, "archivist"), "fred") as client:
         names = sorted(t.name for t in (await client.list_tools()).tools)
     assert names == ["mcp__git__git_log", "mcp__git__git_reset", "mcp__git__git_status"]
 
 
+@pytest.mark.coder_servers("time")  # the only server it calls
 async def test_a_free_call_runs_downstream_and_is_audited(
         server: LiveServer, api: httpx.AsyncClient) -> None:
     async with http_client(mcp_url(server), "alice") as client:
@@ -63,7 +85,8 @@ async def test_a_free_call_runs_downstream_and_is_audited(
 
 
 async def test_no_token_a_bad_token_or_another_orgs_agent_get_nothing(
-        server: LiveServer, api: httpx.AsyncClient) -> None:
+        looked_at_api: httpx.AsyncClient) -> None:
+    api = looked_at_api
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     assert (await api.post("/mcp/coder", json=body)).status_code == 401
     bad = {"Authorization": "Bearer nope"}
@@ -74,6 +97,7 @@ async def test_no_token_a_bad_token_or_another_orgs_agent_get_nothing(
     assert (await api.post("/mcp/nobody", json=body, headers=other)).status_code == 404
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_gated_call_waits_for_the_inbox_and_runs_once_approved(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     progress: list[tuple[float, str | None]] = []
@@ -100,6 +124,7 @@ async def test_a_gated_call_waits_for_the_inbox_and_runs_once_approved(
     assert world.branches() == ["feature-x", "main"]
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_rejected_call_never_reaches_the_downstream_server(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     args = {"repo_path": str(world.repo), "branch_name": "never"}
@@ -116,6 +141,7 @@ async def test_a_rejected_call_never_reaches_the_downstream_server(
     assert [(r["outcome"], r["blocked_by"]) for r in rows] == [("blocked", "approval_gate")]
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_when_rule_gates_only_the_calls_it_matches(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     async with http_client(mcp_url(server), "alice") as client:
@@ -137,7 +163,8 @@ async def test_the_requesting_user_cannot_approve_through_elicitation(
     # inbox; the client's user answering "accept" decides nothing. On the handshake protocol
     # it is a request of the server; on 2026-07-28 an input_required result, after which
     # the client calls again and waits.
-    world = make_world(tmp_path, database_url, public_url="https://gate.example")
+    world = make_world(tmp_path, database_url, public_url="https://gate.example",
+                       coder_servers=["git"])  # the only server it calls
     elicited: list[Any] = []
 
     async def accept(context: Any, params: Any) -> Any:
@@ -184,6 +211,7 @@ async def test_a_read_only_org_cannot_use_a_destructive_tool(
         ("mcp__git__git_status", "ok"), ("mcp__git__git_reset", "blocked")]
 
 
+@pytest.mark.coder_servers("time")  # the only server it calls
 async def test_the_rate_limit_refuses_calls_over_the_limit_and_audits_each(
         server: LiveServer, api: httpx.AsyncClient) -> None:
     async with http_client(mcp_url(server), "alice") as client:
@@ -195,6 +223,7 @@ async def test_the_rate_limit_refuses_calls_over_the_limit_and_audits_each(
     assert [r["outcome"] for r in rows] == ["ok"] * 4 + ["blocked"] * 2
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_unknown_tools_and_bad_arguments_never_run_and_are_audited(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     async with http_client(mcp_url(server), "alice") as client:
@@ -210,6 +239,7 @@ async def test_unknown_tools_and_bad_arguments_never_run_and_are_audited(
 
 
 @pytest.mark.both_databases
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_client_that_disconnects_while_waiting_and_retries_gets_one_execution(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     args = {"repo_path": str(world.repo), "branch_name": "once"}
@@ -242,6 +272,7 @@ async def test_a_client_that_disconnects_while_waiting_and_retries_gets_one_exec
     assert len({r["tool_call_id"] for r in rows}) == 1
 
 
+@pytest.mark.coder_servers("time")  # the only server it calls
 async def test_hostile_arguments_are_refused_before_any_hook_or_downstream_call(
         server: LiveServer, api: httpx.AsyncClient) -> None:
     deep: dict[str, Any] = {}
@@ -263,7 +294,8 @@ async def test_hostile_arguments_are_refused_before_any_hook_or_downstream_call(
 
 
 async def test_a_session_opened_by_one_user_refuses_another_users_token(
-        server: LiveServer, api: httpx.AsyncClient) -> None:
+        looked_at_api: httpx.AsyncClient) -> None:
+    api = looked_at_api
     headers = {"Accept": "application/json, text/event-stream",
                "Content-Type": "application/json"}
     hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -53,7 +53,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServ
     root = tmp_path_factory.mktemp("oauth")
     issuer = Issuer()
     issuer.server.start()
-    world = make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}")
+    # Only git's tools are looked for: the gateway starts no time server.
+    world = make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}",
+                       coder_servers=["git"])
     config = world.config_path.read_text().replace(
         "server: {public_url: http://127.0.0.1:9}",
         "server:\n  public_url: " + PUBLIC + "\n  mcp_oauth: {issuer: " + ISSUER

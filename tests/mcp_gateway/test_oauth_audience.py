@@ -46,7 +46,9 @@ def issuer() -> Iterator[Issuer]:
 
 def _world_text(root: Path, issuer: Issuer, server: str, audience: str | None = None
                 ) -> tuple[Path, str]:
-    world = make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}")
+    # No tool is called: an opened socket starts one downstream server, not two.
+    world = make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}",
+                       coder_servers=["git"])
     text = world.config_path.read_text().replace(
         "server: {public_url: http://127.0.0.1:9}", _oauth(issuer, server, audience))
     assert "mcp_oauth" in text

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from mcp import Client
 from tests.adversarial_tally import TALLY
 from tests.live_server import LiveServer, live_server
 from tests.mcp_gateway.rewriting_hooks import REDACTED
-from tests.mcp_gateway.world import McpWorld, http_client, make_world, outcome, stdio_params
+from tests.mcp_gateway.world import McpWorld, http_client, outcome, sqlite_world, stdio_params
 
 REWRITING_AGENTS = """\
   - id: cutter
@@ -56,23 +56,39 @@ RAW_DST = re.compile(r'"is_dst"\s*:\s*(true|false)')
 CALL = ("mcp__time__get_current_time", {"timezone": "Europe/Paris"})
 
 
-@pytest.fixture
-def rewriting_world(tmp_path: Path, database_url: str) -> McpWorld:
-    world = make_world(tmp_path, database_url)
+# One world and one server for the module: each test opens its own session, on an agent whose
+# hooks keep no state (no rate limit, no counter), and asserts only on what its own calls
+# return, so a test finds the world as every other test leaves it. The time server starts
+# once per module instead of once per test.
+@pytest.fixture(scope="module")
+def rewriting_world(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
+                    ) -> McpWorld:
+    world = sqlite_world(tmp_path_factory.mktemp("rewriting"), sqlite_template)
     world.config_path.write_text(world.config_path.read_text() + REWRITING_AGENTS)
     return world
 
 
-@pytest.fixture
-def rewriting_server(rewriting_world: McpWorld) -> AsyncIterator[LiveServer]:
+@pytest.fixture(scope="module")
+def rewriting_server(rewriting_world: McpWorld) -> Iterator[LiveServer]:
     with live_server(rewriting_world.deployment()) as srv:
         yield srv
 
 
+@pytest.fixture
+def served(transport: str, request: pytest.FixtureRequest) -> LiveServer | None:
+    """The module's server for a test over HTTP; over stdio the gateway is the subprocess's
+    own, and no server is started for it."""
+    if transport != "http":
+        return None
+    server: LiveServer = request.getfixturevalue("rewriting_server")
+    return server
+
+
 @asynccontextmanager
-async def client_of(transport: str, world: McpWorld, server: LiveServer,
+async def client_of(transport: str, world: McpWorld, server: LiveServer | None,
                     agent: str) -> AsyncIterator[Client]:
     if transport == "http":
+        assert server is not None
         async with http_client(f"{server.url}/mcp/{agent}", "alice") as client:
             yield client
     else:
@@ -89,8 +105,8 @@ TRANSPORTS = ["http", "stdio"]
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_redaction_that_keeps_the_schema_comes_back_structured_and_redacted(
-        transport: str, rewriting_world: McpWorld, rewriting_server: LiveServer) -> None:
-    async with client_of(transport, rewriting_world, rewriting_server, "hide_time") as client:
+        transport: str, rewriting_world: McpWorld, served: LiveServer | None) -> None:
+    async with client_of(transport, rewriting_world, served, "hide_time") as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert listed[CALL[0]].output_schema is not None  # the contract under test
         result = await client.call_tool(*CALL)  # validated by the client: no raise
@@ -111,8 +127,8 @@ async def test_a_redaction_that_keeps_the_schema_comes_back_structured_and_redac
 ])
 async def test_a_rewritten_result_that_breaks_the_schema_is_an_error_result_saying_why(
         transport: str, agent: str, removed: re.Pattern[str] | None, why: str | None,
-        rewriting_world: McpWorld, rewriting_server: LiveServer) -> None:
-    async with client_of(transport, rewriting_world, rewriting_server, agent) as client:
+        rewriting_world: McpWorld, served: LiveServer | None) -> None:
+    async with client_of(transport, rewriting_world, served, agent) as client:
         result = await client.call_tool(*CALL)  # no "did not return structured content"
         # The session is still good: the client raised nothing and can go on.
         again = await client.call_tool(*CALL)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 import httpx
@@ -16,15 +18,29 @@ import pytest
 
 from hookgate.server.limits import DEFAULT_MAX_BODY
 from tests.adversarial_tally import TALLY
-from tests.live_server import LiveServer
+from tests.live_server import LiveServer, live_server
 from tests.mcp_gateway.socket_session import Session as SocketSession
-from tests.mcp_gateway.world import TOKENS, McpWorld, decide, one_pending
+from tests.mcp_gateway.world import TOKENS, McpWorld, decide, one_pending, sqlite_world
 
 INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "attacker", "version": "1"}}}
 
 
+# One world and one server for the module (each test's own ``api``): every attack reaches
+# only its own socket, and what each asserts is that the server and the other sockets are
+# unharmed; the one gated call makes its own branch (a fresh name) and the module's only
+# request, and one test alone calls the rate-limited time server. So a test finds the
+# server as a fresh one would be, and the downstream servers start once per module.
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> McpWorld:
+    return sqlite_world(tmp_path_factory.mktemp("socket-attempts"), sqlite_template)
+
+
+@pytest.fixture(scope="module")
+def server(world: McpWorld) -> Iterator[LiveServer]:
+    with live_server(world.deployment()) as srv:
+        yield srv
 
 
 class Session(SocketSession):

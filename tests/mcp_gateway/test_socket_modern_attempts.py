@@ -28,6 +28,9 @@ ENVELOPE = {types.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
             types.CLIENT_CAPABILITIES_META_KEY: {}}
 TIME_TOOL = "mcp__time__get_current_time"
 
+#: Every call here is the time server's: the socket's session starts no git server.
+pytestmark = pytest.mark.coder_servers("time")
+
 
 def request(request_id: Any, method: str, **params: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": method,

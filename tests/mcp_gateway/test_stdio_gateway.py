@@ -39,6 +39,7 @@ async def test_a_local_client_lists_and_calls_tools_over_stdio(
     assert [(r["outcome"], r["user_id"]) for r in rows] == [("ok", "alice")]
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_gated_stdio_call_is_decided_in_the_servers_inbox(
         world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
     progress: list[str | None] = []
@@ -60,6 +61,7 @@ async def test_a_gated_stdio_call_is_decided_in_the_servers_inbox(
     assert world.branches() == ["from-stdio", "main"]
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_client_restarted_while_waiting_retries_and_the_call_runs_once(
         world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
     args = {"repo_path": str(world.repo), "branch_name": "survivor"}

@@ -70,6 +70,7 @@ async def left_by_a_stdio_process(world: McpWorld, api: httpx.AsyncClient, *bran
     return out
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_client_with_tasks_polls_a_gated_call_to_its_approved_result(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     tasks = Tasks()
@@ -95,6 +96,7 @@ async def test_a_client_with_tasks_polls_a_gated_call_to_its_approved_result(
     assert (last.status, last.approval()["state"]) == ("completed", "approved")
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_the_task_comes_at_once_and_outlives_the_client(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     async with http_client(mcp_url(server), "alice", extensions=[Tasks()]) as client:
@@ -120,6 +122,7 @@ async def test_the_task_comes_at_once_and_outlives_the_client(
     assert [r["outcome"] for r in rows] == ["ok"]
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_a_rejected_task_completes_with_the_refusal_and_nothing_runs(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     async with http_client(mcp_url(server), "alice", extensions=[Tasks()]) as client:
@@ -133,6 +136,7 @@ async def test_a_rejected_task_completes_with_the_refusal_and_nothing_runs(
     assert world.branches() == ["main"]
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_cancelling_a_waiting_task_cancels_its_request(
         server: LiveServer, api: httpx.AsyncClient, world: McpWorld) -> None:
     async with http_client(mcp_url(server), "alice", extensions=[Tasks()]) as client:
@@ -146,6 +150,7 @@ async def test_cancelling_a_waiting_task_cancels_its_request(
     assert world.branches() == ["main"]
 
 
+@pytest.mark.coder_servers("time")  # the only server it calls
 async def test_a_free_call_is_answered_at_once_even_when_the_client_offers_tasks(
         server: LiveServer) -> None:
     async with http_client(mcp_url(server), "alice", extensions=[Tasks()]) as client:
@@ -154,6 +159,7 @@ async def test_a_free_call_is_answered_at_once_even_when_the_client_offers_tasks
     assert isinstance(result, types.CallToolResult) and not result.is_error
 
 
+@pytest.mark.coder_servers("git")  # the only server it calls
 async def test_stdio_tasks_outlive_their_process_and_the_next_one_finishes_or_cancels_them(
         world: McpWorld, server: LiveServer, api: httpx.AsyncClient) -> None:
     # The first `hookgate mcp stdio` exits while both requests wait; one is approved while

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import mcp_types as types
@@ -35,23 +36,41 @@ SERVERS = f"""mcp_servers:
     args: [{SERVER}]
     env: {{CHANGING_ERA: handshake}}
 """
+#: ``tinker`` reaches the one changing server its test changes (the gateway starts each
+#: server an agent reaches: a second would be a process started for nothing).
 AGENT = """agents:
   - id: tinker
     org: acme
     owner: alice
     model: idle
-    mcp: {servers: [modern, legacy]}
+    mcp: {{servers: [{era}]}}
 """
 
 
-@pytest.fixture
-def changing(tmp_path: Path, database_url: str) -> Iterator[tuple[McpWorld, LiveServer]]:
+@contextmanager
+def changing(tmp_path: Path, database_url: str, era: str
+             ) -> Iterator[tuple[McpWorld, LiveServer]]:
     world = make_world(tmp_path, database_url)
     config = world.config_path.read_text()
-    config = config.replace("mcp_servers:\n", SERVERS, 1).replace("agents:\n", AGENT, 1)
+    config = config.replace("mcp_servers:\n", SERVERS, 1).replace(
+        "agents:\n", AGENT.format(era=era), 1)
     world.config_path.write_text(config)
     with live_server(world.deployment()) as srv:
         yield world, srv
+
+
+@pytest.fixture
+def modern(tmp_path: Path, database_url: str) -> Iterator[tuple[McpWorld, LiveServer]]:
+    """The world with ``tinker`` reaching the 2026-07-28 changing server."""
+    with changing(tmp_path, database_url, "modern") as both:
+        yield both
+
+
+@pytest.fixture
+def legacy(tmp_path: Path, database_url: str) -> Iterator[tuple[McpWorld, LiveServer]]:
+    """The world with ``tinker`` reaching the handshake-era changing server."""
+    with changing(tmp_path, database_url, "legacy") as both:
+        yield both
 
 
 def names(listing: types.ListToolsResult) -> list[str]:
@@ -63,8 +82,8 @@ CONNECT = {"http": http_client, "relay": relay_client}
 
 @pytest.mark.parametrize("via", ["http", "relay"])
 async def test_a_listening_client_hears_of_new_downstream_tools_and_can_call_them(
-        changing: tuple[McpWorld, LiveServer], via: str) -> None:
-    _world, server = changing
+        modern: tuple[McpWorld, LiveServer], via: str) -> None:
+    _world, server = modern
     async with CONNECT[via](f"{server.url}/mcp/tinker", "alice") as client:
         assert client.protocol_version == "2026-07-28"
         assert "mcp__modern__vault" not in names(await client.list_tools())
@@ -83,8 +102,8 @@ async def test_a_listening_client_hears_of_new_downstream_tools_and_can_call_the
 
 @pytest.mark.parametrize("via", ["http", "relay"])
 async def test_a_handshake_client_gets_tools_list_changed_from_a_handshake_downstream(
-        changing: tuple[McpWorld, LiveServer], via: str) -> None:
-    _world, server = changing
+        legacy: tuple[McpWorld, LiveServer], via: str) -> None:
+    _world, server = legacy
     heard: list[object] = []
 
     async def on_message(message: object) -> None:
@@ -106,8 +125,8 @@ async def test_a_handshake_client_gets_tools_list_changed_from_a_handshake_downs
 
 
 async def test_before_the_change_the_new_tool_is_unknown(
-        changing: tuple[McpWorld, LiveServer]) -> None:
-    _world, server = changing
+        modern: tuple[McpWorld, LiveServer]) -> None:
+    _world, server = modern
     async with http_client(f"{server.url}/mcp/tinker", "alice") as client:
         result = await client.call_tool("mcp__modern__vault", {"code": "1"})
     assert result.is_error and "vault" in text(result)

@@ -46,8 +46,9 @@ def slack() -> Iterator[FakeSlack]:
 @pytest.fixture
 def pair(tmp_path: Path, request: pytest.FixtureRequest, slack: FakeSlack
          ) -> Iterator[tuple[McpWorld, Instance, Instance]]:
+    # Git's is the only tool called: neither instance starts a time server.
     world = make_world(tmp_path, _fresh_pg_database(request.getfixturevalue(
-        "postgres_server_url")))
+        "postgres_server_url")), coder_servers=["git"])
     config = world.config_path.read_text().replace("          - audit_log\n", LINGER, 1)
     channel = {"id": "ops-slack", "type": "slack", "org": "acme",
                "config": slack.channel_config()}

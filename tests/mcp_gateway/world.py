@@ -2,16 +2,18 @@
 
 ``mcp-server-time`` is free to call (and rate limited); ``mcp-server-git`` works on a fresh
 repository, and its branch-creating and committing tools need a person's approval. ACME's
-``coder`` may use both; the read-only org Frozen's ``archivist`` may use git only.
+``coder`` may use both (a test that uses one may give it only that one: see CODER_SERVERS);
+the read-only org Frozen's ``archivist`` may use git only.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +67,7 @@ agents:
     owner: alice
     model: idle
     confirmation_approver_scope: org_members
-    mcp: {{servers: [time, git], resources: true, prompts: true}}
+    mcp: {{servers: [{coder_servers}], resources: true, prompts: true}}
     model_config_json:
       hooks:
         class_hooks:
@@ -100,7 +102,15 @@ class McpWorld:
         return sorted(self.git("branch", "--format=%(refname:short)").split())
 
 
-def make_world(root: Path, database_url: str, public_url: str = "http://127.0.0.1:9") -> McpWorld:
+#: The servers ``coder`` reaches. A gateway starts each (a process, ~1 CPU-second) on a
+#: session's first listing (the official client lists after a call too) or as a socket or
+#: stdio session opens, so a test that uses one server's tools names only that one: the
+#: ``coder_servers`` argument, or the ``coder_servers`` mark with the ``world`` fixture.
+CODER_SERVERS = ("time", "git")
+
+
+def make_world(root: Path, database_url: str, public_url: str = "http://127.0.0.1:9", *,
+               coder_servers: Sequence[str] = CODER_SERVERS) -> McpWorld:
     repo = root / "repo"
     repo.mkdir()
     world = McpWorld(root, repo, root / "hookgate.yaml")
@@ -112,8 +122,16 @@ def make_world(root: Path, database_url: str, public_url: str = "http://127.0.0.
     world.git("commit", "-q", "-m", "first")
     world.config_path.write_text(CONFIG.format(
         database=database_url, public_url=public_url, python=sys.executable, repo=repo,
-        **TOKENS))
+        coder_servers=", ".join(coder_servers), **TOKENS))
     return world
+
+
+def sqlite_world(root: Path, template: Path, **options: Any) -> McpWorld:
+    """A world of a module's own (a module-scoped fixture's): ``make_world`` on a copy of the
+    worker's SQLite database migrated to the head (the ``sqlite_template`` fixture), the
+    backend ``database_url`` gives a test not marked ``both_databases``."""
+    shutil.copyfile(template, root / "hookgate.db")
+    return make_world(root, f"sqlite+aiosqlite:///{root / 'hookgate.db'}", **options)
 
 
 def auth(user: str) -> dict[str, str]:

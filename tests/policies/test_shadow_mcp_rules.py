@@ -39,6 +39,10 @@ from tests.mcp_gateway.world import (
 
 pytestmark = pytest.mark.both_databases
 
+#: The servers of the coder whose gateway a test starts: git's tools are the only ones called
+#: (a time server would be one more process started for nothing).
+GIT_ONLY = ["git"]
+
 RULE = "        reason: branches and commits change the shared repository\n"
 WOULD_ASK = ("shadow rule mcp_servers[git].requires_confirmation[0]: would ask "
              "(branches and commits change the shared repository)")
@@ -55,7 +59,7 @@ async def test_a_shadow_mcp_gate_rule_never_asks_and_its_would_ask_is_audited(
         tmp_path: Path, database_url: str, mode: str) -> None:
     import httpx
 
-    world = make_world(tmp_path, database_url)
+    world = make_world(tmp_path, database_url, coder_servers=GIT_ONLY)
     _with_mode(world.config_path, mode)
     args = {"repo_path": str(world.repo), "branch_name": "feature-s"}
     with live_server(world.deployment()) as srv:
@@ -185,7 +189,7 @@ async def test_a_reload_switches_a_running_gateways_mcp_gate_rule_and_back(
         tmp_path: Path, database_url: str) -> None:
     import httpx
 
-    world = make_world(tmp_path, database_url)
+    world = make_world(tmp_path, database_url, coder_servers=GIT_ONLY)
     _with_mode(world.config_path, "shadow")
     said = world.config_path.read_text(encoding="utf-8")
     assert said.count(CLASS_HOOKS) == 1
@@ -251,7 +255,7 @@ async def test_a_reload_switches_the_in_process_stdio_gateways_mcp_gate_rule(
     import httpx
     from mcp import Client
 
-    world = make_world(tmp_path, database_url)
+    world = make_world(tmp_path, database_url, coder_servers=GIT_ONLY)
     _with_mode(world.config_path, "shadow")
     repo = {"repo_path": str(world.repo)}
     with live_server(world.deployment()) as srv:  # the inbox, on the same database
