@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.live_server import LiveServer, live_server
-from tests.mcp_gateway.world import CODER_SERVERS, McpWorld, make_world
+from tests.mcp_gateway.world import CODER_SERVERS, McpWorld, api_client, make_world
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,5 +33,5 @@ def server(world: McpWorld) -> Iterator[LiveServer]:
 
 @pytest.fixture
 async def api(server: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+    async with api_client(server) as client:
         yield client

@@ -15,6 +15,7 @@ import pytest
 from tests.live_server import LiveServer, live_server
 from tests.mcp_gateway.world import (
     McpWorld,
+    api_client,
     audit_rows,
     current_time,
     decide,
@@ -48,7 +49,7 @@ def looked_at(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
 
 @pytest.fixture
 async def looked_at_api(looked_at: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=looked_at.url, timeout=30) as client:
+    async with api_client(looked_at) as client:
         yield client
 
 

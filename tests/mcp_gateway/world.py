@@ -29,6 +29,7 @@ from hookgate.config import HookgateConfig, load_config
 from hookgate.mcp.mapping import OUTCOME_META
 from hookgate.runtime.deployment import Deployment, deployment_from_config
 from tests.channels.world import eventually
+from tests.live_server import LiveServer
 
 TOKENS = {"alice": "tok-alice-mcp", "bob": "tok-bob-mcp", "fred": "tok-fred-mcp",
           "mallory": "tok-mallory-mcp"}
@@ -233,3 +234,8 @@ async def audit_rows(api: httpx.AsyncClient, user: str = "alice", **filters: str
     r = await api.get("/api/audit", params={"limit": 500, **filters}, headers=auth(user))
     assert r.status_code == 200, r.text
     return list(reversed(r.json()["items"]))
+
+
+def api_client(server: LiveServer) -> httpx.AsyncClient:
+    """A client of ``server``'s HTTP API (the inbox's, for deciding and reading requests)."""
+    return httpx.AsyncClient(base_url=server.url, timeout=30)
