@@ -9,6 +9,7 @@ a deny and exits 1 on a change; `--json` is the report."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import random
 import subprocess
@@ -152,8 +153,14 @@ def live_changes(cfg: HookgateConfig, calls: list[dict[str, Any]], ci: bool = Fa
     return asyncio.run(run())
 
 
-CALLS = generated(50_000, seed=46)
-#: How many of CALLS each backend records and replays.
+@functools.cache
+def calls() -> list[dict[str, Any]]:
+    """The calls every test here records and replays: made on first use, not when the module
+    is collected (each test worker collects every module)."""
+    return generated(50_000, seed=46)
+
+
+#: How many of calls() each backend records and replays.
 RECORDED_ON = {"sqlite": 50_000, "postgresql": 10_000}
 
 
@@ -174,7 +181,7 @@ def live(candidate: Path) -> dict[int, tuple[Counter[tuple[str, str, str]], int,
     out: dict[int, tuple[Counter[tuple[str, str, str]], int, int]] = {}
     changes, skipped, in_period, done = Counter[tuple[str, str, str]](), 0, 0, 0
     for n in sorted(set(RECORDED_ON.values())):  # each call decided once
-        more = live_changes(cfg, CALLS[done:n])
+        more = live_changes(cfg, calls()[done:n])
         changes, skipped, in_period = changes + more[0], skipped + more[1], in_period + more[2]
         out[n], done = (changes, skipped, in_period), n
     return out
@@ -191,7 +198,7 @@ def candidate_config(candidate: Path, url: str, name: str) -> Path:
 async def test_replay_reports_the_changes_the_candidate_gives_live(
         db: Database, database_url: str, candidate: Path, live: Any) -> None:
     count = RECORDED_ON[database_url.split("+")[0]]
-    await record(db, CALLS[:count])
+    await record(db, calls()[:count])
     cfg = load_config(candidate_config(candidate, database_url, "candidate.yaml"))
 
     report = await replay_candidate(cfg, database_url, SINCE, UNTIL)
