@@ -14,6 +14,7 @@ import sqlite3
 import pytest
 
 from hookgate.storage.audit import AuditLogStore, verify
+from hookgate.storage.backends.sqlite import ClaimNotFound
 from hookgate.storage.backends.sqlite_driver import SqliteDriver
 from hookgate.storage.database import Database
 from hookgate.storage.ledger import DatabaseLedger
@@ -113,3 +114,20 @@ async def test_a_one_statement_write_that_fails_leaves_nothing_open(db: Database
         await ledger.claim_finished("r1", None, "search", "d1", "kept", True)  # type: ignore[arg-type]  # a NULL key
     assert await ledger.claim_finished("r1", "c1", "search", "d1", "kept", True) is None
     assert await ledger.recorded("r1", "c1") == PriorExecution("kept", True, "search", "d1")
+
+
+async def test_a_claim_that_finds_its_entry_taken_and_then_gone_fails_closed(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The taken entry's record is read after the claim: were it not there (a ledger row is
+    never deleted), the claim raises rather than read as this caller's."""
+    ledger = DatabaseLedger(db)
+    assert await ledger.claim("r1", "report-1", "report", "") is None
+
+    async def gone(run_id: str, tool_call_id: str) -> None:
+        return None
+
+    monkeypatch.setattr(db.backend, "recorded", gone)
+    with pytest.raises(ClaimNotFound):
+        await ledger.claim("r1", "report-1", "report", "")
+    with pytest.raises(ClaimNotFound):
+        await ledger.claim_finished("r1", "report-1", "report", "", "kept", True)

@@ -63,6 +63,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class ClaimNotFound(RuntimeError):
+    """A ledger claim found its entry taken, and then no record of it."""
+
+
 @cache
 def _s(name: str) -> Compiled:
     return compiled(name, "sqlite")
@@ -242,7 +246,7 @@ class SqliteBackend:
             return _prior(await self.driver.write(lambda conn: _claim(conn, values, fence)))
         if await self.driver.write_one(_s("claim").sql, values) == 1:
             return None
-        return await self.recorded(row[0], row[1])  # a ledger row is never deleted
+        return await self._claimed_before(row)
 
     async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
                              ok: bool) -> PriorRow | None:
@@ -251,8 +255,17 @@ class SqliteBackend:
         if await self.driver.write_one(insert.sql, insert.args((*row, at, observation, ok,
                                                                  at))) == 1:
             return None
-        # Claimed before: its record as it is now (a ledger row is never deleted).
-        return await self.recorded(row[0], row[1])
+        return await self._claimed_before(row)
+
+    async def _claimed_before(self, row: tuple[str, str, str, str]) -> PriorRow:
+        """The record of an entry the claim found taken, as it is now, read after the claim
+        (a ledger row is never deleted). Fails closed if it is not there: the claim did not
+        land, so it must not read as this caller's."""
+        prior = await self.recorded(row[0], row[1])
+        if prior is None:
+            raise ClaimNotFound(f"ledger entry {row[1]!r} of run {row[0]!r} was claimed, "
+                                "yet it is not there")
+        return prior
 
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         prior = _s("prior")
