@@ -63,6 +63,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class ClaimNotFound(RuntimeError):
+    """A ledger claim found its entry taken, and then no record of it."""
+
+
 @cache
 def _s(name: str) -> Compiled:
     return compiled(name, "sqlite")
@@ -96,6 +100,10 @@ class _EngineDriver:
     async def write(self, work: Work[T]) -> T:
         async with self.engine.begin() as conn:
             return await conn.run_sync(lambda c: work(_Driver(c)))
+
+    async def write_one(self, sql: str, params: Sequence[Any]) -> int:
+        changed: int = await self.write(lambda conn: conn.execute(sql, params).rowcount)
+        return changed
 
 
 class _Driver:
@@ -141,6 +149,9 @@ class SqliteBackend:
             self.driver: SqliteDriver | _EngineDriver = driver
         else:
             self.driver = _EngineDriver(db.engine)
+        #: Each chain's head as this backend last wrote it: (last seq, last hash). A guess,
+        #: checked under the write lock by the append that uses it (decision record 0027).
+        self._audit_heads: dict[str, tuple[int, str]] = {}
 
     @property
     def sqlite_file(self) -> str | None:
@@ -231,15 +242,30 @@ class SqliteBackend:
     async def claim(self, row: tuple[str, str, str, str], fence: Fence | None
                     ) -> PriorRow | None:
         values = (*row, sqlite_timestamp(utcnow()))
-        return _prior(await self.driver.write(lambda conn: _claim(conn, values, fence)))
+        if fence is not None:  # the fence read and the claim in one transaction
+            return _prior(await self.driver.write(lambda conn: _claim(conn, values, fence)))
+        if await self.driver.write_one(_s("claim").sql, values) == 1:
+            return None
+        return await self._claimed_before(row)
 
     async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
                              ok: bool) -> PriorRow | None:
         at = sqlite_timestamp(utcnow())
         insert = _s("claim_finished")
-        values = insert.args((*row, at, observation, ok, at))
-        return _prior(await self.driver.write(
-            lambda conn: _claimed_or_prior(conn, insert.sql, values, row)))
+        if await self.driver.write_one(insert.sql, insert.args((*row, at, observation, ok,
+                                                                 at))) == 1:
+            return None
+        return await self._claimed_before(row)
+
+    async def _claimed_before(self, row: tuple[str, str, str, str]) -> PriorRow:
+        """The record of an entry the claim found taken, as it is now, read after the claim
+        (a ledger row is never deleted). Fails closed if it is not there: the claim did not
+        land, so it must not read as this caller's."""
+        prior = await self.recorded(row[0], row[1])
+        if prior is None:
+            raise ClaimNotFound(f"ledger entry {row[1]!r} of run {row[0]!r} was claimed, "
+                                "yet it is not there")
+        return prior
 
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         prior = _s("prior")
@@ -249,9 +275,8 @@ class SqliteBackend:
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:
         finish = _s("finish")
-        params = finish.args((observation, ok, sqlite_timestamp(utcnow()), run_id,
-                              tool_call_id))
-        await self.driver.write(lambda conn: conn.execute(finish.sql, params))
+        await self.driver.write_one(finish.sql, finish.args((
+            observation, ok, sqlite_timestamp(utcnow()), run_id, tool_call_id)))
 
     async def finish_all(self, finishes: Sequence[LedgerFinish]) -> None:
         # One transaction: a transaction's BEGIN IMMEDIATE, COMMIT and WAL pages cost more
@@ -268,8 +293,7 @@ class SqliteBackend:
 
     async def add_fact(self, row: FactRow, *, once: bool = False) -> None:
         insert = _s("fact_insert_once" if once else "fact_insert")
-        params = insert.args((*row, sqlite_timestamp(utcnow())))
-        await self.driver.write(lambda conn: conn.execute(insert.sql, params))
+        await self.driver.write_one(insert.sql, insert.args((*row, sqlite_timestamp(utcnow()))))
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
         # On the caller's thread (a WAL read): an ORM session hopped to aiosqlite's thread
@@ -301,10 +325,31 @@ class SqliteBackend:
 
     def append_audit_now(self, groups: AuditGroups, link: AuditLink
                          ) -> list[list[Any]] | NotNow:
-        return self.driver.write_now(lambda conn: _append_audit(conn, groups, link))
+        known = self._known_heads(groups)
+        appended = self.driver.write_now(lambda conn: _append_audit(conn, groups, link, known))
+        if isinstance(appended, NotNow):  # nothing was written: the guesses still hold
+            for chain, head in known.items():
+                self._audit_heads.setdefault(chain, head)
+        else:
+            self._remember_heads(groups, appended)
+        return appended
 
     async def append_audit(self, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
-        return await self.driver.write(lambda conn: _append_audit(conn, groups, link))
+        known = self._known_heads(groups)
+        appended = await self.driver.write(lambda conn: _append_audit(conn, groups, link,
+                                                                      known))
+        self._remember_heads(groups, appended)
+        return appended
+
+    def _known_heads(self, groups: AuditGroups) -> dict[str, tuple[int, str]]:
+        """The remembered heads of ``groups``' chains, forgotten until the append that uses
+        them has committed (a failed one leaves them unknown)."""
+        heads = self._audit_heads
+        return {chain: heads.pop(chain) for chain, _ in groups if chain in heads}
+
+    def _remember_heads(self, groups: AuditGroups, appended: list[list[Any]]) -> None:
+        for (chain, _), out in zip(groups, appended, strict=True):
+            self._audit_heads[chain] = (out[-1].seq, out[-1].row_hash)
 
 
 def _write(conn: DriverConnection, checkpoint: tuple[Any, ...] | None,
@@ -328,13 +373,6 @@ def _claim(conn: DriverConnection, row: tuple[Any, ...], fence: Fence | None) ->
     return conn.execute(_s("prior").sql, row[:2]).fetchone()
 
 
-def _claimed_or_prior(conn: DriverConnection, sql: str, values: tuple[Any, ...],
-                      row: tuple[str, str, str, str]) -> Any:
-    if conn.execute(sql, values).rowcount == 1:
-        return None
-    return conn.execute(_s("prior").sql, row[:2]).fetchone()
-
-
 def _user(row: Any) -> UserRow:
     return UserRow(row[0], row[1], bool(row[2]), row[3], bool(row[4]), bool(row[5]),
                    _sqlite_time(row[6]))
@@ -354,15 +392,31 @@ def _prior(row: Any) -> PriorRow | None:
     return PriorRow(row[0], None if row[1] is None else bool(row[1]), row[2], row[3])
 
 
-def _append_audit(conn: DriverConnection, groups: AuditGroups, link: AuditLink) -> list[list[Any]]:
-    reserve, insert, set_head = _s("audit_reserve"), _s("audit_insert"), _s("audit_set_head")
+def _append_audit(conn: DriverConnection, groups: AuditGroups, link: AuditLink,
+                  known: dict[str, tuple[int, str]]) -> list[list[Any]]:
+    """Each chain's rows after its head, in the write transaction (which holds SQLite's one
+    write lock). A head this backend remembers writing is checked and moved in one
+    statement (it still is the head unless another process appended since); else the head
+    is read as it reserves the seq numbers, and moved after the rows."""
+    insert = _s("audit_insert")
     appended = []
     for chain, records in groups:
-        last_seq, prev = conn.execute(
-            reserve.sql, reserve.args((chain, len(records), GENESIS))).fetchone()
-        rows, out = link(chain, records, last_seq, prev)
+        head = known.get(chain)
+        moved = False
+        if head is not None:
+            was_seq, was_hash = head
+            rows, out = link(chain, records, was_seq + len(records), was_hash)
+            move = _s("audit_move_head")
+            moved = conn.execute(move.sql, move.args((out[-1].seq, out[-1].row_hash, chain,
+                                                      was_seq, was_hash))).rowcount == 1
+        if not moved:
+            reserve, set_head = _s("audit_reserve"), _s("audit_set_head")
+            last_seq, prev = conn.execute(
+                reserve.sql, reserve.args((chain, len(records), GENESIS))).fetchone()
+            rows, out = link(chain, records, last_seq, prev)
         conn.executemany(insert.sql, [insert.args(_audit_values(row)) for row in rows])
-        conn.execute(set_head.sql, set_head.args((out[-1].row_hash, chain)))
+        if not moved:
+            conn.execute(set_head.sql, set_head.args((out[-1].row_hash, chain)))
         appended.append(out)
     return appended
 

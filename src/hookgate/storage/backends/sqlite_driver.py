@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -83,6 +83,26 @@ class SqliteDriver:
         if conn is not None and _begin_now(conn):
             return self._write_inline(conn, work)
         return NOT_NOW
+
+    async def write_one(self, sql: str, params: Sequence[Any]) -> int:
+        """One write statement (no ``RETURNING``) committed before this returns; the rows it
+        changed. On the calling thread it runs alone in SQLite's autocommit mode: the
+        statement takes the write lock as it starts (a write never reads a stale snapshot)
+        and commits as it ends, with the same commit (WAL frames, ``synchronous``) that a
+        ``BEGIN IMMEDIATE`` … ``COMMIT`` around it makes, for two statements less. Busy, it
+        did nothing and goes to the driver's thread as any write (decision record 0027)."""
+        conn = None if self._queued else self._inline()
+        if conn is not None:
+            try:
+                changed = conn.execute(sql, params).rowcount
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+            else:
+                if COUNT.enabled:
+                    COUNT.transaction()
+                return changed
+        return await self.write(lambda c: c.execute(sql, params).rowcount)
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(conn)`` in an IMMEDIATE transaction (shared with the writes queued beside

@@ -219,6 +219,16 @@ def _audit_set_head(_: str) -> ClauseElement:
             .values(last_hash=bindparam("last_hash")))
 
 
+def _audit_move_head(_: str) -> ClauseElement:
+    """Move a chain's head past rows linked to the head its writer remembers, only if that
+    is still the head (a write: under the lock it takes, no other writer moves it)."""
+    t = cast(Table, AuditChainHead.__table__).c
+    return (update(AuditChainHead)
+            .where(t.chain == bindparam("chain"), t.last_seq == bindparam("was_seq"),
+                   t.last_hash == bindparam("was_hash"))
+            .values(last_seq=bindparam("seq"), last_hash=bindparam("last_hash")))
+
+
 def _audit_insert(_: str) -> ClauseElement:
     return cast(Table, ConnectorCallLog.__table__).insert().values(_p(*AUDIT_COLUMNS)).inline()
 
@@ -269,6 +279,8 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "rate_take": (_rate_take, ("key", "start", "limit")),
     "audit_reserve": (_audit_reserve, ("chain", "n", "genesis")),
     "audit_set_head": (_audit_set_head, ("last_hash", "chain")),
+    "audit_move_head": (_audit_move_head, ("seq", "last_hash", "chain", "was_seq",
+                                            "was_hash")),
     "audit_insert": (_audit_insert, AUDIT_COLUMNS),
     "fact_insert": (_fact_insert, FACT_COLUMNS),
     "fact_insert_once": (_fact_insert_once, FACT_COLUMNS),

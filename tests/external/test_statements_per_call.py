@@ -1,0 +1,71 @@
+"""What an ungated guarded call (ask + report; audit log and read-only guard declared) sends
+to a SQLite file, counted as `bench/throughput.py` counts a server's (every statement on the
+driver's connections, BEGIN and COMMIT included; a write alone in autocommit is one
+transaction). The ask: the asking person, the session's record, the call's index entry,
+whether the session started and stopped, whether the call started, its start; the report:
+the call's index entry, whether it started, its claim, a kept decision, the audit row (on
+the chain's remembered head), the result's fact, the two finishes. None goes through
+SQLAlchemy (docs/decisions/0020 and 0027)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hookgate import Agent, ScriptedLLM
+from hookgate.client import Allowed
+from hookgate.client.local import AsyncLocalGuard
+from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec
+from hookgate.runtime.runtime import Runtime
+from hookgate.storage import database
+from hookgate.storage.audit import verify
+from hookgate.storage.backends import sqlite_driver
+from hookgate.storage.statement_count import StatementCount
+
+#: 20 statements in six transactions (29 in six before decision 0027: each one-statement
+#: write was a BEGIN IMMEDIATE, the statement and a COMMIT; the audit row's head was read
+#: as its seq numbers were reserved, then moved).
+STATEMENTS_PER_CALL = 20
+TRANSACTIONS_PER_CALL = 6
+CALLS = 5
+
+
+@pytest.mark.perf  # a count of statements: a performance internal
+async def test_an_ungated_guarded_call_sends_twenty_statements_in_six_writes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    count = StatementCount(str(tmp_path / "count.json"))
+    monkeypatch.setattr(count, "start", lambda: None)  # no file to write
+    monkeypatch.setattr(database, "COUNT", count)
+    monkeypatch.setattr(sqlite_driver, "COUNT", count)
+    agent = Agent(id="agent", name="agent", instructions="", tools=[], org_id="acme",
+                  owner_user_id="ann", model_config_json={
+                      "hooks": {"class_hooks": ["audit_log", "readonly_guard"]},
+                      "guarded_calls": {"rules": [{"matcher": "search", "writes": False}]}})
+    runtime = Runtime(Deployment(
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}",
+        orgs=[OrgSpec("acme", "ACME")], users=[UserSpec("ann", "acme", admin=True)],
+        agents={"agent": agent}, model_for=lambda _a: ScriptedLLM([{"answer": "-"}]),
+        channels=[]))
+    guard = AsyncLocalGuard(runtime, framework="bench")
+    try:
+        async def call(i: int) -> None:
+            verdict = await guard.before_call(agent="agent", session_id="s", call_id=f"c{i}",
+                                              tool="search", arguments={"query": f"q{i}"})
+            assert isinstance(verdict, Allowed), verdict
+            assert (await guard.report(verdict.call, output="3 results")).text == "3 results"
+
+        await call(0)  # the session's first call: its record and SessionStart
+        await call(1)  # the chain's head read once, then remembered
+        statements, transactions = count.statements, count.transactions
+        queries = runtime.db.queries
+        for i in range(2, 2 + CALLS):
+            await call(i)
+        assert (count.statements - statements, count.transactions - transactions) == (
+            STATEMENTS_PER_CALL * CALLS, TRANSACTIONS_PER_CALL * CALLS)
+        assert runtime.db.queries == queries  # nothing through SQLAlchemy
+        report = await verify(runtime.db)
+        assert report.ok, report.problems
+        assert report.heads["acme"][0] == 2 + CALLS
+    finally:
+        await runtime.stop()
