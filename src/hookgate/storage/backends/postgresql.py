@@ -43,7 +43,11 @@ from hookgate.storage.backends.base import (
     UserRow,
 )
 from hookgate.storage.backends.limit_claims import claim_on_postgresql
-from hookgate.storage.backends.pg_driver import PgDriver, psycopg_statements
+from hookgate.storage.backends.pg_driver import (
+    PgDriver,
+    counted_psycopg_statements,
+    psycopg_statements,
+)
 from hookgate.storage.backends.statements import (
     AUDIT_COLUMNS,
     CHECKPOINT_COLUMNS,
@@ -304,8 +308,12 @@ class PostgresBackend:
         if self.db.publisher is not None:
             self.db.queue_note(session, channel, payload)
         else:
-            await session.execute(text("SELECT pg_notify(:c, :p)"),
-                                  {"c": channel, "p": payload})
+            # On the session's own connection, in its transaction (sent at its commit), as
+            # the driver's prepared statement: SQLAlchemy's execute path cost more than the
+            # round trip (decision record 0028).
+            raw = await (await session.connection()).get_raw_connection()
+            await counted_psycopg_statements(raw.driver_connection).execute(
+                _NOTIFY, channel, payload)
 
     # -- runs --------------------------------------------------------------------------
 
