@@ -19,6 +19,7 @@ from hookgate import Agent, HookServices, ScriptedLLM, tool
 from hookgate.catalog.build import build_registry
 from hookgate.client import Allowed, Client, Pending
 from hookgate.engines import ReActEngine
+from hookgate.storage.backends import PostgresBackend
 from hookgate.storage.database import Database
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.guarded import execute_tool_call
@@ -38,7 +39,8 @@ PLAIN = {"hooks": {"untrusted_output": ["read_inbox", "WebFetch"]},
 
 class FactReads:
     """The statements that read a session's facts (``DatabaseFacts.facts``), in every
-    database engine of this process (a live server runs in a thread of it)."""
+    database engine of this process (a live server runs in a thread of it), and on the
+    PostgreSQL backend's driver (one statement per read, decision record 0028)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -49,8 +51,15 @@ class FactReads:
 
 
 @pytest.fixture
-def fact_reads() -> Iterator[FactReads]:
+def fact_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[FactReads]:
     reads = FactReads()
+    on_driver = PostgresBackend.session_facts
+
+    async def counted(backend: PostgresBackend, session: str) -> Any:
+        reads.count += 1
+        return await on_driver(backend, session)
+
+    monkeypatch.setattr(PostgresBackend, "session_facts", counted)
     event.listen(Engine, "before_cursor_execute", reads)
     yield reads
     event.remove(Engine, "before_cursor_execute", reads)

@@ -226,3 +226,54 @@ def test_a_decision_resumes_its_run_from_the_request_it_wrote(
     assert done == (COUNTED,)
     per_decision = (after - before) / COUNTED
     assert per_decision <= MOST_TO_RESUME + 0.5, f"{per_decision:.2f} statements per decision"
+
+
+#: Of `MOST_TO_RESUME`, what still goes through SQLAlchemy's execute path: the decision's
+#: compare-and-set with the vote. Its announcement is the driver's prepared statement on the
+#: same connection, in the same transaction; the session's facts and the gate's read of the
+#: request take the backend's driver (one autocommit read each). Decision record 0028: the
+#: three went through SQLAlchemy before.
+MOST_TO_RESUME_THROUGH_SQLALCHEMY = 1
+
+
+@pytest.mark.perf  # which path each statement takes: a performance internal
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_decision_reaches_its_tool_through_sqlalchemy_only_in_its_own_transaction(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    through_engine = StatementCount(str(tmp_path / "engine.json"))
+    through_driver = StatementCount(str(tmp_path / "driver.json"))
+    for count in (through_engine, through_driver):
+        monkeypatch.setattr(count, "start", lambda: None)  # no file to write
+    monkeypatch.setattr(database, "COUNT", through_engine)
+    monkeypatch.setattr(pg_driver, "COUNT", through_driver)
+    dep, ran = gated_deployment(database_url)
+
+    async def decide_each(srv: LiveServer, ids: list[str]) -> None:
+        runtime = srv.runtime
+        requests = [r for run_id in ids
+                    for r in await runtime.approvals.store.pending_for_run(run_id)]
+        assert len(requests) == len(ids)
+        before = (through_engine.statements, through_driver.statements)
+        for request in requests:
+            await runtime.approvals.decide(request.id, "approve", Approver("alice", "acme"),
+                                           read=request)
+            for _ in range(1000):  # the continuation starts once the decision committed
+                if runtime.queue.taken._running:
+                    break
+                await asyncio.sleep(0)
+            await asyncio.wait(set(runtime.queue.taken._running))
+        counted.append((through_engine.statements - before[0],
+                        through_driver.statements - before[1]))
+
+    counted: list[tuple[int, int]] = []
+    with live_server(dep, sweep_interval=3600) as srv:
+        srv.call(decide_each(srv, srv.call(runs_to_the_end(srv, WARM_UP, "gated"),
+                                           timeout=60)), timeout=60)
+        srv.call(decide_each(srv, srv.call(runs_to_the_end(srv, COUNTED, "gated"),
+                                           timeout=120)), timeout=120)
+    assert ran == ["r"] * (WARM_UP + COUNTED)
+    engine, driver = (n / COUNTED for n in counted[-1])
+    assert engine <= MOST_TO_RESUME_THROUGH_SQLALCHEMY + 0.5, (
+        f"{engine:.2f} statements per decision through SQLAlchemy ({driver:.2f} on the "
+        "driver)")
+    assert engine + driver <= MOST_TO_RESUME + 0.5

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 from typing import cast as as_type
 
@@ -130,6 +131,11 @@ def _maybe(row: ConfirmationRequestRow | None) -> ConfirmationRecord | None:
     return record_of(row) if row is not None else None
 
 
+def _from_columns(columns: dict[str, Any] | None) -> ConfirmationRecord | None:
+    """The record of a row a backend read by column (`Backend.request_columns`)."""
+    return record_of(SimpleNamespace(**columns)) if columns is not None else None  # type: ignore[arg-type]
+
+
 #: Work done in the transaction of a status change, with the request as it now is.
 InTransaction = Callable[[Transaction, ConfirmationRecord], Awaitable[None]]
 
@@ -164,8 +170,9 @@ class ConfirmationTable:
         return record_of(row), True
 
     async def get(self, request_id: str) -> ConfirmationRecord | None:
-        async with self.db.session() as s:
-            return _maybe(await s.get(_Row, request_id))
+        # One read on the backend's fast path (the driver's autocommit statement on
+        # PostgreSQL): the latest commit, as an ORM session's read gave it.
+        return _from_columns(await self.db.backend.request_columns(request_id))
 
     async def for_call(self, run_id: str, tool_call_id: str) -> ConfirmationRecord | None:
         async with self.db.session() as s:
@@ -305,14 +312,10 @@ class ConfirmationTable:
                                         tool_name: str, args_sha256: str
                                         ) -> ConfirmationRecord | None:
         """`for_call`, else the latest rejected request of the run for this tool and these
-        arguments, in one read: the call's own request first."""
-        own = _Row.tool_call_id == tool_call_id
-        async with self.db.session() as s:
-            return _maybe((await s.execute(select(_Row).where(
-                _Row.run_id == run_id,
-                own | ((_Row.tool_name == tool_name) & (_Row.args_sha256 == args_sha256)
-                       & (_Row.status == "rejected")),
-            ).order_by(own.desc(), _Row.responded_at.desc()).limit(1))).scalar_one_or_none())
+        arguments, in one read: the call's own request first. A read of the latest commit
+        at the moment of the call's use, on the backend's fast path."""
+        return _from_columns(await self.db.backend.request_at_use(
+            run_id, tool_call_id, tool_name, args_sha256))
 
     async def declined_of(self, run_ids: list[str]) -> list[ConfirmationRecord]:
         async with self.db.session() as s:

@@ -3,11 +3,8 @@ keeps a session's request and tool results in, on SQLite and PostgreSQL alike.""
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from hookgate.provenance import Fact, FactKind
 from hookgate.storage.database import Database
-from hookgate.storage.tables import SessionFactRow
 
 
 class DatabaseFacts:
@@ -24,10 +21,7 @@ class DatabaseFacts:
              fact.text), once=fact.kind is FactKind.REQUEST)
 
     async def facts(self, session: str) -> list[Fact]:
-        async with self.db.session() as s:
-            rows = (await s.execute(
-                select(SessionFactRow.kind, SessionFactRow.trusted, SessionFactRow.source,
-                       SessionFactRow.text, SessionFactRow.call_id)
-                .where(SessionFactRow.session == session).order_by(SessionFactRow.id))).all()
-        return [Fact(FactKind(kind), bool(trusted), source, text, call_id)
-                for kind, trusted, source, text, call_id in rows]
+        # One read on the backend's fast path (decision record 0028).
+        return [Fact(FactKind(kind), trusted, source, text, call_id)
+                for kind, trusted, source, text, call_id
+                in await self.db.backend.session_facts(session)]

@@ -102,6 +102,8 @@ AuditLink = Callable[[str, Sequence[Any], int, str],
                      tuple[list[dict[str, Any]], list[Any]]]
 #: A session fact's values in `statements.FACT_COLUMNS` order, less ``created_at``.
 FactRow = tuple[str, str, bool, str, str | None, str]
+#: A session fact as read back: kind, trusted, source, text, call id.
+FactRead = tuple[str, bool, str, str, str | None]
 #: Records to append, by chain, in the order the chains are locked.
 AuditGroups = Sequence[tuple[str, Sequence[Any]]]
 
@@ -217,6 +219,24 @@ class Backend(Protocol):
         """Keep one fact of a session (``session_facts``), committed before this returns:
         one statement on the fast path. ``once``: not if the session already holds a fact
         of its kind with its text (read in the same statement)."""
+        ...
+
+    async def session_facts(self, session: str) -> list[FactRead]:
+        """The session's facts in the order they were kept (one read, no transaction)."""
+        ...
+
+    # -- approval requests ---------------------------------------------------------------
+
+    async def request_columns(self, request_id: str) -> dict[str, Any] | None:
+        """Request ``request_id``'s row (``confirmation_requests``) by column, its values as
+        the table's types give them (JSON decoded, times aware UTC); one read, no
+        transaction."""
+        ...
+
+    async def request_at_use(self, run_id: str, tool_call_id: str, tool_name: str,
+                             args_sha256: str) -> dict[str, Any] | None:
+        """`request_columns` of the call's own request, else of the run's latest rejected
+        request for this tool and these arguments: one read, the call's own first."""
         ...
 
     # -- people ------------------------------------------------------------------------

@@ -276,6 +276,12 @@ def psycopg_statements(conn: Any) -> _Psycopg:
     return _Psycopg(conn)
 
 
+def counted_psycopg_statements(conn: Any) -> Any:
+    """`psycopg_statements`, each statement counted as SQLAlchemy's are (bench/throughput.py)
+    when counting is on."""
+    return _Counted(_Psycopg(conn)) if COUNT.enabled else _Psycopg(conn)
+
+
 class _Psycopg:
     """asyncpg's few connection methods the driver's users call, on a psycopg connection:
     ``$n`` parameters (a raw cursor), statements prepared once per connection, autocommit

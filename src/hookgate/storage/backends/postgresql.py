@@ -21,9 +21,9 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import func, text
+from sqlalchemy import JSON, Table, func, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from hookgate.engines.events import RunEvent, event_of
@@ -34,6 +34,7 @@ from hookgate.storage.backends.base import (
     AuditGroups,
     AuditLink,
     ClaimRow,
+    FactRead,
     FactRow,
     LedgerFinish,
     NotNow,
@@ -42,7 +43,11 @@ from hookgate.storage.backends.base import (
     UserRow,
 )
 from hookgate.storage.backends.limit_claims import claim_on_postgresql
-from hookgate.storage.backends.pg_driver import PgDriver, psycopg_statements
+from hookgate.storage.backends.pg_driver import (
+    PgDriver,
+    counted_psycopg_statements,
+    psycopg_statements,
+)
 from hookgate.storage.backends.statements import (
     AUDIT_COLUMNS,
     CHECKPOINT_COLUMNS,
@@ -61,7 +66,8 @@ from hookgate.storage.run_writes import (
     event_data_text,
     events_note,
 )
-from hookgate.storage.types import utcnow
+from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.types import UTCDateTime, utcnow
 
 if TYPE_CHECKING:
     from hookgate.storage.database import Database
@@ -196,6 +202,41 @@ _AUDIT_ONE_IF_HEAD = (
     + " FROM head")
 
 
+#: The requests' columns, JSON ones read as text (asyncpg gives text, psycopg would decode:
+#: one form from either connection) and decoded here, as SQLAlchemy's JSON type does.
+_REQUEST_TABLE = cast(Table, ConfirmationRequestRow.__table__)
+_REQUEST_NAMES = tuple(c.name for c in _REQUEST_TABLE.columns)
+_REQUEST_JSON = frozenset(c.name for c in _REQUEST_TABLE.columns if isinstance(c.type, JSON))
+_REQUEST_TIMES = frozenset(c.name for c in _REQUEST_TABLE.columns
+                           if isinstance(c.type, UTCDateTime))
+_REQUEST_SELECT = "SELECT " + ", ".join(
+    f'"{n}"::text' if n in _REQUEST_JSON else f'"{n}"' for n in _REQUEST_NAMES
+) + " FROM confirmation_requests "
+_REQUEST_BY_ID = _REQUEST_SELECT + "WHERE id = $1"
+#: The call's own request first, else the run's latest rejected one for the same tool and
+#: arguments (as ``EngineReads.request_at_use``: PostgreSQL sorts NULL first in DESC).
+_REQUEST_AT_USE = _REQUEST_SELECT + (
+    "WHERE run_id = $1 AND (tool_call_id = $2 OR (tool_name = $3 AND args_sha256 = $4 "
+    "AND status = 'rejected')) ORDER BY tool_call_id = $2 DESC, responded_at DESC LIMIT 1")
+_SESSION_FACTS = ("SELECT kind, trusted, source, text, call_id FROM session_facts "
+                  "WHERE session = $1 ORDER BY id")
+
+
+def _request(row: Any) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    out = dict(zip(_REQUEST_NAMES, row, strict=True))
+    for name in _REQUEST_JSON:
+        value = out[name]
+        if value is not None:
+            out[name] = json.loads(value)
+    for name in _REQUEST_TIMES:
+        value = out[name]
+        if value is not None:
+            out[name] = value.astimezone(UTC)
+    return out
+
+
 class PostgresBackend:
     """A PostgreSQL database's backend (asyncpg or psycopg behind SQLAlchemy)."""
 
@@ -235,8 +276,8 @@ class PostgresBackend:
         return func.now()
 
     async def now(self) -> datetime:
-        async with self.db.session() as s:
-            value = (await s.execute(text("SELECT now()"))).scalar_one()
+        # One statement in autocommit on the driver: no session, BEGIN or ROLLBACK.
+        value = (await self.driver.fetchrow("SELECT now()"))[0]
         return value.astimezone(UTC)  # type: ignore[no-any-return]
 
     @asynccontextmanager
@@ -267,8 +308,12 @@ class PostgresBackend:
         if self.db.publisher is not None:
             self.db.queue_note(session, channel, payload)
         else:
-            await session.execute(text("SELECT pg_notify(:c, :p)"),
-                                  {"c": channel, "p": payload})
+            # On the session's own connection, in its transaction (sent at its commit), as
+            # the driver's prepared statement: SQLAlchemy's execute path cost more than the
+            # round trip (decision record 0028).
+            raw = await (await session.connection()).get_raw_connection()
+            await counted_psycopg_statements(raw.driver_connection).execute(
+                _NOTIFY, channel, payload)
 
     # -- runs --------------------------------------------------------------------------
 
@@ -435,6 +480,20 @@ class PostgresBackend:
         # One statement in autocommit: no BEGIN/COMMIT around it.
         insert = _s("fact_insert_once" if once else "fact_insert")
         await self.driver.execute(insert.sql, *insert.args((*row, utcnow())))
+
+    async def session_facts(self, session: str) -> list[FactRead]:
+        # One statement in autocommit on the driver (through an ORM session: a checkout,
+        # BEGIN, the read, ROLLBACK, and SQLAlchemy's execute path around each).
+        return [(str(r[0]), bool(r[1]), str(r[2]), str(r[3]), r[4])
+                for r in await self.driver.fetch(_SESSION_FACTS, session)]
+
+    async def request_columns(self, request_id: str) -> dict[str, Any] | None:
+        return _request(await self.driver.fetchrow(_REQUEST_BY_ID, request_id))
+
+    async def request_at_use(self, run_id: str, tool_call_id: str, tool_name: str,
+                             args_sha256: str) -> dict[str, Any] | None:
+        return _request(await self.driver.fetchrow(_REQUEST_AT_USE, run_id, tool_call_id,
+                                                   tool_name, args_sha256))
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
         # One statement in autocommit (an ORM session spent four: BEGIN, two reads, ROLLBACK).

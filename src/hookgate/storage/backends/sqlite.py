@@ -38,6 +38,7 @@ from hookgate.storage.backends.base import (
     RunSummaryRow,
     UserRow,
 )
+from hookgate.storage.backends.engine_reads import EngineReads
 from hookgate.storage.backends.limit_claims import claim_on_sqlite
 from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timestamp
 from hookgate.storage.backends.statements import (
@@ -120,7 +121,7 @@ class _Driver:
         return self._conn.exec_driver_sql(sql, [tuple(r) for r in rows])
 
 
-class SqliteBackend:
+class SqliteBackend(EngineReads):
     """A SQLite database's backend: one process, its own clock, no row locks."""
 
     dialect: DialectName = "sqlite"
