@@ -6,7 +6,8 @@ cutting a multi-byte character in two; ``not_utf8`` answers with bytes that are 
 ``nan`` with a NaN number in its structured content; ``surrogate`` with an escaped lone
 surrogate; ``deep`` with JSON nested past any parser's depth; ``reused`` answers an id
 nobody asked, then its own id twice; ``huge`` answers with a text of
-``$HOSTILE_HUGE_BYTES`` bytes.
+``$HOSTILE_HUGE_BYTES`` bytes; ``off_schema`` with structured content that breaks the
+output schema it declares.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ TEXT = {"type": "object", "properties": {"text": {"type": "string"}}}
 NAMES = ["echo", "split", "not_utf8", "nan", "surrogate", "deep", "reused", "huge"]
 TOOLS = [{"name": n, "inputSchema": TEXT, "annotations": {"readOnlyHint": True}}
          for n in NAMES]
+#: Declared by ``off_schema``, whose structured content breaks it.
+COUNT = {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}
+TOOLS.append({"name": "off_schema", "inputSchema": TEXT, "outputSchema": COUNT,
+              "annotations": {"readOnlyHint": True}})
 #: Said by ``split``: Czech, two bytes per accented letter.
 SPLIT_TEXT = "příliš žluťoučký kůň"
 
@@ -63,6 +68,8 @@ def call(msg_id: Any, name: str, args: dict[str, Any]) -> None:
         write(result_line(msg_id, text_result("second")))
     elif name == "huge":
         write(result_line(msg_id, text_result("h" * int(os.environ["HOSTILE_HUGE_BYTES"]))))
+    elif name == "off_schema":
+        write(result_line(msg_id, {**text_result("many"), "structuredContent": {"n": "many"}}))
     else:
         write(result_line(msg_id, text_result(str(args.get("text")))))
 

@@ -74,6 +74,23 @@ async def test_a_hostile_answer_fails_closed_and_the_next_call_is_served(
     assert "MCP server 'hostile'" in text(hostile)
 
 
+async def test_an_answer_that_breaks_its_output_schema_reaches_no_client_as_a_result(
+        server: LiveServer) -> None:
+    # Checked once, after the hooks, by the gateway's mapping (decision record 0029): the
+    # client gets an error result saying so, never the structured content, and the server
+    # goes on serving without a restart.
+    async with http_client(f"{server.url}/mcp/ops", "alice") as client:
+        await client.list_tools()
+        off = await client.call_tool("mcp__hostile__off_schema", {})
+        after = await client.call_tool("mcp__hostile__echo", {"text": "still here"})
+    taken = not off.is_error or off.structured_content is not None
+    TALLY.record("a downstream result that breaks its output schema reached the client", taken)
+    assert not taken
+    assert "does not match the tool's output schema" in text(off)
+    assert "many" in text(off)
+    assert not after.is_error and text(after) == "still here"
+
+
 async def test_answers_to_ids_nobody_asked_are_never_taken_for_a_later_call(
         server: LiveServer) -> None:
     async with http_client(f"{server.url}/mcp/ops", "alice") as client:

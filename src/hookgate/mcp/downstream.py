@@ -21,7 +21,7 @@ from typing import Any, TextIO, TypeVar
 
 import httpx2
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, ClientSession, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -190,6 +190,7 @@ class DownstreamServer:
         try:
             async with Client(self._target(), cache=None,
                               message_handler=self._on_message) as client:
+                _output_checked_by_the_mapping(client.session)
                 ready.set_result(client)
                 watch = self._watch(client)
                 try:
@@ -394,6 +395,18 @@ def _ended(ending: set[asyncio.Task[None]], ready: asyncio.Future[Client] | None
         holder.exception()
     if ready is not None and ready.done() and not ready.cancelled():
         ready.exception()  # seen: the failed start was reported by _open
+
+
+def _output_checked_by_the_mapping(session: ClientSession) -> None:
+    """The SDK's client checks a tool's result against the tool's output schema as it
+    arrives; the gateway's mapping checks it again after the PostToolUse hooks (`result_of`,
+    the one owner of a result's contract: what the hooks left is what the client gets). The
+    check is made once, there (decision record 0029): a result that breaks its schema
+    comes back as an error result saying so, and its server is not restarted for it."""
+    async def checked_later(name: str, result: types.CallToolResult) -> None:
+        return None
+
+    session.validate_tool_result = checked_later  # type: ignore[method-assign]
 
 
 def _protocol_version(client: Client) -> str | None:

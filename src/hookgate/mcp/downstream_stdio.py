@@ -8,6 +8,7 @@ The process is started, stopped and its lines parsed by the SDK's own stdio help
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 import logging
@@ -127,9 +128,17 @@ class ServerInput(MessageSender):
     def __init__(self, stdin: ByteSendStream, lines: ServerLines, encoding: str,
                  errors: str) -> None:
         self._stdin = stdin
+        #: The asyncio writer under anyio's stream, when it is one (asyncio's loop).
+        self._writer = _asyncio_writer(stdin)
         self._lines = lines
         self._encoding, self._errors = encoding, errors
         self.closed = False
+
+    @property
+    def writes_directly(self) -> bool:
+        """Whether messages go to the pipe's asyncio writer itself (else through anyio's
+        stream, for a backend or an anyio that keeps no such writer)."""
+        return self._writer is not None
 
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
@@ -139,10 +148,25 @@ class ServerInput(MessageSender):
         # One write of the whole line (the pipe's buffer takes it at once, so concurrent
         # senders never interleave), then the wait for the buffer to drain.
         try:
-            await self._stdin.send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            if self._writer is not None:
+                # The pipe's asyncio writer itself: anyio's wrapper adds a cancellation
+                # checkpoint and a shielded pass through the event loop to every write
+                # (decision record 0029); drain waits only while the pipe is full.
+                self._writer.write(data)
+                await self._writer.drain()
+            else:
+                await self._stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError,
+                RuntimeError) as exc:
             # The server may still be alive: the client sees the connection end
             # instead of a request waiting forever (as the SDK's transport does).
             self.closed = True
             await self._lines.end()
             raise anyio.BrokenResourceError from exc
+
+
+def _asyncio_writer(stdin: ByteSendStream) -> asyncio.StreamWriter | None:
+    # anyio's asyncio backend keeps the process's StreamWriter as ``_stream``; any other
+    # stream (another backend, a later anyio) is written through its own ``send``.
+    writer = getattr(stdin, "_stream", None)
+    return writer if isinstance(writer, asyncio.StreamWriter) else None

@@ -684,4 +684,10 @@ def _refused(text: str) -> types.CallToolResult:
 def facts_session_of(who: Principal) -> str:
     """The session whose facts (hookgate.provenance) an MCP call shares: each call is a run
     of its own, so its client session's (a client without one: the agent's user's)."""
-    return "mcp-facts-" + canonical_sha256([who.agent.id, who.user_id, who.session_id])[:40]
+    return _facts_session(who.agent.id, who.user_id, who.session_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _facts_session(agent_id: str, user_id: str, session_id: str | None) -> str:
+    # The same few sessions call again and again: hashed once each.
+    return "mcp-facts-" + canonical_sha256([agent_id, user_id, session_id])[:40]
