@@ -11,6 +11,13 @@ Two checks: a complete head is measured from what the parser reported (the targe
 every header, exactly); a head still incomplete after a read is measured by the bytes read
 since it began, so a header that never ends is cut off once that many bytes are held.
 
+A response of known length goes out in one write: uvicorn writes its head (status line and
+headers) and then its body, two ``send()`` calls, two TCP segments and two wake-ups of the
+client, which reads the head alone and waits again. The head of a response whose
+``content-length`` is over 0 (not to a ``HEAD``) is held until its first body part and
+written with it (``HeadWithBody``); a streamed response (chunked: the event streams) and
+an interim ``100 Continue`` are written as they come.
+
 When the server starts to stop, a response still streaming (an event stream, which would
 otherwise hold the shutdown for its whole grace period) is told through the callbacks it
 registered in its scope (``server/sse.py``, ``ON_SERVER_STOP``) and ends cleanly.
@@ -18,10 +25,11 @@ registered in its scope (``server/sse.py``, ``ON_SERVER_STOP``) and ends cleanly
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from hookgate.server.sse import ON_SERVER_STOP
 
@@ -39,6 +47,50 @@ _TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
 
 class HeadTooLarge(Exception):
     """Stops the parser: the request's head is over the bound."""
+
+
+class HeadWithBody:
+    """The transport one request's response is written to: the head of a response of known,
+    non-zero length is held and written together with the first part of its body.
+
+    uvicorn's cycle writes the head once it marked the response started and read its
+    framing (``chunked_encoding``, ``expected_content_length``); a head written then with
+    a body to follow is held. If no body follows (the app failed after starting its
+    answer: uvicorn closes the connection), the held head is dropped with the connection,
+    as a cut-off answer would have been."""
+
+    __slots__ = ("_cycle", "_head", "_head_written", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._head: bytes | None = None
+        self._head_written = False
+
+    def write(self, data: bytes) -> None:
+        head = self._head
+        if head is not None:  # the body's first part
+            self._head = None
+            self._transport.write(head + data)
+            return
+        cycle = self._cycle
+        if not self._head_written and cycle.response_started:  # the head
+            self._head_written = True
+            if (cycle.chunked_encoding is False and cycle.expected_content_length > 0
+                    and cycle.scope["method"] != "HEAD"):
+                self._head = data
+                return
+        self._transport.write(data)
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def close(self) -> None:
+        self._head = None
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
@@ -85,7 +137,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse()
             raise HeadTooLarge  # the parser stops; nothing of this request runs
         self._in_head = False
+        before = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle is not before and self.transport is not None:
+            cycle.transport = HeadWithBody(self.transport, cycle)  # type: ignore[assignment]
 
     def send_400_response(self, msg: str) -> None:
         if not self._refused:  # a refused head reaches uvicorn as a parser error too

@@ -34,11 +34,12 @@ from hookgate.external.calls import (
 from hookgate.runtime.access_watch import AccessEnded, while_allowed
 from hookgate.runtime.auth import same_access
 from hookgate.server.auth import LastingAccess, LastingAccessDep, StreamAccessDep, recheck_s
+from hookgate.server.hot_route import HotRoute
 from hookgate.server.responses import event_stream
 from hookgate.server.schemas import ActsFor
 from hookgate.server.sse import Event, EventStreamResponse
 
-router = APIRouter(prefix="/api/v1", tags=["guarded calls"])
+router = APIRouter(prefix="/api/v1", tags=["guarded calls"], route_class=HotRoute)
 log = logging.getLogger(__name__)
 #: The longest long-poll one request may ask for.
 MAX_WAIT_S = 300.0

@@ -1,0 +1,160 @@
+"""The guarded-call API's hot routes (an outside agent's every tool call: ``POST
+/api/v1/calls``, ``POST /api/v1/calls/{call}/result``; and ``POST /api/v1/sessions``)
+answered without FastAPI's generic per-request machinery.
+
+`HotRoute` is the API router's ``route_class``: the same routes, paths, declarations and
+endpoints. For a plain request (``Content-Type: application/json``, a body that parses and
+validates, no FastAPI telemetry on the request) it takes the steps FastAPI's handler takes,
+with FastAPI's own functions: the path and header parameters and the body are validated by
+the declaration's fields (``request_params_to_args``, ``request_body_to_args``); the
+route's one dependency (the caller: `server.auth.require_lasting_access`) runs; the
+endpoint runs; its answer is validated and serialised by the response model
+(``serialize_response``). FastAPI runs the dependency before it validates, so a request
+with a problem in its parameters or body is not taken fast at all: FastAPI's handler then
+answers it, a missing token's 401 before a body's 422 as always. Anything else —
+a parameter or body that does not validate, another content type, an empty body, invalid
+JSON, FastAPI's telemetry recording the request, a dependency overridden — goes through
+FastAPI's handler whole (the body read once, from the request's cache), which answers as it
+always did: nothing on the fast path refuses or accepts what the slow path would not.
+
+A route whose declaration the fast path does not handle exactly (another dependency, query
+or cookie parameters, an embedded body, a security scope, a response or background-tasks
+parameter) is never taken fast: its handler is FastAPI's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.datastructures import DefaultPlaceholder
+from fastapi.dependencies.models import Dependant
+from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.routing import APIRoute, serialize_response
+
+try:  # FastAPI's route as an included router sees it (its prefix, its router's dependencies)
+    from fastapi.routing import _effective_route_context_var
+except ImportError:  # pragma: no cover - another FastAPI: never fast
+    _effective_route_context_var = None  # type: ignore[assignment]
+
+try:
+    from fastapi.telemetry import get_telemetry_data
+except ImportError:  # pragma: no cover - a FastAPI without native telemetry
+    def get_telemetry_data() -> Any:  # type: ignore[misc]
+        return None
+
+from hookgate.server.auth import require_lasting_access
+
+#: This FastAPI has what the fast path calls, as the fast path calls it.
+_SUPPORTED = (_effective_route_context_var is not None
+              and "dump_json" in inspect.signature(serialize_response).parameters)
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+#: The dependencies a hot route may declare (called with the request alone).
+_DEPENDENCIES = (require_lasting_access,)
+_JSON = "application/json"
+
+
+class HotRoute(APIRoute):
+    """An APIRoute whose plain requests skip FastAPI's generic handler (module docstring)."""
+
+    def get_route_handler(self) -> Handler:
+        slow = super().get_route_handler()
+        route: Any = self
+        if _effective_route_context_var is None:
+            return slow
+        effective = _effective_route_context_var.get()
+        if effective is not None and effective.original_route is self:
+            route = effective
+        fast = _fast_handler(route)
+        if fast is None:
+            return slow
+
+        async def handler(request: Request) -> Response:
+            answer = await fast(request)
+            return answer if answer is not None else await slow(request)
+
+        return handler
+
+
+def _handled(dependant: Dependant, route: Any) -> bool:
+    """Whether the fast path takes every step the declaration asks for (an attribute this
+    FastAPI does not have counts as a step it might ask for: never fast)."""
+    subs = dependant.dependencies
+    return (
+        _SUPPORTED and len(subs) == 1
+        and not dependant.query_params and not dependant.cookie_params
+        and len(dependant.body_params) == 1 and route._embed_body_fields is False
+        and _none(dependant, "request_param_name", "response_param_name",
+                  "background_tasks_param_name", "security_scopes_param_name",
+                  "websocket_param_name", "http_connection_param_name")
+        and route.response_field is not None and route.body_field is not None
+        and isinstance(route.response_class, DefaultPlaceholder)
+        and not route.dependencies
+        and all(sub.call in _DEPENDENCIES and sub.name and not sub.dependencies
+                and sub.request_param_name is not None and not sub.path_params
+                and not sub.query_params and not sub.header_params and not sub.cookie_params
+                and not sub.body_params and not getattr(sub, "own_oauth_scopes", True)
+                and _none(sub, "response_param_name", "background_tasks_param_name",
+                          "security_scopes_param_name", "websocket_param_name",
+                          "http_connection_param_name")
+                for sub in subs)
+    )
+
+
+def _none(dependant: Dependant, *names: str) -> bool:
+    missing = object()
+    return all(getattr(dependant, name, missing) is None for name in names)
+
+
+def _fast_handler(route: Any) -> Callable[[Request], Coroutine[Any, Any, Response | None]] | None:
+    dependant: Dependant = route.dependant
+    if not _handled(dependant, route):
+        return None
+    endpoint = dependant.call
+    assert endpoint is not None
+    (caller,) = dependant.dependencies
+    status = route.status_code or 200
+    overrides = route.dependency_overrides_provider
+
+    async def fast(request: Request) -> Response | None:
+        if get_telemetry_data() is not None:
+            return None
+        if getattr(overrides, "dependency_overrides", None):
+            return None  # a dependency replaced (a test's): FastAPI resolves it
+        if request.headers.get("content-type") != _JSON:
+            return None
+        body = await request.body()
+        if not body:
+            return None
+        try:
+            received = json.loads(body)
+        except ValueError:
+            return None
+        values, errors = request_params_to_args(dependant.path_params, request.path_params)
+        if errors:
+            return None
+        headers, errors = request_params_to_args(dependant.header_params, request.headers)
+        if errors:
+            return None
+        sent, errors = await request_body_to_args(dependant.body_params, received, False)
+        if errors:
+            return None
+        assert caller.call is not None and caller.name is not None
+        values[caller.name] = await caller.call(request)
+        values |= headers
+        values |= sent
+        answer = await endpoint(**values)
+        content = await serialize_response(
+            field=route.response_field, response_content=answer,
+            include=route.response_model_include, exclude=route.response_model_exclude,
+            by_alias=route.response_model_by_alias,
+            exclude_unset=route.response_model_exclude_unset,
+            exclude_defaults=route.response_model_exclude_defaults,
+            exclude_none=route.response_model_exclude_none, dump_json=True)
+        return Response(content=content, media_type=_JSON, status_code=status)
+
+    return fast

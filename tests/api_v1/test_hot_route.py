@@ -1,0 +1,174 @@
+"""The guarded-call API's POST routes answered without FastAPI's generic handler
+(server/hot_route.py) answer every request exactly as FastAPI's handler does: the same
+status, headers and body, over a real server on SQLite and PostgreSQL, for plain calls and
+for each way a request can be wrong (no or a bad token, a framework header over its limit,
+bodies that are not JSON, not an object, missing or mistyped fields, another content type,
+an unknown agent or call, someone the token may not act for, a reused call id, NaN). A
+plain ask and report never reach FastAPI's dependency solver; a wrong one does."""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import fastapi.routing
+import httpx
+import pytest
+
+from hookgate.server import hot_route
+from tests.api_v1.test_guarded_calls import ALICE, BOT, deployment
+from tests.conftest import migrated_database_url
+from tests.live_server import LiveServer, live_server
+
+JSON = "application/json"
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[LiveServer]:
+    url = migrated_database_url(request, tmp_path_factory.mktemp("hot"))
+    with live_server(deployment(url)) as srv:
+        yield srv
+
+
+def ask_body(n: str, **changes: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"agent": "payer", "session_id": f"s-{n}", "call_id": f"c-{n}",
+                            "tool": "search", "arguments": {"query": "q"}}
+    return body | changes
+
+
+def headers(token: str | None = BOT, content_type: str | None = JSON,
+            framework: str | None = "langgraph") -> dict[str, str]:
+    out = {}
+    if token is not None:
+        out["Authorization"] = f"Bearer {token}"
+    if content_type is not None:
+        out["Content-Type"] = content_type
+    if framework is not None:
+        out["X-Hookgate-Framework"] = framework
+    return out
+
+
+def dumped(body: Any) -> bytes:
+    return json.dumps(body).encode()
+
+
+#: name -> (path, headers, body): ``{n}`` is a fresh id for each of the two runs.
+CASES: dict[str, tuple[str, dict[str, str], bytes]] = {
+    "plain ask": ("/api/v1/calls", headers(), dumped(ask_body("{n}"))),
+    "a gated ask": ("/api/v1/calls", headers(),
+                    dumped(ask_body("{n}", tool="transfer", arguments={"to": "x"}))),
+    "no token": ("/api/v1/calls", headers(token=None), dumped(ask_body("{n}"))),
+    "a bad token": ("/api/v1/calls", headers(token="nope"), dumped(ask_body("{n}"))),
+    "a framework over its limit": ("/api/v1/calls", headers(framework="f" * 65),
+                                   dumped(ask_body("{n}"))),
+    "no framework": ("/api/v1/calls", headers(framework=None), dumped(ask_body("{n}"))),
+    "invalid JSON": ("/api/v1/calls", headers(), b'{"agent": '),
+    "not an object": ("/api/v1/calls", headers(), b"[1, 2]"),
+    "an empty body": ("/api/v1/calls", headers(), b""),
+    "a missing field": ("/api/v1/calls", headers(),
+                        dumped({k: v for k, v in ask_body("{n}").items() if k != "tool"})),
+    "a mistyped field": ("/api/v1/calls", headers(), dumped(ask_body("{n}", arguments=[1]))),
+    "a call id over its limit": ("/api/v1/calls", headers(),
+                                 dumped(ask_body("{n}", call_id="c" * 101))),
+    "text/plain": ("/api/v1/calls", headers(content_type="text/plain"),
+                   dumped(ask_body("{n}"))),
+    "no content type": ("/api/v1/calls", headers(content_type=None), dumped(ask_body("{n}"))),
+    "json with a charset": ("/api/v1/calls", headers(content_type=f"{JSON}; charset=utf-8"),
+                            dumped(ask_body("{n}"))),
+    "an unknown agent": ("/api/v1/calls", headers(), dumped(ask_body("{n}", agent="nobody"))),
+    "acting for someone not allowed": ("/api/v1/calls", headers(),
+                                       dumped(ask_body("{n}", acts_for="alice"))),
+    "NaN in the arguments": ("/api/v1/calls", headers(),
+                             b'{"agent": "payer", "session_id": "s-{n}", "call_id": "c-{n}", '
+                             b'"tool": "search", "arguments": {"x": NaN}}'),
+    "a report of an unknown call": ("/api/v1/calls/gc_{n}/result", headers(),
+                                    dumped({"output": "x"})),
+    "a report with a mistyped error": ("/api/v1/calls/gc_{n}/result", headers(),
+                                       dumped({"output": "x", "error": 5})),
+    "a session": ("/api/v1/sessions", headers(), dumped({"agent": "payer",
+                                                          "session_id": "s-{n}"})),
+    "a session of an unknown agent": ("/api/v1/sessions", headers(),
+                                      dumped({"agent": "nobody", "session_id": "s-{n}"})),
+}
+
+
+def _answer(response: httpx.Response, n: str) -> tuple[int, list[tuple[str, str]], str]:
+    kept = [(k, v) for k, v in response.headers.multi_items() if k not in ("date", "server")]
+    text = re.sub(r"(gc|cr)_[0-9A-Za-z_-]+", r"\1_X", response.text.replace(n, "N"))
+    kept = [(k, v if k != "content-length" else "-") for k, v in kept]
+    return response.status_code, kept, text
+
+
+def _send(server: LiveServer, path: str, sent_headers: dict[str, str], body: bytes,
+          n: str) -> httpx.Response:
+    return httpx.post(server.url + path.replace("{n}", n), headers=sent_headers,
+                      content=body.replace(b"{n}", n.encode()), timeout=30)
+
+
+@pytest.fixture
+def slow(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Sends through FastAPI's handler: the fast path steps aside for a request FastAPI's
+    telemetry records."""
+    def through_fastapi() -> None:
+        monkeypatch.setattr(hot_route, "get_telemetry_data", lambda: object())
+    return through_fastapi
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_request_is_answered_as_fastapis_handler_answers_it(
+        server: LiveServer, slow: Any, name: str) -> None:
+    path, sent_headers, body = CASES[name]
+    fast_n, slow_n = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
+    fast = _answer(_send(server, path, sent_headers, body, fast_n), fast_n)
+    slow()
+    assert _answer(_send(server, path, sent_headers, body, slow_n), slow_n) == fast
+
+
+def test_a_report_and_a_reused_call_id_are_answered_as_fastapis_handler_answers_them(
+        server: LiveServer, slow: Any) -> None:
+    def run(n: str) -> list[tuple[int, list[tuple[str, str]], str]]:
+        asked = _send(server, "/api/v1/calls", headers(), dumped(ask_body("{n}")), n)
+        call = asked.json()["call"]
+        reported = _send(server, f"/api/v1/calls/{call}/result", headers(),
+                         dumped({"output": {"rows": [1, 2]}}), n)
+        again = _send(server, f"/api/v1/calls/{call}/result", headers(),
+                      dumped({"output": "other"}), n)
+        reused = _send(server, "/api/v1/calls", headers(),
+                       dumped(ask_body("{n}", arguments={"query": "other"})), n)
+        return [_answer(r, n) for r in (asked, reported, again, reused)]
+
+    fast = run(uuid.uuid4().hex[:12])
+    slow()
+    assert run(uuid.uuid4().hex[:12]) == fast
+
+
+def test_a_plain_ask_and_report_skip_fastapis_dependency_solver_and_a_wrong_one_does_not(
+        server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    solved: collections.Counter[str] = collections.Counter()
+    solve = fastapi.routing.solve_dependencies
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        solved[kwargs["request"].url.path] += 1
+        return await solve(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", counted)
+    n = uuid.uuid4().hex[:12]
+    asked = _send(server, "/api/v1/calls", headers(), dumped(ask_body("{n}")), n)
+    assert asked.json()["decision"] == "allow"
+    call = asked.json()["call"]
+    reported = _send(server, f"/api/v1/calls/{call}/result", headers(),
+                     dumped({"output": "x"}), n)
+    assert reported.status_code == 200
+    assert solved == {}
+    wrong = _send(server, "/api/v1/calls", headers(), dumped(ask_body("{n}", tool="")), n)
+    assert wrong.status_code == 422
+    assert solved == {"/api/v1/calls": 1}
+    # The audit shows the calls as any other's (read through the core API).
+    audit = httpx.get(f"{server.url}/api/audit", params={"limit": 5},
+                      headers={"Authorization": f"Bearer {ALICE}"})
+    assert audit.status_code == 200
