@@ -15,7 +15,8 @@ from typing import Any
 
 import rfc8785
 
-__all__ = ["NotCanonicalJSON", "canonical_bytes", "canonical_json", "canonical_sha256"]
+__all__ = ["NOT_JSON", "NotCanonicalJSON", "canonical_bytes", "canonical_json",
+           "canonical_sha256", "json_copy", "same_json"]
 
 
 class NotCanonicalJSON(ValueError):
@@ -117,3 +118,43 @@ def _key(key: Any) -> str:
         except ValueError:
             raise NotCanonicalJSON(f"the key {key!r} is not a finite number") from None
     raise NotCanonicalJSON(f"the key {key!r} is not text")
+
+
+#: What `json_copy` answers for a value that is not JSON-shaped.
+NOT_JSON: Any = object()
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON-shaped value (dicts with text keys, lists, text, numbers,
+    booleans, None), to compare it with later (`same_json`); NOT_JSON for anything else."""
+    kind = type(value)
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                return NOT_JSON
+            out[k] = c = json_copy(v)
+            if c is NOT_JSON:
+                return NOT_JSON
+        return out
+    if kind is list:
+        items = [json_copy(v) for v in value]
+        return NOT_JSON if any(c is NOT_JSON for c in items) else items
+    if value is None or kind is str or kind is int or kind is float or kind is bool:
+        return value
+    return NOT_JSON
+
+
+def same_json(value: Any, copy: Any) -> bool:
+    """Whether ``value`` is still what `json_copy` copied: the same types and values all
+    the way down (``1`` is not ``1.0`` nor ``True``; a NaN is never the same)."""
+    kind = type(value)
+    if kind is not type(copy):
+        return False
+    if kind is dict:
+        return len(value) == len(copy) and all(
+            k in copy and same_json(v, copy[k]) for k, v in value.items())
+    if kind is list:
+        return len(value) == len(copy) and all(
+            same_json(v, c) for v, c in zip(value, copy, strict=True))
+    return bool(value == copy)

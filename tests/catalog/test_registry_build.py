@@ -80,6 +80,53 @@ def test_every_build_makes_a_fresh_registry_of_fresh_hooks() -> None:
     assert not {id(h) for h in first.hooks()} & {id(h) for h in second.hooks()}
 
 
+def test_a_hooks_section_changed_in_place_is_read_again_at_the_next_build() -> None:
+    # What a build resolved (each entry's class) is kept per agent only for as long as its
+    # hooks section is the same, value and type, all the way down.
+    agent = agent_with([], {"name": f"{FIXTURES}:SpendLimit", "params": {"limit": 5}})
+    assert build_registry(agent).get("spend_limit").limit == 5  # type: ignore[union-attr]
+
+    hooks = agent.model_config_json["hooks"]
+    hooks["class_hooks"][0]["params"]["limit"] = 7
+    assert build_registry(agent).get("spend_limit").limit == 7  # type: ignore[union-attr]
+
+    hooks["class_hooks"].append(f"{FIXTURES}:VeryLate")
+    assert isinstance(build_registry(agent).get("very_late"), VeryLate)
+
+    hooks["class_hooks"][1] = "no_such_hook"
+    with pytest.raises(HookBuildError, match="unknown hook 'no_such_hook'"):
+        build_registry(agent)
+
+    hooks["class_hooks"][1] = {"name": f"{FIXTURES}:VeryLate", "mode": "shadow"}
+    assert type(build_registry(agent).get("very_late")).__name__ == "ShadowHook"
+    hooks["class_hooks"][1]["mode"] = "bogus"
+    with pytest.raises(HookBuildError, match="'mode' must be"):
+        build_registry(agent)
+
+
+def test_a_class_replaced_in_its_module_is_built_from_the_next_build_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = agent_with([], f"{FIXTURES}:VeryLate")
+    assert type(build_registry(agent).get("very_late")) is VeryLate
+
+    class Later(VeryLate):
+        pass
+
+    monkeypatch.setattr(sys.modules[FIXTURES], "VeryLate", Later)
+    assert type(build_registry(agent).get("very_late")) is Later
+
+
+def test_a_hook_is_made_with_the_services_of_each_build() -> None:
+    agent = agent_with([], "approval_gate")
+    first, second = HookServices(approvals=object()), HookServices(approvals=object())
+
+    gates = [build_registry(agent, s).get("approval_gate") for s in (first, second, first)]
+
+    assert [g.service for g in gates] == [  # type: ignore[union-attr]
+        first.approvals, second.approvals, first.approvals]
+    assert len({id(g) for g in gates}) == 3
+
+
 def test_the_gate_is_added_to_an_agent_that_declares_no_hooks() -> None:
     plain = Agent(id="plain", name="Plain", instructions="", tools=[])
 

@@ -487,6 +487,31 @@ async def test_register_unregister_and_hooks_by_point() -> None:
         registry.register(object())  # type: ignore[arg-type]
 
 
+async def test_hooks_registered_in_a_batch_run_as_registered_one_by_one() -> None:
+    # A batch precomputes each point's chain once, when it ends (also when it raises);
+    # an option assigned inside it counts, and a nested batch changes nothing.
+    log: list[str] = []
+    registry = HookRegistry()
+    late = Step("late", log, 5)
+    with registry.batch():
+        registry.register(late)
+        with registry.batch():
+            registry.register(Step("early", log, 1))
+        registry.register(PostStep("post", log))
+        late.priority = 0
+        assert await registry.run_pre_tool_use(pre_ctx()) is not None
+        assert log == []  # nothing registered runs before the batch ends
+    await registry.run_pre_tool_use(pre_ctx())
+    assert log == ["late", "early"]
+
+    with pytest.raises(DuplicateHookError), registry.batch():
+        registry.register(Step("first", log, 2))
+        registry.register(Step("first", log, 3))
+    log.clear()
+    await registry.run_pre_tool_use(pre_ctx())
+    assert log == ["late", "early", "first"]
+
+
 async def test_two_hooks_with_one_name_are_rejected() -> None:
     log: list[str] = []
     first = Step("audit", log, 1)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import reprlib
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookgate.agent import Agent, hook_declaration
-from hookgate.catalog.catalog import catalog, import_target
+from hookgate.canonical import NOT_JSON, json_copy, same_json
+from hookgate.catalog.catalog import catalog, catalog_in_force, import_target, still_imports
 from hookgate.hooks.errors import DuplicateHookError, HookBuildError
 from hookgate.hooks.facts import FactStore
 from hookgate.hooks.model import HOOK_BASES
@@ -21,6 +23,9 @@ from hookgate.hooks.registry import HookRegistry
 from hookgate.hooks.services import HookServices
 from hookgate.matching import ToolMatcher
 from hookgate.policies.shadow import mode_of, shadowed
+
+if TYPE_CHECKING:
+    from hookgate.approvals.gate import ApprovalGate
 
 GATE_NAME = "approval_gate"
 
@@ -78,6 +83,11 @@ def parse_entry(agent: Agent, index: int, entry: object) -> tuple[str, dict[str,
 
 def resolve_hook_class(agent: Agent, index: int, name: str, entry: object) -> type:
     """A catalog name or ``module:Class`` to the hook class it stands for."""
+    return _resolve(agent, index, name, entry)[0]
+
+
+def _resolve(agent: Agent, index: int, name: str, entry: object) -> tuple[type, str]:
+    # The class and the target it was imported from.
     label = _describe(index, entry)
     known = catalog()
     if name in known:
@@ -97,22 +107,22 @@ def resolve_hook_class(agent: Agent, index: int, name: str, entry: object) -> ty
     if not isinstance(obj, type) or not issubclass(obj, HOOK_BASES):
         raise _fail(agent, f"{label}: '{target}' is not a hook class (subclass "
                            "PreToolUseHook, PostToolUseHook or SessionStartHook)", entry)
-    return obj
+    return obj, target
 
 
 def instantiate(agent: Agent, index: int, cls: type, params: dict[str, Any], entry: object,
                 env: BuildEnv) -> Any:
-    label = _describe(index, entry)
     try:
         factory = getattr(cls, "from_declaration", None)
         hook = factory(params, env) if callable(factory) else cls(**params)
     except HookBuildError as exc:
-        raise _fail(agent, f"{label}: {exc}", entry) from exc
+        raise _fail(agent, f"{_describe(index, entry)}: {exc}", entry) from exc
     except Exception as exc:
-        raise _fail(agent, f"{label}: bad params {params!r}: {type(exc).__name__}: {exc}",
-                    entry) from exc
+        raise _fail(agent, f"{_describe(index, entry)}: bad params {params!r}: "
+                           f"{type(exc).__name__}: {exc}", entry) from exc
     if not isinstance(hook, HOOK_BASES):
-        raise _fail(agent, f"{label}: building it gave {type(hook).__name__}, not a hook", entry)
+        raise _fail(agent, f"{_describe(index, entry)}: building it gave "
+                           f"{type(hook).__name__}, not a hook", entry)
     return hook
 
 
@@ -153,12 +163,97 @@ def _no_tool(_: str) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """One ``class_hooks`` entry as a build found it."""
+
+    index: int
+    cls: type
+    #: Where ``cls`` was imported from (`still_imports` checks it at every build).
+    target: str
+    #: The entry's place in errors (``hooks.class_hooks[0] 'audit_log'``).
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What building an agent's hooks found out once and finds again for as long as its
+    ``hooks`` section, the catalog and the imported classes are the same: each entry's
+    class, and the matchers of ``untrusted_output``. Never a hook: every build makes its
+    own instances (decision records 0014, 0026)."""
+
+    #: A copy of the ``hooks`` section it was made from, compared at every build.
+    hooks: object
+    known: Mapping[str, Any]
+    entries: tuple[_Planned, ...]
+    untrusted_output: Callable[[str], bool]
+
+
+#: Each agent's plan, while the Agent object lives (a reloaded configuration is new Agents).
+_PLANS: weakref.WeakKeyDictionary[Agent, _Plan] = weakref.WeakKeyDictionary()
+
+
+def _plan_of(agent: Agent, raw_hooks: object) -> _Plan | None:
+    """The agent's plan if it still holds for its ``hooks`` section as it is now."""
+    plan = _PLANS.get(agent)
+    if plan is None or plan.known is not catalog_in_force() or not same_json(raw_hooks, plan.hooks):
+        return None
+    if not all(still_imports(p.target, p.cls) for p in plan.entries):
+        return None
+    return plan
+
+
+def _params(entry: object) -> dict[str, Any]:
+    # parse_entry's params of an entry it accepted before.
+    if isinstance(entry, Mapping):
+        return dict(entry.get("params") or {})
+    return {}
+
+
+def _add(registry: HookRegistry, agent: Agent, index: int, cls: type, params: dict[str, Any],
+         entry: object, env: BuildEnv, label: str) -> None:
+    """Make ``entry``'s hook (and its companions) and register them."""
+    try:
+        # ``mode: shadow``: evaluated on every call, recorded, never deciding.
+        mode = mode_of(entry.get("mode") if isinstance(entry, Mapping) else None, label, entry)
+        hook = shadowed(instantiate(agent, index, cls, params, entry, env), mode)
+    except HookBuildError as exc:
+        if exc.agent_id is not None:
+            raise
+        raise _fail(agent, str(exc), entry) from exc
+    try:
+        registry.register(hook)
+        # Hooks one declaration brings at other points (session_limits' PostToolUse).
+        for companion in getattr(hook, "companions", ()):
+            registry.register(companion)
+    except DuplicateHookError as exc:
+        raise _fail(agent, f"{label}: {exc}", entry) from exc
+
+
 def build_registry(agent: Agent, services: HookServices | None = None) -> HookRegistry:
-    """A new registry with the agent's declared hooks and the approval gate."""
+    """A new registry with the agent's declared hooks and the approval gate.
+
+    What the agent's ``hooks`` section resolves to (each entry's class, the matchers) is
+    found once per section as it is (`_Plan`, checked at every build); the hooks themselves
+    are made anew at every build, with ``services``."""
     services = services or HookServices()
     env = BuildEnv(agent, services)
-    decl = hook_declaration(agent)
     raw_hooks = (agent.model_config_json or {}).get("hooks")
+    decl = hook_declaration(agent)
+    facts = None if services.database is None else _database_facts(services)
+    plan = _plan_of(agent, raw_hooks)
+    if plan is not None:
+        class_hooks = decl["class_hooks"] if plan.entries else ()
+        registry = HookRegistry(facts=facts, untrusted_output=plan.untrusted_output)
+        with registry.batch():
+            for p in plan.entries:
+                entry = class_hooks[p.index]
+                _add(registry, agent, p.index, p.cls, _params(entry), entry, env, p.label)
+            _finish(registry, env, decl)
+        return registry
+
+    known = catalog_in_force()
+    snapshot = json_copy(raw_hooks)
     if raw_hooks is not None and not isinstance(raw_hooks, Mapping):
         raise _fail(agent, f"model_config_json.hooks must be a mapping, got "
                            f"{type(raw_hooks).__name__}")
@@ -174,35 +269,35 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
         raise _fail(agent, f"hooks.class_hooks must be a list, got {type(class_hooks).__name__} "
                            f"{_quote.repr(class_hooks)}", class_hooks)
 
-    registry = HookRegistry(
-        facts=None if services.database is None else _database_facts(services),
-        untrusted_output=_untrusted_output(agent, decl.get("untrusted_output")))
-    for index, entry in enumerate(class_hooks):
-        name, params = parse_entry(agent, index, entry)
-        cls = resolve_hook_class(agent, index, name, entry)
-        try:
-            # ``mode: shadow``: evaluated on every call, recorded, never deciding.
-            mode = mode_of(entry.get("mode") if isinstance(entry, Mapping) else None,
-                           _describe(index, entry), entry)
-            hook = shadowed(instantiate(agent, index, cls, params, entry, env), mode)
-        except HookBuildError as exc:
-            if exc.agent_id is not None:
-                raise
-            raise _fail(agent, str(exc), entry) from exc
-        try:
-            registry.register(hook)
-            # Hooks one declaration brings at other points (session_limits' PostToolUse).
-            for companion in getattr(hook, "companions", ()):
-                registry.register(companion)
-        except DuplicateHookError as exc:
-            raise _fail(agent, f"{_describe(index, entry)}: {exc}", entry) from exc
+    untrusted = _untrusted_output(agent, decl.get("untrusted_output"))
+    registry = HookRegistry(facts=facts, untrusted_output=untrusted)
+    planned: list[_Planned] = []
+    with registry.batch():
+        for index, entry in enumerate(class_hooks):
+            name, params = parse_entry(agent, index, entry)
+            cls, target = _resolve(agent, index, name, entry)
+            label = _describe(index, entry)
+            _add(registry, agent, index, cls, params, entry, env, label)
+            planned.append(_Planned(index, cls, target, label))
+        _finish(registry, env, decl)
+    if snapshot is not NOT_JSON:
+        _PLANS[agent] = _Plan(snapshot, known, tuple(planned), untrusted)
+    return registry
 
-    from hookgate.catalog.declarative.build import add_declarative_hooks
 
+def _finish(registry: HookRegistry, env: BuildEnv, decl: Mapping[str, Any]) -> None:
+    # The declarative hooks (read at every build) and the approval gate.
+    add_declarative_hooks, gate = _imported_on_use()
     add_declarative_hooks(registry, env, decl, _fail)
 
     if registry.get(GATE_NAME) is None:
-        from hookgate.approvals.gate import ApprovalGate
+        registry.register(gate.from_declaration({}, env))
 
-        registry.register(ApprovalGate.from_declaration({}, env))
-    return registry
+
+@functools.cache
+def _imported_on_use() -> tuple[Callable[..., None], type[ApprovalGate]]:
+    # Imported when the first registry is built, once (not at every build).
+    from hookgate.approvals.gate import ApprovalGate
+    from hookgate.catalog.declarative.build import add_declarative_hooks
+
+    return add_declarative_hooks, ApprovalGate

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
@@ -94,12 +95,17 @@ BUILTIN: tuple[CatalogEntry, ...] = (
 )
 
 
-def import_target(target: str) -> object:
-    """Import ``module:attr`` (``module.attr`` also accepted); errors say what was missing."""
+def _parts(target: str) -> tuple[str, str]:
     if ":" in target:
         module_name, _, attr = target.partition(":")
     else:
         module_name, _, attr = target.rpartition(".")
+    return module_name, attr
+
+
+def import_target(target: str) -> object:
+    """Import ``module:attr`` (``module.attr`` also accepted); errors say what was missing."""
+    module_name, attr = _parts(target)
     if not module_name or not attr:
         raise ImportError(f"'{target}' is not of the form 'module:Name'")
     module = importlib.import_module(module_name)
@@ -112,9 +118,28 @@ def import_target(target: str) -> object:
     return obj
 
 
+def still_imports(target: str, obj: object) -> bool:
+    """Whether ``target`` is ``obj`` among the modules imported now (imports nothing): what
+    `import_target` found is still what it would find."""
+    module_name, attr = _parts(target)
+    found: object = sys.modules.get(module_name)
+    for part in attr.split("."):
+        found = getattr(found, part, _MISSING)
+    return found is obj
+
+
+_MISSING = object()
+
+
 def catalog() -> dict[str, CatalogEntry]:
     """Every catalog name (aliases included) to its entry; built-ins win over plug-ins."""
     return dict(_catalog(tuple(sys.path)))
+
+
+def catalog_in_force() -> Mapping[str, CatalogEntry]:
+    """The catalog as `catalog` reads it now, not copied: the same object for as long as the
+    names it holds are the same (the import path and the scan's cache unchanged)."""
+    return _catalog(tuple(sys.path))
 
 
 @lru_cache(maxsize=4)

@@ -532,7 +532,7 @@ class GuardedCalls:
         # A call recorded before calls carried an initiator acted for its own user.
         held.setdefault("initiator", held.get("user_id"))
         try:
-            facts = _Facts(**{f.name: held[f.name] for f in fields(_Facts) if f.name in held})
+            facts = _Facts(**{name: held[name] for name in _FACT_FIELDS if name in held})
         except TypeError:
             raise CallNotFound(f"call '{call}' has an unreadable record") from None
         await self._still_acting(asker, facts, call)
@@ -612,8 +612,12 @@ def _session_entry(asker: Asker, session_id: str) -> Entry:
     return Entry(EntryKind.SESSION, (asker.user_id, session_id))
 
 
+#: The fields of `_Facts`, in order (the index record's keys).
+_FACT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(_Facts))
+
+
 def _facts_text(facts: _Facts) -> str:
-    return canonical_json({f.name: getattr(facts, f.name) for f in fields(_Facts)})
+    return canonical_json({name: getattr(facts, name) for name in _FACT_FIELDS})
 
 
 def _loads(text: str | None) -> dict[str, Any]:

@@ -11,12 +11,15 @@ A rule with ``mode: shadow`` changes nothing: what it would have decided is reco
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hookgate.agent import Agent
+from hookgate.canonical import NOT_JSON, json_copy, same_json
 from hookgate.external.schema_tool import SchemaTool
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.facts import NOT_TRACED, PROVENANCE_KEY
@@ -87,8 +90,27 @@ class CallRules:
     @classmethod
     def read(cls, agent: Agent, section: str, *, default_wait_s: float,
              keys: RuleKeys | None = None) -> CallRules:
-        """The agent's rules under ``section``; HookBuildError says what is wrong."""
+        """The agent's rules under ``section``; HookBuildError says what is wrong.
+
+        Read once for as long as the section is the same (value and type, all the way
+        down) and kept per agent; each rule's mode is read again at every read (a
+        ``hookgate policy reload`` may have stamped another), and the same rules come back
+        (the same object) while nothing changed."""
         decl = (agent.model_config_json or {}).get(section) or {}
+        held = _READ.get(agent)
+        key = (cls, section, default_wait_s, id(keys))
+        found = None if held is None else held.get(key)
+        if found is not None and found.keys is keys and same_json(decl, found.section):
+            return found.now(decl)
+        rules = cls._read(agent, section, decl, default_wait_s=default_wait_s, keys=keys)
+        copy = json_copy(decl)
+        if copy is not NOT_JSON:
+            _READ.setdefault(agent, {})[key] = _Read(copy, keys, rules)
+        return rules
+
+    @classmethod
+    def _read(cls, agent: Agent, section: str, decl: Any, *, default_wait_s: float,
+              keys: RuleKeys | None) -> CallRules:
         if not isinstance(decl, Mapping):
             raise HookBuildError(f"agent '{agent.id}': model_config_json.{section} must be "
                                  "a mapping")
@@ -151,6 +173,36 @@ class CallRules:
                           _fn=_never_run, requires_confirmation=flags.requires_confirmation,
                           connector=flags.connector, writes=flags.writes,
                           confirmation_reason=flags.reason)
+
+
+class _Read:
+    """An agent's section as `CallRules.read` read it: a copy to compare, and the rules
+    with the modes they had at the last read."""
+
+    __slots__ = ("keys", "rules", "section")
+
+    def __init__(self, section: Any, keys: RuleKeys | None, rules: CallRules) -> None:
+        self.section, self.keys, self.rules = section, keys, rules
+
+    def now(self, decl: Mapping[str, Any]) -> CallRules:
+        """The rules with each one's mode as `mode_of` reads it now."""
+        rules = self.rules
+        if not rules.rules:
+            return rules
+        entries = decl["rules"]
+        modes = [mode_of(entries[i].get("mode"), rule.named, entries[i])
+                 for i, rule in enumerate(rules.rules)]
+        if any(m != rule.mode for m, rule in zip(modes, rules.rules, strict=True)):
+            self.rules = rules = type(rules)(
+                tuple(rule if m == rule.mode else dataclasses.replace(rule, mode=m)
+                      for m, rule in zip(modes, rules.rules, strict=True)), rules.wait_s)
+        return rules
+
+
+#: Each agent's sections as read, while the Agent object lives (a reloaded configuration is
+#: new Agents), by (class, section, default wait, the extra rule keys' identity).
+_READ: weakref.WeakKeyDictionary[Agent, dict[tuple[type, str, float, int], _Read]] = (
+    weakref.WeakKeyDictionary())
 
 
 @dataclass(frozen=True, slots=True)

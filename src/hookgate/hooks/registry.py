@@ -70,6 +70,7 @@ _Entry = tuple[Callable[[HookContext], Awaitable[Any]], str, _Options | None]
 
 _PLAIN = _Options(None, None, True)
 _PRE, _POST, _SESSION = HookPoint.PRE_TOOL_USE, HookPoint.POST_TOOL_USE, HookPoint.SESSION_START
+_POINTS: tuple[HookPoint, ...] = tuple(HookPoint)
 
 
 class _NotAHookResult(Exception):
@@ -208,7 +209,7 @@ class HookRegistry:
         self.untrusted_output: Callable[[str], bool] = (
             untrusted_output or _declared_by_tool_only)
         self._hooks: list[_Hook] = []
-        self._members: dict[HookPoint, tuple[_Hook, ...]] = {p: () for p in HookPoint}
+        self._members: dict[HookPoint, tuple[_Hook, ...]] = dict.fromkeys(_POINTS, ())
         self._pre: tuple[_Entry, ...] = ()
         self._post: tuple[_Entry, ...] = ()
         self._session: tuple[_Entry, ...] = ()
@@ -219,8 +220,12 @@ class HookRegistry:
         #: A PreToolUse hook reads the call's provenance (``reads_provenance``): the guarded
         #: path traces it before the chain; else only a hook that awaits it reads the facts.
         self.reads_provenance = False
-        for hook in hooks:
-            self.register(hook)
+        #: While `batch` runs: the points whose chains are precomputed when it ends.
+        self._deferred: set[HookPoint] | None = None
+        if hooks:
+            with self.batch():
+                for hook in hooks:
+                    self.register(hook)
 
     # -- membership ----------------------------------------------------------------------
 
@@ -241,7 +246,7 @@ class HookRegistry:
         hook.name = name
         self._hooks.append(hook)
         hook._watch(self)
-        self._rebuild(hook.point)
+        self._changed(hook.point)
 
     def unregister(self, name: str) -> None:
         """Remove the hook called ``name``; KeyError when there is none."""
@@ -249,7 +254,7 @@ class HookRegistry:
             if h.name == name:
                 del self._hooks[i]
                 h._unwatch(self)
-                self._rebuild(h.point)
+                self._changed(h.point)
                 return
         raise KeyError(f"no hook named '{name}' is registered")
 
@@ -257,7 +262,7 @@ class HookRegistry:
         """The hooks at ``point`` (or all of them), in run order."""
         if point is not None:
             return list(self._members[point])
-        return [h for p in HookPoint for h in self._members[p]]
+        return [h for p in _POINTS for h in self._members[p]]
 
     def get(self, name: str) -> _Hook | None:
         return next((h for h in self._hooks if h.name == name), None)
@@ -268,7 +273,27 @@ class HookRegistry:
     def hook_changed(self, hook: _Hook) -> None:
         """An option of ``hook`` was assigned after it was registered: precompute again."""
         if any(h is hook for h in self._hooks):
-            self._rebuild(hook.point)
+            self._changed(hook.point)
+
+    def batch(self) -> _Batch:
+        """``with registry.batch():`` registers several hooks with each point's chain
+        precomputed once, when the block ends (also when it raises), not after every
+        registration: building a registry (once per guarded call, twice for an external
+        one) registers every hook."""
+        return _Batch(self)
+
+    def _flush(self) -> None:
+        points, self._deferred = self._deferred, None
+        if points:
+            for point in _POINTS:
+                if point in points:
+                    self._rebuild(point)
+
+    def _changed(self, point: HookPoint) -> None:
+        if self._deferred is not None:
+            self._deferred.add(point)
+        else:
+            self._rebuild(point)
 
     def _rebuild(self, point: HookPoint) -> None:
         # sorted() is stable, so equal priorities keep registration order.
@@ -282,7 +307,7 @@ class HookRegistry:
         # The fast loop finds where it stopped by looking its callable up, so it serves only
         # chains of plain hooks whose callables are all distinct.
         if fast is not None and (any(e[2] is not None for e in chain)
-                                 or any(fast.index(f) != i for i, f in enumerate(fast))):
+                                 or len(set(fast)) != len(fast)):
             fast = None
         if point is _PRE:
             self._pre, self._pre_fast = chain, fast
@@ -520,6 +545,24 @@ class HookRegistry:
         if trace is None:
             return UNCHANGED
         return trace.result(additional_context="\n\n".join(context) if context else None)
+
+
+class _Batch:
+    """`HookRegistry.batch`'s block (a nested one changes nothing)."""
+
+    __slots__ = ("outer", "registry")
+
+    def __init__(self, registry: HookRegistry) -> None:
+        self.registry = registry
+        self.outer = registry._deferred is None
+
+    def __enter__(self) -> None:
+        if self.outer:
+            self.registry._deferred = set()
+
+    def __exit__(self, *_: object) -> None:
+        if self.outer:
+            self.registry._flush()
 
 
 class _Trace:
