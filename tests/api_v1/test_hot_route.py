@@ -86,6 +86,16 @@ CASES: dict[str, tuple[str, dict[str, str], bytes]] = {
     "NaN in the arguments": ("/api/v1/calls", headers(),
                              b'{"agent": "payer", "session_id": "s-{n}", "call_id": "c-{n}", '
                              b'"tool": "search", "arguments": {"x": NaN}}'),
+    "JSON nested past the parser's depth": ("/api/v1/calls", headers(),
+                                           b'{"agent": "payer", "arguments": '
+                                           + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    "a lone surrogate in the arguments": ("/api/v1/calls", headers(),
+                                          b'{"agent": "payer", "session_id": "s-{n}", '
+                                          b'"call_id": "c-{n}", "tool": "search", '
+                                          b'"arguments": {"x": "\\ud800"}}'),
+    "bytes that are not UTF-8": ("/api/v1/calls", headers(),
+                                 b'{"agent": "payer", "session_id": "s-{n}", "call_id": '
+                                 b'"c-{n}", "tool": "search", "arguments": {"x": "\xff"}}'),
     "a report of an unknown call": ("/api/v1/calls/gc_{n}/result", headers(),
                                     dumped({"output": "x"})),
     "a report with a mistyped error": ("/api/v1/calls/gc_{n}/result", headers(),

@@ -132,7 +132,7 @@ def _fast_handler(route: Any) -> Callable[[Request], Coroutine[Any, Any, Respons
             return None
         try:
             received = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # FastAPI's handler answers it, as always
             return None
         values, errors = request_params_to_args(dependant.path_params, request.path_params)
         if errors:
