@@ -28,9 +28,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
-
 from hookgate import Agent, HookServices, tool
 from hookgate.catalog.build import build_registry
 from hookgate.hooks.facts import Fact
@@ -56,14 +53,25 @@ async def send_email(to: str, body: str) -> str:
 
 
 class FactReads:
-    """Statements that read a session's facts (``DatabaseFacts.facts``)."""
+    """Reads of a session's facts (``DatabaseFacts.facts``): each is one call of its
+    backend's ``session_facts``, one statement on either database (SQLAlchemy Core on SQLite,
+    the driver on PostgreSQL: decision record 0028)."""
 
-    def __init__(self) -> None:
+    def __init__(self, db: Database) -> None:
         self.count = 0
+        self._db = db
+        self._read = db.backend.session_facts
 
-    def __call__(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT SESSION_FACTS.KIND"):
-            self.count += 1
+    async def _counted(self, session: str) -> Any:
+        self.count += 1
+        return await self._read(session)
+
+    def __enter__(self) -> FactReads:
+        self._db.backend.session_facts = self._counted  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        del self._db.backend.session_facts
 
 
 def registries(db: Database) -> dict[str, HookRegistry]:
@@ -95,10 +103,8 @@ async def one_database(url: str, calls: int, rounds: int) -> dict[str, Any]:
         regs = registries(db)
         tools = {"send_email": send_email}
         times: dict[str, list[list[float]]] = {name: [] for name in regs}
-        reads = FactReads()
         read_counts = dict.fromkeys(regs, 0)
-        event.listen(Engine, "before_cursor_execute", reads)
-        try:
+        with FactReads(db) as reads:
             for round_no in range(rounds + 1):  # round 0 warms up
                 runs = {name: await session(reg) for name, reg in regs.items()}
                 spent: dict[str, list[float]] = {name: [] for name in regs}
@@ -121,8 +127,6 @@ async def one_database(url: str, calls: int, rounds: int) -> dict[str, Any]:
                 if round_no:
                     for name in regs:
                         times[name].append(spent[name])
-        finally:
-            event.remove(Engine, "before_cursor_execute", reads)
         out: dict[str, Any] = {}
         for name, per_round in times.items():
             p50 = statistics.median(statistics.median(r) for r in per_round)

@@ -11,8 +11,9 @@ import pytest
 from hookgate.storage.database import Database
 from tests.policies.fixtures import pdb, policy_db_url
 from tests.policies.world import PAID, agent, call, run, tool_events, write_policies
+from tests.provenance.test_lazy import FactReads, fact_reads
 
-__all__ = ["pdb", "policy_db_url"]
+__all__ = ["fact_reads", "pdb", "policy_db_url"]
 
 POLICIES = """\
 @id("tools-allowed")
@@ -53,20 +54,11 @@ async def test_a_policy_forbids_a_payment_to_a_vendor_only_an_untrusted_result_n
      0),
 ])
 async def test_the_facts_are_read_only_for_a_policy_set_that_names_provenance(
-        pdb: Database, tmp_path: Path, policies: str, reads: int) -> None:
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-
-    from tests.provenance.test_lazy import FactReads
-
+        pdb: Database, tmp_path: Path, policies: str, reads: int,
+        fact_reads: FactReads) -> None:
     buyer = agent(write_policies(tmp_path / "policies", policies))
     buyer.model_config_json["hooks"]["untrusted_output"] = ["crm__lookup"]
-    counted = FactReads()
-    event.listen(Engine, "before_cursor_execute", counted)
-    try:
-        await run(pdb, buyer, call("crm__lookup", customer="Globex"),
-                  call("oa__purchase_pay", amount=10, vendor="ACME"),
-                  message="look our new customer up, then pay ACME 10")
-    finally:
-        event.remove(Engine, "before_cursor_execute", counted)
-    assert counted.count == 2 * reads  # one per call
+    await run(pdb, buyer, call("crm__lookup", customer="Globex"),
+              call("oa__purchase_pay", amount=10, vendor="ACME"),
+              message="look our new customer up, then pay ACME 10")
+    assert fact_reads.count == 2 * reads  # one per call

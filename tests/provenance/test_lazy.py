@@ -12,14 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
 
 from hookgate import Agent, HookServices, ScriptedLLM, tool
 from hookgate.catalog.build import build_registry
 from hookgate.client import Allowed, Client, Pending
 from hookgate.engines import ReActEngine
-from hookgate.storage.backends import PostgresBackend
+from hookgate.storage.backends import PostgresBackend, SqliteBackend
 from hookgate.storage.database import Database
 from hookgate.tools.calls import CallIdentity, ToolCall
 from hookgate.tools.guarded import execute_tool_call
@@ -38,31 +36,26 @@ PLAIN = {"hooks": {"untrusted_output": ["read_inbox", "WebFetch"]},
 
 
 class FactReads:
-    """The statements that read a session's facts (``DatabaseFacts.facts``), in every
-    database engine of this process (a live server runs in a thread of it), and on the
-    PostgreSQL backend's driver (one statement per read, decision record 0028)."""
+    """Reads of a session's facts (``DatabaseFacts.facts``): each is one call of its
+    backend's ``session_facts``, one statement on the backend's driver (decision record
+    0028), in every backend of this process (a live server runs in a thread of it)."""
 
     def __init__(self) -> None:
         self.count = 0
 
-    def __call__(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT session_facts.kind".upper()):
-            self.count += 1
-
 
 @pytest.fixture
-def fact_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[FactReads]:
+def fact_reads(monkeypatch: pytest.MonkeyPatch) -> FactReads:
     reads = FactReads()
-    on_driver = PostgresBackend.session_facts
+    for backend in (PostgresBackend, SqliteBackend):
+        read = backend.session_facts
 
-    async def counted(backend: PostgresBackend, session: str) -> Any:
-        reads.count += 1
-        return await on_driver(backend, session)
+        async def counted(self: Any, session: str, read: Any = read) -> Any:
+            reads.count += 1
+            return await read(self, session)
 
-    monkeypatch.setattr(PostgresBackend, "session_facts", counted)
-    event.listen(Engine, "before_cursor_execute", reads)
-    yield reads
-    event.remove(Engine, "before_cursor_execute", reads)
+        monkeypatch.setattr(backend, "session_facts", counted)
+    return reads
 
 
 # -- the guarded-call API, Claude Code and Codex on one server ------------------------------

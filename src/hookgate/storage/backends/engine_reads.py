@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Table, select
 
-from hookgate.storage.backends.base import FactRead
-from hookgate.storage.tables import ConfirmationRequestRow, SessionFactRow
+from hookgate.storage.tables import ConfirmationRequestRow
 
 if TYPE_CHECKING:
     from hookgate.storage.database import Database
@@ -19,18 +18,9 @@ _REQUESTS = cast(Table, ConfirmationRequestRow.__table__)
 
 
 class EngineReads:
-    """`Backend.session_facts`, `request_columns` and `request_at_use` in SQLAlchemy Core."""
+    """`Backend.request_columns` and `request_at_use` in SQLAlchemy Core."""
 
     db: Database
-
-    async def session_facts(self, session: str) -> list[FactRead]:
-        f = SessionFactRow
-        async with self.db.session() as s:
-            rows = (await s.execute(
-                select(f.kind, f.trusted, f.source, f.text, f.call_id)
-                .where(f.session == session).order_by(f.id))).all()
-        return [(kind, bool(trusted), source, text, call_id)
-                for kind, trusted, source, text, call_id in rows]
 
     async def request_columns(self, request_id: str) -> dict[str, Any] | None:
         async with self.db.session() as s:

@@ -31,6 +31,7 @@ from hookgate.storage.backends.base import (
     AuditGroups,
     AuditLink,
     ClaimRow,
+    FactRead,
     FactRow,
     LedgerFinish,
     NotNow,
@@ -295,6 +296,13 @@ class SqliteBackend(EngineReads):
     async def add_fact(self, row: FactRow, *, once: bool = False) -> None:
         insert = _s("fact_insert_once" if once else "fact_insert")
         await self.driver.write_one(insert.sql, insert.args((*row, sqlite_timestamp(utcnow()))))
+
+    async def session_facts(self, session: str) -> list[FactRead]:
+        # On the driver's connection, as the ledger's reads (through an ORM session it cost
+        # about a millisecond: bench/provenance.py's lookup_p50_us).
+        read = _s("session_facts")
+        rows = await self.driver.read(lambda c: c.execute(read.sql, (session,)).fetchall())
+        return [(str(r[0]), bool(r[1]), str(r[2]), str(r[3]), r[4]) for r in rows]
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
         # On the caller's thread (a WAL read): an ORM session hopped to aiosqlite's thread

@@ -182,6 +182,12 @@ def _token_user(_: str) -> ClauseElement:
     return select(*_USER_COLUMNS, revoked).where(User.token_sha256 == bindparam("digest"))
 
 
+def _session_facts(_: str) -> ClauseElement:
+    f = SessionFactRow
+    return (select(f.kind, f.trusted, f.source, f.text, f.call_id)
+            .where(f.session == bindparam("session")).order_by(f.id))
+
+
 def _person(_: str) -> ClauseElement:
     return select(*_USER_COLUMNS).where(User.id == bindparam("user_id"))
 
@@ -276,6 +282,7 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "org_read_only": (_org_read_only, ("org_id",)),
     "token_user": (_token_user, ("digest",)),
     "person": (_person, ("user_id",)),
+    "session_facts": (_session_facts, ("session",)),
     "rate_take": (_rate_take, ("key", "start", "limit")),
     "audit_reserve": (_audit_reserve, ("chain", "n", "genesis")),
     "audit_set_head": (_audit_set_head, ("last_hash", "chain")),
