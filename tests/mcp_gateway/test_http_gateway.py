@@ -256,6 +256,12 @@ async def test_a_client_that_disconnects_while_waiting_and_retries_gets_one_exec
             ).json()["status"] == "pending"
     await decide(api, request["id"], "approve")
     await eventually(lambda: "once" in world.branches(), "the approved call to run")
+    # Its audit row is written after the tool returns (PostToolUse): wait for it, so that
+    # the rows below are the three calls' whatever the machine's load.
+    for _ in range(300):
+        if await audit_rows(api, tool="mcp__git__git_create_branch"):
+            break
+        await asyncio.sleep(0.05)
 
     async with http_client(mcp_url(server), "alice") as client:
         retry = await client.call_tool("mcp__git__git_create_branch", args)
