@@ -3,17 +3,16 @@ its own in autocommit, waiting for another writer's lock on the driver's thread;
 log's append on the head this backend remembers writing, checked under the write lock, so
 another process (here: another `Database` on the same file, with its own connections and
 memory) that appended since makes it fall back to reading the head, and never forks the
-chain."""
+chain (those two on both databases: test_audit_heads.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import sqlite3
 
 import pytest
 
-from hookgate.storage.audit import AuditLogStore, verify
+from hookgate.storage.audit import AuditLogStore
 from hookgate.storage.backends.sqlite import ClaimNotFound
 from hookgate.storage.backends.sqlite_driver import SqliteDriver
 from hookgate.storage.database import Database
@@ -27,48 +26,6 @@ def _file(db: Database) -> str:
     driver = getattr(db.backend, "driver", None)
     assert isinstance(driver, SqliteDriver), "a SQLite file's backend"
     return driver.path
-
-
-async def test_a_store_whose_remembered_head_went_stale_appends_after_the_new_head(
-        db: Database, database_url: str) -> None:
-    other_db = Database(database_url)  # another process, as far as the chain can tell
-    try:
-        mine, theirs = AuditLogStore.shared(db), AuditLogStore.shared(other_db)
-        first = await mine.append(record(1))          # the head read; then remembered
-        second = await mine.append(record(2))         # moved from the remembered head
-        third = await theirs.append(record(3))        # the other writer moves the head
-        fourth = await mine.append(record(4))         # remembered head is stale: falls back
-        fifth = await mine.append(record(5))
-        assert [p.seq for p in (first, second, third, fourth, fifth)] == [1, 2, 3, 4, 5]
-        rows = await log_rows(db)
-        assert [r["seq"] for r in rows] == [1, 2, 3, 4, 5]
-        assert [r["run_id"] for r in rows] == ["run-1", "run-2", "run-3", "run-4", "run-5"]
-        for before, after in itertools.pairwise(rows):
-            assert after["prev_hash"] == before["row_hash"]
-        report = await verify(db)
-        assert report.ok, report.problems
-        assert report.heads["acme"] == (5, fifth.row_hash)
-    finally:
-        await other_db.dispose()
-
-
-async def test_racing_stores_on_one_chain_never_fork_it(db: Database,
-                                                       database_url: str) -> None:
-    others = [Database(database_url) for _ in range(3)]
-    try:
-        stores = [AuditLogStore.shared(d) for d in (db, *others)]
-
-        async def writer(store: AuditLogStore, base: int) -> None:
-            for i in range(25):
-                await store.append(record(base + i))
-
-        await asyncio.gather(*(writer(s, 100 * n) for n, s in enumerate(stores)))
-        rows = await log_rows(db)
-        assert [r["seq"] for r in rows] == list(range(1, 101))
-        assert (await verify(db)).ok
-    finally:
-        for d in others:
-            await d.dispose()
 
 
 async def test_a_head_moved_outside_hookgate_is_read_again(db: Database) -> None:
