@@ -185,6 +185,21 @@ def test_a_run_parks_at_its_gate_in_few_transactions(
 MOST_TO_RESUME = 12
 
 
+async def approve_and_resume(srv: LiveServer, requests: list[ConfirmationRequest]) -> None:
+    """Each request approved as the respond route approves it (with the request as the caller
+    just read it), one at a time, each run's continuation awaited on the deciding instance."""
+    runtime = srv.runtime
+    for request in requests:
+        await runtime.approvals.decide(request.id, "approve", Approver("alice", "acme"),
+                                       read=request)
+        for _ in range(1000):  # the continuation starts once the decision committed
+            if runtime.queue.taken._running:
+                break
+            await asyncio.sleep(0)
+        assert runtime.queue.taken._running, "the decision's instance did not take it"
+        await asyncio.wait(set(runtime.queue.taken._running))
+
+
 @pytest.mark.perf  # a count of statements: a performance internal
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_decision_resumes_its_run_from_the_request_it_wrote(
@@ -197,17 +212,7 @@ def test_a_decision_resumes_its_run_from_the_request_it_wrote(
                 for r in await srv.runtime.approvals.store.pending_for_run(run_id)]
 
     async def decide_each(srv: LiveServer, requests: list[ConfirmationRequest]) -> None:
-        runtime = srv.runtime
-        for request in requests:
-            # As the respond route: the request as the caller just read it.
-            await runtime.approvals.decide(request.id, "approve", Approver("alice", "acme"),
-                                           read=request)
-            for _ in range(1000):  # the continuation starts once the decision committed
-                if runtime.queue.taken._running:
-                    break
-                await asyncio.sleep(0)
-            assert runtime.queue.taken._running, "the decision's instance did not take it"
-            await asyncio.wait(set(runtime.queue.taken._running))
+        await approve_and_resume(srv, requests)
 
     with live_server(dep, sweep_interval=3600) as srv:
         warm = srv.call(runs_to_the_end(srv, WARM_UP, "gated"), timeout=60)
@@ -254,14 +259,7 @@ def test_a_decision_reaches_its_tool_through_sqlalchemy_only_in_its_own_transact
                     for r in await runtime.approvals.store.pending_for_run(run_id)]
         assert len(requests) == len(ids)
         before = (through_engine.statements, through_driver.statements)
-        for request in requests:
-            await runtime.approvals.decide(request.id, "approve", Approver("alice", "acme"),
-                                           read=request)
-            for _ in range(1000):  # the continuation starts once the decision committed
-                if runtime.queue.taken._running:
-                    break
-                await asyncio.sleep(0)
-            await asyncio.wait(set(runtime.queue.taken._running))
+        await approve_and_resume(srv, requests)
         counted.append((through_engine.statements - before[0],
                         through_driver.statements - before[1]))
 
