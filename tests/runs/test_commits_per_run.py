@@ -211,17 +211,14 @@ def test_a_decision_resumes_its_run_from_the_request_it_wrote(
         return [r for run_id in ids
                 for r in await srv.runtime.approvals.store.pending_for_run(run_id)]
 
-    async def decide_each(srv: LiveServer, requests: list[ConfirmationRequest]) -> None:
-        await approve_and_resume(srv, requests)
-
     with live_server(dep, sweep_interval=3600) as srv:
         warm = srv.call(runs_to_the_end(srv, WARM_UP, "gated"), timeout=60)
         ids = srv.call(runs_to_the_end(srv, COUNTED, "gated"), timeout=120)
-        srv.call(decide_each(srv, srv.call(pending(srv, warm))), timeout=60)
+        srv.call(approve_and_resume(srv, srv.call(pending(srv, warm))), timeout=60)
         requests = srv.call(pending(srv, ids))
         assert len(requests) == COUNTED
         before = count.statements
-        srv.call(decide_each(srv, requests), timeout=120)
+        srv.call(approve_and_resume(srv, requests), timeout=120)
         after = count.statements
     assert ran == ["r"] * (WARM_UP + COUNTED)  # each approved call ran exactly once
     url = make_url(database_url).set(drivername="postgresql")
