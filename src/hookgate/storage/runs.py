@@ -32,6 +32,7 @@ from hookgate.storage.ledger import prior_execution
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.run_writes import Checkpoint, write_in_session, write_run
 from hookgate.storage.tables import RunRow
+from hookgate.storage.transaction import Transaction
 from hookgate.storage.types import utcnow
 from hookgate.tools.ledger import PriorExecution
 
@@ -238,11 +239,19 @@ class DatabaseRunStore:
         return list(rows)
 
 
-async def run_status(session: AsyncSession, run_id: str) -> str | None:
+async def run_status(session: Transaction, run_id: str) -> str | None:
     """The run's status as ``session``'s transaction sees it; None when there is no run."""
-    found = (await session.execute(select(RunRow.status).where(RunRow.id == run_id))
-             ).scalar_one_or_none()
+    if isinstance(session, AsyncSession):
+        found = (await session.execute(select(RunRow.status).where(RunRow.id == run_id))
+                 ).scalar_one_or_none()
+    else:
+        row = await session.conn.fetchrow(_STATUS, run_id)
+        found = None if row is None else row[0]
     return None if found is None else str(found)
+
+
+#: `run_status` in a decision's driver transaction (PostgreSQL).
+_STATUS = "SELECT status FROM runs WHERE id = $1"
 
 
 def whole_trace(stored: list[dict[str, Any]], logged: Sequence[RunEvent]
