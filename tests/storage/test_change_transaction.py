@@ -175,8 +175,15 @@ async def test_an_announcement_is_heard_only_once_its_change_committed(
             await db.notify(tx, "hookgate_test_changes", after.id)
             raise LookupError("failed after the announcement was queued")
 
+        async def announce_a_nul(tx: Transaction, after: ConfirmationRecord) -> None:
+            await db.notify(tx, "hookgate_test_changes", after.id + "\x00")
+
         with pytest.raises(LookupError):
             await approve(table, second, "bob", announce_then_fail)
+        with pytest.raises(ValueError):  # no text value holds one: refused, rolled back
+            await approve(table, second, "bob", announce_a_nul)
+        record = await table.get(second)
+        assert record is not None and record.status == "pending"
         assert await approve(table, first, "bob", announce) is not None
         for _ in range(50):
             if heard:

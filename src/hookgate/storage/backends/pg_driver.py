@@ -129,12 +129,10 @@ class PgDriver:
                 yield tx
             except Exception as exc:
                 # Rolled back, the connection serves the next transaction (a refused vote
-                # or rule); one that cannot roll back is closed (connection()).
+                # or rule); one that cannot roll back, or a cancelled transaction (maybe
+                # mid-statement), is closed (connection()).
                 await plain.execute("ROLLBACK")
                 failed = exc
-            except BaseException:
-                # Cancelled, maybe mid-statement: the connection is closed, not reused.
-                raise
             else:
                 await plain.execute(tx.commit_script())
         if failed is not None:
@@ -173,7 +171,7 @@ class DriverTransaction:
 
     def notify(self, channel: str, payload: str) -> None:
         """NOTIFY ``channel`` with ``payload`` at the commit (sent with the ``COMMIT``)."""
-        self._notes.append((channel, payload))
+        self._notes.append((_literal(channel), _literal(payload)))
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the transaction committed; it should only schedule work."""
@@ -184,8 +182,7 @@ class DriverTransaction:
         round trip (a NOTIFY is delivered at the commit whichever statement sent it)."""
         if not self._notes:
             return "COMMIT"
-        notes = "; ".join(f"SELECT pg_notify({_literal(c)}, {_literal(p)})"
-                          for c, p in self._notes)
+        notes = "; ".join(f"SELECT pg_notify({c}, {p})" for c, p in self._notes)
         if COUNT.enabled:
             for _ in self._notes:
                 COUNT.statement()
