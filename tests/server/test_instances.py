@@ -522,6 +522,40 @@ def test_a_run_its_own_instance_took_moves_on_when_that_instance_stops_cleanly(
         "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
 
 
+@pytest.mark.usefixtures("helper")
+def test_a_decision_whose_instance_is_killed_as_it_answers_still_pays_once(
+        cluster: Cluster, c: Instance) -> None:
+    # The decision's own transaction takes the run's continuation for the deciding
+    # instance (a job inserted "doing" under its worker, started once the decision commits:
+    # decision record 0032). Killed the moment the decision is answered, before or while
+    # that continuation runs, the instance stops heartbeating: its job is a dead worker's,
+    # another worker takes the run over and ends it, the payment made exactly once.
+    taker = cluster.instance("q")
+    taker.spawn()
+    taker.wait_up()
+    r_ = ref()
+    run_id = start(taker, f"pay:{r_}")
+    request = wait_for(lambda: pending_for(c, run_id), "the payment request")
+    wait_for(lambda: cluster.query(
+        "SELECT 1 FROM runs WHERE id = %s AND status = 'awaiting_approval'", run_id) and not
+        cluster.query("SELECT 1 FROM procrastinate_jobs WHERE lock = %s "
+                      "AND status IN ('todo', 'doing')", run_id), "the run to park")
+    decide(taker, request["id"])  # type: ignore[index]
+    taker.kill()
+    assert cluster.query("SELECT status FROM confirmation_requests WHERE id = %s",
+                         request["id"]) == [("approved",)]  # type: ignore[index]
+    wait_for(lambda: finished(c, run_id), "another worker to finish the run", 60)
+    state = run(c, run_id)
+    assert state["status"] == "completed", state
+    assert Counter((ln[0], ln[1]) for ln in cluster.lines())[("pay", r_)] == 1
+    assert [t for (t,) in cluster.query(
+        "SELECT type FROM run_events WHERE run_id = %s", run_id)].count("done") == 1
+    # The dead worker's job, retried, finds the run ended: none is left to do.
+    wait_for(lambda: cluster.query("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s "
+                                   "AND status IN ('todo', 'doing')", run_id) == [(0,)],
+             "no job of the run left", 60)
+
+
 def test_gated_runs_an_instance_took_pay_only_as_decided_elsewhere(
         cluster: Cluster, c: Instance) -> None:
     # Payments started on an instance that takes its runs park there at the gate; the

@@ -19,7 +19,7 @@ from hookgate.storage import oidc_sessions
 from hookgate.storage import people as user_records
 from hookgate.storage.database import Database
 from hookgate.storage.people import PersonRecord
-from hookgate.storage.transaction import Transaction
+from hookgate.storage.transaction import SessionTransaction
 
 if TYPE_CHECKING:
     from hookgate.agent import Agent
@@ -201,7 +201,7 @@ async def groups_refusal(db: Database, user_id: str, seat: Seat) -> str | None:
                          await oidc_sessions.groups_of(db, user_id))
 
 
-async def people(tx: Transaction, user_ids: Iterable[str]) -> dict[str, PersonRecord]:
+async def people(tx: SessionTransaction, user_ids: Iterable[str]) -> dict[str, PersonRecord]:
     """The current user records of ``user_ids`` (those that exist), read in ``tx``."""
     return await user_records.read_people(tx, user_ids)
 
@@ -261,7 +261,7 @@ def vote_refusal(request: ConfirmationRequest, voter: str,
     return why
 
 
-async def voter_groups(tx: Transaction, voter_ids: Iterable[str],
+async def voter_groups(tx: SessionTransaction, voter_ids: Iterable[str],
                        approver_groups: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """The provider groups of ``voter_ids`` as last read (one query; none is read when the
     agent names no ``approver_groups``)."""
@@ -274,7 +274,7 @@ def voters(request: ConfirmationRequest) -> list[str]:
     return [str(a.get("user_id")) for a in request.approvals if a.get("user_id")]
 
 
-async def counted(tx: Transaction, request: ConfirmationRequest) -> ConfirmationRequest:
+async def counted(tx: SessionTransaction, request: ConfirmationRequest) -> ConfirmationRequest:
     """``request`` with only the approvals that count now in ``approvals`` (the others in
     ``discounted``, each with why), read in the transaction ``tx``."""
     if not request.approvals:

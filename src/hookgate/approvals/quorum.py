@@ -17,7 +17,7 @@ from hookgate.approvals.records import ConfirmationRequest
 from hookgate.approvals.store import AfterTransition
 from hookgate.storage import approval_votes
 from hookgate.storage.database import Database
-from hookgate.storage.transaction import Transaction, read_clock
+from hookgate.storage.transaction import SessionTransaction, read_clock
 from hookgate.storage.types import utcnow
 
 __all__ = ["MAX_APPROVALS", "AlreadyVoted", "QuorumRule", "QuorumVotes", "Requirement",
@@ -43,7 +43,7 @@ def vote_entry(who: Approver, at: Any) -> dict[str, Any]:
             "at": at.isoformat() if hasattr(at, "isoformat") else None}
 
 
-async def add_vote(tx: Transaction, request_id: str, who: Approver, decision: str,
+async def add_vote(tx: SessionTransaction, request_id: str, who: Approver, decision: str,
                    reason: str | None) -> None:
     """Record ``who``'s vote in the transaction ``tx``; AlreadyVoted if they voted before
     (the unique (request, user) key decides, in whichever process; the whole transaction

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import Table, or_, select, update
 
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalRuleRow, RunRow
-from hookgate.storage.transaction import Transaction, clock
+from hookgate.storage.transaction import Transaction, clock, insert_row
 from hookgate.storage.types import utcnow
 
 _Rule = ApprovalRuleRow
@@ -93,9 +93,9 @@ _COLUMNS = ("id", "org_id", "agent_id", "tool_name", "scope", "run_id", "user_id
 
 
 async def insert_in(tx: Transaction, rule: StandingRule) -> None:
-    """Store ``rule`` in ``tx`` (it commits with whatever else ``tx`` does)."""
-    tx.add(_Rule(**{c: getattr(rule, c) for c in _COLUMNS}))
-    await tx.flush()
+    """Store ``rule`` in ``tx`` (it commits with whatever else ``tx`` does): one INSERT,
+    sent now (a refusal fails ``tx``), in a session or in a decision's driver transaction."""
+    await insert_row(tx, cast(Table, _Rule.__table__), {c: getattr(rule, c) for c in _COLUMNS})
 
 
 class RuleTable:

@@ -17,7 +17,7 @@ from hookgate.storage.confirmations import (
 )
 from hookgate.storage.database import Database
 from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
-from hookgate.storage.transaction import Transaction, clock
+from hookgate.storage.transaction import SessionTransaction, clock
 from hookgate.storage.types import utcnow
 
 _Row = ConfirmationRequestRow
@@ -25,7 +25,7 @@ _Row = ConfirmationRequestRow
 __all__ = ["VoteExists", "add_vote", "approvers", "lock_pending", "record_approvals"]
 
 
-async def add_vote(tx: Transaction, request_id: str, user_id: str, decision: str, *,
+async def add_vote(tx: SessionTransaction, request_id: str, user_id: str, decision: str, *,
                    via: str | None, channel_identity: str | None, reason: str | None
                    ) -> None:
     """Insert one person's vote in ``tx``; VoteExists if they voted before (`insert_vote`,
@@ -35,7 +35,7 @@ async def add_vote(tx: Transaction, request_id: str, user_id: str, decision: str
         "channel_identity": channel_identity, "reason": reason, "created_at": utcnow()})
 
 
-async def lock_pending(tx: Transaction, db: Database, request_id: str
+async def lock_pending(tx: SessionTransaction, db: Database, request_id: str
                        ) -> ConfirmationRecord | None:
     """The request, its row locked by a write, while pending and unexpired by the
     database's clock; None otherwise."""
@@ -47,7 +47,7 @@ async def lock_pending(tx: Transaction, db: Database, request_id: str
     return record_of(row) if row is not None else None
 
 
-async def approvers(tx: Transaction, request_id: str) -> list[str]:
+async def approvers(tx: SessionTransaction, request_id: str) -> list[str]:
     """Everyone who voted to approve the request so far."""
     return list((await tx.execute(
         select(ApprovalVoteRow.user_id).where(ApprovalVoteRow.request_id == request_id,
@@ -55,7 +55,7 @@ async def approvers(tx: Transaction, request_id: str) -> list[str]:
     )).scalars().all())
 
 
-async def record_approvals(tx: Transaction, db: Database, request_id: str,
+async def record_approvals(tx: SessionTransaction, db: Database, request_id: str,
                            approvals: list[dict[str, Any]], *,
                            decision: dict[str, Any] | None) -> ConfirmationRecord:
     """Store the request's approvals; with ``decision`` (its ``responded_by``, ``reason``,

@@ -11,14 +11,17 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
-from typing import cast as as_type
 
-from sqlalchemy import Row, Table, Text, bindparam, cast, insert, or_, select, update
+from sqlalchemy import Row, Text, cast, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hookgate.canonical import canonical_sha256
+
+# The quorum's votes (approval_votes.py) are written and refused as a decision's are.
+from hookgate.storage.backends.base import VoteExists as VoteExists
+from hookgate.storage.backends.engine_changes import insert_vote as insert_vote
 from hookgate.storage.database import Database
-from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow, ToolExecutionRow
+from hookgate.storage.tables import ConfirmationRequestRow, ToolExecutionRow
 from hookgate.storage.transaction import Transaction, clock
 
 _Row = ConfirmationRequestRow
@@ -77,31 +80,6 @@ class ConfirmationRecord:
 
 #: The record's field names, for copying one into a value that extends it.
 RECORD_FIELDS = tuple(f.name for f in fields(ConfirmationRecord))
-
-
-#: The requests' and the votes' tables, for Core statements (rows, not ORM entities).
-_REQUESTS = as_type(Table, ConfirmationRequestRow.__table__)
-_VOTES = as_type(Table, ApprovalVoteRow.__table__)
-
-
-#: `ConfirmationTable._decided_with_vote`'s statements, by their columns.
-_DECIDED_WITH_VOTE: dict[tuple[tuple[str, ...], tuple[str, ...], bool], Any] = {}
-
-
-class VoteExists(Exception):
-    """This person already has a vote on this request."""
-
-
-async def insert_vote(tx: Any, request_id: str, vote: dict[str, Any]) -> None:
-    """Insert one person's vote (``approval_votes``' columns but the request's id) in
-    ``tx``; VoteExists if they voted before. No savepoint: a second vote fails the whole
-    transaction, so what it came with changes nothing. One Core INSERT: no ORM object for a
-    row nothing reads back in this transaction (docs/decisions/0021)."""
-    try:
-        await tx.execute(insert(_VOTES).values(request_id=request_id, **vote))
-    except IntegrityError:
-        raise VoteExists(f"'{vote.get('user_id')}' already voted on request "
-                         f"{request_id}") from None
 
 
 def record_of(row: ConfirmationRequestRow | Row[Any]) -> ConfirmationRecord:
@@ -189,68 +167,17 @@ class ConfirmationTable:
         database's clock. ``vote``: the decider's row of ``approval_votes`` (its columns
         but the request's id), written with the change (on PostgreSQL in the same
         statement); VoteExists, and nothing changed, if they voted before. ``then`` runs in
-        the same transaction once the row changed."""
-        folded = (vote is not None and now is None
-                  and self.db.backend.dialect == "postgresql")
-        params: dict[str, Any] = {}
-        if folded:
-            assert vote is not None
-            query: Any = self._decided_with_vote(tuple(decision), tuple(vote), unexpired)
-            params = {"the_request": request_id, "new_status": status,
-                      **{f"set_{k}": v for k, v in decision.items()},
-                      **{f"vote_{k}": v for k, v in vote.items()}}
-        else:
-            when = clock(self.db, now)
-            t = _REQUESTS
-            cond = [t.c.id == request_id, t.c.status == "pending"]
-            if unexpired:
-                cond.append(t.c.expires_at > when)
-            # Core, not the ORM's UPDATE ... RETURNING of an entity: the row is read once,
-            # into the record, and no session keeps it (docs/decisions/0021).
-            query = (update(t).where(*cond)
-                     .values(status=status, responded_at=when, **decision).returning(t))
-        async with self.db.transaction() as s:
-            try:
-                row = (await s.execute(query, params)).one_or_none()
-            except IntegrityError:
-                if not folded:
-                    raise
-                # The vote's unique (request, user) key, in the same statement: nothing
-                # changed.
-                raise VoteExists(f"'{params['vote_user_id']}' already voted on request "
-                                 f"{request_id}") from None
-            if row is not None and vote is not None and not folded:
-                await insert_vote(s, request_id, vote)
-            if row is None:
-                return None
-            after = record_of(row)
-            if then is not None:
-                await then(s, after)
+        the same transaction once the row changed: the backend's transaction for a change
+        (on PostgreSQL its driver's, decision record 0032)."""
+        backend = self.db.backend
+        async with backend.change_transaction() as tx:
+            columns = await backend.change_request(
+                tx, request_id, status, now=now, unexpired=unexpired, decision=decision,
+                vote=vote)
+            after = _from_columns(columns)
+            if after is not None and then is not None:
+                await then(tx, after)
             return after
-
-    def _decided_with_vote(self, decision: tuple[str, ...], vote: tuple[str, ...],
-                           unexpired: bool) -> Any:
-        """The compare-and-set with the decider's vote inserted from the changed row (so
-        only if it changed: a data-modifying WITH runs whether read or not), one statement
-        and one round trip; built once per set of columns, its values bound at execution
-        (building it per decision cost more Python than the round trip it saves)."""
-        key = (decision, vote, unexpired)
-        built = _DECIDED_WITH_VOTE.get(key)
-        if built is None:
-            t, now = _REQUESTS, self.db.backend.now_expression()
-            cond = [t.c.id == bindparam("the_request"), t.c.status == "pending"]
-            if unexpired:
-                cond.append(t.c.expires_at > now)
-            changed = (update(t).where(*cond).values(
-                status=bindparam("new_status"), responded_at=now,
-                **{k: bindparam(f"set_{k}", type_=t.c[k].type) for k in decision})
-                .returning(t).cte("changed"))
-            cast_vote = insert(_VOTES).from_select(
-                ["request_id", *vote], select(changed.c.id, *(
-                    bindparam(f"vote_{k}", type_=_VOTES.c[k].type) for k in vote)))
-            built = _DECIDED_WITH_VOTE[key] = select(changed).add_cte(
-                cast_vote.cte("cast_vote"))
-        return built
 
     async def claim_delivery(self, request_id: str, mine: dict[str, Any],
                              abandoned: Callable[[Any], bool]) -> bool:

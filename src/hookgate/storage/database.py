@@ -37,6 +37,8 @@ from hookgate.storage.statement_count import COUNT
 if TYPE_CHECKING:
     from alembic.config import Config as AlembicConfig
 
+    from hookgate.storage.transaction import Transaction
+
 MIGRATIONS = Path(__file__).with_name("migrations")
 DEFAULT_URL = "sqlite+aiosqlite:///hookgate.db"
 log = logging.getLogger(__name__)
@@ -181,7 +183,7 @@ class Database:
         folder = Path(file).resolve().parent
         return None if folder.is_dir() else folder
 
-    async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
+    async def notify(self, session: Transaction, channel: str, payload: str) -> None:
         """Wake ``channel``'s readers when ``session``'s transaction (one of
         ``transaction()``) commits: NOTIFY on PostgreSQL, or through ``publisher`` when one
         is set (Redis). Nothing for a SQLite file (one process, woken in memory)."""

@@ -15,7 +15,7 @@ from sqlalchemy import delete, or_, select, update
 
 from hookgate.storage.database import Database
 from hookgate.storage.tables import OidcIdentity, OidcLogin, OidcSession, Org, User
-from hookgate.storage.transaction import Transaction
+from hookgate.storage.transaction import SessionTransaction
 from hookgate.storage.types import utcnow
 from hookgate.storage.users import ACCESS_CHANNEL
 
@@ -270,7 +270,8 @@ async def reseal_refresh_tokens(db: Database, reseal: Callable[[str], str]) -> i
     return len(rows)
 
 
-async def read_groups(tx: Transaction, user_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+async def read_groups(tx: SessionTransaction, user_ids: Iterable[str]
+                      ) -> dict[str, tuple[str, ...]]:
     """`groups_of` for several people, read in ``tx`` (those without a provider identity
     are absent)."""
     ids = sorted({u for u in user_ids if u})

@@ -12,7 +12,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from hookgate.storage.database import Database
 from hookgate.storage.tables import User
-from hookgate.storage.transaction import Transaction
+from hookgate.storage.transaction import SessionTransaction
 
 #: The users column holding each platform's identity of a person (``users[].chat``).
 IDENTITY_COLUMNS: dict[str, InstrumentedAttribute[str | None]] = {
@@ -44,7 +44,7 @@ def _record(user: User) -> PersonRecord:
                         bool(user.service))
 
 
-async def read_people(tx: Transaction, user_ids: Iterable[str]) -> dict[str, PersonRecord]:
+async def read_people(tx: SessionTransaction, user_ids: Iterable[str]) -> dict[str, PersonRecord]:
     """The current records of ``user_ids`` (those that exist), read in ``tx``."""
     ids = sorted({u for u in user_ids if u})
     if not ids:

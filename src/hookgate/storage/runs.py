@@ -32,6 +32,7 @@ from hookgate.storage.ledger import prior_execution
 from hookgate.storage.run_events import RunEventLog
 from hookgate.storage.run_writes import Checkpoint, write_in_session, write_run
 from hookgate.storage.tables import RunRow
+from hookgate.storage.transaction import Transaction, statements
 from hookgate.storage.types import utcnow
 from hookgate.tools.ledger import PriorExecution
 
@@ -238,11 +239,14 @@ class DatabaseRunStore:
         return list(rows)
 
 
-async def run_status(session: AsyncSession, run_id: str) -> str | None:
-    """The run's status as ``session``'s transaction sees it; None when there is no run."""
-    found = (await session.execute(select(RunRow.status).where(RunRow.id == run_id))
-             ).scalar_one_or_none()
-    return None if found is None else str(found)
+async def run_status(session: Transaction, run_id: str) -> str | None:
+    """The run's status as ``session``'s transaction sees it; None when there is no run.
+    On PostgreSQL (the run queue's), in a session's or a decision's driver transaction."""
+    found = await (await statements(session)).fetchrow(_STATUS, run_id)
+    return None if found is None else str(found[0])
+
+
+_STATUS = "SELECT status FROM runs WHERE id = $1"
 
 
 def whole_trace(stored: list[dict[str, Any]], logged: Sequence[RunEvent]

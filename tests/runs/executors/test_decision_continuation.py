@@ -165,15 +165,18 @@ def test_a_decision_landing_as_its_run_parks_continues_it_once(w: World) -> None
                      run_id) == [(0,)]
 
 
+@pytest.mark.parametrize("kind", ["session", "driver"])
 def test_a_continuation_that_cannot_be_taken_inserts_nothing_and_keeps_the_decision(
-        w: World) -> None:
+        w: World, kind: str) -> None:
     """The taken insert is one statement without a savepoint or a read of the run before it:
     a run that no longer waits, a pruned worker or a job of the run already doing makes it
     insert nothing, and the decision's transaction goes on (it then queues the advance, or
-    not)."""
-    from sqlalchemy import text
-
+    not) — an ORM session's (a quorum's vote) or the driver's (a decision: record 0032)."""
     from hookgate.runs.executors.procrastinate_private import take_in_transaction
+    from hookgate.storage.transaction import statements
+
+    db = w.srv.runtime.db
+    opened = db.transaction if kind == "session" else db.backend.change_transaction
 
     executor = w.srv.runtime.runs.executor
     taken = executor.taken  # type: ignore[union-attr]
@@ -187,10 +190,10 @@ def test_a_continuation_that_cannot_be_taken_inserts_nothing_and_keeps_the_decis
                       ) -> tuple[int | None, int]:
         job = executor.advance_task.configure(  # type: ignore[union-attr]
             lock=run_id, queueing_lock=run_id).make_new_job(run_id=run_id)
-        async with w.srv.runtime.db.transaction() as tx:
+        async with opened() as tx:
             got = await take_in_transaction(tx, job, worker_id, run_id, waiting)
             # The transaction is still usable: the decision commits with it.
-            still = (await tx.execute(text("SELECT 1"))).scalar_one()
+            still = (await (await statements(tx)).fetchrow("SELECT 1"))[0]
         return got, still
 
     try:

@@ -9,9 +9,16 @@ Why the public API does not suffice, operation by operation:
   (13 % of it per run at concurrency 8, py-spy). Here they run on the PostgreSQL backend's
   driver (asyncpg: compiled protocol, statements prepared per connection, autocommit), as
   procrastinate's own query texts with their ``%(name)s`` parameters numbered for asyncpg,
-  calling the same versioned functions of its schema. Every other query (deferring inside a
-  caller's transaction, heartbeats, stalled jobs, LISTEN) stays on procrastinate's psycopg
-  connector; errors keep procrastinate's types.
+  calling the same versioned functions of its schema. Every other query of the worker
+  (heartbeats, stalled jobs, LISTEN) stays on procrastinate's psycopg connector; errors
+  keep procrastinate's types.
+- **A job queued inside a caller's transaction** (``QUEUE_IN_TRANSACTION``): the public
+  defer takes a psycopg connection, and a job already queued under its queueing lock makes
+  it raise, which fails the caller's transaction unless a savepoint (two round trips) is
+  around it. A decision's transaction is the backend's driver's (asyncpg: decision record
+  0032), so the job is inserted as procrastinate's defer function inserts it (the same
+  columns, its triggers notify and log it), ``ON CONFLICT DO NOTHING``: a job already
+  queued inserts nothing and the transaction goes on, on either connection.
 - **A new run's row and its first job in ONE statement** (``SUBMIT``): the public defer is
   a statement of its own, so a run could be stored without its job or the reverse; here the
   job is deferred by procrastinate's own defer function inside the statement that stores the
@@ -70,6 +77,7 @@ from hookgate.retries import first_then_retrying, pauses, retrying, warn_before_
 from hookgate.storage.backends.base import AlongWrite
 from hookgate.storage.backends.postgresql import PostgresBackend
 from hookgate.storage.database import Database
+from hookgate.storage.transaction import statements
 
 if TYPE_CHECKING:
     from hookgate.runs.notifications import Notifications
@@ -255,31 +263,42 @@ SELECT runs.id FROM runs
 """
 #: The job queued under a queueing lock, locked until the caller's transaction ends (a
 #: worker skips locked jobs).
-HOLD_QUEUED = ("SELECT id FROM procrastinate_jobs WHERE queueing_lock = %s "
+HOLD_QUEUED = ("SELECT id FROM procrastinate_jobs WHERE queueing_lock = $1 "
                "AND status = 'todo' FOR UPDATE")
 
 
 async def _in_transaction(session: Transaction, query: str, *args: Any) -> list[Any]:
-    """``query``'s rows, on ``session``'s own psycopg connection, in its transaction."""
-    raw = await (await session.connection()).get_raw_connection()
-    conn = raw.driver_connection
-    assert conn is not None
-    return list(await (await conn.execute(query, args or None)).fetchall())
+    """``query``'s rows (``$n`` parameters) on ``session``'s own connection, in its
+    transaction."""
+    return list(await (await statements(session)).fetch(query, *args))
 
 
-#: A job inserted ``doing`` under worker %s, in a caller's transaction, while run %s has
-#: one of the statuses %s (psycopg parameters, defer_values' order, then those three): its
-#: id comes back, or no row when the run no longer waits, the worker's row is gone (it is
-#: locked against its pruning until the transaction ends, so the foreign key cannot refuse
-#: the insert) or a job with its lock is ``doing`` (the unique index ``DOING_LOCK_INDEX``,
-#: the only unique index a ``doing`` job can meet besides its new id). One statement, no
-#: savepoint and no separate read of the run: docs/decisions/0019.
+#: The fields of a job to defer as parameters ``$1``.. (defer_values' order), each cast.
+_JOB_VALUES = ", ".join(f"${i}::{_JOB_CASTS[f]}" for i, f in enumerate(JobToDefer._fields, 1))
+_AFTER_JOB = len(JobToDefer._fields) + 1
+#: A job inserted ``doing`` under worker $8, in a caller's transaction, while run $9 has
+#: one of the statuses $10 (after defer_values' seven): its id comes back, or no row when
+#: the run no longer waits, the worker's row is gone (it is locked against its pruning
+#: until the transaction ends, so the foreign key cannot refuse the insert) or a job with
+#: its lock is ``doing`` (the unique index ``DOING_LOCK_INDEX``, the only unique index a
+#: ``doing`` job can meet besides its new id). One statement, no savepoint and no separate
+#: read of the run: docs/decisions/0019.
 TAKE_IN_TRANSACTION = (
     f"INSERT INTO procrastinate_jobs ({', '.join((*JobToDefer._fields, *_TAKEN_COLUMNS))}) "
-    f"SELECT {', '.join(f'%s::{_JOB_CASTS[f]}' for f in JobToDefer._fields)}, 'doing', "
-    "w.id FROM procrastinate_workers w WHERE w.id = %s::bigint "
-    "AND EXISTS (SELECT 1 FROM runs WHERE runs.id = %s AND runs.status = ANY(%s)) "
+    f"SELECT {_JOB_VALUES}, 'doing', w.id FROM procrastinate_workers w "
+    f"WHERE w.id = ${_AFTER_JOB}::bigint AND EXISTS (SELECT 1 FROM runs "
+    f"WHERE runs.id = ${_AFTER_JOB + 1}::text AND runs.status = ANY(${_AFTER_JOB + 2}::text[])) "
     "FOR KEY SHARE OF w ON CONFLICT DO NOTHING RETURNING id")
+#: A job queued (``todo``) in a caller's transaction, as procrastinate's defer function
+#: inserts it (its triggers notify the workers and log it), unless one is queued under its
+#: queueing lock already (``QUEUEING_LOCK_INDEX``, the only unique index a ``todo`` job can
+#: meet besides its new id): then no row comes back and nothing was inserted, and the
+#: caller's transaction goes on (no savepoint: decision record 0032).
+QUEUE_IN_TRANSACTION = (
+    f"INSERT INTO procrastinate_jobs ({', '.join(JobToDefer._fields)}) "
+    f"SELECT {_JOB_VALUES} ON CONFLICT DO NOTHING RETURNING id")
+#: procrastinate's unique index on the queueing lock of a job ``todo``.
+QUEUEING_LOCK_INDEX = "procrastinate_jobs_queueing_lock_idx_v1"
 #: procrastinate's unique index on the lock of a job ``doing`` (one job of a run at once).
 DOING_LOCK_INDEX = "procrastinate_jobs_lock_idx_v1"
 
@@ -291,6 +310,13 @@ async def take_in_transaction(session: Transaction, job: Job, worker_id: int, ru
     wait, a job with its lock is doing or the worker was pruned (nothing was inserted)."""
     rows = await _in_transaction(session, TAKE_IN_TRANSACTION, *defer_values(job), worker_id,
                                  run_id, list(waiting))
+    return int(rows[0][0]) if rows else None
+
+
+async def queue_in_transaction(session: Transaction, job: Job) -> int | None:
+    """Queue ``job`` in ``session``'s transaction; its id, or None when a job is queued
+    under its queueing lock already (nothing was inserted)."""
+    rows = await _in_transaction(session, QUEUE_IN_TRANSACTION, *defer_values(job))
     return int(rows[0][0]) if rows else None
 
 

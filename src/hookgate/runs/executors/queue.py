@@ -49,6 +49,7 @@ from hookgate.runs.executors.procrastinate_private import (
     hold_queued,
     install_schema,
     orphaned_runs,
+    queue_in_transaction,
     take_in_transaction,
     worker_gone,
 )
@@ -109,24 +110,15 @@ class JobQueue:
     async def defer(self, session: Transaction, task: Task[Any, Any, Any], *, lock: str | None,
                     queueing_lock: str, schedule_at: datetime | None = None,
                     **kwargs: Any) -> None:
-        """Queue ``task`` in ``session``'s transaction, once per ``queueing_lock``."""
+        """Queue ``task`` in ``session``'s transaction (an ORM session's or a decision's on
+        the driver), once per ``queueing_lock``."""
         job = task.configure(lock=lock, queueing_lock=queueing_lock,
                              schedule_at=schedule_at).make_new_job(**kwargs)
-        sa_conn = await session.connection()
-        conn = await sa_conn.get_raw_connection()
         for _ in range(_DEFER_ATTEMPTS):
-            try:
-                # A savepoint: a job already queued must not abort the caller's transaction.
-                # Taken on the connection, which emits it now; the session's own would wait
-                # for the session's next statement and miss the raw insert below, so the
-                # conflict aborted the transaction and silently undid the caller's change
-                # (a decision answered 200 but left pending).
-                async with sa_conn.begin_nested():
-                    await self.app.job_manager.defer_job_async(
-                        job, connection=conn.driver_connection)
+            # One statement that a job already queued cannot refuse (it inserts nothing):
+            # no savepoint, and the caller's transaction goes on either way.
+            if await queue_in_transaction(session, job) is not None:
                 return
-            except pq_exceptions.AlreadyEnqueued:
-                pass
             # The job already queued could be taken by a worker before this transaction
             # commits and read the state from before it (a decision's continuation lost,
             # the run left waiting). Holding its row until the commit keeps workers off it
@@ -323,7 +315,8 @@ class QueueExecutor:
         end = TakenJobEnd(job_id, run_id)
 
         def committed() -> None:
-            # Runs in the commit's greenlet: start the job on the loop, after the commit.
+            # Runs inside the commit (a session's greenlet, or the driver's transaction):
+            # start the job on the loop, after the commit.
             loop.call_soon(self.taken.run, job_id, self._advance_job(run_id, end, decided),
                            end)
 

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from hookgate.storage.fencing import Fence
     from hookgate.storage.limit_claim_model import Claimed, Want
     from hookgate.storage.run_writes import Checkpoint
+    from hookgate.storage.transaction import Transaction
+
+
+class VoteExists(Exception):
+    """This person already has a vote on this request."""
 
 
 class NotNow:
@@ -141,7 +146,7 @@ class Backend(Protocol):
         whether the database holds no relation of its own yet (a new schema may be made)."""
         ...
 
-    async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
+    async def notify(self, session: Transaction, channel: str, payload: str) -> None:
         """Wake ``channel``'s readers once ``session``'s transaction commits."""
         ...
 
@@ -237,6 +242,23 @@ class Backend(Protocol):
                              args_sha256: str) -> dict[str, Any] | None:
         """`request_columns` of the call's own request, else of the run's latest rejected
         request for this tool and these arguments: one read, the call's own first."""
+        ...
+
+    def change_transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        """The transaction a request's status change commits in, with the work done with
+        it (``then``): on PostgreSQL the driver's (asyncpg), else an ORM session's."""
+        ...
+
+    async def change_request(self, tx: Transaction, request_id: str, status: str, *,
+                             now: datetime | None, unexpired: bool,
+                             decision: dict[str, Any], vote: dict[str, Any] | None
+                             ) -> dict[str, Any] | None:
+        """In ``tx`` (of `change_transaction`): move a pending request to ``status`` with
+        the ``decision`` columns, at ``now`` (None: the database's clock), with
+        ``unexpired`` only if it has not expired by then; and ``vote``, the decider's row
+        of ``approval_votes`` (its columns but the request's id), only if it changed. The
+        row as it now is, by column (`request_columns`' form), or None if nothing changed.
+        VoteExists if they voted before (the transaction is then failed)."""
         ...
 
     # -- people ------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import asyncio
 import re
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +111,34 @@ class PgDriver:
         async with self.connection() as conn, conn.transaction():
             yield conn
 
+    @asynccontextmanager
+    async def work_transaction(self) -> AsyncIterator[DriverTransaction]:
+        """A `DriverTransaction`: ``BEGIN`` on one connection, then its statements; on a
+        clean exit the notifications it queued and ``COMMIT`` in one round trip, then its
+        after-commit callbacks; on an error ``ROLLBACK`` (or the connection closed) and
+        nothing after. A failed commit raises: nothing ran after it."""
+        failed: Exception | None = None
+        async with self.connection() as conn:
+            # BEGIN, COMMIT and ROLLBACK are the transaction's, not statements to count.
+            plain = conn._conn if isinstance(conn, _Counted) else conn
+            if COUNT.enabled:
+                COUNT.transaction()
+            await plain.execute("BEGIN")
+            tx = DriverTransaction(conn)
+            try:
+                yield tx
+            except Exception as exc:
+                # Rolled back, the connection serves the next transaction (a refused vote
+                # or rule); one that cannot roll back, or a cancelled transaction (maybe
+                # mid-statement), is closed (connection()).
+                await plain.execute("ROLLBACK")
+                failed = exc
+            else:
+                await plain.execute(tx.commit_script())
+        if failed is not None:
+            raise failed
+        tx.committed()
+
     def _own_pool(self) -> _Own:
         loop = asyncio.get_running_loop()
         own = self._own.get(loop)
@@ -123,6 +151,54 @@ class PgDriver:
         pools, self._own = list(self._own.values()), weakref.WeakKeyDictionary()
         for own in pools:
             await own.close()
+
+
+class DriverTransaction:
+    """An open transaction on one of the driver's connections, as the work that commits
+    with it sees it (``storage.transaction.Transaction``): its statements (``$n``
+    parameters, in the transaction), notifications sent with its ``COMMIT``, and callbacks
+    run once that committed (not if it rolls back)."""
+
+    __slots__ = ("_after", "_notes", "conn", "published")
+
+    def __init__(self, conn: Any) -> None:
+        #: The connection, inside the transaction: ``fetchrow``, ``fetch``, ``execute``.
+        self.conn = conn
+        self._notes: list[tuple[str, str]] = []
+        self._after: list[Callable[[], None]] = []
+        #: Wake-ups a publisher (Redis) carries once the transaction committed.
+        self.published: list[tuple[str, str]] = []
+
+    def notify(self, channel: str, payload: str) -> None:
+        """NOTIFY ``channel`` with ``payload`` at the commit (sent with the ``COMMIT``)."""
+        self._notes.append((_literal(channel), _literal(payload)))
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the transaction committed; it should only schedule work."""
+        self._after.append(callback)
+
+    def commit_script(self) -> str:
+        """The ``COMMIT``, after the queued notifications: one simple-protocol message, one
+        round trip (a NOTIFY is delivered at the commit whichever statement sent it)."""
+        if not self._notes:
+            return "COMMIT"
+        notes = "; ".join(f"SELECT pg_notify({c}, {p})" for c, p in self._notes)
+        if COUNT.enabled:
+            for _ in self._notes:
+                COUNT.statement()
+        return f"{notes}; COMMIT"
+
+    def committed(self) -> None:
+        for callback in self._after:
+            callback()
+
+
+def _literal(text: str) -> str:
+    """``text`` as an escape-string literal (``E'…'``: read alike whatever
+    ``standard_conforming_strings`` says); a NUL, which no text value holds, is refused."""
+    if "\x00" in text:
+        raise ValueError("a notification cannot carry a NUL character")
+    return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 #: asyncpg's words for a parameter it could not encode; the value follows them.
@@ -315,7 +391,10 @@ class _Psycopg:
 
     async def execute(self, sql: str, *args: Any) -> str:
         async with self._psycopg.AsyncRawCursor(self._conn) as cur:
-            await cur.execute(sql, args, prepare=True)
+            if args:
+                await cur.execute(sql, args, prepare=True)
+            else:  # the simple protocol, as asyncpg's: several statements may be sent
+                await cur.execute(sql, None, prepare=False)
             return str(cur.statusmessage)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:

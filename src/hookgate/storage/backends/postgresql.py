@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import JSON, Table, func, text
+from sqlalchemy import JSON, Boolean, Integer, Table, func, text
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from hookgate.engines.events import RunEvent, event_of
@@ -41,9 +42,11 @@ from hookgate.storage.backends.base import (
     PriorRow,
     RunSummaryRow,
     UserRow,
+    VoteExists,
 )
 from hookgate.storage.backends.limit_claims import claim_on_postgresql
 from hookgate.storage.backends.pg_driver import (
+    DriverTransaction,
     PgDriver,
     counted_psycopg_statements,
     psycopg_statements,
@@ -66,11 +69,12 @@ from hookgate.storage.run_writes import (
     event_data_text,
     events_note,
 )
-from hookgate.storage.tables import ConfirmationRequestRow
+from hookgate.storage.tables import ApprovalVoteRow, ConfirmationRequestRow
 from hookgate.storage.types import UTCDateTime, utcnow
 
 if TYPE_CHECKING:
     from hookgate.storage.database import Database
+    from hookgate.storage.transaction import Transaction
 
 #: pg_advisory_lock key held while a process migrates and syncs ("hookgate" in ASCII).
 STARTUP_LOCK_KEY = 0x686F6F6B67617465
@@ -220,6 +224,73 @@ _REQUEST_AT_USE = _REQUEST_SELECT + (
     "AND status = 'rejected')) ORDER BY tool_call_id = $2 DESC, responded_at DESC LIMIT 1")
 _SESSION_FACTS = ("SELECT kind, trusted, source, text, call_id FROM session_facts "
                   "WHERE session = $1 ORDER BY id")
+_VOTE_TABLE = cast(Table, ApprovalVoteRow.__table__)
+#: The dialect whose bind processing the driver's statements apply to their values.
+PG_DIALECT = postgresql.dialect(paramstyle="numeric_dollar")  # type: ignore[no-untyped-call]
+
+
+def _cast_of(column: Any) -> str:
+    """The type a parameter for ``column`` is cast to (no length: a value too long is
+    refused by the column, not cut by the cast)."""
+    kind = column.type
+    if isinstance(kind, JSON):
+        return "json"
+    if isinstance(kind, UTCDateTime):
+        return "timestamptz"
+    if isinstance(kind, Boolean):
+        return "boolean"
+    if isinstance(kind, Integer):
+        return "bigint"
+    return "text"
+
+
+def column_binds(table: Table, columns: Sequence[str]
+                 ) -> tuple[Callable[[Any], Any] | None, ...]:
+    """How SQLAlchemy binds a value of each of ``columns`` on PostgreSQL (an aware time
+    checked; JSON as its text, None as JSON's ``null``, as SQLAlchemy's JSON type writes
+    it; None: as it is), for statements on the driver."""
+    return tuple(_json_text if isinstance(table.c[c].type, JSON)
+                 else table.c[c].type.bind_processor(PG_DIALECT) for c in columns)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value)
+
+
+def bound(binds: Sequence[Callable[[Any], Any] | None], values: Sequence[Any]) -> list[Any]:
+    return [v if b is None else b(v) for b, v in zip(binds, values, strict=True)]
+
+
+_AT_BIND = column_binds(_REQUEST_TABLE, ("responded_at",))
+
+
+@cache
+def _change_sql(decision: tuple[str, ...], vote: tuple[str, ...] | None, unexpired: bool,
+                at_now: bool) -> tuple[str, tuple[Callable[[Any], Any] | None, ...]]:
+    """A request's compare-and-set from ``pending``, and with ``vote`` the decider's vote
+    inserted from the changed row (only if it changed: a data-modifying WITH runs whether
+    read or not), in ONE statement; the row comes back as `_REQUEST_SELECT` reads it.
+    $1 the request, $2 the status, $3 the time (``at_now``: the database's clock, no
+    parameter), then the ``decision`` columns, then the ``vote`` columns. Built once per
+    set of columns; the values' binds with it."""
+    t, n = _REQUEST_TABLE, 3 if at_now else 4
+    when = "now()" if at_now else "$3::timestamptz"
+    sets = "".join(f', "{c}" = ${i}::{_cast_of(t.c[c])}' for i, c in enumerate(decision, n))
+    where = "id = $1 AND status = 'pending'" + (f" AND expires_at > {when}" if unexpired
+                                                else "")
+    returning = _REQUEST_SELECT.removeprefix("SELECT ").removesuffix(
+        " FROM confirmation_requests ")
+    sql = (f"WITH changed AS (UPDATE confirmation_requests SET status = $2, "
+           f"responded_at = {when}{sets} WHERE {where} RETURNING {returning})")
+    binds = column_binds(t, decision)
+    if vote is not None:
+        first = n + len(decision)
+        values = ", ".join(f"${i}::{_cast_of(_VOTE_TABLE.c[c])}"
+                           for i, c in enumerate(vote, first))
+        sql += (f", cast_vote AS (INSERT INTO approval_votes (request_id, "
+                f"{', '.join(vote)}) SELECT id, {values} FROM changed)")
+        binds += column_binds(_VOTE_TABLE, vote)
+    return sql + " SELECT * FROM changed", binds
 
 
 def _request(row: Any) -> dict[str, Any] | None:
@@ -304,8 +375,14 @@ class PostgresBackend:
             "ON n.oid = c.relnamespace WHERE n.nspname = current_schema()")
         return not found.scalar_one()
 
-    async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
-        if self.db.publisher is not None:
+    async def notify(self, session: Transaction, channel: str, payload: str) -> None:
+        if isinstance(session, DriverTransaction):
+            # Sent with the transaction's COMMIT (one round trip), or published after it.
+            if self.db.publisher is not None:
+                session.published.append((channel, payload))
+            else:
+                session.notify(channel, payload)
+        elif self.db.publisher is not None:
             self.db.queue_note(session, channel, payload)
         else:
             # On the session's own connection, in its transaction (sent at its commit), as
@@ -494,6 +571,35 @@ class PostgresBackend:
                              args_sha256: str) -> dict[str, Any] | None:
         return _request(await self.driver.fetchrow(_REQUEST_AT_USE, run_id, tool_call_id,
                                                    tool_name, args_sha256))
+
+    @asynccontextmanager
+    async def change_transaction(self) -> AsyncIterator[Transaction]:
+        # The driver's transaction (asyncpg): through an ORM session the change's BEGIN,
+        # statements and COMMIT cost most of a decision's CPU (decision record 0032).
+        async with self.driver.work_transaction() as tx:
+            yield tx
+        if tx.published and self.db.publisher is not None:  # committed: wake the readers
+            await self.db.publisher.publish(tx.published)
+
+    async def change_request(self, tx: Transaction, request_id: str, status: str, *,
+                             now: datetime | None, unexpired: bool,
+                             decision: dict[str, Any], vote: dict[str, Any] | None
+                             ) -> dict[str, Any] | None:
+        assert isinstance(tx, DriverTransaction), "a transaction of change_transaction()"
+        sql, binds = _change_sql(tuple(decision), None if vote is None else tuple(vote),
+                                 unexpired, now is None)
+        values = [*decision.values(), *(vote.values() if vote is not None else ())]
+        head = (request_id, status) if now is None else (request_id, status,
+                                                         *bound(_AT_BIND, (now,)))
+        try:
+            row = await tx.conn.fetchrow(sql, *head, *bound(binds, values))
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) != "23505" or vote is None:
+                raise
+            # The vote's unique (request, user) key, in the same statement: nothing changed.
+            raise VoteExists(f"'{vote.get('user_id')}' already voted on request "
+                             f"{request_id}") from None
+        return _request(row)
 
     async def token_user(self, digest: str) -> tuple[UserRow, bool] | None:
         # One statement in autocommit (an ORM session spent four: BEGIN, two reads, ROLLBACK).

@@ -39,6 +39,7 @@ from hookgate.storage.backends.base import (
     RunSummaryRow,
     UserRow,
 )
+from hookgate.storage.backends.engine_changes import EngineChanges
 from hookgate.storage.backends.engine_reads import EngineReads
 from hookgate.storage.backends.limit_claims import claim_on_sqlite
 from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timestamp
@@ -61,6 +62,7 @@ from hookgate.storage.types import utcnow
 
 if TYPE_CHECKING:
     from hookgate.storage.database import Database
+    from hookgate.storage.transaction import Transaction
 
 T = TypeVar("T")
 
@@ -122,7 +124,7 @@ class _Driver:
         return self._conn.exec_driver_sql(sql, [tuple(r) for r in rows])
 
 
-class SqliteBackend(EngineReads):
+class SqliteBackend(EngineReads, EngineChanges):
     """A SQLite database's backend: one process, its own clock, no row locks."""
 
     dialect: DialectName = "sqlite"
@@ -183,10 +185,11 @@ class SqliteBackend(EngineReads):
             "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
         return not found.scalar_one()
 
-    async def notify(self, session: AsyncSession, channel: str, payload: str) -> None:
+    async def notify(self, session: Transaction, channel: str, payload: str) -> None:
         # One process serves the file and wakes its readers in memory; a publisher (Redis)
         # set on the database still carries the note once the transaction commits.
         if self.db.publisher is not None:
+            assert isinstance(session, AsyncSession), "SQLite's transactions are sessions"
             self.db.queue_note(session, channel, payload)
 
     # -- runs --------------------------------------------------------------------------
