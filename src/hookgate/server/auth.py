@@ -65,9 +65,11 @@ async def session_caller(request: Request, token: str | None) -> Caller | None:
     carry the session's CSRF token). 401 for a session that ended, 403 for a missing or
     wrong CSRF token."""
     sign_in = sign_in_of(request)
+    if sign_in is None:  # no provider: no session (its cookies are not even parsed)
+        return None
     cookie = request.cookies.get(SESSION_COOKIE)
     from_header = token is not None and token.startswith(SESSION_PREFIX)
-    if sign_in is None or not (from_header or (token is None and cookie)):
+    if not (from_header or (token is None and cookie)):
         return None
     session_id = token if from_header else cookie
     assert session_id is not None
@@ -96,9 +98,11 @@ async def _caller_for(request: Request, token: str | None, missing: str) -> Call
     return caller
 
 
+_MISSING_TOKEN = "missing bearer token: send 'Authorization: Bearer <token>'"
+
+
 async def require_caller(request: Request) -> Caller:
-    return await _caller_for(request, _bearer_token(request),
-                             "missing bearer token: send 'Authorization: Bearer <token>'")
+    return await _caller_for(request, _bearer_token(request), _MISSING_TOKEN)
 
 
 def _stream_token(request: Request) -> str | None:
@@ -131,8 +135,7 @@ async def require_current_caller(request: Request) -> Caller:
     if by_session is not None:
         return by_session
     if token is None:
-        raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer <token>'",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, _MISSING_TOKEN, headers={"WWW-Authenticate": "Bearer"})
     caller = await runtime_of(request).authenticate(token)
     if caller is None:
         raise HTTPException(401, "the bearer token is not valid",
@@ -218,8 +221,9 @@ async def require_stream_access(request: Request) -> LastingAccess:
 
 
 async def require_lasting_access(request: Request) -> LastingAccess:
-    caller = await require_caller(request)
-    return _lasting(request, caller, _bearer_token(request))
+    token = _bearer_token(request)  # read once: the caller's and the connection's
+    caller = await _caller_for(request, token, _MISSING_TOKEN)
+    return _lasting(request, caller, token)
 
 
 def recheck_s(request: Request) -> float:
