@@ -20,7 +20,7 @@ token. Sessions are read from the database on every request, never remembered.
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, HTTPException, Request
@@ -85,13 +85,14 @@ async def session_caller(request: Request, token: str | None) -> Caller | None:
     return session.caller
 
 
-async def _caller_for(request: Request, token: str | None, missing: str) -> Caller:
+async def _caller_for(request: Request, token: str | None, missing: str,
+                      key: str | None = None) -> Caller:
     by_session = await session_caller(request, token)
     if by_session is not None:
         return by_session
     if token is None:
         raise HTTPException(401, missing, headers={"WWW-Authenticate": "Bearer"})
-    caller = await caller_for_token(runtime_of(request), token)
+    caller = await caller_for_token(runtime_of(request), token, key)
     if caller is None:
         raise HTTPException(401, "the bearer token is not valid",
                             headers={"WWW-Authenticate": "Bearer"})
@@ -178,12 +179,14 @@ class LastingAccess:
     token: str
     #: The token's key in the runtime's token cache.
     key: str = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", token_key(self.token))
-
     #: The app's provider sign-in, when ``token`` is a session id (hookgate.server.oidc).
     sign_in: SignIn | None = None
+    #: ``token``'s key when the dependency made it already (for the cache's lookup).
+    known_key: InitVar[str | None] = None
+
+    def __post_init__(self, known_key: str | None) -> None:
+        object.__setattr__(self, "key", token_key(self.token) if known_key is None
+                           else known_key)
 
     async def still_allowed(self) -> bool:
         if self.sign_in is not None:
@@ -204,7 +207,8 @@ class LastingAccess:
         return now is not None and same_access(now, self.caller)
 
 
-def _lasting(request: Request, caller: Caller, token: str | None) -> LastingAccess:
+def _lasting(request: Request, caller: Caller, token: str | None,
+             key: str | None = None) -> LastingAccess:
     if caller.sign_in != "token":
         # A provider session: its id (the CLI's bearer token, or the browser's cookie).
         session_id = token if token is not None and token.startswith(SESSION_PREFIX) \
@@ -212,7 +216,7 @@ def _lasting(request: Request, caller: Caller, token: str | None) -> LastingAcce
         assert session_id is not None  # session_caller found the session by one of them
         return LastingAccess(caller, runtime_of(request), session_id, sign_in_of(request))
     assert token is not None  # the caller was refused without one
-    return LastingAccess(caller, runtime_of(request), token)
+    return LastingAccess(caller, runtime_of(request), token, known_key=key)
 
 
 async def require_stream_access(request: Request) -> LastingAccess:
@@ -221,9 +225,12 @@ async def require_stream_access(request: Request) -> LastingAccess:
 
 
 async def require_lasting_access(request: Request) -> LastingAccess:
-    token = _bearer_token(request)  # read once: the caller's and the connection's
-    caller = await _caller_for(request, token, _MISSING_TOKEN)
-    return _lasting(request, caller, token)
+    # The token read and its cache key made once: for the caller's lookup and the
+    # connection's re-checks.
+    token = _bearer_token(request)
+    key = None if token is None else token_key(token)
+    caller = await _caller_for(request, token, _MISSING_TOKEN, key)
+    return _lasting(request, caller, token, key)
 
 
 def recheck_s(request: Request) -> float:
