@@ -238,3 +238,22 @@ def test_a_plain_ask_and_report_skip_fastapis_dependency_solver_and_a_wrong_one_
     audit = httpx.get(f"{server.url}/api/audit", params={"limit": 5},
                       headers={"Authorization": f"Bearer {ALICE}"})
     assert audit.status_code == 200
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("PUT", "/api/v1/calls"), ("GET", "/api/v1/calls/gc_{n}/result"),
+    ("DELETE", "/api/v1/sessions"), ("GET", "/api/v1/calls/gc_{n}"),
+    ("GET", "/api/v1/calls/gc_{n}?wait=soon"), ("GET", "/api/v1/calls/gc_{n}/events"),
+    ("POST", "/api/v1/calls/"), ("GET", "/api/v1/call")])
+def test_other_methods_paths_and_the_get_routes_are_answered_as_through_include_router(
+        servers: Servers, method: str, path: str) -> None:
+    def answer(server: LiveServer, n: str) -> tuple[int, list[tuple[str, str]], str]:
+        response = httpx.request(method, server.url + path.replace("{n}", n),
+                                 headers=headers(), follow_redirects=False, timeout=30)
+        status, kept, text = _answer(response, n)
+        return status, [(k, v.replace(server.url, "URL")) for k, v in kept], text
+
+    direct_n, included_n = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
+    direct = answer(servers.direct, direct_n)
+    assert direct[0] in (307, 404, 405, 422)
+    assert answer(servers.included, included_n) == direct
