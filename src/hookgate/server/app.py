@@ -174,7 +174,8 @@ def _include_hot_routes(app: FastAPI) -> None:
 
 
 def _unlisted(route: BaseRoute) -> bool:
-    """A route the OpenAPI document does not show (a router or a mount may show some)."""
+    """A route the OpenAPI document does not show (a router or a mount counts as shown: it
+    may show some)."""
     return isinstance(route, Route) and not route.include_in_schema
 
 
