@@ -4,7 +4,9 @@ status, headers and body, over a real server on SQLite and PostgreSQL, for plain
 for each way a request can be wrong (no or a bad token, a framework header over its limit,
 bodies that are not JSON, not an object, missing or mistyped fields, another content type,
 an unknown agent or call, someone the token may not act for, a reused call id, NaN). A
-plain ask and report never reach FastAPI's dependency solver; a wrong one does."""
+plain ask and report never reach FastAPI's dependency solver; a wrong one does. The routes
+on the app's own router (hot_route.on_the_app) answer each of those requests as the same
+routes reached through FastAPI's ``include_router`` do."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import fastapi.routing
@@ -20,6 +23,7 @@ import httpx
 import pytest
 
 from hookgate.server import hot_route
+from hookgate.server.routes import guarded_calls
 from tests.api_v1.test_guarded_calls import ALICE, BOT, deployment
 from tests.conftest import migrated_database_url
 from tests.live_server import LiveServer, live_server
@@ -27,12 +31,34 @@ from tests.live_server import LiveServer, live_server
 JSON = "application/json"
 
 
+@dataclass(frozen=True)
+class Servers:
+    """Two servers of one backend: the guarded-call routes on the app's own router, as
+    served; and included through FastAPI's ``include_router``, as before."""
+
+    direct: LiveServer
+    included: LiveServer
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[LiveServer]:
+def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Servers]:
     url = migrated_database_url(request, tmp_path_factory.mktemp("hot"))
+    other = migrated_database_url(request, tmp_path_factory.mktemp("included"))
     with live_server(deployment(url)) as srv:
-        yield srv
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(hot_route, "on_the_app", lambda app, router: None)
+            included = live_server(deployment(other))
+            inc = included.__enter__()
+        try:
+            yield Servers(srv, inc)
+        finally:
+            included.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def server(servers: Servers) -> LiveServer:
+    return servers.direct
 
 
 def ask_body(n: str, **changes: Any) -> dict[str, Any]:
@@ -139,22 +165,52 @@ def test_each_request_is_answered_as_fastapis_handler_answers_it(
     assert _answer(_send(server, path, sent_headers, body, slow_n), slow_n) == fast
 
 
+def _ask_report_reuse(server: LiveServer, n: str) -> list[tuple[int, list[tuple[str, str]], str]]:
+    asked = _send(server, "/api/v1/calls", headers(), dumped(ask_body("{n}")), n)
+    call = asked.json()["call"]
+    reported = _send(server, f"/api/v1/calls/{call}/result", headers(),
+                     dumped({"output": {"rows": [1, 2]}}), n)
+    again = _send(server, f"/api/v1/calls/{call}/result", headers(),
+                  dumped({"output": "other"}), n)
+    reused = _send(server, "/api/v1/calls", headers(),
+                   dumped(ask_body("{n}", arguments={"query": "other"})), n)
+    return [_answer(r, n) for r in (asked, reported, again, reused)]
+
+
 def test_a_report_and_a_reused_call_id_are_answered_as_fastapis_handler_answers_them(
         server: LiveServer, slow: Any) -> None:
-    def run(n: str) -> list[tuple[int, list[tuple[str, str]], str]]:
-        asked = _send(server, "/api/v1/calls", headers(), dumped(ask_body("{n}")), n)
-        call = asked.json()["call"]
-        reported = _send(server, f"/api/v1/calls/{call}/result", headers(),
-                         dumped({"output": {"rows": [1, 2]}}), n)
-        again = _send(server, f"/api/v1/calls/{call}/result", headers(),
-                      dumped({"output": "other"}), n)
-        reused = _send(server, "/api/v1/calls", headers(),
-                       dumped(ask_body("{n}", arguments={"query": "other"})), n)
-        return [_answer(r, n) for r in (asked, reported, again, reused)]
-
-    fast = run(uuid.uuid4().hex[:12])
+    fast = _ask_report_reuse(server, uuid.uuid4().hex[:12])
     slow()
-    assert run(uuid.uuid4().hex[:12]) == fast
+    assert _ask_report_reuse(server, uuid.uuid4().hex[:12]) == fast
+
+
+def _guarded_call_routes(server: LiveServer) -> tuple[list[Any], list[Any]]:
+    """The app's own routes of the guarded-call API, and its inclusions of that router."""
+    routes = server.server.config.app.router.routes
+    own = [r for r in routes if getattr(r, "endpoint", None) in
+           {route.endpoint for route in guarded_calls.router.routes}]
+    included = [r for r in routes if getattr(r, "original_router", None) is guarded_calls.router]
+    return own, included
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_request_is_answered_as_through_fastapis_include_router(
+        servers: Servers, name: str) -> None:
+    own, included = _guarded_call_routes(servers.direct)
+    assert len(own) == len(guarded_calls.router.routes) and not included
+    own, included = _guarded_call_routes(servers.included)
+    assert not own and len(included) == 1
+    path, sent_headers, body = CASES[name]
+    direct_n, included_n = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
+    direct = _answer(_send(servers.direct, path, sent_headers, body, direct_n), direct_n)
+    assert _answer(_send(servers.included, path, sent_headers, body, included_n),
+                   included_n) == direct
+
+
+def test_a_report_and_a_reused_call_id_are_answered_as_through_fastapis_include_router(
+        servers: Servers) -> None:
+    assert _ask_report_reuse(servers.direct, uuid.uuid4().hex[:12]) == \
+        _ask_report_reuse(servers.included, uuid.uuid4().hex[:12])
 
 
 def test_a_plain_ask_and_report_skip_fastapis_dependency_solver_and_a_wrong_one_does_not(
@@ -182,3 +238,22 @@ def test_a_plain_ask_and_report_skip_fastapis_dependency_solver_and_a_wrong_one_
     audit = httpx.get(f"{server.url}/api/audit", params={"limit": 5},
                       headers={"Authorization": f"Bearer {ALICE}"})
     assert audit.status_code == 200
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("PUT", "/api/v1/calls"), ("GET", "/api/v1/calls/gc_{n}/result"),
+    ("DELETE", "/api/v1/sessions"), ("GET", "/api/v1/calls/gc_{n}"),
+    ("GET", "/api/v1/calls/gc_{n}?wait=soon"), ("GET", "/api/v1/calls/gc_{n}/events"),
+    ("POST", "/api/v1/calls/"), ("GET", "/api/v1/call")])
+def test_other_methods_paths_and_the_get_routes_are_answered_as_through_include_router(
+        servers: Servers, method: str, path: str) -> None:
+    def answer(server: LiveServer, n: str) -> tuple[int, list[tuple[str, str]], str]:
+        response = httpx.request(method, server.url + path.replace("{n}", n),
+                                 headers=headers(), follow_redirects=False, timeout=30)
+        status, kept, text = _answer(response, n)
+        return status, [(k, v.replace(server.url, "URL")) for k, v in kept], text
+
+    direct_n, included_n = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
+    direct = answer(servers.direct, direct_n)
+    assert direct[0] in (307, 404, 405, 422)
+    assert answer(servers.included, included_n) == direct

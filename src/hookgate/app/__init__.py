@@ -34,6 +34,6 @@ def build_server(deployment: Deployment, host: str, port: int,
     # the mcp extra; without it the relay posts each message instead.
     sockets = McpGatewayMount(runtime).absent_because() is None and \
         importlib.util.find_spec("websockets") is not None
-    config = uvicorn_config(create_app(runtime, tune_gc=True), host, port,
+    config = uvicorn_config(create_app(runtime, own_process=True), host, port,
                             log_level=log_level, websockets=sockets)
     return Server(config), runtime

@@ -18,10 +18,12 @@ def token_cache(runtime: Runtime) -> TokenCache[Caller]:
     return runtime.token_cache
 
 
-async def caller_for_token(runtime: Runtime, token: str) -> Caller | None:
+async def caller_for_token(runtime: Runtime, token: str, key: str | None = None
+                           ) -> Caller | None:
     """The user ``token`` signs in as now (None when revoked, expired, or the user is disabled
-    or no longer declared), through the runtime's token cache."""
-    return await token_cache(runtime).lookup(token, runtime.authenticate)
+    or no longer declared), through the runtime's token cache (``key``: the token's
+    `token_key`, when the caller has made it already)."""
+    return await token_cache(runtime).lookup(token, runtime.authenticate, key)
 
 
 async def still_allowed(runtime: Runtime, token: str, caller: Caller,

@@ -52,9 +52,12 @@ class TokenCache(Generic[T]):
         #: Raised by clear(): a lookup started before it is not remembered.
         self._generation = 0
 
-    async def lookup(self, token: str, load: Callable[[str], Awaitable[T | None]]) -> T | None:
-        """The remembered answer for ``token`` while fresh, else ``load(token)``'s."""
-        key = token_key(token)
+    async def lookup(self, token: str, load: Callable[[str], Awaitable[T | None]],
+                     key: str | None = None) -> T | None:
+        """The remembered answer for ``token`` while fresh, else ``load(token)``'s (``key``:
+        the token's `token_key`, when the caller has made it already)."""
+        if key is None:
+            key = token_key(token)
         now = time.monotonic()
         hit = self._entries.get(key)
         if hit is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import BaseRoute, Route
 
 from hookgate.runtime.runtime import Runtime
 from hookgate.server import errors
@@ -22,7 +23,7 @@ STATIC = Path(__file__).with_name("static")
 
 
 def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
-               max_body: int = DEFAULT_MAX_BODY, tune_gc: bool = False,
+               max_body: int = DEFAULT_MAX_BODY, own_process: bool = False,
                access_recheck_s: float | None = None,
                mounts: Sequence[Mount] = ()) -> FastAPI:
     """An app serving ``runtime``; the runtime starts and stops with the app, and each of
@@ -32,14 +33,17 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
     ``access_recheck_s`` (default: the deployment's ``server: access_recheck_s``) is how often
     the event streams and MCP sessions ask again whether their caller still has access.
 
-    ``tune_gc`` is for a process that is the server's alone (``hookgate serve``), never for
-    an app sharing its process (tests, embedding): see :func:`tune_collector`."""
+    ``own_process`` is for a process that is the server's alone (``hookgate serve``), never
+    for an app sharing its process (tests, embedding): once the runtime has started, the
+    collector is tuned (:func:`tune_collector`) and FastAPI's request telemetry is settled
+    (:func:`settle_request_telemetry`)."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await runtime.start()
-        if tune_gc:
+        if own_process:
             tune_collector()
+            settle_request_telemetry(app)
         try:
             async with AsyncExitStack() as running:
                 for part in installed:
@@ -96,6 +100,33 @@ def tune_collector() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
+def settle_request_telemetry(app: FastAPI) -> bool:
+    """Answer once, for a server process, whether FastAPI records each request's telemetry;
+    returns the answer.
+
+    FastAPI asks on every request whether an OpenTelemetry provider is installed: three
+    provider look-ups, each of which reads ``os.environ`` while none is set, about 4 µs a
+    request. In ``hookgate serve`` the providers are installed before the app starts
+    (``telemetry:``, ``opentelemetry-instrument``, FastAPI's own set-up from the
+    environment), and a provider once set is never unset: an answer of yes is left to the
+    live check, an answer of no is kept. A provider that code running in the server
+    installs later (an agent's hook at its first call) reaches hookgate's own spans
+    (``telemetry.switch.refresh``), not FastAPI's request spans. Decision record 0030.
+    """
+    native = getattr(app, "_native_telemetry", None)
+    enabled = getattr(native, "enabled", None)
+    if not callable(enabled):  # a FastAPI without native telemetry asks nothing
+        return False
+    on = bool(enabled())
+    if not on:
+        native.enabled = _off  # type: ignore[union-attr]
+    return on
+
+
+def _off() -> bool:
+    return False
+
+
 def _install_sign_in(app: FastAPI, runtime: Runtime) -> None:
     """People's sign-in through an OpenID Connect provider (``oidc:``), when configured."""
     from hookgate.server.oidc import routes
@@ -121,11 +152,31 @@ def _install_sign_in(app: FastAPI, runtime: Runtime) -> None:
 
 
 def _include_hot_routes(app: FastAPI) -> None:
-    # Tried first: the routes on every outside agent's tool call (routes/registry.py).
+    # Tried first: the routes on every outside agent's tool call (routes/registry.py), as
+    # routes of the app's own router (hot_route.on_the_app), ahead of FastAPI's
+    # documentation routes and a mount's routes that the OpenAPI document does not list
+    # (each a path tried in vain on every request, ~10 µs in all), never ahead of a route
+    # it lists: its order of paths stays. Decision record 0030.
+    from hookgate.server.hot_route import on_the_app
     from hookgate.server.routes import registry
 
+    routes = app.router.routes
     for router in registry.routers(registry.HOT_ROUTE_MODULES):
-        app.include_router(router)
+        before = len(routes)
+        if on_the_app(app, router) is None:
+            app.include_router(router)
+        added = routes[before:]
+        del routes[before:]
+        at = before
+        while at > 0 and _unlisted(routes[at - 1]):
+            at -= 1
+        routes[at:at] = added
+
+
+def _unlisted(route: BaseRoute) -> bool:
+    """A route the OpenAPI document does not show (a router or a mount counts as shown: it
+    may show some)."""
+    return isinstance(route, Route) and not route.include_in_schema
 
 
 def _include_optional_routes(app: FastAPI) -> None:

@@ -20,7 +20,7 @@ token. Sessions are read from the database on every request, never remembered.
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, HTTPException, Request
@@ -65,9 +65,11 @@ async def session_caller(request: Request, token: str | None) -> Caller | None:
     carry the session's CSRF token). 401 for a session that ended, 403 for a missing or
     wrong CSRF token."""
     sign_in = sign_in_of(request)
+    if sign_in is None:  # no provider: no session (its cookies are not even parsed)
+        return None
     cookie = request.cookies.get(SESSION_COOKIE)
     from_header = token is not None and token.startswith(SESSION_PREFIX)
-    if sign_in is None or not (from_header or (token is None and cookie)):
+    if not (from_header or (token is None and cookie)):
         return None
     session_id = token if from_header else cookie
     assert session_id is not None
@@ -83,22 +85,25 @@ async def session_caller(request: Request, token: str | None) -> Caller | None:
     return session.caller
 
 
-async def _caller_for(request: Request, token: str | None, missing: str) -> Caller:
+async def _caller_for(request: Request, token: str | None, missing: str,
+                      key: str | None = None) -> Caller:
     by_session = await session_caller(request, token)
     if by_session is not None:
         return by_session
     if token is None:
         raise HTTPException(401, missing, headers={"WWW-Authenticate": "Bearer"})
-    caller = await caller_for_token(runtime_of(request), token)
+    caller = await caller_for_token(runtime_of(request), token, key)
     if caller is None:
         raise HTTPException(401, "the bearer token is not valid",
                             headers={"WWW-Authenticate": "Bearer"})
     return caller
 
 
+_MISSING_TOKEN = "missing bearer token: send 'Authorization: Bearer <token>'"
+
+
 async def require_caller(request: Request) -> Caller:
-    return await _caller_for(request, _bearer_token(request),
-                             "missing bearer token: send 'Authorization: Bearer <token>'")
+    return await _caller_for(request, _bearer_token(request), _MISSING_TOKEN)
 
 
 def _stream_token(request: Request) -> str | None:
@@ -131,8 +136,7 @@ async def require_current_caller(request: Request) -> Caller:
     if by_session is not None:
         return by_session
     if token is None:
-        raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer <token>'",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, _MISSING_TOKEN, headers={"WWW-Authenticate": "Bearer"})
     caller = await runtime_of(request).authenticate(token)
     if caller is None:
         raise HTTPException(401, "the bearer token is not valid",
@@ -175,12 +179,14 @@ class LastingAccess:
     token: str
     #: The token's key in the runtime's token cache.
     key: str = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", token_key(self.token))
-
     #: The app's provider sign-in, when ``token`` is a session id (hookgate.server.oidc).
     sign_in: SignIn | None = None
+    #: ``token``'s key when the dependency made it already (for the cache's lookup).
+    known_key: InitVar[str | None] = None
+
+    def __post_init__(self, known_key: str | None) -> None:
+        object.__setattr__(self, "key", token_key(self.token) if known_key is None
+                           else known_key)
 
     async def still_allowed(self) -> bool:
         if self.sign_in is not None:
@@ -201,7 +207,8 @@ class LastingAccess:
         return now is not None and same_access(now, self.caller)
 
 
-def _lasting(request: Request, caller: Caller, token: str | None) -> LastingAccess:
+def _lasting(request: Request, caller: Caller, token: str | None,
+             key: str | None = None) -> LastingAccess:
     if caller.sign_in != "token":
         # A provider session: its id (the CLI's bearer token, or the browser's cookie).
         session_id = token if token is not None and token.startswith(SESSION_PREFIX) \
@@ -209,7 +216,7 @@ def _lasting(request: Request, caller: Caller, token: str | None) -> LastingAcce
         assert session_id is not None  # session_caller found the session by one of them
         return LastingAccess(caller, runtime_of(request), session_id, sign_in_of(request))
     assert token is not None  # the caller was refused without one
-    return LastingAccess(caller, runtime_of(request), token)
+    return LastingAccess(caller, runtime_of(request), token, known_key=key)
 
 
 async def require_stream_access(request: Request) -> LastingAccess:
@@ -218,8 +225,12 @@ async def require_stream_access(request: Request) -> LastingAccess:
 
 
 async def require_lasting_access(request: Request) -> LastingAccess:
-    caller = await require_caller(request)
-    return _lasting(request, caller, _bearer_token(request))
+    # The token read and its cache key made once: for the caller's lookup and the
+    # connection's re-checks.
+    token = _bearer_token(request)
+    key = None if token is None else token_key(token)
+    caller = await _caller_for(request, token, _MISSING_TOKEN, key)
+    return _lasting(request, caller, token, key)
 
 
 def recheck_s(request: Request) -> float:

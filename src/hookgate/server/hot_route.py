@@ -20,6 +20,10 @@ always did: nothing on the fast path refuses or accepts what the slow path would
 A route whose declaration the fast path does not handle exactly (another dependency, query
 or cookie parameters, an embedded body, a security scope, a response or background-tasks
 parameter) is never taken fast: its handler is FastAPI's.
+
+`on_the_app` puts a router's routes on the app's own router, declared as
+``app.include_router`` declares them, so routing finds them in one match instead of through
+FastAPI's included-router machinery (decision record 0030).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import Request, Response
+from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
@@ -158,3 +162,34 @@ def _fast_handler(route: Any) -> Callable[[Request], Coroutine[Any, Any, Respons
         return Response(content=content, media_type=_JSON, status_code=status)
 
     return fast
+
+
+#: What `APIRouter.add_api_route` is told besides the path and endpoint: each read from the
+#: included route under the same name.
+_DECLARATION = tuple(name for name in inspect.signature(APIRouter.add_api_route).parameters
+                     if name not in ("self", "path", "endpoint", "route_class_override"))
+
+
+def on_the_app(app: FastAPI, router: APIRouter) -> list[APIRoute] | None:
+    """``router``'s routes added to ``app``'s own router, each as FastAPI declares a route of
+    an included router (its path, declaration and class; the app's dependency overrides),
+    in order at the end of the app's routes; None (nothing added) when a route is not an
+    APIRoute or does not keep every part of its declaration: then include the router.
+
+    FastAPI tries an included router's routes through its inclusion (each route matched
+    twice, each match keeping its context in the scope): about 20 µs a request against 3 µs
+    for a route of the app's own."""
+    routes = list(router.routes)
+    if router.on_startup or router.on_shutdown or not all(
+            type(route) is router.route_class and isinstance(route, APIRoute)
+            and all(hasattr(route, name) for name in _DECLARATION) for route in routes):
+        return None
+    added: list[APIRoute] = []
+    for route in routes:
+        assert isinstance(route, APIRoute)
+        app.router.add_api_route(route.path, route.endpoint, route_class_override=type(route),
+                                 **{name: getattr(route, name) for name in _DECLARATION})
+        made = app.router.routes[-1]
+        assert isinstance(made, APIRoute)
+        added.append(made)
+    return added
