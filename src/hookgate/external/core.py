@@ -47,11 +47,13 @@ from hookgate.tools.guarded import (
 from hookgate.tools.ledger import FinishedCall, PriorExecution
 from hookgate.tools.tool import args_digest
 
-__all__ = ["Allowed", "Denied", "ExternalCore", "Observed", "OnceText", "SessionVerdict",
-           "Verdict", "Waiting"]
+__all__ = ["Allowed", "CallRecords", "Denied", "ExternalCore", "Observed", "OnceText",
+           "SessionState", "SessionVerdict", "Verdict", "Waiting"]
 
 #: A session whose SessionStart chain ran (explicitly, or before its first call).
 _STARTED_SESSION = Entry(EntryKind.SESSION, ("started",))
+#: A session its SessionStart chain stopped (the reason is the record).
+_STOPPED = Entry(EntryKind.STOPPED)
 #: The claim of the SessionStart run before a never-started session's first call.
 _IMPLICIT_START = Entry(EntryKind.SESSION, ("implicit-start",))
 #: How long a second report of a call waits for the first one's observation.
@@ -123,6 +125,28 @@ class OnceText:
     along: tuple[FinishedCall, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """What the ledger held, at one read, of a session and one call of it: whether its
+    SessionStart ran, why it stopped the session, and the call's start record. Once the
+    session started, its stop is final (recorded before its start), and a start another
+    ask of the call makes after the read is found by this ask's own start claim: an ask
+    decides on this state."""
+
+    started: bool
+    stopped: str | None
+    call_start: PriorExecution | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecords:
+    """A started call's records at one read: its start record (its final arguments, then
+    its observation) and the decision kept for it (written before its start)."""
+
+    start: PriorExecution | None
+    decision: PriorExecution | None
+
+
 class ReportInProgress(RuntimeError):
     """Another request claimed work that runs once (a call's PostToolUse, a session's first
     SessionStart) and has not finished it within `REPORT_SETTLES_S`."""
@@ -157,17 +181,31 @@ class ExternalCore:
         stopped = None
         if not result.allow:
             stopped = f"hookgate stopped the session at SessionStart: {result.error or 'a hook'}"
-            await self.record_once(identity.run_id, Entry(EntryKind.STOPPED), "SessionStart",
-                                   stopped, ok=False)
+            await self.record_once(identity.run_id, _STOPPED, "SessionStart", stopped,
+                                   ok=False)
         await self.record_once(identity.run_id, _STARTED_SESSION, "SessionStart", "started",
                                ok=True)
         return SessionVerdict(stopped, None if stopped else result.additional_context or None)
 
+    async def session_state(self, run_id: str, call_id: str) -> SessionState:
+        """The session's start and stop and the call's start, in one read."""
+        start = Entry(EntryKind.STARTED, (call_id,)).key
+        held = await self.ledger.recorded_among(run_id, (_STARTED_SESSION.key, _STOPPED.key,
+                                                         start))
+        stopped = held.get(_STOPPED.key)
+        return SessionState(_STARTED_SESSION.key in held,
+                            None if stopped is None else _stop_reason(stopped),
+                            held.get(start))
+
     async def session_before_call(self, agent: Agent, identity: CallIdentity,
-                                  metadata: Mapping[str, Any]) -> SessionVerdict:
+                                  metadata: Mapping[str, Any], *,
+                                  state: SessionState | None = None) -> SessionVerdict:
         """The session rule: a call (or prompt) of a session that was never started runs
         the session's SessionStart chain first, once (concurrent first calls wait for that
-        one); a started session's calls run none. The verdict of that run (or an empty one)."""
+        one); a started session's calls run none. The verdict of that run (or an empty one).
+        ``state``: the session's, read for this call (`session_state`)."""
+        if state is not None and state.started:
+            return SessionVerdict(None, None)
         if await self.recorded(identity.run_id, _STARTED_SESSION) is not None:
             return SessionVerdict(None, None)
 
@@ -186,21 +224,23 @@ class ExternalCore:
 
     async def stopped(self, run_id: str) -> str | None:
         """Why the session's SessionStart stopped it, or None."""
-        record = await self.ledger.recorded(run_id, Entry(EntryKind.STOPPED).key)
-        if record is None:
-            return None
-        return record.observation or "stopped by hookgate"
+        record = await self.ledger.recorded(run_id, _STOPPED.key)
+        return None if record is None else _stop_reason(record)
 
     # -- before the call --------------------------------------------------------------------
 
     async def decide(self, call: ExternalCall, *, wait_s: float, owner: str | None = None,
-                     counted: bool = False, retry: RetryReuse | None = None) -> Verdict:
+                     counted: bool = False, retry: RetryReuse | None = None,
+                     session: SessionState | None = None) -> Verdict:
         """PreToolUse, the read-only guard, rate limits and the gate for ``call``.
         ``owner``: the call id that owns an approval's use (see ExternalApprovals);
         ``counted``: the call took its rate-limit slots when it was first asked;
         ``retry``: the one exception to "an approval covers its own call id", for a codec
-        whose client re-sends a call it gave up waiting for (hookgate.hooks.coverage)."""
-        stopped = await self.stopped(call.run_id)
+        whose client re-sends a call it gave up waiting for (hookgate.hooks.coverage);
+        ``session``: the session's state read for this ask (`session_state`), whose stop
+        is final once the session started (else the stop is read here)."""
+        stopped = session.stopped if session is not None and session.started else (
+            await self.stopped(call.run_id))
         if stopped is not None:
             return Denied(stopped)
         approvals = ExternalApprovals(self.approvals, self.ledger, wait_s, owner=owner,
@@ -239,6 +279,13 @@ class ExternalCore:
         """The call's start record (its arguments, then its observation), or None."""
         return await self.ledger.recorded(run_id, Entry(EntryKind.STARTED, (call_id,)).key)
 
+    async def call_records(self, run_id: str, call_id: str) -> CallRecords:
+        """The call's start record and its kept decision, in one read."""
+        start = Entry(EntryKind.STARTED, (call_id,)).key
+        decision = decisions.key(call_id)
+        held = await self.ledger.recorded_among(run_id, (start, decision))
+        return CallRecords(held.get(start), held.get(decision))
+
     @staticmethod
     def started_finish(run_id: str, call_id: str, text: str, ok: bool) -> FinishedCall:
         """The finish of the call's start record with its observation (for `OnceText`)."""
@@ -247,9 +294,11 @@ class ExternalCore:
     # -- after the call ---------------------------------------------------------------------
 
     async def observe(self, call: ExternalCall, *, result: Any, error: str | None,
-                      started_at: float, digest: str | None) -> Observed:
+                      started_at: float, digest: str | None,
+                      records: CallRecords | None = None) -> Observed:
         """PostToolUse over what the tool returned (``error``: it failed), with the
-        decision kept for this exact call (``digest``: its final arguments')."""
+        decision kept for this exact call (``digest``: its final arguments'; ``records``:
+        the call's records read after it started, which hold it, else it is read here)."""
         args = call.arguments
         ctx = HookContext(
             hook_point=HookPoint.POST_TOOL_USE, tool_name=call.tool.name, tool_args=args,
@@ -260,8 +309,10 @@ class ExternalCore:
         ctx.call_started = started_at
         if call.call.shadow is not None:
             call.call.shadow(ctx, counted=False)  # for the audit row of the result
-        kept = None if digest is None else await decisions.kept(
-            self.ledger, call.run_id, call.call_id, call.tool.name, digest)
+        kept = None if digest is None else (
+            decisions.kept_in(records.decision, call.tool.name, digest) if records is not None
+            else await decisions.kept(self.ledger, call.run_id, call.call_id, call.tool.name,
+                                      digest))
         if kept is not None:
             ctx.approval = ApprovalOutcome("approved", kept.request_id, decision=kept)
             await self._shadow_rules_kept(ctx, kept.request_id)
@@ -352,6 +403,10 @@ def observation_text(observed: Observed, output: Any, error: str | None) -> tupl
     notes = ctx.added_context
     text = render_observation(shown)
     return (with_hook_context(text, list(notes)) if notes else text), False
+
+
+def _stop_reason(record: PriorExecution) -> str:
+    return record.observation or "stopped by hookgate"
 
 
 def now() -> float:

@@ -198,6 +198,12 @@ class Backend(Protocol):
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         ...
 
+    async def recorded_among(self, run_id: str, keys: Sequence[str]
+                             ) -> dict[str, PriorRow]:
+        """The records of up to three entries of one run in one read, by key (an entry
+        never claimed is not there)."""
+        ...
+
     async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
                              ok: bool) -> PriorRow | None:
         """`claim` and `finish` in one statement, for a record known when it is claimed;

@@ -54,6 +54,7 @@ from hookgate.storage.backends.statements import (
     CHECKPOINT_PARAMS,
     Compiled,
     DialectName,
+    among_keys,
     audit_row_values,
     compiled,
 )
@@ -458,6 +459,12 @@ class PostgresBackend:
 
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         return _prior(await self.driver.fetchrow(_s("prior").sql, run_id, tool_call_id))
+
+    async def recorded_among(self, run_id: str, keys: Sequence[str]
+                             ) -> dict[str, PriorRow]:
+        rows = await self.driver.fetch(_s("prior_among").sql, run_id, *among_keys(keys))
+        return {str(r[0]): PriorRow(r[1], None if r[2] is None else bool(r[2]), r[3], r[4])
+                for r in rows}
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:

@@ -45,6 +45,7 @@ from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timesta
 from hookgate.storage.backends.statements import (
     Compiled,
     DialectName,
+    among_keys,
     audit_row_values,
     compiled,
 )
@@ -273,6 +274,13 @@ class SqliteBackend(EngineReads):
         prior = _s("prior")
         return _prior(await self.driver.read(
             lambda c: c.execute(prior.sql, (run_id, tool_call_id)).fetchone()))
+
+    async def recorded_among(self, run_id: str, keys: Sequence[str]
+                             ) -> dict[str, PriorRow]:
+        among, params = _s("prior_among"), (run_id, *among_keys(keys))
+        rows = await self.driver.read(lambda c: c.execute(among.sql, params).fetchall())
+        return {str(r[0]): PriorRow(r[1], None if r[2] is None else bool(r[2]), r[3], r[4])
+                for r in rows}
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:
