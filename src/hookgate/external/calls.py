@@ -43,6 +43,7 @@ from hookgate.external.core import (
     Allowed,
     Denied,
     ExternalCore,
+    Observed,
     OnceText,
     ReportInProgress,
     SessionState,
@@ -68,7 +69,7 @@ from hookgate.tools.tool import args_digest
 
 if TYPE_CHECKING:
     from hookgate.storage.ledger import DatabaseLedger
-    from hookgate.tools.ledger import PriorExecution
+    from hookgate.tools.ledger import FinishedCall, PriorExecution
 
 #: The agent's section of rules for guarded calls (model_config_json.guarded_calls).
 SECTION = "guarded_calls"
@@ -473,16 +474,28 @@ class GuardedCalls:
         await _still_allowed(asker, call)
         await self._still_acting(asker, facts, call)
 
+        def kept_of(observed: Observed) -> str:
+            text, withheld = observation_text(observed, output, error)
+            return json.dumps({"arguments": args, "text": text, "withheld": withheld})
+
+        def started_finish(kept: str) -> FinishedCall:
+            return self.core.started_finish(facts.run_id, facts.call_id, kept,
+                                            ok=error is None)
+
+        def finishing(observed: Observed) -> list[FinishedCall]:
+            # The start's record and the report's (start first), with the result's fact.
+            kept = kept_of(observed)
+            return [started_finish(kept), self.core.report_finish(typed, kept)]
+
         async def post_tool_use() -> OnceText:
             observed = await self.core.observe(typed, result=output, error=error,
                                                started_at=now(),
                                                digest=record.args_sha256 or "",
-                                               records=records)
-            text, withheld = observation_text(observed, output, error)
-            kept = json.dumps({"arguments": args, "text": text, "withheld": withheld})
-            # The start's record and the report's, in one write (start first).
-            return OnceText(kept, (self.core.started_finish(facts.run_id, facts.call_id,
-                                                            kept, ok=error is None),))
+                                               records=records, finishing=finishing)
+            kept = kept_of(observed)
+            # The start's record and the report's, in one write (start first): the
+            # result's fact's, where that one carried them.
+            return OnceText(kept, (started_finish(kept),), written=observed.finished)
 
         try:
             kept = _loads(await self.core.once(typed, post_tool_use))

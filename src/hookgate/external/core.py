@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,6 +36,7 @@ from hookgate.hooks.withheld import Withheld
 from hookgate.policies.shadow import record_shadow
 from hookgate.provenance import Fact, facts_session
 from hookgate.storage.ledger import DatabaseLedger
+from hookgate.storage.session_facts import DatabaseFacts
 from hookgate.tools.calls import CallIdentity, ToolOutcome
 from hookgate.tools.guarded import (
     build_metadata,
@@ -47,8 +48,8 @@ from hookgate.tools.guarded import (
 from hookgate.tools.ledger import FinishedCall, PriorExecution
 from hookgate.tools.tool import args_digest
 
-__all__ = ["Allowed", "CallRecords", "Denied", "ExternalCore", "Observed", "OnceText",
-           "SessionState", "SessionVerdict", "Verdict", "Waiting"]
+__all__ = ["Allowed", "CallRecords", "Denied", "ExternalCore", "Finishing", "Observed",
+           "OnceText", "SessionState", "SessionVerdict", "Verdict", "Waiting"]
 
 #: A session whose SessionStart chain ran (explicitly, or before its first call).
 _STARTED_SESSION = Entry(EntryKind.SESSION, ("started",))
@@ -114,15 +115,25 @@ class Observed:
 
     ctx: HookContext
     post: ChainResult
+    #: The ledger records written with the result's fact, in its write (`observe`'s
+    #: ``finishing``); empty when none were.
+    finished: tuple[FinishedCall, ...] = ()
+
+
+#: The ledger records a call's observation finishes (they say what the model reads of it).
+Finishing = Callable[[Observed], Sequence[FinishedCall]]
 
 
 @dataclass(frozen=True, slots=True)
 class OnceText:
     """What work run once answered, with the ledger records it finished (``along``): they
-    are written with the claim's record, in one write, before it (decision record 0020)."""
+    are written with the claim's record, in one write, before it (decision record 0020).
+    ``written``: the records the work wrote itself, with its last write (decision record
+    0031); when they are those, the claim's included, nothing is written again."""
 
     text: str
     along: tuple[FinishedCall, ...] = ()
+    written: tuple[FinishedCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,10 +306,13 @@ class ExternalCore:
 
     async def observe(self, call: ExternalCall, *, result: Any, error: str | None,
                       started_at: float, digest: str | None,
-                      records: CallRecords | None = None) -> Observed:
+                      records: CallRecords | None = None,
+                      finishing: Finishing | None = None) -> Observed:
         """PostToolUse over what the tool returned (``error``: it failed), with the
         decision kept for this exact call (``digest``: its final arguments'; ``records``:
-        the call's records read after it started, which hold it, else it is read here)."""
+        the call's records read after it started, which hold it, else it is read here).
+        ``finishing``: the ledger records the observation finishes, written with the
+        result's fact where one write carries both (`Observed.finished` says which)."""
         args = call.arguments
         ctx = HookContext(
             hook_point=HookPoint.POST_TOOL_USE, tool_name=call.tool.name, tool_args=args,
@@ -318,9 +332,21 @@ class ExternalCore:
             await self._shadow_rules_kept(ctx, kept.request_id)
         failed = Withheld.of(str(error), shown=f"Error: tool '{call.tool.name}' failed.") \
             if error is not None else None
-        post = await observe_result(ctx, self.registry(call.agent),
-                                    error if error is not None else result, failed)
-        return Observed(ctx, post)
+        registry = self.registry(call.agent)
+        written: list[tuple[FinishedCall, ...]] = []
+        keep = None
+        store = registry.facts
+        if finishing is not None and isinstance(store, DatabaseFacts) and (
+                store.db is self.ledger.db):
+            async def keep(session: str, fact: Fact, post: ChainResult) -> None:
+                # Called once the chain let the model read the result: the records say
+                # what it reads, and they are kept only if the fact is (one write).
+                finishes = tuple(finishing(Observed(ctx, post)))
+                if await store.add_finishing(session, fact, finishes):
+                    written.append(finishes)
+        post = await observe_result(ctx, registry, error if error is not None else result,
+                                    failed, keep)
+        return Observed(ctx, post, written[0] if written and not post.withheld else ())
 
     async def _shadow_rules_kept(self, ctx: HookContext, request_id: str | None) -> None:
         # The standing rules in shadow mode its request kept (counted when it was asked),
@@ -343,8 +369,12 @@ class ExternalCore:
         names one report of the call where a caller may send several different ones (a
         Claude Code PostToolUse carries the output, and another output is another report
         whose PostToolUse must run)."""
-        return await self.once_entry(
-            call.run_id, Entry(EntryKind.REPORT, (call.call_id, report)), work)
+        return await self.once_entry(call.run_id, _report_entry(call, report), work)
+
+    @staticmethod
+    def report_finish(call: ExternalCall, text: str, report: str = "") -> FinishedCall:
+        """The finish of the call's report claim (`once`) with its text."""
+        return FinishedCall(call.run_id, _report_entry(call, report).key, text, True)
 
     async def once_entry(self, run_id: str, entry: Entry,
                          work: Callable[[], Awaitable[str | OnceText]]) -> str:
@@ -353,10 +383,13 @@ class ExternalCore:
         prior = await self.ledger.claim(run_id, entry.key, entry.kind.value, "")
         if prior is None:
             done = await work()
-            text, along = (done, ()) if isinstance(done, str) else (done.text, done.along)
+            text, along, written = (done, (), ()) if isinstance(done, str) else (
+                done.text, done.along, done.written)
+            finishes = (*along, FinishedCall(run_id, entry.key, text, True))
+            if written == finishes:
+                return text  # the work wrote them, with its last write
             if along:
-                await self.ledger.finish_all(
-                    [*along, FinishedCall(run_id, entry.key, text, True)])
+                await self.ledger.finish_all(finishes)
             else:
                 await self.ledger.finish(run_id, entry.key, text, ok=True)
             return text
@@ -403,6 +436,10 @@ def observation_text(observed: Observed, output: Any, error: str | None) -> tupl
     notes = ctx.added_context
     text = render_observation(shown)
     return (with_hook_context(text, list(notes)) if notes else text), False
+
+
+def _report_entry(call: ExternalCall, report: str) -> Entry:
+    return Entry(EntryKind.REPORT, (call.call_id, report))
 
 
 def _stop_reason(record: PriorExecution) -> str:

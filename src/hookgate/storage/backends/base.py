@@ -227,6 +227,12 @@ class Backend(Protocol):
         of its kind with its text (read in the same statement)."""
         ...
 
+    async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,
+                                 once: bool = False) -> bool:
+        """`add_fact`, and the ledger ``finishes`` in the same transaction where one write
+        carries both (True); else only the fact (False: the caller writes the finishes)."""
+        ...
+
     async def session_facts(self, session: str) -> list[FactRead]:
         """The session's facts in the order they were kept (one read, no transaction)."""
         ...

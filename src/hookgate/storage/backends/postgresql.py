@@ -488,6 +488,13 @@ class PostgresBackend:
         insert = _s("fact_insert_once" if once else "fact_insert")
         await self.driver.execute(insert.sql, *insert.args((*row, utcnow())))
 
+    async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,
+                                 once: bool = False) -> bool:
+        # The fact alone, in autocommit: a transaction around it and the finishes would add
+        # two round trips (the caller finishes them one statement each, as `finish_all`).
+        await self.add_fact(row, once=once)
+        return False
+
     async def session_facts(self, session: str) -> list[FactRead]:
         # One statement in autocommit on the driver (through an ORM session: a checkout,
         # BEGIN, the read, ROLLBACK, and SQLAlchemy's execute path around each).
