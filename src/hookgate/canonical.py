@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+import orjson
 import rfc8785
 
 __all__ = ["NOT_JSON", "NotCanonicalJSON", "canonical_bytes", "canonical_json",
@@ -29,10 +30,13 @@ def canonical_bytes(value: Any) -> bytes:
     says it); keys that are numbers, booleans or None as JSON writes them."""
     if _same_as_sorted_json(value):
         # For text, safe integers, booleans and null under ASCII keys, RFC 8785 is exactly
-        # the standard library's sorted, compact JSON: its C encoder (decision 0009).
+        # sorted, compact JSON with text as it is (decision 0009; both escape the same
+        # characters the same way: the two-character escapes, other controls as lowercase
+        # \u00xx). orjson writes it as UTF-8 directly: an eighth of the standard library's
+        # encoder's time for an audit row's form, a tenth for a small value (decision 0031).
         try:
-            return _SORTED_JSON(value).encode("utf-8")
-        except UnicodeEncodeError:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
             pass  # a lone surrogate: rfc8785 below says so
     try:
         return rfc8785.dumps(_plain(value))
@@ -55,10 +59,6 @@ def canonical_sha256(value: Any) -> str:
     return hashlib.sha256(canonical_bytes(value)).hexdigest()
 
 
-#: Sorted, compact JSON with text as it is (ES6/RFC 8785 escape the same characters the same
-#: way: the two-character escapes, other controls as lowercase \u00xx).
-_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                                allow_nan=False).encode
 _SAFE_INT = 2**53 - 1
 #: How deep the fast path looks before leaving a value to rfc8785.
 _FAST_DEPTH = 32

@@ -43,8 +43,10 @@ from hookgate.external.core import (
     Allowed,
     Denied,
     ExternalCore,
+    Observed,
     OnceText,
     ReportInProgress,
+    SessionState,
     SessionVerdict,
     now,
     observation_text,
@@ -67,6 +69,7 @@ from hookgate.tools.tool import args_digest
 
 if TYPE_CHECKING:
     from hookgate.storage.ledger import DatabaseLedger
+    from hookgate.tools.ledger import FinishedCall, PriorExecution
 
 #: The agent's section of rules for guarded calls (model_config_json.guarded_calls).
 SECTION = "guarded_calls"
@@ -302,15 +305,18 @@ class GuardedCalls:
                 "one is not run")
         if prior is not None and prior.observation is None:
             await self.core.finish(INDEX_RUN, index, _facts_text(facts), ok=True)
+        # Whether the session started and stopped and whether the call started: one read.
+        state = await self.core.session_state(facts.run_id, call_id)
         try:
             session = await self.core.session_before_call(agent, facts.identity(agent),
-                                                          facts.extras())
+                                                          facts.extras(), state=state)
         except ReportInProgress:
             raise CallRefused(f"session '{session_id}' is starting; ask again") from None
         context = session.context
         counted = prior is not None and await self.approvals.store.for_call(
             facts.run_id, call_id) is not None
-        answer = await self._decide(agent, asker, key, facts, wait_s=0.0, counted=counted)
+        answer = await self._decide(agent, asker, key, facts, wait_s=0.0, counted=counted,
+                                    state=state if state.started else None)
         if context and answer.decision == "allow":
             note = f"{answer.note}; {context}" if answer.note else context
             answer = CallAnswer(answer.call, answer.decision, answer.arguments, note)
@@ -395,11 +401,14 @@ class GuardedCalls:
 
     async def _decide(self, agent: Agent, asker: Asker, key: str, facts: _Facts, *,
                       wait_s: float, listening: Listening | None = None,
-                      counted: bool = False) -> CallAnswer:
+                      counted: bool = False, state: SessionState | None = None
+                      ) -> CallAnswer:
         """PreToolUse and the gate for the call. ``counted``: a person was asked about this
         call before, so its first ask passed the rate limits (they run before the gate) and
-        took its slots; asked again, it takes none."""
-        ran = await self._already_ran(key, facts)
+        took its slots; asked again, it takes none. ``state``: the started session's state
+        read for this ask (else its stop and the call's start are read here)."""
+        ran = await self._already_ran(key, facts) if state is None else _ran(
+            key, state.call_start)
         if ran is not None:
             return ran
         try:
@@ -414,7 +423,7 @@ class GuardedCalls:
         # reached the client), it is still this call's; the start claim below keeps it to
         # one execution.
         verdict = await self.core.decide(call, wait_s=wait_s, owner=facts.call_id,
-                                         counted=counted)
+                                         counted=counted, session=state)
         if isinstance(verdict, Denied):
             return CallAnswer(key, "deny", reason=verdict.reason)
         if not isinstance(verdict, Allowed):
@@ -436,15 +445,7 @@ class GuardedCalls:
                                      verdict.ctx))
 
     async def _already_ran(self, key: str, facts: _Facts) -> CallAnswer | None:
-        record = await self.core.started(facts.run_id, facts.call_id)
-        if record is None:
-            return None
-        held = _loads(record.observation)
-        text = held.get("text")
-        if not isinstance(text, str):
-            text = ("hookgate: this call already started once and reported no result (the "
-                    "agent may have stopped while the tool ran); it does not run again")
-        return CallAnswer(key, "already_ran", observation=text)
+        return _ran(key, await self.core.started(facts.run_id, facts.call_id))
 
     # -- after the call --------------------------------------------------------------------
 
@@ -454,7 +455,9 @@ class GuardedCalls:
         any instance, answers the first one's observation)."""
         facts = await self._facts(call, asker)
         agent = _agent_of(agents, facts, asker, call)
-        record = await self.core.started(facts.run_id, facts.call_id)
+        # Its start record and the decision kept before it started: one read.
+        records = await self.core.call_records(facts.run_id, facts.call_id)
+        record = records.start
         if record is None:
             raise CallRefused(f"call '{call}' was never allowed to start, so there is no "
                               "result to report")
@@ -471,15 +474,28 @@ class GuardedCalls:
         await _still_allowed(asker, call)
         await self._still_acting(asker, facts, call)
 
+        def kept_of(observed: Observed) -> str:
+            text, withheld = observation_text(observed, output, error)
+            return json.dumps({"arguments": args, "text": text, "withheld": withheld})
+
+        def started_finish(kept: str) -> FinishedCall:
+            return self.core.started_finish(facts.run_id, facts.call_id, kept,
+                                            ok=error is None)
+
+        def finishing(observed: Observed) -> list[FinishedCall]:
+            # The start's record and the report's (start first), with the result's fact.
+            kept = kept_of(observed)
+            return [started_finish(kept), self.core.report_finish(typed, kept)]
+
         async def post_tool_use() -> OnceText:
             observed = await self.core.observe(typed, result=output, error=error,
                                                started_at=now(),
-                                               digest=record.args_sha256 or "")
-            text, withheld = observation_text(observed, output, error)
-            kept = json.dumps({"arguments": args, "text": text, "withheld": withheld})
-            # The start's record and the report's, in one write (start first).
-            return OnceText(kept, (self.core.started_finish(facts.run_id, facts.call_id,
-                                                            kept, ok=error is None),))
+                                               digest=record.args_sha256 or "",
+                                               records=records, finishing=finishing)
+            kept = kept_of(observed)
+            # The start's record and the report's, in one write (start first): the
+            # result's fact's, where that one carried them.
+            return OnceText(kept, (started_finish(kept),), written=observed.finished)
 
         try:
             kept = _loads(await self.core.once(typed, post_tool_use))
@@ -562,6 +578,17 @@ def _agent_of(agents: Mapping[str, Agent], facts: _Facts, asker: Asker, call: st
     if asker.org_id is not None and agent.org_id is not None and agent.org_id != asker.org_id:
         raise CallNotFound(f"no call '{call}'")
     return agent
+
+
+def _ran(key: str, record: PriorExecution | None) -> CallAnswer | None:
+    """``already_ran`` with the recorded observation, for a call with a start record."""
+    if record is None:
+        return None
+    text = _loads(record.observation).get("text")
+    if not isinstance(text, str):
+        text = ("hookgate: this call already started once and reported no result (the "
+                "agent may have stopped while the tool ran); it does not run again")
+    return CallAnswer(key, "already_ran", observation=text)
 
 
 async def _still_allowed(asker: Asker, call: str) -> None:

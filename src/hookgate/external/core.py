@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,6 +36,7 @@ from hookgate.hooks.withheld import Withheld
 from hookgate.policies.shadow import record_shadow
 from hookgate.provenance import Fact, facts_session
 from hookgate.storage.ledger import DatabaseLedger
+from hookgate.storage.session_facts import DatabaseFacts
 from hookgate.tools.calls import CallIdentity, ToolOutcome
 from hookgate.tools.guarded import (
     build_metadata,
@@ -47,11 +48,13 @@ from hookgate.tools.guarded import (
 from hookgate.tools.ledger import FinishedCall, PriorExecution
 from hookgate.tools.tool import args_digest
 
-__all__ = ["Allowed", "Denied", "ExternalCore", "Observed", "OnceText", "SessionVerdict",
-           "Verdict", "Waiting"]
+__all__ = ["Allowed", "CallRecords", "Denied", "ExternalCore", "Finishing", "Observed",
+           "OnceText", "SessionState", "SessionVerdict", "Verdict", "Waiting"]
 
 #: A session whose SessionStart chain ran (explicitly, or before its first call).
 _STARTED_SESSION = Entry(EntryKind.SESSION, ("started",))
+#: A session its SessionStart chain stopped (the reason is the record).
+_STOPPED = Entry(EntryKind.STOPPED)
 #: The claim of the SessionStart run before a never-started session's first call.
 _IMPLICIT_START = Entry(EntryKind.SESSION, ("implicit-start",))
 #: How long a second report of a call waits for the first one's observation.
@@ -112,15 +115,47 @@ class Observed:
 
     ctx: HookContext
     post: ChainResult
+    #: The ledger records written with the result's fact, in its write (`observe`'s
+    #: ``finishing``); empty when none were.
+    finished: tuple[FinishedCall, ...] = ()
+
+
+#: The ledger records a call's observation finishes (they say what the model reads of it).
+Finishing = Callable[[Observed], Sequence[FinishedCall]]
 
 
 @dataclass(frozen=True, slots=True)
 class OnceText:
     """What work run once answered, with the ledger records it finished (``along``): they
-    are written with the claim's record, in one write, before it (decision record 0020)."""
+    are written with the claim's record, in one write, before it (decision record 0020).
+    ``written``: the records the work wrote itself, with its last write (decision record
+    0031); when they are those, the claim's included, nothing is written again."""
 
     text: str
     along: tuple[FinishedCall, ...] = ()
+    written: tuple[FinishedCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """What the ledger held, at one read, of a session and one call of it: whether its
+    SessionStart ran, why it stopped the session, and the call's start record. Once the
+    session started, its stop is final (recorded before its start), and a start another
+    ask of the call makes after the read is found by this ask's own start claim: an ask
+    decides on this state."""
+
+    started: bool
+    stopped: str | None
+    call_start: PriorExecution | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecords:
+    """A started call's records at one read: its start record (its final arguments, then
+    its observation) and the decision kept for it (written before its start)."""
+
+    start: PriorExecution | None
+    decision: PriorExecution | None
 
 
 class ReportInProgress(RuntimeError):
@@ -157,17 +192,31 @@ class ExternalCore:
         stopped = None
         if not result.allow:
             stopped = f"hookgate stopped the session at SessionStart: {result.error or 'a hook'}"
-            await self.record_once(identity.run_id, Entry(EntryKind.STOPPED), "SessionStart",
-                                   stopped, ok=False)
+            await self.record_once(identity.run_id, _STOPPED, "SessionStart", stopped,
+                                   ok=False)
         await self.record_once(identity.run_id, _STARTED_SESSION, "SessionStart", "started",
                                ok=True)
         return SessionVerdict(stopped, None if stopped else result.additional_context or None)
 
+    async def session_state(self, run_id: str, call_id: str) -> SessionState:
+        """The session's start and stop and the call's start, in one read."""
+        start = Entry(EntryKind.STARTED, (call_id,)).key
+        held = await self.ledger.recorded_among(run_id, (_STARTED_SESSION.key, _STOPPED.key,
+                                                         start))
+        stopped = held.get(_STOPPED.key)
+        return SessionState(_STARTED_SESSION.key in held,
+                            None if stopped is None else _stop_reason(stopped),
+                            held.get(start))
+
     async def session_before_call(self, agent: Agent, identity: CallIdentity,
-                                  metadata: Mapping[str, Any]) -> SessionVerdict:
+                                  metadata: Mapping[str, Any], *,
+                                  state: SessionState | None = None) -> SessionVerdict:
         """The session rule: a call (or prompt) of a session that was never started runs
         the session's SessionStart chain first, once (concurrent first calls wait for that
-        one); a started session's calls run none. The verdict of that run (or an empty one)."""
+        one); a started session's calls run none. The verdict of that run (or an empty one).
+        ``state``: the session's, read for this call (`session_state`)."""
+        if state is not None and state.started:
+            return SessionVerdict(None, None)
         if await self.recorded(identity.run_id, _STARTED_SESSION) is not None:
             return SessionVerdict(None, None)
 
@@ -186,21 +235,23 @@ class ExternalCore:
 
     async def stopped(self, run_id: str) -> str | None:
         """Why the session's SessionStart stopped it, or None."""
-        record = await self.ledger.recorded(run_id, Entry(EntryKind.STOPPED).key)
-        if record is None:
-            return None
-        return record.observation or "stopped by hookgate"
+        record = await self.ledger.recorded(run_id, _STOPPED.key)
+        return None if record is None else _stop_reason(record)
 
     # -- before the call --------------------------------------------------------------------
 
     async def decide(self, call: ExternalCall, *, wait_s: float, owner: str | None = None,
-                     counted: bool = False, retry: RetryReuse | None = None) -> Verdict:
+                     counted: bool = False, retry: RetryReuse | None = None,
+                     session: SessionState | None = None) -> Verdict:
         """PreToolUse, the read-only guard, rate limits and the gate for ``call``.
         ``owner``: the call id that owns an approval's use (see ExternalApprovals);
         ``counted``: the call took its rate-limit slots when it was first asked;
         ``retry``: the one exception to "an approval covers its own call id", for a codec
-        whose client re-sends a call it gave up waiting for (hookgate.hooks.coverage)."""
-        stopped = await self.stopped(call.run_id)
+        whose client re-sends a call it gave up waiting for (hookgate.hooks.coverage);
+        ``session``: the session's state read for this ask (`session_state`), whose stop
+        is final once the session started (else the stop is read here)."""
+        stopped = session.stopped if session is not None and session.started else (
+            await self.stopped(call.run_id))
         if stopped is not None:
             return Denied(stopped)
         approvals = ExternalApprovals(self.approvals, self.ledger, wait_s, owner=owner,
@@ -239,6 +290,13 @@ class ExternalCore:
         """The call's start record (its arguments, then its observation), or None."""
         return await self.ledger.recorded(run_id, Entry(EntryKind.STARTED, (call_id,)).key)
 
+    async def call_records(self, run_id: str, call_id: str) -> CallRecords:
+        """The call's start record and its kept decision, in one read."""
+        start = Entry(EntryKind.STARTED, (call_id,)).key
+        decision = decisions.key(call_id)
+        held = await self.ledger.recorded_among(run_id, (start, decision))
+        return CallRecords(held.get(start), held.get(decision))
+
     @staticmethod
     def started_finish(run_id: str, call_id: str, text: str, ok: bool) -> FinishedCall:
         """The finish of the call's start record with its observation (for `OnceText`)."""
@@ -247,9 +305,14 @@ class ExternalCore:
     # -- after the call ---------------------------------------------------------------------
 
     async def observe(self, call: ExternalCall, *, result: Any, error: str | None,
-                      started_at: float, digest: str | None) -> Observed:
+                      started_at: float, digest: str | None,
+                      records: CallRecords | None = None,
+                      finishing: Finishing | None = None) -> Observed:
         """PostToolUse over what the tool returned (``error``: it failed), with the
-        decision kept for this exact call (``digest``: its final arguments')."""
+        decision kept for this exact call (``digest``: its final arguments'; ``records``:
+        the call's records read after it started, which hold it, else it is read here).
+        ``finishing``: the ledger records the observation finishes, written with the
+        result's fact where one write carries both (`Observed.finished` says which)."""
         args = call.arguments
         ctx = HookContext(
             hook_point=HookPoint.POST_TOOL_USE, tool_name=call.tool.name, tool_args=args,
@@ -260,16 +323,30 @@ class ExternalCore:
         ctx.call_started = started_at
         if call.call.shadow is not None:
             call.call.shadow(ctx, counted=False)  # for the audit row of the result
-        kept = None if digest is None else await decisions.kept(
-            self.ledger, call.run_id, call.call_id, call.tool.name, digest)
+        kept = None if digest is None else (
+            decisions.kept_in(records.decision, call.tool.name, digest) if records is not None
+            else await decisions.kept(self.ledger, call.run_id, call.call_id, call.tool.name,
+                                      digest))
         if kept is not None:
             ctx.approval = ApprovalOutcome("approved", kept.request_id, decision=kept)
             await self._shadow_rules_kept(ctx, kept.request_id)
         failed = Withheld.of(str(error), shown=f"Error: tool '{call.tool.name}' failed.") \
             if error is not None else None
-        post = await observe_result(ctx, self.registry(call.agent),
-                                    error if error is not None else result, failed)
-        return Observed(ctx, post)
+        registry = self.registry(call.agent)
+        written: list[tuple[FinishedCall, ...]] = []
+        keep = None
+        store = registry.facts
+        if finishing is not None and isinstance(store, DatabaseFacts) and (
+                store.db is self.ledger.db):
+            async def keep(session: str, fact: Fact, post: ChainResult) -> None:
+                # Called once the chain let the model read the result: the records say
+                # what it reads, and they are kept only if the fact is (one write).
+                finishes = tuple(finishing(Observed(ctx, post)))
+                if await store.add_finishing(session, fact, finishes):
+                    written.append(finishes)
+        post = await observe_result(ctx, registry, error if error is not None else result,
+                                    failed, keep)
+        return Observed(ctx, post, written[0] if written and not post.withheld else ())
 
     async def _shadow_rules_kept(self, ctx: HookContext, request_id: str | None) -> None:
         # The standing rules in shadow mode its request kept (counted when it was asked),
@@ -292,8 +369,12 @@ class ExternalCore:
         names one report of the call where a caller may send several different ones (a
         Claude Code PostToolUse carries the output, and another output is another report
         whose PostToolUse must run)."""
-        return await self.once_entry(
-            call.run_id, Entry(EntryKind.REPORT, (call.call_id, report)), work)
+        return await self.once_entry(call.run_id, _report_entry(call, report), work)
+
+    @staticmethod
+    def report_finish(call: ExternalCall, text: str, report: str = "") -> FinishedCall:
+        """The finish of the call's report claim (`once`) with its text."""
+        return FinishedCall(call.run_id, _report_entry(call, report).key, text, True)
 
     async def once_entry(self, run_id: str, entry: Entry,
                          work: Callable[[], Awaitable[str | OnceText]]) -> str:
@@ -302,10 +383,13 @@ class ExternalCore:
         prior = await self.ledger.claim(run_id, entry.key, entry.kind.value, "")
         if prior is None:
             done = await work()
-            text, along = (done, ()) if isinstance(done, str) else (done.text, done.along)
+            text, along, written = (done, (), ()) if isinstance(done, str) else (
+                done.text, done.along, done.written)
+            finishes = (*along, FinishedCall(run_id, entry.key, text, True))
+            if written == finishes:
+                return text  # the work wrote them, with its last write
             if along:
-                await self.ledger.finish_all(
-                    [*along, FinishedCall(run_id, entry.key, text, True)])
+                await self.ledger.finish_all(finishes)
             else:
                 await self.ledger.finish(run_id, entry.key, text, ok=True)
             return text
@@ -352,6 +436,14 @@ def observation_text(observed: Observed, output: Any, error: str | None) -> tupl
     notes = ctx.added_context
     text = render_observation(shown)
     return (with_hook_context(text, list(notes)) if notes else text), False
+
+
+def _report_entry(call: ExternalCall, report: str) -> Entry:
+    return Entry(EntryKind.REPORT, (call.call_id, report))
+
+
+def _stop_reason(record: PriorExecution) -> str:
+    return record.observation or "stopped by hookgate"
 
 
 def now() -> float:

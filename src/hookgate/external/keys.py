@@ -85,4 +85,12 @@ class Entry:
     @property
     def key(self) -> str:
         """The entry's ``tool_call_id`` column: the kind, then the typed hash."""
-        return f"{self.kind.value}-{typed_hash(self.kind.value, *self.about)}"
+        return _entry_key(self.kind, self.about)
+
+
+@functools.lru_cache(maxsize=4096)
+def _entry_key(kind: EntryKind, about: tuple[str, ...]) -> str:
+    # Kept for the latest entries: one guarded call names each of its entries several
+    # times (an enum's ``value`` and the hash's arguments cost more than this lookup).
+    value = kind.value
+    return f"{value}-{typed_hash(value, *about)}"

@@ -12,6 +12,7 @@ need a restart. A stamp it cannot read leaves its modes in force, and says so (l
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -64,6 +65,15 @@ def _digest(value: object) -> str:
 
 def entry_key(entry: object) -> str:
     """How a configuration entry (a mapping or a model) is known: its text without mode."""
+    if type(entry) is str:
+        return _text_key(entry)
+    return _digest(entry)
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_key(entry: str) -> str:
+    # A catalog name (``audit_log``): text never changes, and every registry build reads
+    # the mode of each of its entries (`live_mode`).
     return _digest(entry)
 
 

@@ -38,6 +38,14 @@ class DatabaseLedger:
         """The record of (run, call) if one was claimed; None otherwise (one read)."""
         return prior_execution(await self.db.backend.recorded(run_id, tool_call_id))
 
+    async def recorded_among(self, run_id: str, tool_call_ids: Sequence[str]
+                             ) -> dict[str, PriorExecution]:
+        """The records of up to three entries of one run, by key, in one read (an entry
+        never claimed is not there)."""
+        rows = await self.db.backend.recorded_among(run_id, tool_call_ids)
+        return {key: PriorExecution(row.observation, row.ok, row.tool_name, row.args_sha256)
+                for key, row in rows.items()}
+
     async def claim_finished(self, run_id: str, tool_call_id: str, tool_name: str,
                              args_sha256: str, observation: str, ok: bool
                              ) -> PriorExecution | None:

@@ -280,19 +280,27 @@ def _tracer(registry: HookRegistry, identity: CallIdentity, args: dict[str, Any]
     return traced
 
 
+#: Keeps a result's fact of the session for `observe_result` in place of the registry's
+#: fact store: (session, fact, the PostToolUse chain's result); raises if it cannot.
+KeepFact = Callable[[str, Fact, ChainResult], Awaitable[None]]
+
+
 async def observe_result(ctx: HookContext, registry: HookRegistry, result: Any,
-                         error: Withheld | None) -> ChainResult:
-    """The PostToolUse chain over what a call returned (``error``: it failed)."""
+                         error: Withheld | None, keep: KeepFact | None = None
+                         ) -> ChainResult:
+    """The PostToolUse chain over what a call returned (``error``: it failed). ``keep``:
+    how the result's fact is kept, when the caller writes it with records of its own (the
+    external core: with the call's ledger records, in one write)."""
     ctx.hook_point = HookPoint.POST_TOOL_USE
     ctx.tool_result = result
     if error is not None:
         ctx.tool_error = error
     post = await registry.run_post_tool_use(ctx)
-    return await _kept_as_fact(ctx, registry, post)
+    return await _kept_as_fact(ctx, registry, post, keep)
 
 
 async def _kept_as_fact(ctx: HookContext, registry: HookRegistry,
-                        post: ChainResult) -> ChainResult:
+                        post: ChainResult, keep: KeepFact | None = None) -> ChainResult:
     """Keep what the model will read of the result as a fact of the session, trusted or
     not as the tool declared (hookgate.provenance). If it cannot be kept, the model does
     not read it: a value it carries could later pass as one the session never saw."""
@@ -311,7 +319,10 @@ async def _kept_as_fact(ctx: HookContext, registry: HookRegistry,
                                                           request if isinstance(request, str)
                                                           else None))
     try:
-        await registry.facts.add(str(session), fact)
+        if keep is None:
+            await registry.facts.add(str(session), fact)
+        else:
+            await keep(str(session), fact, post)
     except Exception as exc:
         msg = (f"Error: hookgate could not keep the output of '{ctx.tool_name}' as a fact of "
                f"the session ({type(exc).__name__}), so it is withheld.")

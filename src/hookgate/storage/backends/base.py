@@ -203,6 +203,12 @@ class Backend(Protocol):
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         ...
 
+    async def recorded_among(self, run_id: str, keys: Sequence[str]
+                             ) -> dict[str, PriorRow]:
+        """The records of up to three entries of one run in one read, by key (an entry
+        never claimed is not there)."""
+        ...
+
     async def claim_finished(self, row: tuple[str, str, str, str], observation: str,
                              ok: bool) -> PriorRow | None:
         """`claim` and `finish` in one statement, for a record known when it is claimed;
@@ -224,6 +230,12 @@ class Backend(Protocol):
         """Keep one fact of a session (``session_facts``), committed before this returns:
         one statement on the fast path. ``once``: not if the session already holds a fact
         of its kind with its text (read in the same statement)."""
+        ...
+
+    async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,
+                                 once: bool = False) -> bool:
+        """`add_fact`, and the ledger ``finishes`` in the same transaction where one write
+        carries both (True); else only the fact (False: the caller writes the finishes)."""
         ...
 
     async def session_facts(self, session: str) -> list[FactRead]:

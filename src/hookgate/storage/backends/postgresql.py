@@ -57,6 +57,7 @@ from hookgate.storage.backends.statements import (
     CHECKPOINT_PARAMS,
     Compiled,
     DialectName,
+    among_keys,
     audit_row_values,
     compiled,
 )
@@ -536,6 +537,12 @@ class PostgresBackend:
     async def recorded(self, run_id: str, tool_call_id: str) -> PriorRow | None:
         return _prior(await self.driver.fetchrow(_s("prior").sql, run_id, tool_call_id))
 
+    async def recorded_among(self, run_id: str, keys: Sequence[str]
+                             ) -> dict[str, PriorRow]:
+        rows = await self.driver.fetch(_s("prior_among").sql, run_id, *among_keys(keys))
+        return {str(r[0]): PriorRow(r[1], None if r[2] is None else bool(r[2]), r[3], r[4])
+                for r in rows}
+
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:
         finish = _s("finish")
@@ -557,6 +564,13 @@ class PostgresBackend:
         # One statement in autocommit: no BEGIN/COMMIT around it.
         insert = _s("fact_insert_once" if once else "fact_insert")
         await self.driver.execute(insert.sql, *insert.args((*row, utcnow())))
+
+    async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,
+                                 once: bool = False) -> bool:
+        # The fact alone, in autocommit: a transaction around it and the finishes would add
+        # two round trips (the caller finishes them one statement each, as `finish_all`).
+        await self.add_fact(row, once=once)
+        return False
 
     async def session_facts(self, session: str) -> list[FactRead]:
         # One statement in autocommit on the driver (through an ORM session: a checkout,

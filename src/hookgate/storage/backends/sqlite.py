@@ -46,6 +46,7 @@ from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timesta
 from hookgate.storage.backends.statements import (
     Compiled,
     DialectName,
+    among_keys,
     audit_row_values,
     compiled,
 )
@@ -277,6 +278,13 @@ class SqliteBackend(EngineReads, EngineChanges):
         return _prior(await self.driver.read(
             lambda c: c.execute(prior.sql, (run_id, tool_call_id)).fetchone()))
 
+    async def recorded_among(self, run_id: str, keys: Sequence[str]
+                             ) -> dict[str, PriorRow]:
+        among, params = _s("prior_among"), (run_id, *among_keys(keys))
+        rows = await self.driver.read(lambda c: c.execute(among.sql, params).fetchall())
+        return {str(r[0]): PriorRow(r[1], None if r[2] is None else bool(r[2]), r[3], r[4])
+                for r in rows}
+
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:
         finish = _s("finish")
@@ -299,6 +307,22 @@ class SqliteBackend(EngineReads, EngineChanges):
     async def add_fact(self, row: FactRow, *, once: bool = False) -> None:
         insert = _s("fact_insert_once" if once else "fact_insert")
         await self.driver.write_one(insert.sql, insert.args((*row, sqlite_timestamp(utcnow()))))
+
+    async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,
+                                 once: bool = False) -> bool:
+        # One transaction: its BEGIN IMMEDIATE and COMMIT cost less than a commit of its own
+        # for the fact (decision record 0031).
+        insert, finish, at = (_s("fact_insert_once" if once else "fact_insert"), _s("finish"),
+                              sqlite_timestamp(utcnow()))
+        fact = insert.args((*row, at))
+        rows = [finish.args((f.observation, f.ok, at, f.run_id, f.tool_call_id))
+                for f in finishes]
+
+        def write(conn: DriverConnection) -> None:
+            conn.execute(insert.sql, fact)
+            conn.executemany(finish.sql, rows)
+        await self.driver.write(write)
+        return True
 
     async def session_facts(self, session: str) -> list[FactRead]:
         # On the driver's connection, as the ledger's reads (through an ORM session it cost

@@ -10,7 +10,7 @@ the first use instead of writing a value into the wrong column.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from operator import itemgetter
@@ -146,6 +146,25 @@ def _prior(_: str) -> ClauseElement:
         t.run_id == bindparam("run_id"), t.tool_call_id == bindparam("tool_call_id"))
 
 
+#: How many entries of one run `_prior_among` reads at once (fewer: a key repeated).
+PRIOR_AMONG = 3
+
+
+def _prior_among(_: str) -> ClauseElement:
+    """`_prior` of up to `PRIOR_AMONG` entries of one run in one read, each with its key."""
+    t = ToolExecutionRow
+    return select(t.tool_call_id, t.observation, t.ok, t.tool_name, t.args_sha256).where(
+        t.run_id == bindparam("run_id"),
+        t.tool_call_id.in_([bindparam(f"key{i}") for i in range(PRIOR_AMONG)]))
+
+
+def among_keys(keys: Sequence[str]) -> tuple[str, ...]:
+    """``keys`` as `_prior_among` takes them: exactly `PRIOR_AMONG`, the first repeated."""
+    if not 0 < len(keys) <= PRIOR_AMONG:
+        raise ValueError(f"one read takes 1 to {PRIOR_AMONG} ledger entries, not {len(keys)}")
+    return (*keys, *(keys[0],) * (PRIOR_AMONG - len(keys)))
+
+
 def _finish(_: str) -> ClauseElement:
     t = ToolExecutionRow
     return (update(t).where(t.run_id == bindparam("run_id"),
@@ -276,6 +295,7 @@ _STATEMENTS: dict[str, tuple[Callable[[str], ClauseElement], tuple[str, ...]]] =
     "claim_finished": (_claim_finished, ("run_id", "tool_call_id", "tool_name", "args_sha256",
                                          "started_at", "observation", "ok", "finished_at")),
     "prior": (_prior, ("run_id", "tool_call_id")),
+    "prior_among": (_prior_among, ("run_id", *(f"key{i}" for i in range(PRIOR_AMONG)))),
     "finish": (_finish, ("observation", "ok", "at", "run_id", "tool_call_id")),
     "events_after": (_events_after, ("run_id", "seq")),
     "summary": (_summary, ("run_id",)),
