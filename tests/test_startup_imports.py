@@ -78,3 +78,11 @@ def test_help_prints_every_command_group() -> None:
     out = subprocess.run([sys.executable, "-m", "hookgate.cli.main", "--help"], check=True,
                          capture_output=True, text=True, timeout=60).stdout
     assert "approvals" in out and "serve" in out
+
+
+def test_the_relay_leaves_the_mcp_sdk_for_its_http_path() -> None:
+    # `hookgate mcp stdio` (the relay) over the server's socket passes bytes: the SDK
+    # (~0.9 CPU-s of imports) loads only when a message goes over HTTP (decision record 0033).
+    loaded = _loaded("import hookgate.cli.mcp_cmd, hookgate.mcp.relay")
+    assert "hookgate.mcp.relay" in loaded
+    assert _heavy(loaded, ("mcp", "mcp_types")) == []

@@ -6,7 +6,6 @@ manager, the configuration or the workflow and delegation code uses reaches it."
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -15,13 +14,7 @@ from hookgate.engines.delegation import Delegation
 from hookgate.engines.driver import RunDriver
 from hookgate.runs.runner import ENGINES
 from tests.engines.world import Bank, make_agent
-
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "hookgate"
-MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
-
-
-def rel(path: Path) -> str:
-    return path.relative_to(PACKAGE).as_posix()
+from tests.source_trees import module_names, source_trees
 
 
 def calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
@@ -40,19 +33,16 @@ def imports_evals(tree: ast.AST) -> bool:
     return False
 
 
-TREES = {rel(p): ast.parse(p.read_text(encoding="utf-8")) for p in MODULES}
-
-
 def test_only_the_driver_the_eval_runner_and_the_mcp_gateway_enter_the_guarded_path(
         ) -> None:
-    entering = sorted(name for name, tree in TREES.items()
+    entering = sorted(name for name, tree in source_trees().items()
                       if calls_named(tree, "execute_tool_call"))
     assert entering == ["engines/driver.py", "evals/runner.py", "mcp/gateway.py"]
 
 
 def test_only_hookgate_evals_asks_for_hooks_to_be_bypassed() -> None:
     bypassing = sorted(
-        name for name, tree in TREES.items()
+        name for name, tree in source_trees().items()
         for call in calls_named(tree, "execute_tool_call")
         for kw in call.keywords
         if kw.arg == "hooks_bypassed" and not (
@@ -60,22 +50,22 @@ def test_only_hookgate_evals_asks_for_hooks_to_be_bypassed() -> None:
     assert bypassing == ["evals/runner.py"]
 
 
-@pytest.mark.parametrize("name", [n for n in TREES if not n.startswith("evals/")
+@pytest.mark.parametrize("name", [n for n in module_names() if not n.startswith("evals/")
                                   and n != "cli/eval_cmd.py" and n != "cli/main.py"])
 def test_no_other_module_imports_the_evals(name: str) -> None:
-    assert not imports_evals(TREES[name]), f"{name} imports hookgate.evals"
+    assert not imports_evals(source_trees()[name]), f"{name} imports hookgate.evals"
 
 
 def test_delegation_and_workflow_nodes_run_tools_only_through_the_driver() -> None:
     for name in ("engines/delegation.py", "workflows/runner.py", "engines/dag.py"):
-        tree = TREES[name]
+        tree = source_trees()[name]
         assert not calls_named(tree, "execute_tool_call"), name
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)
                     and n.attr in ("_invoke", "_fn")], name
     # Tool nodes and DAG steps go through run_call; agent nodes and delegates run engines.
-    assert calls_named(TREES["workflows/runner.py"], "run_call")
-    assert calls_named(TREES["engines/dag.py"], "run_call")
-    assert calls_named(TREES["engines/delegation.py"], "execute")
+    assert calls_named(source_trees()["workflows/runner.py"], "run_call")
+    assert calls_named(source_trees()["engines/dag.py"], "run_call")
+    assert calls_named(source_trees()["engines/delegation.py"], "execute")
 
 
 @pytest.mark.parametrize("engine_name", sorted(ENGINES))
@@ -91,8 +81,8 @@ def test_every_engine_the_server_builds_uses_the_unmodified_guarded_path(
 
 
 def test_only_the_eval_driver_overrides_the_guarded_call() -> None:
-    overriding = sorted(name for name, tree in TREES.items() for n in ast.walk(tree)
+    overriding = sorted(name for name, tree in source_trees().items() for n in ast.walk(tree)
                         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                         and n.name == "guarded_call")
     assert overriding == ["engines/driver.py", "evals/runner.py"]
-    assert calls_named(TREES["workflows/runner.py"], "RunDriver")  # the driver itself
+    assert calls_named(source_trees()["workflows/runner.py"], "RunDriver")  # the driver itself

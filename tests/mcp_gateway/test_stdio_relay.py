@@ -27,9 +27,10 @@ from aiohttp import web
 from mcp import Client, StdioServerParameters
 from mcp_types import CONNECTION_CLOSED, PROTOCOL_VERSION_META_KEY
 
+from hookgate.mcp.envelope import Envelope
 from hookgate.mcp.pipes import LineWriter
 from hookgate.mcp.refusal import StdioRefusal
-from hookgate.mcp.relay import Envelope, Relay, proxy_for, relay_stdio
+from hookgate.mcp.relay import Relay, proxy_for, relay_stdio
 from hookgate.mcp.relay_socket import SocketRelay, open_socket
 from tests.adversarial_tally import TALLY
 from tests.instances import Instance

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +17,8 @@ from hookgate.external.call import build_call
 from hookgate.external.policy import CallRules
 from hookgate.tools import CallIdentity, ToolArgumentsError, ToolCall, tool
 from hookgate.tools.guarded_call import GuardedCall, RefusedCall, new_call
+from tests.source_trees import source_trees
 
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "hookgate"
-TREES = {p.relative_to(PACKAGE).as_posix(): ast.parse(p.read_text(encoding="utf-8"))
-         for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts}
 OWNER = "tools/guarded_call.py"
 
 
@@ -50,7 +47,7 @@ def on_claims_registry(call: ast.Call, registries: set[str]) -> bool:
 
 
 def test_only_the_one_constructor_makes_the_typed_call() -> None:
-    making = sorted(name for name, tree in TREES.items() if calls(tree, "GuardedCall"))
+    making = sorted(name for name, tree in source_trees().items() if calls(tree, "GuardedCall"))
     assert making == [OWNER]
 
 
@@ -58,7 +55,7 @@ def test_arguments_are_validated_and_converted_in_one_place() -> None:
     # A tool's own validate is called by converted_arguments only (a Tool subclass may
     # extend it through super()); every path, a hook's rewrite, an approver's edit and the
     # Cedar hook's facts go through that function.
-    validating = sorted(name for name, tree in TREES.items()
+    validating = sorted(name for name, tree in source_trees().items()
                         for call in calls(tree, "validate")
                         if isinstance(call.func, ast.Attribute) and not is_super(call)
                         and not on_claims_registry(call, claims_registries(tree)))
@@ -66,15 +63,15 @@ def test_arguments_are_validated_and_converted_in_one_place() -> None:
 
 
 def test_every_caller_of_the_guarded_path_builds_its_call_with_new_call() -> None:
-    entering = {name for name, tree in TREES.items()
+    entering = {name for name, tree in source_trees().items()
                 if calls(tree, "execute_tool_call") or calls(tree, "decide_call")}
-    building = {name for name, tree in TREES.items() if calls(tree, "new_call")}
+    building = {name for name, tree in source_trees().items() if calls(tree, "new_call")}
     assert entering - {"tools/guarded.py"} == {
         "engines/driver.py", "evals/runner.py", "mcp/gateway.py", "external/core.py"}
     # The external core decides calls only the external constructor made (by new_call).
     assert building - {OWNER} == {
         "engines/driver.py", "evals/runner.py", "mcp/gateway.py", "external/call.py"}
-    assert {name for name, tree in TREES.items() if calls(tree, "build_call")} == {
+    assert {name for name, tree in source_trees().items() if calls(tree, "build_call")} == {
         "external/calls.py", "claude_code/backend.py",
         "coding_agents/flow.py"}
 

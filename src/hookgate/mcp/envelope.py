@@ -20,10 +20,9 @@ from mcp.shared.inbound import (
 )
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
+from hookgate.mcp.message_ids import id_key
 
-def id_key(request_id: Any) -> str:
-    """A JSON-RPC id as a dict key that keeps ``1`` and ``"1"`` apart."""
-    return f"{type(request_id).__name__}:{request_id}"
+__all__ = ["Envelope", "id_key"]
 
 
 class Envelope:

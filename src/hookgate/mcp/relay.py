@@ -31,18 +31,24 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from hookgate.mcp.envelope import Envelope, id_key
 from hookgate.mcp.event_stream import EventTooLarge, event_data
+from hookgate.mcp.message_ids import id_key
 from hookgate.mcp.pipes import LineReader, LineWriter
 from hookgate.mcp.refusal import TOKEN_ENV, StdioRefusal, one_line
 from hookgate.mcp.relay_socket import SocketRelay, open_socket
+
+if TYPE_CHECKING:
+    from hookgate.mcp.envelope import Envelope
+
+# The MCP SDK (its protocol versions, header names, error codes and the per-request
+# envelope's header rules) is imported where the HTTP relay first needs it, not here: over
+# the server's socket (the default) the relay passes bytes and needs none of it, and
+# importing it cost ~0.9 CPU-s of the ~1.45 s a `hookgate mcp stdio` spent before it read
+# its token (decision record 0033).
 
 #: Where ``hookgate mcp stdio`` reads the server's base URL.
 URL_ENV = "HOOKGATE_URL"
@@ -60,7 +66,7 @@ STREAM_ATTEMPTS = 3
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Envelope", "Relay", "check_access", "gateway_url", "proxy_for", "relay_stdio"]
+__all__ = ["Relay", "check_access", "gateway_url", "proxy_for", "relay_stdio"]
 
 
 def gateway_url(base: str | None, agent_id: str) -> str:
@@ -132,7 +138,7 @@ class Relay:
         #: The server's socket while it is open (hookgate.mcp.relay_socket): every message
         #: goes through it; once it closed, each is posted as below.
         self.socket = socket
-        self.envelope = Envelope()
+        self._envelope: Envelope | None = None
         #: The handshake session, once ``initialize`` opened one.
         self.session_id: str | None = None
         #: The protocol version sent with a message that names none itself (the handshake's
@@ -141,6 +147,15 @@ class Relay:
         self._initialize: str | None = None
         self._posts: dict[str, _Post] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def envelope(self) -> Envelope:
+        """The per-request protocol's headers, made when the first message goes over HTTP."""
+        if self._envelope is None:
+            from hookgate.mcp.envelope import Envelope
+
+            self._envelope = Envelope()
+        return self._envelope
 
     # -- client → gateway ----------------------------------------------------------------------
 
@@ -163,6 +178,9 @@ class Relay:
             log.warning("hookgate mcp stdio: the connection to %s closed; relaying over "
                         "HTTP from now on", self.url)
             self.socket = None
+        from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         method = message.get("method")
         if method == "notifications/cancelled" and self._cancelled_here(message):
             return
@@ -188,6 +206,8 @@ class Relay:
     def _cancelled_here(self, message: Mapping[str, Any]) -> bool:
         # On the per-request protocol closing a request's stream is its cancellation; the
         # handshake protocol posts the notification (as the SDK's own client does).
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         params = message.get("params")
         request_id = params.get("requestId") if isinstance(params, Mapping) else None
         post = self._posts.get(id_key(request_id)) if request_id is not None else None
@@ -204,6 +224,8 @@ class Relay:
             del self._posts[key]
 
     def _headers(self, own: Mapping[str, str]) -> dict[str, str]:
+        from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+
         headers = {"accept": "application/json, text/event-stream",
                    "content-type": "application/json"}
         if self.session_id is not None:
@@ -227,6 +249,8 @@ class Relay:
 
     async def _request(self, body: bytes, headers: Mapping[str, str], request_id: Any,
                        method: str) -> None:
+        from mcp_types import CONNECTION_CLOSED
+
         try:
             async with self.http.post(self.url, data=body,
                                       headers=self._headers(headers)) as answer:
@@ -239,6 +263,8 @@ class Relay:
                               f"hookgate at {self.url} did not answer: {said}")
 
     async def _answer(self, answer: aiohttp.ClientResponse, request_id: Any) -> None:
+        from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST
+
         kind = answer.content_type.lower()
         if answer.status == 202:
             await self._error(request_id, INVALID_REQUEST,
@@ -264,6 +290,8 @@ class Relay:
     async def _refused(self, answer: aiohttp.ClientResponse, request_id: Any,
                        kind: str) -> None:
         # A JSON-RPC error in the body says it best; else the status does.
+        from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
+
         body = await answer.read()
         if kind == "application/json":
             with contextlib.suppress(ValueError):

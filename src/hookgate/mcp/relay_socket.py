@@ -19,10 +19,9 @@ import logging
 from typing import Any, Literal
 
 import aiohttp
-from mcp_types import CONNECTION_CLOSED
 
-from hookgate.mcp.envelope import id_key
 from hookgate.mcp.event_stream import MAX_EVENT_BYTES
+from hookgate.mcp.message_ids import id_key
 from hookgate.mcp.pipes import LineWriter
 from hookgate.mcp.refusal import one_line
 
@@ -110,6 +109,10 @@ class SocketRelay:
         # Whatever was asked and not answered is answered now: the client is not left
         # waiting on a connection that is gone.
         pending, self.pending = self.pending, {}
+        if not pending:
+            return
+        from mcp_types import CONNECTION_CLOSED  # the SDK, loaded only when it is needed
+
         code = self.socket.close_code
         for request_id in pending.values():
             await self.out.write(json.dumps({
