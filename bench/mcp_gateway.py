@@ -21,9 +21,11 @@ HTTP gateway's p50 against FastMCP's HTTP proxy, and where each path spends CPU:
 microseconds per call of each process on it (this client — with the gateway itself for the
 in-process paths —, ``hookgate serve``, the stdio relay, the downstream server, FastMCP's
 proxy), which on a loaded machine says more than the latencies.
-With ``--against SRC`` the stdio relay and a ``hookgate serve`` of another source tree take
-their turn too (``stdio_bare_against``; their CPU as ``relay_against`` and
-``serve_against``), so a change is measured against the tree before it in one run.
+With ``--against SRC`` (or ``--compare-src SRC``) the stdio relay and a ``hookgate serve`` of
+another source tree take their turn too (``stdio_bare_against``, ``stdio_guarded_against``;
+their CPU as ``relay_against`` and ``serve_against``), so a change is measured against the
+tree before it in one run; ``stdio_guarded_over_fastmcp_stdio`` then has both trees' guarded
+relay against FastMCP's stdio proxy (issue #42's goal: at most 0.5 of what it adds).
 Usage: python bench/mcp_gateway.py [--calls 300] [--rounds 3] [--quick] [--fastmcp-python PY]
                                    [--against SRC]
 """
@@ -287,11 +289,12 @@ async def main(calls: int, rounds: int, fastmcp: str | None,
                 env={"HOOKGATE_TOKEN": TOKEN, "PYTHONPATH": env["PYTHONPATH"]},
                 cwd=str(root))))
             if against is not None and against_url is not None:
-                await add("stdio_bare_against", Client(StdioServerParameters(
-                    command=sys.executable,
-                    args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", "bare"],
-                    env={"HOOKGATE_TOKEN": TOKEN, "HOOKGATE_URL": against_url,
-                         "PYTHONPATH": against}, cwd=str(root))))
+                for agent in ("bare", "guarded"):
+                    await add(f"stdio_{agent}_against", Client(StdioServerParameters(
+                        command=sys.executable,
+                        args=["-m", "hookgate.cli.main", "mcp", "stdio", "--agent", agent],
+                        env={"HOOKGATE_TOKEN": TOKEN, "HOOKGATE_URL": against_url,
+                             "PYTHONPATH": against}, cwd=str(root))))
             if fastmcp is not None and proxy_url is not None:
                 await add("fastmcp_proxy_http", http_client(proxy_url, None),
                           "get_current_time")
@@ -351,6 +354,20 @@ async def main(calls: int, rounds: int, fastmcp: str | None,
                                       for k in ("relay_against", "serve_against"))
                                   / max(proxy_cpu, 1), 2),
         }
+    if "fastmcp_proxy_stdio" in figures:
+        # The goal's own figure: the guarded relay (hooks on) over the proxy, per tree.
+        proxy_added = max(out["added_p50_ms"]["fastmcp_proxy_stdio"], 1e-3)
+        proxy_cpu = out["cpu_us_per_call"]["fastmcp_proxy_stdio"].get("fastmcp_proxy", 0)
+        guarded: dict[str, Any] = {"target": 0.5}
+        for key, relay, serve in (("stdio_guarded", "relay", "serve"),
+                                  ("stdio_guarded_against", "relay_against", "serve_against")):
+            if key in figures:
+                spent = out["cpu_us_per_call"][key]
+                guarded[key] = {
+                    "added_p50": round(out["added_p50_ms"][key] / proxy_added, 2),
+                    "cpu_per_call": round((spent.get(relay, 0) + spent.get(serve, 0))
+                                          / max(proxy_cpu, 1), 2)}
+        out["stdio_guarded_over_fastmcp_stdio"] = guarded
     if "fastmcp_proxy_http" in figures:
         out["http_bare_minus_fastmcp_http_p50_ms"] = round(
             figures["http_bare"]["p50_ms"] - figures["fastmcp_proxy_http"]["p50_ms"], 3)
@@ -364,7 +381,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true",
                         help="two calls per path after one warm-up call: checks that the "
                              "bench runs, not a figure")
-    parser.add_argument("--against", metavar="SRC",
+    parser.add_argument("--against", "--compare-src", metavar="SRC", dest="against",
                         help="also relay through a hookgate serve of this source tree")
     parser.add_argument("--fastmcp-python", default=os.environ.get("FASTMCP_PYTHON"),
                         help="a Python with FastMCP installed (default: this one, if it has it)")

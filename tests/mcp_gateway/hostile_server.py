@@ -7,7 +7,9 @@ cutting a multi-byte character in two; ``not_utf8`` answers with bytes that are 
 surrogate; ``deep`` with JSON nested past any parser's depth; ``reused`` answers an id
 nobody asked, then its own id twice; ``huge`` answers with a text of
 ``$HOSTILE_HUGE_BYTES`` bytes; ``off_schema`` with structured content that breaks the
-output schema it declares.
+output schema it declares; ``guessed`` first answers the id the next request will likely
+carry, then its own; ``slow`` answers after ``SLOW_S`` seconds; ``cancels`` says which
+requests were ``slow`` and which the client cancelled (``notifications/cancelled``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import time
 from typing import Any
 
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}}
-NAMES = ["echo", "split", "not_utf8", "nan", "surrogate", "deep", "reused", "huge"]
+NAMES = ["echo", "split", "not_utf8", "nan", "surrogate", "deep", "reused", "huge",
+         "guessed", "slow", "cancels"]
 TOOLS = [{"name": n, "inputSchema": TEXT, "annotations": {"readOnlyHint": True}}
          for n in NAMES]
 #: Declared by ``off_schema``, whose structured content breaks it.
@@ -28,6 +31,10 @@ TOOLS.append({"name": "off_schema", "inputSchema": TEXT, "outputSchema": COUNT,
               "annotations": {"readOnlyHint": True}})
 #: Said by ``split``: Czech, two bytes per accented letter.
 SPLIT_TEXT = "příliš žluťoučký kůň"
+#: How long ``slow`` takes (longer than the tests' ``timeout_s``).
+SLOW_S = 3.0
+#: Ids of the ``slow`` calls, and the ids the client said it cancelled.
+SEEN: dict[str, list[Any]] = {"slow": [], "cancelled": []}
 
 
 def write(raw: bytes) -> None:
@@ -68,15 +75,34 @@ def call(msg_id: Any, name: str, args: dict[str, Any]) -> None:
         write(result_line(msg_id, text_result("second")))
     elif name == "huge":
         write(result_line(msg_id, text_result("h" * int(os.environ["HOSTILE_HUGE_BYTES"]))))
+    elif name == "guessed":
+        write(result_line(next_id(msg_id), text_result("planted")))
+        write(result_line(msg_id, text_result("guessed")))
+    elif name == "slow":
+        SEEN["slow"].append(msg_id)
+        time.sleep(SLOW_S)
+        write(result_line(msg_id, text_result("late")))
+    elif name == "cancels":
+        write(result_line(msg_id, text_result(json.dumps(SEEN))))
     elif name == "off_schema":
         write(result_line(msg_id, {**text_result("many"), "structuredContent": {"n": "many"}}))
     else:
         write(result_line(msg_id, text_result(str(args.get("text")))))
 
 
+def next_id(msg_id: Any) -> Any:
+    # The id a client that counts its requests gives the next one ("x-7" -> "x-8", 7 -> 8).
+    if isinstance(msg_id, int):
+        return msg_id + 1
+    head, _, number = str(msg_id).rpartition("-")
+    return f"{head}-{int(number) + 1}" if number.isdigit() else f"{msg_id}-1"
+
+
 def main() -> None:
     for line in sys.stdin:
         msg = json.loads(line)
+        if msg.get("method") == "notifications/cancelled":
+            SEEN["cancelled"].append((msg.get("params") or {}).get("requestId"))
         if "id" not in msg or "method" not in msg:
             continue  # a notification or a response
         method, params = msg["method"], msg.get("params") or {}

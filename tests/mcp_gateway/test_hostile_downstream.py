@@ -1,12 +1,13 @@
 """A downstream server that answers with hostile bytes on its stdout (hookgate.mcp.
 downstream_stdio reads them): a message cut into pieces (a character split in two), bytes
 that are not UTF-8, NaN, a lone surrogate, JSON nested past any parser's depth, answers to
-ids nobody asked or asked once, a huge answer. Each call gets the downstream's answer or
+ids nobody asked or asked once or not yet, a huge answer. Each call gets the downstream's answer or
 fails closed with a message naming the server; no stale answer is ever taken for a later
 call, and the gateway goes on serving (a connection the server broke is started again)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +102,37 @@ async def test_answers_to_ids_nobody_asked_are_never_taken_for_a_later_call(
     mixed = [text(r) for r in later] != ["call 0", "call 1", "call 2"]
     TALLY.record("a downstream's stale answer was taken for a later MCP call", mixed)
     assert not mixed, [text(r) for r in later]
+
+
+async def test_an_answer_to_the_next_request_sent_before_it_is_never_taken_for_it(
+        server: LiveServer) -> None:
+    # A tools/call is written straight onto the pipe under an id of its own (decision
+    # record 0036): an answer to the id the next call will carry, sent before that call is
+    # made, is an answer nobody asked, and the next call gets its own.
+    async with http_client(f"{server.url}/mcp/ops", "alice") as client:
+        guessed = await client.call_tool("mcp__hostile__guessed", {})
+        later = [await client.call_tool("mcp__hostile__echo", {"text": f"call {n}"})
+                 for n in range(2)]
+    assert not guessed.is_error and text(guessed) == "guessed"
+    planted = [text(r) for r in later] != ["call 0", "call 1"]
+    TALLY.record("a downstream's answer planted before the call was taken for it", planted)
+    assert not planted, [text(r) for r in later]
+
+
+async def test_a_call_that_times_out_is_cancelled_on_the_server_and_its_late_answer_dropped(
+        server: LiveServer) -> None:
+    async with http_client(f"{server.url}/mcp/ops", "alice") as client:
+        slow = await client.call_tool("mcp__hostile__slow", {})
+        seen = await client.call_tool("mcp__hostile__cancels", {})
+        after = await client.call_tool("mcp__hostile__echo", {"text": "after"})
+    assert slow.is_error and "did not answer tools/call within 2s" in text(slow), text(slow)
+    ids = json.loads(text(seen))
+    # The server heard that the call it was still running was abandoned (the courtesy
+    # notifications/cancelled), for the id it was asked under: a tools/call's own.
+    assert len(ids["slow"]) == 1 and ids["cancelled"] == ids["slow"], ids
+    assert str(ids["slow"][0]).startswith("hookgate-")
+    # Its late answer ("late") is taken for no later call.
+    assert not after.is_error and text(after) == "after"
 
 
 async def test_a_huge_answer_is_served_and_the_connection_goes_on(server: LiveServer) -> None:

@@ -28,8 +28,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from hookgate.config.mcp_servers import McpServerSpec
-from hookgate.mcp.downstream_stdio import stdio_server_pipes
+from hookgate.mcp.downstream_stdio import ServerPipes
 from hookgate.mcp.errors import DownstreamError
+from hookgate.mcp.pipe_calls import write_tool_calls_directly
 from hookgate.telemetry.mcp_spans import HttpTraceHeaders, downstream_span
 
 log = logging.getLogger(__name__)
@@ -188,9 +189,15 @@ class DownstreamServer:
 
     async def _hold(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
         try:
-            async with Client(self._target(), cache=None,
+            target = self._target()
+            async with Client(target, cache=None,
                               message_handler=self._on_message) as client:
                 _output_checked_by_the_mapping(client.session)
+                if isinstance(target, ServerPipes) and target.lines is not None \
+                        and target.input is not None:
+                    # Each tools/call straight onto the pipe (decision record 0036).
+                    write_tool_calls_directly(client.session, target.lines.answers,
+                                              target.input)
                 ready.set_result(client)
                 watch = self._watch(client)
                 try:
@@ -269,7 +276,7 @@ class DownstreamServer:
     def _target(self) -> Any:
         spec = self.spec
         if spec.command is not None:
-            return stdio_server_pipes(StdioServerParameters(
+            return ServerPipes(StdioServerParameters(
                 command=spec.command, args=list(spec.args), env=dict(spec.env) or None,
                 cwd=spec.cwd))
         assert spec.url is not None

@@ -3,7 +3,9 @@ written by the client's own tasks: no reader or writer task and no memory stream
 the process's pipes and the client's dispatcher (decision record 0022).
 
 The process is started, stopped and its lines parsed by the SDK's own stdio helpers, as
-``mcp.client.stdio.stdio_client`` does: only the two hops per message are gone.
+``mcp.client.stdio.stdio_client`` does: only the two hops per message are gone. The answers
+to ``tools/call`` requests written directly (`hookgate.mcp.pipe_calls`) go to their waiters
+instead of the dispatcher, once parsed by the same helper.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from mcp.client.stdio import (
 from mcp.shared.message import SessionMessage
 
 from hookgate.mcp.message_streams import MessageReceiver, MessageSender
+from hookgate.mcp.pipe_calls import Answers
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,7 @@ async def stdio_server_pipes(server: StdioServerParameters) -> AsyncIterator[Tra
     try:
         yield lines, writer
     finally:
+        lines.answers.close()
         with anyio.CancelScope(shield=True):
             writer.closed = True
             async with anyio.create_task_group() as tg:
@@ -73,10 +77,20 @@ class ServerLines(MessageReceiver):
         self._buffer = ""
         self._lines: deque[str] = deque()
         self._ended = False
+        #: The direct requests waiting for their answers (`hookgate.mcp.pipe_calls`).
+        self.answers = Answers()
 
     async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._next()
+            if not (self.answers and isinstance(item, SessionMessage)
+                    and self.answers.take(item.message)):
+                return item
+
+    async def _next(self) -> SessionMessage | Exception:
         while not self._lines:
             if self._ended:
+                self.answers.close()
                 raise anyio.EndOfStream
             try:
                 chunk = await self._stdout.receive()
@@ -84,11 +98,13 @@ class ServerLines(MessageReceiver):
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError,
                     ConnectionError):
                 self._ended = True
+                self.answers.close()
                 raise anyio.EndOfStream from None
             except UnicodeDecodeError as exc:  # the connection cannot go on: it ends
                 log.warning("an MCP server wrote bytes that are not %s text (%s): its "
                             "connection ends", self._encoding, exc)
                 self._ended = True
+                self.answers.close()
                 raise anyio.EndOfStream from None
             *complete, self._buffer = text.split("\n")
             self._lines.extend(complete)
@@ -104,6 +120,7 @@ class ServerLines(MessageReceiver):
     async def end(self) -> None:
         """End the stream: a read waiting now, and every later one, meets its end."""
         self._ended = True
+        self.answers.close()
         await self._stdout.aclose()
 
 
@@ -141,9 +158,12 @@ class ServerInput(MessageSender):
         return self._writer is not None
 
     async def send(self, item: SessionMessage, /) -> None:
+        await self.send_line(item.message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    async def send_line(self, text: str) -> None:
+        """Write one message, already JSON text without a line break."""
         if self.closed:
             raise anyio.ClosedResourceError
-        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
         data = (text + "\n").encode(self._encoding, self._errors)
         # One write of the whole line (the pipe's buffer takes it at once, so concurrent
         # senders never interleave), then the wait for the buffer to drain.
@@ -170,3 +190,23 @@ def _asyncio_writer(stdin: ByteSendStream) -> asyncio.StreamWriter | None:
     # stream (another backend, a later anyio) is written through its own ``send``.
     writer = getattr(stdin, "_stream", None)
     return writer if isinstance(writer, asyncio.StreamWriter) else None
+
+
+class ServerPipes:
+    """`stdio_server_pipes` as the client's transport, keeping the two ends it yields, so
+    the connection's ``tools/call`` requests can be written to them directly
+    (`hookgate.mcp.pipe_calls`)."""
+
+    def __init__(self, server: StdioServerParameters) -> None:
+        self._cm = stdio_server_pipes(server)
+        self.lines: ServerLines | None = None
+        self.input: ServerInput | None = None
+
+    async def __aenter__(self) -> TransportStreams:
+        lines, writer = await self._cm.__aenter__()
+        assert isinstance(lines, ServerLines) and isinstance(writer, ServerInput)
+        self.lines, self.input = lines, writer
+        return lines, writer
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._cm.__aexit__(*exc)
