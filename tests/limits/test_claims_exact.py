@@ -1,41 +1,61 @@
-"""Session-aware limits are exact under concurrency: 1,000 trials of 64 concurrent claims,
-from two OS processes (two engines) on one PostgreSQL database and from one process on
+"""Session-aware limits are exact under concurrency: trials of 64 concurrent claims, 500
+from two OS processes (two engines) on one PostgreSQL database and 1,000 from one process on
 SQLite, admit no call past a count or a sum cap and refuse none that was within it."""
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import queue
+from typing import Any
 
 import pytest
 
 from hookgate.storage.database import Database
 from hookgate.storage.session_limits import LimitClaims, Standing, Want
-from tests.limits.trials import CALLS, TRIALS, check, fire, plan, run_process
+from tests.limits.trials import CALLS, TWO_PROCESS_TRIALS, check, fire, plan, run_process
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-@pytest.mark.timeout(600)  # 64,000 claims, each its own transaction; ~70 s on a quiet machine
+@pytest.mark.timeout(600)  # 32,000 claims, each its own transaction; ~35 s on a quiet machine
 def test_two_processes_on_postgresql_admit_exactly(database_url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
     out = ctx.Queue()
-    procs = [ctx.Process(target=run_process, args=(database_url, 46, part, 2, barrier, out))
+    procs = [ctx.Process(target=run_process,
+                         args=(database_url, 46, part, 2, barrier, out, TWO_PROCESS_TRIALS))
              for part in range(2)]
     for p in procs:
         p.start()
-    shares = dict(out.get(timeout=1_800) for _ in procs)
+    shares = _shares(out, procs)
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
-    trials = plan(46)
-    assert len(trials) == TRIALS
+    trials = plan(46, TWO_PROCESS_TRIALS)
+    assert len(trials) == TWO_PROCESS_TRIALS == len(shares[0]) == len(shares[1])
+    # Every pair of caps the plan draws from (7 counts × 5 sums) is tried.
+    assert len({(trial.max_count, trial.max_units) for trial in trials}) == 35
     refused = 0
     for n, trial in enumerate(trials):
         answers = shares[0][n] + shares[1][n]
         check(trial, answers)
         refused += sum(1 for _, c in answers if not c.granted)
     assert refused > 0  # the caps bound
+
+
+def _shares(out: Any, procs: list[Any]) -> dict[int, Any]:
+    """Each process's answers, as each puts them; a process that died fails the test at once
+    (its traceback is in the output) instead of leaving the test waiting for its share."""
+    shares: dict[int, Any] = {}
+    while len(shares) < len(procs):
+        try:
+            part, answers = out.get(timeout=1.0)
+        except queue.Empty:
+            died = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            assert not died, f"a trial process exited with {died} before giving its answers"
+            continue
+        shares[part] = answers
+    return shares
 
 
 async def test_one_process_on_sqlite_admits_exactly(db: Database) -> None:
