@@ -123,26 +123,43 @@ _WRITE = (
     f"(SELECT count(*) FROM n)"
 )
 #: The checkpoint carrying the ledger's records (``write_run``'s ``finishes`` and ``claim``):
-#: ``_WRITE``, plus $22..$25 the results of calls whose tool has run, as arrays (written
-#: whatever the fence says: the tool did run, and its result is true), and $26..$30 a call
-#: to claim (NULL: none), inserted only with the fenced checkpoint, the earlier claim's
-#: record read beside it (as ``_CLAIM_FENCED``).
-_WRITE_CARRYING = (
-    _WRITE.split(" SELECT EXISTS (SELECT 1 FROM up), (SELECT fence", 1)[0]
-    + ", fin AS (UPDATE tool_executions t SET observation = x.o, ok = x.k, "
-    f"finished_at = ${_NC + 5}::timestamptz FROM unnest(${_NC + 9}::text[], "
-    f"${_NC + 10}::text[], ${_NC + 11}::text[], ${_NC + 12}::bool[]) AS x(r, c, o, k) "
-    "WHERE t.run_id = x.r AND t.tool_call_id = x.c RETURNING 1), "
-    "cl AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args_sha256, "
-    f"started_at) SELECT ${_NC + 13}::text, ${_NC + 14}::text, ${_NC + 15}::text, "
-    f"${_NC + 16}::text, ${_NC + 5}::timestamptz WHERE ${_NC + 14}::text IS NOT NULL "
-    "AND EXISTS (SELECT 1 FROM up) ON CONFLICT DO NOTHING RETURNING 1) "
-    "SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
-    "(SELECT count(*) FROM n), (SELECT count(*) FROM fin), EXISTS (SELECT 1 FROM cl), "
-    "p.observation, p.ok, p.tool_name, p.args_sha256 FROM (SELECT 1) AS one "
-    f"LEFT JOIN tool_executions p ON p.run_id = ${_NC + 13}::text "
-    f"AND p.tool_call_id = ${_NC + 14}::text"
-)
+#: ``_WRITE``, plus, after its parameters, the results of calls whose tool has run, as four
+#: arrays (written whatever the fence says: the tool did run, and its result is true), and a
+#: call to claim (four parameters), inserted only with the fenced checkpoint, the earlier
+#: claim's record read beside it (as ``_CLAIM_FENCED``). Each part is in the statement only
+#: when the write has one: a CTE that writes nothing still costs PostgreSQL its executor's
+#: set-up and locks at every execution (a third of a checkpoint's time: decision record 0035).
+#: The result's columns are the same in every form.
+_WRITE_HEAD = _WRITE.split(" SELECT EXISTS (SELECT 1 FROM up), (SELECT fence", 1)[0]
+_WRITE_LAST = _NC + 8  # _WRITE's last parameter
+
+
+@cache
+def _write_carrying(finishes: bool, claim: bool) -> str:
+    """``_WRITE`` with the finishes' CTE ``fin`` (``finishes``) and the claim's ``cl``
+    (``claim``), their parameters numbered after ``_WRITE``'s, finishes first."""
+    n, ctes = _WRITE_LAST, ""
+    if finishes:
+        ctes += (", fin AS (UPDATE tool_executions t SET observation = x.o, ok = x.k, "
+                 f"finished_at = ${_NC + 5}::timestamptz FROM unnest(${n + 1}::text[], "
+                 f"${n + 2}::text[], ${n + 3}::text[], ${n + 4}::bool[]) AS x(r, c, o, k) "
+                 "WHERE t.run_id = x.r AND t.tool_call_id = x.c RETURNING 1)")
+        n += 4
+    prior = "NULL, NULL, NULL, NULL FROM (SELECT 1) AS one"
+    if claim:
+        ctes += (", cl AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, "
+                 f"args_sha256, started_at) SELECT ${n + 1}::text, ${n + 2}::text, "
+                 f"${n + 3}::text, ${n + 4}::text, ${_NC + 5}::timestamptz "
+                 "WHERE EXISTS (SELECT 1 FROM up) ON CONFLICT DO NOTHING RETURNING 1)")
+        prior = ("p.observation, p.ok, p.tool_name, p.args_sha256 FROM (SELECT 1) AS one "
+                 f"LEFT JOIN tool_executions p ON p.run_id = ${n + 1}::text "
+                 f"AND p.tool_call_id = ${n + 2}::text")
+    return (f"{_WRITE_HEAD}{ctes} SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), "
+            "(SELECT count(*) FROM ev), (SELECT count(*) FROM n), "
+            + ("(SELECT count(*) FROM fin), " if finishes else "0, ")
+            + ("EXISTS (SELECT 1 FROM cl), " if claim else "false, ") + prior)
+
+
 #: Events alone: $1 the run, $2 the fence token (NULL: unfenced), $3..$5 the arrays, $6 the
 #: time, $7 the channel (NULL: notify nobody), $8 the note, $9 the run whose fence counts.
 _EVENTS_ONLY = (
@@ -408,12 +425,13 @@ class PostgresBackend:
         token, fenced_run = (fence.token, fence.run_id) if fence is not None else (None, run_id)
         prior: PriorRow | None = None
         if checkpoint is not None and (finishes or claim is not None or along is not None):
+            carried: tuple[Any, ...] = () if not finishes else (
+                [f.run_id for f in finishes], [f.tool_call_id for f in finishes],
+                [f.observation for f in finishes], [f.ok for f in finishes])
             row = await self.driver.fetchrow(
-                self._along(_WRITE_CARRYING, along), *checkpoint_row(checkpoint, now), token,
-                *arrays, channel, note, fenced_run, [f.run_id for f in finishes],
-                [f.tool_call_id for f in finishes], [f.observation for f in finishes],
-                [f.ok for f in finishes], *(claim or (None, None, None, None)),
-                *(along.args if along is not None else ()))
+                self._along(_write_carrying(bool(finishes), claim is not None), along),
+                *checkpoint_row(checkpoint, now), token, *arrays, channel, note, fenced_run,
+                *carried, *(claim or ()), *(along.args if along is not None else ()))
             if along is not None:
                 along.seen(row[-1])
             if claim is not None and row[0] and not row[5]:
@@ -447,10 +465,10 @@ class PostgresBackend:
             ctes, result = (re.sub(r"\$P(\d+)", lambda m: f"${base + int(m.group(1))}", x)
                             for x in (along.ctes, along.result))
             head, _, select = sql.rpartition(" SELECT EXISTS (SELECT 1 FROM up), ")
-            columns, _, source = select.partition(" FROM (SELECT 1) AS one ")
+            columns, _, source = select.partition(" FROM (SELECT 1) AS one")
             found = self._with_along[key] = (
                 f"{head}, {ctes} SELECT EXISTS (SELECT 1 FROM up), {columns}, ({result}) "
-                f"FROM (SELECT 1) AS one {source}")
+                f"FROM (SELECT 1) AS one{source}")
         return found
 
     async def write_in_session(self, session: AsyncSession, run_id: str, *,
