@@ -123,26 +123,83 @@ _WRITE = (
     f"(SELECT count(*) FROM n)"
 )
 #: The checkpoint carrying the ledger's records (``write_run``'s ``finishes`` and ``claim``):
-#: ``_WRITE``, plus $22..$25 the results of calls whose tool has run, as arrays (written
-#: whatever the fence says: the tool did run, and its result is true), and $26..$30 a call
-#: to claim (NULL: none), inserted only with the fenced checkpoint, the earlier claim's
-#: record read beside it (as ``_CLAIM_FENCED``).
-_WRITE_CARRYING = (
-    _WRITE.split(" SELECT EXISTS (SELECT 1 FROM up), (SELECT fence", 1)[0]
-    + ", fin AS (UPDATE tool_executions t SET observation = x.o, ok = x.k, "
-    f"finished_at = ${_NC + 5}::timestamptz FROM unnest(${_NC + 9}::text[], "
-    f"${_NC + 10}::text[], ${_NC + 11}::text[], ${_NC + 12}::bool[]) AS x(r, c, o, k) "
-    "WHERE t.run_id = x.r AND t.tool_call_id = x.c RETURNING 1), "
-    "cl AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, args_sha256, "
-    f"started_at) SELECT ${_NC + 13}::text, ${_NC + 14}::text, ${_NC + 15}::text, "
-    f"${_NC + 16}::text, ${_NC + 5}::timestamptz WHERE ${_NC + 14}::text IS NOT NULL "
-    "AND EXISTS (SELECT 1 FROM up) ON CONFLICT DO NOTHING RETURNING 1) "
-    "SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
-    "(SELECT count(*) FROM n), (SELECT count(*) FROM fin), EXISTS (SELECT 1 FROM cl), "
-    "p.observation, p.ok, p.tool_name, p.args_sha256 FROM (SELECT 1) AS one "
-    f"LEFT JOIN tool_executions p ON p.run_id = ${_NC + 13}::text "
-    f"AND p.tool_call_id = ${_NC + 14}::text"
-)
+#: ``_WRITE``, plus, after its parameters, the results of calls whose tool has run, as four
+#: arrays (written whatever the fence says: the tool did run, and its result is true), and a
+#: call to claim (four parameters), inserted only with the fenced checkpoint, the earlier
+#: claim's record read beside it (as ``_CLAIM_FENCED``). Each part is in the statement only
+#: when the write has one: a CTE that writes nothing still costs PostgreSQL its executor's
+#: set-up and locks at every execution (a third of a checkpoint's time: decision record 0035).
+#: The result's columns are the same in every form.
+_WRITE_HEAD = _WRITE.split(" SELECT EXISTS (SELECT 1 FROM up), (SELECT fence", 1)[0]
+_WRITE_LAST = _NC + 8  # _WRITE's last parameter
+
+
+@cache
+def _write_carrying(finishes: bool, claim: bool) -> str:
+    """``_WRITE`` with the finishes' CTE ``fin`` (``finishes``) and the claim's ``cl``
+    (``claim``), their parameters numbered after ``_WRITE``'s, finishes first."""
+    n, ctes = _WRITE_LAST, ""
+    if finishes:
+        ctes += (", fin AS (UPDATE tool_executions t SET observation = x.o, ok = x.k, "
+                 f"finished_at = ${_NC + 5}::timestamptz FROM unnest(${n + 1}::text[], "
+                 f"${n + 2}::text[], ${n + 3}::text[], ${n + 4}::bool[]) AS x(r, c, o, k) "
+                 "WHERE t.run_id = x.r AND t.tool_call_id = x.c RETURNING 1)")
+        n += 4
+    prior = "NULL, NULL, NULL, NULL FROM (SELECT 1) AS one"
+    if claim:
+        ctes += (", cl AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, "
+                 f"args_sha256, started_at) SELECT ${n + 1}::text, ${n + 2}::text, "
+                 f"${n + 3}::text, ${n + 4}::text, ${_NC + 5}::timestamptz "
+                 "WHERE EXISTS (SELECT 1 FROM up) ON CONFLICT DO NOTHING RETURNING 1)")
+        prior = ("p.observation, p.ok, p.tool_name, p.args_sha256 FROM (SELECT 1) AS one "
+                 f"LEFT JOIN tool_executions p ON p.run_id = ${n + 1}::text "
+                 f"AND p.tool_call_id = ${n + 2}::text")
+    return (f"{_WRITE_HEAD}{ctes} SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), "
+            "(SELECT count(*) FROM ev), (SELECT count(*) FROM n), "
+            + ("(SELECT count(*) FROM fin), " if finishes else "0, ")
+            + ("EXISTS (SELECT 1 FROM cl), " if claim else "false, ") + prior)
+
+
+#: The fenced checkpoint of the run's own row (``fence.run_id`` is the run): the fence
+#: checked by the UPDATE itself, which takes the same row lock as ``f`` (``FOR NO KEY
+#: UPDATE``: a takeover's ``FOR UPDATE`` waits for it, and it waits for a takeover, then
+#: finds the raised token on the row's newest version) and returns the ``followed`` flag
+#: under it. Without ``f``'s read and lock, and the upsert's conflict check, a checkpoint
+#: costs PostgreSQL a sixth less (decision record 0035). A fenced row that is not there is
+#: not written, as with ``f``. Its parameters are ``_WRITE``'s less created_at, the new
+#: row's fence and the fenced run ($12, $13, $21: ``_OWN_DROPPED``), renumbered.
+_OWN_DROPPED = (_NC - 1, _NC, _NC + 8)
+_OWN_HEAD = ("WITH up AS (UPDATE runs SET " + ", ".join(
+    f"{c} = ${i}::{_ROW_TYPES.get(c, 'text')}" for i, c in enumerate(CHECKPOINT_COLUMNS[1:], 2))
+    + f" WHERE id = $1 AND fence = ${_NC + 1}::bigint RETURNING fence, followed), ")
+_FOLLOWED_UNDER_F = f"AND (${_NC + 8} <> $1 OR coalesce((SELECT followed FROM f), true)))"
+
+
+@cache
+def _own_form(sql: str) -> str:
+    """``sql`` (``_WRITE``, a carrying form, with or without an ``AlongWrite``) as the
+    fenced checkpoint of the run's own row (``_OWN_HEAD``), renumbered."""
+    head = _WRITE[:_WRITE.index("ev AS (")]
+    assert sql.startswith(head) and _FOLLOWED_UNDER_F in sql
+    own = (_OWN_HEAD + sql[len(head):]).replace(
+        _FOLLOWED_UNDER_F, "AND coalesce((SELECT followed FROM up), true))").replace(
+        "(SELECT fence FROM f)",
+        "coalesce((SELECT fence FROM up), (SELECT fence FROM runs WHERE id = $1))")
+
+    def number(found: re.Match[str]) -> str:
+        n = int(found.group(1))
+        assert n not in _OWN_DROPPED, sql
+        return f"${n - sum(d < n for d in _OWN_DROPPED)}"
+
+    return re.sub(r"\$(\d+)", number, own)
+
+
+def _own_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A checkpoint's parameters for `_own_form`."""
+    a, b, c = (d - 1 for d in _OWN_DROPPED)
+    return (*args[:a], *args[b + 1:c], *args[c + 1:])
+
+
 #: Events alone: $1 the run, $2 the fence token (NULL: unfenced), $3..$5 the arrays, $6 the
 #: time, $7 the channel (NULL: notify nobody), $8 the note, $9 the run whose fence counts.
 _EVENTS_ONLY = (
@@ -406,14 +463,19 @@ class PostgresBackend:
         channel = RUN_EVENTS_CHANNEL if events and self.db.publisher is None else None
         note = events_note(run_id, events) if events else ""
         token, fenced_run = (fence.token, fence.run_id) if fence is not None else (None, run_id)
+        own = fence is not None and fence.run_id == run_id  # its own row's fence: _own_form
         prior: PriorRow | None = None
         if checkpoint is not None and (finishes or claim is not None or along is not None):
-            row = await self.driver.fetchrow(
-                self._along(_WRITE_CARRYING, along), *checkpoint_row(checkpoint, now), token,
-                *arrays, channel, note, fenced_run, [f.run_id for f in finishes],
-                [f.tool_call_id for f in finishes], [f.observation for f in finishes],
-                [f.ok for f in finishes], *(claim or (None, None, None, None)),
-                *(along.args if along is not None else ()))
+            carried: tuple[Any, ...] = () if not finishes else (
+                [f.run_id for f in finishes], [f.tool_call_id for f in finishes],
+                [f.observation for f in finishes], [f.ok for f in finishes])
+            sql = self._along(_write_carrying(bool(finishes), claim is not None), along)
+            args = (*checkpoint_row(checkpoint, now), token, *arrays, channel, note,
+                    fenced_run, *carried, *(claim or ()),
+                    *(along.args if along is not None else ()))
+            if own:
+                sql, args = _own_form(sql), _own_args(args)
+            row = await self.driver.fetchrow(sql, *args)
             if along is not None:
                 along.seen(row[-1])
             if claim is not None and row[0] and not row[5]:
@@ -422,8 +484,10 @@ class PostgresBackend:
                 prior = (_prior(tuple(row)[6:10]) if row[8] is not None
                          else await self.recorded(claim[0], claim[1]))
         elif checkpoint is not None:
-            row = await self.driver.fetchrow(_WRITE, *checkpoint_row(checkpoint, now), token,
-                                           *arrays, channel, note, fenced_run)
+            args = (*checkpoint_row(checkpoint, now), token, *arrays, channel, note,
+                    fenced_run)
+            row = await (self.driver.fetchrow(_own_form(_WRITE), *_own_args(args)) if own
+                         else self.driver.fetchrow(_WRITE, *args))
         else:
             row = await self.driver.fetchrow(_EVENTS_ONLY, run_id, token, *arrays, channel,
                                            note, fenced_run)
@@ -447,10 +511,10 @@ class PostgresBackend:
             ctes, result = (re.sub(r"\$P(\d+)", lambda m: f"${base + int(m.group(1))}", x)
                             for x in (along.ctes, along.result))
             head, _, select = sql.rpartition(" SELECT EXISTS (SELECT 1 FROM up), ")
-            columns, _, source = select.partition(" FROM (SELECT 1) AS one ")
+            columns, _, source = select.partition(" FROM (SELECT 1) AS one")
             found = self._with_along[key] = (
                 f"{head}, {ctes} SELECT EXISTS (SELECT 1 FROM up), {columns}, ({result}) "
-                f"FROM (SELECT 1) AS one {source}")
+                f"FROM (SELECT 1) AS one{source}")
         return found
 
     async def write_in_session(self, session: AsyncSession, run_id: str, *,
