@@ -271,7 +271,7 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
     facts = None if services.database is None else _database_facts(services)
     plan = _plan_of(agent, raw_hooks)
     if plan is not None and plan.all_shared:
-        registry = _shared(plan, agent, decl, services).extended()
+        registry = _shared_registry(plan, agent, decl, services).extended()
         with registry.batch():
             _finish(registry, env, decl)
         return registry
@@ -319,7 +319,7 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
     return registry
 
 
-def _shared(plan: _Plan, agent: Agent, decl: Mapping[str, Any],
+def _shared_registry(plan: _Plan, agent: Agent, decl: Mapping[str, Any],
             services: HookServices) -> HookRegistry:
     """The plan's shared hooks in a registry of their own, made again when the modes in
     force (each entry's ``mode``) or the database changed since it was made."""
