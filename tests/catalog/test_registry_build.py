@@ -16,19 +16,26 @@ import pytest
 from hookgate import (
     Agent,
     HookBuildError,
+    HookContext,
     HookPoint,
+    HookResult,
     HookServices,
+    PostToolUseHook,
     ReActEngine,
     ScriptedLLM,
     build_registry,
 )
 from hookgate.approvals.gate import ApprovalGate
 from hookgate.catalog import catalog
+from hookgate.catalog.builtin.result_truncate import ResultTruncate
+from hookgate.hooks.registry import HookRegistry
 from hookgate.tools import CallIdentity, ToolCall, execute_tool_call
 from hookgate.tools.guarded_call import new_call
 from tests.hookfixtures import SpendLimit, VeryLate, agent_with, pay_tool
 
 FIXTURES = "tests.hookfixtures"
+#: A database the hooks built in these tests are handed (none of them opens it).
+DATABASE = object()
 
 
 def pre_hook_names(agent: Agent) -> list[str]:
@@ -125,6 +132,113 @@ def test_a_hook_is_made_with_the_services_of_each_build() -> None:
     assert [g.service for g in gates] == [  # type: ignore[union-attr]
         first.approvals, second.approvals, first.approvals]
     assert len({id(g) for g in gates}) == 3
+
+
+# -- hookgate's own hooks that keep nothing per call (decision record 0034) ---------------
+
+
+class ClaimsShared(PostToolUseHook):
+    """A third party's hook that says it may be shared: it is made anew all the same."""
+
+    name = "claims_shared"
+    shared_between_calls = True
+
+    async def execute(self, ctx: HookContext) -> HookResult:
+        return HookResult()
+
+
+class SharedSubclass(ResultTruncate):
+    """A third party's subclass of a built-in that is shared: its own class decides."""
+
+    name = "shared_subclass"
+
+
+def _ids(registry: HookRegistry) -> dict[str, int]:
+    return {h.name: id(h) for h in registry.hooks()}
+
+
+def test_hookgates_own_stateless_hooks_serve_every_build_and_the_gate_is_made_per_build(
+        ) -> None:
+    agent = agent_with([], "result_truncate", "untrusted_target")
+    first, second = (HookServices(approvals=object(), database=DATABASE),
+                     HookServices(approvals=object(), database=DATABASE))
+
+    build_registry(agent, first)  # the first build finds out what the entries are
+    one, two = build_registry(agent, first), build_registry(agent, second)
+
+    assert one is not two
+    assert [h.name for h in one.hooks()] == [h.name for h in two.hooks()] == [
+        "untrusted_target", "approval_gate", "result_truncate"]
+    assert _ids(one)["result_truncate"] == _ids(two)["result_truncate"]
+    assert _ids(one)["untrusted_target"] == _ids(two)["untrusted_target"]
+    # Each build's gate carries that build's approvals, never another call's.
+    gates = [r.get("approval_gate") for r in (one, two)]
+    assert [g.service for g in gates] == [  # type: ignore[union-attr]
+        first.approvals, second.approvals]
+
+
+@pytest.mark.parametrize("entry", [f"{__name__}:ClaimsShared", f"{__name__}:SharedSubclass",
+                                   f"{FIXTURES}:VeryLate"])
+def test_a_third_party_hook_is_made_anew_at_every_build_and_so_are_the_hooks_beside_it(
+        entry: str) -> None:
+    agent = agent_with([], "result_truncate", entry)
+
+    one, two, three = build_registry(agent), build_registry(agent), build_registry(agent)
+
+    assert not set(_ids(one).values()) & set(_ids(three).values())
+
+    assert not set(_ids(one).values()) & set(_ids(two).values())
+
+
+def test_shared_hooks_are_made_again_when_the_modes_in_force_or_the_database_change(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookgate.policies import modes
+
+    agent = agent_with([], "result_truncate")
+    build_registry(agent)
+    before = _ids(build_registry(agent))["result_truncate"]
+    assert _ids(build_registry(agent))["result_truncate"] == before
+
+    monkeypatch.setattr(modes, "modes_version", lambda: "modes-stamped")  # a reload
+    reloaded = _ids(build_registry(agent))["result_truncate"]
+    assert reloaded != before
+    assert _ids(build_registry(agent))["result_truncate"] == reloaded
+
+    other = _ids(build_registry(agent, HookServices(database=DATABASE)))["result_truncate"]
+    assert other != reloaded
+
+
+def test_an_agent_whose_hooks_section_changed_gets_new_shared_hooks() -> None:
+    agent = agent_with([], {"name": "result_truncate", "params": {"max_chars": 2_000}})
+    build_registry(agent)
+    first = build_registry(agent).get("result_truncate")
+    assert build_registry(agent).get("result_truncate") is first
+    agent.model_config_json["hooks"]["class_hooks"][0]["params"]["max_chars"] = 3_000
+
+    second = build_registry(agent).get("result_truncate")
+
+    assert second is not first
+    assert second.max_chars == 3_000  # type: ignore[union-attr]
+    reloaded = agent_with([], {"name": "result_truncate", "params": {"max_chars": 3_000}})
+    assert build_registry(reloaded).get("result_truncate") is not second  # a new Agent
+
+
+def test_an_option_assigned_on_a_shared_hook_holds_in_every_registry_built_with_it() -> None:
+    agent = agent_with([], "untrusted_target")
+    build_registry(agent)
+    before = build_registry(agent)
+    hook = before.get("untrusted_target")
+    assert hook is not None
+    assert [h.name for h in before.hooks(HookPoint.PRE_TOOL_USE)] == [
+        "untrusted_target", "approval_gate"]
+
+    hook.priority = 10**12  # after the gate
+
+    after = build_registry(agent)
+    assert after.get("untrusted_target") is hook
+    for registry in (before, after):
+        assert [h.name for h in registry.hooks(HookPoint.PRE_TOOL_USE)] == [
+            "approval_gate", "untrusted_target"]
 
 
 def test_the_gate_is_added_to_an_agent_that_declares_no_hooks() -> None:

@@ -43,6 +43,10 @@ def test_a_section_changed_in_place_is_read_again(monkeypatch: pytest.MonkeyPatc
     from hookgate.policies import modes
 
     monkeypatch.setattr(modes, "live_mode", lambda entry: "shadow")
+    # As a reload does: the stamped modes are another version of the modes in force (the
+    # rules' modes are read again when it changes; tests/policies/test_mode_reload.py
+    # stamps a real file).
+    monkeypatch.setattr(modes, "modes_version", lambda: "modes-stamped")
     shadowed = read(agent)
     assert [r.mode for r in shadowed.rules] == ["shadow"]
     assert read(agent) is shadowed

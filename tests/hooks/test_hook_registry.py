@@ -587,3 +587,46 @@ async def test_plain_hooks_hand_over_mid_chain_without_running_anything_twice() 
     assert "RuntimeError: boom" in (result.error or "")
     assert result.side_effects == ["reader: saw n=2"]
     assert ctx.tool_args == {"n": 2}
+
+
+# -- a registry extended per call (decision record 0034) ----------------------------------
+
+
+async def test_an_extended_registry_runs_its_hooks_and_its_own_in_order_and_leaves_the_base_alone(
+        ) -> None:
+    log: list[str] = []
+    base = HookRegistry([Step("early", log, priority=1), PostStep("after", log)])
+
+    one = base.extended()
+    one.register(Step("late", log, priority=500))
+    two = base.extended()
+
+    await one.run_pre_tool_use(pre_ctx(amount=1))
+    await two.run_pre_tool_use(pre_ctx(amount=1))
+    await one.run_post_tool_use(HookContext(HookPoint.POST_TOOL_USE, tool_name="t"))
+    assert log == ["early", "late", "early", "after"]
+    assert [h.name for h in base.hooks()] == [h.name for h in two.hooks()] == ["early", "after"]
+    with pytest.raises(DuplicateHookError):
+        base.extended().register(Step("early", log))
+
+
+async def test_an_extended_registry_takes_telemetry_as_it_is_when_it_is_extended(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookgate.hooks import registry as hook_registry
+
+    log: list[str] = []
+    base = HookRegistry([Step("step", log), PostStep("after", log)])
+
+    def timed(hook: Any) -> Any:
+        async def run(ctx: HookContext) -> HookResult:
+            log.append(f"timed {hook.name}")
+            return await hook.execute(ctx)
+        return run
+
+    monkeypatch.setattr(hook_registry, "instrument", timed)  # telemetry switched on
+    extended = base.extended()
+    await extended.run_pre_tool_use(pre_ctx(amount=1))
+    await extended.run_post_tool_use(HookContext(HookPoint.POST_TOOL_USE, tool_name="t"))
+    await base.run_pre_tool_use(pre_ctx(amount=1))  # built before: as it was built
+
+    assert log == ["timed step", "step", "timed after", "after", "step"]

@@ -10,7 +10,7 @@ import functools
 import reprlib
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hookgate.agent import Agent, hook_declaration
@@ -175,18 +175,46 @@ class _Planned:
     label: str
 
 
+def shared_between_calls(cls: type) -> bool:
+    """Whether ``cls`` is one of hookgate's own hooks that says (``shared_between_calls =
+    True`` in its own body) that it keeps nothing per call and that its
+    ``from_declaration`` reads only its params, the agent and ``services.database``: one
+    instance serves every call of an agent's declaration in force (decision record 0034).
+    A third party's class (or a subclass of a built-in one) never is: it gets its own
+    instance at every build, as documented."""
+    return vars(cls).get("shared_between_calls") is True and (
+        cls.__module__.startswith("hookgate."))
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """The registry of an agent's hooks that are shared between calls, as made for the
+    modes in force (``version``) over one database: each build extends it with the hooks
+    made per call (the approval gate with that call's approvals, declared hooks)."""
+
+    version: str | None
+    database: object
+    registry: HookRegistry
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """What building an agent's hooks found out once and finds again for as long as its
     ``hooks`` section, the catalog and the imported classes are the same: each entry's
-    class, and the matchers of ``untrusted_output``. Never a hook: every build makes its
-    own instances (decision records 0014, 0026)."""
+    class, and the matchers of ``untrusted_output``; when every entry's class is shared
+    between calls (`shared_between_calls`), their hooks, made once per modes in force and
+    database (`_Shared`). Any other hook is made anew at every build (decision records
+    0014, 0026, 0034)."""
 
     #: A copy of the ``hooks`` section it was made from, compared at every build.
     hooks: object
     known: Mapping[str, Any]
     entries: tuple[_Planned, ...]
     untrusted_output: Callable[[str], bool]
+    #: Every entry's class is shared between calls.
+    all_shared: bool = False
+    #: The latest `_Shared` made (a list of at most one: the plan itself is immutable).
+    shared: list[_Shared] = field(default_factory=list)
 
 
 #: Each agent's plan, while the Agent object lives (a reloaded configuration is new Agents).
@@ -242,6 +270,11 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
     decl = hook_declaration(agent)
     facts = None if services.database is None else _database_facts(services)
     plan = _plan_of(agent, raw_hooks)
+    if plan is not None and plan.all_shared:
+        registry = _shared_registry(plan, agent, decl, services).extended()
+        with registry.batch():
+            _finish(registry, env, decl)
+        return registry
     if plan is not None:
         class_hooks = decl["class_hooks"] if plan.entries else ()
         registry = HookRegistry(facts=facts, untrusted_output=plan.untrusted_output)
@@ -281,7 +314,32 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
             planned.append(_Planned(index, cls, target, label))
         _finish(registry, env, decl)
     if snapshot is not NOT_JSON:
-        _PLANS[agent] = _Plan(snapshot, known, tuple(planned), untrusted)
+        _PLANS[agent] = _Plan(snapshot, known, tuple(planned), untrusted,
+                              all(shared_between_calls(p.cls) for p in planned))
+    return registry
+
+
+def _shared_registry(plan: _Plan, agent: Agent, decl: Mapping[str, Any],
+            services: HookServices) -> HookRegistry:
+    """The plan's shared hooks in a registry of their own, made again when the modes in
+    force (each entry's ``mode``) or the database changed since it was made."""
+    from hookgate.policies.modes import modes_version  # as mode_of reads them: on use
+
+    version = modes_version()
+    made = plan.shared[0] if plan.shared else None
+    if made is not None and made.version == version and made.database is services.database:
+        return made.registry
+    # Only what a shared hook may read: never the call's approvals or a third party's extra.
+    own = HookServices(database=services.database)
+    env = BuildEnv(agent, own)
+    facts = None if own.database is None else _database_facts(own)
+    registry = HookRegistry(facts=facts, untrusted_output=plan.untrusted_output)
+    class_hooks = decl["class_hooks"] if plan.entries else ()
+    with registry.batch():
+        for p in plan.entries:
+            entry = class_hooks[p.index]
+            _add(registry, agent, p.index, p.cls, _params(entry), entry, env, p.label)
+    plan.shared[:] = [_Shared(version, services.database, registry)]
     return registry
 
 

@@ -674,7 +674,9 @@ def _note(approvals: ExternalApprovals, asked: dict[str, Any], final: dict[str, 
         who = f" by {used.responded_by}" if used.responded_by else ""
         why = f": {used.reason}" if used.reason else ""
         parts.append(f"approved{who} in hookgate (request {used.id}){why}")
-    edited = edit_summary(asked, final)  # masked: the model never reads a secret's value
+    # Masked: the model never reads a secret's value. The very arguments it asked with
+    # (no hook or person gave others) changed in nothing.
+    edited = None if final is asked else edit_summary(asked, final)
     if edited is not None:
         parts.append("with edited arguments: " + edited)
     notes = ctx.added_context

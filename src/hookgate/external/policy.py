@@ -102,10 +102,11 @@ class CallRules:
         found = None if held is None else held.get(key)
         if found is not None and found.keys is keys and same_json(decl, found.section):
             return found.now(decl)
+        version = _modes_version()  # before the modes are read: a reload meanwhile is seen
         rules = cls._read(agent, section, decl, default_wait_s=default_wait_s, keys=keys)
         copy = json_copy(decl)
         if copy is not NOT_JSON:
-            _READ.setdefault(agent, {})[key] = _Read(copy, keys, rules)
+            _READ.setdefault(agent, {})[key] = _Read(copy, keys, rules, version)
         return rules
 
     @classmethod
@@ -177,18 +178,25 @@ class CallRules:
 
 class _Read:
     """An agent's section as `CallRules.read` read it: a copy to compare, and the rules
-    with the modes they had at the last read."""
+    with the modes they had at the last read, under the modes in force then
+    (``version``)."""
 
-    __slots__ = ("keys", "rules", "section")
+    __slots__ = ("keys", "rules", "section", "version")
 
-    def __init__(self, section: Any, keys: RuleKeys | None, rules: CallRules) -> None:
-        self.section, self.keys, self.rules = section, keys, rules
+    def __init__(self, section: Any, keys: RuleKeys | None, rules: CallRules,
+                 version: str | None) -> None:
+        self.section, self.keys, self.rules, self.version = section, keys, rules, version
 
     def now(self, decl: Mapping[str, Any]) -> CallRules:
-        """The rules with each one's mode as `mode_of` reads it now."""
+        """The rules with each one's mode as `mode_of` reads it now: read again only
+        when the modes in force changed since the last read (the section, its declared
+        modes included, is the same: `CallRules.read` compared it)."""
         rules = self.rules
         if not rules.rules:
             return rules
+        version = _modes_version()
+        if version == self.version:
+            return rules  # the same modes in force: mode_of answers what it answered
         entries = decl["rules"]
         modes = [mode_of(entries[i].get("mode"), rule.named, entries[i])
                  for i, rule in enumerate(rules.rules)]
@@ -196,7 +204,15 @@ class _Read:
             self.rules = rules = type(rules)(
                 tuple(rule if m == rule.mode else dataclasses.replace(rule, mode=m)
                       for m, rule in zip(modes, rules.rules, strict=True)), rules.wait_s)
+        self.version = version
         return rules
+
+
+def _modes_version() -> str | None:
+    # Imported on use, as mode_of reads the modes (policies.shadow).
+    from hookgate.policies.modes import modes_version
+
+    return modes_version()
 
 
 #: Each agent's sections as read, while the Agent object lives (a reloaded configuration is

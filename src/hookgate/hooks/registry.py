@@ -100,6 +100,11 @@ def _entry(hook: _Hook) -> _Entry:
     return execute, hook.name, None if opts == _PLAIN else opts
 
 
+def _entry_of(entries: dict[int, _Entry], hook: _Hook) -> _Entry:
+    entry = entries[id(hook)] = _entry(hook)
+    return entry
+
+
 def _computed(hook: _Hook, attr: str) -> bool:
     # A property (or any descriptor) may answer differently on each call.
     if attr in vars(hook):
@@ -222,6 +227,11 @@ class HookRegistry:
         self.reads_provenance = False
         #: While `batch` runs: the points whose chains are precomputed when it ends.
         self._deferred: set[HookPoint] | None = None
+        #: Each member's chain entry (by its id; the member is held in ``_hooks``), taken
+        #: with ``_instrument``: a point's chain is precomputed again without taking again
+        #: the entries of the members that did not change (`extended`).
+        self._entries: dict[int, _Entry] = {}
+        self._instrument = instrument
         if hooks:
             with self.batch():
                 for hook in hooks:
@@ -254,6 +264,7 @@ class HookRegistry:
             if h.name == name:
                 del self._hooks[i]
                 h._unwatch(self)
+                self._entries.pop(id(h), None)
                 self._changed(h.point)
                 return
         raise KeyError(f"no hook named '{name}' is registered")
@@ -273,7 +284,31 @@ class HookRegistry:
     def hook_changed(self, hook: _Hook) -> None:
         """An option of ``hook`` was assigned after it was registered: precompute again."""
         if any(h is hook for h in self._hooks):
+            self._entries.pop(id(hook), None)
             self._changed(hook.point)
+
+    def extended(self) -> HookRegistry:
+        """A new registry with this one's hooks (the same instances, in the same order,
+        their chain entries as taken here), for more hooks to be registered in: only the
+        points they join are precomputed again. The new registry watches every member, so
+        an option assigned later on any of them holds there as in a registry built hook by
+        hook. What `catalog.build` makes per call over the hooks it builds once for many
+        calls (decision record 0034)."""
+        new = HookRegistry(facts=self.facts, untrusted_output=self.untrusted_output)
+        new._hooks = list(self._hooks)
+        new._members = dict(self._members)
+        new._pre, new._post, new._session = self._pre, self._post, self._session
+        new._pre_fast, new._post_fast = self._pre_fast, self._post_fast
+        new.reads_provenance = self.reads_provenance
+        anew = self._instrument is not instrument  # telemetry was switched since
+        if not anew:
+            new._entries = dict(self._entries)
+        with new.batch():
+            if anew and new._deferred is not None:
+                new._deferred.update(_POINTS)  # every chain precomputed, every entry taken
+            for hook in new._hooks:
+                hook._watch(new)
+        return new
 
     def batch(self) -> _Batch:
         """``with registry.batch():`` registers several hooks with each point's chain
@@ -301,7 +336,11 @@ class HookRegistry:
             sorted((h for h in self._hooks if h.point is point), key=lambda h: h.priority)
         )
         self._members[point] = members
-        chain = tuple(_entry(h) for h in members)
+        if self._instrument is not instrument:  # telemetry was switched: take them anew
+            self._entries.clear()
+            self._instrument = instrument
+        entries = self._entries
+        chain = tuple(entries.get(id(h)) or _entry_of(entries, h) for h in members)
         fast: tuple[Callable[[HookContext], Awaitable[Any]], ...] | None = tuple(
             e[0] for e in chain)
         # The fast loop finds where it stopped by looking its callable up, so it serves only

@@ -45,6 +45,10 @@ class AuditLog(PostToolUseHook):
     adds key patterns to the secret ones masked on cards.
     """
 
+    #: It keeps nothing per call and its from_declaration reads only its params and the
+    #: database: one instance serves every call (catalog.build.shared_between_calls).
+    shared_between_calls = True
+
     name = "audit_log"
     priority = AUDIT_PRIORITY
     fail_mode = "closed"

@@ -37,6 +37,10 @@ class ReadonlyGuard(PreToolUseHook):
     writable.
     """
 
+    #: It keeps nothing per call and its from_declaration reads only its params and the
+    #: database: one instance serves every call (catalog.build.shared_between_calls).
+    shared_between_calls = True
+
     name = "readonly_guard"
     priority = READONLY_PRIORITY
     fail_mode = "closed"

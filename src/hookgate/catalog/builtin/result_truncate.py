@@ -29,6 +29,10 @@ class ResultTruncate(PostToolUseHook):
     results are first rendered the way the model would see them (JSON).
     """
 
+    #: It keeps nothing per call and its from_declaration reads only its params and the
+    #: database: one instance serves every call (catalog.build.shared_between_calls).
+    shared_between_calls = True
+
     name = "result_truncate"
     #: Late in the chain: hooks that scrub or rewrite results run first, and the size limit
     #: applies to what they leave.

@@ -59,6 +59,10 @@ class UntrustedTarget(PreToolUseHook):
     argument), ``action`` (``ask``, the default, or ``deny``).
     """
 
+    #: It keeps nothing per call and its from_declaration reads only its params and the
+    #: database: one instance serves every call (catalog.build.shared_between_calls).
+    shared_between_calls = True
+
     name = NAME
     priority = UNTRUSTED_TARGET_PRIORITY
     fail_mode = "closed"
