@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -239,6 +240,56 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
 
 def test_every_bench_script_is_checked_here() -> None:
     assert sorted(p.name for p in BENCH.glob("*.py")) == sorted(SCRIPTS)
+    assert sorted(p.name for p in (BENCH / "instructions").glob("*.py")) == sorted(
+        INSTRUCTION_SCRIPTS)
+
+
+#: bench/instructions/: instruction counts under valgrind (minutes each, valgrind needed), so
+#: the default run checks that each starts and says how it is run (its imports of the
+#: benches it drives resolve); the perf run (bench/perf_internals.py) counts for real.
+INSTRUCTION_SCRIPTS: dict[str, list[str]] = {
+    "guarded_call.py": ["--calls", "3", "--warm-up", "2"],
+    "durable_run.py": ["--runs", "2"],
+}
+
+
+@pytest.mark.parametrize("script", sorted(INSTRUCTION_SCRIPTS))
+def test_an_instruction_count_script_says_how_it_is_run(script: str) -> None:
+    done = subprocess.run([sys.executable, str(BENCH / "instructions" / script), "--help"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "--src" in done.stdout and "callgrind" in done.stdout, done.stdout
+
+
+def test_the_guarded_call_instruction_count_refuses_a_folder_without_hookgate(
+        tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(BENCH / "instructions" / "guarded_call.py"),
+                           "--src", str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 2
+    assert "is not a source tree with a hookgate package" in done.stderr, done.stderr
+
+
+@pytest.mark.perf
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("script", sorted(INSTRUCTION_SCRIPTS))
+def test_an_instruction_count_script_counts_this_tree(
+        script: str, postgres_server_url: str, tmp_path: Path) -> None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        pytest.fail("valgrind is not installed (apt-get install valgrind)")
+    args = [*INSTRUCTION_SCRIPTS[script], "--src", str(ROOT / "src")]
+    if script == "durable_run.py":
+        args += ["--postgres-url", postgres_server_url]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(BENCH / "instructions" / script), *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1700)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    counts = (out["per_run"],) if script == "durable_run.py" else tuple(
+        n for paths in out["trees"].values() for figures in paths.values()
+        for n in figures["per_call"])
+    assert counts and all(_number(n) and n > 100_000 for n in counts), out
 
 
 @pytest.mark.timeout(300)

@@ -7,7 +7,7 @@ instrumentation on (``callgrind_control -i on``) only over the measured runs, af
 warm-up runs, one run at a time. Instruction counts do not depend on the machine's load,
 unlike CPU time: run it once per tree and compare.
 
-    python bench/callgrind_durable_run.py --src /tmp/base/src [--runs 60] [--postgres-url URL]
+    python bench/instructions/durable_run.py --src /tmp/base/src [--runs 60] [--postgres-url URL]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
 
 import durable_path  # noqa: E402
@@ -74,6 +74,8 @@ def instructions(src: str, runs: int, server: str) -> int:
             for line in dump:
                 if line.startswith(("summary:", "totals:")):
                     total = max(total, int(line.split()[1]))
+    if total <= 0:
+        raise SystemExit(f"callgrind wrote no instruction count to {out}*")
     return total
 
 
