@@ -41,6 +41,13 @@ REWRITING_AGENTS = """\
     model_config_json:
       hooks: {class_hooks: [{name: "tests.mcp_gateway.rewriting_hooks:RedactKey",
                              params: {key: is_dst}}]}
+  - id: counter
+    org: acme
+    model: idle
+    mcp: {servers: [time]}
+    model_config_json:
+      hooks: {class_hooks: [{name: "tests.mcp_gateway.rewriting_hooks:CountsItsCalls",
+                             params: {key: timezone}}]}
   - id: withholder
     org: acme
     model: idle
@@ -148,3 +155,20 @@ async def test_a_rewritten_result_that_breaks_the_schema_is_an_error_result_sayi
     TALLY.record(f"{agent}: removed content through an outputSchema tool ({transport})",
                  leaked)
     assert not leaked
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_third_partys_hook_is_made_for_each_call_of_the_gateway(
+        transport: str, rewriting_world: McpWorld, served: LiveServer | None) -> None:
+    """As on every other path (docs/guides/declaring-hooks.md): a hook that is not one of
+    hookgate's own stateless ones never serves a second call, in one session or across two,
+    so what it kept from one call cannot reach another."""
+    seen = []
+    for _session in range(2):
+        async with client_of(transport, rewriting_world, served, "counter") as client:
+            for _call in range(2):
+                result = await client.call_tool(*CALL)
+                assert not result.is_error, everything_shown(result)
+                assert result.structured_content is not None
+                seen.append(result.structured_content["timezone"])
+    assert seen == ["seen 1"] * 4

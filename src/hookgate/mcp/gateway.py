@@ -184,7 +184,6 @@ class McpGateway:
         self.attempts = AttemptFinder(db, retry_window_s)
         self.retry_window_s = retry_window_s
         #: Each agent's hook chain, and the version of the modes it was built with.
-        self._registries: dict[str, tuple[str | None, HookRegistry]] = {}
         self._shares: dict[tuple[str, str], _Share] = {}
         self._inflight: dict[str, _Attempt] = {}
         #: Gated calls in flight and recently finished, by task id (= their call id).
@@ -527,18 +526,16 @@ class McpGateway:
             "returned and the downstream server was not called again"))
 
     def _registry(self, agent: Agent) -> HookRegistry:
-        # Built again when the modes in force change (`hookgate policy reload`): each hook
-        # reads its entry's mode where it is built (policies.shadow.mode_of).
+        """The agent's hooks for one call, built as every path builds them:
+        `build_registry` makes hookgate's own hooks that keep nothing per call once per
+        declaration and modes in force, and every other hook (a third party's, the approval
+        gate) for this call (decision record 0034)."""
         try:
-            version = modes_version()
+            modes_version()  # each hook reads its entry's mode where it is built
         except Exception as exc:  # the call is refused, saying why (fail closed)
             raise HookBuildError(f"the modes in force cannot be read ({type(exc).__name__}: "
                                  f"{exc})") from exc
-        cached = self._registries.get(agent.id)
-        if cached is None or cached[0] != version:
-            cached = self._registries[agent.id] = (version, build_registry(agent,
-                                                                           self.services))
-        return cached[1]
+        return build_registry(agent, self.services)
 
     async def _toolbox(self, who: Principal, name: Any = None, *,
                        bounded: bool = False) -> _Toolbox:
