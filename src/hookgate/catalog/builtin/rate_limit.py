@@ -65,6 +65,12 @@ class ConnectorRateLimit(PreToolUseHook):
     """Refuses a call once its connector's limit for the caller (``per: user``, default)
     or the caller's org (``per: org``) is used up in the current window."""
 
+    #: It keeps nothing per call (its counts are in the database or Redis; a Redis client is
+    #: kept per event loop by the counter's class) and its from_declaration reads only its
+    #: params and the database: one instance serves every call
+    #: (catalog.build.shared_between_calls).
+    shared_between_calls = True
+
     name = "connector_rate_limit"
     priority = RATE_LIMIT_PRIORITY
     fail_mode = "closed"
