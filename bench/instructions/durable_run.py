@@ -14,22 +14,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import glob
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-
-import httpx
 
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
 
 import durable_path  # noqa: E402
 import throughput  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _callgrind  # noqa: E402
 
 
 def instructions(src: str, runs: int, server: str) -> int:
@@ -42,41 +41,23 @@ def instructions(src: str, runs: int, server: str) -> int:
         port = throughput.free_port()
         base = f"http://127.0.0.1:{port}"
         proc = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-             f"--callgrind-out-file={out}", *throughput.hookgate_command(), "serve",
-             "--config", str(hookgate.config), "--port", str(port), "--log-level", "warning"],
+            _callgrind.command(out, *throughput.hookgate_command(), "serve", "--config",
+                               str(hookgate.config), "--port", str(port),
+                               "--log-level", "warning"),
             cwd=work, env=hookgate.env, stdout=(work / "log").open("wb"),
             stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 600
-            while True:
-                try:
-                    httpx.get(base + "/", timeout=5)
-                    break
-                except httpx.TransportError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit((work / "log").read_text()[-3000:]) from None
-                    time.sleep(1)
+            _callgrind.wait_for(base, proc, work / "log")
             asyncio.run(throughput.drive([base], 10, 1))
-            for step in (["-z"], ["-i", "on"]):
-                subprocess.run(["callgrind_control", *step, str(proc.pid)], check=True,
-                               capture_output=True)
+            _callgrind.control(proc.pid, "-z")
+            _callgrind.control(proc.pid, "-i", "on")
             asyncio.run(throughput.drive([base], runs, 1))
-            for step in (["-i", "off"], ["-d"]):
-                subprocess.run(["callgrind_control", *step, str(proc.pid)], check=True,
-                               capture_output=True)
+            _callgrind.control(proc.pid, "-i", "off")
+            _callgrind.control(proc.pid, "-d")
         finally:
             proc.terminate()
             proc.wait(120)
-    total = 0
-    for path in glob.glob(out + "*"):
-        with open(path, errors="replace") as dump:
-            for line in dump:
-                if line.startswith(("summary:", "totals:")):
-                    total = max(total, int(line.split()[1]))
-    if total <= 0:
-        raise SystemExit(f"callgrind wrote no instruction count to {out}*")
-    return total
+    return _callgrind.total(out)
 
 
 if __name__ == "__main__":

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import glob
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -34,24 +32,8 @@ sys.path.insert(0, str(BENCH))
 
 import guarded_calls  # noqa: E402
 
-CALLGRIND = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
-
-
-def _control(pid: int, *step: str) -> None:
-    subprocess.run(["callgrind_control", *step, str(pid)], check=True, capture_output=True)
-
-
-def _total(out: str) -> int:
-    """The instructions of a callgrind run (its dumps' largest total)."""
-    total = 0
-    for path in glob.glob(out + "*"):
-        with open(path, errors="replace") as dump:
-            for line in dump:
-                if line.startswith(("summary:", "totals:")):
-                    total = max(total, int(line.split()[1]))
-    if total <= 0:
-        raise SystemExit(f"callgrind wrote no instruction count to {out}*")
-    return total
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _callgrind  # noqa: E402
 
 
 def _env(src: Path) -> dict[str, str]:
@@ -71,40 +53,26 @@ def served(src: Path, calls: int, warm_up: int) -> int:
     url = f"http://127.0.0.1:{port}"
     out = str(work / "callgrind.out")
     proc = subprocess.Popen(
-        [*CALLGRIND, f"--callgrind-out-file={out}", sys.executable, "-m", "hookgate.cli.main",
-         "serve", "--config", str(config), "--port", str(port), "--log-level", "warning"],
+        _callgrind.command(out, sys.executable, "-m", "hookgate.cli.main", "serve", "--config",
+                           str(config), "--port", str(port), "--log-level", "warning"),
         cwd=work, env=_env(src), stdout=(work / "log").open("wb"), stderr=subprocess.STDOUT)
     try:
-        _wait_for(url, proc, work / "log")
+        _callgrind.wait_for(url, proc, work / "log")
         client = Client(url, guarded_calls.TOKEN, framework="bench", timeout=120)
         call = guarded_calls._guarded(client, f"s-{uuid.uuid4().hex}")
         for i in range(warm_up):
             call(-1 - i)
-        _control(proc.pid, "-z")
-        _control(proc.pid, "-i", "on")
+        _callgrind.control(proc.pid, "-z")
+        _callgrind.control(proc.pid, "-i", "on")
         for i in range(calls):
             call(i)
-        _control(proc.pid, "-i", "off")
-        _control(proc.pid, "-d")
+        _callgrind.control(proc.pid, "-i", "off")
+        _callgrind.control(proc.pid, "-d")
         client.close()
     finally:
         proc.terminate()
         proc.wait(120)
-    return _total(out)
-
-
-def _wait_for(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 600  # valgrind's start is slow
-    while True:
-        try:
-            httpx.get(url + "/", timeout=5)
-            return
-        except httpx.TransportError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(log.read_text()[-3000:]) from None
-            time.sleep(0.5)
+    return _callgrind.total(out)
 
 
 def in_process(src: Path, calls: int, warm_up: int) -> int:
@@ -113,11 +81,11 @@ def in_process(src: Path, calls: int, warm_up: int) -> int:
     work = Path(tempfile.mkdtemp(prefix="cg-guarded-"))
     out = str(work / "callgrind.out")
     subprocess.run(
-        [*CALLGRIND, f"--callgrind-out-file={out}", sys.executable, __file__, "--child",
-         "--calls", str(calls), "--warm-up", str(warm_up)],
+        _callgrind.command(out, sys.executable, __file__, "--child", "--calls", str(calls),
+                           "--warm-up", str(warm_up)),
         cwd=work, env=_env(src), check=True, stdout=subprocess.DEVNULL,
         stderr=(work / "log").open("wb"))
-    return _total(out)
+    return _callgrind.total(out)
 
 
 def child(calls: int, warm_up: int) -> None:
@@ -143,10 +111,10 @@ def child(calls: int, warm_up: int) -> None:
 
             for i in range(warm_up):
                 await call(-1 - i)
-            _control(os.getpid(), "-i", "on")
+            _callgrind.control(os.getpid(), "-i", "on")
             for i in range(calls):
                 await call(i)
-            _control(os.getpid(), "-i", "off")
+            _callgrind.control(os.getpid(), "-i", "off")
             await guard.aclose()
 
     asyncio.run(run())
