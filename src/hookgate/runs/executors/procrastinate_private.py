@@ -150,13 +150,15 @@ def _woken(waiting_if: str = "", source: str = "waiting") -> str:
 #: A decision can commit after this statement's snapshot and before its commit, having
 #: queued its run's continuation behind this job's lock (a decision landing as its run
 #: parks): ``waiting`` misses that job, and the worker its NOTIFY woke skipped it. Every
-#: transaction that queues a run's advance while a job of the run may run changes one of the
-#: run's requests (a decision, an expiry, a cancellation: ``after_transition``), so the
-#: run's pending requests are share-locked here, never waiting (``still``): one changed since
-#: the snapshot (committed: no longer pending; in flight: locked, skipped) is missing from
-#: ``still``, and the workers are woken anyway (``changed``): a continuation committed by then
-#: is fetched after this commit, one still in flight commits after it and its own NOTIFY
-#: finds the lock free. A change that comes after the lock waits for this commit.
+#: transaction that queues a run's advance while another job of the run may run changes one
+#: of the run's requests (a decision, an expiry, a cancellation: ``after_transition``; the
+#: job's own queueing commits before its finish, and recovery queues only runs it found
+#: without a job), so the run's pending requests are share-locked here, never waiting
+#: (``still``): one changed since the snapshot (committed: no longer pending; in flight:
+#: locked, skipped) is missing from ``still``, and the workers are woken anyway
+#: (``changed``): a continuation committed by then is fetched after this commit, one still
+#: in flight commits after it and its own NOTIFY finds the lock free. A change that comes
+#: after the lock waits for this commit.
 _PENDING_OF_D = ("SELECT cr.id FROM d JOIN confirmation_requests cr ON (cr.run_id = d.lock "
                  "OR cr.root_run_id = d.lock) WHERE cr.status = 'pending'")
 FINISH_WAKING = (
