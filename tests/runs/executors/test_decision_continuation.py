@@ -9,6 +9,7 @@ continuation that only the poll would find fails the tests' 15 s waits."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -163,6 +164,183 @@ def test_a_decision_landing_as_its_run_parks_continues_it_once(w: World) -> None
         assert w.sql("SELECT count(*) FROM tool_executions WHERE run_id = %s", run_id) == [(1,)]
         assert w.sql("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s",
                      run_id) == [(0,)]
+
+
+#: An advisory lock key the test holds to keep a finishing job's statement open.
+HELD_FINISH_KEY = 4242
+#: The finish of an advance job waits, inside its statement (its snapshot taken), for the
+#: test to let it go: the moment a decision can commit unseen by that snapshot.
+HOLD_FINISH = (
+    "CREATE FUNCTION hold_finish() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    f"PERFORM pg_advisory_xact_lock_shared({HELD_FINISH_KEY}); RETURN OLD; END $$",
+    "CREATE TRIGGER hold_finish BEFORE DELETE ON procrastinate_jobs FOR EACH ROW "
+    "WHEN (OLD.task_name = 'hookgate.advance_run') EXECUTE FUNCTION hold_finish()",
+)
+#: Backends of this database waiting for a lock: (advisory ones, other ones).
+WAITING = ("SELECT count(*) FILTER (WHERE l.locktype = 'advisory'), "
+           "count(*) FILTER (WHERE l.locktype <> 'advisory') FROM pg_locks l "
+           "JOIN pg_stat_activity a ON a.pid = l.pid "
+           "WHERE NOT l.granted AND a.datname = current_database()")
+#: Fetches of the worker that ended since a time ($1).
+FETCHED_SINCE = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                 "AND state = 'idle' AND query LIKE '%%procrastinate_fetch_job%%' "
+                 "AND query_start > %s")
+
+
+def until(what: str, check: Any, timeout: float = 15) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.01)
+    raise AssertionError(f"waited in vain for {what}")
+
+
+def test_a_decision_committed_while_its_runs_job_finishes_is_not_left_to_the_poll(
+        w: World) -> None:
+    # The run's job J1 finishes (its run parked) in one statement; a decision landing after
+    # that statement's snapshot but before its commit queues J2 behind J1's lock, and the
+    # worker woken by J2's NOTIFY skips it (J1 still holds the lock). J1's finish must still
+    # wake J2: here the finish is held open (after its snapshot) until the decision went
+    # through and the worker's fetch came back empty; the poll is a minute away.
+    for statement in HOLD_FINISH:
+        w.sql(statement)
+    holder = psycopg.connect(w.dsn, autocommit=True)
+    decided: list[int] = []
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", (HELD_FINISH_KEY,))
+        paid = len(w.bank.payments)
+        r = w.client.post("/api/runs", json={"agent_id": "buyer", "message": "pay ACME"},
+                          headers=auth("alice"))
+        assert r.status_code == 200, r.text
+        run_id = r.json()["run_id"]
+        # J1's finish waits inside its statement: the run parked, its request pending.
+        until("the finish held", lambda: w.sql(WAITING)[0][0] == 1)
+        (request_id,), = w.sql("SELECT id FROM confirmation_requests WHERE run_id = %s "
+                               "AND status = 'pending'", run_id)
+        (since,), = w.sql("SELECT clock_timestamp()")
+
+        def approve() -> None:
+            with httpx.Client(base_url=w.srv.url, timeout=20) as client:
+                decided.append(client.post(f"/api/confirmations/{request_id}/respond",
+                                           json={"decision": "approve"},
+                                           headers=auth("alice")).status_code)
+
+        deciding = threading.Thread(target=approve)
+        deciding.start()
+        # Either the decision committed its continuation behind J1 and the worker's fetch
+        # it woke came back without it, or the decision waits for J1's finish to commit.
+        until("the decision queued and fetched past, or waiting for the finish", lambda: (
+            w.sql(WAITING)[0][1] > 0
+            or (w.sql("SELECT count(*) FROM procrastinate_jobs WHERE lock = %s "
+                      "AND status = 'todo'", run_id) == [(1,)]
+                and w.sql(FETCHED_SINCE, since)[0][0] > 0)))
+    finally:
+        holder.execute("SELECT pg_advisory_unlock(%s)", (HELD_FINISH_KEY,))
+        holder.close()
+        w.sql("DROP TRIGGER hold_finish ON procrastinate_jobs")
+        w.sql("DROP FUNCTION hold_finish()")
+    deciding.join(20)
+    assert decided == [200]
+    assert wait_run(w.client, run_id)["status"] == "completed"
+    assert len(w.bank.payments) == paid + 1
+    assert w.sql("SELECT count(*) FROM tool_executions WHERE run_id = %s", run_id) == [(1,)]
+
+
+#: An advisory lock key the test holds to keep the worker's fetch of a decoy job open.
+HELD_FETCH_KEY = 4243
+#: A decoy job's fetch waits, inside the fetch's statement (its snapshot taken), for the
+#: test to let it go, then takes nothing (the row is left as it was): an empty fetch.
+HOLD_FETCH = (
+    "CREATE FUNCTION hold_fetch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    f"PERFORM pg_advisory_xact_lock_shared({HELD_FETCH_KEY}); RETURN NULL; END $$",
+    "CREATE TRIGGER hold_fetch BEFORE UPDATE ON procrastinate_jobs FOR EACH ROW "
+    "WHEN (OLD.task_name = 'test.decoy') EXECUTE FUNCTION hold_fetch()",
+)
+
+
+def test_a_wake_up_heard_while_the_worker_fetches_in_vain_is_not_forgotten(
+        w: World) -> None:
+    # procrastinate's worker clears its wake-up after each fetch: a NOTIFY heard while a
+    # fetch runs that then finds nothing (its snapshot older than what was notified) would
+    # be forgotten until the next poll, a minute away. Here the worker's fetch is held on a
+    # decoy job while the finish of the job holding a run's lock wakes its continuation.
+    run_id, request_id = w.parked_run()
+    taken = w.srv.runtime.runs.executor.taken  # type: ignore[union-attr]
+    jobs = w.srv.runtime.runs.executor.app.job_manager  # type: ignore[union-attr]
+    shared = w.srv.runtime.pg_notifications
+    assert shared is not None
+    heard: list[str] = []
+
+    def hear(payload: str | None) -> None:
+        if payload is not None:
+            heard.append(payload)
+
+    (busy,), = w.sql("INSERT INTO procrastinate_jobs (queue_name, task_name, lock, args, "
+                     "status, worker_id) VALUES ('hookgate_runs', 'hookgate.advance_run', "
+                     "%s, '{}', 'doing', %s) RETURNING id", run_id, taken.worker_id)
+    for statement in HOLD_FETCH:
+        w.sql(statement)
+    holder = psycopg.connect(w.dsn, autocommit=True)
+    try:
+        paid = len(w.bank.payments)
+        w.approve(request_id)  # queued behind the busy job
+        (queued,), = w.sql("SELECT id FROM procrastinate_jobs WHERE lock = %s "
+                           "AND status = 'todo'", run_id)
+        w.srv.call(shared.add("procrastinate_any_queue_v1", hear))
+        holder.execute("SELECT pg_advisory_lock(%s)", (HELD_FETCH_KEY,))
+        w.sql("INSERT INTO procrastinate_jobs (queue_name, task_name, args, status) "
+              "VALUES ('hookgate_runs', 'test.decoy', '{}', 'todo')")
+        until("the worker's fetch held on the decoy", lambda: w.sql(WAITING)[0][0] == 1)
+        # The busy job's finish wakes the continuation while that fetch still runs.
+        w.srv.call(jobs.finish_job_by_id_async(busy, Status.SUCCEEDED, delete_job=True))
+        until("the continuation's wake-up heard", lambda: any(
+            f'"job_id" : {queued}' in p for p in heard))
+    finally:
+        holder.execute("SELECT pg_advisory_unlock(%s)", (HELD_FETCH_KEY,))
+        holder.close()
+        w.srv.call(_discard(shared, "procrastinate_any_queue_v1", hear))
+        w.sql("DROP TRIGGER hold_fetch ON procrastinate_jobs")
+        w.sql("DROP FUNCTION hold_fetch()")
+        w.sql("DELETE FROM procrastinate_jobs WHERE task_name = 'test.decoy'")
+    assert wait_run(w.client, run_id)["status"] == "completed"
+    assert len(w.bank.payments) == paid + 1
+
+
+async def _discard(shared: Any, channel: str, handler: Any) -> None:
+    shared.discard(channel, handler)
+
+
+def test_a_queued_continuation_held_until_a_commit_wakes_the_workers_at_that_commit(
+        w: World) -> None:
+    # A transaction that finds the run's advance queued already holds it until it commits
+    # (so no worker takes it before what the transaction changed): a worker's fetch in the
+    # meantime skips it, so the commit notifies the workers again.
+    from hookgate.runs.executors.procrastinate_private import hold_queued
+
+    run_id, _ = w.parked_run()
+    taken = w.srv.runtime.runs.executor.taken  # type: ignore[union-attr]
+    db = w.srv.runtime.db
+    (busy,), = w.sql("INSERT INTO procrastinate_jobs (queue_name, task_name, lock, args, "
+                     "status, worker_id) VALUES ('hookgate_runs', 'hookgate.advance_run', "
+                     "%s, '{}', 'doing', %s) RETURNING id", run_id, taken.worker_id)
+    (queued,), = w.sql("INSERT INTO procrastinate_jobs (queue_name, task_name, lock, "
+                       "queueing_lock, args) VALUES ('hookgate_runs', 'hookgate.advance_run', "
+                       "%s, %s, '{}') RETURNING id", run_id, run_id)
+
+    async def hold() -> bool:
+        async with db.transaction() as tx:
+            return await hold_queued(tx, run_id)
+
+    try:
+        with psycopg.connect(w.dsn, autocommit=True) as listener:
+            listener.execute("LISTEN procrastinate_any_queue_v1")
+            assert w.srv.call(hold())
+            heard = [n.payload for n in listener.notifies(timeout=10, stop_after=1)]
+        assert heard == [f'{{"type" : "job_inserted", "job_id" : {queued}}}']
+    finally:
+        w.sql("DELETE FROM procrastinate_jobs WHERE id IN (%s, %s)", busy, queued)
 
 
 @pytest.mark.parametrize("kind", ["session", "driver"])

@@ -38,7 +38,10 @@ Why the public API does not suffice, operation by operation:
   while another job with its lock runs (a decision taken while its run was still parking)
   is fetched by no worker when its NOTIFY arrives, and procrastinate fetches it only at the
   next poll (seconds later). The statement that finishes a job also sends procrastinate's
-  own ``job_inserted`` notification for a job waiting on its lock, in the same commit.
+  own ``job_inserted`` notification for a job waiting on its lock, in the same commit, or
+  for one its snapshot cannot see yet (``FINISH_WAKING``). procrastinate's worker clears
+  its wake-up after each fetch, so a fetch that found nothing while a notification came in
+  is made again (``DriverConnector._fetch``).
 - **A taken job ended by its run's end** (``TakenJobEnd``): the job this process took for a
   run is deleted (what procrastinate's finish does with a succeeded job) in the statement
   that stores the run's end, instead of by a finish of its own after it: one commit fewer
@@ -127,32 +130,56 @@ if _NOTIFY is None or _FINISH_NAMES[:1] != ("job_id",):  # pragma: no cover
 _QUEUE_CHANNEL, _ANY_QUEUE_CHANNEL = _NOTIFY.group(1), _NOTIFY.group(2)
 
 
-def _woken(waiting_if: str = "") -> str:
+def _woken(waiting_if: str = "", source: str = "waiting") -> str:
     """The CTE ``woken``: procrastinate's own ``job_inserted`` notification (as its trigger
-    sends it) for the job in the CTE ``waiting``, if any (and if ``waiting_if`` holds)."""
+    sends it) for the job in ``source`` (``id``, ``queue_name``), if any (and if
+    ``waiting_if`` holds); a NULL id wakes the workers of the queue for no job in particular
+    (procrastinate's worker reads only the type)."""
     where = f" WHERE {waiting_if}" if waiting_if else ""
     return (f"woken AS (SELECT pg_notify('{_QUEUE_CHANNEL}' || queue_name, payload), "
             f"pg_notify('{_ANY_QUEUE_CHANNEL}', payload) FROM (SELECT queue_name, "
             "json_build_object('type', 'job_inserted', 'job_id', id)::text AS payload "
-            f"FROM waiting{where}) AS w)")
+            f"FROM {source} AS s{where}) AS w)")
 
 
 #: The finish, and in the same statement (the same commit) procrastinate's notification for
 #: the job queued under the finished job's lock, if one waits: its advance jobs' queueing
 #: lock is their lock (the index procrastinate keeps on a queued job's queueing lock). The
 #: statement's snapshot still holds the finished job's row.
+#:
+#: A decision can commit after this statement's snapshot and before its commit, having
+#: queued its run's continuation behind this job's lock (a decision landing as its run
+#: parks): ``waiting`` misses that job, and the worker its NOTIFY woke skipped it. Every
+#: transaction that queues a run's advance while another job of the run may run changes one
+#: of the run's requests (a decision, an expiry, a cancellation: ``after_transition``; the
+#: job's own queueing commits before its finish, and recovery queues only runs it found
+#: without a job), so the run's pending requests are share-locked here, never waiting
+#: (``still``): one changed since the snapshot (committed: no longer pending; in flight:
+#: locked, skipped) is missing from ``still``, and the workers are woken anyway
+#: (``changed``): a continuation committed by then is fetched after this commit, one still
+#: in flight commits after it and its own NOTIFY finds the lock free. A change that comes
+#: after the lock waits for this commit.
+_PENDING_OF_D = ("SELECT cr.id FROM d JOIN confirmation_requests cr ON (cr.run_id = d.lock "
+                 "OR cr.root_run_id = d.lock) WHERE cr.status = 'pending'")
 FINISH_WAKING = (
-    "WITH waiting AS (SELECT t.id, t.queue_name FROM procrastinate_jobs d "
+    "WITH d AS (SELECT lock, queue_name FROM procrastinate_jobs WHERE id = $1), "
+    "waiting AS (SELECT t.id, t.queue_name FROM d "
     "JOIN procrastinate_jobs t ON t.queueing_lock = d.lock AND t.lock = d.lock "
-    "AND t.status = 'todo' WHERE d.id = $1 LIMIT 1), "
-    f"{_woken()} {_FINISH_PG.strip().rstrip(';')}, (SELECT count(*) FROM woken)")
+    "AND t.status = 'todo' LIMIT 1), "
+    f"pending AS ({_PENDING_OF_D}), still AS ({_PENDING_OF_D} FOR SHARE OF cr SKIP LOCKED), "
+    "changed AS (SELECT NULL::bigint AS id, d.queue_name FROM d "
+    "WHERE NOT EXISTS (SELECT 1 FROM waiting) "
+    "AND (SELECT count(*) FROM pending) > (SELECT count(*) FROM still)), "
+    f"{_woken(source='(SELECT id, queue_name FROM waiting UNION ALL SELECT * FROM changed)')} "
+    f"{_FINISH_PG.strip().rstrip(';')}, (SELECT count(*) FROM woken)")
 
 
 #: A taken job ended with its run (``TakenJobEnd``): deleted, as procrastinate's finish of a
 #: succeeded job deletes it (``status IN ('todo', 'doing')``, the same triggers), in the
 #: statement that stores the run's end, only if that stored it (``up``, the fenced row);
-#: and the job its lock held back woken, as ``FINISH_WAKING`` does. $P1 the job, $P2 the
-#: run (the lock and queueing lock of its advance jobs).
+#: and the job its lock held back woken, as ``FINISH_WAKING`` does (a run that ended has no
+#: decision to wait for). $P1 the job, $P2 the run (the lock and queueing lock of its
+#: advance jobs).
 _END_CTES = (
     "waiting AS (SELECT t.id, t.queue_name FROM procrastinate_jobs t "
     "WHERE t.queueing_lock = $P2::text AND t.lock = $P2::text AND t.status = 'todo' "
@@ -262,9 +289,13 @@ SELECT runs.id FROM runs
                             WHERE cr.root_run_id = runs.id AND cr.status = 'pending'))
 """
 #: The job queued under a queueing lock, locked until the caller's transaction ends (a
-#: worker skips locked jobs).
-HOLD_QUEUED = ("SELECT id FROM procrastinate_jobs WHERE queueing_lock = $1 "
-               "AND status = 'todo' FOR UPDATE")
+#: worker skips locked jobs); and, at that commit, procrastinate's notification for it if
+#: it is due: a worker whose fetch skipped it meanwhile would otherwise leave it to the poll.
+HOLD_QUEUED = (
+    "WITH held AS (SELECT id, queue_name, scheduled_at FROM procrastinate_jobs "
+    "WHERE queueing_lock = $1 AND status = 'todo' FOR UPDATE), "
+    f"{_woken('scheduled_at IS NULL OR scheduled_at <= now()', source='held')} "
+    "SELECT id, (SELECT count(*) FROM woken) FROM held")
 
 
 async def _in_transaction(session: Transaction, query: str, *args: Any) -> list[Any]:
@@ -344,10 +375,16 @@ class DriverConnector(PsycopgConnector):
             raise ValueError("the run queue needs a PostgreSQL database")
         self._driver = db.backend.driver
         self._wakeups = wakeups
+        #: Queue notifications heard so far (see `_fetch`).
+        self._heard = 0
 
     async def listen_notify(self, on_notification: Any, channels: Iterable[str]) -> None:
         if self._wakeups is None:
-            await super().listen_notify(on_notification=on_notification, channels=channels)
+            async def counted(*, channel: str, payload: str) -> None:
+                self._heard += 1
+                await on_notification(channel=channel, payload=payload)
+
+            await super().listen_notify(on_notification=counted, channels=channels)
             return
         loop = asyncio.get_running_loop()
         pending: set[asyncio.Task[None]] = set()
@@ -363,6 +400,7 @@ class DriverConnector(PsycopgConnector):
             def heard(payload: str | None) -> None:
                 if payload is None:  # the LISTEN connection came back: the worker polls
                     return
+                self._heard += 1
                 task = loop.create_task(on_notification(channel=channel, payload=payload))
                 pending.add(task)
                 task.add_done_callback(heard_done)
@@ -382,7 +420,7 @@ class DriverConnector(PsycopgConnector):
         if query != _FETCH_JOB:
             found: dict[str, Any] = await super().execute_query_one_async(query, **arguments)
             return found
-        row = await self._on_driver("fetchrow", _FETCH_PG, _FETCH_NAMES, arguments)
+        row = await self._fetch(arguments)
         if row is None:
             raise pq_exceptions.NoResult
         values = tuple(row)
@@ -393,6 +431,18 @@ class DriverConnector(PsycopgConnector):
         if isinstance(job.get("args"), str):  # asyncpg hands jsonb over as its text
             job["args"] = json.loads(job["args"])
         return job
+
+    async def _fetch(self, arguments: dict[str, Any]) -> Any:
+        """The fetch's row (its id NULL, or no row: no job found). procrastinate's worker
+        forgets a wake-up heard while its fetch runs (it clears its event after the fetch):
+        a job whose NOTIFY arrives then (committed, or its lock freed, after the fetch's
+        snapshot) would wait for the next poll. So a fetch that found nothing while a
+        notification was heard is made again (as many times as that happens: no poll)."""
+        while True:
+            heard = self._heard
+            row = await self._on_driver("fetchrow", _FETCH_PG, _FETCH_NAMES, arguments)
+            if (row is not None and row[0] is not None) or heard == self._heard:
+                return row
 
     async def execute_query_async(self, query: Any, **arguments: Any) -> None:
         if query != _FINISH_JOB:
