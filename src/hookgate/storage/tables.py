@@ -252,12 +252,11 @@ class RunRow(Base):
 
 class RunEventRow(Base):
     __tablename__ = "run_events"
-    __table_args__ = (UniqueConstraint("run_id", "seq", name="uq_run_event_seq"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    # No index of its own: uq_run_event_seq's (run_id, seq) serves lookups by run.
-    run_id: Mapped[str] = mapped_column(String(64))
-    seq: Mapped[int] = mapped_column(Integer)
+    # Keyed by run and seq, the one index: every read and write goes by them (a serial id
+    # cost each event a nextval and an index insert, and ran out at 2^31: migration 0031).
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     type: Mapped[str] = mapped_column(String(64))
     data: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,4 +1,4 @@
--- revision: 0030
+-- revision: 0031
 -- Rendered by scripts/render_head_schema.py from the migrations; do not edit.
 
 CREATE TABLE agents (
@@ -234,23 +234,12 @@ CREATE TABLE revoked_tokens (
 );
 
 CREATE TABLE run_events (
-    id integer NOT NULL,
     run_id character varying(64) NOT NULL,
     seq integer NOT NULL,
     type character varying(64) NOT NULL,
     data json NOT NULL,
     created_at timestamp with time zone NOT NULL
 );
-
-CREATE SEQUENCE run_events_id_seq
-    AS integer
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1;
-
-ALTER SEQUENCE run_events_id_seq OWNED BY run_events.id;
 
 CREATE TABLE runs (
     id character varying(64) NOT NULL,
@@ -327,8 +316,6 @@ ALTER TABLE ONLY connector_call_logs ALTER COLUMN id SET DEFAULT nextval('connec
 
 ALTER TABLE ONLY limit_claims ALTER COLUMN id SET DEFAULT nextval('limit_claims_id_seq'::regclass);
 
-ALTER TABLE ONLY run_events ALTER COLUMN id SET DEFAULT nextval('run_events_id_seq'::regclass);
-
 ALTER TABLE ONLY session_facts ALTER COLUMN id SET DEFAULT nextval('session_facts_id_seq'::regclass);
 
 ALTER TABLE ONLY agents
@@ -383,7 +370,7 @@ ALTER TABLE ONLY revoked_tokens
     ADD CONSTRAINT revoked_tokens_pkey PRIMARY KEY (token_sha256);
 
 ALTER TABLE ONLY run_events
-    ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT run_events_pkey PRIMARY KEY (run_id, seq);
 
 ALTER TABLE ONLY runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
@@ -402,9 +389,6 @@ ALTER TABLE ONLY connector_call_logs
 
 ALTER TABLE ONLY confirmation_requests
     ADD CONSTRAINT uq_confirmation_run_call UNIQUE (run_id, tool_call_id);
-
-ALTER TABLE ONLY run_events
-    ADD CONSTRAINT uq_run_event_seq UNIQUE (run_id, seq);
 
 ALTER TABLE ONLY users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);

@@ -1,4 +1,4 @@
--- revision: 0030
+-- revision: 0031
 -- Rendered by scripts/render_head_schema.py from the migrations; do not edit.
 
 CREATE TABLE alembic_version (
@@ -19,17 +19,6 @@ CREATE TABLE orgs (
 	read_only BOOLEAN NOT NULL, 
 	created_at DATETIME NOT NULL, 
 	PRIMARY KEY (id)
-);
-
-CREATE TABLE run_events (
-	id INTEGER NOT NULL, 
-	run_id VARCHAR(64) NOT NULL, 
-	seq INTEGER NOT NULL, 
-	type VARCHAR(64) NOT NULL, 
-	data JSON NOT NULL, 
-	created_at DATETIME NOT NULL, 
-	PRIMARY KEY (id), 
-	CONSTRAINT uq_run_event_seq UNIQUE (run_id, seq)
 );
 
 CREATE TABLE tool_executions (
@@ -333,4 +322,13 @@ CREATE TABLE limit_claims (
 CREATE INDEX ix_limit_claims_key_at ON limit_claims (limit_key, at);
 
 CREATE INDEX ix_limit_claims_call ON limit_claims (call_key);
+
+CREATE TABLE "run_events" (
+	run_id VARCHAR(64) NOT NULL, 
+	seq INTEGER NOT NULL, 
+	type VARCHAR(64) NOT NULL, 
+	data JSON NOT NULL, 
+	created_at DATETIME NOT NULL, 
+	CONSTRAINT run_events_pkey PRIMARY KEY (run_id, seq)
+);
 
