@@ -241,6 +241,62 @@ def test_an_option_assigned_on_a_shared_hook_holds_in_every_registry_built_with_
             "approval_gate", "untrusted_target"]
 
 
+# -- a registry built again with a process's own services (decision record 0037) ----------
+
+
+def test_a_registry_built_again_with_the_same_services_is_the_same_while_it_holds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookgate.hooks import registry as registry_module
+    from hookgate.policies import modes
+
+    agent = agent_with([], "result_truncate", "untrusted_target")
+    own = HookServices(approvals=object(), database=DATABASE)
+    build_registry(agent, own)  # the first build finds out what the entries are
+
+    kept = build_registry(agent, own, again=True)
+    assert build_registry(agent, own, again=True) is kept
+    assert kept.get("approval_gate").service is own.approvals  # type: ignore[union-attr]
+    # Without ``again``, or with other services (a call's approvals), a build is new.
+    assert build_registry(agent, own) is not kept
+    call = HookServices(approvals=object(), database=DATABASE)
+    per_call = build_registry(agent, call, again=True)
+    assert per_call is not kept
+    assert per_call.get("approval_gate").service is call.approvals  # type: ignore[union-attr]
+
+    # The services' approvals replaced: the gate is made again with them.
+    kept = build_registry(agent, own, again=True)
+    own.approvals = object()
+    regated = build_registry(agent, own, again=True)
+    assert regated is not kept
+    assert regated.get("approval_gate").service is own.approvals  # type: ignore[union-attr]
+    # The modes in force changed (a policy reload), or telemetry was switched: made again.
+    monkeypatch.setattr(modes, "modes_version", lambda: "modes-stamped")
+    reloaded = build_registry(agent, own, again=True)
+    assert reloaded is not regated
+    assert build_registry(agent, own, again=True) is reloaded
+    monkeypatch.setattr(registry_module, "instrument", lambda hook: hook.execute)
+    assert build_registry(agent, own, again=True) is not reloaded
+
+
+@pytest.mark.parametrize("extra", [
+    {"class_hooks": ["result_truncate", f"{FIXTURES}:VeryLate"]},
+    {"command_hooks": [{"event": "PostToolUse", "command": "true"}]},
+])
+def test_a_registry_with_a_hook_made_per_build_is_made_anew_even_built_again(
+        extra: dict[str, Any]) -> None:
+    agent = agent_with([], "result_truncate")
+    agent.model_config_json["hooks"].update(extra)
+    own = HookServices(approvals=object(), database=DATABASE)
+    build_registry(agent, own)
+
+    one, two = build_registry(agent, own, again=True), build_registry(agent, own, again=True)
+
+    assert one is not two
+    own_hooks = {h.name for h in one.hooks()} - {"result_truncate", "approval_gate"}
+    assert own_hooks
+    assert all(_ids(one)[name] != _ids(two)[name] for name in own_hooks)
+
+
 def test_the_gate_is_added_to_an_agent_that_declares_no_hooks() -> None:
     plain = Agent(id="plain", name="Plain", instructions="", tools=[])
 

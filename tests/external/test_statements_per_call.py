@@ -1,11 +1,12 @@
 """What an ungated guarded call (ask + report; audit log and read-only guard declared) sends
 to a SQLite file, counted as `bench/throughput.py` counts a server's (every statement on the
 driver's connections, BEGIN and COMMIT included; a write alone in autocommit is one
-transaction). The ask: the asking person, the session's record, the call's index entry,
-whether the session started and stopped and whether the call started (one read), its start;
-the report: the call's index entry, whether it started and a kept decision (one read), its
-claim, the audit row (on the chain's remembered head), the result's fact with the two
-finishes (one write). None goes through SQLAlchemy (docs/decisions/0020, 0027 and 0031)."""
+transaction). The ask: the asking person, the call's index entry, whether the session
+started and stopped and whether the call started (one read), its start (the session's
+record is read at its first ask, then kept: it never changes); the report: the call's index
+entry, whether it started and a kept decision (one read), its claim, the audit row (on the
+chain's remembered head), the result's fact with the two finishes (one write). None goes
+through SQLAlchemy (docs/decisions/0020, 0027, 0031 and 0037)."""
 
 from __future__ import annotations
 
@@ -23,19 +24,20 @@ from hookgate.storage.audit import verify
 from hookgate.storage.backends import sqlite_driver
 from hookgate.storage.statement_count import StatementCount
 
-#: 17 statements in five transactions (20 in six before decision 0031: the ask read whether
+#: 16 statements in five transactions (17 before decision 0037: each ask read the session's
+#: record again; 20 in six before decision 0031: the ask read whether
 #: the session started, whether it stopped and whether the call started one by one, the
 #: report its start and its decision, and the result's fact was a write of its own before
 #: the two finishes; 29 in six before decision 0027: each one-statement write was a BEGIN
 #: IMMEDIATE, the statement and a COMMIT; the audit row's head was read as its seq numbers
 #: were reserved, then moved).
-STATEMENTS_PER_CALL = 17
+STATEMENTS_PER_CALL = 16
 TRANSACTIONS_PER_CALL = 5
 CALLS = 5
 
 
 @pytest.mark.perf  # a count of statements: a performance internal
-async def test_an_ungated_guarded_call_sends_seventeen_statements_in_five_writes(
+async def test_an_ungated_guarded_call_sends_sixteen_statements_in_five_writes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     count = StatementCount(str(tmp_path / "count.json"))
     monkeypatch.setattr(count, "start", lambda: None)  # no file to write

@@ -34,6 +34,8 @@ _quote = reprlib.Repr()
 _quote.maxstring = _quote.maxother = 120
 _KNOWN_SECTIONS = frozenset({"class_hooks", "command_hooks", "python_hooks", "http_hooks",
                              "claude_code", "untrusted_output"})
+#: The sections whose hooks a build makes anew every time (the declarative ones).
+_OWN_SECTIONS = ("command_hooks", "python_hooks", "http_hooks", "claude_code")
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +197,20 @@ class _Shared:
     version: str | None
     database: object
     registry: HookRegistry
+    #: The latest registry a build finished over it for one `HookServices` object and the
+    #: approvals it held then (a list of at most one), when the declaration adds nothing
+    #: but the gate (`_Plan.gate_only`): a caller that builds again with that very services
+    #: object gets it again (decision record 0037).
+    finished: list[tuple[HookServices, object, HookRegistry]] = field(default_factory=list)
+
+    def finished_for(self, services: HookServices) -> HookRegistry | None:
+        """The registry finished for ``services`` as they are now, if it still holds (its
+        chain entries taken with the telemetry instrument in force)."""
+        for made_for, approvals, registry in self.finished:
+            if made_for is services and approvals is services.approvals and (
+                    registry.entries_current()):
+                return registry
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +229,9 @@ class _Plan:
     untrusted_output: Callable[[str], bool]
     #: Every entry's class is shared between calls.
     all_shared: bool = False
+    #: The section declares no hook of its own beside ``class_hooks`` (no command, Python,
+    #: HTTP or Claude Code hooks): a build adds only the approval gate to the shared hooks.
+    gate_only: bool = False
     #: The latest `_Shared` made (a list of at most one: the plan itself is immutable).
     shared: list[_Shared] = field(default_factory=list)
 
@@ -258,12 +277,15 @@ def _add(registry: HookRegistry, agent: Agent, index: int, cls: type, params: di
         raise _fail(agent, f"{label}: {exc}", entry) from exc
 
 
-def build_registry(agent: Agent, services: HookServices | None = None) -> HookRegistry:
+def build_registry(agent: Agent, services: HookServices | None = None, *,
+                   again: bool = False) -> HookRegistry:
     """A new registry with the agent's declared hooks and the approval gate.
 
     What the agent's ``hooks`` section resolves to (each entry's class, the matchers) is
     found once per section as it is (`_Plan`, checked at every build); the hooks themselves
-    are made anew at every build, with ``services``."""
+    are made anew at every build, with ``services``. ``again``: the caller builds with this
+    very ``services`` object, a process's own, time after time; where the registry holds
+    nothing made per call (`_Plan.gate_only`), the one finished for it is given again."""
     services = services or HookServices()
     env = BuildEnv(agent, services)
     raw_hooks = (agent.model_config_json or {}).get("hooks")
@@ -271,9 +293,19 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
     facts = None if services.database is None else _database_facts(services)
     plan = _plan_of(agent, raw_hooks)
     if plan is not None and plan.all_shared:
-        registry = _shared_registry(plan, agent, decl, services).extended()
+        shared = _shared_registry(plan, agent, decl, services)
+        if again and plan.gate_only:
+            # Nothing in it is made per call but the gate, which reads only the services'
+            # approvals: built again with the same services (the external core's report,
+            # a session's start), it is the same registry.
+            kept = shared.finished_for(services)
+            if kept is not None:
+                return kept
+        registry = shared.registry.extended()
         with registry.batch():
             _finish(registry, env, decl)
+        if again and plan.gate_only:
+            shared.finished[:] = [(services, services.approvals, registry)]
         return registry
     if plan is not None:
         class_hooks = decl["class_hooks"] if plan.entries else ()
@@ -315,12 +347,13 @@ def build_registry(agent: Agent, services: HookServices | None = None) -> HookRe
         _finish(registry, env, decl)
     if snapshot is not NOT_JSON:
         _PLANS[agent] = _Plan(snapshot, known, tuple(planned), untrusted,
-                              all(shared_between_calls(p.cls) for p in planned))
+                              all(shared_between_calls(p.cls) for p in planned),
+                              all(decl.get(s) is None for s in _OWN_SECTIONS))
     return registry
 
 
 def _shared_registry(plan: _Plan, agent: Agent, decl: Mapping[str, Any],
-            services: HookServices) -> HookRegistry:
+            services: HookServices) -> _Shared:
     """The plan's shared hooks in a registry of their own, made again when the modes in
     force (each entry's ``mode``) or the database changed since it was made."""
     from hookgate.policies.modes import modes_version  # as mode_of reads them: on use
@@ -328,7 +361,7 @@ def _shared_registry(plan: _Plan, agent: Agent, decl: Mapping[str, Any],
     version = modes_version()
     made = plan.shared[0] if plan.shared else None
     if made is not None and made.version == version and made.database is services.database:
-        return made.registry
+        return made
     # Only what a shared hook may read: never the call's approvals or a third party's extra.
     own = HookServices(database=services.database)
     env = BuildEnv(agent, own)
@@ -339,8 +372,9 @@ def _shared_registry(plan: _Plan, agent: Agent, decl: Mapping[str, Any],
         for p in plan.entries:
             entry = class_hooks[p.index]
             _add(registry, agent, p.index, p.cls, _params(entry), entry, env, p.label)
-    plan.shared[:] = [_Shared(version, services.database, registry)]
-    return registry
+    made = _Shared(version, services.database, registry)
+    plan.shared[:] = [made]
+    return made
 
 
 def _finish(registry: HookRegistry, env: BuildEnv, decl: Mapping[str, Any]) -> None:

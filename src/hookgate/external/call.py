@@ -18,6 +18,7 @@ from typing import Any
 
 from hookgate.agent import Agent
 from hookgate.external.policy import (
+    ANY_OBJECT,
     TOOL_SCHEMA_KEY,
     CallRules,
     ExternalToolRan,
@@ -117,7 +118,7 @@ def build_call(agent: Agent, rules: CallRules, *, user_id: str, initiator: str |
         facts["tool_description"] = declared.description or None
     else:
         base = SchemaTool(name=tool_name, description=description or "",
-                          parameters=dict(schema) if schema else {"type": "object"},
+                          parameters=dict(schema) if schema else ANY_OBJECT,
                           _fn=_never_run)
         facts[TOOL_SCHEMA_KEY] = dict(schema) if schema is not None else None
         facts["tool_description"] = description

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
@@ -228,6 +229,10 @@ class GuardedCalls:
                  ledger: DatabaseLedger) -> None:
         self.core = ExternalCore(approvals, services, ledger)
         self.approvals = approvals
+        #: Each session's lineage as recorded (by its record's entry key): a session's record
+        #: is written once and never changed, so an ask reads it once per process, not at
+        #: every call (decision record 0037). The latest `_LINEAGES_KEPT` sessions.
+        self._lineages: OrderedDict[str, _Lineage] = OrderedDict()
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -511,9 +516,14 @@ class GuardedCalls:
         started (or was first asked about), else from ``parent_session`` and the parent's
         own record (one level below it; a parent hookgate never saw counts as top-level)."""
         entry = _session_entry(asker, session_id)
+        key = entry.key
+        kept = self._lineages.get(key)
+        if kept is not None:
+            self._lineages.move_to_end(key)
+            return kept
         record = await self.core.recorded(SESSIONS_RUN, entry)
         if record is not None and record.observation:
-            return _Lineage.of(_loads(record.observation))
+            return self._keep_lineage(key, _Lineage.of(_loads(record.observation)))
         if parent_session is None or parent_session == session_id:
             lineage = _Lineage(None, 0, None)
         else:
@@ -528,10 +538,19 @@ class GuardedCalls:
                  "parent_agent_id": lineage.parent_agent_id, "agent_id": agent.id,
                  "root_session": lineage.root_session,
                  "root_agent_id": lineage.root_agent_id}), ok=True):
-            return lineage
+            return self._keep_lineage(key, lineage)
         # Another ask recorded the session first: its record holds.
         record = await self.core.recorded(SESSIONS_RUN, entry)
-        return _Lineage.of(_loads(record.observation if record is not None else None))
+        if record is None or not record.observation:
+            return _Lineage.of({})
+        return self._keep_lineage(key, _Lineage.of(_loads(record.observation)))
+
+    def _keep_lineage(self, key: str, lineage: _Lineage) -> _Lineage:
+        """``lineage`` as the session's record says it, kept for the next asks."""
+        self._lineages[key] = lineage
+        if len(self._lineages) > _LINEAGES_KEPT:
+            self._lineages.popitem(last=False)
+        return lineage
 
     async def _facts(self, call: str, asker: Asker) -> _Facts:
         if not isinstance(call, str) or _CALL_KEY.fullmatch(call) is None:
@@ -606,6 +625,8 @@ async def _still_allowed(asker: Asker, call: str) -> None:
 
 #: The deepest delegation a session records (deeper ones count as this deep).
 MAX_DEPTH = 64
+#: How many sessions' lineages a process keeps (`GuardedCalls._lineages`).
+_LINEAGES_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)

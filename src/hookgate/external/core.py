@@ -173,8 +173,12 @@ class ExternalCore:
         self.ledger = ledger
 
     def registry(self, agent: Agent, services: HookServices | None = None) -> HookRegistry:
-        """The agent's hooks (HookBuildError says what is wrong with them)."""
-        return build_registry(agent, services or self.services)
+        """The agent's hooks (HookBuildError says what is wrong with them). Without
+        ``services`` (a call's approvals): with this process's own, built again only when
+        something made per call is in them (decision record 0037)."""
+        if services is None:
+            return build_registry(agent, self.services, again=True)
+        return build_registry(agent, services)
 
     # -- sessions ---------------------------------------------------------------------------
 

@@ -40,6 +40,10 @@ REASON_CHARS = 500
 _KEYS = frozenset({"wait_s", "rules"})
 #: Where a call's declared JSON schema travels: hook metadata, then the request's context.
 TOOL_SCHEMA_KEY = "tool_schema"
+#: The parameters of a stand-in whose runtime sent no schema: any JSON object. Never changed,
+#: so one object serves every such stand-in and its validator is found by identity
+#: (tools/json_schema.py), not by encoding a new copy at every call (decision record 0037).
+ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
 
 class ExternalToolRan(RuntimeError):
@@ -170,7 +174,7 @@ class CallRules:
         """The stand-in Tool with the flags the rules gave the call (`flags`)."""
         # A runtime that sends no description of the tool gets none made up.
         return SchemaTool(name=name, description=description or "",
-                          parameters=dict(schema) if schema else {"type": "object"},
+                          parameters=dict(schema) if schema else ANY_OBJECT,
                           _fn=_never_run, requires_confirmation=flags.requires_confirmation,
                           connector=flags.connector, writes=flags.writes,
                           confirmation_reason=flags.reason)

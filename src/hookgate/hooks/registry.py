@@ -287,6 +287,11 @@ class HookRegistry:
             self._entries.pop(id(hook), None)
             self._changed(hook.point)
 
+    def entries_current(self) -> bool:
+        """Whether its chains were taken with the telemetry instrument in force (none was
+        switched since): a registry kept for later builds is used again only then."""
+        return self._instrument is instrument
+
     def extended(self) -> HookRegistry:
         """A new registry with this one's hooks (the same instances, in the same order,
         their chain entries as taken here), for more hooks to be registered in: only the

@@ -261,4 +261,6 @@ def _settle(done: asyncio.Future[Any], ok: bool, value: Any) -> None:
 def sqlite_timestamp(at: datetime) -> str:
     """A time as SQLAlchemy stores UTCDateTime in SQLite (naive UTC, microseconds), so rows
     written by the driver read back, sort and compare like any other."""
-    return at.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+    if at.tzinfo is not UTC:  # a time already in UTC (every write's `utcnow`) needs no shift
+        at = at.astimezone(UTC)
+    return at.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
