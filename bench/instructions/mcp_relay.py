@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
@@ -98,24 +99,47 @@ def _relay_pid() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--src", action="append", required=True, help="a tree's src (repeat)")
-    parser.add_argument("--agent", action="append", choices=["bare", "guarded"])
-    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--src", action="append", type=Path,
+                        help="a tree's src to count (repeat to compare; default: this tree's)")
+    parser.add_argument("--agent", action="append", choices=["bare", "guarded"],
+                        help="the agent called (repeat for both; default: guarded)")
+    parser.add_argument("--calls", type=int, default=200, help="measured calls per count")
     parser.add_argument("--warm-up", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=1)
-    args = parser.parse_args()
-    agents = args.agent or ["guarded"]
-    out: dict[str, dict[str, list[dict[str, int]]]] = {}
-    for _ in range(args.rounds):
+    parser.add_argument("--rounds", type=int, default=1, help="counts per tree and agent")
+    options = parser.parse_args()
+    if options.calls < 1 or options.warm_up < 0 or options.rounds < 1:
+        parser.error("--calls and --rounds must be at least 1, --warm-up at least 0")
+    trees = [p.resolve() for p in (options.src or [BENCH.parent / "src"])]
+    for tree in trees:
+        if not (tree / "hookgate").is_dir():
+            parser.error(f"{tree} is not a source tree with a hookgate package")
+    agents = options.agent or ["guarded"]
+    counts: dict[str, dict[str, list[int]]] = {str(t): {} for t in trees}
+    for _ in range(options.rounds):
         for agent in agents:
-            for src in args.src:
-                counted = _relayed(Path(src).resolve(), agent, args.calls, args.warm_up)
-                out.setdefault(agent, {}).setdefault(src, []).append(counted)
-                print(agent, src, counted, file=sys.stderr, flush=True)
-    summary = {agent: {src: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-                       for src, runs in by_src.items()} for agent, by_src in out.items()}
-    print(json.dumps({"calls": args.calls, "warm_up": args.warm_up, "runs": out,
-                      "median_per_call": summary}, indent=1))
+            for tree in trees:
+                counted = _relayed(tree, agent, options.calls, options.warm_up)
+                for process, per_call in counted.items():
+                    counts[str(tree)].setdefault(f"{process}_{agent}", []).append(per_call)
+                print(tree, agent, counted, file=sys.stderr, flush=True)
+    result: dict[str, Any] = {
+        "benchmark": "instructions_mcp_relay",
+        "what": "callgrind instructions per relayed MCP tools/call (mcp-server-time's "
+                "get_current_time) in hookgate serve and in the hookgate mcp stdio relay, "
+                "measured calls only",
+        "calls": options.calls,
+        "trees": {tree: {path: {"per_call": values,
+                                "median_millions": round(statistics.median(values) / 1e6, 3)}
+                         for path, values in by_path.items()}
+                  for tree, by_path in counts.items()},
+    }
+    if len(trees) > 1:
+        first, *others = (str(t) for t in trees)
+        result["ratios_to_first"] = {
+            other: {path: round(statistics.median(counts[other][path])
+                                / statistics.median(counts[first][path]), 3)
+                    for path in counts[first]} for other in others}
+    print(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
