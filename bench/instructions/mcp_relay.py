@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,7 +93,7 @@ def _relay_pid() -> int:
              if " mcp stdio " in " ".join(p.cmdline())]
     if len(found) != 1:
         raise SystemExit(f"relay process not found once: {found}")
-    return found[0]
+    return int(found[0])
 
 
 def main() -> None:
@@ -128,17 +127,8 @@ def main() -> None:
                 "get_current_time) in hookgate serve and in the hookgate mcp stdio relay, "
                 "measured calls only",
         "calls": options.calls,
-        "trees": {tree: {path: {"per_call": values,
-                                "median_millions": round(statistics.median(values) / 1e6, 3)}
-                         for path, values in by_path.items()}
-                  for tree, by_path in counts.items()},
+        **_callgrind.by_tree(counts),
     }
-    if len(trees) > 1:
-        first, *others = (str(t) for t in trees)
-        result["ratios_to_first"] = {
-            other: {path: round(statistics.median(counts[other][path])
-                                / statistics.median(counts[first][path]), 3)
-                    for path in counts[first]} for other in others}
     print(json.dumps(result, indent=1))
 
 
