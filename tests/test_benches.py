@@ -250,6 +250,7 @@ def test_every_bench_script_is_checked_here() -> None:
 INSTRUCTION_SCRIPTS: dict[str, list[str]] = {
     "guarded_call.py": ["--calls", "3", "--warm-up", "2"],
     "durable_run.py": ["--runs", "2"],
+    "mcp_relay.py": ["--calls", "3", "--warm-up", "2"],
 }
 
 

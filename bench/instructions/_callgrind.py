@@ -4,9 +4,12 @@ off until asked, switched on and off around the measured work, and its count rea
 from __future__ import annotations
 
 import glob
+import statistics
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -48,3 +51,21 @@ def wait_for(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(log.read_text()[-3000:]) from None
             time.sleep(0.5)
+
+
+def by_tree(counts: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str, Any]:
+    """The counts per tree and path as printed (``trees``: each path's counts and median in
+    millions), with each later tree's medians over the first's (``ratios_to_first``)."""
+    out: dict[str, Any] = {
+        "trees": {tree: {path: {"per_call": values,
+                                "median_millions": round(statistics.median(values) / 1e6, 3)}
+                         for path, values in by_path.items()}
+                  for tree, by_path in counts.items()},
+    }
+    if len(counts) > 1:
+        first, *others = counts
+        out["ratios_to_first"] = {
+            other: {path: round(statistics.median(counts[other][path])
+                                / statistics.median(counts[first][path]), 3)
+                    for path in counts[first]} for other in others}
+    return out

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -152,17 +151,8 @@ def main() -> None:
         "what": "callgrind instructions per ungated guarded call (ask + report; audit_log "
                 "and readonly_guard; SQLite file), measured calls only",
         "calls": options.calls,
-        "trees": {tree: {path: {"per_call": values,
-                                "median_millions": round(statistics.median(values) / 1e6, 3)}
-                         for path, values in by_path.items()}
-                  for tree, by_path in counts.items()},
+        **_callgrind.by_tree(counts),
     }
-    if len(trees) > 1:
-        first, *others = (str(t) for t in trees)
-        result["ratios_to_first"] = {
-            other: {path: round(statistics.median(counts[other][path])
-                                / statistics.median(counts[first][path]), 3)
-                    for path in counts[first]} for other in others}
     print(json.dumps(result, indent=1))
 
 

@@ -13,7 +13,7 @@ the unique (run, tool call) of ``confirmation_requests`` lets one request win.
 from __future__ import annotations
 
 import hashlib
-import uuid
+import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -44,9 +44,10 @@ class Attempt:
 
 
 def fresh_attempt(run_id: str | None = None) -> Attempt:
-    """A new attempt (of the keyed run ``run_id``, or of a one-off run)."""
-    call_id = f"mcpcall-{uuid.uuid4().hex}"
-    return Attempt(run_id or f"mcp-{uuid.uuid4().hex}", call_id, joined=False)
+    """A new attempt (of the keyed run ``run_id``, or of a one-off run). A one-off run is
+    named by the same 128 random bits as its one call: each ungated call draws once."""
+    drawn = secrets.token_hex(16)
+    return Attempt(run_id or f"mcp-{drawn}", f"mcpcall-{drawn}", joined=False)
 
 
 def run_of(key: str) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from hookgate.telemetry import names, values
+from hookgate.telemetry.switch import SWITCH
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -51,8 +52,6 @@ class ServedSpanAttributes:
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
                        ) -> HandlerResult:
         from opentelemetry import trace
-
-        from hookgate.telemetry.switch import SWITCH
 
         span = trace.get_current_span()
         attrs = self._attributes(ctx) if span.is_recording() or SWITCH.on else {}
@@ -124,20 +123,41 @@ class DownstreamCall:
         self.span.set_status(StatusCode.ERROR, values.text(message))
 
 
-@contextlib.contextmanager
+class _Untraced:
+    """The context of a downstream request while telemetry is off: no span, no metric, and
+    no generator set up and torn down around every request (decision record 0040)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> DownstreamCall:
+        return DownstreamCall(None)
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+_UNTRACED = _Untraced()
+
+
 def downstream_span(method: str, target: str | None, *, url: str | None,
                     session_id: str | None, protocol_version: str | None,
-                    resource_uri: str | None = None) -> Iterator[DownstreamCall]:
+                    resource_uri: str | None = None
+                    ) -> contextlib.AbstractContextManager[DownstreamCall]:
     """The CLIENT span of one request to a downstream server, and its duration metric.
 
     Named ``{method} {target}``; the SDK's own "MCP send" span and the downstream server's
-    span (it gets the context in ``params._meta``) are its children.
+    span (it gets the context in ``params._meta``) are its children. With telemetry off,
+    a context that records nothing.
     """
-    from hookgate.telemetry.switch import SWITCH
-
     if not SWITCH.on:
-        yield DownstreamCall(None)
-        return
+        return _UNTRACED
+    return _traced(method, target, url=url, session_id=session_id,
+                   protocol_version=protocol_version, resource_uri=resource_uri)
+
+
+@contextlib.contextmanager
+def _traced(method: str, target: str | None, *, url: str | None, session_id: str | None,
+            protocol_version: str | None, resource_uri: str | None) -> Iterator[DownstreamCall]:
     from opentelemetry.trace import SpanKind
 
     from hookgate.telemetry.instruments import instruments
