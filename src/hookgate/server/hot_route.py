@@ -191,7 +191,7 @@ def _params_reader(fields: Sequence[ModelField]) -> Callable[[Mapping[str, Any]]
     request's path parameters or headers, or None when one of them does not validate.
 
     FastAPI works out afresh on every request what each field's declaration says of how it
-    is read (a parameter model? a sequence? which request key?), about 30 calls a request
+    is read (a parameter model? a sequence? which request key?), dozens of calls a request
     for the path parameter and the framework header. Those answers never change: they are
     asked of FastAPI's own functions once, here, and a field FastAPI reads as one value
     under one key is read so; each value is then validated by FastAPI's own
