@@ -93,6 +93,12 @@ CASES: dict[str, tuple[str, dict[str, str], bytes]] = {
     "a framework over its limit": ("/api/v1/calls", headers(framework="f" * 65),
                                    dumped(ask_body("{n}"))),
     "no framework": ("/api/v1/calls", headers(framework=None), dumped(ask_body("{n}"))),
+    "a framework header in lower case": ("/api/v1/calls",
+                                         {**headers(framework=None),
+                                          "x-hookgate-framework": "crewai"},
+                                         dumped(ask_body("{n}"))),
+    "an empty framework header": ("/api/v1/calls", headers(framework=""),
+                                  dumped(ask_body("{n}"))),
     "invalid JSON": ("/api/v1/calls", headers(), b'{"agent": '),
     "not an object": ("/api/v1/calls", headers(), b"[1, 2]"),
     "an empty body": ("/api/v1/calls", headers(), b""),
@@ -238,6 +244,22 @@ def test_a_plain_ask_and_report_skip_fastapis_dependency_solver_and_a_wrong_one_
     audit = httpx.get(f"{server.url}/api/audit", params={"limit": 5},
                       headers={"Authorization": f"Bearer {ALICE}"})
     assert audit.status_code == 200
+
+
+def test_the_hot_routes_read_their_parameters_and_bodies_as_worked_out_once() -> None:
+    # Each POST route's path parameter, framework header and body are read by the readers
+    # resolved from FastAPI's own answers once, not by FastAPI's generic functions (which
+    # a FastAPI without those functions would keep: decision record 0038).
+    posts = [r for r in guarded_calls.router.routes
+             if isinstance(r, fastapi.routing.APIRoute) and r.methods == {"POST"}]
+    assert {r.path for r in posts} == {"/api/v1/sessions", "/api/v1/calls",
+                                       "/api/v1/calls/{call}/result"}
+    for route in posts:
+        dependant = route.dependant
+        assert dependant.header_params
+        for fields in (dependant.path_params, dependant.header_params):
+            assert hot_route._params_reader(fields).__name__ == "read"
+        assert hot_route._body_reader(dependant.body_params).__name__ == "read"
 
 
 @pytest.mark.parametrize(("method", "path"), [

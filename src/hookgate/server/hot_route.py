@@ -6,7 +6,9 @@ answered without FastAPI's generic per-request machinery.
 endpoints. For a plain request (``Content-Type: application/json``, a body that parses and
 validates, no FastAPI telemetry on the request) it takes the steps FastAPI's handler takes,
 with FastAPI's own functions: the path and header parameters and the body are validated by
-the declaration's fields (``request_params_to_args``, ``request_body_to_args``); the
+the declaration's fields (as ``request_params_to_args`` and ``request_body_to_args`` do,
+with what those work out of the declaration on every request worked out once per route:
+`_params_reader`, `_body_reader`); the
 route's one dependency (the caller: `server.auth.require_lasting_access`) runs; the
 endpoint runs; its answer is validated and serialised by the response model
 (``serialize_response``). FastAPI runs the dependency before it validates, so a request
@@ -30,10 +32,11 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, FastAPI, Request, Response, params
+from fastapi._compat import ModelField
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
@@ -43,6 +46,19 @@ try:  # FastAPI's route as an included router sees it (its prefix, its router's 
     from fastapi.routing import _effective_route_context_var
 except ImportError:  # pragma: no cover - another FastAPI: never fast
     _effective_route_context_var = None  # type: ignore[assignment]
+
+try:  # what FastAPI's request_params_to_args and request_body_to_args work out per request
+    from fastapi._compat import Undefined, field_annotation_is_sequence
+    from fastapi.dependencies.utils import (
+        _get_form_models,
+        _get_param_aliases,
+        _get_param_model,
+        _should_embed_body_fields,
+        _validate_value_with_model_field,
+    )
+    _RESOLVABLE = True
+except ImportError:  # pragma: no cover - another FastAPI: its functions on every request
+    _RESOLVABLE = False
 
 try:
     from fastapi.telemetry import get_telemetry_data
@@ -123,6 +139,9 @@ def _fast_handler(route: Any) -> Callable[[Request], Coroutine[Any, Any, Respons
     (caller,) = dependant.dependencies
     status = route.status_code or 200
     overrides = route.dependency_overrides_provider
+    read_path = _params_reader(dependant.path_params)
+    read_headers = _params_reader(dependant.header_params)
+    read_body = _body_reader(dependant.body_params)
 
     async def fast(request: Request) -> Response | None:
         if get_telemetry_data() is not None:
@@ -138,14 +157,14 @@ def _fast_handler(route: Any) -> Callable[[Request], Coroutine[Any, Any, Respons
             received = json.loads(body)
         except (ValueError, RecursionError):  # FastAPI's handler answers it, as always
             return None
-        values, errors = request_params_to_args(dependant.path_params, request.path_params)
-        if errors:
+        values = read_path(request.path_params)
+        if values is None:
             return None
-        headers, errors = request_params_to_args(dependant.header_params, request.headers)
-        if errors:
+        headers = read_headers(request.headers)
+        if headers is None:
             return None
-        sent, errors = await request_body_to_args(dependant.body_params, received, False)
-        if errors:
+        sent = await read_body(received)
+        if sent is None:
             return None
         assert caller.call is not None and caller.name is not None
         values[caller.name] = await caller.call(request)
@@ -162,6 +181,75 @@ def _fast_handler(route: Any) -> Callable[[Request], Coroutine[Any, Any, Respons
         return Response(content=content, media_type=_JSON, status_code=status)
 
     return fast
+
+
+Values = dict[str, Any]
+
+
+def _params_reader(fields: Sequence[ModelField]) -> Callable[[Mapping[str, Any]], Values | None]:
+    """FastAPI's ``request_params_to_args(fields, …)``: the values of ``fields`` read from a
+    request's path parameters or headers, or None when one of them does not validate.
+
+    FastAPI works out afresh on every request what each field's declaration says of how it
+    is read (a parameter model? a sequence? which request key?), dozens of calls a request
+    for the path parameter and the framework header. Those answers never change: they are
+    asked of FastAPI's own functions once, here, and a field FastAPI reads as one value
+    under one key is read so; each value is then validated by FastAPI's own
+    ``_validate_value_with_model_field`` (the field's default when it is absent), as
+    ``request_params_to_args`` does. A field read any other way keeps FastAPI's function
+    on every request. Decision record 0038."""
+    def generic(received: Mapping[str, Any]) -> Values | None:
+        values, errors = request_params_to_args(fields, received)
+        return None if errors else values
+
+    if not _RESOLVABLE:
+        return generic
+    plain: list[tuple[ModelField, str, tuple[str, str]]] = []
+    for field in fields:
+        aliases = _get_param_aliases(field)
+        info = field.field_info
+        if (not isinstance(info, params.Param) or len(aliases) != 1
+                or _get_param_model(field) is not None
+                or field_annotation_is_sequence(info.annotation)):
+            return generic
+        key = aliases[0][1]
+        plain.append((field, key, (info.in_.value, key)))
+
+    def read(received: Mapping[str, Any]) -> Values | None:
+        values: Values = {}
+        for field, key, loc in plain:
+            value = received.get(key)
+            checked, errors = _validate_value_with_model_field(
+                field=field, value=Undefined if value is None else value, values=values,
+                loc=loc)
+            if errors:
+                return None
+            values[field.name] = checked
+        return values
+
+    return read
+
+
+def _body_reader(fields: list[ModelField]) -> Callable[[Any], Coroutine[Any, Any, Values | None]]:
+    """FastAPI's ``request_body_to_args(fields, …, False)`` for a parsed JSON body, or None
+    when it does not validate: a body of one field that FastAPI does not embed (worked out
+    once by its own functions) is validated by FastAPI's ``_validate_value_with_model_field``
+    at ``("body",)``, as that function does; any other keeps FastAPI's function."""
+    async def generic(received: Any) -> Values | None:
+        values, errors = await request_body_to_args(fields, received, False)
+        return None if errors else values
+
+    if not (_RESOLVABLE and len(fields) == 1 and not _should_embed_body_fields(fields)
+            and not _get_form_models(fields[0])):
+        return generic
+    (field,) = fields
+
+    async def read(received: Any) -> Values | None:
+        checked, errors = _validate_value_with_model_field(
+            field=field, value=received, values={}, loc=("body",))
+        return None if errors else {field.name: checked}
+
+    return read
 
 
 #: What `APIRouter.add_api_route` is told besides the path and endpoint: each read from the
