@@ -25,13 +25,14 @@ synchronous=FULL) on the same disk.
 
     python bench/durable_path.py [--postgres-url URL] [--levels 1,8,64] [--runs 200]
                                  [--decisions 50] [--quick] [--compare-src DIR]
-                                 [--decisions-only]
+                                 [--decisions-only] [--sqlite-only]
 
 ``--compare-src DIR`` adds a second hookgate, run from the sources in DIR (another tree's
 ``src``, e.g. the main branch's), in a database of its own and interleaved with the others
 per level; the two hookgates' servers are up together and take each level in two slices,
 A B then B A, so a load that changes meanwhile hits both alike: before and after a change,
-measured in one run.
+measured in one run (on SQLite too: two files, the floor between the slices).
+``--sqlite-only`` runs the SQLite part alone.
 """
 
 from __future__ import annotations
@@ -702,39 +703,63 @@ def postgresql(server: str, workdir: Path, levels: list[int], runs: int,
         }
 
 
-def sqlite(workdir: Path, levels: list[int], runs: int) -> dict[str, Any]:
-    path = workdir / "hookgate.db"
-    config = workdir / "hookgate-sqlite.yaml"
-    config.write_text(CONFIG.format(database=f"sqlite+aiosqlite:///{path}", token=TOKEN))
-    env = hookgate_env(workdir / "stamps-sqlite.txt")
-    server = Server(config, workdir, env)
+def sqlite(workdir: Path, levels: list[int], runs: int, compare_src: str | None = None,
+           slices: int = 2) -> dict[str, Any]:
+    """hookgate on a SQLite file against the fsync'd floor on the same disk, per level;
+    with ``compare_src``, a second hookgate from those sources on a file of its own, the
+    two servers up together and driven in turns (A B, then B A), the floor between them."""
+    trees: list[tuple[str, str | None]] = [("hookgate", None)] + (
+        [] if compare_src is None else [("compared", compare_src)])
     out = []
-    try:
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for name, src in trees:
+            config = workdir / f"{name}-sqlite.yaml"
+            config.write_text(CONFIG.format(
+                database=f"sqlite+aiosqlite:///{workdir / f'{name}.db'}", token=TOKEN))
+            env = hookgate_env(workdir / f"stamps-sqlite-{name}.txt", src)
+            servers.append(Server(config, workdir, env))
+            stack.callback(servers[-1].stop)
         for level in levels:
-            measured = Level(level)
-            measured.drive([server], runs_at(level, runs))
-            floor = sqlite_floor(workdir / "floor.db", runs_at(level, runs))
-            hg = measured.report()
-            out.append({"concurrency": level, "hookgate_runs_per_s": hg["runs_per_s"],
-                        "floor_runs_per_s": round(floor, 2),
-                        "hookgate_to_floor": ratio(hg["runs_per_s"], floor),
-                        "hookgate_transactions_per_run": hg["transactions_per_run"]})
-    finally:
-        server.stop()
-    return {"levels": out, "floor": "three fsync'd commits per run, WAL, synchronous=FULL"}
+            measured = [Level(level) for _ in servers]
+            floors = []
+            per_slice = max(runs_at(level, runs) // slices, level)
+            for piece in range(slices):
+                order = list(range(len(servers)))
+                for i in order[::-1] if piece % 2 else order:
+                    measured[i].drive([servers[i]], per_slice)
+                floors.append(sqlite_floor(workdir / "floor.db", per_slice))
+            floor = statistics.median(floors)
+            row: dict[str, Any] = {"concurrency": level, "floor_runs_per_s": round(floor, 2)}
+            for (name, _), level_of in zip(trees, measured, strict=True):
+                hg = level_of.report()
+                prefix = "hookgate" if name == "hookgate" else "compared"
+                row.update({
+                    f"{prefix}_runs_per_s": hg["runs_per_s"],
+                    f"{prefix}_to_floor": ratio(hg["runs_per_s"], floor),
+                    f"{prefix}_server_cpu_ms_per_run": hg["server_cpu_ms_per_run"],
+                    f"{prefix}_latency_ms": hg["latency_ms"],
+                    f"{prefix}_statements_per_run": hg["sql_statements_per_run"],
+                    f"{prefix}_transactions_per_run": hg["transactions_per_run"]})
+            out.append(row)
+    return {"levels": out, "compared_src": compare_src,
+            "floor": "three fsync'd commits per run, WAL, synchronous=FULL"}
 
 
 def main(options: argparse.Namespace) -> dict[str, Any]:
     levels = [int(x) for x in options.levels.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="hookgate-durable-"))
     try:
-        with postgres_server(options.postgres_url, workdir) as server:
-            pg: dict[str, Any] = ({"skipped": "no PostgreSQL server or binaries"}
-                                  if server is None else postgresql(
-                server, workdir, levels, options.runs, options.decisions, options.parked,
-                options.compare_src, options.decisions_only, options.quick))
+        pg: dict[str, Any] = {"skipped": "--sqlite-only"}
+        if not options.sqlite_only:
+            with postgres_server(options.postgres_url, workdir) as server:
+                pg = ({"skipped": "no PostgreSQL server or binaries"}
+                      if server is None else postgresql(
+                    server, workdir, levels, options.runs, options.decisions, options.parked,
+                    options.compare_src, options.decisions_only, options.quick))
         lite = ({"skipped": "--decisions-only"} if options.decisions_only
-                else sqlite(workdir, [lvl for lvl in levels if lvl <= 8], options.runs))
+                else sqlite(workdir, [lvl for lvl in levels if lvl <= 8], options.runs,
+                            options.compare_src, slices=1 if options.quick else 2))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return {
@@ -762,6 +787,8 @@ if __name__ == "__main__":
                         help="also run hookgate from these sources (another tree's src)")
     parser.add_argument("--decisions-only", action="store_true",
                         help="only decision -> tool start (no levels, parking or SQLite)")
+    parser.add_argument("--sqlite-only", action="store_true",
+                        help="only hookgate on SQLite against its fsync'd floor")
     parser.add_argument("--quick", action="store_true",
                         help="eight runs at concurrency 1, one decision, one parked run "
                              "(checks the bench works; not a measurement)")

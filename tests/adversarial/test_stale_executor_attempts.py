@@ -72,7 +72,7 @@ async def test_a_stale_executor_writes_nothing_on_any_path(db: Database,
     assert summary is not None and summary.status == "running"
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.both_databases
 async def test_a_stale_executor_keeps_the_result_of_a_tool_it_ran_and_nothing_else(
         db: Database, attempt: Tally) -> None:
     # Its tool ran before the takeover: the result rides with a checkpoint the fence

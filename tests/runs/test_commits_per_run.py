@@ -1,7 +1,8 @@
 """What a one-call run commits on PostgreSQL, as the server counts its transactions: the run
 accepted with its job; the user's request kept as a fact of the session; the call claimed
 with the model's turn; the call's result kept as a fact; the result with the checkpoint
-after it; the run's end with its job ended (docs/development/durable-path.md).
+after it; the run's end with its job ended (docs/development/durable-path.md). On a SQLite
+file the same, without a job.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from sqlalchemy.engine import make_url
 from hookgate import Agent, ScriptedLLM, tool
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import ConfirmationRequest
+from hookgate.runs.executors.in_process import InProcessExecutor
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec
 from hookgate.storage import database
-from hookgate.storage.backends import pg_driver
+from hookgate.storage.backends import pg_driver, sqlite_driver
 from hookgate.storage.run_writes import RUN_EVENTS_CHANNEL
 from hookgate.storage.statement_count import StatementCount
 from tests.live_server import LiveServer, live_server
@@ -99,6 +101,39 @@ def test_a_one_call_run_commits_at_most_six_times(
     # facts' 2 more; statements 7 per run while the request fact took a read and an insert).
     assert transactions <= MOST_PER_RUN + 0.5, f"{transactions:.2f} commits per run"
     assert statements <= MOST_PER_RUN + 0.5, f"{statements:.2f} statements per run"
+
+
+async def runs_here_to_the_end(srv: LiveServer, n: int) -> list[str]:
+    """``n`` runs of the clerk one after another on a SQLite file, each awaited until its
+    task in this process ended; their ids."""
+    runtime = srv.runtime
+    executor = runtime.runs.executor
+    assert isinstance(executor, InProcessExecutor)
+    ids: list[str] = []
+    for _ in range(n):
+        state = await runtime.runs.start("clerk", "go", user_id="alice", org_id="acme")
+        await asyncio.wait([executor.tasks[state.run_id]])
+        ids.append(state.run_id)
+    return ids
+
+
+@pytest.mark.perf  # a count of commits: a performance internal
+def test_a_one_call_run_on_a_sqlite_file_commits_as_often_as_on_postgresql(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The turn rides with the call's claim and the result with the checkpoint after it, as
+    # on PostgreSQL (before decision record 0042: 8 per run, each of them on its own).
+    count = server_count(tmp_path, monkeypatch)
+    monkeypatch.setattr(sqlite_driver, "COUNT", count)
+    dep, ran = one_call_deployment(database_url)
+    with live_server(dep, sweep_interval=3600) as srv:
+        srv.call(runs_here_to_the_end(srv, WARM_UP), timeout=60)
+        before = count.transactions
+        ids = srv.call(runs_here_to_the_end(srv, COUNTED), timeout=120)
+        transactions = (count.transactions - before) / COUNTED
+        summaries = [srv.call(srv.runtime.runs.store.summary(i)) for i in ids]
+    assert ran == ["x"] * (WARM_UP + COUNTED)  # each call's tool ran exactly once
+    assert [s.status if s else None for s in summaries] == ["completed"] * COUNTED
+    assert transactions <= MOST_PER_RUN, f"{transactions:.2f} commits per run"
 
 
 @pytest.mark.perf  # NOTIFYs: each costs every listening backend a transaction

@@ -1,7 +1,7 @@
-"""A checkpoint that carries the ledger (PostgreSQL's ``write_run`` with ``claim`` and
-``finishes``): the claim and the turn's checkpoint land together, a second claim of the same
-call gets the first one's record back, and a call's result lands with the checkpoint after
-it, in one statement each."""
+"""A checkpoint that carries the ledger (``write_run`` with ``claim`` and ``finishes``): the
+claim and the turn's checkpoint land together, a second claim of the same call gets the
+first one's record back, and a call's result lands with the checkpoint after it, in one
+transaction each (on PostgreSQL one statement)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _row(status: str) -> Checkpoint:
                        None))
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.both_databases
 async def test_a_claim_lands_with_its_turn_and_a_result_with_the_next_checkpoint(
         db: Database) -> None:
     await write_run(db, "r1", checkpoint=_row("running"), events=[], fence=None)

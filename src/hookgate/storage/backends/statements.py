@@ -49,6 +49,11 @@ CHECKPOINT_COLUMNS = ("id", "agent_id", "org_id", "user_id", "conversation_id", 
                       "status", "state_json", "answer", "error", "updated_at")
 #: A checkpoint's parameters: its columns, then created_at and fence (a new row's only).
 CHECKPOINT_PARAMS = (*CHECKPOINT_COLUMNS, "created_at", "fence")
+#: What a checkpoint of a stored run changes: a run's identity (its agent, org, user,
+#: conversation and engine) is written once, with its row. Named in an upsert's SET, a
+#: column's indexes are rewritten even to the same value (on SQLite, a page of each in the
+#: WAL per checkpoint: ``ix_runs_org_id``; decision record 0042).
+CHECKPOINT_MOVES = ("status", "state_json", "answer", "error", "updated_at")
 _AUDIT_CONTENT = tuple(c.name for c in cast(Table, ConnectorCallLog.__table__).columns
                        if c.name not in ("id", "chain", "seq", "prev_hash", "row_hash",
                                          "hash_v"))
@@ -101,7 +106,7 @@ def _checkpoint_upsert(dialect: str) -> ClauseElement:
     stmt = insert_for(dialect)(cast(Table, RunRow.__table__)).values(_p(*CHECKPOINT_PARAMS))
     return cast(ClauseElement, stmt.on_conflict_do_update(
         index_elements=["id"],
-        set_={c: stmt.excluded[c] for c in CHECKPOINT_COLUMNS[1:]}))
+        set_={c: stmt.excluded[c] for c in CHECKPOINT_MOVES}))
 
 
 def _event_insert(dialect: str) -> ClauseElement:
