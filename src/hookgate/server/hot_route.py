@@ -142,12 +142,12 @@ def _answered(route: Any) -> bool:
     own response class (an event stream's: its endpoint returns the response). Only a
     coroutine endpoint is fast: FastAPI runs a plain function on a worker thread and drives
     a generator's stream itself."""
-    if not inspect.iscoroutinefunction(route.dependant.call):
-        return False
+    if not inspect.iscoroutinefunction(route.dependant.call) or not (
+            route.status_code is None or is_body_allowed_for_status_code(route.status_code)):
+        return False  # (a status without a body: FastAPI's handler empties the answer)
     if isinstance(route.response_class, DefaultPlaceholder):
         return route.response_field is not None
     return (route.response_field is None and route.status_code is not None
-            and is_body_allowed_for_status_code(route.status_code)
             and isinstance(route.response_class, type)
             and issubclass(route.response_class, Response)
             and not (EventSourceResponse is not None
