@@ -279,3 +279,35 @@ def test_other_methods_paths_and_the_get_routes_are_answered_as_through_include_
     direct = answer(servers.direct, direct_n)
     assert direct[0] in (307, 404, 405, 422)
     assert answer(servers.included, included_n) == direct
+
+
+#: name -> (headers, query) of ``GET /api/v1/calls/{call}/events`` for an asked call.
+CALL_EVENTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "the events of an asked call": (headers(content_type=None), {}),
+    "with the token in the query": (headers(token=None, content_type=None),
+                                    {"access_token": BOT}),
+    "with no token": (headers(token=None, content_type=None), {}),
+    "with a bad token": (headers(token="nope", content_type=None), {}),
+    "with a framework over its limit": (headers(content_type=None, framework="f" * 65), {}),
+    "with no framework": (headers(content_type=None, framework=None), {}),
+}
+
+
+@pytest.mark.parametrize("name", list(CALL_EVENTS))
+def test_a_calls_event_stream_is_answered_as_fastapis_handler_answers_it(
+        server: LiveServer, slow: Any, name: str) -> None:
+    n = uuid.uuid4().hex[:12]
+    call = _send(server, "/api/v1/calls", headers(), dumped(ask_body("{n}")), n).json()["call"]
+    sent_headers, query = CALL_EVENTS[name]
+
+    def answer(path: str) -> tuple[int, list[tuple[str, str]], str]:
+        return _answer(httpx.get(server.url + path, headers=sent_headers, params=query,
+                                 timeout=30), n)
+
+    fast = answer(f"/api/v1/calls/{call}/events"), answer("/api/v1/calls/gc_unknown/events")
+    assert fast[0][0] in (200, 401, 422) and fast[1][0] in (401, 404, 422)
+    if name == "the events of an asked call":
+        assert fast[0][0] == 200 and "event: " in fast[0][2]
+    slow()
+    assert (answer(f"/api/v1/calls/{call}/events"),
+            answer("/api/v1/calls/gc_unknown/events")) == fast

@@ -66,7 +66,7 @@ def create_app(runtime: Runtime, *, keepalive_s: float = 15.0,
     errors.install(app)
     _include_hot_routes(app)
     _install_sign_in(app, runtime)
-    app.include_router(runs.router)
+    _include_run_routes(app)
     app.include_router(confirmations.router)
     app.include_router(catalog.router)
     _include_optional_routes(app)
@@ -171,6 +171,15 @@ def _include_hot_routes(app: FastAPI) -> None:
         while at > 0 and _unlisted(routes[at - 1]):
             at -= 1
         routes[at:at] = added
+
+
+def _include_run_routes(app: FastAPI) -> None:
+    # In their place among the routers, as routes of the app's own router: every run's start
+    # and event stream then match in one step (hot_route.on_the_app; decision record 0043).
+    from hookgate.server.hot_route import on_the_app
+
+    if on_the_app(app, runs.router) is None:
+        app.include_router(runs.router)
 
 
 def _unlisted(route: BaseRoute) -> bool:

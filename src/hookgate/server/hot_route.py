@@ -1,19 +1,21 @@
-"""The guarded-call API's hot routes (an outside agent's every tool call: ``POST
-/api/v1/calls``, ``POST /api/v1/calls/{call}/result``; and ``POST /api/v1/sessions``)
-answered without FastAPI's generic per-request machinery.
+"""The hot routes — the guarded-call API's (an outside agent's every tool call: ``POST
+/api/v1/calls``, ``POST /api/v1/calls/{call}/result``; and ``POST /api/v1/sessions``) and a
+run's (``POST /api/runs``, its event stream and its read) — answered without FastAPI's
+generic per-request machinery.
 
-`HotRoute` is the API router's ``route_class``: the same routes, paths, declarations and
-endpoints. For a plain request (``Content-Type: application/json``, a body that parses and
-validates, no FastAPI telemetry on the request) it takes the steps FastAPI's handler takes,
-with FastAPI's own functions: the path and header parameters and the body are validated by
-the declaration's fields (as ``request_params_to_args`` and ``request_body_to_args`` do,
-with what those work out of the declaration on every request worked out once per route:
-`_params_reader`, `_body_reader`); the
-route's one dependency (the caller: `server.auth.require_lasting_access`) runs; the
-endpoint runs; its answer is validated and serialised by the response model
-(``serialize_response``). FastAPI runs the dependency before it validates, so a request
-with a problem in its parameters or body is not taken fast at all: FastAPI's handler then
-answers it, a missing token's 401 before a body's 422 as always. Anything else —
+`HotRoute` is a router's ``route_class``: the same routes, paths, declarations and
+endpoints. For a plain request (a body route's: ``Content-Type: application/json``, a body
+that parses and validates; no FastAPI telemetry on the request) it takes the steps
+FastAPI's handler takes, with FastAPI's own functions: the path and header parameters and
+the body are validated by the declaration's fields (as ``request_params_to_args`` and
+``request_body_to_args`` do, with what those work out of the declaration on every request
+worked out once per route: `_params_reader`, `_body_reader`); the route's one dependency
+(the caller: one of `_DEPENDENCIES`) runs; the endpoint runs, given the request if it
+asks for it; a response it returns is the answer as it is, anything else is validated and
+serialised by the response model (``serialize_response``). FastAPI runs the dependency
+before it validates, so a request with a problem in its parameters or body is not taken
+fast at all: FastAPI's handler then answers it, a missing token's 401 before a body's 422
+as always. Anything else —
 a parameter or body that does not validate, another content type, an empty body, invalid
 JSON, FastAPI's telemetry recording the request, a dependency overridden — goes through
 FastAPI's handler whole (the body read once, from the request's cache), which answers as it
@@ -21,11 +23,12 @@ always did: nothing on the fast path refuses or accepts what the slow path would
 
 A route whose declaration the fast path does not handle exactly (another dependency, query
 or cookie parameters, an embedded body, a security scope, a response or background-tasks
-parameter) is never taken fast: its handler is FastAPI's.
+parameter, an endpoint that is not a coroutine function) is never taken fast: its handler
+is FastAPI's.
 
 `on_the_app` puts a router's routes on the app's own router, declared as
 ``app.include_router`` declares them, so routing finds them in one match instead of through
-FastAPI's included-router machinery (decision record 0030).
+FastAPI's included-router machinery (decision records 0030, 0043).
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
 from fastapi.routing import APIRoute, serialize_response
+from fastapi.utils import is_body_allowed_for_status_code
+
+try:  # FastAPI's own event-stream responses, which its handler streams itself
+    from fastapi.sse import EventSourceResponse
+except ImportError:  # pragma: no cover - a FastAPI without them
+    EventSourceResponse = None  # type: ignore[assignment,misc]
 
 try:  # FastAPI's route as an included router sees it (its prefix, its router's dependencies)
     from fastapi.routing import _effective_route_context_var
@@ -66,7 +75,7 @@ except ImportError:  # pragma: no cover - a FastAPI without native telemetry
     def get_telemetry_data() -> Any:  # type: ignore[misc]
         return None
 
-from hookgate.server.auth import require_lasting_access
+from hookgate.server.auth import require_access, require_lasting_access, require_stream_access
 
 #: This FastAPI has what the fast path calls, as the fast path calls it.
 _SUPPORTED = (_effective_route_context_var is not None
@@ -74,7 +83,7 @@ _SUPPORTED = (_effective_route_context_var is not None
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 #: The dependencies a hot route may declare (called with the request alone).
-_DEPENDENCIES = (require_lasting_access,)
+_DEPENDENCIES = (require_lasting_access, require_access, require_stream_access)
 _JSON = "application/json"
 
 
@@ -107,12 +116,12 @@ def _handled(dependant: Dependant, route: Any) -> bool:
     return (
         _SUPPORTED and len(subs) == 1
         and not dependant.query_params and not dependant.cookie_params
-        and len(dependant.body_params) == 1 and route._embed_body_fields is False
-        and _none(dependant, "request_param_name", "response_param_name",
+        and len(dependant.body_params) == (route.body_field is not None)
+        and route._embed_body_fields is False
+        and _none(dependant, "response_param_name",
                   "background_tasks_param_name", "security_scopes_param_name",
                   "websocket_param_name", "http_connection_param_name")
-        and route.response_field is not None and route.body_field is not None
-        and isinstance(route.response_class, DefaultPlaceholder)
+        and _answered(route)
         and not route.dependencies
         and all(sub.call in _DEPENDENCIES and sub.name and not sub.dependencies
                 and sub.request_param_name is not None and not sub.path_params
@@ -123,6 +132,26 @@ def _handled(dependant: Dependant, route: Any) -> bool:
                           "http_connection_param_name")
                 for sub in subs)
     )
+
+
+def _answered(route: Any) -> bool:
+    """Whether the fast path answers as FastAPI's handler does whatever the endpoint
+    returns: a response it returns as it is (FastAPI's handler adds no background tasks
+    to it: the route declares none), anything else validated and serialised by a response
+    model into JSON (FastAPI's ``dump_json`` path) or by FastAPI's encoder for the route's
+    own response class (an event stream's: its endpoint returns the response). Only a
+    coroutine endpoint is fast: FastAPI runs a plain function on a worker thread and drives
+    a generator's stream itself."""
+    if not inspect.iscoroutinefunction(route.dependant.call) or not (
+            route.status_code is None or is_body_allowed_for_status_code(route.status_code)):
+        return False  # (a status without a body: FastAPI's handler empties the answer)
+    if isinstance(route.response_class, DefaultPlaceholder):
+        return route.response_field is not None
+    return (route.response_field is None and route.status_code is not None
+            and isinstance(route.response_class, type)
+            and issubclass(route.response_class, Response)
+            and not (EventSourceResponse is not None
+                     and issubclass(route.response_class, EventSourceResponse)))
 
 
 def _none(dependant: Dependant, *names: str) -> bool:
@@ -139,46 +168,59 @@ def _fast_handler(route: Any) -> Callable[[Request], Coroutine[Any, Any, Respons
     (caller,) = dependant.dependencies
     status = route.status_code or 200
     overrides = route.dependency_overrides_provider
+    takes_body = route.body_field is not None
+    takes_request = dependant.request_param_name
     read_path = _params_reader(dependant.path_params)
     read_headers = _params_reader(dependant.header_params)
-    read_body = _body_reader(dependant.body_params)
+    read_body = _body_reader(dependant.body_params) if takes_body else None
+    serialised = route.response_field is not None
 
     async def fast(request: Request) -> Response | None:
         if get_telemetry_data() is not None:
             return None
         if getattr(overrides, "dependency_overrides", None):
             return None  # a dependency replaced (a test's): FastAPI resolves it
-        if request.headers.get("content-type") != _JSON:
-            return None
-        body = await request.body()
-        if not body:
-            return None
-        try:
-            received = json.loads(body)
-        except (ValueError, RecursionError):  # FastAPI's handler answers it, as always
-            return None
+        if read_body is not None:
+            if request.headers.get("content-type") != _JSON:
+                return None
+            body = await request.body()
+            if not body:
+                return None
+            try:
+                received = json.loads(body)
+            except (ValueError, RecursionError):  # FastAPI's handler answers it, as always
+                return None
         values = read_path(request.path_params)
         if values is None:
             return None
         headers = read_headers(request.headers)
         if headers is None:
             return None
-        sent = await read_body(received)
-        if sent is None:
-            return None
+        if read_body is not None:
+            sent = await read_body(received)
+            if sent is None:
+                return None
+            values |= sent
         assert caller.call is not None and caller.name is not None
         values[caller.name] = await caller.call(request)
         values |= headers
-        values |= sent
+        if takes_request is not None:
+            values[takes_request] = request
         answer = await endpoint(**values)
+        if isinstance(answer, Response):
+            return answer  # FastAPI's handler returns it as it is (no background tasks)
         content = await serialize_response(
             field=route.response_field, response_content=answer,
             include=route.response_model_include, exclude=route.response_model_exclude,
             by_alias=route.response_model_by_alias,
             exclude_unset=route.response_model_exclude_unset,
             exclude_defaults=route.response_model_exclude_defaults,
-            exclude_none=route.response_model_exclude_none, dump_json=True)
-        return Response(content=content, media_type=_JSON, status_code=status)
+            exclude_none=route.response_model_exclude_none, dump_json=serialised)
+        if serialised:
+            return Response(content=content, media_type=_JSON, status_code=status)
+        # As FastAPI's handler makes it (a class that cannot take content fails as there).
+        made: Response = route.response_class(content, background=None, status_code=status)
+        return made
 
     return fast
 

@@ -56,18 +56,18 @@ class Event:
     id: str | None = None
 
     def encode(self) -> bytes:
-        fields = []
-        if self.id is not None:
-            fields.append(f"id: {_one_line(self.id)}")
+        head = "" if self.id is None else f"id: {_one_line(self.id)}\r\n"
         if self.event is not None:
-            fields.append(f"event: {_one_line(self.event)}")
+            head += f"event: {_one_line(self.event)}\r\n"
+        data = self.data
         # Only CR, LF and CRLF end a line in SSE: str.splitlines would also split at
-        # U+2028 and others, which JSON text may hold inside its strings.
-        fields.extend(f"data: {line}" for line in _LINE_BREAK.split(self.data))
-        fields.append("\r\n")
+        # U+2028 and others, which JSON text may hold inside its strings. JSON text written
+        # without indentation has no line break at all: one data field, no split.
+        if "\r" in data or "\n" in data:
+            data = "\r\ndata: ".join(_LINE_BREAK.split(data))
         # A lone surrogate (JSON text can carry one from a hostile model) cannot be UTF-8:
         # written as its escape, it stays the same string to a JSON reader.
-        return "\r\n".join(fields).encode("utf-8", "backslashreplace")
+        return f"{head}data: {data}\r\n\r\n".encode("utf-8", "backslashreplace")
 
 
 def _one_line(value: str) -> str:

@@ -23,6 +23,7 @@ from hookgate.server.auth import (
     StreamAccessDep,
     recheck_s,
 )
+from hookgate.server.hot_route import HotRoute
 from hookgate.server.responses import RunDetail, RunListItem, RunStarted, event_stream
 from hookgate.server.schemas import StartRun
 from hookgate.server.sse import Event, EventStreamResponse
@@ -30,7 +31,9 @@ from hookgate.server.trace_view import for_caller
 from hookgate.storage.runs import RunSummary
 from hookgate.telemetry.propagation import continue_trace
 
-router = APIRouter(prefix="/api", tags=["runs"])
+#: Every run's start and event stream are hot routes (server/hot_route.py; decision record
+#: 0043): answered without FastAPI's generic per-request machinery, each refusal as before.
+router = APIRouter(prefix="/api", tags=["runs"], route_class=HotRoute)
 
 
 @router.post("/runs", response_model=RunStarted)
