@@ -121,7 +121,7 @@ async def runs_here_to_the_end(srv: LiveServer, n: int) -> list[str]:
 def test_a_one_call_run_on_a_sqlite_file_commits_as_often_as_on_postgresql(
         database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The turn rides with the call's claim and the result with the checkpoint after it, as
-    # on PostgreSQL (before decision record 0042: 8 per run, each of them on its own).
+    # on PostgreSQL (before decision record 0041: 8 per run, each of them on its own).
     count = server_count(tmp_path, monkeypatch)
     monkeypatch.setattr(sqlite_driver, "COUNT", count)
     dep, ran = one_call_deployment(database_url)

@@ -175,7 +175,7 @@ def _include_hot_routes(app: FastAPI) -> None:
 
 def _include_run_routes(app: FastAPI) -> None:
     # In their place among the routers, as routes of the app's own router: every run's start
-    # and event stream then match in one step (hot_route.on_the_app; decision record 0043).
+    # and event stream then match in one step (hot_route.on_the_app; decision record 0042).
     from hookgate.server.hot_route import on_the_app
 
     if on_the_app(app, runs.router) is None:

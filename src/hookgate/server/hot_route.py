@@ -28,7 +28,7 @@ is FastAPI's.
 
 `on_the_app` puts a router's routes on the app's own router, declared as
 ``app.include_router`` declares them, so routing finds them in one match instead of through
-FastAPI's included-router machinery (decision records 0030, 0043).
+FastAPI's included-router machinery (decision records 0030, 0042).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from hookgate.storage.runs import RunSummary
 from hookgate.telemetry.propagation import continue_trace
 
 #: Every run's start and event stream are hot routes (server/hot_route.py; decision record
-#: 0043): answered without FastAPI's generic per-request machinery, each refusal as before.
+#: 0042): answered without FastAPI's generic per-request machinery, each refusal as before.
 router = APIRouter(prefix="/api", tags=["runs"], route_class=HotRoute)
 
 

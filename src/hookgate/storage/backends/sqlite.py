@@ -132,7 +132,7 @@ class SqliteBackend(EngineReads, EngineChanges):
     in_process = True
     locks_rows = False
     #: A checkpoint carries the turn's first claim and the results before it (decision
-    #: record 0042): fewer commits per run, each with what the ledger needs as before.
+    #: record 0041): fewer commits per run, each with what the ledger needs as before.
     carries_ledger = True
     #: One-statement reads need no autocommit session: SQLite's reads are local.
     reads_in_autocommit = False

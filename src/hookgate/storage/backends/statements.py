@@ -52,7 +52,7 @@ CHECKPOINT_PARAMS = (*CHECKPOINT_COLUMNS, "created_at", "fence")
 #: What a checkpoint of a stored run changes: a run's identity (its agent, org, user,
 #: conversation and engine) is written once, with its row. Named in an upsert's SET, a
 #: column's indexes are rewritten even to the same value (on SQLite, a page of each in the
-#: WAL per checkpoint: ``ix_runs_org_id``; decision record 0042).
+#: WAL per checkpoint: ``ix_runs_org_id``; decision record 0041).
 CHECKPOINT_MOVES = ("status", "state_json", "answer", "error", "updated_at")
 _AUDIT_CONTENT = tuple(c.name for c in cast(Table, ConnectorCallLog.__table__).columns
                        if c.name not in ("id", "chain", "seq", "prev_hash", "row_hash",
