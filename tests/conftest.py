@@ -49,7 +49,7 @@ from hookgate.storage.database import Database  # noqa: E402
 
 BACKENDS = ["sqlite", "postgresql"]
 
-pytest_plugins = ["tests.adversarial_tally"]
+pytest_plugins = ["tests.adversarial_tally", "tests.hot_routes"]
 
 
 @pytest.fixture(scope="session")

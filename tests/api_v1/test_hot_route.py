@@ -15,7 +15,6 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import fastapi.routing
@@ -26,18 +25,10 @@ from hookgate.server import hot_route
 from hookgate.server.routes import guarded_calls
 from tests.api_v1.test_guarded_calls import ALICE, BOT, deployment
 from tests.conftest import migrated_database_url
-from tests.live_server import LiveServer, live_server
+from tests.hot_routes import Servers, served_both_ways
+from tests.live_server import LiveServer
 
 JSON = "application/json"
-
-
-@dataclass(frozen=True)
-class Servers:
-    """Two servers of one backend: the guarded-call routes on the app's own router, as
-    served; and included through FastAPI's ``include_router``, as before."""
-
-    direct: LiveServer
-    included: LiveServer
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -45,15 +36,8 @@ def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             ) -> Iterator[Servers]:
     url = migrated_database_url(request, tmp_path_factory.mktemp("hot"))
     other = migrated_database_url(request, tmp_path_factory.mktemp("included"))
-    with live_server(deployment(url)) as srv:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(hot_route, "on_the_app", lambda app, router: None)
-            included = live_server(deployment(other))
-            inc = included.__enter__()
-        try:
-            yield Servers(srv, inc)
-        finally:
-            included.__exit__(None, None, None)
+    with served_both_ways(lambda: deployment(url), lambda: deployment(other)) as both:
+        yield both
 
 
 @pytest.fixture(scope="module")
@@ -152,22 +136,13 @@ def _send(server: LiveServer, path: str, sent_headers: dict[str, str], body: byt
                       content=body.replace(b"{n}", n.encode()), timeout=30)
 
 
-@pytest.fixture
-def slow(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Sends through FastAPI's handler: the fast path steps aside for a request FastAPI's
-    telemetry records."""
-    def through_fastapi() -> None:
-        monkeypatch.setattr(hot_route, "get_telemetry_data", lambda: object())
-    return through_fastapi
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_request_is_answered_as_fastapis_handler_answers_it(
-        server: LiveServer, slow: Any, name: str) -> None:
+        server: LiveServer, through_fastapis_handler: Any, name: str) -> None:
     path, sent_headers, body = CASES[name]
     fast_n, slow_n = uuid.uuid4().hex[:12], uuid.uuid4().hex[:12]
     fast = _answer(_send(server, path, sent_headers, body, fast_n), fast_n)
-    slow()
+    through_fastapis_handler()
     assert _answer(_send(server, path, sent_headers, body, slow_n), slow_n) == fast
 
 
@@ -184,9 +159,9 @@ def _ask_report_reuse(server: LiveServer, n: str) -> list[tuple[int, list[tuple[
 
 
 def test_a_report_and_a_reused_call_id_are_answered_as_fastapis_handler_answers_them(
-        server: LiveServer, slow: Any) -> None:
+        server: LiveServer, through_fastapis_handler: Any) -> None:
     fast = _ask_report_reuse(server, uuid.uuid4().hex[:12])
-    slow()
+    through_fastapis_handler()
     assert _ask_report_reuse(server, uuid.uuid4().hex[:12]) == fast
 
 
@@ -295,7 +270,7 @@ CALL_EVENTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
 
 @pytest.mark.parametrize("name", list(CALL_EVENTS))
 def test_a_calls_event_stream_is_answered_as_fastapis_handler_answers_it(
-        server: LiveServer, slow: Any, name: str) -> None:
+        server: LiveServer, through_fastapis_handler: Any, name: str) -> None:
     n = uuid.uuid4().hex[:12]
     call = _send(server, "/api/v1/calls", headers(), dumped(ask_body("{n}")), n).json()["call"]
     sent_headers, query = CALL_EVENTS[name]
@@ -308,6 +283,6 @@ def test_a_calls_event_stream_is_answered_as_fastapis_handler_answers_it(
     assert fast[0][0] in (200, 401, 422) and fast[1][0] in (401, 404, 422)
     if name == "the events of an asked call":
         assert fast[0][0] == 200 and "event: " in fast[0][2]
-    slow()
+    through_fastapis_handler()
     assert (answer(f"/api/v1/calls/{call}/events"),
             answer("/api/v1/calls/gc_unknown/events")) == fast

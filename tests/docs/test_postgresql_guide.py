@@ -13,7 +13,6 @@ import re
 import secrets
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -22,6 +21,7 @@ import pytest
 
 from tests.docs.samples import DOCS, REPO, Block, blocks
 from tests.instances import Instance
+from tests.polling import wait_for
 
 PAGE = DOCS / "deployment" / "postgresql.md"
 ETC = "/etc/hookgate/"
@@ -46,17 +46,6 @@ def containing(page: list[Block], text: str) -> Block:
     found = [b for b in page if text in b.code]
     assert len(found) == 1, f"{PAGE.name}: {len(found)} blocks contain {text!r}"
     return found[0]
-
-
-def wait_for(read: object, what: str, timeout: float = 60) -> object:
-    assert callable(read)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = read()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"never saw {what}")
 
 
 @pytest.mark.timeout(600)  # several real processes on a shared machine
@@ -138,7 +127,7 @@ def test_the_postgresql_guide_runs_as_written(tmp_path: Path,
                                   params={"status": "pending"}).json()
                 return [r["id"] for r in rows if r["run_id"] == run_id]
 
-            wait_for(pending, "the run's request on hg2")
+            wait_for(pending, "the run's request on hg2", timeout=60)
             request_id = pending()[0]
             decided = shell(containing(page, "approvals approve REQUEST_ID"), tmp_path, env,
                             REQUEST_ID=request_id,
@@ -149,7 +138,7 @@ def test_the_postgresql_guide_runs_as_written(tmp_path: Path,
                 return client.get(f"{hg1.url}/api/runs/{run_id}").json()[
                     "status"] == "completed"
 
-            wait_for(completed, "the run completed on hg1")
+            wait_for(completed, "the run completed on hg1", timeout=60)
         seen = shell(containing(page, "audit list --tool oa__purchase_pay"), tmp_path, env,
                      RUN_ID=run_id, **{"$HG1": hg1.url})
         run, _ = json.JSONDecoder().raw_decode(seen)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from hookgate.storage.users import sync_declared_users
 from tests.external.world import ALICE, ask, audit_rows, deployment, h
 from tests.live_server import LiveServer, live_server
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.both_databases
 
@@ -86,13 +86,6 @@ def move_bot(srv: LiveServer) -> None:
     srv.call(sync_declared_users(srv.runtime.db, users))
 
 
-def until(check: Any, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def test_an_asker_moved_to_another_org_finds_none_of_the_old_orgs_calls(
         srv: LiveServer, attempt: Any) -> None:
     allowed = ask(srv.url, "s-move", "a1", "search", {"q": "x"}).json()
@@ -120,7 +113,7 @@ def test_an_asker_moved_to_another_org_finds_none_of_the_old_orgs_calls(
     assert woke.status_code == 404 or woke.json()["decision"] == "deny", woke.text
     # Every later use: the token now signs in to the other org (its cache may hold the old
     # answer for a moment).
-    until(lambda: httpx.get(f"{srv.url}/api/v1/calls/{gated['call']}",
+    wait_for(lambda: httpx.get(f"{srv.url}/api/v1/calls/{gated['call']}",
                             headers=h()).status_code == 404, "the moved asker kept the call")
     uses = {
         "wait": httpx.get(f"{srv.url}/api/v1/calls/{gated['call']}", params={"wait": 1},

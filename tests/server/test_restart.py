@@ -21,6 +21,7 @@ from hookgate.approvals.persistent import PersistentApprovals
 from hookgate.storage.database import Database
 from tests.live_server import free_port
 from tests.loopback_http import HTTP
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.both_databases
 
@@ -102,18 +103,6 @@ def serve(tmp_path: Path, database_url: str) -> Iterator[Serve]:
 
 
 H = {"Authorization": f"Bearer {TOKEN}"}
-
-
-def wait_for(fn: Any, what: str, timeout: float = 30) -> Any:
-    """``fn()``'s value once it is true, read every 0.1 s (an ``fn`` that asks a server
-    should use tests.loopback_http.HTTP: a new httpx client per read costs ~25 ms of CPU)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def pending(url: str) -> list[dict[str, Any]]:

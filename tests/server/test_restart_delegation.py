@@ -5,7 +5,6 @@ resumes after a restart: tests/runs/test_parked_children.py.)"""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
@@ -14,6 +13,7 @@ import pytest
 from hookgate import Agent, ScriptedLLM, tool
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.live_server import live_server
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 H = {"Authorization": "Bearer tok-alice"}
@@ -43,16 +43,6 @@ def deployment(database_url: str, payments: list[float]) -> Deployment:
         users=[UserSpec("alice", "acme", token_sha256=token_digest("tok-alice"))],
         agents={"lead": lead, "buyer": buyer},
         model_for=lambda agent_id: ScriptedLLM(scripts[agent_id]))
-
-
-def wait_for(probe: Any, what: str, timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_an_interrupted_delegates_request_is_cancelled_on_restart(database_url: str) -> None:

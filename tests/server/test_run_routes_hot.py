@@ -14,7 +14,6 @@ import collections
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import fastapi.routing
@@ -24,7 +23,8 @@ import pytest
 from hookgate.server import hot_route
 from hookgate.server.routes import runs
 from tests.conftest import migrated_database_url
-from tests.live_server import LiveServer, live_server
+from tests.hot_routes import Servers, served_both_ways
+from tests.live_server import LiveServer
 from tests.server.demo_world import TOKENS, world
 
 JSON = "application/json"
@@ -32,29 +32,14 @@ JSON = "application/json"
 TURNS = [{"answer": "Nothing to buy."}]
 
 
-@dataclass(frozen=True)
-class Servers:
-    """Two servers of one backend: the run routes on the app's own router, as served; and
-    included through FastAPI's ``include_router``, as before."""
-
-    direct: LiveServer
-    included: LiveServer
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[Servers]:
     url = migrated_database_url(request, tmp_path_factory.mktemp("hot-runs"))
     other = migrated_database_url(request, tmp_path_factory.mktemp("included-runs"))
-    with live_server(world(url, turns=TURNS)[0]) as srv:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(hot_route, "on_the_app", lambda app, router: None)
-            included = live_server(world(other, turns=TURNS)[0])
-            inc = included.__enter__()
-        try:
-            yield Servers(srv, inc)
-        finally:
-            included.__exit__(None, None, None)
+    with served_both_ways(lambda: world(url, turns=TURNS)[0],
+                          lambda: world(other, turns=TURNS)[0]) as both:
+        yield both
 
 
 def headers(user: str | None = "alice", content_type: str | None = JSON,
@@ -118,21 +103,12 @@ def _start(server: LiveServer, name: str) -> httpx.Response:
                       timeout=30)
 
 
-@pytest.fixture
-def slow(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Sends through FastAPI's handler: the fast path steps aside for a request FastAPI's
-    telemetry records."""
-    def through_fastapi() -> None:
-        monkeypatch.setattr(hot_route, "get_telemetry_data", lambda: object())
-    return through_fastapi
-
-
 @pytest.mark.parametrize("name", list(STARTS))
 def test_each_start_is_answered_as_fastapis_handler_and_include_router_answer_it(
-        servers: Servers, slow: Any, name: str) -> None:
+        servers: Servers, through_fastapis_handler: Any, name: str) -> None:
     fast = _answer(_start(servers.direct, name))
     assert _answer(_start(servers.included, name)) == fast
-    slow()
+    through_fastapis_handler()
     assert _answer(_start(servers.direct, name)) == fast
 
 
@@ -187,12 +163,13 @@ def finished(servers: Servers) -> tuple[str, str]:
 
 @pytest.mark.parametrize("name", list(READS))
 def test_each_read_of_a_run_is_answered_as_fastapis_handler_answers_it(
-        servers: Servers, finished: tuple[str, str], slow: Any, name: str) -> None:
+        servers: Servers, finished: tuple[str, str], through_fastapis_handler: Any,
+        name: str) -> None:
     direct_run, _ = finished
     fast = _read(servers.direct, direct_run, name)
     if READS[name][0] == "/events" and fast[0] == 200:
         assert b"event: done" in fast[2]
-    slow()
+    through_fastapis_handler()
     assert _read(servers.direct, direct_run, name) == fast
 
 

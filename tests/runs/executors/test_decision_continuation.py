@@ -23,6 +23,7 @@ from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.runs.executors.settings import WorkerSettings
 from tests.live_server import LiveServer, live_server
+from tests.polling import wait_for
 from tests.server.demo_world import Ledger, auth, world
 from tests.server.test_api import wait_run
 
@@ -187,14 +188,10 @@ FETCHED_SINCE = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_
                  "AND query_start > %s")
 
 
-def until(what: str, check: Any, timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.01)
-    raise AssertionError(f"waited in vain for {what}")
+def until(what: str, check: Any) -> Any:
+    """``check()``'s value once it is true, read every 10 ms (the races held here last
+    moments)."""
+    return wait_for(check, what, timeout=15, every=0.01)
 
 
 def test_a_decision_committed_while_its_runs_job_finishes_is_not_left_to_the_poll(
