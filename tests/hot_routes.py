@@ -3,6 +3,7 @@ FastAPI's own handler, to compare with the fast path's answer."""
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,3 +50,20 @@ def served_both_ways(direct: Callable[[], Any], included: Callable[[], Any]
             yield Servers(srv, inc)
         finally:
             other.__exit__(None, None, None)
+
+
+@pytest.fixture
+def solved_by_fastapi(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
+    """How many times FastAPI's dependency solver runs from now on, by request path (a
+    request the fast path answers never reaches it)."""
+    import fastapi.routing
+
+    solved: collections.Counter[str] = collections.Counter()
+    solve = fastapi.routing.solve_dependencies
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        solved[kwargs["request"].url.path] += 1
+        return await solve(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", counted)
+    return solved
