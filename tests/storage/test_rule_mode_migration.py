@@ -5,30 +5,13 @@ stored in shadow mode and switched, and the downgrade drops the column again."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from sqlalchemy import text
 
 from hookgate.storage.approval_rules import RuleTable
-from hookgate.storage.database import Database, alembic_config
-
-
-def _downgrade(conn: Any, revision: str) -> None:
-    from alembic import command
-
-    cfg = alembic_config()
-    cfg.attributes["connection"] = conn
-    command.downgrade(cfg, revision)
-
-
-async def _columns(db: Database) -> list[str]:
-    async with db.engine.connect() as conn:
-        return list((await conn.execute(text(
-            "SELECT name FROM pragma_table_info('approval_rules')"
-            if db.backend.dialect == "sqlite" else
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_name = 'approval_rules'"))).scalars())
+from hookgate.storage.database import Database
+from tests.storage.migration_steps import columns, downgrade
 
 
 @pytest.mark.both_databases
@@ -38,7 +21,7 @@ async def test_rules_made_before_0030_stay_enforcing_and_a_new_one_can_be_shadow
     db = Database(database_url)
     try:
         await db.upgrade("0029")
-        assert "mode" not in await _columns(db)
+        assert "mode" not in await columns(db, "approval_rules")
         async with db.engine.begin() as conn:
             await conn.execute(text(
                 "INSERT INTO approval_rules (id, org_id, agent_id, tool_name, scope, "
@@ -55,8 +38,8 @@ async def test_rules_made_before_0030_stay_enforcing_and_a_new_one_can_be_shadow
         [listed] = await table.unrevoked_for("acme", "buyer", "pay")
         assert listed.mode == "shadow"
         async with db.engine.begin() as conn:
-            await conn.run_sync(_downgrade, "0029")
-        assert "mode" not in await _columns(db)
+            await conn.run_sync(downgrade, "0029")
+        assert "mode" not in await columns(db, "approval_rules")
         async with db.engine.connect() as conn:
             kept = (await conn.execute(text(
                 "SELECT uses FROM approval_rules WHERE id = 'ar_old'"))).scalar_one()

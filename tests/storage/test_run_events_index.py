@@ -5,14 +5,14 @@ and 0031 made (run_id, seq) the table's primary key, without the serial id nothi
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from sqlalchemy import insert, text
 from sqlalchemy.exc import IntegrityError
 
-from hookgate.storage.database import Database, alembic_config
+from hookgate.storage.database import Database
 from hookgate.storage.tables import RunEventRow
+from tests.storage.migration_steps import columns, downgrade
 from tests.storage.plans import query_plan
 
 # The log read (storage/backends/statements.py, "events_after"), with literals.
@@ -40,14 +40,6 @@ async def test_a_runs_events_are_read_through_the_unique_index(db: Database) -> 
     assert seqs == ["tool_call"] * 6
 
 
-def _downgrade(conn: Any, revision: str) -> None:
-    from alembic import command
-
-    cfg = alembic_config()
-    cfg.attributes["connection"] = conn
-    command.downgrade(cfg, revision)
-
-
 async def _indexes(db: Database) -> list[str]:
     async with db.engine.connect() as conn:
         return list((await conn.execute(text(
@@ -71,7 +63,7 @@ async def test_an_existing_log_keeps_its_events_across_0014_and_back(database_ur
         await db.upgrade()
         assert "ix_run_events_run_id" not in await _indexes(db)
         async with db.engine.begin() as conn:
-            await conn.run_sync(_downgrade, "0013")
+            await conn.run_sync(downgrade, "0013")
         assert "ix_run_events_run_id" in await _indexes(db)
         async with db.engine.connect() as conn:
             seqs = (await conn.execute(text(
@@ -79,15 +71,6 @@ async def test_an_existing_log_keeps_its_events_across_0014_and_back(database_ur
             assert list(seqs) == [1, 2, 3]
     finally:
         await db.dispose()
-
-
-async def _columns(db: Database) -> list[str]:
-    async with db.engine.connect() as conn:
-        return list((await conn.execute(text(
-            "SELECT name FROM pragma_table_info('run_events')"
-            if db.backend.dialect == "sqlite" else
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_name = 'run_events'"))).scalars())
 
 
 async def _log(db: Database, run_id: str) -> list[tuple[int, str]]:
@@ -112,17 +95,17 @@ async def test_an_existing_log_keeps_its_events_and_its_one_event_per_seq_across
 
     try:
         await db.upgrade("0030")
-        assert "id" in await _columns(db)
+        assert "id" in await columns(db, "run_events")
         await add("run-1", 1, 2, 3)
         await db.upgrade()
-        assert "id" not in await _columns(db)
+        assert "id" not in await columns(db, "run_events")
         assert await _log(db, "run-1") == [(1, "t1"), (2, "t2"), (3, "t3")]
         await add("run-1", 4)
         with pytest.raises(IntegrityError):  # one event per (run, seq), as before
             await add("run-1", 2)
         async with db.engine.begin() as conn:
-            await conn.run_sync(_downgrade, "0030")
-        assert "id" in await _columns(db)
+            await conn.run_sync(downgrade, "0030")
+        assert "id" in await columns(db, "run_events")
         assert await _log(db, "run-1") == [(1, "t1"), (2, "t2"), (3, "t3"), (4, "t4")]
         await add("run-2", 1)  # the serial id numbers new events again
         with pytest.raises(IntegrityError):
