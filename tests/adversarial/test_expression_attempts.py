@@ -287,6 +287,26 @@ def test_a_thread_held_back_spends_none_of_an_expressions_time() -> None:
     budget.charge(1)
 
 
+def test_a_full_collection_in_the_evaluating_thread_spends_none_of_an_expressions_time(
+        ) -> None:
+    # A full collection of the cyclic garbage collector scales with the process's heap, not
+    # with the expression: one running inside `".log" in args.command` in a large process
+    # could make the rule fail closed and ask a person about `echo`. Here the heap is made
+    # large enough that one full collection takes longer than the limit on its own.
+    import gc
+
+    from hookgate.expressions.budget import Budget
+    from hookgate.expressions.limits import ExpressionLimits
+
+    heap = [[i] for i in range(300_000)]
+    budget = Budget(ExpressionLimits(max_seconds=0.002))
+    before = time.thread_time()
+    gc.collect()
+    assert time.thread_time() - before > 0.002, "the collection did not outlast the limit"
+    budget.charge(1)
+    del heap
+
+
 def test_work_that_never_ends_still_runs_out_of_time() -> None:
     from hookgate.expressions.budget import Budget
     from hookgate.expressions.errors import ExpressionTooCostly

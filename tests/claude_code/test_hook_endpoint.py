@@ -101,6 +101,20 @@ def test_an_approval_does_not_carry_over_to_other_input_or_another_session(srv):
     assert decision(hook(srv, pre("Bash", PUSH, "toolu_d")))[0] == "allow"
 
 
+def test_a_rule_whose_condition_cannot_be_evaluated_asks_a_person_and_says_why(srv):
+    # `".log" in args.command` over a number: the rule applies (fail closed), and the
+    # approver reads why it asked rather than a reason that does not fit the call.
+    answer, _ = decision(hook(srv, pre("Bash", {"command": 5}, "toolu_n")))
+    [request] = pending(srv)
+    assert answer == "deny" and request["payload"]["args"] == {"command": 5}
+    [reason] = [r["text"] for r in request["context"]["reasons"] if r["kind"] == "gate_rule"]
+    assert reason.startswith("gate rule claude_code.rules[0] of agent 'coder'"), reason
+    assert ("its condition could not be evaluated: TypeError: argument of type 'int' is not "
+            "iterable; the rule applies, fail closed") in reason
+    # A command the condition reads asks nothing and names no failure.
+    assert decision(hook(srv, pre("Bash", {"command": "ls"}, "toolu_m"))) == (None, "")
+
+
 def test_headless_runs_are_deferred_while_a_person_decides(srv):
     answer, why = decision(hook(srv, pre("Bash", PUSH, "toolu_h"), headless=True))
     assert answer == "defer" and pending(srv)[0]["id"] in why

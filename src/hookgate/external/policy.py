@@ -77,11 +77,13 @@ class ToolRule:
                               "ask" if self.requires_confirmation else "allow",
                               self.reason or "")
 
-    def applies(self, ctx: HookContext) -> bool:
-        # A rule whose `when` cannot be evaluated applies (fail closed).
-        if not selects(self.matcher, self.when, ctx)[0]:
-            return False
-        return all(test(ctx) for test in self.tests)
+    def applies(self, ctx: HookContext) -> tuple[bool, str | None]:
+        """Whether the rule applies to ``ctx``'s call. A rule whose ``when`` cannot be
+        evaluated applies (fail closed); the second value then says why it could not."""
+        picked, failure = selects(self.matcher, self.when, ctx)
+        if not picked:
+            return False, None
+        return all(test(ctx) for test in self.tests), failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,14 +145,17 @@ class CallRules:
         asked: list[str] = []
         shadow: list[ShadowDecision] = []
         for rule in self.rules:
-            if not rule.applies(probe):
+            applies, failure = rule.applies(probe)
+            if not applies:
                 continue
             if rule.mode == "shadow":
                 shadow.append(rule.shadow_decision())
                 continue
             if rule.requires_confirmation:
                 needs = True
-                asked.append(rule.described)
+                asked.append(rule.described if failure is None else
+                             f"{rule.described} (its condition could not be evaluated: "
+                             f"{failure}; the rule applies, fail closed)")
             if rule.writes is not None:
                 writes = rule.writes
             if rule.connector is not None:
