@@ -15,7 +15,7 @@ import uvicorn
 from hookgate.app import create_app
 from hookgate.runtime.deployment import Deployment
 from hookgate.runtime.runtime import Runtime
-from hookgate.server.serving import uvicorn_config
+from hookgate.server.serving import listen, uvicorn_config
 
 
 def free_port() -> int:
@@ -54,7 +54,11 @@ def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
     if max_body is not None:
         kwargs["max_body"] = max_body
     app = create_app(runtime, **kwargs)
-    port = free_port() if port is None else port
+    # Bound here and handed to uvicorn, never closed in between: a port picked free and bound
+    # again by uvicorn could be taken meanwhile by another worker's server ("address already
+    # in use", the server never starts).
+    sock = listen("127.0.0.1", 0 if port is None else port)
+    port = int(sock.getsockname()[1])
     server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, graceful_s=2,
                                            websockets=bool(deployment.mcp_servers)
                                            if websockets is None else websockets))
@@ -64,20 +68,21 @@ def live_server(deployment: Deployment, *, keepalive_s: float = 0.5,
         loop = asyncio.new_event_loop()
         holder["loop"] = loop
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.serve())
+        loop.run_until_complete(server.serve(sockets=[sock]))
         loop.close()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    live = LiveServer(runtime, server, thread, port)
-    live._loop = holder["loop"]  # type: ignore[attr-defined]
     try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        live = LiveServer(runtime, server, thread, port)
+        live._loop = holder["loop"]  # type: ignore[attr-defined]
         yield live
     finally:
         server.should_exit = True
         thread.join(30)
+        sock.close()
