@@ -45,6 +45,7 @@ class Instance:
         self.env = env or {}
         self.log = workdir / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self._log_from = 0
 
     def spawn(self) -> None:
         cmd = [sys.executable, "-m", "hookgate.cli.main", self.command, "--config",
@@ -61,8 +62,21 @@ class Instance:
             # skewed by the offset.
             env.update(LD_PRELOAD=str(LIBFAKETIME), FAKETIME=self.clock_offset)
         with open(self.log, "ab") as out:
+            #: Where this process's output starts in the log (it is appended to).
+            self._log_from = out.tell()
             self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out,
                                          stderr=subprocess.STDOUT)
+
+    def _listening(self) -> bool:
+        """Whether this process said it listens on its port (`hookgate serve` says so once
+        its socket is bound): until then an answer on the port may be another test's
+        server, which took the port between the probe and this process's bind."""
+        if self.command != "serve":
+            return True
+        with open(self.log, "rb") as log:
+            log.seek(self._log_from)
+            said = log.read().decode(errors="replace")
+        return f" on {self.url}/" in said
 
     def wait_up(self, timeout: float = 90) -> None:
         assert self.proc is not None
@@ -85,7 +99,8 @@ class Instance:
                 # start-up; /openapi.json (polled before) built the whole schema, ~0.1 s of
                 # the server's CPU per start, for nobody. One shared client: httpx.get()
                 # would build an SSL context per poll (~25 ms of this process's CPU).
-                if HTTP.get(self.url + "/healthz", timeout=1).status_code == 200:
+                if (HTTP.get(self.url + "/healthz", timeout=1).status_code == 200
+                        and self._listening()):
                     return
             except httpx.HTTPError:
                 pass
