@@ -167,3 +167,9 @@ def selects(matcher: ToolMatcher, when: Condition | None, ctx: HookContext
         return when.holds(ctx), None
     except Exception as exc:
         return True, f"{type(exc).__name__}: {exc}"
+
+
+def not_evaluated(failure: str) -> str:
+    """How a rule that picked a call only because its ``when`` could not be evaluated says
+    so (``failure``: the reason `selects` gave), in the words its reasons show a person."""
+    return f"its condition could not be evaluated: {failure}"

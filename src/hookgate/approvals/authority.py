@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hookgate.approvals.eligibility import Approver
 from hookgate.approvals.records import ConfirmationRequest
 from hookgate.hooks.model import HookContext, HookPoint
-from hookgate.matching import selects
+from hookgate.matching import not_evaluated, selects
 from hookgate.storage import oidc_sessions
 from hookgate.storage import people as user_records
 from hookgate.storage.database import Database
@@ -66,7 +66,7 @@ def requirement_of(agent: Agent, ctx: HookContext) -> Requirement:
         picked, error = selects(rule.matcher, rule.when, ctx)
         if not picked:
             continue
-        failed = f" (its condition could not be evaluated: {error})" if error else ""
+        failed = f" ({not_evaluated(error)})" if error else ""
         if rule.approvals_required > needed:
             needed = rule.approvals_required
             reasons.append(f"{needed} distinct people must approve ({rule.describe()}"

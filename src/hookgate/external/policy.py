@@ -24,7 +24,7 @@ from hookgate.external.schema_tool import SchemaTool
 from hookgate.hooks.errors import HookBuildError
 from hookgate.hooks.facts import NOT_TRACED, PROVENANCE_KEY
 from hookgate.hooks.model import HookContext, HookPoint
-from hookgate.matching import Condition, ToolMatcher, selects
+from hookgate.matching import Condition, ToolMatcher, not_evaluated, selects
 from hookgate.policies.shadow import Mode, ShadowDecision, mode_of, record_shadow
 from hookgate.tools.guarded_call import ShadowRecorder
 from hookgate.tools.tool import Tool
@@ -154,8 +154,8 @@ class CallRules:
             if rule.requires_confirmation:
                 needs = True
                 asked.append(rule.described if failure is None else
-                             f"{rule.described} (its condition could not be evaluated: "
-                             f"{failure}; the rule applies, fail closed)")
+                             f"{rule.described} ({not_evaluated(failure)}; the rule "
+                             "applies, fail closed)")
             if rule.writes is not None:
                 writes = rule.writes
             if rule.connector is not None:
