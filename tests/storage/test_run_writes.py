@@ -278,22 +278,6 @@ async def test_a_file_not_in_wal_mode_writes_on_the_driver_thread(tmp_path: Path
         await db.dispose()
 
 
-async def test_inline_writes_leave_the_write_ahead_log_bounded(db: Database) -> None:
-    # Writes on the caller's thread still checkpoint the WAL (as SQLite does by itself, past
-    # 1,000 pages), so the log is reused, not grown: a checkpoint on the driver thread fell
-    # behind the writes that went on meanwhile, and this log reached 19 MB.
-    driver = db.backend.driver
-    assert isinstance(driver, SqliteDriver)
-    await driver.write(lambda c: c.execute("CREATE TABLE w (k INTEGER PRIMARY KEY, v TEXT)"))
-    for k in range(3000):
-        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
-                                                  (k, "x" * 1000)))
-    size = await asyncio.to_thread(lambda: Path(driver.path + "-wal").stat().st_size)
-    # 3,000 commits of a 1 KB row each append at least one 4 KB page: ~12 MB unchecked.
-    assert size < 6_000_000, size
-    assert await driver.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (3000,)
-
-
 @pytest.mark.both_databases
 @pytest.mark.parametrize("own", [pg_driver.OWN_CONNECTIONS, 0], ids=["own", "borrowed"])
 async def test_a_summary_with_its_log_reads_the_row_and_every_event(

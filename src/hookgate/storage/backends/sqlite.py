@@ -42,6 +42,7 @@ from hookgate.storage.backends.base import (
 from hookgate.storage.backends.engine_changes import EngineChanges
 from hookgate.storage.backends.engine_reads import EngineReads
 from hookgate.storage.backends.limit_claims import claim_on_sqlite
+from hookgate.storage.backends.sqlite_checkpoint import SAFETY_NET_PAGES
 from hookgate.storage.backends.sqlite_driver import SqliteDriver, sqlite_timestamp
 from hookgate.storage.backends.statements import (
     Compiled,
@@ -154,6 +155,11 @@ class SqliteBackend(EngineReads, EngineChanges):
             driver = SqliteDriver(file)
             weakref.finalize(db, driver.close)
             self.driver: SqliteDriver | _EngineDriver = driver
+            # SQLAlchemy's connections to the file leave the log to the same checkpointer
+            # (decision record 0043): their commits count, and none checkpoints as it commits.
+            engine = db.engine.sync_engine
+            event.listen(engine, "connect", _leave_checkpoints)
+            event.listen(engine, "commit", driver.checkpointer.engine_committed)
         else:
             self.driver = _EngineDriver(db.engine)
         #: Each chain's head as this backend last wrote it: (last seq, last hash). A guess,
@@ -516,6 +522,12 @@ def _audit_values(row: dict[str, Any]) -> tuple[Any, ...]:
     return audit_row_values(row)
 
 
+
+
+def _leave_checkpoints(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")
+    cur.close()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

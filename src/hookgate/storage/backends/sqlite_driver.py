@@ -20,10 +20,10 @@ first tries the work on a connection of its own: a read always (WAL readers neve
 writers), a write when it can take the write lock at once (``BEGIN IMMEDIATE`` with no busy
 wait) and no group is waiting on the driver thread. Only a write that would wait for another
 writer (another process, or the driver's own group) goes to the thread, so the event loop
-never blocks on a lock. The WAL is checkpointed the way SQLite does it by itself: by the
-commit that takes it past 1,000 pages (about every 4 MB written, an fsync of a few
-milliseconds on the caller's thread). A checkpoint on another thread instead was measured
-to fall behind writes that go on meanwhile, and the log then grew without bound.
+never blocks on a lock. The WAL is checkpointed on a thread of its own
+(``sqlite_checkpoint.WalCheckpointer``, decision record 0043), not by the commit that takes
+it past 1,000 pages as SQLite does by itself: while that checkpointer starts the log again,
+writes queue on the driver's thread and wait for it there.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from hookgate.storage.backends.base import NOT_NOW, NotNow
+from hookgate.storage.backends.sqlite_checkpoint import SAFETY_NET_PAGES, WalCheckpointer
 from hookgate.storage.statement_count import COUNT
 
 T = TypeVar("T")
@@ -61,6 +62,8 @@ class SqliteDriver:
         #: Each calling thread's own connection (made there; used only there).
         self._local = threading.local()
         self._closed = False
+        #: Checkpoints the WAL off the writers' path (decision record 0043).
+        self.checkpointer = WalCheckpointer(path)
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(conn)`` outside any transaction (it sees the latest commit)."""
@@ -79,7 +82,7 @@ class SqliteDriver:
         """``work(conn)`` committed on the calling thread, if the write lock is free this
         instant and no group is waiting; else ``NOT_NOW`` (and nothing was done). No await:
         a caller that needs no task of its own to write can return without one."""
-        conn = None if self._queued else self._inline()
+        conn = None if self._queued or self.checkpointer.restart_due else self._inline()
         if conn is not None and _begin_now(conn):
             return self._write_inline(conn, work)
         return NOT_NOW
@@ -91,7 +94,7 @@ class SqliteDriver:
         and commits as it ends, with the same commit (WAL frames, ``synchronous``) that a
         ``BEGIN IMMEDIATE`` … ``COMMIT`` around it makes, for two statements less. Busy, it
         did nothing and goes to the driver's thread as any write (decision record 0027)."""
-        conn = None if self._queued else self._inline()
+        conn = None if self._queued or self.checkpointer.restart_due else self._inline()
         if conn is not None:
             try:
                 changed = conn.execute(sql, params).rowcount
@@ -101,6 +104,7 @@ class SqliteDriver:
             else:
                 if COUNT.enabled:
                     COUNT.transaction()
+                self.checkpointer.committed()
                 return changed
         return await self.write(lambda c: c.execute(sql, params).rowcount)
 
@@ -129,12 +133,14 @@ class SqliteDriver:
             conn = self._conn or self._connect()
             if COUNT.enabled:
                 COUNT.transaction()
+            self.checkpointer.wait_for_restart()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 alone = len(group) == 1  # alone, a write needs no savepoint of its own
                 outcomes.extend(_attempt(conn, work, savepoint=not alone)
                                 for work, _, _ in group)
                 conn.execute("ROLLBACK" if alone and not outcomes[0][0] else "COMMIT")
+                self.checkpointer.committed()
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -161,6 +167,7 @@ class SqliteDriver:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self.checkpointer.committed()
         return result
 
     def _inline(self) -> sqlite3.Connection | None:
@@ -180,6 +187,7 @@ class SqliteDriver:
             conn.execute("PRAGMA busy_timeout=0")  # never wait on the caller's thread
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")
             if COUNT.enabled:
                 conn.set_trace_callback(COUNT.statement)
             self._local.conn = conn
@@ -193,6 +201,7 @@ class SqliteDriver:
         conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")
         if COUNT.enabled:
             conn.set_trace_callback(COUNT.statement)  # BEGIN and COMMIT included
         self._conn = conn
@@ -207,6 +216,7 @@ class SqliteDriver:
         left to use it."""
         self._closed = True
         self._executor.shutdown(wait=False)
+        self.checkpointer.close()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()

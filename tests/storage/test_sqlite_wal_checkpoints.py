@@ -1,0 +1,189 @@
+"""A SQLite file's write-ahead log is checkpointed on a thread of its own (decision record 0043):
+no writer copies the log as it commits, yet the log stays bounded under writes that never
+pause, a checkpoint that fails or is held off loses nothing and is tried again, and the
+commits SQLAlchemy makes count as the driver's do."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from hookgate.storage.backends import sqlite_checkpoint
+from hookgate.storage.backends.sqlite_checkpoint import SAFETY_NET_PAGES, WalCheckpointer
+from hookgate.storage.backends.sqlite_driver import SqliteDriver
+from hookgate.storage.database import Database
+
+#: Bytes per page in the log: a 4 KB page and its 24-byte frame header.
+FRAME = 4096 + 24
+
+
+def _wal_bytes(driver: SqliteDriver) -> int:
+    return Path(driver.path + "-wal").stat().st_size
+
+
+async def _settled(checkpointer: WalCheckpointer) -> None:
+    """Until no checkpoint is running (one started by the last commit included)."""
+    for _ in range(500):
+        if not checkpointer._running:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("a checkpoint is still running after 5 s")
+
+
+@pytest.fixture
+def small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint every 20 commits, the log started again past 300 pages."""
+    monkeypatch.setattr(sqlite_checkpoint, "EVERY_COMMITS", 20)
+    monkeypatch.setattr(sqlite_checkpoint, "RESTART_PAGES", 300)
+
+
+async def _driver(db: Database) -> SqliteDriver:
+    driver = db.backend.driver
+    assert isinstance(driver, SqliteDriver)
+    await driver.write(lambda c: c.execute("CREATE TABLE w (k INTEGER PRIMARY KEY, v TEXT)"))
+    return driver
+
+
+@pytest.mark.usefixtures("small")
+async def test_writes_that_never_pause_leave_the_log_bounded(db: Database) -> None:
+    driver = await _driver(db)
+    # 20,000 commits of a 1 KB row each, back to back on the caller's thread: each appends
+    # at least one 4 KB page, about 82 MB of log if nothing started it again.
+    commits = 20_000
+    for k in range(commits):
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
+                                                  (k, "x" * 1000)))
+    await _settled(driver.checkpointer)
+    size = await asyncio.to_thread(_wal_bytes, driver)
+    assert driver.checkpointer.restarts >= 3, vars(driver.checkpointer)
+    # The log reaches the restart threshold plus what writers append while a checkpoint
+    # runs (at this rate, about 30,000 commits a second, a few thousand pages at most).
+    assert size < commits * FRAME / 4, size
+    assert await driver.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (
+        commits,)
+
+
+async def test_no_connection_of_the_file_checkpoints_as_it_commits(db: Database) -> None:
+    # The driver's connections (the caller's thread, the driver's thread) and SQLAlchemy's
+    # leave the log to the checkpointer, up to the safety net.
+    driver = await _driver(db)
+    here = await driver.read(lambda c: c.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+    queued = await driver.write(lambda c: c.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+    driver_thread = await asyncio.get_running_loop().run_in_executor(
+        driver._executor, lambda: driver._conn.execute(  # type: ignore[union-attr]
+            "PRAGMA wal_autocheckpoint").fetchone()[0] if driver._conn else None)
+    async with db.session() as s:
+        engine = (await s.execute(text("PRAGMA wal_autocheckpoint"))).scalar_one()
+    assert here == queued == engine == SAFETY_NET_PAGES
+    assert driver_thread in (None, SAFETY_NET_PAGES)
+
+
+@pytest.mark.usefixtures("small")
+async def test_the_checkpoint_runs_on_its_own_thread(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    driver = await _driver(db)
+    threads: list[str] = []
+    run = WalCheckpointer._run
+
+    def seen(self: WalCheckpointer, conn: sqlite3.Connection) -> None:
+        threads.append(threading.current_thread().name)
+        run(self, conn)
+
+    monkeypatch.setattr(WalCheckpointer, "_run", seen)
+    for k in range(60):
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, 'v')", (k,)))
+    await _settled(driver.checkpointer)
+    assert threads and all(t.startswith("hookgate-sqlite-wal") for t in threads), threads
+    assert driver.checkpointer.passes == len(threads)
+
+
+@pytest.mark.usefixtures("small")
+async def test_sqlalchemys_commits_count_toward_a_checkpoint(db: Database) -> None:
+    driver = await _driver(db)
+    for k in range(45):
+        async with db.session() as s, s.begin():
+            await s.execute(text("INSERT INTO w VALUES (:k, 'v')"), {"k": k})
+    await _settled(driver.checkpointer)
+    assert driver.checkpointer.passes >= 2, vars(driver.checkpointer)
+
+
+@pytest.mark.usefixtures("small")
+async def test_a_failed_checkpoint_is_logged_loses_nothing_and_is_tried_again(
+        db: Database, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    driver = await _driver(db)
+    failures = iter([sqlite3.OperationalError("disk I/O error")])
+    run = WalCheckpointer._run
+
+    def failing_once(self: WalCheckpointer, conn: sqlite3.Connection) -> None:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        run(self, conn)
+
+    monkeypatch.setattr(WalCheckpointer, "_run", failing_once)
+    caplog.set_level(logging.WARNING, logger=sqlite_checkpoint.__name__)
+    for k in range(20):
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, 'v')", (k,)))
+    await _settled(driver.checkpointer)
+    assert "checkpointing the write-ahead log" in caplog.text
+    assert "disk I/O error" in caplog.text
+    assert driver.checkpointer.passes == 0
+    for k in range(20, 40):
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, 'v')", (k,)))
+    await _settled(driver.checkpointer)
+    assert driver.checkpointer.passes == 1
+    assert await driver.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (40,)
+
+
+@pytest.mark.usefixtures("small")
+async def test_a_reader_in_the_log_holds_off_its_restart_without_holding_up_writers(
+        db: Database, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A reader that stays in its snapshot keeps the log from starting again: the restart
+    # gives up after its wait, says so, and writers go on; once the reader ends, the next
+    # checkpoint starts the log again.
+    monkeypatch.setattr(sqlite_checkpoint, "RESTART_WAIT_MS", 50)
+    caplog.set_level(logging.INFO, logger=sqlite_checkpoint.__name__)
+    driver = await _driver(db)
+    await driver.write(lambda c: c.execute("INSERT INTO w VALUES (-1, 'first')"))
+    reader = sqlite3.connect(driver.path, isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM w").fetchone() == (1,)
+    try:
+        for k in range(1200):
+            await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
+                                                      (k, "x" * 1000)))
+        await _settled(driver.checkpointer)
+        assert "could not be started again" in caplog.text
+        held = await asyncio.to_thread(_wal_bytes, driver)
+        assert held > 1200 * FRAME  # nothing could start the log again: it kept every page
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+    restarts = driver.checkpointer.restarts
+    for k in range(1200, 1300):
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, 'v')", (k,)))
+    await _settled(driver.checkpointer)
+    assert driver.checkpointer.restarts > restarts
+    # Started again: the next writes go to the log's beginning, so its file stops growing.
+    before = await asyncio.to_thread(_wal_bytes, driver)
+    for k in range(1300, 1330):
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, 'v')", (k,)))
+    assert await asyncio.to_thread(_wal_bytes, driver) == before
+    assert await driver.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (1331,)
+
+
+async def test_a_closed_driver_starts_no_checkpoint(db: Database) -> None:
+    driver = await _driver(db)
+    driver.checkpointer.close()
+    for _ in range(sqlite_checkpoint.EVERY_COMMITS + 1):
+        driver.checkpointer.committed()
+    assert driver.checkpointer.passes == 0
+    assert driver.checkpointer._executor is None
