@@ -144,40 +144,71 @@ async def test_a_failed_checkpoint_is_logged_loses_nothing_and_is_tried_again(
 
 @pytest.mark.usefixtures("small")
 async def test_a_reader_in_the_log_holds_off_its_restart_without_holding_up_writers(
-        db: Database, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    # A reader that stays in its snapshot keeps the log from starting again: the restart
-    # gives up after its wait, says so, and writers go on; once the reader ends, the next
-    # checkpoint starts the log again.
-    monkeypatch.setattr(sqlite_checkpoint, "RESTART_WAIT_MS", 50)
-    caplog.set_level(logging.INFO, logger=sqlite_checkpoint.__name__)
+        db: Database) -> None:
+    # A reader that stays in its snapshot keeps the passes from copying the whole log: no
+    # restart is tried (it would hold every writer until the reader ends), the writers go
+    # on, on the caller's thread, and the log keeps every page; once the reader ends, the
+    # next checkpoint starts the log again.
     driver = await _driver(db)
     await driver.write(lambda c: c.execute("INSERT INTO w VALUES (-1, 'first')"))
     reader = sqlite3.connect(driver.path, isolation_level=None)
     reader.execute("BEGIN")
     assert reader.execute("SELECT count(*) FROM w").fetchone() == (1,)
+    here = threading.get_ident()
     try:
         for k in range(1200):
-            await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
-                                                      (k, "x" * 1000)))
+            where = await driver.write(lambda c, k=k: (c.execute(
+                "INSERT INTO w VALUES (?, ?)", (k, "x" * 1000)), threading.get_ident())[1])
+            assert where == here, "a writer was sent off the caller's thread"
         await _settled(driver.checkpointer)
-        assert "could not be started again" in caplog.text
+        assert driver.checkpointer.restarts == 0
+        assert driver.checkpointer.held_off >= 1, vars(driver.checkpointer)
         held = await asyncio.to_thread(_wal_bytes, driver)
         assert held > 1200 * FRAME  # nothing could start the log again: it kept every page
     finally:
         reader.execute("ROLLBACK")
         reader.close()
-    restarts = driver.checkpointer.restarts
     for k in range(1200, 1300):
         await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, 'v')", (k,)))
     await _settled(driver.checkpointer)
-    assert driver.checkpointer.restarts > restarts
+    assert driver.checkpointer.restarts >= 1
     # Started again: the next writes go to the log's beginning, so its file stops growing.
     before = await asyncio.to_thread(_wal_bytes, driver)
     for k in range(1300, 1330):
         await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, 'v')", (k,)))
     assert await asyncio.to_thread(_wal_bytes, driver) == before
     assert await driver.read(lambda c: c.execute("SELECT count(*) FROM w").fetchone()) == (1331,)
+
+
+async def test_a_restart_that_cannot_take_the_lock_in_time_gives_up_and_says_so(
+        db: Database, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Another connection (another process) holds the write lock past the restart's wait:
+    # the restart gives up, says so, and lets this process's writers go again.
+    monkeypatch.setattr(sqlite_checkpoint, "EVERY_COMMITS", 10**9)  # started by hand here
+    monkeypatch.setattr(sqlite_checkpoint, "RESTART_PAGES", 100)
+    monkeypatch.setattr(sqlite_checkpoint, "RESTART_WAIT_MS", 50)
+    caplog.set_level(logging.INFO, logger=sqlite_checkpoint.__name__)
+    driver = await _driver(db)
+    for k in range(200):
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
+                                                  (k, "x" * 1000)))
+    holder = sqlite3.connect(driver.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        checkpointer = driver.checkpointer
+        checkpointer._running = True
+        await asyncio.to_thread(checkpointer._checkpoint)
+        assert checkpointer.restarts == 1
+        assert "could not be started again within 50 ms" in caplog.text
+        assert not checkpointer.restart_due and checkpointer.restarted.is_set()
+        assert not checkpointer._running
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    where = await driver.write(lambda c: (c.execute("INSERT INTO w VALUES (1000, 'after')"),
+                                          threading.get_ident())[1])
+    assert where == threading.get_ident()  # on the caller's thread again
 
 
 async def test_a_closed_driver_starts_no_checkpoint(db: Database) -> None:

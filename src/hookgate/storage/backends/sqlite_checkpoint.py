@@ -11,10 +11,12 @@ in this process) start this checkpointer, which:
 
 1. runs a ``PASSIVE`` checkpoint: it copies the log into the database file and fsyncs while
    writers go on appending (it takes no write lock);
-2. once the log holds ``RESTART_PAGES`` or more, runs a ``RESTART`` checkpoint: it takes the
-   write lock, copies what was appended during the pass, fsyncs, and waits for the readers
-   still in the log (at most ``RESTART_WAIT_MS`` in all), so that the next writer starts the
-   log again from its beginning. Writers wait for that step alone, once per
+2. once the log holds ``RESTART_PAGES`` or more and the pass copied all it found (else a
+   reader is still in an older part of the log, and a restart would hold every writer until
+   that reader ends), runs a ``RESTART`` checkpoint: it takes the write lock, copies what was
+   appended during the pass, fsyncs, and waits for the readers still in the log (at most
+   ``RESTART_WAIT_MS`` in all), so that the next writer starts the log again from its
+   beginning. Writers wait for that step alone, once per
    ``RESTART_PAGES`` pages, on the driver's thread: an event loop never waits.
 
 The second step is what keeps the log bounded. A passive pass reports the log as it found
@@ -43,8 +45,9 @@ EVERY_COMMITS = 400
 #: it again. At 1,000 one writer in about fifty waited for that step, at 4,000 one in about
 #: two hundred (the in-process guarded call's p99: 5.0–5.3 ms against 1.7–2.0 ms).
 RESTART_PAGES = 4_000
-#: The most the ``RESTART`` step waits for the writer and the readers in its way.
-RESTART_WAIT_MS = 2_000
+#: The most the ``RESTART`` step waits for the writer and the readers in its way (writers
+#: of this process wait as long).
+RESTART_WAIT_MS = 200
 #: ``wal_autocheckpoint`` of the driver's connections: a bound that holds even if this
 #: checkpointer cannot run (SQLite's own checkpoint in the committing writer).
 SAFETY_NET_PAGES = 10_000
@@ -74,6 +77,8 @@ class WalCheckpointer:
         #: Passes run, and the restarts among them (for tests and benches).
         self.passes = 0
         self.restarts = 0
+        #: Restarts not tried because a reader kept the pass from copying the whole log.
+        self.held_off = 0
 
     def committed(self) -> None:
         """A writer committed: every ``EVERY_COMMITS`` commits, start a checkpoint unless one
@@ -114,8 +119,13 @@ class WalCheckpointer:
     def _run(self, conn: sqlite3.Connection) -> None:
         row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         self.passes += 1
-        pages = row[1] if row else -1
+        pages, copied = (row[1], row[2]) if row else (-1, -1)
         if pages < RESTART_PAGES:
+            return
+        if copied < pages:
+            # A reader is still in an older part of the log: a restart would hold every
+            # writer until it ends. The log is left as SQLite leaves it for such a reader.
+            self.held_off += 1
             return
         # Writes that went on during the pass are still to copy, and a log is started again
         # from its beginning only once all of it is copied and no reader is still in it.
