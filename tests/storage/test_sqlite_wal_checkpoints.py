@@ -6,8 +6,10 @@ commits SQLAlchemy makes count as the driver's do."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 
@@ -218,3 +220,71 @@ async def test_a_closed_driver_starts_no_checkpoint(db: Database) -> None:
         driver.checkpointer.committed()
     assert driver.checkpointer.passes == 0
     assert driver.checkpointer._executor is None
+
+
+CHILD_WRITER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+conn.execute("PRAGMA busy_timeout=30000")
+print("ready", flush=True)
+for k in range(int(sys.argv[2]), int(sys.argv[3])):
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO w VALUES (?, ?)", (k, "c" * 1000))
+    conn.execute("COMMIT")
+    if k % 50 == 0:
+        print(k, flush=True)
+    time.sleep(0.0005)  # a writer that pauses, as the CLI does: SQLite's lock is not fair
+"""
+
+
+@pytest.mark.usefixtures("small")
+async def test_another_process_writing_and_killed_meanwhile_loses_nothing(
+        db: Database, tmp_path: Path) -> None:
+    # A second process writes the same file (as the CLI or another instance does), with
+    # SQLite's own checkpoints, while this process's checkpointer passes and restarts; it
+    # is killed (SIGKILL) in the middle of its writes. Every committed row of both is
+    # there, the file is sound, and this process's log is still started again.
+    driver = await _driver(db)
+    script = tmp_path / "writer.py"
+    script.write_text(CHILD_WRITER)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), driver.path, "100000", "200000",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert child.stdout is not None
+    assert (await asyncio.wait_for(child.stdout.readline(), 30)).strip() == b"ready"
+    mine = 0
+    try:
+        seen = 0
+        while seen < 600:  # both write until the child has committed 600 rows or more
+            for _ in range(20):
+                await driver.write(lambda c, k=mine: c.execute(
+                    "INSERT INTO w VALUES (?, ?)", (k, "x" * 1000)))
+                mine += 1
+            line = await asyncio.wait_for(child.stdout.readline(), 30)
+            if not line:
+                assert child.stderr is not None
+                raise AssertionError(f"the writer stopped: {await child.stderr.read()!r}")
+            seen = int(line) - 100000
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # it may have stopped on its own
+            child.kill()  # SIGKILL: mid-transaction, perhaps mid-checkpoint
+        await child.wait()
+    for _ in range(600):
+        await driver.write(lambda c, k=mine: c.execute(
+            "INSERT INTO w VALUES (?, ?)", (k, "x" * 1000)))
+        mine += 1
+    await _settled(driver.checkpointer)
+
+    def check(c: sqlite3.Connection) -> tuple[str, int, int, int]:
+        ok = c.execute("PRAGMA integrity_check").fetchone()[0]
+        own = c.execute("SELECT count(*) FROM w WHERE k < 100000").fetchone()[0]
+        theirs, top = c.execute(
+            "SELECT count(*), max(k) FROM w WHERE k >= 100000").fetchone()
+        return ok, own, theirs, top
+
+    ok, own, theirs, top = await driver.read(check)
+    assert ok == "ok"
+    assert own == mine
+    # The child's rows are every row up to its last commit: none lost, none half-written.
+    assert theirs == top - 100000 + 1 and theirs >= 600
+    assert driver.checkpointer.restarts >= 1, vars(driver.checkpointer)
