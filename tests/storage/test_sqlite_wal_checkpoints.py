@@ -40,8 +40,10 @@ async def _settled(checkpointer: WalCheckpointer) -> None:
 
 @pytest.fixture
 def small(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A checkpoint every 20 commits, the log started again past 300 pages."""
-    monkeypatch.setattr(sqlite_checkpoint, "EVERY_COMMITS", 20)
+    """A first pass after 20 commits, a pass per 80 pages after it, the log started again
+    past 300 pages."""
+    monkeypatch.setattr(sqlite_checkpoint, "FIRST_PASS_COMMITS", 20)
+    monkeypatch.setattr(sqlite_checkpoint, "PAGES_PER_PASS", 80)
     monkeypatch.setattr(sqlite_checkpoint, "RESTART_PAGES", 300)
 
 
@@ -107,12 +109,32 @@ async def test_the_checkpoint_runs_on_its_own_thread(
 
 @pytest.mark.usefixtures("small")
 async def test_sqlalchemys_commits_count_toward_a_checkpoint(db: Database) -> None:
-    driver = await _driver(db)
-    for k in range(45):
+    driver = await _driver(db)  # the driver's one commit: far from the first pass's 20
+    for k in range(30):
         async with db.session() as s, s.begin():
             await s.execute(text("INSERT INTO w VALUES (:k, 'v')"), {"k": k})
     await _settled(driver.checkpointer)
-    assert driver.checkpointer.passes >= 2, vars(driver.checkpointer)
+    assert driver.checkpointer.passes >= 1, vars(driver.checkpointer)
+
+
+@pytest.mark.usefixtures("small")
+async def test_the_commits_between_passes_follow_the_pages_each_commit_writes(
+        db: Database) -> None:
+    # A commit says nothing of its pages: each pass sets the commits until the next from
+    # the pages per commit since the pass before, so a bulk write (many pages a commit)
+    # brings the passes closer, in commits, and small writes spread them out again.
+    driver = await _driver(db)
+    checkpointer = driver.checkpointer
+    for k in range(120):  # about ten pages a commit
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
+                                                  (k, "b" * 40_000)))
+        await _settled(checkpointer)
+    bulk = checkpointer.every
+    assert bulk is not None and bulk <= 12, vars(checkpointer)
+    for k in range(120, 1000):  # one page a commit
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, 'v')", (k,)))
+        await _settled(checkpointer)
+    assert checkpointer.every is not None and checkpointer.every >= 4 * bulk, vars(checkpointer)
 
 
 @pytest.mark.usefixtures("small")
@@ -187,7 +209,7 @@ async def test_a_restart_that_cannot_take_the_lock_in_time_gives_up_and_says_so(
 ) -> None:
     # Another connection (another process) holds the write lock past the restart's wait:
     # the restart gives up, says so, and lets this process's writers go again.
-    monkeypatch.setattr(sqlite_checkpoint, "EVERY_COMMITS", 10**9)  # started by hand here
+    monkeypatch.setattr(sqlite_checkpoint, "FIRST_PASS_COMMITS", 10**9)  # started by hand
     monkeypatch.setattr(sqlite_checkpoint, "RESTART_PAGES", 100)
     monkeypatch.setattr(sqlite_checkpoint, "RESTART_WAIT_MS", 50)
     caplog.set_level(logging.INFO, logger=sqlite_checkpoint.__name__)
@@ -216,7 +238,7 @@ async def test_a_restart_that_cannot_take_the_lock_in_time_gives_up_and_says_so(
 async def test_a_closed_driver_starts_no_checkpoint(db: Database) -> None:
     driver = await _driver(db)
     driver.checkpointer.close()
-    for _ in range(sqlite_checkpoint.EVERY_COMMITS + 1):
+    for _ in range(sqlite_checkpoint.FIRST_PASS_COMMITS + 1):
         driver.checkpointer.committed()
     assert driver.checkpointer.passes == 0
     assert driver.checkpointer._executor is None

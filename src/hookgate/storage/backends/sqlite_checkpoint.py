@@ -6,8 +6,8 @@ copies the pages into the database file and fsyncs both files before its commit 
 (5–8 ms on the development machine). One in-process guarded call in about fifty paid it,
 and it was their p99. Here the driver's connections do not checkpoint as they commit
 (``wal_autocheckpoint`` is ``SAFETY_NET_PAGES``, a bound a working checkpointer keeps the
-log well under); every ``EVERY_COMMITS`` commits of the file (the driver's and SQLAlchemy's
-in this process) start this checkpointer, which:
+log well under); every so many commits of the file (the driver's and SQLAlchemy's in this
+process; about ``PAGES_PER_PASS`` pages' worth) start this checkpointer, which:
 
 1. runs a ``PASSIVE`` checkpoint: it copies the log into the database file and fsyncs while
    writers go on appending (it takes no write lock);
@@ -39,8 +39,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger(__name__)
 
-#: Commits between two requests to checkpoint (about 4–5 pages each on the hot paths).
-EVERY_COMMITS = 400
+#: Pages to append to the log between two passes. The checkpointer counts commits, not pages
+#: (a commit says nothing of its pages), so each pass sets the commits until the next from
+#: the pages per commit it found since the pass before (4–5 on the hot paths; a bulk write
+#: far more), within ``MIN_COMMITS`` and ``MAX_COMMITS``.
+PAGES_PER_PASS = 1_800
+#: Commits before the first pass, while nothing is known of their pages.
+FIRST_PASS_COMMITS = 50
+MIN_COMMITS = 8
+MAX_COMMITS = 2_000
 #: Pages in the log (4 KB each) past which the checkpointer takes the write lock to start
 #: it again. At 1,000 one writer in about fifty waited for that step, at 4,000 one in about
 #: two hundred (the in-process guarded call's p99: 5.0–5.3 ms against 1.7–2.0 ms).
@@ -52,8 +59,8 @@ RESTART_WAIT_MS = 200
 #: checkpointer cannot run (SQLite's own checkpoint in the committing writer).
 SAFETY_NET_PAGES = 10_000
 
-__all__ = ["EVERY_COMMITS", "RESTART_PAGES", "RESTART_WAIT_MS", "SAFETY_NET_PAGES",
-           "WalCheckpointer"]
+__all__ = ["FIRST_PASS_COMMITS", "MAX_COMMITS", "MIN_COMMITS", "PAGES_PER_PASS",
+           "RESTART_PAGES", "RESTART_WAIT_MS", "SAFETY_NET_PAGES", "WalCheckpointer"]
 
 
 class WalCheckpointer:
@@ -62,6 +69,11 @@ class WalCheckpointer:
     def __init__(self, path: str) -> None:
         self.path = path
         self._commits = 0
+        #: Commits between two passes (None: ``FIRST_PASS_COMMITS``), set by each pass.
+        self.every: int | None = None
+        #: The log's pages the last pass found, and the commits counted up to it.
+        self._last_pages = 0
+        self._counted = 0
         self._running = False
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
@@ -81,16 +93,16 @@ class WalCheckpointer:
         self.held_off = 0
 
     def committed(self) -> None:
-        """A writer committed: every ``EVERY_COMMITS`` commits, start a checkpoint unless one
-        is running. Called on the committing thread; costs an increment otherwise."""
+        """A writer committed: every ``every`` commits, start a checkpoint unless one is
+        running. Called on the committing thread; costs an increment otherwise."""
         self._commits += 1
-        if self._commits < EVERY_COMMITS:
+        if self._commits < (self.every or FIRST_PASS_COMMITS):
             return
         with self._lock:
             if self._running or self._closed:
                 return
             self._running = True
-            self._commits = 0
+            self._counted, self._commits = self._commits, 0
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="hookgate-sqlite-wal")
             self._executor.submit(self._checkpoint)
@@ -120,6 +132,7 @@ class WalCheckpointer:
         row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         self.passes += 1
         pages, copied = (row[1], row[2]) if row else (-1, -1)
+        self._pace(pages)
         if pages < RESTART_PAGES:
             return
         if copied < pages:
@@ -139,10 +152,22 @@ class WalCheckpointer:
             self.restarted.set()
             conn.execute("PRAGMA busy_timeout=0")
         self.restarts += 1
+        if not busy:
+            self._last_pages = 0  # the next writer starts the log again from its beginning
         if busy:
             log.info("the write-ahead log of %s could not be started again within %d ms "
                      "(%d of %d pages copied): a reader or a writer held it; tried again "
                      "later", self.path, RESTART_WAIT_MS, copied, pages)
+
+    def _pace(self, pages: int) -> None:
+        """Set the commits until the next pass from the pages appended per commit since the
+        pass before (a log shorter than then was started again in between)."""
+        appended = pages - self._last_pages if pages >= self._last_pages else pages
+        self._last_pages = max(pages, 0)
+        if appended <= 0 or self._counted <= 0:
+            return
+        per_commit = appended / self._counted
+        self.every = max(MIN_COMMITS, min(MAX_COMMITS, round(PAGES_PER_PASS / per_commit)))
 
     def wait_for_restart(self) -> None:
         """Until a restart in progress ends (at most its own wait and a little more)."""
