@@ -11,6 +11,7 @@ import logging
 import sqlite3
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,18 @@ async def test_another_process_writing_and_killed_meanwhile_loses_nothing(
     # The child's rows are every row up to its last commit: none lost, none half-written.
     assert theirs == top - 100000 + 1 and theirs >= 600
     assert driver.checkpointer.restarts >= 1, vars(driver.checkpointer)
+
+
+async def test_a_checkpoint_that_cannot_start_never_fails_the_write_that_asked(
+        db: Database) -> None:
+    # At interpreter exit no new thread can start (submit raises RuntimeError): a write
+    # whose commit is done must still be reported done, and no checkpoint is left pending.
+    driver = await _driver(db)
+    checkpointer = driver.checkpointer
+    stopped = ThreadPoolExecutor(1)
+    stopped.shutdown()
+    checkpointer._executor = stopped
+    checkpointer.every = 1
+    await driver.write(lambda c: c.execute("INSERT INTO w VALUES (1, 'stored')"))
+    assert not checkpointer._running and checkpointer.passes == 0
+    assert await driver.read(lambda c: c.execute("SELECT v FROM w").fetchone()) == ("stored",)

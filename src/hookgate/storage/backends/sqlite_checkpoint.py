@@ -16,8 +16,8 @@ process; about ``PAGES_PER_PASS`` pages' worth) start this checkpointer, which:
    that reader ends), runs a ``RESTART`` checkpoint: it takes the write lock, copies what was
    appended during the pass, fsyncs, and waits for the readers still in the log (at most
    ``RESTART_WAIT_MS`` in all), so that the next writer starts the log again from its
-   beginning. Writers wait for that step alone, once per
-   ``RESTART_PAGES`` pages, on the driver's thread: an event loop never waits.
+   beginning. Writers wait for that step alone, once per ``RESTART_PAGES`` pages, on the
+   driver's thread: an event loop never waits.
 
 The second step is what keeps the log bounded. A passive pass reports the log as it found
 it, and writes that overlap the pass are not copied by it: the log is started again only
@@ -94,18 +94,22 @@ class WalCheckpointer:
 
     def committed(self) -> None:
         """A writer committed: every ``every`` commits, start a checkpoint unless one is
-        running. Called on the committing thread; costs an increment otherwise."""
+        running. Called on the committing thread, after its commit: it never raises, and
+        costs an increment otherwise."""
         self._commits += 1
         if self._commits < (self.every or FIRST_PASS_COMMITS):
             return
         with self._lock:
             if self._running or self._closed:
                 return
-            self._running = True
-            self._counted, self._commits = self._commits, 0
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="hookgate-sqlite-wal")
-            self._executor.submit(self._checkpoint)
+            try:
+                self._executor.submit(self._checkpoint)
+            except RuntimeError:  # the interpreter is shutting down: no new threads
+                return  # (never raise to a writer whose commit is done)
+            self._running = True
+            self._counted, self._commits = self._commits, 0
 
     def engine_committed(self, _connection: object) -> None:
         """``committed``, as SQLAlchemy's ``commit`` event calls it."""
@@ -154,7 +158,7 @@ class WalCheckpointer:
         self.restarts += 1
         if not busy:
             self._last_pages = 0  # the next writer starts the log again from its beginning
-        if busy:
+        else:
             log.info("the write-ahead log of %s could not be started again within %d ms "
                      "(%d of %d pages copied): a reader or a writer held it; tried again "
                      "later", self.path, RESTART_WAIT_MS, copied, pages)

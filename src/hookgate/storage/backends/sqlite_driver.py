@@ -140,7 +140,6 @@ class SqliteDriver:
                 outcomes.extend(_attempt(conn, work, savepoint=not alone)
                                 for work, _, _ in group)
                 conn.execute("ROLLBACK" if alone and not outcomes[0][0] else "COMMIT")
-                self.checkpointer.committed()
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -149,6 +148,8 @@ class SqliteDriver:
             failure = exc if isinstance(exc, Exception) else RuntimeError(
                 f"the SQLite driver stopped: {exc!r}")
             outcomes = [(False, failure)] * len(group)
+        else:
+            self.checkpointer.committed()
         for (_, loop, done), (ok, value) in zip(group, outcomes, strict=True):
             loop.call_soon_threadsafe(_settle, done, ok, value)
 
