@@ -956,7 +956,12 @@
       decidedSection.hidden = decided.children.length === 0;
       syncBatch();
     };
+    // What the stream says while load() fetches is newer than what the fetch may return:
+    // kept, and placed again over the fetched lists (else a request announced meanwhile
+    // was counted in the badge but wiped from the list).
+    let arrivedWhileLoading = null;
     const place = (req) => {
+      if (arrivedWhileLoading) arrivedWhileLoading.push(req);
       // A card already on the page was redrawn in place by updateCards; once decided, it
       // moves from "Waiting for a decision" to "Recently decided".
       const shownCard = document.querySelector(`[data-request-id="${CSS.escape(req.id)}"]`);
@@ -972,6 +977,7 @@
       syncEmpty();
     };
     const load = async () => {
+      arrivedWhileLoading = [];
       try {
         const [pending, recent] = await Promise.all([
           refreshPending(), api("/api/confirmations?limit=20"),
@@ -979,8 +985,12 @@
         status.replaceChildren();
         waiting.replaceChildren(...pending.map((r) => requestCard(r)));
         decided.replaceChildren(...recent.filter((r) => r.status !== "pending").map((r) => requestCard(r)));
+        const arrived = arrivedWhileLoading;
+        arrivedWhileLoading = null;
+        arrived.forEach((req) => { trackPending(req); place(req); });
         syncEmpty();
       } catch (err) {
+        arrivedWhileLoading = null;
         status.replaceChildren(failure(err));
       }
     };
