@@ -293,6 +293,32 @@ def test_an_instruction_count_script_counts_this_tree(
     assert counts and all(_number(n) and n > 100_000 for n in counts), out
 
 
+@pytest.mark.perf
+@pytest.mark.timeout(1800)
+def test_the_decision_instruction_count_counts_this_tree(
+        postgres_server_url: str, tmp_path: Path) -> None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        pytest.fail("valgrind is not installed (apt-get install valgrind)")
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "instructions" / "durable_run.py"), "--decisions",
+         "--runs", "2", "--src", str(ROOT / "src"), "--postgres-url", postgres_server_url],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True, text=True, timeout=1700)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert out["measured"] == "decisions" and _number(out["per_run"]), out
+    assert out["per_run"] > 100_000, out
+
+
+def test_the_decision_instruction_count_refuses_sqlite() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "instructions" / "durable_run.py"), "--decisions",
+         "--sqlite", "--src", str(ROOT / "src")], capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 2
+    assert "--decisions parks its runs on PostgreSQL" in done.stderr, done.stderr
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_the_bench_runs_in_quick_mode_and_prints_its_json(
