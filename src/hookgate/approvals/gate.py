@@ -19,7 +19,7 @@ from hookgate.approvals.edits import changes, model_note
 from hookgate.approvals.service import ApprovalAsk, ApprovalDecision, ApprovalService
 from hookgate.hooks.approval import ApprovalOutcome, CallDecision
 from hookgate.hooks.coverage import Coverage, coverage
-from hookgate.hooks.facts import provenance_of
+from hookgate.hooks.facts import PROVENANCE_KEY, provenance_of
 from hookgate.hooks.model import HookContext, HookResult, PreToolUseHook
 from hookgate.policies.shadow import record_shadow
 from hookgate.tools.tool import args_digest, legacy_args_digest
@@ -61,9 +61,6 @@ class ApprovalGate(PreToolUseHook):
                     "service is configured for this engine, so it cannot be asked for."
                 ),
             )
-        # The request keeps the call's provenance, and standing rules and quorums may read
-        # it: traced now if no hook before read it.
-        await provenance_of(ctx)
         digest = args_digest(ctx.tool_args)
         ask = ApprovalAsk(
             agent=self.agent,
@@ -82,6 +79,16 @@ class ApprovalGate(PreToolUseHook):
             on_shadow=lambda decisions, counted: record_shadow(ctx, decisions,
                                                                counted=counted),
         )
+
+        async def traced() -> None:
+            # Standing rules and quorums may read the call's provenance when it is judged
+            # anew: traced then if no hook before read it. A call resumed at its decided
+            # request reads no facts for it.
+            await provenance_of(ctx)
+            if PROVENANCE_KEY in ctx.metadata:
+                ask.metadata[PROVENANCE_KEY] = ctx.metadata[PROVENANCE_KEY]
+
+        ask.complete = traced
         decision = await self.service.request_and_wait(ask)
         # Only a decision about this very call is recorded as its decision: the one
         # comparison (hookgate.hooks.coverage), with the retry exception only when the

@@ -247,6 +247,7 @@ class PersistentApprovals:
                 responded_at=earlier.responded_at.isoformat() if earlier.responded_at
                 else None, repeat_of=earlier.id)
         if request is None:
+            await ask.completed()  # what rules, quorums and the new request read
             rule = await self.rules.match(ask)
             if rule is not None:
                 return _by_rule(ask, rule)

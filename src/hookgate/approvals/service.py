@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -38,6 +38,17 @@ class ApprovalAsk:
     on_shadow: Callable[[Sequence[ShadowDecision], bool], object] | None = None
     #: What the standing rules in shadow mode decided about this call (approvals.rules).
     shadow: list[ShadowDecision] = field(default_factory=list)
+    #: Completes ``metadata`` before the call is judged anew (a standing rule matched, a
+    #: quorum's conditions read, a request made): the gate traces the call's provenance
+    #: here, one read of the session's facts. A call whose request exists already is
+    #: decided by that request and needs none of it. None: ``metadata`` is complete.
+    complete: Callable[[], Awaitable[None]] | None = None
+
+    async def completed(self) -> None:
+        """Run `complete` once (a failure, e.g. facts that cannot be read, is raised)."""
+        complete, self.complete = self.complete, None
+        if complete is not None:
+            await complete()
 
     @property
     def binding(self) -> CallBinding:
