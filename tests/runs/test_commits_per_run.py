@@ -213,13 +213,16 @@ def test_a_run_parks_at_its_gate_in_few_transactions(
 #: statements: the decider's current record; the decision's transaction on the driver (the
 #: request's compare-and-set with the vote, one statement; the continuation taken; the
 #: announcement, sent with the COMMIT); the run's fence taken with its state, its log read;
-#: the session's facts and the gate's read of the request at the moment of use; the call's
-#: claim; the result with its checkpoint, the result kept as a fact; the run's end with its
-#: job. The request the decision wrote is where the run resumes: it is not read again for
-#: that (14 before decision record 0021, the continuation aside). The continuation taken
-#: is counted since decision record 0032 (before, it ran on the session's raw psycopg
-#: connection, which nothing counted: 12 then, 13 with it).
-MOST_TO_RESUME = 13
+#: the gate's read of the request at the moment of use; the call's claim, carrying the
+#: run's checkpoint with its `running` status; the result with its checkpoint, the result
+#: kept as a fact; the run's end with its job. The request the decision wrote is where the
+#: run resumes: it is not read again for that (14 before decision record 0021, the
+#: continuation aside). The continuation taken is counted since decision record 0032
+#: (before, it ran on the session's raw psycopg connection, which nothing counted: 12 then,
+#: 13 with it). Since decision record 0044 (13 before): the session's facts are not read,
+#: the call being decided by its request (the gate traces provenance only to judge a call
+#: anew), and the status is not saved on its own beside the claim.
+MOST_TO_RESUME = 11
 
 
 async def approve_and_resume(srv: LiveServer, requests: list[ConfirmationRequest]) -> None:
@@ -270,9 +273,9 @@ def test_a_decision_resumes_its_run_from_the_request_it_wrote(
 #: Of `MOST_TO_RESUME`, what still goes through SQLAlchemy's execute path: nothing. The
 #: decision's transaction (its compare-and-set with the vote, the continuation taken, the
 #: announcement) is the driver's, on one asyncpg connection (decision record 0032: the
-#: compare-and-set went through SQLAlchemy before); the session's facts and the gate's read
-#: of the request take the backend's driver (one autocommit read each; decision record
-#: 0028: the three went through SQLAlchemy before).
+#: compare-and-set went through SQLAlchemy before); the gate's read of the request takes
+#: the backend's driver (one autocommit read; decision record 0028: it and the session's
+#: facts, no longer read here, went through SQLAlchemy before).
 MOST_TO_RESUME_THROUGH_SQLALCHEMY = 0
 
 

@@ -126,14 +126,15 @@ class RunDriver:
         #: Status saves in flight, each with whether it has begun (see `_checkpoint_soon`).
         self._pending_saves: dict[asyncio.Task[None], list[bool]] = {}
         #: With a store that carries the ledger: the calls' results not yet written (the
-        #: next checkpoint writes them), and whether the state holds a model turn whose
-        #: checkpoint the turn's first claim writes (see `checkpoint_turn`).
+        #: next checkpoint writes them), and whether the state holds what the next claim's
+        #: checkpoint writes: a model turn (see `checkpoint_turn`) or a call's decision
+        #: (see `emit`).
         # The flag first: a runtime Protocol check costs ~15 µs, on every run of every store.
         self._carrier = store if ledger is not None and getattr(
             store, "carries_ledger", False) is True and isinstance(store, LedgerCarrier) \
             else None
         self._finished: list[FinishedCall] = []
-        self._turn_unsaved = False
+        self._unsaved = False
 
     # -- events and checkpoints ------------------------------------------------------------
 
@@ -145,7 +146,13 @@ class RunDriver:
             self._checkpoint_soon()
         elif type_ == "confirmation_resolved" and self.state.status == "awaiting_approval":
             self.state.status = "running"
-            self._checkpoint_soon()
+            if self._carrier is not None:
+                # Written with what comes next: the approved call's claim carries it (one
+                # statement, the claim durable before the tool as ever), or the checkpoint
+                # before a hook or a blocked call's record (`_settle`), or the turn's.
+                self._unsaved = True
+            else:
+                self._checkpoint_soon()
         self._sink(event)
 
     def _checkpoint_soon(self) -> None:
@@ -176,10 +183,10 @@ class RunDriver:
         assert self.store is not None
         carrier, finished = self._carrier, self._finished
         if carrier is None or not (finished or claim is not None):
-            self._turn_unsaved = False
+            self._unsaved = False
             await self.store.save(self.state)
             return None
-        self._finished, self._turn_unsaved = [], False
+        self._finished, self._unsaved = [], False
         try:
             return await carrier.save_carrying(self.state, finishes=finished, claim=claim)
         except BaseException:
@@ -196,15 +203,16 @@ class RunDriver:
         asks the model for the turn again: nothing of it had been written, no tool had
         started."""
         if self._carrier is not None:
-            self._turn_unsaved = True
+            self._unsaved = True
             return
         await self.checkpoint()
 
     async def _settle(self) -> None:
-        """The turn's checkpoint, if its first claim has not written it yet: a hook is about
-        to run for a call (it may write, or ask a person), or an observer of a blocked
-        call to write about it (`CallIdentity.settle`)."""
-        if self._turn_unsaved:
+        """The checkpoint the next claim would carry (a model turn, a call's decision), if
+        none has written it yet: a hook is about to run for a call (it may write, or ask a
+        person), or an observer of a blocked call to write about it
+        (`CallIdentity.settle`)."""
+        if self._unsaved:
             await self.checkpoint()
 
     async def _write_finished(self) -> None:
@@ -524,10 +532,11 @@ class RunDriver:
 
 
 class _CarriedLedger:
-    """The run's ledger with a store that carries it: the turn's first claim writes the
-    turn's checkpoint in its transaction (the claim is durable before the tool starts, as
-    ever), and a call's result waits for the checkpoint that follows the call (written
-    whatever its fence says; on a stop without one, on its own)."""
+    """The run's ledger with a store that carries it: the first claim after a model turn or
+    a call's decision writes the run's checkpoint in its transaction (the claim is durable
+    before the tool starts, as ever), and a call's result waits for the checkpoint that
+    follows the call (written whatever its fence says; on a stop without one, on its
+    own)."""
 
     def __init__(self, driver: RunDriver) -> None:
         self.driver = driver
@@ -537,9 +546,9 @@ class _CarriedLedger:
     async def claim(self, run_id: str, tool_call_id: str, tool_name: str, args_sha256: str
                     ) -> PriorExecution | None:
         d = self.driver
-        if d._turn_unsaved and run_id == d.state.run_id:
+        if d._unsaved and run_id == d.state.run_id:
             async with d._save_lock:
-                if d._turn_unsaved:
+                if d._unsaved:
                     return await d._save((run_id, tool_call_id, tool_name, args_sha256))
         return await self.ledger.claim(run_id, tool_call_id, tool_name, args_sha256)
 
