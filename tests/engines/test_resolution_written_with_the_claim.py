@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import psycopg
@@ -19,8 +17,10 @@ from sqlalchemy.engine import make_url
 
 from hookgate import Agent, ScriptedLLM, tool
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
-from tests.conftest import _fresh_pg_database
 from tests.live_server import LiveServer, live_server
+from tests.runs_over_http import ended, parked
+
+pytestmark = pytest.mark.both_databases
 
 TOKEN = "tok-alice"
 #: What the tool found in the database when it started: the run's status and its events.
@@ -65,40 +65,12 @@ def deployment(url: str) -> Deployment:
         channels=[])
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[LiveServer]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('claim') / 'hookgate.db'}"
-    else:
-        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
-    DATABASE["url"] = url
+@pytest.fixture
+def server(database_url: str) -> Iterator[LiveServer]:
+    DATABASE["url"] = database_url
     SEEN.clear()
-    with live_server(deployment(url)) as srv:
+    with live_server(deployment(database_url)) as srv:
         yield srv
-
-
-def parked(api: httpx.Client) -> tuple[str, str]:
-    run_id = api.post("/api/runs", json={"agent_id": "stamper", "message": "stamp it"}
-                      ).raise_for_status().json()["run_id"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for request in api.get("/api/confirmations", params={"status": "pending"}
-                               ).raise_for_status().json():
-            if request["run_id"] == run_id:
-                return run_id, request["id"]
-        time.sleep(0.02)
-    raise AssertionError(f"run {run_id} never asked for approval")
-
-
-def ended(api: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        run: dict[str, Any] = api.get(f"/api/runs/{run_id}").raise_for_status().json()
-        if run["status"] not in ("pending", "running", "awaiting_approval"):
-            return run
-        time.sleep(0.02)
-    raise AssertionError(f"run {run_id} did not end")
 
 
 def api_client(server: LiveServer) -> httpx.Client:
@@ -109,7 +81,8 @@ def api_client(server: LiveServer) -> httpx.Client:
 def test_an_approved_calls_run_is_stored_running_with_its_decision_before_the_tool(
         server: LiveServer) -> None:
     with api_client(server) as api:
-        run_id, request_id = parked(api)
+        run_id, request = parked(api, "stamper", "stamp it")
+        request_id = request["id"]
         assert stored_run()[0] == "awaiting_approval"
         api.post(f"/api/confirmations/{request_id}/respond",
                  json={"decision": "approve"}).raise_for_status()
@@ -123,7 +96,8 @@ def test_an_approved_calls_run_is_stored_running_with_its_decision_before_the_to
 
 def test_a_rejected_calls_run_stores_its_decision_and_goes_on(server: LiveServer) -> None:
     with api_client(server) as api:
-        run_id, request_id = parked(api)
+        run_id, request = parked(api, "stamper", "stamp it")
+        request_id = request["id"]
         api.post(f"/api/confirmations/{request_id}/respond",
                  json={"decision": "reject"}).raise_for_status()
         run = ended(api, run_id)

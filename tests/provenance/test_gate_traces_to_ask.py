@@ -7,7 +7,6 @@ the guarded-call API (an outside agent asking again under the same call id)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,10 +18,12 @@ from hookgate.approvals.quorum_rule import QuorumRule
 from hookgate.client import Allowed, Client, Pending
 from hookgate.client.errors import GuardRefused
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
-from tests.conftest import _fresh_pg_database
 from tests.live_server import LiveServer, live_server
 from tests.provenance.test_lazy import FactReads, fact_reads  # noqa: F401 (a fixture)
 from tests.provenance.test_paths import ATTACKER, INBOX, REQUEST
+from tests.runs_over_http import ended, parked
+
+pytestmark = pytest.mark.both_databases
 
 TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "bot": "tok-bot"}
 SENT: list[str] = []
@@ -84,14 +85,9 @@ def deployment(url: str) -> Deployment:
         model_for=lambda agent_id: ScriptedLLM(SCRIPTS[agent_id]), channels=[])
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[LiveServer]:
-    if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('gate') / 'hookgate.db'}"
-    else:
-        url = _fresh_pg_database(request.getfixturevalue("postgres_server_url"))
-    with live_server(deployment(url)) as srv:
+@pytest.fixture
+def server(database_url: str) -> Iterator[LiveServer]:
+    with live_server(deployment(database_url)) as srv:
         yield srv
 
 
@@ -100,36 +96,12 @@ def client(server: LiveServer, user: str) -> httpx.Client:
                         headers={"Authorization": f"Bearer {TOKENS[user]}"})
 
 
-def parked(api: httpx.Client, agent: str) -> tuple[str, dict[str, Any]]:
-    """A new run of ``agent``, waiting at its gate: its id and its request."""
-    run_id = api.post("/api/runs", json={"agent_id": agent, "message": REQUEST}
-                      ).raise_for_status().json()["run_id"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for request in api.get("/api/confirmations", params={"status": "pending"}
-                               ).raise_for_status().json():
-            if request["run_id"] == run_id:
-                return run_id, request
-        time.sleep(0.02)
-    raise AssertionError(f"run {run_id} never asked for approval")
-
-
-def ended(api: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        run: dict[str, Any] = api.get(f"/api/runs/{run_id}").raise_for_status().json()
-        if run["status"] not in ("pending", "running", "awaiting_approval"):
-            return run
-        time.sleep(0.02)
-    raise AssertionError(f"run {run_id} did not end")
-
-
 def test_provenance_is_traced_to_judge_a_call_and_not_read_again_when_it_resumes(
         server: LiveServer, fact_reads: FactReads) -> None:  # noqa: F811 (a fixture)
     SENT.clear()
     with client(server, "alice") as alice, client(server, "bob") as bob:
-        relay_run, relayed = parked(alice, "relay")
-        direct_run, direct = parked(alice, "direct")
+        relay_run, relayed = parked(alice, "relay", REQUEST)
+        direct_run, direct = parked(alice, "direct", REQUEST)
         # Judged with the call's provenance: an address only the inbox gave needs the
         # quorum, the user's own needs one person. Untraced, the rule could not be read
         # and would pick both calls (fail closed).
