@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -83,7 +84,11 @@ def test_an_approved_calls_run_is_stored_running_with_its_decision_before_the_to
     with api_client(server) as api:
         run_id, request = parked(api, "stamper", "stamp it")
         request_id = request["id"]
-        assert stored_run()[0] == "awaiting_approval"
+        # The parked status is saved just after the request is made (a save of its own).
+        deadline = time.monotonic() + 30
+        while stored_run()[0] != "awaiting_approval":
+            assert time.monotonic() < deadline, stored_run()
+            time.sleep(0.02)
         api.post(f"/api/confirmations/{request_id}/respond",
                  json={"decision": "approve"}).raise_for_status()
         assert ended(api, run_id)["status"] == "completed"
