@@ -25,21 +25,27 @@ from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_dig
 from hookgate.runtime.runtime import Runtime
 
 
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+def payer_deployment(folder: Path) -> Deployment:
+    """The outside agent ``payer`` (audit log; ``transfer`` needs a person) on a SQLite file
+    in ``folder``; ``alice`` decides (token ``a``), ``bot`` calls (token ``b``)."""
     agent = Agent(id="payer", name="payer", instructions="", tools=[], org_id="acme",
                   owner_user_id="alice", confirmation_approver_scope="agent_owner",
                   model_config_json={
                       "hooks": {"class_hooks": ["audit_log"]},
                       "guarded_calls": {"rules": [{"matcher": "transfer",
                                                    "requires_confirmation": True}]}})
-    rt = Runtime(Deployment(
-        database_url=f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}",
+    return Deployment(
+        database_url=f"sqlite+aiosqlite:///{folder / 'hookgate.db'}",
         orgs=[OrgSpec("acme", "ACME")],
         users=[UserSpec("alice", "acme", admin=True, token_sha256=token_digest("a")),
                UserSpec("bot", "acme", token_sha256=token_digest("b"))],
         agents={"payer": agent}, model_for=lambda _a: ScriptedLLM([{"answer": "-"}]),
-        channels=[]))
+        channels=[])
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+    rt = Runtime(payer_deployment(tmp_path))
     yield rt
     await rt.stop()
 

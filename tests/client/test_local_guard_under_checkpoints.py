@@ -13,14 +13,13 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from hookgate import Agent, ScriptedLLM
 from hookgate.approvals.eligibility import Approver
 from hookgate.client import Allowed, AlreadyRan, GuardRefused, Pending
 from hookgate.client.local import AsyncLocalGuard
-from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from hookgate.runtime.runtime import Runtime
 from hookgate.storage.backends import sqlite_checkpoint
 from hookgate.storage.backends.sqlite_driver import SqliteDriver
+from tests.client.test_local_guard import payer_deployment
 
 
 @pytest.fixture
@@ -29,19 +28,7 @@ async def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
     monkeypatch.setattr(sqlite_checkpoint, "FIRST_PASS_COMMITS", 10)
     monkeypatch.setattr(sqlite_checkpoint, "PAGES_PER_PASS", 40)
     monkeypatch.setattr(sqlite_checkpoint, "RESTART_PAGES", 100)
-    agent = Agent(id="payer", name="payer", instructions="", tools=[], org_id="acme",
-                  owner_user_id="alice", confirmation_approver_scope="agent_owner",
-                  model_config_json={
-                      "hooks": {"class_hooks": ["audit_log"]},
-                      "guarded_calls": {"rules": [{"matcher": "transfer",
-                                                   "requires_confirmation": True}]}})
-    rt = Runtime(Deployment(
-        database_url=f"sqlite+aiosqlite:///{tmp_path / 'hookgate.db'}",
-        orgs=[OrgSpec("acme", "ACME")],
-        users=[UserSpec("alice", "acme", admin=True, token_sha256=token_digest("a")),
-               UserSpec("bot", "acme", token_sha256=token_digest("b"))],
-        agents={"payer": agent}, model_for=lambda _a: ScriptedLLM([{"answer": "-"}]),
-        channels=[]))
+    rt = Runtime(payer_deployment(tmp_path))
     yield rt
     await rt.stop()
 
