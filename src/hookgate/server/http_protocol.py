@@ -15,8 +15,12 @@ A response of known length goes out in one write: uvicorn writes its head (statu
 headers) and then its body, two ``send()`` calls, two TCP segments and two wake-ups of the
 client, which reads the head alone and waits again. The head of a response whose
 ``content-length`` is over 0 (not to a ``HEAD``) is held until its first body part and
-written with it (``HeadWithBody``); a streamed response (chunked: the event streams) and
-an interim ``100 Continue`` are written as they come.
+written with it (``HeadWithBody``). A streamed response (chunked: the event streams) is
+written once per turn of the event loop: its head and the parts sent in the same turn (a
+run's events already logged when its stream opens, its last events with the stream's end)
+are joined into one write at the end of that turn, so nothing waits for a later event; a
+part sent in a later turn goes out at the end of that one (decision record 0045). An
+interim ``100 Continue`` is written as it comes.
 
 When the server starts to stop, a response still streaming (an event stream, which would
 otherwise hold the shutdown for its whole grace period) is told through the callbacks it
@@ -37,6 +41,9 @@ from hookgate.server.sse import ON_SERVER_STOP
 MAX_HEAD_BYTES = 16 * 1024
 #: How long a refused connection's further bytes are read and dropped before it closes.
 LINGER_S = 1.0
+#: The most bytes of a streamed response held for its turn's one write (asyncio's default
+#: high-water mark of a transport's write buffer).
+STREAM_HELD_BYTES = 64 * 1024
 #: The request line's fixed part (method, spaces, "HTTP/1.1", CRLF), counted as its most.
 _LINE_OVERHEAD = 32
 _TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
@@ -51,23 +58,39 @@ class HeadTooLarge(Exception):
 
 class HeadWithBody:
     """The transport one request's response is written to: the head of a response of known,
-    non-zero length is held and written together with the first part of its body.
+    non-zero length is held and written together with the first part of its body; a
+    streamed (chunked) response's writes are joined per turn of the event loop.
 
     uvicorn's cycle writes the head once it marked the response started and read its
     framing (``chunked_encoding``, ``expected_content_length``); a head written then with
     a body to follow is held. If no body follows (the app failed after starting its
     answer: uvicorn closes the connection), the held head is dropped with the connection,
-    as a cut-off answer would have been."""
+    as a cut-off answer would have been.
 
-    __slots__ = ("_cycle", "_head", "_head_written", "_transport")
+    A stream's head and parts are kept in order and written together by a callback the
+    first of them schedules (``loop.call_soon``), which runs before anything the turn
+    scheduled after it, such as the next pipelined request's task. They are written at once
+    when they reach ``STREAM_HELD_BYTES`` (so the transport's flow control sees a long
+    burst as before) and before the connection is closed through this object."""
 
-    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
+    __slots__ = ("_cycle", "_head", "_head_written", "_held", "_held_bytes", "_loop",
+                 "_stream", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle,
+                 loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._cycle = cycle
+        self._loop = loop
         self._head: bytes | None = None
         self._head_written = False
+        self._stream = False
+        self._held: list[bytes] = []
+        self._held_bytes = 0
 
     def write(self, data: bytes) -> None:
+        if self._stream:
+            self._hold(data)
+            return
         head = self._head
         if head is not None:  # the body's first part
             self._head = None
@@ -76,17 +99,41 @@ class HeadWithBody:
         cycle = self._cycle
         if not self._head_written and cycle.response_started:  # the head
             self._head_written = True
+            if cycle.chunked_encoding:
+                self._stream = True
+                self._hold(data)
+                return
             if (cycle.chunked_encoding is False and cycle.expected_content_length > 0
                     and cycle.scope["method"] != "HEAD"):
                 self._head = data
                 return
         self._transport.write(data)
 
+    def _hold(self, data: bytes) -> None:
+        held = self._held
+        if not held:
+            self._loop.call_soon(self._flush)
+        held.append(data)
+        self._held_bytes += len(data)
+        if self._held_bytes >= STREAM_HELD_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        held = self._held
+        if not held:
+            return  # written early (a long burst, or the connection closed through us)
+        data = held[0] if len(held) == 1 else b"".join(held)
+        held.clear()
+        self._held_bytes = 0
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
     def is_closing(self) -> bool:
         return self._transport.is_closing()
 
     def close(self) -> None:
         self._head = None
+        self._flush()
         self._transport.close()
 
     def __getattr__(self, name: str) -> Any:
@@ -141,7 +188,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle is not before and self.transport is not None:
-            cycle.transport = HeadWithBody(self.transport, cycle)  # type: ignore[assignment]
+            cycle.transport = HeadWithBody(  # type: ignore[assignment]
+                self.transport, cycle, self.loop)
 
     def send_400_response(self, msg: str) -> None:
         if not self._refused:  # a refused head reaches uvicorn as a parser error too
