@@ -244,14 +244,18 @@ def test_every_bench_script_is_checked_here() -> None:
                   if not p.name.startswith("_")) == sorted(INSTRUCTION_SCRIPTS)
 
 
-#: bench/instructions/: instruction counts under valgrind (minutes each, valgrind needed), so
-#: the default run checks that each starts and says how it is run (its imports of the
-#: benches it drives resolve); the perf run (bench/perf_internals.py) counts for real.
+#: bench/instructions/: counts that do not depend on the machine's load, instructions under
+#: valgrind and system calls under strace (minutes each, the tool needed), so the default
+#: run checks that each starts and says how it is run (its imports of the benches it drives
+#: resolve); the perf run (bench/perf_internals.py) counts for real.
 INSTRUCTION_SCRIPTS: dict[str, list[str]] = {
     "guarded_call.py": ["--calls", "3", "--warm-up", "2"],
     "durable_run.py": ["--runs", "2"],
     "mcp_relay.py": ["--calls", "3", "--warm-up", "2"],
+    "syscalls.py": ["--runs", "4", "--concurrency", "2"],
 }
+#: The tool each of them counts with.
+COUNTED_BY = {"syscalls.py": "strace"}
 
 
 @pytest.mark.parametrize("script", sorted(INSTRUCTION_SCRIPTS))
@@ -260,7 +264,8 @@ def test_an_instruction_count_script_says_how_it_is_run(script: str) -> None:
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "--src" in done.stdout and "callgrind" in done.stdout, done.stdout
+    tool = COUNTED_BY.get(script, "callgrind")
+    assert "--src" in done.stdout and tool in done.stdout, done.stdout
 
 
 def test_the_guarded_call_instruction_count_refuses_a_folder_without_hookgate(
@@ -277,16 +282,23 @@ def test_the_guarded_call_instruction_count_refuses_a_folder_without_hookgate(
 @pytest.mark.parametrize("script", sorted(INSTRUCTION_SCRIPTS))
 def test_an_instruction_count_script_counts_this_tree(
         script: str, postgres_server_url: str, tmp_path: Path) -> None:
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+    if COUNTED_BY.get(script) == "strace":
+        if shutil.which("strace") is None:
+            pytest.fail("strace is not installed (apt-get install strace)")
+    elif shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         pytest.fail("valgrind is not installed (apt-get install valgrind)")
     args = [*INSTRUCTION_SCRIPTS[script], "--src", str(ROOT / "src")]
-    if script == "durable_run.py":
+    if script in ("durable_run.py", "syscalls.py"):
         args += ["--postgres-url", postgres_server_url]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run([sys.executable, str(BENCH / "instructions" / script), *args],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1700)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
+    if script == "syscalls.py":
+        # A run's three requests are answered on its sockets: a write each at least.
+        assert out["by_call"].get("sendto", 0) >= 3 and out["per_run"] > 3, out
+        return
     counts = (out["per_run"],) if script == "durable_run.py" else tuple(
         n for paths in out["trees"].values() for figures in paths.values()
         for n in figures["per_call"])
@@ -308,6 +320,15 @@ def test_the_decision_instruction_count_counts_this_tree(
     out = json.loads(done.stdout)
     assert out["measured"] == "decisions" and _number(out["per_run"]), out
     assert out["per_run"] > 100_000, out
+
+
+def test_the_syscall_count_refuses_a_folder_without_hookgate(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(BENCH / "instructions" / "syscalls.py"),
+                           "--src", str(tmp_path), "--sqlite"], capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 2
+    assert "is not a source tree with a hookgate package" in done.stderr, done.stderr
 
 
 def test_the_decision_instruction_count_refuses_sqlite() -> None:
