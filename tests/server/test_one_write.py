@@ -66,6 +66,13 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await RELEASE["slow"].wait()
         await send({"type": "http.response.body", "body": b"two"})
         return
+    if path == "/long":  # 2 MiB in parts of 16 KiB, as fast as the app may send them
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for _ in range(128):
+            await send({"type": "http.response.body", "body": b"x" * 16_384,
+                        "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+        return
     if path == "/burst":  # three parts of 40 KiB in one turn: over the held bound
         await send({"type": "http.response.start", "status": 200, "headers": []})
         for part in (b"a", b"b", b"c"):
@@ -164,6 +171,46 @@ def test_a_streams_burst_over_the_bound_is_written_as_it_reaches_it() -> None:
     assert first == b"a000\r\n" + b"a" * 40_960 + b"\r\n" + b"a000\r\n" + b"b" * 40_960 + b"\r\n"
     assert writes[1] == b"a000\r\n" + b"c" * 40_960 + b"\r\n0\r\n\r\n"
     assert 2 * 40_960 >= STREAM_HELD_BYTES > 40_960
+
+
+def test_a_stream_whose_reader_is_slow_is_paused_by_the_transports_flow_control() -> None:
+    """A stream sent faster than its reader takes it holds at most the bound before the
+    transport sees it, so the transport's high-water mark still pauses the app's sends."""
+    async def scenario() -> None:
+        config = uvicorn_config(app, "127.0.0.1", 0)
+        config.load()
+        protocol = config.http_protocol_class(config=config, server_state=ServerState(),
+                                              app_state={})
+
+        class FullSocket(RecordingTransport):
+            """Takes every write into its buffer and nothing out: over 64 KiB it pauses
+            the protocol, as asyncio's transports do."""
+
+            full = True
+
+            def write(self, data: bytes | bytearray | memoryview) -> None:
+                super().write(data)
+                if self.full and sum(map(len, self.writes)) > 65_536:
+                    protocol.pause_writing()
+
+        transport = FullSocket()
+        protocol.connection_made(transport)
+        protocol.data_received(request("GET", "/long"))
+        for _ in range(200):
+            await asyncio.sleep(0)
+        taken = sum(map(len, transport.writes))
+        # Paused after the first write over the mark: one held bound's worth and the head.
+        assert 65_536 < taken <= STREAM_HELD_BYTES + 16_384 + 1_024, taken
+        assert protocol.cycle is not None and not protocol.cycle.response_complete
+        transport.full = False  # the reader catches up
+        protocol.resume_writing()
+        await asyncio.gather(*protocol.tasks)
+        await asyncio.sleep(0)
+        protocol.connection_lost(None)
+        body = b"".join(transport.writes).split(b"\r\n\r\n", 1)[1]
+        assert body.count(b"4000\r\n") == 128 and body.endswith(b"0\r\n\r\n")
+
+    asyncio.run(scenario())
 
 
 def test_a_stream_ending_a_connection_it_closes_is_written_before_the_close() -> None:
