@@ -46,6 +46,19 @@ class RecordingTransport(asyncio.Transport):
             name, default)
 
 
+class FullSocket(RecordingTransport):
+    """Takes every write into its buffer and nothing out while ``full``: over 64 KiB it
+    pauses its protocol, as asyncio's transports do."""
+
+    full = True
+    protocol: Any = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        super().write(data)
+        if self.full and sum(map(len, self.writes)) > 65_536:
+            self.protocol.pause_writing()
+
+
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """``/sized``: a body of known length in two parts; ``/stream``: a chunked body;
     ``/empty``: content-length 0; ``/fails``: starts a sized answer, then fails."""
@@ -92,13 +105,19 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"defg"})
 
 
-async def served(request: bytes) -> RecordingTransport:
+def connected(transport: RecordingTransport) -> Any:
+    """hookgate serve's HTTP protocol for ``app``, its connection made over ``transport``."""
     config = uvicorn_config(app, "127.0.0.1", 0)
     config.load()
     protocol = config.http_protocol_class(config=config, server_state=ServerState(),
                                           app_state={})
-    transport = RecordingTransport()
     protocol.connection_made(transport)
+    return protocol
+
+
+async def served(request: bytes) -> RecordingTransport:
+    transport = RecordingTransport()
+    protocol = connected(transport)
     protocol.data_received(request)
     for _ in range(50):
         await asyncio.sleep(0)
@@ -141,12 +160,8 @@ def test_a_stream_sent_in_one_turn_is_one_write_of_its_head_parts_and_end() -> N
 def test_a_streams_part_goes_out_in_its_own_turn_not_held_for_the_next_part() -> None:
     async def scenario() -> list[bytes]:
         RELEASE["slow"] = asyncio.Event()
-        config = uvicorn_config(app, "127.0.0.1", 0)
-        config.load()
-        protocol = config.http_protocol_class(config=config, server_state=ServerState(),
-                                              app_state={})
         transport = RecordingTransport()
-        protocol.connection_made(transport)
+        protocol = connected(transport)
         protocol.data_received(request("GET", "/slow-stream"))
         for _ in range(20):  # the app waits for the release: its first turn's write is out
             await asyncio.sleep(0)
@@ -177,24 +192,8 @@ def test_a_stream_whose_reader_is_slow_is_paused_by_the_transports_flow_control(
     """A stream sent faster than its reader takes it holds at most the bound before the
     transport sees it, so the transport's high-water mark still pauses the app's sends."""
     async def scenario() -> None:
-        config = uvicorn_config(app, "127.0.0.1", 0)
-        config.load()
-        protocol = config.http_protocol_class(config=config, server_state=ServerState(),
-                                              app_state={})
-
-        class FullSocket(RecordingTransport):
-            """Takes every write into its buffer and nothing out: over 64 KiB it pauses
-            the protocol, as asyncio's transports do."""
-
-            full = True
-
-            def write(self, data: bytes | bytearray | memoryview) -> None:
-                super().write(data)
-                if self.full and sum(map(len, self.writes)) > 65_536:
-                    protocol.pause_writing()
-
         transport = FullSocket()
-        protocol.connection_made(transport)
+        protocol = transport.protocol = connected(transport)
         protocol.data_received(request("GET", "/long"))
         for _ in range(200):
             await asyncio.sleep(0)
@@ -222,12 +221,8 @@ def test_a_stream_ending_a_connection_it_closes_is_written_before_the_close() ->
 
 def test_a_pipelined_requests_answer_follows_the_stream_before_it() -> None:
     async def scenario() -> bytes:
-        config = uvicorn_config(app, "127.0.0.1", 0)
-        config.load()
-        protocol = config.http_protocol_class(config=config, server_state=ServerState(),
-                                              app_state={})
         transport = RecordingTransport()
-        protocol.connection_made(transport)
+        protocol = connected(transport)
         protocol.data_received(request("GET", "/stream") + request("GET", "/sized"))
         for _ in range(100):
             await asyncio.sleep(0)
