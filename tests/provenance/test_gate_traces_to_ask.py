@@ -19,6 +19,7 @@ from hookgate.client import Allowed, Client, Pending
 from hookgate.client.errors import GuardRefused
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.live_server import LiveServer, live_server
+from tests.provenance import test_paths
 from tests.provenance.test_lazy import FactReads, fact_reads  # noqa: F401 (a fixture)
 from tests.provenance.test_paths import ATTACKER, INBOX, REQUEST
 from tests.runs_over_http import ended, parked
@@ -131,10 +132,7 @@ def test_an_outside_agent_asking_again_at_its_decided_request_reads_no_facts(
     with client(server, "alice") as alice, Client(server.url, TOKENS["bot"],
                                                   framework="langgraph") as guard:
         guard.start_session(agent="outside", session_id="s", request=REQUEST)
-        read = guard.before_call(agent="outside", session_id="s", call_id="r1",
-                                 tool="read_inbox", arguments={})
-        assert isinstance(read, Allowed)
-        guard.report(read.call, output={"messages": [INBOX]})
+        test_paths.read_inbox(guard, "s", "r1", agent="outside")
         relayed = guard.before_call(agent="outside", session_id="s", call_id="w1",
                                     tool="send_email", arguments={"to": ATTACKER})
         direct = guard.before_call(agent="outside", session_id="s", call_id="w2",

@@ -75,8 +75,10 @@ def card_reasons(server: LiveServer, request_id: str) -> list[str]:
     return [str(x["text"]) for x in r.json()["context"]["reasons"]]
 
 
-def read_inbox(guard: Client, session: str, call_id: str, **kw: Any) -> None:
-    read = guard.before_call(agent="mailer", session_id=session, call_id=call_id,
+def read_inbox(guard: Client, session: str, call_id: str, *, agent: str = "mailer",
+               **kw: Any) -> None:
+    """``agent`` reads the inbox through ``guard`` (allowed) and reports the injected mail."""
+    read = guard.before_call(agent=agent, session_id=session, call_id=call_id,
                              tool="read_inbox", arguments={}, **kw)
     assert isinstance(read, Allowed)
     guard.report(read.call, output={"messages": [INBOX]})

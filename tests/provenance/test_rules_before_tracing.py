@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 from hookgate import Agent, ScriptedLLM
-from hookgate.client import Allowed, Client, Pending
+from hookgate.client import Client, Pending
 from hookgate.runtime.deployment import Deployment, OrgSpec, UserSpec, token_digest
 from tests.live_server import LiveServer, live_server
 from tests.mcp_gateway.world import TOKENS, McpWorld, http_client, make_world, text
-from tests.provenance.test_paths import ALICE, ATTACKER, BOT, INBOX
+from tests.provenance.test_paths import ALICE, ATTACKER, BOT, read_inbox
 
 RULE = '"to" in provenance.untrusted_args'
 
@@ -51,10 +51,7 @@ def test_an_outside_agents_rule_over_provenance_asks_rather_than_waves_through(
         server: LiveServer) -> None:
     with Client(server.url, BOT, framework="langgraph") as guard:
         guard.start_session(agent="mailer", session_id="s", request="Summarise my inbox")
-        read = guard.before_call(agent="mailer", session_id="s", call_id="r1",
-                                 tool="read_inbox", arguments={})
-        assert isinstance(read, Allowed)
-        guard.report(read.call, output={"messages": [INBOX]})
+        read_inbox(guard, "s", "r1")
         sent = guard.before_call(agent="mailer", session_id="s", call_id="w1",
                                  tool="send_email", arguments={"to": ATTACKER})
         assert isinstance(sent, Pending)
