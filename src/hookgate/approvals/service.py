@@ -103,7 +103,12 @@ class ApprovalDecision:
 
 
 class ApprovalService(Protocol):
-    """Creates (or finds) the request for a call and waits for its decision."""
+    """Creates (or finds) the request for a call and waits for its decision.
+
+    A service that judges a call anew (matches a rule, reads a quorum's conditions, makes a
+    request) awaits ``ask.completed()`` first: until then ``ask.metadata`` may lack what the
+    gate adds only for such a call (its provenance). A call whose request exists already is
+    decided by that request."""
 
     async def request_and_wait(self, ask: ApprovalAsk) -> ApprovalDecision:
         ...
