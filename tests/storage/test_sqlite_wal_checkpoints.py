@@ -169,6 +169,52 @@ async def test_a_failed_checkpoint_is_logged_loses_nothing_and_is_tried_again(
 
 
 @pytest.mark.usefixtures("small")
+async def test_a_pass_that_starts_late_paces_the_next_from_the_commits_it_saw(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under load the checkpointer's thread may start a pass long after the commit that
+    # asked for it. The pass reads the log then, so it counts the commits up to then: with
+    # the commits counted when it was asked for, the next pass saw a page or two appended
+    # over all the commits made while the late one waited, and set the passes up to
+    # MAX_COMMITS apart (CI saw the log grow past every pass of a test that way).
+    driver = await _driver(db)
+    checkpointer = driver.checkpointer
+    await _settled(checkpointer)
+    started, go = threading.Event(), threading.Event()
+    run = WalCheckpointer._run
+
+    def late(self: WalCheckpointer, conn: sqlite3.Connection) -> None:
+        if not started.is_set():
+            started.set()
+            go.wait(30)  # the pass is held back, the writers go on
+        run(self, conn)
+
+    monkeypatch.setattr(WalCheckpointer, "_run", late)
+    k = 0
+    while not started.is_set() and k < 500:
+        await driver.write(lambda c, k=k: c.execute("INSERT INTO w VALUES (?, ?)",
+                                                  (k, "p" * 3000)))
+        k += 1
+        await asyncio.sleep(0)
+    assert started.is_set(), vars(checkpointer)
+    for j in range(k, k + 150):  # about a page a commit, while the pass waits
+        await driver.write(lambda c, j=j: c.execute("INSERT INTO w VALUES (?, ?)",
+                                                  (j, "p" * 3000)))
+    go.set()
+    await _settled(checkpointer)
+    passes = checkpointer.passes
+    j = k + 150
+    while checkpointer.passes < passes + 2 and j < k + 2000:
+        await driver.write(lambda c, j=j: c.execute("INSERT INTO w VALUES (?, ?)",
+                                                  (j, "p" * 3000)))
+        j += 1
+        await _settled(checkpointer)
+    assert checkpointer.passes >= passes + 2, vars(checkpointer)
+    # About a page a commit: a pass about every 80 commits (PAGES_PER_PASS here), not 2,000.
+    every = checkpointer.every
+    assert every is not None and every <= 160, vars(checkpointer)
+
+
+@pytest.mark.usefixtures("small")
 async def test_a_reader_in_the_log_holds_off_its_restart_without_holding_up_writers(
         db: Database) -> None:
     # A reader that stays in its snapshot keeps the passes from copying the whole log: no

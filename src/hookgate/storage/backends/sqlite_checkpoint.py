@@ -68,12 +68,17 @@ class WalCheckpointer:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        #: Commits since the last pass was started (what starts the next one).
         self._commits = 0
+        #: Commits of the file in this process, and their count when the last pass read
+        #: the log: the commits a pass sets its pace from are those up to the moment it
+        #: reads the log, not up to when it was started (a pass may start late, under load).
+        self._total = 0
+        self._total_at_pass = 0
         #: Commits between two passes (None: ``FIRST_PASS_COMMITS``), set by each pass.
         self.every: int | None = None
-        #: The log's pages the last pass found, and the commits counted up to it.
+        #: The log's pages the last pass found.
         self._last_pages = 0
-        self._counted = 0
         self._running = False
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
@@ -97,6 +102,7 @@ class WalCheckpointer:
         running. Called on the committing thread, after its commit: it never raises, and
         costs an increment otherwise."""
         self._commits += 1
+        self._total += 1
         if self._commits < (self.every or FIRST_PASS_COMMITS):
             return
         with self._lock:
@@ -109,7 +115,7 @@ class WalCheckpointer:
             except RuntimeError:  # the interpreter is shutting down: no new threads
                 return  # (never raise to a writer whose commit is done)
             self._running = True
-            self._counted, self._commits = self._commits, 0
+            self._commits = 0
 
     def engine_committed(self, _connection: object) -> None:
         """``committed``, as SQLAlchemy's ``commit`` event calls it."""
@@ -133,10 +139,12 @@ class WalCheckpointer:
                 self._close_connection()
 
     def _run(self, conn: sqlite3.Connection) -> None:
+        total = self._total  # the commits up to this read of the log
         row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         self.passes += 1
         pages, copied = (row[1], row[2]) if row else (-1, -1)
-        self._pace(pages)
+        counted, self._total_at_pass = total - self._total_at_pass, total
+        self._pace(pages, counted)
         if pages < RESTART_PAGES:
             return
         if copied < pages:
@@ -163,14 +171,15 @@ class WalCheckpointer:
                      "(%d of %d pages copied): a reader or a writer held it; tried again "
                      "later", self.path, RESTART_WAIT_MS, copied, pages)
 
-    def _pace(self, pages: int) -> None:
+    def _pace(self, pages: int, counted: int) -> None:
         """Set the commits until the next pass from the pages appended per commit since the
-        pass before (a log shorter than then was started again in between)."""
+        pass before (``counted`` commits; a log shorter than then was started again in
+        between)."""
         appended = pages - self._last_pages if pages >= self._last_pages else pages
         self._last_pages = max(pages, 0)
-        if appended <= 0 or self._counted <= 0:
+        if appended <= 0 or counted <= 0:
             return
-        per_commit = appended / self._counted
+        per_commit = appended / counted
         self.every = max(MIN_COMMITS, min(MAX_COMMITS, round(PAGES_PER_PASS / per_commit)))
 
     def wait_for_restart(self) -> None:
