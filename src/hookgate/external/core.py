@@ -316,7 +316,8 @@ class ExternalCore:
         decision kept for this exact call (``digest``: its final arguments'; ``records``:
         the call's records read after it started, which hold it, else it is read here).
         ``finishing``: the ledger records the observation finishes, written with the
-        result's fact where one write carries both (`Observed.finished` says which)."""
+        result's fact in one write when the facts are kept in the ledger's database
+        (`Observed.finished` says which were)."""
         args = call.arguments
         ctx = HookContext(
             hook_point=HookPoint.POST_TOOL_USE, tool_name=call.tool.name, tool_args=args,
@@ -346,8 +347,8 @@ class ExternalCore:
                 # Called once the chain let the model read the result: the records say
                 # what it reads, and they are kept only if the fact is (one write).
                 finishes = tuple(finishing(Observed(ctx, post)))
-                if await store.add_finishing(session, fact, finishes):
-                    written.append(finishes)
+                await store.add_finishing(session, fact, finishes)
+                written.append(finishes)
         post = await observe_result(ctx, registry, error if error is not None else result,
                                     failed, keep)
         return Observed(ctx, post, written[0] if written and not post.withheld else ())

@@ -23,11 +23,10 @@ class DatabaseFacts:
         await self.db.backend.add_fact(_row(session, fact), once=fact.kind is FactKind.REQUEST)
 
     async def add_finishing(self, session: str, fact: Fact,
-                            finishes: Sequence[FinishedCall]) -> bool:
-        """`add`, with the execution ledger's ``finishes`` in the same write where the
-        backend has one write carry both (True); else the fact alone (False: the caller
-        writes the finishes)."""
-        return await self.db.backend.add_fact_finishing(
+                            finishes: Sequence[FinishedCall]) -> None:
+        """`add`, with the execution ledger's ``finishes`` in the same write: both are
+        kept, or neither."""
+        await self.db.backend.add_fact_finishing(
             _row(session, fact), finishes, once=fact.kind is FactKind.REQUEST)
 
     async def facts(self, session: str) -> list[Fact]:

@@ -233,9 +233,9 @@ class Backend(Protocol):
         ...
 
     async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,
-                                 once: bool = False) -> bool:
-        """`add_fact`, and the ledger ``finishes`` in the same transaction where one write
-        carries both (True); else only the fact (False: the caller writes the finishes)."""
+                                 once: bool = False) -> None:
+        """`add_fact`, and the ledger ``finishes`` in the same write: both are kept, or
+        neither (the error is raised)."""
         ...
 
     async def session_facts(self, session: str) -> list[FactRead]:

@@ -160,6 +160,19 @@ def _write_carrying(finishes: bool, claim: bool) -> str:
             + ("EXISTS (SELECT 1 FROM cl), " if claim else "false, ") + prior)
 
 
+@cache
+def _fact_finishing(insert: str) -> str:
+    """A session's fact (``insert``: its one-statement write, ``$1``..``$7``) and the
+    ledger's finishes (four arrays, ``$8``..``$11``, finished at ``$12``) in one statement:
+    the finishes' ``UPDATE`` with the fact's ``INSERT`` as its CTE, as a carrying checkpoint
+    writes them (`_write_carrying`'s ``fin``)."""
+    assert "$8" not in insert, insert
+    return (f"WITH fact AS ({insert}) UPDATE tool_executions t SET observation = x.o, "
+            "ok = x.k, finished_at = $12::timestamptz FROM unnest($8::text[], $9::text[], "
+            "$10::text[], $11::bool[]) AS x(r, c, o, k) "
+            "WHERE t.run_id = x.r AND t.tool_call_id = x.c")
+
+
 #: The fenced checkpoint of the run's own row (``fence.run_id`` is the run): the fence
 #: checked by the UPDATE itself, which takes the same row lock as ``f`` (``FOR NO KEY
 #: UPDATE``: a takeover's ``FOR UPDATE`` waits for it, and it waits for a takeover, then
@@ -630,11 +643,16 @@ class PostgresBackend:
         await self.driver.execute(insert.sql, *insert.args((*row, utcnow())))
 
     async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,
-                                 once: bool = False) -> bool:
-        # The fact alone, in autocommit: a transaction around it and the finishes would add
-        # two round trips (the caller finishes them one statement each, as `finish_all`).
-        await self.add_fact(row, once=once)
-        return False
+                                 once: bool = False) -> None:
+        # One statement in autocommit: the fact and the finishes, both or neither (a
+        # transaction around the three would take five round trips; decision record 0046).
+        if not finishes:
+            return await self.add_fact(row, once=once)
+        insert, at = _s("fact_insert_once" if once else "fact_insert"), utcnow()
+        await self.driver.execute(
+            _fact_finishing(insert.sql), *insert.args((*row, at)),
+            [f.run_id for f in finishes], [f.tool_call_id for f in finishes],
+            [f.observation for f in finishes], [f.ok for f in finishes], at)
 
     async def session_facts(self, session: str) -> list[FactRead]:
         # One statement in autocommit on the driver (through an ORM session: a checkout,

@@ -331,7 +331,7 @@ class SqliteBackend(EngineReads, EngineChanges):
         await self.driver.write_one(insert.sql, insert.args((*row, sqlite_timestamp(utcnow()))))
 
     async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,
-                                 once: bool = False) -> bool:
+                                 once: bool = False) -> None:
         # One transaction: its BEGIN IMMEDIATE and COMMIT cost less than a commit of its own
         # for the fact (decision record 0031).
         insert, finish, at = (_s("fact_insert_once" if once else "fact_insert"), _s("finish"),
@@ -344,7 +344,6 @@ class SqliteBackend(EngineReads, EngineChanges):
             conn.execute(insert.sql, fact)
             conn.executemany(finish.sql, rows)
         await self.driver.write(write)
-        return True
 
     async def session_facts(self, session: str) -> list[FactRead]:
         # On the driver's connection, as the ledger's reads (through an ORM session it cost
