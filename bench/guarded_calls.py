@@ -19,12 +19,14 @@ read-only guard; nothing needs approval. The paths take turns call by call, so m
 load hits all of them alike. With ``--in-blocks`` each path makes its calls of a round one
 after another instead: a process's work between calls (a SQLite file's checkpoint runs on a
 thread of its own) then lands on its own calls, not on the next path's, which is what the
-p99 of one guard alone needs.
+p99 of one guard alone needs. With ``--postgres-url URL`` every path keeps its records in a
+database of its own on that PostgreSQL server (made for the run, dropped after it) instead of
+a SQLite file.
 Prints one JSON object with p50/p99 per path, the p50/p99 added over the bare call, each
 server's CPU per guarded call, the ratios to the floor, and what each hookgate server adds
 beyond the floor (p50, p99 and server CPU per call; the 1 ms goal is over the floor).
 Usage: python bench/guarded_calls.py [--calls 300] [--rounds 3] [--quick] [--against SRC]
-       [--in-blocks]
+       [--in-blocks] [--postgres-url URL]
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,10 @@ from hookgate.client import Allowed, Client
 from hookgate.client.local import AsyncLocalGuard, LocalGuard
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import pgcluster  # noqa: E402
+
 TOKEN = "bench-token"
 #: The floor's server: a bare ASGI app answering each POST with the JSON it was sent.
 FLOOR_APP = """\
@@ -105,7 +112,7 @@ for line in sys.stdin:
 guard.close()
 """
 CONFIG = """\
-database: sqlite+aiosqlite:///{db}
+database: {database}
 orgs: [{{id: acme}}]
 users: [{{id: ann, org: acme, token: {token}}}]
 models: {{idle: {{type: scripted, turns: [{{answer: idle}}]}}}}
@@ -118,6 +125,43 @@ agents:
       hooks: {{class_hooks: [audit_log, readonly_guard]}}
       guarded_calls: {{rules: [{{matcher: search, writes: false}}]}}
 """
+
+
+class Databases:
+    """Each path's database: a SQLite file in ``work``, or, with ``postgres`` (a server's
+    URL), a database of its own on that server, dropped when the stack closes."""
+
+    def __init__(self, work: Path, postgres: str | None, stack: ExitStack) -> None:
+        self.work, self.postgres, self.stack = work, postgres, stack
+        self.on_postgres: dict[str, str] = {}  # path -> its database's name
+
+    def config(self, name: str) -> Path:
+        """``name``'s configuration file, on a database of its own."""
+        if self.postgres is None:
+            database = f"sqlite+aiosqlite:///{self.work / name}.db"
+        else:
+            server = self.postgres
+            database = pgcluster.create_database(server, "bench_")
+            self.stack.callback(pgcluster.drop_database, server, database)
+            self.on_postgres[name] = database.rpartition("/")[2]
+        config = self.work / f"{name}.yaml"
+        config.write_text(CONFIG.format(database=database, token=TOKEN))
+        return config
+
+    def backends_cpu(self) -> dict[str, Any]:
+        """Per path on PostgreSQL, what its database's backends spend from now on
+        (``bench/durable_path.py``'s `BackendCpu`, started; stopped with the stack)."""
+        if self.postgres is None:
+            return {}
+        from durable_path import BackendCpu
+
+        admin = self.postgres.replace("postgresql+asyncpg://", "postgresql://")
+        tracked = {name: BackendCpu(admin, database)
+                   for name, database in self.on_postgres.items()}
+        for cpu in tracked.values():
+            cpu.start()
+            self.stack.callback(cpu.stop)
+        return tracked
 
 
 @tool
@@ -244,13 +288,16 @@ def main() -> None:
     parser.add_argument("--in-blocks", action="store_true",
                         help="each round, run each path's calls one after another instead of "
                              "taking turns call by call")
+    parser.add_argument("--postgres-url", metavar="URL",
+                        help="a PostgreSQL server: each path on a database of its own there "
+                             "instead of a SQLite file")
     opts = parser.parse_args()
     calls, rounds = (3, 1) if opts.quick else (opts.calls, opts.rounds)
     warm_ups = 1 if opts.quick else 5
-    with tempfile.TemporaryDirectory(prefix="hookgate-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="hookgate-bench-") as tmp, ExitStack() as dropped:
         work = Path(tmp)
-        local_config = work / "local.yaml"
-        local_config.write_text(CONFIG.format(db=work / "local.db", token=TOKEN))
+        databases = Databases(work, opts.postgres_url, dropped)
+        local_config = databases.config("in_process")
         served: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
         trees = {"loopback_http": None} | (
             {"loopback_http_against": opts.against.resolve()} if opts.against else {})
@@ -260,8 +307,7 @@ def main() -> None:
         clients: list[Client] = []
         local = None
         loop = asyncio.new_event_loop()
-        async_config = work / "local_async.yaml"
-        async_config.write_text(CONFIG.format(db=work / "local_async.db", token=TOKEN))
+        async_config = databases.config("in_process_async")
         local_async = AsyncLocalGuard(async_config, framework="bench")
         children: dict[str, subprocess.Popen[str]] = {}
         try:
@@ -269,8 +315,7 @@ def main() -> None:
                                            command=[sys.executable, str(floor_app)])
             served["two_http_round_trips"] = floor_proc, floor_url
             for name, src in trees.items():
-                config = work / f"{name}.yaml"
-                config.write_text(CONFIG.format(db=work / f"{name}.db", token=TOKEN))
+                config = databases.config(name)
                 served[name] = _serve(config, work / f"{name}.log", src)
             local = LocalGuard(local_config, framework="bench")
             paths: dict[str, Callable[[int], None]] = {
@@ -289,8 +334,7 @@ def main() -> None:
                 child.write_text(LOCAL_CHILD)
                 for name, src in (("in_process_child", ROOT / "src"),
                                   ("in_process_child_against", opts.against.resolve())):
-                    config = work / f"{name}.yaml"
-                    config.write_text(CONFIG.format(db=work / f"{name}.db", token=TOKEN))
+                    config = databases.config(name)
                     children[name] = _local_child(config, child, src)
             timed = {name: _in_child(proc) for name, proc in children.items()}
             samples: dict[str, list[float]] = {name: [] for name in (*paths, *timed)}
@@ -303,6 +347,7 @@ def main() -> None:
             pids = {name: proc.pid for name, (proc, _) in served.items()} | {
                 name: proc.pid for name, proc in children.items()}
             before = {name: _cpu_s(pid) for name, pid in pids.items()}
+            backends = databases.backends_cpu()
             def one(name: str, n: int) -> None:
                 if name in timed:
                     samples[name].append(timed[name](n))
@@ -322,6 +367,7 @@ def main() -> None:
                     for name in names:
                         one(name, n)
             cpu = {name: _cpu_s(pid) - before[name] for name, pid in pids.items()}
+            database_cpu = {name: tracked.spent_s() for name, tracked in backends.items()}
         finally:
             for proc in children.values():
                 if proc.stdin is not None:
@@ -352,6 +398,9 @@ def main() -> None:
             out[name]["process_cpu_us_per_call"] = round(cpu[name] / (calls * rounds) * 1e6, 1)
         elif name in cpu:
             out[name]["server_cpu_us_per_call"] = round(cpu[name] / (calls * rounds) * 1e6, 1)
+        if name in database_cpu:  # its database's backends, per call
+            out[name]["postgresql_cpu_us_per_call"] = round(
+                database_cpu[name] / (calls * rounds) * 1e6, 1)
     floor_added = max(out["two_http_round_trips"]["added_p50_us"], 1.0)
     out["added_p50_over_the_floor"] = {
         name: round(out[name]["added_p50_us"] / floor_added, 2)
@@ -383,6 +432,13 @@ def main() -> None:
                               out["in_process_child"]["process_cpu_us_per_call"]
                               / max(out["in_process_child_against"]["process_cpu_us_per_call"],
                                     1.0), 2)}
+        if opts.postgres_url is not None:
+            out["against"] |= {
+                f"postgresql_cpu_today_over_against_{path}": round(
+                    out[today]["postgresql_cpu_us_per_call"]
+                    / max(out[f"{today}_against"]["postgresql_cpu_us_per_call"], 1.0), 2)
+                for path, today in (("loopback", "loopback_http"),
+                                    ("in_process", "in_process_child"))}
     out["targets"] = {
         "loopback_added_p50_within_1_ms": out["loopback_http"]["added_p50_us"] <= 1000,
         "loopback_p50_over_the_floor_within_1_ms":
@@ -390,7 +446,8 @@ def main() -> None:
         "in_process_added_p50_within_0_3_ms": out["in_process"]["added_p50_us"] <= 300,
         "loopback_added_p99_within_3_ms": out["loopback_http"]["added_p99_us"] <= 3000,
     }
-    out |= {"database": "sqlite", "hooks": ["audit_log", "readonly_guard"],
+    out |= {"database": "sqlite" if opts.postgres_url is None else "postgresql",
+            "hooks": ["audit_log", "readonly_guard"],
             "order": "in blocks" if opts.in_blocks else "call by call",
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                         "load_average": [round(x, 2) for x in os.getloadavg()]}}

@@ -138,6 +138,10 @@ def check_guarded_calls(out: dict[str, Any]) -> None:
         assert _number(out[path]["server_cpu_us_per_call"]), out[path]
     assert set(out["added_p50_over_the_floor"]) == {"in_process", "loopback_http"}
     assert set(out["added_over_the_floor_us"]) == {"loopback_http"}
+    # Run on PostgreSQL (the SQLite file is the default): what each path's database spent.
+    assert out["database"] == "postgresql", out
+    for path in ("in_process", "in_process_async", "loopback_http"):
+        assert _number(out[path]["postgresql_cpu_us_per_call"]), out[path]
     assert all(_number(v) for v in out["added_over_the_floor_us"]["loopback_http"].values())
     assert all(isinstance(met, bool) for met in out["targets"].values())
     assert out["calls_per_path"] > 0
@@ -205,6 +209,14 @@ def check_agentdojo(out: dict[str, Any]) -> None:
     assert set(out["v1"]["suites"]) == {"banking"}
 
 
+def check_report_write(out: dict[str, Any]) -> None:
+    for form in ("three_statements", "one_statement"):
+        assert len(out[form]["rounds"]) == out["rounds"] == 2, out
+        for key in ("backend_cpu_us", "wall_us"):
+            assert _number(out[form][key]) and out[form][key] > 0, (form, key, out)
+    assert all(_number(v) and v > 0 for v in out["one_over_three"].values()), out
+
+
 def check_provenance(out: dict[str, Any]) -> None:
     for backend in ("sqlite", "postgresql"):
         figures = out[backend]
@@ -232,6 +244,7 @@ SCRIPTS: dict[str, tuple[list[str], Callable[[dict[str, Any]], None]]] = {
     "agentdojo.py": (["--quick"], check_agentdojo),
     "startup.py": (["--quick"], check_startup),
     "provenance.py": (["--quick"], check_provenance),
+    "report_write.py": (["--quick"], check_report_write),
     "approval.py": (["--sizes", "1,20", "--idle", "0.3", "--sample", "5"], check_approval),
     # One file's perf tests (a second or two), not all of them.
     "perf_internals.py": (["tests/runs/test_event_deferral.py"], check_perf_internals),
@@ -345,7 +358,8 @@ def test_the_decision_instruction_count_refuses_sqlite() -> None:
 def test_the_bench_runs_in_quick_mode_and_prints_its_json(
         script: str, postgres_server_url: str, tmp_path: Path) -> None:
     args, check = SCRIPTS[script]
-    if script in ("hooks.py", "throughput.py", "durable_path.py", "provenance.py"):
+    if script in ("hooks.py", "throughput.py", "durable_path.py", "provenance.py",
+                  "guarded_calls.py", "report_write.py"):
         args = [*args, "--postgres-url", postgres_server_url]
     out = run_bench(script, args, tmp_path)
     assert out.get("benchmark"), out

@@ -1,7 +1,8 @@
 """Instructions per ungated guarded call (callgrind), for one or more source trees.
 
 The call of ``bench/guarded_calls.py`` (ask + report; the agent declares the audit log and
-the read-only guard; SQLite file), counted two ways for each ``--src`` (a tree's ``src``):
+the read-only guard; a SQLite file, or with ``--postgres-url URL`` a database of its own on
+that PostgreSQL server for each count), counted two ways for each ``--src`` (a tree's ``src``):
 in `hookgate serve` over loopback HTTP (the server under valgrind, the client outside it),
 and in process (``AsyncLocalGuard`` on the caller's loop, the whole process under
 valgrind). ``valgrind --tool=callgrind --instr-atstart=no``; instrumentation is switched on
@@ -11,6 +12,7 @@ time: this is how a change of a few per cent is told apart on a busy machine. Th
 take turns, ``--rounds`` times; prints one JSON object.
 
     python bench/instructions/guarded_call.py --src src --src /tmp/base/src [--calls 200]
+        [--postgres-url URL]
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent
@@ -40,14 +43,17 @@ def _env(src: Path) -> dict[str, str]:
         [str(src), str(BENCH), os.environ.get("PYTHONPATH", "")])}
 
 
-def served(src: Path, calls: int, warm_up: int) -> int:
+def served(src: Path, calls: int, warm_up: int, postgres: str | None) -> int:
     """Instructions of `hookgate serve` from ``src`` over ``calls`` guarded calls."""
+    work = Path(tempfile.mkdtemp(prefix="cg-guarded-"))
+    with ExitStack() as dropped:
+        config = guarded_calls.Databases(work, postgres, dropped).config("hookgate")
+        return _served(src, calls, warm_up, work, config)
+
+
+def _served(src: Path, calls: int, warm_up: int, work: Path, config: Path) -> int:
     from hookgate.client import Client
 
-    work = Path(tempfile.mkdtemp(prefix="cg-guarded-"))
-    config = work / "hookgate.yaml"
-    config.write_text(guarded_calls.CONFIG.format(db=work / "hookgate.db",
-                                                  token=guarded_calls.TOKEN))
     port = guarded_calls._free_port()
     url = f"http://127.0.0.1:{port}"
     out = str(work / "callgrind.out")
@@ -74,47 +80,44 @@ def served(src: Path, calls: int, warm_up: int) -> int:
     return _callgrind.total(out)
 
 
-def in_process(src: Path, calls: int, warm_up: int) -> int:
+def in_process(src: Path, calls: int, warm_up: int, postgres: str | None) -> int:
     """Instructions of a process making ``calls`` guarded calls through ``src``'s
     ``AsyncLocalGuard`` (this script's ``--child``, under valgrind)."""
     work = Path(tempfile.mkdtemp(prefix="cg-guarded-"))
     out = str(work / "callgrind.out")
-    subprocess.run(
-        _callgrind.command(out, sys.executable, __file__, "--child", "--calls", str(calls),
-                           "--warm-up", str(warm_up)),
-        cwd=work, env=_env(src), check=True, stdout=subprocess.DEVNULL,
-        stderr=(work / "log").open("wb"))
+    with ExitStack() as dropped:
+        config = guarded_calls.Databases(work, postgres, dropped).config("hookgate")
+        subprocess.run(
+            _callgrind.command(out, sys.executable, __file__, "--child", str(config),
+                               "--calls", str(calls), "--warm-up", str(warm_up)),
+            cwd=work, env=_env(src), check=True, stdout=subprocess.DEVNULL,
+            stderr=(work / "log").open("wb"))
     return _callgrind.total(out)
 
 
-def child(calls: int, warm_up: int) -> None:
+def child(config: Path, calls: int, warm_up: int) -> None:
     """The in-process calls, switching its own instrumentation on and off."""
     from hookgate.client import Allowed
     from hookgate.client.local import AsyncLocalGuard
 
     async def run() -> None:
-        with tempfile.TemporaryDirectory(prefix="cg-guarded-") as tmp:
-            work = Path(tmp)
-            config = work / "hookgate.yaml"
-            config.write_text(guarded_calls.CONFIG.format(db=work / "hookgate.db",
-                                                          token=guarded_calls.TOKEN))
-            guard = AsyncLocalGuard(config, framework="bench")
-            session = f"s-{uuid.uuid4().hex}"
+        guard = AsyncLocalGuard(config, framework="bench")
+        session = f"s-{uuid.uuid4().hex}"
 
-            async def call(i: int) -> None:
-                verdict = await guard.before_call(
-                    agent="agent", session_id=session, call_id=f"c{i}", tool="search",
-                    arguments={"query": f"q{i}"})
-                assert isinstance(verdict, Allowed), verdict
-                await guard.report(verdict.call, output=f"3 results for q{i}")
+        async def call(i: int) -> None:
+            verdict = await guard.before_call(
+                agent="agent", session_id=session, call_id=f"c{i}", tool="search",
+                arguments={"query": f"q{i}"})
+            assert isinstance(verdict, Allowed), verdict
+            await guard.report(verdict.call, output=f"3 results for q{i}")
 
-            for i in range(warm_up):
-                await call(-1 - i)
-            _callgrind.control(os.getpid(), "-i", "on")
-            for i in range(calls):
-                await call(i)
-            _callgrind.control(os.getpid(), "-i", "off")
-            await guard.aclose()
+        for i in range(warm_up):
+            await call(-1 - i)
+        _callgrind.control(os.getpid(), "-i", "on")
+        for i in range(calls):
+            await call(i)
+        _callgrind.control(os.getpid(), "-i", "off")
+        await guard.aclose()
 
     asyncio.run(run())
 
@@ -127,12 +130,15 @@ def main() -> None:
     parser.add_argument("--warm-up", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1, help="counts per tree and path")
     parser.add_argument("--path", choices=["serve", "in-process", "both"], default="both")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--postgres-url", metavar="URL",
+                        help="a PostgreSQL server: each count on a database of its own there "
+                             "instead of a SQLite file")
+    parser.add_argument("--child", metavar="CONFIG", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.calls < 1 or options.warm_up < 0 or options.rounds < 1:
         parser.error("--calls and --rounds must be at least 1, --warm-up at least 0")
     if options.child:
-        child(options.calls, options.warm_up)
+        child(options.child, options.calls, options.warm_up)
         return
     trees = [p.resolve() for p in (options.src or [ROOT / "src"])]
     for tree in trees:
@@ -144,12 +150,14 @@ def main() -> None:
     for _ in range(options.rounds):
         for measure in paths:
             for tree in trees:
-                per_call = measure(tree, options.calls, options.warm_up) / options.calls
+                per_call = measure(tree, options.calls, options.warm_up,
+                                   options.postgres_url) / options.calls
                 counts[str(tree)].setdefault(measure.__name__, []).append(round(per_call))
     result = {
         "benchmark": "instructions_guarded_call",
         "what": "callgrind instructions per ungated guarded call (ask + report; audit_log "
-                "and readonly_guard; SQLite file), measured calls only",
+                "and readonly_guard), measured calls only",
+        "database": "sqlite" if options.postgres_url is None else "postgresql",
         "calls": options.calls,
         **_callgrind.by_tree(counts),
     }
