@@ -52,7 +52,7 @@ async def measure(url: str, writes: int, rounds: int) -> dict[str, list[dict[str
     try:
         pid = conn.get_server_pid()
         insert, finish = _s("fact_insert"), _s("finish")
-        one = _fact_finishing(insert.sql)
+        one = _fact_finishing(insert.sql, 2)
         at = datetime.now(UTC)
         calls = writes * rounds * 2 + 40
         await conn.execute(  # two started calls per write, whose finishes it writes
@@ -68,8 +68,9 @@ async def measure(url: str, writes: int, rounds: int) -> dict[str, list[dict[str
                     ("3 results for q", True, at, f"r{i}", f"{call}{i}")))
 
         async def one_statement(i: int) -> None:
-            await conn.execute(one, *insert.args(fact), [f"r{i}", f"r{i}"], [f"a{i}", f"b{i}"],
-                               ["3 results for q"] * 2, [True, True], at)
+            await conn.execute(one, *insert.args(fact), at,
+                               *(v for call in ("a", "b")
+                                 for v in ("3 results for q", True, f"r{i}", f"{call}{i}")))
 
         forms: dict[str, Callable[[int], Awaitable[None]]] = {
             "three_statements": three, "one_statement": one_statement}

@@ -122,29 +122,42 @@ _WRITE = (
     f"SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), (SELECT count(*) FROM ev), "
     f"(SELECT count(*) FROM n)"
 )
+
+
+def _finishes_by_key(first: int, count: int, at: str) -> list[str]:
+    """``count`` finishes as ``UPDATE``s of one ledger record each, its whole key in the
+    ``WHERE`` (observation, ok, run and call from parameter ``first`` on, four each;
+    finished at ``at``). An ``UPDATE … FROM unnest(…)`` join was planned, in a generic plan
+    made while the table was small, as a hash join over a scan of the whole table, which
+    PostgreSQL kept; one record's lookup by its whole key is an index scan in any plan
+    (decision record 0047)."""
+    return [f"UPDATE tool_executions SET observation = ${n}::text, ok = ${n + 1}::bool, "
+            f"finished_at = {at} WHERE run_id = ${n + 2}::text AND tool_call_id = ${n + 3}::text"
+            for n in range(first, first + 4 * count, 4)]
+
+
 #: The checkpoint carrying the ledger's records (``write_run``'s ``finishes`` and ``claim``):
-#: ``_WRITE``, plus, after its parameters, the results of calls whose tool has run, as four
-#: arrays (written whatever the fence says: the tool did run, and its result is true), and a
-#: call to claim (four parameters), inserted only with the fenced checkpoint, the earlier
-#: claim's record read beside it (as ``_CLAIM_FENCED``). Each part is in the statement only
-#: when the write has one: a CTE that writes nothing still costs PostgreSQL its executor's
-#: set-up and locks at every execution (a third of a checkpoint's time: decision record 0035).
+#: ``_WRITE``, plus, after its parameters, the results of calls whose tool has run, four
+#: parameters each (written whatever the fence says: the tool did run, and its result is
+#: true), and a call to claim (four parameters), inserted only with the fenced checkpoint,
+#: the earlier claim's record read beside it (as ``_CLAIM_FENCED``). Each part is in the
+#: statement only when the write has one: a CTE that writes nothing still costs PostgreSQL
+#: its executor's set-up and locks at every execution (a third of a checkpoint's time:
+#: decision record 0035).
 #: The result's columns are the same in every form.
 _WRITE_HEAD = _WRITE.split(" SELECT EXISTS (SELECT 1 FROM up), (SELECT fence", 1)[0]
 _WRITE_LAST = _NC + 8  # _WRITE's last parameter
 
 
 @cache
-def _write_carrying(finishes: bool, claim: bool) -> str:
-    """``_WRITE`` with the finishes' CTE ``fin`` (``finishes``) and the claim's ``cl``
-    (``claim``), their parameters numbered after ``_WRITE``'s, finishes first."""
+def _write_carrying(finishes: int, claim: bool) -> str:
+    """``_WRITE`` with a CTE ``fin0``, ``fin1``… per finish (``finishes`` of them,
+    `_finishes_by_key`) and the claim's ``cl`` (``claim``), their parameters numbered after
+    ``_WRITE``'s, finishes first."""
     n, ctes = _WRITE_LAST, ""
-    if finishes:
-        ctes += (", fin AS (UPDATE tool_executions t SET observation = x.o, ok = x.k, "
-                 f"finished_at = ${_NC + 5}::timestamptz FROM unnest(${n + 1}::text[], "
-                 f"${n + 2}::text[], ${n + 3}::text[], ${n + 4}::bool[]) AS x(r, c, o, k) "
-                 "WHERE t.run_id = x.r AND t.tool_call_id = x.c RETURNING 1)")
-        n += 4
+    updates = _finishes_by_key(n + 1, finishes, f"${_NC + 5}::timestamptz")
+    ctes += "".join(f", fin{i} AS ({u} RETURNING 1)" for i, u in enumerate(updates))
+    n += 4 * finishes
     prior = "NULL, NULL, NULL, NULL FROM (SELECT 1) AS one"
     if claim:
         ctes += (", cl AS (INSERT INTO tool_executions (run_id, tool_call_id, tool_name, "
@@ -156,21 +169,21 @@ def _write_carrying(finishes: bool, claim: bool) -> str:
                  f"AND p.tool_call_id = ${n + 2}::text")
     return (f"{_WRITE_HEAD}{ctes} SELECT EXISTS (SELECT 1 FROM up), (SELECT fence FROM f), "
             "(SELECT count(*) FROM ev), (SELECT count(*) FROM n), "
-            + ("(SELECT count(*) FROM fin), " if finishes else "0, ")
+            + ("(" + " + ".join(f"(SELECT count(*) FROM fin{i})" for i in range(finishes))
+               + "), " if finishes else "0, ")
             + ("EXISTS (SELECT 1 FROM cl), " if claim else "false, ") + prior)
 
 
 @cache
-def _fact_finishing(insert: str) -> str:
-    """A session's fact (``insert``: its one-statement write, ``$1``..``$7``) and the
-    ledger's finishes (four arrays, ``$8``..``$11``, finished at ``$12``) in one statement:
-    the finishes' ``UPDATE`` with the fact's ``INSERT`` as its CTE, as a carrying checkpoint
-    writes them (`_write_carrying`'s ``fin``)."""
-    assert "$8" not in insert, insert
-    return (f"WITH fact AS ({insert}) UPDATE tool_executions t SET observation = x.o, "
-            "ok = x.k, finished_at = $12::timestamptz FROM unnest($8::text[], $9::text[], "
-            "$10::text[], $11::bool[]) AS x(r, c, o, k) "
-            "WHERE t.run_id = x.r AND t.tool_call_id = x.c")
+def _fact_finishing(insert: str, count: int) -> str:
+    """A session's fact (``insert``: its one-statement write, ``$1``..``$7``) and ``count``
+    ledger finishes (`_finishes_by_key`, from ``$9``, finished at ``$8``) in one statement:
+    the fact's ``INSERT`` and all but the last finish as its CTEs, the last as the
+    statement."""
+    assert "$8" not in insert and count > 0, insert
+    *ctes, last = _finishes_by_key(9, count, "$8::timestamptz")
+    parts = [f"fact AS ({insert})", *(f"f{i} AS ({u})" for i, u in enumerate(ctes))]
+    return f"WITH {', '.join(parts)} {last}"
 
 
 #: The fenced checkpoint of the run's own row (``fence.run_id`` is the run): the fence
@@ -479,10 +492,9 @@ class PostgresBackend:
         own = fence is not None and fence.run_id == run_id  # its own row's fence: _own_form
         prior: PriorRow | None = None
         if checkpoint is not None and (finishes or claim is not None or along is not None):
-            carried: tuple[Any, ...] = () if not finishes else (
-                [f.run_id for f in finishes], [f.tool_call_id for f in finishes],
-                [f.observation for f in finishes], [f.ok for f in finishes])
-            sql = self._along(_write_carrying(bool(finishes), claim is not None), along)
+            carried = tuple(v for f in finishes
+                            for v in (f.observation, f.ok, f.run_id, f.tool_call_id))
+            sql = self._along(_write_carrying(len(finishes), claim is not None), along)
             args = (*checkpoint_row(checkpoint, now), token, *arrays, channel, note,
                     fenced_run, *carried, *(claim or ()),
                     *(along.args if along is not None else ()))
@@ -616,7 +628,8 @@ class PostgresBackend:
 
     async def recorded_among(self, run_id: str, keys: Sequence[str]
                              ) -> dict[str, PriorRow]:
-        rows = await self.driver.fetch(_s("prior_among").sql, run_id, *among_keys(keys))
+        among = _s("prior_among")
+        rows = await self.driver.fetch(among.sql, *among.args((run_id, *among_keys(keys))))
         return {str(r[0]): PriorRow(r[1], None if r[2] is None else bool(r[2]), r[3], r[4])
                 for r in rows}
 
@@ -650,9 +663,8 @@ class PostgresBackend:
             return await self.add_fact(row, once=once)
         insert, at = _s("fact_insert_once" if once else "fact_insert"), utcnow()
         await self.driver.execute(
-            _fact_finishing(insert.sql), *insert.args((*row, at)),
-            [f.run_id for f in finishes], [f.tool_call_id for f in finishes],
-            [f.observation for f in finishes], [f.ok for f in finishes], at)
+            _fact_finishing(insert.sql, len(finishes)), *insert.args((*row, at)), at,
+            *(v for f in finishes for v in (f.observation, f.ok, f.run_id, f.tool_call_id)))
 
     async def session_facts(self, session: str) -> list[FactRead]:
         # One statement in autocommit on the driver (through an ORM session: a checkout,

@@ -302,7 +302,8 @@ class SqliteBackend(EngineReads, EngineChanges):
 
     async def recorded_among(self, run_id: str, keys: Sequence[str]
                              ) -> dict[str, PriorRow]:
-        among, params = _s("prior_among"), (run_id, *among_keys(keys))
+        among = _s("prior_among")
+        params = among.args((run_id, *among_keys(keys)))
         rows = await self.driver.read(lambda c: c.execute(among.sql, params).fetchall())
         return {str(r[0]): PriorRow(r[1], None if r[2] is None else bool(r[2]), r[3], r[4])
                 for r in rows}

@@ -16,7 +16,18 @@ from functools import cache
 from operator import itemgetter
 from typing import Any, Literal, cast
 
-from sqlalchemy import String, Table, Text, bindparam, case, exists, literal_column, select, update
+from sqlalchemy import (
+    String,
+    Table,
+    Text,
+    bindparam,
+    case,
+    exists,
+    literal_column,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy import cast as type_cast
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -156,11 +167,17 @@ PRIOR_AMONG = 3
 
 
 def _prior_among(_: str) -> ClauseElement:
-    """`_prior` of up to `PRIOR_AMONG` entries of one run in one read, each with its key."""
+    """`_prior` of up to `PRIOR_AMONG` entries of one run in one read, each with its key:
+    one lookup of the whole key per entry. Written as ``run_id = ? AND tool_call_id IN
+    (...)``, PostgreSQL may plan it (a generic plan made while the table was small keeps it)
+    as an index scan on ``run_id`` alone with the keys as a filter, which reads every entry
+    of the run: a long session's calls grew slower with each call before it (decision
+    record 0047)."""
     t = ToolExecutionRow
-    return select(t.tool_call_id, t.observation, t.ok, t.tool_name, t.args_sha256).where(
-        t.run_id == bindparam("run_id"),
-        t.tool_call_id.in_([bindparam(f"key{i}") for i in range(PRIOR_AMONG)]))
+    return union_all(*(
+        select(t.tool_call_id, t.observation, t.ok, t.tool_name, t.args_sha256).where(
+            t.run_id == bindparam("run_id"), t.tool_call_id == bindparam(f"key{i}"))
+        for i in range(PRIOR_AMONG)))
 
 
 def among_keys(keys: Sequence[str]) -> tuple[str, ...]:
