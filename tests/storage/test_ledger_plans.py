@@ -5,7 +5,8 @@ change. A plan made while the ledger was small must not read the whole run, or t
 table, once the ledger has grown: before decision record 0047 the read of a call's records
 scanned every record of the session's run (a long session's calls grew slower with each
 call before them), and the finishes' ``UPDATE … FROM unnest(…)`` hashed a scan of the
-whole table."""
+whole table; and the check that a session's request is kept once read every fact of the
+session."""
 
 from __future__ import annotations
 
@@ -80,5 +81,32 @@ async def test_a_ledger_lookup_planned_on_an_empty_ledger_reads_only_its_records
                        for n in nodes if n.get("Relation Name") == "tool_executions"
                        or n.get("Index Name") == "tool_executions_pkey")
             assert read <= MOST_BUFFERS, (name, read, plan)
+    finally:
+        await conn.close()
+
+
+async def test_the_check_that_a_request_is_kept_once_reads_only_the_sessions_requests(
+        database_url: str) -> None:
+    # A session's facts are mostly its results; the check reads its requests alone, through
+    # their own index, however the statement was planned (decision record 0047).
+    conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"),
+                                 server_settings={"plan_cache_mode": "force_generic_plan"})
+    try:
+        await conn.execute(f"PREPARE once AS {_s('fact_insert_once').sql}")
+        args = "'s', 'request', true, 'user', NULL, 'book the flight', now()"
+        await _explained(conn, "once", args)  # planned now, on an empty table
+        await conn.execute(
+            "INSERT INTO session_facts (session, kind, trusted, source, call_id, text, "
+            "created_at) SELECT 's', CASE WHEN g % 1000 = 0 THEN 'request' ELSE 'result' END, "
+            "false, 'search', 'c' || g, repeat('a page of results ', 20) || g, now() "
+            "FROM generate_series(1, $1) AS g", RECORDS)
+        plan = await _explained(conn, "once", args)
+        nodes = _nodes(plan)
+        on_facts = [n for n in nodes if n.get("Relation Name") == "session_facts"
+                    and n["Node Type"] != "ModifyTable"]
+        assert [n.get("Index Name") for n in on_facts] == ["ix_session_facts_requests"], plan
+        read = sum(n.get("Shared Hit Blocks", 0) + n.get("Shared Read Blocks", 0)
+                   for n in on_facts)
+        assert read <= MOST_BUFFERS, (read, plan)
     finally:
         await conn.close()

@@ -377,7 +377,13 @@ class SessionFactRow(Base):
     (hookgate.provenance reads them to trace where a call's argument values came from)."""
 
     __tablename__ = "session_facts"
-    __table_args__ = (Index("ix_session_facts_session", "session", "id"),)
+    __table_args__ = (
+        Index("ix_session_facts_session", "session", "id"),
+        # A session's requests alone: the check that a request is kept once reads these,
+        # not every result of the session (migration 0032).
+        Index("ix_session_facts_requests", "session",
+              postgresql_where=text("kind = 'request'"), sqlite_where=text("kind = 'request'")),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"),
                                     primary_key=True, autoincrement=True)

@@ -228,8 +228,8 @@ class Backend(Protocol):
 
     async def add_fact(self, row: FactRow, *, once: bool = False) -> None:
         """Keep one fact of a session (``session_facts``), committed before this returns:
-        one statement on the fast path. ``once``: not if the session already holds a fact
-        of its kind with its text (read in the same statement)."""
+        one statement on the fast path. ``once`` (the row is a request): not if the session
+        already holds a request with its text (read in the same statement)."""
         ...
 
     async def add_fact_finishing(self, row: FactRow, finishes: Sequence[LedgerFinish], *,

@@ -289,13 +289,16 @@ def _fact_insert(_: str) -> ClauseElement:
 
 
 def _fact_insert_once(dialect: str) -> ClauseElement:
-    """A fact kept only if its session holds none of its kind with its text (a request is
-    kept once per session): one statement, where a read and an insert took a transaction.
-    PostgreSQL is told each value's type (it cannot infer one in a SELECT list); SQLite
-    takes them as they come (a CAST would give a timestamp's text numeric affinity)."""
+    """A request kept only if its session holds none with its text (a request is kept once
+    per session): one statement, where a read and an insert took a transaction. The check
+    names the kind as it is written, so that it reads the session's requests through their
+    own index (``ix_session_facts_requests``), not every result of the session (decision
+    record 0047). PostgreSQL is told each value's type (it cannot infer one in a SELECT
+    list); SQLite takes them as they come (a CAST would give a timestamp's text numeric
+    affinity)."""
     table = cast(Table, SessionFactRow.__table__)
     kept = select(_ONE).where(table.c.session == bindparam("session"),
-                              table.c.kind == bindparam("kind"),
+                              table.c.kind == literal_column("'request'"),
                               table.c.text == bindparam("text"))
     values = [bindparam(c) if dialect != "postgresql" else type_cast(bindparam(c), (
         # A length in the cast would cut a value too long; the column's own check refuses it.

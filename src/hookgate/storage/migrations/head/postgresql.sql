@@ -1,4 +1,4 @@
--- revision: 0031
+-- revision: 0032
 -- Rendered by scripts/render_head_schema.py from the migrations; do not edit.
 
 CREATE TABLE agents (
@@ -429,6 +429,8 @@ CREATE INDEX ix_oidc_sessions_user_id ON oidc_sessions USING btree (user_id);
 CREATE INDEX ix_runs_org_id ON runs USING btree (org_id);
 
 CREATE INDEX ix_runs_status ON runs USING btree (status);
+
+CREATE INDEX ix_session_facts_requests ON session_facts USING btree (session) WHERE ((kind)::text = 'request'::text);
 
 CREATE INDEX ix_session_facts_session ON session_facts USING btree (session, id);
 

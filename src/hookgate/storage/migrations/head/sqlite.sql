@@ -1,4 +1,4 @@
--- revision: 0031
+-- revision: 0032
 -- Rendered by scripts/render_head_schema.py from the migrations; do not edit.
 
 CREATE TABLE alembic_version (
@@ -148,11 +148,11 @@ CREATE TABLE "confirmation_requests" (
 	CONSTRAINT uq_confirmation_run_call UNIQUE (run_id, tool_call_id)
 );
 
-CREATE INDEX ix_confirmation_responded_at ON confirmation_requests (responded_at);
+CREATE INDEX ix_confirmation_org_status ON confirmation_requests (org_id, status);
 
 CREATE INDEX ix_confirmation_status_expires ON confirmation_requests (status, expires_at);
 
-CREATE INDEX ix_confirmation_org_status ON confirmation_requests (org_id, status);
+CREATE INDEX ix_confirmation_responded_at ON confirmation_requests (responded_at);
 
 CREATE INDEX ix_confirmation_root_run ON confirmation_requests (root_run_id);
 
@@ -184,11 +184,11 @@ CREATE TABLE "connector_call_logs" (
 	CONSTRAINT uq_call_log_chain_seq UNIQUE (chain, seq)
 );
 
+CREATE INDEX ix_call_log_org_agent ON connector_call_logs (org_id, agent_id);
+
 CREATE INDEX ix_call_log_org_created ON connector_call_logs (org_id, created_at);
 
 CREATE INDEX ix_call_log_org_user ON connector_call_logs (org_id, user_id);
-
-CREATE INDEX ix_call_log_org_agent ON connector_call_logs (org_id, agent_id);
 
 CREATE INDEX ix_call_log_org_tool ON connector_call_logs (org_id, tool_name);
 
@@ -210,9 +210,9 @@ CREATE TABLE "runs" (
 	PRIMARY KEY (id)
 );
 
-CREATE INDEX ix_runs_org_id ON runs (org_id);
-
 CREATE INDEX ix_runs_status ON runs (status);
+
+CREATE INDEX ix_runs_org_id ON runs (org_id);
 
 CREATE TABLE "users" (
 	id VARCHAR(128) NOT NULL, 
@@ -233,13 +233,13 @@ CREATE TABLE "users" (
 	FOREIGN KEY(org_id) REFERENCES orgs (id)
 );
 
-CREATE INDEX ix_users_feishu_open_id ON users (feishu_open_id);
-
 CREATE INDEX ix_users_wecom_userid ON users (wecom_userid);
 
-CREATE INDEX ix_users_slack_user_id ON users (slack_user_id);
-
 CREATE INDEX ix_users_org_id ON users (org_id);
+
+CREATE INDEX ix_users_feishu_open_id ON users (feishu_open_id);
+
+CREATE INDEX ix_users_slack_user_id ON users (slack_user_id);
 
 CREATE INDEX ix_call_log_org_session ON connector_call_logs (org_id, session_id);
 
@@ -331,4 +331,6 @@ CREATE TABLE "run_events" (
 	created_at DATETIME NOT NULL, 
 	CONSTRAINT run_events_pkey PRIMARY KEY (run_id, seq)
 );
+
+CREATE INDEX ix_session_facts_requests ON session_facts (session) WHERE kind = 'request';
 
