@@ -10,7 +10,8 @@ through SQLAlchemy (docs/decisions/0020, 0027, 0031 and 0037).
 
 On PostgreSQL every statement is its own transaction (autocommit on the driver), and the
 same writes are made: the result's fact with the two finishes is one statement there too
-(decision record 0046: it was three)."""
+(decision record 0046: it was three), and the ask's index entry carries the read of
+the session's state (decision record 0047)."""
 
 from __future__ import annotations
 
@@ -35,11 +36,12 @@ from hookgate.storage.statement_count import StatementCount
 #: the two finishes; 29 in six before decision 0027: each one-statement write was a BEGIN
 #: IMMEDIATE, the statement and a COMMIT; the audit row's head was read as its seq numbers
 #: were reserved, then moved).
-#: On PostgreSQL, 9, each in autocommit (11 before decision 0046: the fact and each finish
-#: were statements of their own): the ask's person, index entry, read and start; the
-#: report's index entry, read, claim, the audit row with its chain's head, and the fact with
-#: its finishes.
-PER_CALL = {"sqlite": (16, 5), "postgresql": (9, 9)}
+#: On PostgreSQL, 8, each in autocommit: the ask's person, index entry with the read of the
+#: session's state, and start; the report's index entry, read, claim, the audit row with its
+#: chain's head, and the fact with its finishes. (9 before decision 0047, which read the
+#: session's state with the index entry; 11 before decision 0046, where the fact and each
+#: finish were statements of their own.)
+PER_CALL = {"sqlite": (16, 5), "postgresql": (8, 8)}
 CALLS = 5
 
 

@@ -16,7 +16,12 @@ from typing import Any
 import asyncpg
 import pytest
 
-from hookgate.storage.backends.postgresql import _fact_finishing, _finishes_by_key, _s
+from hookgate.storage.backends.postgresql import (
+    _claim_reading,
+    _fact_finishing,
+    _finishes_by_key,
+    _s,
+)
 
 #: Records of one run in the grown ledger: one session's calls, two records each.
 RECORDS = 4000
@@ -55,12 +60,15 @@ async def test_a_ledger_lookup_planned_on_an_empty_ledger_reads_only_its_records
             "among": _s("prior_among").sql,
             "fact_finishing": _fact_finishing(insert, 2),
             "finish": _finishes_by_key(2, 1, "$1::timestamptz")[0],
+            "claim_reading": _claim_reading(_s("claim_finished").sql, _s("prior_among").sql),
         }
         args = {
             "among": "'r', 'c1', 'c2', 'c3'",
             "fact_finishing": "'s', 'result', false, 'search', 'c1', '3 results', now(), "
                               "now(), 'x', true, 'r', 'c1', 'x', true, 'r', 'c2'",
             "finish": "now(), 'x', true, 'r', 'c3'",
+            "claim_reading": "'index', 'k', 'search', 'x', now(), now(), 'o', true, "
+                             "'r', 'c1', 'c2', 'c3'",
         }
         for name, sql in statements.items():
             await conn.execute(f"PREPARE {name} AS {sql}")

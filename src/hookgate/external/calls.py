@@ -295,9 +295,11 @@ class GuardedCalls:
                        root_session=lineage.root_session, root_agent_id=lineage.root_agent_id)
         key = call_key(agent.id, asker.user_id, session_id, call_id)
         index = Entry(EntryKind.INDEX, (key,))
-        # Claimed with its record: a new call's index entry is one write.
-        prior = await self.core.claim_finished(INDEX_RUN, index, tool, digest,
-                                               _facts_text(facts), ok=True)
+        # Claimed with its record: a new call's index entry is one write. Whether the session
+        # started and stopped and whether the call started are read with it.
+        prior, state = await self.core.claim_finished_with_state(
+            INDEX_RUN, index, tool, digest, _facts_text(facts), ok=True,
+            session_run=facts.run_id, call_id=call_id)
         if prior is not None and prior.observation is not None and (
                 _loads(prior.observation).get("initiator", facts.user_id) != facts.initiator):
             raise CallIdReused(
@@ -310,8 +312,6 @@ class GuardedCalls:
                 "one is not run")
         if prior is not None and prior.observation is None:
             await self.core.finish(INDEX_RUN, index, _facts_text(facts), ok=True)
-        # Whether the session started and stopped and whether the call started: one read.
-        state = await self.core.session_state(facts.run_id, call_id)
         try:
             session = await self.core.session_before_call(agent, facts.identity(agent),
                                                           facts.extras(), state=state)

@@ -202,15 +202,17 @@ class ExternalCore:
                                ok=True)
         return SessionVerdict(stopped, None if stopped else result.additional_context or None)
 
-    async def session_state(self, run_id: str, call_id: str) -> SessionState:
-        """The session's start and stop and the call's start, in one read."""
-        start = Entry(EntryKind.STARTED, (call_id,)).key
-        held = await self.ledger.recorded_among(run_id, (_STARTED_SESSION.key, _STOPPED.key,
-                                                         start))
-        stopped = held.get(_STOPPED.key)
-        return SessionState(_STARTED_SESSION.key in held,
-                            None if stopped is None else _stop_reason(stopped),
-                            held.get(start))
+    async def claim_finished_with_state(self, run_id: str, entry: Entry, what: str,
+                                        digest: str, text: str, *, ok: bool, session_run: str,
+                                        call_id: str
+                                        ) -> tuple[PriorExecution | None, SessionState]:
+        """`claim_finished`, with the `SessionState` of ``session_run`` (whether the session
+        started and stopped, and whether ``call_id`` started) read in the same statement
+        where the backend can (decision record 0047)."""
+        keys = _state_keys(call_id)
+        prior, held = await self.ledger.claim_finished_reading(
+            run_id, entry.key, what, digest, text, ok, session_run, keys)
+        return prior, _session_state(held, keys)
 
     async def session_before_call(self, agent: Agent, identity: CallIdentity,
                                   metadata: Mapping[str, Any], *,
@@ -218,7 +220,7 @@ class ExternalCore:
         """The session rule: a call (or prompt) of a session that was never started runs
         the session's SessionStart chain first, once (concurrent first calls wait for that
         one); a started session's calls run none. The verdict of that run (or an empty one).
-        ``state``: the session's, read for this call (`session_state`)."""
+        ``state``: the session's, read for this call (`claim_finished_with_state`)."""
         if state is not None and state.started:
             return SessionVerdict(None, None)
         if await self.recorded(identity.run_id, _STARTED_SESSION) is not None:
@@ -252,8 +254,8 @@ class ExternalCore:
         ``counted``: the call took its rate-limit slots when it was first asked;
         ``retry``: the one exception to "an approval covers its own call id", for a codec
         whose client re-sends a call it gave up waiting for (hookgate.hooks.coverage);
-        ``session``: the session's state read for this ask (`session_state`), whose stop
-        is final once the session started (else the stop is read here)."""
+        ``session``: the session's state read for this ask (`claim_finished_with_state`),
+        whose stop is final once the session started (else the stop is read here)."""
         stopped = session.stopped if session is not None and session.started else (
             await self.stopped(call.run_id))
         if stopped is not None:
@@ -441,6 +443,19 @@ def observation_text(observed: Observed, output: Any, error: str | None) -> tupl
     notes = ctx.added_context
     text = render_observation(shown)
     return (with_hook_context(text, list(notes)) if notes else text), False
+
+
+def _state_keys(call_id: str) -> tuple[str, str, str]:
+    """The ledger keys of a session's start and stop and of the call's start."""
+    return _STARTED_SESSION.key, _STOPPED.key, Entry(EntryKind.STARTED, (call_id,)).key
+
+
+def _session_state(held: Mapping[str, PriorExecution], keys: tuple[str, str, str]
+                   ) -> SessionState:
+    started, stopped_key, start = keys
+    stopped = held.get(stopped_key)
+    return SessionState(started in held, None if stopped is None else _stop_reason(stopped),
+                        held.get(start))
 
 
 def _report_entry(call: ExternalCall, report: str) -> Entry:

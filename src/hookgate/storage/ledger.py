@@ -43,8 +43,7 @@ class DatabaseLedger:
         """The records of up to three entries of one run, by key, in one read (an entry
         never claimed is not there)."""
         rows = await self.db.backend.recorded_among(run_id, tool_call_ids)
-        return {key: PriorExecution(row.observation, row.ok, row.tool_name, row.args_sha256)
-                for key, row in rows.items()}
+        return {key: executed(row) for key, row in rows.items()}
 
     async def claim_finished(self, run_id: str, tool_call_id: str, tool_name: str,
                              args_sha256: str, observation: str, ok: bool
@@ -53,6 +52,16 @@ class DatabaseLedger:
         claimed); the earlier claim's record, left as it was, if there was one."""
         return prior_execution(await self.db.backend.claim_finished(
             (run_id, tool_call_id, tool_name, args_sha256), observation, ok))
+
+    async def claim_finished_reading(
+            self, run_id: str, tool_call_id: str, tool_name: str, args_sha256: str,
+            observation: str, ok: bool, among_run: str, among: Sequence[str],
+    ) -> tuple[PriorExecution | None, dict[str, PriorExecution]]:
+        """`claim_finished`, and `recorded_among` of ``among_run``'s ``among`` (another run's
+        records) read with it: one statement where the backend can."""
+        prior, held = await self.db.backend.claim_finished_reading(
+            (run_id, tool_call_id, tool_name, args_sha256), observation, ok, among_run, among)
+        return prior_execution(prior), {key: executed(row) for key, row in held.items()}
 
     def fenced(self, fence: Fence) -> FencedLedger:
         """This ledger as the executor holding ``fence`` may use it."""
@@ -69,8 +78,11 @@ class DatabaseLedger:
 
 def prior_execution(row: PriorRow | None) -> PriorExecution | None:
     """The earlier claim's record from its row."""
-    if row is None:
-        return None
+    return None if row is None else executed(row)
+
+
+def executed(row: PriorRow) -> PriorExecution:
+    """A record from its row."""
     return PriorExecution(row.observation, row.ok, row.tool_name, row.args_sha256)
 
 

@@ -215,6 +215,14 @@ class Backend(Protocol):
         the earlier claim's record (left as it was) if there was one."""
         ...
 
+    async def claim_finished_reading(self, row: tuple[str, str, str, str], observation: str,
+                                     ok: bool, run_id: str, keys: Sequence[str]
+                                     ) -> tuple[PriorRow | None, dict[str, PriorRow]]:
+        """`claim_finished`, and `recorded_among` of ``run_id``'s ``keys`` (records of
+        another run than the claim's) as they were at the claim or just after it: one
+        statement where the backend can."""
+        ...
+
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:
         ...

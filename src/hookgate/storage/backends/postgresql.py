@@ -186,6 +186,25 @@ def _fact_finishing(insert: str, count: int) -> str:
     return f"WITH {', '.join(parts)} {last}"
 
 
+@cache
+def _claim_reading(claim: str, among: str) -> str:
+    """The claim's ``INSERT … ON CONFLICT DO NOTHING`` (``claim``, ``$1``..``$8``) as a CTE,
+    then its count as a row whose key is NULL, then ``among``'s rows (its parameters
+    numbered after the claim's): a claim and a read of another run's records in one
+    statement."""
+    assert claim.endswith("ON CONFLICT DO NOTHING") and "$9" not in claim, claim
+    shifted = re.sub(r"\$(\d+)", lambda n: f"${int(n.group(1)) + 8}", among)
+    return (f"WITH cl AS ({claim} RETURNING 1) SELECT NULL::varchar, "
+            "(SELECT count(*) FROM cl)::text, NULL::boolean, NULL::varchar, NULL::varchar "
+            f"UNION ALL {shifted}")
+
+
+def _among(rows: Sequence[Any]) -> dict[str, PriorRow]:
+    """`recorded_among`'s records by key from its rows (key, observation, ok, tool, digest)."""
+    return {str(r[0]): PriorRow(r[1], None if r[2] is None else bool(r[2]), r[3], r[4])
+            for r in rows}
+
+
 #: The fenced checkpoint of the run's own row (``fence.run_id`` is the run): the fence
 #: checked by the UPDATE itself, which takes the same row lock as ``f`` (``FOR NO KEY
 #: UPDATE``: a takeover's ``FOR UPDATE`` waits for it, and it waits for a takeover, then
@@ -629,9 +648,22 @@ class PostgresBackend:
     async def recorded_among(self, run_id: str, keys: Sequence[str]
                              ) -> dict[str, PriorRow]:
         among = _s("prior_among")
-        rows = await self.driver.fetch(among.sql, *among.args((run_id, *among_keys(keys))))
-        return {str(r[0]): PriorRow(r[1], None if r[2] is None else bool(r[2]), r[3], r[4])
-                for r in rows}
+        return _among(await self.driver.fetch(among.sql, *among.args(
+            (run_id, *among_keys(keys)))))
+
+    async def claim_finished_reading(self, row: tuple[str, str, str, str], observation: str,
+                                     ok: bool, run_id: str, keys: Sequence[str]
+                                     ) -> tuple[PriorRow | None, dict[str, PriorRow]]:
+        # One statement in autocommit: the claim and the read share a round trip and a
+        # snapshot (decision record 0047); the rare repeat reads afterwards.
+        at = utcnow()
+        claim, among = _s("claim_finished"), _s("prior_among")
+        rows = await self.driver.fetch(
+            _claim_reading(claim.sql, among.sql), *claim.args((*row, at, observation, ok, at)),
+            *among.args((run_id, *among_keys(keys))))
+        claimed = any(r[0] is None and r[1] == "1" for r in rows)
+        held = _among([r for r in rows if r[0] is not None])
+        return (None if claimed else await self.recorded(row[0], row[1])), held
 
     async def finish(self, run_id: str, tool_call_id: str, observation: str, ok: bool
                      ) -> None:

@@ -285,6 +285,14 @@ class SqliteBackend(EngineReads, EngineChanges):
             return None
         return await self._claimed_before(row)
 
+    async def claim_finished_reading(self, row: tuple[str, str, str, str], observation: str,
+                                     ok: bool, run_id: str, keys: Sequence[str]
+                                     ) -> tuple[PriorRow | None, dict[str, PriorRow]]:
+        # The claim, then the read: each is cheap on the caller's thread, and the read
+        # would only hold the file's write lock longer inside the claim's transaction.
+        prior = await self.claim_finished(row, observation, ok)
+        return prior, await self.recorded_among(run_id, keys)
+
     async def _claimed_before(self, row: tuple[str, str, str, str]) -> PriorRow:
         """The record of an entry the claim found taken, as it is now, read after the claim
         (a ledger row is never deleted). Fails closed if it is not there: the claim did not
