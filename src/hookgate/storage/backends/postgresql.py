@@ -655,7 +655,7 @@ class PostgresBackend:
                                      ok: bool, run_id: str, keys: Sequence[str]
                                      ) -> tuple[PriorRow | None, dict[str, PriorRow]]:
         # One statement in autocommit: the claim and the read share a round trip and a
-        # snapshot (decision record 0047); the rare repeat reads afterwards.
+        # snapshot (decision record 0048); the rare repeat reads afterwards.
         at = utcnow()
         claim, among = _s("claim_finished"), _s("prior_among")
         rows = await self.driver.fetch(
