@@ -50,3 +50,36 @@ async def test_a_claim_lands_with_its_turn_and_a_result_with_the_next_checkpoint
     assert len(await RunEventLog(db).after("r1")) == 3
     summary = await DatabaseRunStore(db).summary("r1")
     assert summary is not None and summary.status == "running"
+
+
+@pytest.mark.both_databases
+async def test_the_results_of_several_calls_land_each_on_its_own_record_with_one_checkpoint(
+        db: Database) -> None:
+    # A turn's calls finished together: each finish is written to its own record, by its
+    # whole key (decision record 0047), with the next call's claim in the same write.
+    await write_run(db, "r1", checkpoint=_row("running"), events=[], fence=None)
+    fence = await take_over(db, "r1")
+    assert fence is not None
+    for n in (1, 2, 3):
+        assert await write_run(db, "r1", checkpoint=_row("running"), events=[], fence=fence,
+                               claim=("r1", f"call-{n}", "wire_money", f"digest-{n}")) is None
+    finishes = [LedgerFinish("r1", "call-1", "sent 1", True),
+                LedgerFinish("r1", "call-2", "refused", False),
+                LedgerFinish("r1", "call-3", "sent 3", True)]
+    assert await write_run(db, "r1", checkpoint=_row("running"), events=[], fence=fence,
+                           finishes=finishes,
+                           claim=("r1", "call-4", "wire_money", "digest-4")) is None
+    ledger = DatabaseLedger(db)
+    for finish in finishes:
+        done = await ledger.recorded("r1", finish.tool_call_id)
+        assert done is not None
+        assert (done.observation, done.ok) == (finish.observation, finish.ok), finish
+    untouched = await ledger.recorded("r1", "call-4")
+    assert untouched is not None and untouched.observation is None  # claimed, not finished
+    # A finish of a record that is not there writes nothing, and the others still land.
+    assert await write_run(db, "r1", checkpoint=_row("running"), events=[], fence=fence,
+                           finishes=[LedgerFinish("r1", "ghost", "x", True),
+                                     LedgerFinish("r1", "call-4", "sent 4", True)]) is None
+    assert await ledger.recorded("r1", "ghost") is None
+    last = await ledger.recorded("r1", "call-4")
+    assert last is not None and last.observation == "sent 4"

@@ -174,26 +174,32 @@ def _write_carrying(finishes: int, claim: bool) -> str:
             + ("EXISTS (SELECT 1 FROM cl), " if claim else "false, ") + prior)
 
 
+def _last_parameter(sql: str) -> int:
+    """The highest ``$n`` of ``sql``: a statement joined after it numbers its own from there."""
+    return max((int(n) for n in re.findall(r"\$(\d+)", sql)), default=0)
+
+
 @cache
 def _fact_finishing(insert: str, count: int) -> str:
-    """A session's fact (``insert``: its one-statement write, ``$1``..``$7``) and ``count``
-    ledger finishes (`_finishes_by_key`, from ``$9``, finished at ``$8``) in one statement:
-    the fact's ``INSERT`` and all but the last finish as its CTEs, the last as the
-    statement."""
-    assert "$8" not in insert and count > 0, insert
-    *ctes, last = _finishes_by_key(9, count, "$8::timestamptz")
+    """A session's fact (``insert``: its one-statement write, parameters ``$1``..``$n``)
+    and ``count`` ledger finishes (`_finishes_by_key`, finished at ``$n+1``, theirs after
+    it) in one statement: the fact's ``INSERT`` and all but the last finish as its CTEs,
+    the last as the statement."""
+    assert count > 0
+    at = _last_parameter(insert) + 1
+    *ctes, last = _finishes_by_key(at + 1, count, f"${at}::timestamptz")
     parts = [f"fact AS ({insert})", *(f"f{i} AS ({u})" for i, u in enumerate(ctes))]
     return f"WITH {', '.join(parts)} {last}"
 
 
 @cache
 def _claim_reading(claim: str, among: str) -> str:
-    """The claim's ``INSERT … ON CONFLICT DO NOTHING`` (``claim``, ``$1``..``$8``) as a CTE,
-    then its count as a row whose key is NULL, then ``among``'s rows (its parameters
-    numbered after the claim's): a claim and a read of another run's records in one
-    statement."""
-    assert claim.endswith("ON CONFLICT DO NOTHING") and "$9" not in claim, claim
-    shifted = re.sub(r"\$(\d+)", lambda n: f"${int(n.group(1)) + 8}", among)
+    """The claim's ``INSERT … ON CONFLICT DO NOTHING`` (``claim``) as a CTE, then its count
+    as a row whose key is NULL, then ``among``'s rows (its parameters numbered after the
+    claim's): a claim and a read of another run's records in one statement."""
+    assert claim.endswith("ON CONFLICT DO NOTHING"), claim
+    base = _last_parameter(claim)
+    shifted = re.sub(r"\$(\d+)", lambda n: f"${int(n.group(1)) + base}", among)
     return (f"WITH cl AS ({claim} RETURNING 1) SELECT NULL::varchar, "
             "(SELECT count(*) FROM cl)::text, NULL::boolean, NULL::varchar, NULL::varchar "
             f"UNION ALL {shifted}")
@@ -551,7 +557,7 @@ class PostgresBackend:
         key = (sql, along.ctes, along.result)
         found = self._with_along.get(key)
         if found is None:
-            base = max(int(n) for n in re.findall(r"\$(\d+)", sql))
+            base = _last_parameter(sql)
             ctes, result = (re.sub(r"\$P(\d+)", lambda m: f"${base + int(m.group(1))}", x)
                             for x in (along.ctes, along.result))
             head, _, select = sql.rpartition(" SELECT EXISTS (SELECT 1 FROM up), ")
